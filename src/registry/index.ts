@@ -1,0 +1,3 @@
+/** The in-process TaskService provider. */
+export { createTaskService, LocalTaskService, MAX_WAIT_MS } from './local-task-service.js';
+export { consoleLogger, type Logger, TASK_SERVICE_DEFAULTS, type TaskServiceOptions } from './options.js';

@@ -1,0 +1,767 @@
+/**
+ * The in-process TaskService: a Map of task records with preflighted registration, first-outcome-wins
+ * settlement, owner-scoped authorization and cleanup, consuming reads, bounded waits and the delivery claim.
+ */
+import {
+  AdmissionLimitError,
+  type BackgroundWaitResult,
+  type Caller,
+  CancelFailedError,
+  CancelNotSupportedError,
+  type Disposer,
+  formatTaskId,
+  InvalidArgumentError,
+  InvalidTimeoutError,
+  isTrustedCaller,
+  type KillOptions,
+  MessagesNotSupportedError,
+  NoControllerError,
+  type OnTaskDoneOptions,
+  type OnTasksChangedOptions,
+  type Owner,
+  OwnerDisposedError,
+  ProducerContractError,
+  parseTaskId,
+  ServiceDisposedError,
+  type StopInitiator,
+  type TaskChangeListener,
+  type TaskChangeReason,
+  type TaskDetail,
+  type TaskDoneListener,
+  type TaskHooks,
+  type TaskId,
+  type TaskKind,
+  TaskNotFoundError,
+  TaskNotResumableError,
+  TaskNotRunningError,
+  type TaskOutcome,
+  type TaskReadResult,
+  type TaskService,
+  type TaskSnapshot,
+  type TaskSpec,
+  TERMINAL_STATUSES,
+  WaitAbortedError,
+} from '../tasks/index.js';
+import {
+  type ResolvedTaskServiceOptions,
+  resolveTaskServiceOptions,
+  type TaskServiceOptions,
+} from './options.js';
+import {
+  type BackgroundWaiter,
+  EMPTY_DETAIL,
+  isLive,
+  snapshotOf,
+  type TaskRecord,
+  touch,
+  type Waiter,
+  whenTerminal,
+} from './task-record.js';
+import { validateDetailPatch, validateHooks, validateSpec } from './validate-spec.js';
+
+/** The longest wait a timer can express. */
+export const MAX_WAIT_MS = 2_147_483_647;
+
+const STOP_INITIATORS: readonly StopInitiator[] = ['user', 'model', 'system'];
+
+interface OwnerState {
+  readonly tasks: Set<TaskRecord>;
+  readonly detach: () => void;
+}
+
+interface ChangeSubscription {
+  readonly listener: TaskChangeListener;
+  readonly caller: Caller;
+}
+
+interface DoneSubscription {
+  readonly listener: TaskDoneListener;
+  readonly owner: Owner | undefined;
+}
+
+export function createTaskService(options?: TaskServiceOptions): TaskService {
+  return new LocalTaskService(options);
+}
+
+export class LocalTaskService implements TaskService {
+  readonly #options: ResolvedTaskServiceOptions;
+  readonly #records = new Map<string, TaskRecord>();
+  readonly #sequences = new Map<string, number>();
+  readonly #owners = new Map<Owner, OwnerState>();
+  /** Live tasks per owning session ('' for ownerless tasks). */
+  readonly #liveBySession = new Map<string, number>();
+  /** Finished tasks per owning session, oldest first, for retention. */
+  readonly #retainedBySession = new Map<string, Set<TaskRecord>>();
+  readonly #doneSubscriptions = new Set<DoneSubscription>();
+  readonly #changeSubscriptions = new Set<ChangeSubscription>();
+  readonly #controllers = new Set<symbol>();
+  #liveCount = 0;
+  #disposal: Promise<void> | undefined;
+
+  constructor(options?: TaskServiceOptions) {
+    this.#options = resolveTaskServiceOptions(options);
+  }
+
+  // ---------------------------------------------------------------- registration
+
+  async start(spec: TaskSpec): Promise<TaskSnapshot> {
+    return this.#startNow(spec);
+  }
+
+  #startNow(spec: TaskSpec): TaskSnapshot {
+    // Preflight: every step that can fail happens before run().
+    if (this.#disposal) throw new ServiceDisposedError();
+    validateSpec(spec);
+    if (this.#options.requireController && this.#controllers.size === 0)
+      throw new NoControllerError(spec.kind);
+    const owner = spec.owner;
+    if (owner?.disposed) throw new OwnerDisposedError(owner.sessionId);
+    const previous = spec.resumeId === undefined ? undefined : this.#preflightResume(spec, spec.resumeId);
+    const sessionKey = owner?.sessionId ?? '';
+    if (owner && (this.#liveBySession.get(sessionKey) ?? 0) >= this.#options.maxLiveTasksPerOwner) {
+      throw new AdmissionLimitError(`session ${owner.sessionId}`, this.#options.maxLiveTasksPerOwner);
+    }
+    if (this.#liveCount >= this.#options.maxLiveTasks) {
+      throw new AdmissionLimitError('the task service', this.#options.maxLiveTasks);
+    }
+    const branchGeneration = spec.branchGeneration ?? owner?.branchGeneration ?? 0;
+    if (!Number.isSafeInteger(branchGeneration) || branchGeneration < 0) {
+      throw new InvalidArgumentError('owner.branchGeneration', 'a non-negative integer', branchGeneration);
+    }
+    // The owner's cleanup attaches before run(), so attaching cannot fail after the work started.
+    if (owner) this.#ownerState(owner);
+
+    const current = this.#sequences.get(spec.kind) ?? 0;
+    const sequence =
+      spec.resumeId === undefined
+        ? current + 1
+        : Math.max(current, parseTaskId(spec.resumeId)?.sequence ?? 0);
+    const id = spec.resumeId ?? this.#formatId(spec.kind, sequence);
+    let pendingDetail: TaskDetail = spec.detail ? Object.freeze({ ...spec.detail }) : EMPTY_DETAIL;
+    let record: TaskRecord | undefined;
+    const context = {
+      taskId: id,
+      updateDetail: (patch: TaskDetail) => {
+        validateDetailPatch(patch);
+        if (record === undefined) {
+          pendingDetail = Object.freeze({ ...pendingDetail, ...patch });
+        } else if (isLive(record)) {
+          record.detail = Object.freeze({ ...record.detail, ...patch });
+          touch(record);
+          this.#emitChange('updated', record);
+        }
+      },
+    };
+
+    const hooks = this.#runProducer(spec, context);
+
+    // Commit: nothing below can fail.
+    this.#sequences.set(spec.kind, sequence);
+    const now = this.#options.now();
+    if (previous) {
+      record = previous;
+      this.#forgetRetained(record);
+      if (record.owner !== owner && record.owner) this.#owners.get(record.owner)?.tasks.delete(record);
+      record.label = spec.label;
+      record.outputLimitBytes = spec.outputLimitBytes;
+      record.status = 'running';
+      record.reported = false;
+      record.detail = pendingDetail;
+      record.isBackgrounded = spec.background ?? true;
+      record.branchGeneration = branchGeneration;
+      record.stopInitiator = undefined;
+      record.cancellable = hooks.cancellable !== false;
+      record.cancelRequestedAt = undefined;
+      record.endedAt = undefined;
+      record.error = undefined;
+      record.resultText = undefined;
+      record.output = undefined;
+      record.attempt += 1;
+      record.hooks = hooks;
+      record.readChain = undefined;
+      touch(record);
+    } else {
+      record = {
+        id,
+        kind: spec.kind,
+        label: spec.label,
+        owner,
+        ownerSessionId: owner?.sessionId,
+        outputLimitBytes: spec.outputLimitBytes,
+        status: 'running',
+        reported: false,
+        detail: pendingDetail,
+        isBackgrounded: spec.background ?? true,
+        branchGeneration,
+        stopInitiator: undefined,
+        cancellable: hooks.cancellable !== false,
+        cancelRequestedAt: undefined,
+        startedAt: now,
+        endedAt: undefined,
+        error: undefined,
+        resultText: undefined,
+        output: undefined,
+        attempt: 1,
+        hooks,
+        version: 0,
+        cachedSnapshot: undefined,
+        cachedVersion: -1,
+        waiters: undefined,
+        backgroundWaiters: undefined,
+        onTerminal: undefined,
+        readChain: undefined,
+      };
+      this.#records.set(id, record);
+    }
+    if (owner) {
+      this.#owners.get(owner)?.tasks.add(record);
+      // A resumed task may be re-registered by a replacement owner of the same session.
+      record.owner = owner;
+    }
+    this.#liveCount += 1;
+    this.#liveBySession.set(sessionKey, (this.#liveBySession.get(sessionKey) ?? 0) + 1);
+    this.#watchDone(record, hooks);
+    this.#emitChange('started', record);
+    return snapshotOf(record);
+  }
+
+  #preflightResume(spec: TaskSpec, resumeId: TaskId): TaskRecord | undefined {
+    const parsed = parseTaskId(resumeId);
+    if (!parsed || parsed.kind !== spec.kind) {
+      throw new InvalidArgumentError('resumeId', `an id of kind ${spec.kind}`, resumeId);
+    }
+    const existing = this.#records.get(resumeId);
+    if (existing === undefined) {
+      // Restored from elsewhere (a durable store): keep the counter ahead of it.
+      return undefined;
+    }
+    if (!this.#isVisible(existing, spec.owner)) throw new TaskNotFoundError(resumeId);
+    if (isLive(existing)) throw new TaskNotResumableError(resumeId, existing.status);
+    return existing;
+  }
+
+  #formatId(kind: TaskKind, sequence: number): TaskId {
+    const id = this.#options.formatId ? this.#options.formatId(kind, sequence) : formatTaskId(kind, sequence);
+    return id as TaskId;
+  }
+
+  #runProducer(spec: TaskSpec, context: Parameters<TaskSpec['run']>[0]): TaskHooks {
+    const hooks = spec.run(context);
+    try {
+      return validateHooks(spec.kind, hooks);
+    } catch (error) {
+      // Broken hooks cannot be registered; stop whatever they started if we can.
+      try {
+        (hooks as Partial<TaskHooks> | undefined)?.cancel?.('producer contract violation');
+      } catch {
+        // Nothing more can be done for it.
+      }
+      throw error;
+    }
+  }
+
+  #watchDone(record: TaskRecord, hooks: TaskHooks): void {
+    const attempt = record.attempt;
+    hooks.done.then(
+      (outcome) => {
+        if (record.hooks === hooks && record.attempt === attempt) this.#settleWithOutcome(record, outcome);
+      },
+      (error: unknown) => {
+        if (record.hooks !== hooks || record.attempt !== attempt) return;
+        this.#options.logger.warn(
+          `task ${record.id}: its done promise rejected (a producer contract violation)`,
+          {
+            taskId: record.id,
+            error: String(error),
+          },
+        );
+        this.#settle(record, {
+          status: 'failed',
+          error: `The producer's done promise rejected: ${error instanceof Error ? error.message : String(error)}`,
+        });
+      },
+    );
+  }
+
+  #settleWithOutcome(record: TaskRecord, outcome: TaskOutcome): void {
+    if (
+      typeof outcome !== 'object' ||
+      outcome === null ||
+      !TERMINAL_STATUSES.includes(outcome.status) ||
+      (outcome.detail !== undefined && (typeof outcome.detail !== 'object' || outcome.detail === null))
+    ) {
+      const error = new ProducerContractError(`The ${record.kind} producer settled with an invalid outcome`);
+      this.#options.logger.warn(`task ${record.id}: ${error.message}`, { taskId: record.id });
+      this.#settle(record, { status: 'failed', error: error.message });
+      return;
+    }
+    this.#settle(record, outcome);
+  }
+
+  // ---------------------------------------------------------------- settlement
+
+  /** First outcome wins: a settled record never changes status or notifies again. */
+  #settle(record: TaskRecord, outcome: TaskOutcome): void {
+    if (!isLive(record)) return;
+    record.status = outcome.status;
+    record.endedAt = this.#options.now();
+    if (outcome.detail) record.detail = Object.freeze({ ...record.detail, ...outcome.detail });
+    record.error = outcome.error;
+    record.output = outcome.output;
+    record.resultText = outcome.resultText;
+    touch(record);
+
+    this.#liveCount -= 1;
+    const sessionKey = record.ownerSessionId ?? '';
+    const live = (this.#liveBySession.get(sessionKey) ?? 1) - 1;
+    if (live === 0) this.#liveBySession.delete(sessionKey);
+    else this.#liveBySession.set(sessionKey, live);
+
+    // Live waiters take delivery before any notifier can.
+    if (record.waiters) {
+      const waiters = record.waiters;
+      record.waiters = undefined;
+      if (waiters.size > 0 && !record.reported) {
+        record.reported = true;
+        touch(record);
+      }
+      const snapshot = snapshotOf(record);
+      for (const waiter of waiters) {
+        waiter.assigned = true;
+        waiter.detach();
+        waiter.resolve(snapshot);
+      }
+    }
+    if (record.backgroundWaiters) {
+      const waiters = record.backgroundWaiters;
+      record.backgroundWaiters = undefined;
+      for (const waiter of waiters) {
+        waiter.detach();
+        waiter.resolve('settled');
+      }
+    }
+    if (record.onTerminal) {
+      const callbacks = record.onTerminal;
+      record.onTerminal = undefined;
+      for (const callback of callbacks) callback();
+    }
+    this.#retain(record);
+    this.#emitChange('settled', record);
+    this.#notifyDone(record);
+  }
+
+  #notifyDone(record: TaskRecord): void {
+    if (this.#doneSubscriptions.size === 0) return;
+    const snapshot = snapshotOf(record);
+    for (const subscription of [...this.#doneSubscriptions]) {
+      if (subscription.owner !== undefined && subscription.owner !== record.owner) continue;
+      try {
+        const result = subscription.listener(snapshot);
+        if (result && typeof (result as Promise<void>).then === 'function') {
+          (result as Promise<void>).then(undefined, (error: unknown) => this.#listenerFailed(record, error));
+        }
+      } catch (error) {
+        this.#listenerFailed(record, error);
+      }
+    }
+  }
+
+  #listenerFailed(record: TaskRecord, error: unknown): void {
+    this.#options.logger.warn(`task ${record.id}: a task-done listener failed`, {
+      taskId: record.id,
+      error: error instanceof Error ? error.message : String(error),
+    });
+  }
+
+  /** Keeps a bounded number of finished tasks per session; the oldest are forgotten first. */
+  #retain(record: TaskRecord): void {
+    const sessionKey = record.ownerSessionId ?? '';
+    let retained = this.#retainedBySession.get(sessionKey);
+    if (!retained) {
+      retained = new Set();
+      this.#retainedBySession.set(sessionKey, retained);
+    }
+    retained.add(record);
+    while (retained.size > this.#options.maxRetainedTasksPerOwner) {
+      const oldest = retained.values().next().value as TaskRecord;
+      this.#remove(oldest);
+    }
+  }
+
+  #forgetRetained(record: TaskRecord): void {
+    const sessionKey = record.ownerSessionId ?? '';
+    const retained = this.#retainedBySession.get(sessionKey);
+    retained?.delete(record);
+    if (retained?.size === 0) this.#retainedBySession.delete(sessionKey);
+  }
+
+  #remove(record: TaskRecord): void {
+    if (this.#records.get(record.id) !== record) return;
+    this.#records.delete(record.id);
+    this.#forgetRetained(record);
+    if (record.owner) this.#owners.get(record.owner)?.tasks.delete(record);
+    this.#emitChange('removed', record);
+  }
+
+  // ---------------------------------------------------------------- reading
+
+  get(id: string, caller?: Caller): TaskSnapshot {
+    return snapshotOf(this.#authorize(id, caller));
+  }
+
+  list(caller?: Caller): TaskSnapshot[] {
+    const snapshots: TaskSnapshot[] = [];
+    for (const record of this.#records.values()) {
+      if (this.#isVisible(record, caller)) snapshots.push(snapshotOf(record));
+    }
+    return snapshots;
+  }
+
+  read(id: string, caller?: Caller): Promise<TaskReadResult> {
+    let record: TaskRecord;
+    try {
+      record = this.#authorize(id, caller);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const run = () => this.#readNow(record);
+    const result = record.readChain ? record.readChain.then(run, run) : run();
+    record.readChain = result;
+    return result;
+  }
+
+  async #readNow(record: TaskRecord): Promise<TaskReadResult> {
+    const hooks = record.hooks;
+    if (hooks.readOutput === undefined) {
+      if (isLive(record)) return { text: '', snapshot: snapshotOf(record) };
+      this.#claimRecord(record);
+      return { text: record.output ?? '', snapshot: snapshotOf(record) };
+    }
+    const wasTerminal = !isLive(record);
+    let text: string;
+    try {
+      text = await hooks.readOutput();
+    } catch (error) {
+      throw new ProducerContractError(`Reading the output of task ${record.id} failed`, {
+        cause: error,
+        context: { taskId: record.id },
+      });
+    }
+    if (typeof text !== 'string') {
+      throw new ProducerContractError(`The ${record.kind} producer's readOutput returned a non-string`, {
+        context: { taskId: record.id },
+      });
+    }
+    if (wasTerminal) this.#claimRecord(record);
+    return { text, snapshot: snapshotOf(record) };
+  }
+
+  // ---------------------------------------------------------------- waiting
+
+  wait(id: string, timeoutMs: number, caller?: Caller, signal?: AbortSignal): Promise<TaskSnapshot> {
+    if (
+      typeof timeoutMs !== 'number' ||
+      !Number.isFinite(timeoutMs) ||
+      timeoutMs <= 0 ||
+      timeoutMs > MAX_WAIT_MS
+    ) {
+      return Promise.reject(new InvalidTimeoutError('timeoutMs', timeoutMs, MAX_WAIT_MS));
+    }
+    let record: TaskRecord;
+    try {
+      record = this.#authorize(id, caller);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    if (!isLive(record)) {
+      this.#claimRecord(record);
+      return Promise.resolve(snapshotOf(record));
+    }
+    if (signal?.aborted) return Promise.reject(new WaitAbortedError(record.id, signal.reason));
+    return new Promise<TaskSnapshot>((resolve, reject) => {
+      const onAbort = () => {
+        // Unregister synchronously: a settlement in the same tick must not claim for this waiter.
+        if (waiter.assigned) return;
+        record.waiters?.delete(waiter);
+        clearTimeout(timer);
+        reject(new WaitAbortedError(record.id, signal?.reason));
+      };
+      const timer = setTimeout(() => {
+        if (waiter.assigned) return;
+        record.waiters?.delete(waiter);
+        signal?.removeEventListener('abort', onAbort);
+        resolve(snapshotOf(record));
+      }, timeoutMs);
+      const waiter: Waiter = {
+        assigned: false,
+        resolve,
+        reject,
+        detach: () => {
+          clearTimeout(timer);
+          signal?.removeEventListener('abort', onAbort);
+        },
+      };
+      record.waiters ??= new Set();
+      record.waiters.add(waiter);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  // ---------------------------------------------------------------- stopping
+
+  async kill(id: string, caller?: Caller, reason?: string, options: KillOptions = {}): Promise<TaskSnapshot> {
+    const record = this.#authorize(id, caller);
+    if (reason !== undefined && typeof reason !== 'string') {
+      throw new InvalidArgumentError('reason', 'a string', reason, { taskId: record.id });
+    }
+    if (options.initiator !== undefined && !STOP_INITIATORS.includes(options.initiator)) {
+      throw new InvalidArgumentError('initiator', '"user", "model" or "system"', options.initiator);
+    }
+    if (!isLive(record)) return snapshotOf(record);
+    if (!record.cancellable) throw new CancelNotSupportedError(record.id, record.kind);
+    if (record.status === 'stopping') return snapshotOf(record);
+    const previousInitiator = record.stopInitiator;
+    record.status = 'stopping';
+    record.cancelRequestedAt = this.#options.now();
+    record.stopInitiator = options.initiator ?? previousInitiator;
+    touch(record);
+    try {
+      record.hooks.cancel(reason);
+    } catch (error) {
+      // The caller's request failed; the task keeps running as it was.
+      if (record.status === 'stopping') {
+        record.status = 'running';
+        record.cancelRequestedAt = undefined;
+        record.stopInitiator = previousInitiator;
+        touch(record);
+      }
+      throw new CancelFailedError(record.id, error);
+    }
+    if (record.status === 'stopping') this.#emitChange('stopping', record);
+    return snapshotOf(record);
+  }
+
+  /**
+   * Teardown cancel (owner or service disposal). A cancel that throws forces the record to `failed`:
+   * disposal cannot wait on a promise that may never settle.
+   */
+  #cancelForTeardown(record: TaskRecord, reason: string): void {
+    if (!isLive(record)) return;
+    if (record.status === 'running') {
+      record.status = 'stopping';
+      record.cancelRequestedAt = this.#options.now();
+      record.stopInitiator ??= 'system';
+      touch(record);
+      this.#emitChange('stopping', record);
+    }
+    try {
+      record.hooks.cancel(reason);
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      this.#options.logger.warn(`task ${record.id}: cancel threw during ${reason}; work may be left behind`, {
+        taskId: record.id,
+        error: message,
+      });
+      this.#settle(record, {
+        status: 'failed',
+        error: `Cancel failed during ${reason}: ${message}. The work may be left behind.`,
+      });
+    }
+  }
+
+  // ---------------------------------------------------------------- claims, background, messages
+
+  claim(id: string, caller?: Caller): boolean {
+    return this.#claimRecord(this.#authorize(id, caller));
+  }
+
+  #claimRecord(record: TaskRecord): boolean {
+    if (isLive(record) || record.reported) return false;
+    record.reported = true;
+    touch(record);
+    this.#emitChange('claimed', record);
+    return true;
+  }
+
+  releaseClaim(id: string, caller?: Caller): void {
+    const record = this.#authorize(id, caller);
+    if (!record.reported) return;
+    record.reported = false;
+    touch(record);
+    this.#emitChange('unclaimed', record);
+  }
+
+  requestBackground(id: string, caller?: Caller): TaskSnapshot {
+    const record = this.#authorize(id, caller);
+    if (!isLive(record) || record.isBackgrounded) return snapshotOf(record);
+    record.isBackgrounded = true;
+    touch(record);
+    if (record.backgroundWaiters) {
+      const waiters = record.backgroundWaiters;
+      record.backgroundWaiters = undefined;
+      for (const waiter of waiters) {
+        waiter.detach();
+        waiter.resolve('backgrounded');
+      }
+    }
+    this.#emitChange('backgrounded', record);
+    return snapshotOf(record);
+  }
+
+  waitForBackground(id: string, caller?: Caller, signal?: AbortSignal): Promise<BackgroundWaitResult> {
+    let record: TaskRecord;
+    try {
+      record = this.#authorize(id, caller);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    if (!isLive(record)) return Promise.resolve('settled');
+    if (record.isBackgrounded) return Promise.resolve('backgrounded');
+    if (signal?.aborted) return Promise.reject(new WaitAbortedError(record.id, signal.reason));
+    return new Promise((resolve, reject) => {
+      const onAbort = () => {
+        record.backgroundWaiters?.delete(waiter);
+        reject(new WaitAbortedError(record.id, signal?.reason));
+      };
+      const waiter: BackgroundWaiter = {
+        resolve,
+        detach: () => signal?.removeEventListener('abort', onAbort),
+      };
+      record.backgroundWaiters ??= new Set();
+      record.backgroundWaiters.add(waiter);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  setStopInitiator(id: string, initiator: StopInitiator, caller?: Caller): TaskSnapshot {
+    const record = this.#authorize(id, caller);
+    if (!STOP_INITIATORS.includes(initiator)) {
+      throw new InvalidArgumentError('initiator', '"user", "model" or "system"', initiator);
+    }
+    if (!isLive(record)) throw new TaskNotRunningError(record.id, record.status);
+    if (record.stopInitiator !== initiator) {
+      record.stopInitiator = initiator;
+      touch(record);
+      this.#emitChange('updated', record);
+    }
+    return snapshotOf(record);
+  }
+
+  sendMessage(id: string, message: string, caller?: Caller): TaskSnapshot {
+    const record = this.#authorize(id, caller);
+    if (typeof message !== 'string' || message.length === 0) {
+      throw new InvalidArgumentError('message', 'a non-empty string', message, { taskId: record.id });
+    }
+    if (!isLive(record)) throw new TaskNotRunningError(record.id, record.status);
+    if (!record.hooks.sendMessage) throw new MessagesNotSupportedError(record.id, record.kind);
+    record.hooks.sendMessage(message);
+    return snapshotOf(record);
+  }
+
+  // ---------------------------------------------------------------- subscriptions
+
+  onTaskDone(listener: TaskDoneListener, options: OnTaskDoneOptions = {}): Disposer {
+    if (typeof listener !== 'function') throw new InvalidArgumentError('listener', 'a function', listener);
+    const subscription: DoneSubscription = { listener, owner: options.owner };
+    this.#doneSubscriptions.add(subscription);
+    return () => {
+      this.#doneSubscriptions.delete(subscription);
+    };
+  }
+
+  onTasksChanged(listener: TaskChangeListener, options: OnTasksChangedOptions = {}): Disposer {
+    if (typeof listener !== 'function') throw new InvalidArgumentError('listener', 'a function', listener);
+    const subscription: ChangeSubscription = { listener, caller: options.caller };
+    this.#changeSubscriptions.add(subscription);
+    return () => {
+      this.#changeSubscriptions.delete(subscription);
+    };
+  }
+
+  #emitChange(reason: TaskChangeReason, record: TaskRecord): void {
+    if (this.#changeSubscriptions.size === 0) return;
+    const task = snapshotOf(record);
+    for (const subscription of [...this.#changeSubscriptions]) {
+      if (!this.#isVisible(record, subscription.caller)) continue;
+      let visible: readonly TaskSnapshot[] | undefined;
+      const change = {
+        reason,
+        task,
+        tasks: () => {
+          visible ??= Object.freeze(this.list(subscription.caller));
+          return visible;
+        },
+      };
+      try {
+        subscription.listener(change);
+      } catch (error) {
+        this.#options.logger.warn(`task ${record.id}: a task-change listener failed`, {
+          taskId: record.id,
+          error: error instanceof Error ? error.message : String(error),
+        });
+      }
+    }
+  }
+
+  attachController(name: string): Disposer {
+    if (typeof name !== 'string' || name === '')
+      throw new InvalidArgumentError('name', 'a non-empty string', name);
+    const token = Symbol(name);
+    this.#controllers.add(token);
+    return () => {
+      this.#controllers.delete(token);
+    };
+  }
+
+  // ---------------------------------------------------------------- owners and disposal
+
+  #ownerState(owner: Owner): OwnerState {
+    let state = this.#owners.get(owner);
+    if (!state) {
+      const tasks = new Set<TaskRecord>();
+      const detach = owner.addCleanup(() => this.#disposeOwner(owner, tasks));
+      state = { tasks, detach };
+      this.#owners.set(owner, state);
+    }
+    return state;
+  }
+
+  async #disposeOwner(owner: Owner, tasks: Set<TaskRecord>): Promise<void> {
+    const live = [...tasks].filter(isLive);
+    for (const record of live) this.#cancelForTeardown(record, 'owner disposal');
+    await Promise.all(live.map(whenTerminal));
+    for (const record of [...tasks]) {
+      // A resumed record may have moved to a replacement owner meanwhile.
+      if (record.owner === owner) this.#remove(record);
+    }
+    this.#owners.delete(owner);
+  }
+
+  dispose(): Promise<void> {
+    this.#disposal ??= this.#disposeNow();
+    return this.#disposal;
+  }
+
+  async #disposeNow(): Promise<void> {
+    const live = [...this.#records.values()].filter(isLive);
+    for (const record of live) this.#cancelForTeardown(record, 'service disposal');
+    await Promise.all(live.map(whenTerminal));
+    for (const state of this.#owners.values()) state.detach();
+    this.#owners.clear();
+  }
+
+  // ---------------------------------------------------------------- authorization
+
+  #isVisible(record: TaskRecord, caller: Caller): boolean {
+    if (caller === undefined) return record.ownerSessionId === undefined;
+    if (isTrustedCaller(caller)) return true;
+    return record.ownerSessionId === caller.sessionId;
+  }
+
+  /** Unknown, malformed and unauthorized ids all fail the same way. */
+  #authorize(id: string, caller: Caller): TaskRecord {
+    const record = typeof id === 'string' ? this.#records.get(id) : undefined;
+    if (record === undefined || !this.#isVisible(record, caller)) throw new TaskNotFoundError(String(id));
+    return record;
+  }
+}

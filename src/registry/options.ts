@@ -1,0 +1,84 @@
+/** Options of the in-process task service, their defaults and their validation. */
+import { InvalidArgumentError, type TaskKind } from '../tasks/index.js';
+
+export interface Logger {
+  warn(message: string, context?: Record<string, unknown>): void;
+}
+
+export const consoleLogger: Logger = {
+  warn(message, context) {
+    // biome-ignore lint/suspicious/noConsole: the default logger of a library with no logger injected
+    console.warn(`[errand] ${message}`, context ?? '');
+  },
+};
+
+export interface TaskServiceOptions {
+  /** Live (running + stopping) tasks one session may own at once. Default 10. */
+  readonly maxLiveTasksPerOwner?: number;
+  /** Live tasks in the whole service, owned or not. Default 1000. */
+  readonly maxLiveTasks?: number;
+  /**
+   * Finished tasks kept per session (and for ownerless tasks) so they can still be read; the oldest
+   * are forgotten beyond it. Default 1000.
+   */
+  readonly maxRetainedTasksPerOwner?: number;
+  /** Whether `start` requires an attached controller. Default true. */
+  readonly requireController?: boolean;
+  /** The clock, in epoch milliseconds. */
+  readonly now?: () => number;
+  /** Formats the id of the `sequence`-th task of `kind`. Default `<kind>-<sequence>`. */
+  readonly formatId?: (kind: TaskKind, sequence: number) => string;
+  readonly logger?: Logger;
+}
+
+export interface ResolvedTaskServiceOptions {
+  readonly maxLiveTasksPerOwner: number;
+  readonly maxLiveTasks: number;
+  readonly maxRetainedTasksPerOwner: number;
+  readonly requireController: boolean;
+  readonly now: () => number;
+  readonly formatId: ((kind: TaskKind, sequence: number) => string) | undefined;
+  readonly logger: Logger;
+}
+
+export const TASK_SERVICE_DEFAULTS = Object.freeze({
+  maxLiveTasksPerOwner: 10,
+  maxLiveTasks: 1000,
+  maxRetainedTasksPerOwner: 1000,
+});
+
+function positiveInteger(field: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isSafeInteger(value) || value < 1) {
+    throw new InvalidArgumentError(field, 'a positive integer', value);
+  }
+  return value;
+}
+
+export function resolveTaskServiceOptions(options: TaskServiceOptions = {}): ResolvedTaskServiceOptions {
+  if (options.requireController !== undefined && typeof options.requireController !== 'boolean') {
+    throw new InvalidArgumentError('requireController', 'a boolean', options.requireController);
+  }
+  for (const field of ['now', 'formatId'] as const) {
+    if (options[field] !== undefined && typeof options[field] !== 'function') {
+      throw new InvalidArgumentError(field, 'a function', options[field]);
+    }
+  }
+  return {
+    maxLiveTasksPerOwner: positiveInteger(
+      'maxLiveTasksPerOwner',
+      options.maxLiveTasksPerOwner,
+      TASK_SERVICE_DEFAULTS.maxLiveTasksPerOwner,
+    ),
+    maxLiveTasks: positiveInteger('maxLiveTasks', options.maxLiveTasks, TASK_SERVICE_DEFAULTS.maxLiveTasks),
+    maxRetainedTasksPerOwner: positiveInteger(
+      'maxRetainedTasksPerOwner',
+      options.maxRetainedTasksPerOwner,
+      TASK_SERVICE_DEFAULTS.maxRetainedTasksPerOwner,
+    ),
+    requireController: options.requireController ?? true,
+    now: options.now ?? Date.now,
+    formatId: options.formatId,
+    logger: options.logger ?? consoleLogger,
+  };
+}

@@ -1,0 +1,197 @@
+/**
+ * Errand's error classes. Every error carries a stable `code` and context; callers recognise errors by
+ * code (or `ErrandError.isInstance`), never by message text or `instanceof` across package copies.
+ */
+
+const marker = Symbol.for('errand.error');
+
+/** Who is at fault: the caller's input, a producer breaking its contract, or the runtime itself. */
+export type ErrorFault = 'caller' | 'producer' | 'system';
+
+export interface ErrorContext {
+  readonly taskId?: string;
+  readonly field?: string;
+  readonly value?: unknown;
+  readonly [key: string]: unknown;
+}
+
+export interface ErrandErrorOptions {
+  readonly cause?: unknown;
+  readonly context?: ErrorContext;
+}
+
+export class ErrandError extends Error {
+  readonly [marker] = true;
+  readonly code: string;
+  readonly fault: ErrorFault;
+  readonly context: ErrorContext;
+
+  constructor(code: string, fault: ErrorFault, message: string, options: ErrandErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.fault = fault;
+    this.context = options.context ?? {};
+  }
+
+  /** Unlike instanceof, this works across realms and duplicated package copies. */
+  static isInstance(error: unknown): error is ErrandError {
+    return typeof error === 'object' && error !== null && (error as Record<symbol, unknown>)[marker] === true;
+  }
+
+  static hasCode(error: unknown, code: string): error is ErrandError {
+    return ErrandError.isInstance(error) && error.code === code;
+  }
+}
+
+/** Renders a value for an error message: `-1 (number)`, `"x" (string)`. */
+export function describeValue(value: unknown): string {
+  if (typeof value === 'string') {
+    const shown = value.length > 80 ? `${value.slice(0, 77)}...` : value;
+    return `${JSON.stringify(shown)} (string)`;
+  }
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return `an array of ${value.length}`;
+  if (typeof value === 'object') return 'an object';
+  return `${String(value)} (${typeof value})`;
+}
+
+export class TaskNotFoundError extends ErrandError {
+  constructor(taskId: string) {
+    super('TASK_NOT_FOUND', 'caller', `No task with id ${JSON.stringify(taskId)}`, { context: { taskId } });
+  }
+}
+
+export class InvalidTaskSpecError extends ErrandError {
+  constructor(field: string, expected: string, value: unknown) {
+    super(
+      'INVALID_TASK_SPEC',
+      'caller',
+      `Expected \`${field}\` to be ${expected}, got ${describeValue(value)}`,
+      {
+        context: { field, value },
+      },
+    );
+  }
+}
+
+export class InvalidArgumentError extends ErrandError {
+  constructor(field: string, expected: string, value: unknown, context: ErrorContext = {}) {
+    super(
+      'INVALID_ARGUMENT',
+      'caller',
+      `Expected \`${field}\` to be ${expected}, got ${describeValue(value)}`,
+      {
+        context: { ...context, field, value },
+      },
+    );
+  }
+}
+
+export class InvalidTimeoutError extends ErrandError {
+  constructor(field: string, value: unknown, maximum: number) {
+    super(
+      'INVALID_TIMEOUT',
+      'caller',
+      `Expected \`${field}\` to be a positive finite number of milliseconds no greater than ${maximum}, got ${describeValue(value)}`,
+      { context: { field, value } },
+    );
+  }
+}
+
+export class NoControllerError extends ErrandError {
+  constructor(kind: string) {
+    super(
+      'NO_CONTROLLER',
+      'system',
+      `Cannot start a ${JSON.stringify(kind)} task: no task controller is attached, so nothing could collect or stop it`,
+      { context: { kind } },
+    );
+  }
+}
+
+export class AdmissionLimitError extends ErrandError {
+  constructor(scope: string, limit: number) {
+    super(
+      'ADMISSION_LIMIT',
+      'caller',
+      `Cannot start another task: ${scope} already has ${limit} live tasks (the limit); stop or collect one first`,
+      { context: { scope, limit } },
+    );
+  }
+}
+
+export class CancelNotSupportedError extends ErrandError {
+  constructor(taskId: string, kind: string) {
+    super('CANCEL_NOT_SUPPORTED', 'caller', `Task ${taskId} (${kind}) cannot be cancelled`, {
+      context: { taskId, kind },
+    });
+  }
+}
+
+export class CancelFailedError extends ErrandError {
+  constructor(taskId: string, cause: unknown) {
+    super('CANCEL_FAILED', 'producer', `Cancelling task ${taskId} failed; the task keeps running`, {
+      cause,
+      context: { taskId },
+    });
+  }
+}
+
+export class OwnerDisposedError extends ErrandError {
+  constructor(sessionId: string) {
+    super('OWNER_DISPOSED', 'caller', `The owner of session ${JSON.stringify(sessionId)} is disposed`, {
+      context: { sessionId },
+    });
+  }
+}
+
+export class ServiceDisposedError extends ErrandError {
+  constructor() {
+    super('SERVICE_DISPOSED', 'caller', 'The task service is disposed');
+  }
+}
+
+export class WaitAbortedError extends ErrandError {
+  constructor(taskId: string, reason: unknown) {
+    super('WAIT_ABORTED', 'caller', `Waiting for task ${taskId} was aborted`, {
+      cause: reason,
+      context: { taskId },
+    });
+  }
+}
+
+export class TaskNotResumableError extends ErrandError {
+  constructor(taskId: string, status: string) {
+    super(
+      'TASK_NOT_RESUMABLE',
+      'caller',
+      `Task ${taskId} is ${status}; only a finished task can be resumed`,
+      {
+        context: { taskId, status },
+      },
+    );
+  }
+}
+
+export class ProducerContractError extends ErrandError {
+  constructor(message: string, options: ErrandErrorOptions = {}) {
+    super('PRODUCER_CONTRACT', 'producer', message, options);
+  }
+}
+
+export class TaskNotRunningError extends ErrandError {
+  constructor(taskId: string, status: string) {
+    super('TASK_NOT_RUNNING', 'caller', `Task ${taskId} is ${status}, not running`, {
+      context: { taskId, status },
+    });
+  }
+}
+
+export class MessagesNotSupportedError extends ErrandError {
+  constructor(taskId: string, kind: string) {
+    super('MESSAGES_NOT_SUPPORTED', 'caller', `Task ${taskId} (${kind}) does not accept messages`, {
+      context: { taskId, kind },
+    });
+  }
+}

@@ -1,0 +1,7 @@
+/** The task contract: ids, statuses, errors, owners and the TaskService interface. Imports nothing of ours. */
+export * from './errors.js';
+export * from './ids.js';
+export * from './owner.js';
+export * from './status.js';
+export type * from './task-service.js';
+export type * from './types.js';

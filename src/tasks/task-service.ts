@@ -1,0 +1,58 @@
+/** The TaskService contract. The in-process provider is the default; durable ones implement the same shape. */
+import type { Caller } from './owner.js';
+import type { StopInitiator } from './status.js';
+import type {
+  BackgroundWaitResult,
+  Disposer,
+  KillOptions,
+  OnTaskDoneOptions,
+  OnTasksChangedOptions,
+  TaskChangeListener,
+  TaskDoneListener,
+  TaskReadResult,
+  TaskSnapshot,
+  TaskSpec,
+} from './types.js';
+
+export interface TaskService {
+  /** Atomic, preflighted registration; resolves to the committed snapshot. */
+  start(spec: TaskSpec): Promise<TaskSnapshot>;
+  /** A non-consuming snapshot. Unknown and unauthorized ids both throw `TASK_NOT_FOUND`. */
+  get(id: string, caller?: Caller): TaskSnapshot;
+  /** Non-consuming snapshots of every task the caller may see, oldest first. */
+  list(caller?: Caller): TaskSnapshot[];
+  /**
+   * Streaming tasks: the output since the last read (consuming). Final-output tasks: the result once
+   * settled (idempotent). Reading a terminal task claims its delivery.
+   */
+  read(id: string, caller?: Caller): Promise<TaskReadResult>;
+  /** Requests cancellation; resolves to the snapshot after the request. A terminal task is returned as is. */
+  kill(id: string, caller?: Caller, reason?: string, options?: KillOptions): Promise<TaskSnapshot>;
+  /**
+   * Resolves to the terminal snapshot when the task ends (claiming its delivery) or the live snapshot
+   * after `timeoutMs`. Aborting `signal` cancels only this wait.
+   */
+  wait(id: string, timeoutMs: number, caller?: Caller, signal?: AbortSignal): Promise<TaskSnapshot>;
+  /** Subscribes to terminal snapshots; each listener is isolated from the others and from the lifecycle. */
+  onTaskDone(listener: TaskDoneListener, options?: OnTaskDoneOptions): Disposer;
+  /** Subscribes to changes of the caller-visible set (the level signal). */
+  onTasksChanged(listener: TaskChangeListener, options?: OnTasksChangedOptions): Disposer;
+  /** While no controller is attached, `start` fails before the producer runs. */
+  attachController(name: string): Disposer;
+
+  /** Takes the one-shot delivery claim of a terminal task; true for the first claimant only. */
+  claim(id: string, caller?: Caller): boolean;
+  /** Returns a claim (for example when enqueueing the notification failed). */
+  releaseClaim(id: string, caller?: Caller): void;
+  /** Moves running foreground work to the background. Resolves to the snapshot after the move. */
+  requestBackground(id: string, caller?: Caller): TaskSnapshot;
+  /** Resolves when the task is moved to the background or settles, whichever comes first. */
+  waitForBackground(id: string, caller?: Caller, signal?: AbortSignal): Promise<BackgroundWaitResult>;
+  /** Records who asked for a stop before the stop is requested (workflows read it when they notify). */
+  setStopInitiator(id: string, initiator: StopInitiator, caller?: Caller): TaskSnapshot;
+  /** Forwards a message to a running task that accepts messages. */
+  sendMessage(id: string, message: string, caller?: Caller): TaskSnapshot;
+
+  /** Cancels every live task, waits for compliant producers, detaches from owners. Idempotent. */
+  dispose(): Promise<void>;
+}

@@ -1,0 +1,2 @@
+/** Test doubles that follow Errand's contracts, for harness authors' tests and Errand's own. */
+export * from './scripted-task.js';

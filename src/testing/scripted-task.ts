@@ -1,0 +1,111 @@
+/**
+ * A producer whose every move a test decides: push output, settle with any outcome, and choose how it
+ * answers cancel (settle as killed, ignore, or throw). Use it instead of one-off mocks of the hooks.
+ */
+import type { Owner, TaskHooks, TaskKind, TaskOutcome, TaskRunContext, TaskSpec } from '../tasks/index.js';
+
+export type CancelBehavior = 'settle' | 'ignore' | 'throw';
+
+export interface ScriptedTaskOptions {
+  readonly kind?: TaskKind;
+  readonly label?: string;
+  readonly owner?: Owner;
+  /** Streaming tasks expose `readOutput`; final-output tasks do not. Default true. */
+  readonly streaming?: boolean;
+  /** How `cancel` answers. `settle` (default) settles as killed on the next microtask. */
+  readonly onCancel?: CancelBehavior;
+  readonly cancellable?: boolean;
+  readonly outputLimitBytes?: number;
+  readonly background?: boolean;
+  readonly acceptsMessages?: boolean;
+  /** Spec fields passed through unchanged (resume, detail, branch generation). */
+  readonly spec?: Partial<Omit<TaskSpec, 'run'>>;
+}
+
+export interface ScriptedTask {
+  readonly spec: TaskSpec;
+  /** How many times the service called `run()`. */
+  readonly runCalls: number;
+  readonly cancelReasons: readonly (string | undefined)[];
+  readonly messages: readonly string[];
+  readonly context: TaskRunContext | undefined;
+  /** Appends streaming output. */
+  push(text: string): void;
+  /** Settles `done` with the given outcome (default completed). */
+  settle(outcome?: TaskOutcome): void;
+  /** Rejects `done`: a producer breaking its contract. */
+  reject(error: unknown): void;
+}
+
+export function scriptedTask(options: ScriptedTaskOptions = {}): ScriptedTask {
+  let resolveDone!: (outcome: TaskOutcome) => void;
+  let rejectDone!: (error: unknown) => void;
+  let buffer = '';
+  let runCalls = 0;
+  let context: TaskRunContext | undefined;
+  const cancelReasons: (string | undefined)[] = [];
+  const messages: string[] = [];
+  const onCancel = options.onCancel ?? 'settle';
+
+  const run = (runContext: TaskRunContext): TaskHooks => {
+    runCalls += 1;
+    context = runContext;
+    const done = new Promise<TaskOutcome>((resolve, reject) => {
+      resolveDone = resolve;
+      rejectDone = reject;
+    });
+    const hooks: TaskHooks = {
+      done,
+      cancellable: options.cancellable ?? true,
+      cancel(reason) {
+        cancelReasons.push(reason);
+        if (onCancel === 'throw') throw new Error('scripted cancel failure');
+        if (onCancel === 'settle') {
+          queueMicrotask(() => resolveDone({ status: 'killed', detail: { reason: 'cancelled' } }));
+        }
+      },
+      ...(options.streaming === false
+        ? {}
+        : {
+            readOutput() {
+              const text = buffer;
+              buffer = '';
+              return text;
+            },
+          }),
+      ...(options.acceptsMessages ? { sendMessage: (message: string) => void messages.push(message) } : {}),
+    };
+    return hooks;
+  };
+
+  const spec: TaskSpec = {
+    kind: options.kind ?? 'scripted',
+    label: options.label ?? 'scripted task',
+    ...(options.owner ? { owner: options.owner } : {}),
+    ...(options.outputLimitBytes ? { outputLimitBytes: options.outputLimitBytes } : {}),
+    ...(options.background === undefined ? {} : { background: options.background }),
+    ...options.spec,
+    run,
+  };
+
+  return {
+    spec,
+    get runCalls() {
+      return runCalls;
+    },
+    cancelReasons,
+    messages,
+    get context() {
+      return context;
+    },
+    push(text) {
+      buffer += text;
+    },
+    settle(outcome = { status: 'completed' }) {
+      resolveDone(outcome);
+    },
+    reject(error) {
+      rejectDone(error);
+    },
+  };
+}

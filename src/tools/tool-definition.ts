@@ -1,0 +1,102 @@
+/**
+ * One tool definition for every ecosystem: a name, a description, a zod input schema with its JSON
+ * Schema, and `execute`. Adapters turn the same definition into AI SDK, OpenAI, Anthropic and MCP tools.
+ */
+import { type ZodType, z } from 'zod';
+import { ErrandError, type Owner } from '../tasks/index.js';
+
+export type JsonSchema = Record<string, unknown>;
+
+export interface ToolContext {
+  /** The session calling the tool; tasks it starts are owned by it. */
+  readonly caller: Owner | undefined;
+  /** The id of this tool call in the conversation (`<tool-use-id>` in notifications). */
+  readonly toolCallId: string;
+  /** Aborted when the tool call is interrupted. Published background tasks do not follow it. */
+  readonly signal: AbortSignal;
+  /** The session's working directory default. */
+  readonly cwd?: string;
+  /** The session's environment default. */
+  readonly env?: Readonly<Record<string, string>>;
+}
+
+export interface ToolResult<Value = unknown> {
+  readonly text: string;
+  readonly isError: boolean;
+  /** The canonical value, for example `{ kind: 'background', taskId }`. */
+  readonly value?: Value;
+}
+
+/** The canonical value of a call that started background work. */
+export interface BackgroundToolValue {
+  readonly kind: 'background';
+  readonly taskId: string;
+}
+
+export interface ToolDefinition<Input = unknown, Value = unknown> {
+  readonly name: string;
+  readonly description: string;
+  readonly inputSchema: ZodType<Input>;
+  readonly jsonSchema: JsonSchema;
+  execute(input: Input, context: ToolContext): Promise<ToolResult<Value>>;
+}
+
+/** Any tool definition, whatever its input and value types. */
+// biome-ignore lint/suspicious/noExplicitAny: a heterogeneous tool list needs the erased type
+export type AnyToolDefinition = ToolDefinition<any, unknown>;
+
+export interface DefineToolOptions<Input, Value> {
+  readonly name: string;
+  readonly description: string;
+  readonly inputSchema: ZodType<Input>;
+  execute(input: Input, context: ToolContext): Promise<ToolResult<Value>>;
+}
+
+export function defineTool<Input, Value>(
+  options: DefineToolOptions<Input, Value>,
+): ToolDefinition<Input, Value> {
+  const jsonSchema = z.toJSONSchema(options.inputSchema, { target: 'draft-2020-12' }) as JsonSchema;
+  delete jsonSchema.$schema;
+  return Object.freeze({ ...options, jsonSchema });
+}
+
+export function toolResult<Value>(text: string, value?: Value): ToolResult<Value> {
+  return value === undefined ? { text, isError: false } : { text, isError: false, value };
+}
+
+export function toolError(text: string): ToolResult<never> {
+  return { text, isError: true };
+}
+
+/** Renders an error for the model: the stable code first, then the message. */
+export function describeToolError(error: unknown): string {
+  if (ErrandError.isInstance(error)) return `Error [${error.code}]: ${error.message}`;
+  if (error instanceof Error) return `Error: ${error.message}`;
+  return `Error: ${String(error)}`;
+}
+
+/**
+ * Validates raw input against the definition's schema and runs it. Invalid input and thrown errors
+ * become error results naming the field, so a model can correct its call.
+ */
+export async function executeTool<Input, Value>(
+  definition: ToolDefinition<Input, Value>,
+  rawInput: unknown,
+  context: ToolContext,
+): Promise<ToolResult<Value>> {
+  const parsed = definition.inputSchema.safeParse(rawInput ?? {});
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => {
+      const field = issue.path.length > 0 ? issue.path.join('.') : '(input)';
+      return `\`${field}\`: ${issue.message}`;
+    });
+    return toolError(
+      `Error [INVALID_TOOL_INPUT]: invalid input for ${definition.name}: ${problems.join('; ')}`,
+    );
+  }
+  try {
+    return await definition.execute(parsed.data, context);
+  } catch (error) {
+    return toolError(describeToolError(error));
+  }
+}

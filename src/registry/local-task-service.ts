@@ -525,6 +525,8 @@ export class LocalTaskService implements TaskService {
     record.cancelRequestedAt = this.#options.now();
     record.stopInitiator = options.initiator ?? previousInitiator;
     touch(record);
+    // Viewers learn the task is no longer cancellable before the producer is asked to stop.
+    this.#emitChange('stopping', record);
     try {
       record.hooks.cancel(reason);
     } catch (error) {
@@ -534,10 +536,10 @@ export class LocalTaskService implements TaskService {
         record.cancelRequestedAt = undefined;
         record.stopInitiator = previousInitiator;
         touch(record);
+        this.#emitChange('updated', record);
       }
       throw new CancelFailedError(record.id, error);
     }
-    if (record.status === 'stopping') this.#emitChange('stopping', record);
     return snapshotOf(record);
   }
 

@@ -36,6 +36,7 @@ import {
   TaskNotRunningError,
   type TaskOutcome,
   type TaskReadResult,
+  type TaskRunContext,
   type TaskService,
   type TaskSnapshot,
   type TaskSpec,
@@ -51,8 +52,10 @@ import {
   type BackgroundWaiter,
   EMPTY_DETAIL,
   isLive,
+  RetentionQueue,
+  type SessionBucket,
   snapshotOf,
-  type TaskRecord,
+  TaskRecord,
   touch,
   type Waiter,
   whenTerminal,
@@ -79,6 +82,34 @@ interface DoneSubscription {
   readonly owner: Owner | undefined;
 }
 
+/** The context a producer's run() receives; detail published before commit is kept for the record. */
+class RunContext implements TaskRunContext {
+  readonly taskId: TaskId;
+  pendingDetail: TaskDetail;
+  record: TaskRecord | undefined = undefined;
+  attempt = 0;
+  readonly #onDetail: (record: TaskRecord) => void;
+
+  constructor(taskId: TaskId, detail: TaskDetail, onDetail: (record: TaskRecord) => void) {
+    this.taskId = taskId;
+    this.pendingDetail = detail;
+    this.#onDetail = onDetail;
+  }
+
+  /** An own property, so producers may pass it around unbound. */
+  readonly updateDetail = (patch: TaskDetail): void => {
+    validateDetailPatch(patch);
+    const record = this.record;
+    if (record === undefined) {
+      this.pendingDetail = Object.freeze({ ...this.pendingDetail, ...patch });
+    } else if (record.attempt === this.attempt && isLive(record)) {
+      // A context from an earlier attempt of a resumed task no longer speaks for it.
+      record.detail = Object.freeze({ ...record.detail, ...patch });
+      this.#onDetail(record);
+    }
+  };
+}
+
 export function createTaskService(options?: TaskServiceOptions): TaskService {
   return new LocalTaskService(options);
 }
@@ -88,10 +119,8 @@ export class LocalTaskService implements TaskService {
   readonly #records = new Map<string, TaskRecord>();
   readonly #sequences = new Map<string, number>();
   readonly #owners = new Map<Owner, OwnerState>();
-  /** Live tasks per owning session ('' for ownerless tasks). */
-  readonly #liveBySession = new Map<string, number>();
-  /** Finished tasks per owning session, oldest first, for retention. */
-  readonly #retainedBySession = new Map<string, Set<TaskRecord>>();
+  /** Live counts and finished tasks per owning session ('' for ownerless tasks). */
+  readonly #buckets = new Map<string, SessionBucket>();
   readonly #doneSubscriptions = new Set<DoneSubscription>();
   readonly #changeSubscriptions = new Set<ChangeSubscription>();
   readonly #controllers = new Set<symbol>();
@@ -112,20 +141,22 @@ export class LocalTaskService implements TaskService {
     // Preflight: every step that can fail happens before run().
     if (this.#disposal) throw new ServiceDisposedError();
     validateSpec(spec);
-    if (this.#options.requireController && this.#controllers.size === 0)
-      throw new NoControllerError(spec.kind);
+    if (this.#options.requireController && this.#controllers.size === 0) throw new NoControllerError(spec.kind);
     const owner = spec.owner;
     if (owner?.disposed) throw new OwnerDisposedError(owner.sessionId);
     const previous = spec.resumeId === undefined ? undefined : this.#preflightResume(spec, spec.resumeId);
-    const sessionKey = owner?.sessionId ?? '';
-    if (owner && (this.#liveBySession.get(sessionKey) ?? 0) >= this.#options.maxLiveTasksPerOwner) {
+    const bucket = this.#bucket(owner?.sessionId ?? '');
+    if (owner && bucket.live >= this.#options.maxLiveTasksPerOwner) {
+      this.#dropBucketIfEmpty(bucket);
       throw new AdmissionLimitError(`session ${owner.sessionId}`, this.#options.maxLiveTasksPerOwner);
     }
     if (this.#liveCount >= this.#options.maxLiveTasks) {
+      this.#dropBucketIfEmpty(bucket);
       throw new AdmissionLimitError('the task service', this.#options.maxLiveTasks);
     }
     const branchGeneration = spec.branchGeneration ?? owner?.branchGeneration ?? 0;
     if (!Number.isSafeInteger(branchGeneration) || branchGeneration < 0) {
+      this.#dropBucketIfEmpty(bucket);
       throw new InvalidArgumentError('owner.branchGeneration', 'a non-negative integer', branchGeneration);
     }
     // The owner's cleanup attaches before run(), so attaching cannot fail after the work started.
@@ -133,31 +164,21 @@ export class LocalTaskService implements TaskService {
 
     const current = this.#sequences.get(spec.kind) ?? 0;
     const sequence =
-      spec.resumeId === undefined
-        ? current + 1
-        : Math.max(current, parseTaskId(spec.resumeId)?.sequence ?? 0);
+      spec.resumeId === undefined ? current + 1 : Math.max(current, parseTaskId(spec.resumeId)?.sequence ?? 0);
     const id = spec.resumeId ?? this.#formatId(spec.kind, sequence);
-    let pendingDetail: TaskDetail = spec.detail ? Object.freeze({ ...spec.detail }) : EMPTY_DETAIL;
-    let record: TaskRecord | undefined;
-    const context = {
-      taskId: id,
-      updateDetail: (patch: TaskDetail) => {
-        validateDetailPatch(patch);
-        if (record === undefined) {
-          pendingDetail = Object.freeze({ ...pendingDetail, ...patch });
-        } else if (isLive(record)) {
-          record.detail = Object.freeze({ ...record.detail, ...patch });
-          touch(record);
-          this.#emitChange('updated', record);
-        }
-      },
-    };
+    const context = new RunContext(id, spec.detail ? Object.freeze({ ...spec.detail }) : EMPTY_DETAIL, this.#onDetail);
 
-    const hooks = this.#runProducer(spec, context);
+    let hooks: TaskHooks;
+    try {
+      hooks = this.#runProducer(spec, context);
+    } catch (error) {
+      this.#dropBucketIfEmpty(bucket);
+      throw error;
+    }
 
     // Commit: nothing below can fail.
     this.#sequences.set(spec.kind, sequence);
-    const now = this.#options.now();
+    let record: TaskRecord;
     if (previous) {
       record = previous;
       this.#forgetRetained(record);
@@ -166,7 +187,7 @@ export class LocalTaskService implements TaskService {
       record.outputLimitBytes = spec.outputLimitBytes;
       record.status = 'running';
       record.reported = false;
-      record.detail = pendingDetail;
+      record.detail = context.pendingDetail;
       record.isBackgrounded = spec.background ?? true;
       record.branchGeneration = branchGeneration;
       record.stopInitiator = undefined;
@@ -179,50 +200,52 @@ export class LocalTaskService implements TaskService {
       record.attempt += 1;
       record.hooks = hooks;
       record.readChain = undefined;
-      touch(record);
-    } else {
-      record = {
-        id,
-        kind: spec.kind,
-        label: spec.label,
-        owner,
-        ownerSessionId: owner?.sessionId,
-        outputLimitBytes: spec.outputLimitBytes,
-        status: 'running',
-        reported: false,
-        detail: pendingDetail,
-        isBackgrounded: spec.background ?? true,
-        branchGeneration,
-        stopInitiator: undefined,
-        cancellable: hooks.cancellable !== false,
-        cancelRequestedAt: undefined,
-        startedAt: now,
-        endedAt: undefined,
-        error: undefined,
-        resultText: undefined,
-        output: undefined,
-        attempt: 1,
-        hooks,
-        version: 0,
-        cachedSnapshot: undefined,
-        cachedVersion: -1,
-        waiters: undefined,
-        backgroundWaiters: undefined,
-        onTerminal: undefined,
-        readChain: undefined,
-      };
-      this.#records.set(id, record);
-    }
-    if (owner) {
-      this.#owners.get(owner)?.tasks.add(record);
       // A resumed task may be re-registered by a replacement owner of the same session.
       record.owner = owner;
+      touch(record);
+    } else {
+      record = new TaskRecord(
+        id,
+        spec.kind,
+        spec.label,
+        owner,
+        bucket,
+        hooks,
+        context.pendingDetail,
+        spec.background ?? true,
+        branchGeneration,
+        spec.outputLimitBytes,
+        this.#options.now(),
+      );
+      this.#records.set(id, record);
     }
+    context.record = record;
+    context.attempt = record.attempt;
+    if (owner) this.#owners.get(owner)?.tasks.add(record);
     this.#liveCount += 1;
-    this.#liveBySession.set(sessionKey, (this.#liveBySession.get(sessionKey) ?? 0) + 1);
+    record.bucket.live += 1;
     this.#watchDone(record, hooks);
     this.#emitChange('started', record);
     return snapshotOf(record);
+  }
+
+  /** Producer facts published through a run context. */
+  readonly #onDetail = (record: TaskRecord): void => {
+    touch(record);
+    this.#emitChange('updated', record);
+  };
+
+  #bucket(key: string): SessionBucket {
+    let bucket = this.#buckets.get(key);
+    if (bucket === undefined) {
+      bucket = { key, live: 0, retained: new RetentionQueue<TaskRecord>() };
+      this.#buckets.set(key, bucket);
+    }
+    return bucket;
+  }
+
+  #dropBucketIfEmpty(bucket: SessionBucket): void {
+    if (bucket.live === 0 && bucket.retained.size === 0) this.#buckets.delete(bucket.key);
   }
 
   #preflightResume(spec: TaskSpec, resumeId: TaskId): TaskRecord | undefined {
@@ -312,10 +335,7 @@ export class LocalTaskService implements TaskService {
     touch(record);
 
     this.#liveCount -= 1;
-    const sessionKey = record.ownerSessionId ?? '';
-    const live = (this.#liveBySession.get(sessionKey) ?? 1) - 1;
-    if (live === 0) this.#liveBySession.delete(sessionKey);
-    else this.#liveBySession.set(sessionKey, live);
+    record.bucket.live -= 1;
 
     // Live waiters take delivery before any notifier can.
     if (record.waiters) {
@@ -375,30 +395,23 @@ export class LocalTaskService implements TaskService {
 
   /** Keeps a bounded number of finished tasks per session; the oldest are forgotten first. */
   #retain(record: TaskRecord): void {
-    const sessionKey = record.ownerSessionId ?? '';
-    let retained = this.#retainedBySession.get(sessionKey);
-    if (!retained) {
-      retained = new Set();
-      this.#retainedBySession.set(sessionKey, retained);
-    }
+    const retained = record.bucket.retained;
     retained.add(record);
-    while (retained.size > this.#options.maxRetainedTasksPerOwner) {
-      const oldest = retained.values().next().value as TaskRecord;
-      this.#remove(oldest);
+    if (retained.size > this.#options.maxRetainedTasksPerOwner) {
+      const oldest = retained.shift();
+      if (oldest) this.#remove(oldest);
     }
   }
 
   #forgetRetained(record: TaskRecord): void {
-    const sessionKey = record.ownerSessionId ?? '';
-    const retained = this.#retainedBySession.get(sessionKey);
-    retained?.delete(record);
-    if (retained?.size === 0) this.#retainedBySession.delete(sessionKey);
+    record.bucket.retained.delete(record);
   }
 
   #remove(record: TaskRecord): void {
     if (this.#records.get(record.id) !== record) return;
     this.#records.delete(record.id);
     this.#forgetRetained(record);
+    this.#dropBucketIfEmpty(record.bucket);
     if (record.owner) this.#owners.get(record.owner)?.tasks.delete(record);
     this.#emitChange('removed', record);
   }

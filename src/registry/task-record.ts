@@ -11,6 +11,9 @@ import type {
   TaskSnapshot,
   TaskStatus,
 } from '../tasks/index.js';
+import { RetentionQueue } from './retention-queue.js';
+
+export { RetentionQueue };
 
 export const EMPTY_DETAIL: TaskDetail = Object.freeze({});
 
@@ -27,76 +30,112 @@ export interface BackgroundWaiter {
   readonly detach: () => void;
 }
 
-export interface TaskRecord {
+/** Per-session bookkeeping ('' for ownerless tasks): live count for admission, finished tasks for retention. */
+export interface SessionBucket {
+  readonly key: string;
+  live: number;
+  readonly retained: RetentionQueue<TaskRecord>;
+}
+
+export class TaskRecord {
   readonly id: TaskId;
   readonly kind: TaskKind;
+  readonly bucket: SessionBucket;
+  readonly ownerSessionId: SessionId | undefined;
+  readonly startedAt: number;
   label: string;
   owner: Owner | undefined;
-  ownerSessionId: SessionId | undefined;
   outputLimitBytes: number | undefined;
-  status: TaskStatus;
-  reported: boolean;
+  status: TaskStatus = 'running';
+  reported = false;
   detail: TaskDetail;
   isBackgrounded: boolean;
   branchGeneration: number;
-  stopInitiator: StopInitiator | undefined;
+  stopInitiator: StopInitiator | undefined = undefined;
   cancellable: boolean;
-  cancelRequestedAt: number | undefined;
-  startedAt: number;
-  endedAt: number | undefined;
-  error: string | undefined;
-  resultText: string | undefined;
-  output: string | undefined;
-  attempt: number;
+  cancelRequestedAt: number | undefined = undefined;
+  endedAt: number | undefined = undefined;
+  error: string | undefined = undefined;
+  resultText: string | undefined = undefined;
+  output: string | undefined = undefined;
+  attempt = 1;
+  /** Whether the record sits in its bucket's retention queue. */
+  retained = false;
   hooks: TaskHooks;
-  /** Bumped on every change; the cached snapshot is valid while it matches. */
-  version: number;
-  cachedSnapshot: TaskSnapshot | undefined;
-  cachedVersion: number;
+  /** The snapshot of the current state; cleared by every change. */
+  cachedSnapshot: TaskSnapshot | undefined = undefined;
   /** Allocated on first use: most tasks are never waited on. */
-  waiters: Set<Waiter> | undefined;
-  backgroundWaiters: Set<BackgroundWaiter> | undefined;
+  waiters: Set<Waiter> | undefined = undefined;
+  backgroundWaiters: Set<BackgroundWaiter> | undefined = undefined;
   /** Callbacks run once the record is terminal (disposal awaits them). */
-  onTerminal: Array<() => void> | undefined;
+  onTerminal: Array<() => void> | undefined = undefined;
   /** Serializes reads so two concurrent readers never interleave deltas. */
-  readChain: Promise<unknown> | undefined;
+  readChain: Promise<unknown> | undefined = undefined;
+
+  constructor(
+    id: TaskId,
+    kind: TaskKind,
+    label: string,
+    owner: Owner | undefined,
+    bucket: SessionBucket,
+    hooks: TaskHooks,
+    detail: TaskDetail,
+    isBackgrounded: boolean,
+    branchGeneration: number,
+    outputLimitBytes: number | undefined,
+    startedAt: number,
+  ) {
+    this.id = id;
+    this.kind = kind;
+    this.label = label;
+    this.owner = owner;
+    this.ownerSessionId = owner?.sessionId;
+    this.bucket = bucket;
+    this.hooks = hooks;
+    this.cancellable = hooks.cancellable !== false;
+    this.detail = detail;
+    this.isBackgrounded = isBackgrounded;
+    this.branchGeneration = branchGeneration;
+    this.outputLimitBytes = outputLimitBytes;
+    this.startedAt = startedAt;
+  }
 }
 
 export function isLive(record: TaskRecord): boolean {
   return record.status === 'running' || record.status === 'stopping';
 }
 
+/** Marks the record changed: the next snapshot is built afresh. */
 export function touch(record: TaskRecord): void {
-  record.version += 1;
+  record.cachedSnapshot = undefined;
 }
 
 export function snapshotOf(record: TaskRecord): TaskSnapshot {
-  if (record.cachedSnapshot !== undefined && record.cachedVersion === record.version) {
-    return record.cachedSnapshot;
+  let snapshot = record.cachedSnapshot;
+  if (snapshot === undefined) {
+    snapshot = Object.freeze({
+      id: record.id,
+      kind: record.kind,
+      label: record.label,
+      status: record.status,
+      ownerSessionId: record.ownerSessionId,
+      outputLimitBytes: record.outputLimitBytes,
+      reported: record.reported,
+      detail: record.detail,
+      isBackgrounded: record.isBackgrounded,
+      branchGeneration: record.branchGeneration,
+      stopInitiator: record.stopInitiator,
+      cancellable: record.cancellable,
+      cancelRequestedAt: record.cancelRequestedAt,
+      startedAt: record.startedAt,
+      endedAt: record.endedAt,
+      error: record.error,
+      resultText: record.resultText,
+      attempt: record.attempt,
+      finalOutput: record.hooks.readOutput === undefined,
+    });
+    record.cachedSnapshot = snapshot;
   }
-  const snapshot: TaskSnapshot = Object.freeze({
-    id: record.id,
-    kind: record.kind,
-    label: record.label,
-    status: record.status,
-    ownerSessionId: record.ownerSessionId,
-    outputLimitBytes: record.outputLimitBytes,
-    reported: record.reported,
-    detail: record.detail,
-    isBackgrounded: record.isBackgrounded,
-    branchGeneration: record.branchGeneration,
-    stopInitiator: record.stopInitiator,
-    cancellable: record.cancellable,
-    cancelRequestedAt: record.cancelRequestedAt,
-    startedAt: record.startedAt,
-    endedAt: record.endedAt,
-    error: record.error,
-    resultText: record.resultText,
-    attempt: record.attempt,
-    finalOutput: record.hooks.readOutput === undefined,
-  });
-  record.cachedSnapshot = snapshot;
-  record.cachedVersion = record.version;
   return snapshot;
 }
 

@@ -1,0 +1,110 @@
+/**
+ * Registry benchmark: start + settle no-op tasks through the task service against a bare baseline
+ * (a promise in a Map), then the heap cost of live tasks. Prints figures and ratios.
+ */
+import { createTaskService } from '../src/registry/index.js';
+import type { TaskHooks, TaskOutcome, TaskSpec } from '../src/tasks/index.js';
+
+const TASKS = Number(process.env.BENCH_TASKS ?? 100_000);
+const LIVE = Number(process.env.BENCH_LIVE ?? 10_000);
+const ROUNDS = 5;
+
+const completed: TaskOutcome = Object.freeze({ status: 'completed' });
+const noop = () => {};
+
+async function baseline(count: number): Promise<number> {
+  const pending = new Map<number, Promise<void>>();
+  const began = performance.now();
+  for (let index = 0; index < count; index += 1) {
+    let resolve!: () => void;
+    const promise = new Promise<void>((done) => {
+      resolve = done;
+    });
+    pending.set(index, promise);
+    resolve();
+    await promise;
+    pending.delete(index);
+  }
+  return performance.now() - began;
+}
+
+async function throughService(count: number): Promise<number> {
+  const tasks = createTaskService({ maxLiveTasks: count + 1 });
+  tasks.attachController('bench');
+  let settled = 0;
+  let allSettled!: () => void;
+  const finished = new Promise<void>((resolve) => {
+    allSettled = resolve;
+  });
+  tasks.onTaskDone(() => {
+    settled += 1;
+    if (settled === count) allSettled();
+  });
+  const spec: TaskSpec = {
+    kind: 'noop',
+    label: 'no-op',
+    run: (): TaskHooks => ({ cancel: noop, done: Promise.resolve(completed) }),
+  };
+  const began = performance.now();
+  for (let index = 0; index < count; index += 1) await tasks.start(spec);
+  await finished;
+  const elapsed = performance.now() - began;
+  await tasks.dispose();
+  return elapsed;
+}
+
+function collect(): void {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (!gc) throw new Error('run with node --expose-gc');
+  gc();
+  gc();
+}
+
+async function heapPerLiveTask(count: number): Promise<number> {
+  const tasks = createTaskService({ maxLiveTasks: count + 1 });
+  tasks.attachController('bench');
+  const never = new Promise<TaskOutcome>(() => {});
+  collect();
+  const before = process.memoryUsage().heapUsed;
+  for (let index = 0; index < count; index += 1) {
+    await tasks.start({ kind: 'noop', label: `task ${index}`, run: () => ({ cancel: noop, done: never }) });
+  }
+  collect();
+  const after = process.memoryUsage().heapUsed;
+  if (tasks.list().length !== count) throw new Error('live tasks went missing');
+  return (after - before) / count;
+}
+
+function rate(count: number, milliseconds: number): string {
+  return `${Math.round(count / (milliseconds / 1000)).toLocaleString('en-US')}/s`;
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
+}
+
+async function main(): Promise<void> {
+  console.log(`errand bench:registry — node ${process.version}, ${TASKS.toLocaleString('en-US')} tasks per round`);
+  // Warm up both paths so the JIT has seen them.
+  await baseline(10_000);
+  await throughService(10_000);
+  const baselineTimes: number[] = [];
+  const serviceTimes: number[] = [];
+  for (let round = 0; round < ROUNDS; round += 1) {
+    baselineTimes.push(await baseline(TASKS));
+    serviceTimes.push(await throughService(TASKS));
+  }
+  const baselineMs = median(baselineTimes);
+  const serviceMs = median(serviceTimes);
+  console.log(`baseline (promise + Map):   ${rate(TASKS, baselineMs)}  (${baselineMs.toFixed(1)} ms, median of ${ROUNDS})`);
+  console.log(`task service start+settle:  ${rate(TASKS, serviceMs)}  (${serviceMs.toFixed(1)} ms, median of ${ROUNDS})`);
+  const ratio = baselineMs / serviceMs;
+  console.log(`ratio service/baseline:     ${ratio.toFixed(3)}  (target >= 0.25: ${ratio >= 0.25 ? 'met' : 'MISSED'})`);
+  const bytes = await heapPerLiveTask(LIVE);
+  console.log(
+    `heap per live task:         ${Math.round(bytes)} bytes with ${LIVE.toLocaleString('en-US')} live (target <= 1024: ${bytes <= 1024 ? 'met' : 'MISSED'})`,
+  );
+}
+
+await main();

@@ -1,0 +1,299 @@
+/**
+ * Derives the BackgroundTask* events from the task service's change feed: only background work, an
+ * `Updated` only when a viewer would see a difference, monotonic ids, a replay ring for reconnecting
+ * viewers, and the level signal. Event-driven; it polls only through an optional sampler, for facts
+ * that have no event.
+ */
+import { type Disposer, isTerminalStatus, type TaskChange, type TaskSnapshot } from '../tasks/index.js';
+import type {
+  BackgroundEvent,
+  BackgroundTaskEvent,
+  BackgroundTaskEventType,
+  BackgroundWorksLevel,
+} from './background-events.js';
+import {
+  type BackgroundTaskFacts,
+  deriveTaskFacts,
+  sameFacts,
+  type ViewerFacts,
+} from './background-task-facts.js';
+import { EventRing, type ReplayResult } from './event-ring.js';
+import {
+  type BackgroundEventFeedOptions,
+  type ResolvedFeedOptions,
+  resolveFeedOptions,
+} from './feed-options.js';
+
+export type BackgroundEventListener = (event: BackgroundEvent) => void;
+
+/** A source of background-work events; what a dashboard, a terminal panel or a log consumes. */
+export interface BackgroundEventFeed {
+  /** Names this feed's id sequence; event ids are only comparable within one stream. */
+  readonly streamId: string;
+  /** The id of the newest event (0 before the first). */
+  readonly latestId: number;
+  /** The events after `lastId`, or a reset when the ring no longer holds them all. */
+  since(lastId: number): ReplayResult<BackgroundEvent>;
+  /**
+   * The level signal built now from the task service: every background work (of one session when
+   * `sessionId` is given; null for ownerless work). Its id is `latestId`: it describes the state after it.
+   */
+  level(sessionId?: string | null): BackgroundWorksLevel;
+  /** The current facts of a background task the feed knows, or undefined. */
+  find(taskId: string): BackgroundTaskFacts | undefined;
+  /** Receives every event as it is emitted; listeners are isolated from each other. */
+  subscribe(listener: BackgroundEventListener): Disposer;
+  /** Stops listening to the task service and stops sampling. Idempotent. */
+  dispose(): void;
+}
+
+interface TrackedTask {
+  facts: BackgroundTaskFacts;
+  sampled: ViewerFacts | undefined;
+}
+
+export function createBackgroundEventFeed(options: BackgroundEventFeedOptions): BackgroundEventFeed {
+  return new LocalBackgroundEventFeed(resolveFeedOptions(options));
+}
+
+class LocalBackgroundEventFeed implements BackgroundEventFeed {
+  readonly #options: ResolvedFeedOptions;
+  readonly #ring: EventRing<BackgroundEvent>;
+  readonly #tracked = new Map<string, TrackedTask>();
+  readonly #listeners = new Set<BackgroundEventListener>();
+  readonly #unsubscribe: Disposer;
+  #nextId = 1;
+  #timer: ReturnType<typeof setInterval> | undefined;
+  #sampling = false;
+  #sampleCursor = 0;
+  #disposed = false;
+
+  constructor(options: ResolvedFeedOptions) {
+    this.#options = options;
+    this.#ring = new EventRing(options.ringSize);
+    // Work that exists before the feed is part of the level, not of the event history.
+    for (const task of options.tasks.list(options.caller)) {
+      if (task.isBackgrounded)
+        this.#tracked.set(task.id, { facts: this.#derive(task, undefined), sampled: undefined });
+    }
+    this.#unsubscribe = options.tasks.onTasksChanged((change) => this.#onChange(change), {
+      caller: options.caller,
+    });
+    this.#updateSampling();
+  }
+
+  get streamId(): string {
+    return this.#options.streamId;
+  }
+
+  get latestId(): number {
+    return this.#nextId - 1;
+  }
+
+  since(lastId: number): ReplayResult<BackgroundEvent> {
+    return this.#ring.since(lastId);
+  }
+
+  level(sessionId?: string | null): BackgroundWorksLevel {
+    const scoped = sessionId !== undefined;
+    const tasks = this.#levelFacts(this.#options.tasks.list(this.#options.caller), sessionId);
+    return Object.freeze({
+      type: 'BackgroundWorksLevel' as const,
+      id: this.latestId,
+      at: this.#options.now(),
+      scope: scoped ? ('session' as const) : ('all' as const),
+      sessionId: scoped ? sessionId : null,
+      tasks,
+    });
+  }
+
+  find(taskId: string): BackgroundTaskFacts | undefined {
+    return this.#tracked.get(taskId)?.facts;
+  }
+
+  subscribe(listener: BackgroundEventListener): Disposer {
+    this.#listeners.add(listener);
+    return () => {
+      this.#listeners.delete(listener);
+    };
+  }
+
+  dispose(): void {
+    if (this.#disposed) return;
+    this.#disposed = true;
+    this.#unsubscribe();
+    this.#listeners.clear();
+    this.#stopTimer();
+  }
+
+  // ---------------------------------------------------------------- derivation
+
+  #derive(task: TaskSnapshot, sampled: ViewerFacts | undefined): BackgroundTaskFacts {
+    return deriveTaskFacts(task, {
+      readFacts: this.#options.readFacts,
+      tailMaxBytes: this.#options.tailMaxBytes,
+      sampled,
+    });
+  }
+
+  #levelFacts(tasks: readonly TaskSnapshot[], sessionId: string | null | undefined): BackgroundTaskFacts[] {
+    const facts: BackgroundTaskFacts[] = [];
+    for (const task of tasks) {
+      if (!task.isBackgrounded) continue;
+      if (sessionId !== undefined && (task.ownerSessionId ?? null) !== sessionId) continue;
+      const tracked = this.#tracked.get(task.id);
+      const sampled = tracked?.facts.attempt === task.attempt ? tracked.sampled : undefined;
+      facts.push(this.#derive(task, sampled));
+    }
+    return facts;
+  }
+
+  #onChange(change: TaskChange): void {
+    if (this.#disposed) return;
+    const task = change.task;
+    const tracked = this.#tracked.get(task.id);
+    if (change.reason === 'removed') {
+      if (tracked && tracked.facts.attempt === task.attempt) this.#forget(change, task);
+      return;
+    }
+    if (!task.isBackgrounded) {
+      // A resumed id may come back as foreground work: it leaves the background view.
+      if (tracked) this.#forget(change, task);
+      return;
+    }
+    const sameAttempt = tracked !== undefined && tracked.facts.attempt === task.attempt;
+    const facts = this.#derive(task, sameAttempt ? tracked.sampled : undefined);
+    if (!sameAttempt) {
+      this.#tracked.set(task.id, { facts, sampled: undefined });
+      this.#emitTask(
+        isTerminalStatus(task.status) ? 'BackgroundTaskCompleted' : 'BackgroundTaskStarted',
+        facts,
+      );
+    } else {
+      this.#publish(tracked, facts);
+    }
+    this.#updateSampling();
+  }
+
+  /** Records new facts and emits what a viewer needs to know, if anything. */
+  #publish(tracked: TrackedTask, facts: BackgroundTaskFacts): void {
+    const previous = tracked.facts;
+    if (sameFacts(previous, facts)) return;
+    tracked.facts = facts;
+    const completed = isTerminalStatus(facts.status) && !isTerminalStatus(previous.status);
+    this.#emitTask(completed ? 'BackgroundTaskCompleted' : 'BackgroundTaskUpdated', facts);
+  }
+
+  #forget(change: TaskChange, task: TaskSnapshot): void {
+    this.#tracked.delete(task.id);
+    const sessionId = task.ownerSessionId ?? null;
+    this.#emit((id, at) => ({
+      type: 'BackgroundWorksLevel',
+      id,
+      at,
+      scope: 'session',
+      sessionId,
+      tasks: this.#levelFacts(change.tasks(), sessionId),
+    }));
+    this.#updateSampling();
+  }
+
+  #emitTask(type: BackgroundTaskEventType, facts: BackgroundTaskFacts): void {
+    this.#emit((id, at) => ({ ...facts, type, id, at }) as BackgroundTaskEvent);
+  }
+
+  #emit(build: (id: number, at: number) => BackgroundEvent): void {
+    const event = Object.freeze(build(this.#nextId, this.#options.now()));
+    this.#nextId += 1;
+    this.#ring.push(event);
+    for (const listener of [...this.#listeners]) {
+      try {
+        listener(event);
+      } catch (error) {
+        this.#options.logger.warn('a background event listener failed', {
+          eventId: event.id,
+          error: error instanceof Error ? error.message : String(error),
+        });
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------- sampling (facts with no event)
+
+  #liveTaskIds(): string[] {
+    const ids: string[] = [];
+    for (const [taskId, tracked] of this.#tracked) {
+      if (!isTerminalStatus(tracked.facts.status)) ids.push(taskId);
+    }
+    return ids;
+  }
+
+  #updateSampling(): void {
+    if (this.#options.sampler === undefined || this.#disposed) return;
+    const needed = this.#liveTaskIds().length > 0;
+    if (needed && this.#timer === undefined) {
+      this.#timer = setInterval(() => void this.#sampleRound(), this.#options.sampleIntervalMs);
+      this.#timer.unref?.();
+    } else if (!needed) {
+      this.#stopTimer();
+    }
+  }
+
+  #stopTimer(): void {
+    if (this.#timer !== undefined) clearInterval(this.#timer);
+    this.#timer = undefined;
+  }
+
+  async #sampleRound(): Promise<void> {
+    const sampler = this.#options.sampler;
+    if (sampler === undefined || this.#sampling || this.#disposed) return;
+    this.#sampling = true;
+    try {
+      const ids = this.#liveTaskIds();
+      const count = Math.min(ids.length, this.#options.maxSampledTasks);
+      const start = ids.length === 0 ? 0 : this.#sampleCursor % ids.length;
+      this.#sampleCursor = start + count;
+      for (let offset = 0; offset < count; offset += 1) {
+        await this.#sampleTask(sampler, ids[(start + offset) % ids.length] as string);
+      }
+    } finally {
+      this.#sampling = false;
+    }
+  }
+
+  async #sampleTask(sampler: NonNullable<ResolvedFeedOptions['sampler']>, taskId: string): Promise<void> {
+    let task: TaskSnapshot;
+    let sampled: ViewerFacts | undefined;
+    try {
+      task = this.#options.tasks.get(taskId, this.#options.caller);
+      sampled = await sampler(task);
+    } catch (error) {
+      this.#options.logger.warn(`task ${taskId}: sampling its viewer facts failed`, {
+        taskId,
+        error: error instanceof Error ? error.message : String(error),
+      });
+      return;
+    }
+    const tracked = this.#tracked.get(taskId);
+    if (this.#disposed || sampled === undefined || tracked === undefined) return;
+    // The task may have changed while the sampler ran; derive from its newest snapshot.
+    const current = this.#safeGet(taskId) ?? task;
+    if (current.attempt !== tracked.facts.attempt || isTerminalStatus(current.status)) return;
+    tracked.sampled = { ...tracked.sampled, ...withoutUndefined(sampled) };
+    this.#publish(tracked, this.#derive(current, tracked.sampled));
+  }
+
+  #safeGet(taskId: string): TaskSnapshot | undefined {
+    try {
+      return this.#options.tasks.get(taskId, this.#options.caller);
+    } catch {
+      return undefined;
+    }
+  }
+}
+
+function withoutUndefined(facts: ViewerFacts): ViewerFacts {
+  const result: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(facts)) if (value !== undefined) result[key] = value;
+  return result as ViewerFacts;
+}

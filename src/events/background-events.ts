@@ -1,0 +1,53 @@
+/**
+ * The facts that leave the runtime: `BackgroundTaskStarted`, `BackgroundTaskUpdated`,
+ * `BackgroundTaskCompleted`, and the level signal `BackgroundWorksLevel` (the full set of current work).
+ */
+import type { BackgroundTaskFacts } from './background-task-facts.js';
+
+interface EventEnvelope {
+  /** Monotonic within one feed (see `BackgroundEventFeed.streamId`); starts at 1. */
+  readonly id: number;
+  /** When the feed emitted it, in epoch milliseconds. */
+  readonly at: number;
+}
+
+/** A task became background work: started in the background, moved there, or resumed. */
+export interface BackgroundTaskStarted extends EventEnvelope, BackgroundTaskFacts {
+  readonly type: 'BackgroundTaskStarted';
+}
+
+/**
+ * Something a viewer sees changed: pid, output bytes, tail, cancel state (stopping, no longer
+ * cancellable), or — after completion — whether its result was delivered.
+ */
+export interface BackgroundTaskUpdated extends EventEnvelope, BackgroundTaskFacts {
+  readonly type: 'BackgroundTaskUpdated';
+}
+
+/** The task reached a terminal status (completed, killed, failed, lost). */
+export interface BackgroundTaskCompleted extends EventEnvelope, BackgroundTaskFacts {
+  readonly type: 'BackgroundTaskCompleted';
+}
+
+export type BackgroundTaskEvent = BackgroundTaskStarted | BackgroundTaskUpdated | BackgroundTaskCompleted;
+export type BackgroundTaskEventType = BackgroundTaskEvent['type'];
+
+/**
+ * The level signal: every current background work in its scope. A viewer replaces what it holds for
+ * that scope, so whatever it missed (a dropped connection, a removed task) cannot leave a stale entry.
+ * Emitted into the stream when tasks disappear (retention, owner disposal); built on demand at connect.
+ */
+export interface BackgroundWorksLevel extends EventEnvelope {
+  readonly type: 'BackgroundWorksLevel';
+  /** `all`: every session; `session`: only `sessionId`'s work. */
+  readonly scope: 'all' | 'session';
+  /** The session of a `session` level (null: ownerless work); null for `all`. */
+  readonly sessionId: string | null;
+  readonly tasks: readonly BackgroundTaskFacts[];
+}
+
+export type BackgroundEvent = BackgroundTaskEvent | BackgroundWorksLevel;
+
+export function isBackgroundTaskEvent(event: BackgroundEvent): event is BackgroundTaskEvent {
+  return event.type !== 'BackgroundWorksLevel';
+}

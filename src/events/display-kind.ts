@@ -1,0 +1,38 @@
+/**
+ * The display kind of a background work: decided once, where its events are emitted, so every viewer
+ * draws the same category for the same task.
+ */
+import type { TaskKind } from '../tasks/index.js';
+
+/**
+ * `bash` (bash and pty tasks), `subagent` (agent tasks), `workflow` (workflow runs), `monitor` (monitors),
+ * `other` (any kind a harness adds). Badges count only `bash`, `subagent` and `workflow`.
+ */
+export type BackgroundWorkKind = 'bash' | 'subagent' | 'workflow' | 'monitor' | 'other';
+
+export const BACKGROUND_WORK_KINDS: readonly BackgroundWorkKind[] = [
+  'bash',
+  'subagent',
+  'workflow',
+  'monitor',
+  'other',
+];
+
+/** The kinds a "running work" badge counts. */
+export const BADGE_WORK_KINDS: readonly BackgroundWorkKind[] = ['bash', 'subagent', 'workflow'];
+
+export function displayKindOf(kind: TaskKind): BackgroundWorkKind {
+  switch (kind) {
+    case 'bash':
+    case 'pty':
+      return 'bash';
+    case 'agent':
+      return 'subagent';
+    case 'workflow':
+      return 'workflow';
+    case 'monitor':
+      return 'monitor';
+    default:
+      return 'other';
+  }
+}

@@ -1,0 +1,58 @@
+/** BackgroundTask* events derived from the task service, the level signal, and the backgroundWorks projection. */
+export {
+  type BackgroundEventFeed,
+  type BackgroundEventListener,
+  createBackgroundEventFeed,
+} from './background-event-feed.js';
+export {
+  type BackgroundEvent,
+  type BackgroundTaskCompleted,
+  type BackgroundTaskEvent,
+  type BackgroundTaskEventType,
+  type BackgroundTaskStarted,
+  type BackgroundTaskUpdated,
+  type BackgroundWorksLevel,
+  isBackgroundTaskEvent,
+} from './background-events.js';
+export {
+  type BackgroundTaskFacts,
+  deriveTaskFacts,
+  readDetailFacts,
+  sameFacts,
+  type ViewerFacts,
+  type ViewerFactsReader,
+} from './background-task-facts.js';
+export {
+  type BackgroundWork,
+  type BackgroundWorkState,
+  type BackgroundWorksDelta,
+  type BackgroundWorksState,
+  backgroundWorkStateOf,
+  countBadgeWorks,
+  EMPTY_BACKGROUND_WORKS,
+  hasRunningWork,
+  reduceBackgroundWorks,
+  reduceWithDelta,
+  selectSessionWorks,
+  toBackgroundWork,
+} from './background-works.js';
+export {
+  type BackgroundWorksChange,
+  type BackgroundWorksListener,
+  type BackgroundWorksStore,
+  type BackgroundWorksStoreOptions,
+  createBackgroundWorksStore,
+} from './background-works-store.js';
+export {
+  BACKGROUND_WORK_KINDS,
+  BADGE_WORK_KINDS,
+  type BackgroundWorkKind,
+  displayKindOf,
+} from './display-kind.js';
+export { EventRing, type ReplayResult } from './event-ring.js';
+export {
+  BACKGROUND_EVENT_FEED_DEFAULTS,
+  type BackgroundEventFeedOptions,
+  type ViewerFactsSampler,
+} from './feed-options.js';
+export { takeUtf8Tail, type Utf8Tail } from './utf8-tail.js';

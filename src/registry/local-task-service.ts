@@ -88,6 +88,7 @@ class RunContext implements TaskRunContext {
   pendingDetail: TaskDetail;
   record: TaskRecord | undefined = undefined;
   attempt = 0;
+  #bound: ((patch: TaskDetail) => void) | undefined = undefined;
   readonly #onDetail: (record: TaskRecord) => void;
 
   constructor(taskId: TaskId, detail: TaskDetail, onDetail: (record: TaskRecord) => void) {
@@ -96,8 +97,13 @@ class RunContext implements TaskRunContext {
     this.#onDetail = onDetail;
   }
 
-  /** An own property, so producers may pass it around unbound. */
-  readonly updateDetail = (patch: TaskDetail): void => {
+  /** Bound on first use, so producers may pass it around unbound without every task paying for it. */
+  get updateDetail(): (patch: TaskDetail) => void {
+    this.#bound ??= (patch) => this.#update(patch);
+    return this.#bound;
+  }
+
+  #update(patch: TaskDetail): void {
     validateDetailPatch(patch);
     const record = this.record;
     if (record === undefined) {
@@ -107,7 +113,7 @@ class RunContext implements TaskRunContext {
       record.detail = Object.freeze({ ...record.detail, ...patch });
       this.#onDetail(record);
     }
-  };
+  }
 }
 
 export function createTaskService(options?: TaskServiceOptions): TaskService {
@@ -121,8 +127,9 @@ export class LocalTaskService implements TaskService {
   readonly #owners = new Map<Owner, OwnerState>();
   /** Live counts and finished tasks per owning session ('' for ownerless tasks). */
   readonly #buckets = new Map<string, SessionBucket>();
-  readonly #doneSubscriptions = new Set<DoneSubscription>();
-  readonly #changeSubscriptions = new Set<ChangeSubscription>();
+  /** Copy-on-write lists: notifying iterates without copying, and (un)subscribing mid-notification is safe. */
+  #doneSubscriptions: readonly DoneSubscription[] = [];
+  #changeSubscriptions: readonly ChangeSubscription[] = [];
   readonly #controllers = new Set<symbol>();
   #liveCount = 0;
   #disposal: Promise<void> | undefined;
@@ -141,7 +148,8 @@ export class LocalTaskService implements TaskService {
     // Preflight: every step that can fail happens before run().
     if (this.#disposal) throw new ServiceDisposedError();
     validateSpec(spec);
-    if (this.#options.requireController && this.#controllers.size === 0) throw new NoControllerError(spec.kind);
+    if (this.#options.requireController && this.#controllers.size === 0)
+      throw new NoControllerError(spec.kind);
     const owner = spec.owner;
     if (owner?.disposed) throw new OwnerDisposedError(owner.sessionId);
     const previous = spec.resumeId === undefined ? undefined : this.#preflightResume(spec, spec.resumeId);
@@ -164,9 +172,15 @@ export class LocalTaskService implements TaskService {
 
     const current = this.#sequences.get(spec.kind) ?? 0;
     const sequence =
-      spec.resumeId === undefined ? current + 1 : Math.max(current, parseTaskId(spec.resumeId)?.sequence ?? 0);
+      spec.resumeId === undefined
+        ? current + 1
+        : Math.max(current, parseTaskId(spec.resumeId)?.sequence ?? 0);
     const id = spec.resumeId ?? this.#formatId(spec.kind, sequence);
-    const context = new RunContext(id, spec.detail ? Object.freeze({ ...spec.detail }) : EMPTY_DETAIL, this.#onDetail);
+    const context = new RunContext(
+      id,
+      spec.detail ? Object.freeze({ ...spec.detail }) : EMPTY_DETAIL,
+      this.#onDetail,
+    );
 
     let hooks: TaskHooks;
     try {
@@ -371,9 +385,10 @@ export class LocalTaskService implements TaskService {
   }
 
   #notifyDone(record: TaskRecord): void {
-    if (this.#doneSubscriptions.size === 0) return;
+    const subscriptions = this.#doneSubscriptions;
+    if (subscriptions.length === 0) return;
     const snapshot = snapshotOf(record);
-    for (const subscription of [...this.#doneSubscriptions]) {
+    for (const subscription of subscriptions) {
       if (subscription.owner !== undefined && subscription.owner !== record.owner) continue;
       try {
         const result = subscription.listener(snapshot);
@@ -678,25 +693,26 @@ export class LocalTaskService implements TaskService {
   onTaskDone(listener: TaskDoneListener, options: OnTaskDoneOptions = {}): Disposer {
     if (typeof listener !== 'function') throw new InvalidArgumentError('listener', 'a function', listener);
     const subscription: DoneSubscription = { listener, owner: options.owner };
-    this.#doneSubscriptions.add(subscription);
+    this.#doneSubscriptions = [...this.#doneSubscriptions, subscription];
     return () => {
-      this.#doneSubscriptions.delete(subscription);
+      this.#doneSubscriptions = this.#doneSubscriptions.filter((candidate) => candidate !== subscription);
     };
   }
 
   onTasksChanged(listener: TaskChangeListener, options: OnTasksChangedOptions = {}): Disposer {
     if (typeof listener !== 'function') throw new InvalidArgumentError('listener', 'a function', listener);
     const subscription: ChangeSubscription = { listener, caller: options.caller };
-    this.#changeSubscriptions.add(subscription);
+    this.#changeSubscriptions = [...this.#changeSubscriptions, subscription];
     return () => {
-      this.#changeSubscriptions.delete(subscription);
+      this.#changeSubscriptions = this.#changeSubscriptions.filter((candidate) => candidate !== subscription);
     };
   }
 
   #emitChange(reason: TaskChangeReason, record: TaskRecord): void {
-    if (this.#changeSubscriptions.size === 0) return;
+    const subscriptions = this.#changeSubscriptions;
+    if (subscriptions.length === 0) return;
     const task = snapshotOf(record);
-    for (const subscription of [...this.#changeSubscriptions]) {
+    for (const subscription of subscriptions) {
       if (!this.#isVisible(record, subscription.caller)) continue;
       let visible: readonly TaskSnapshot[] | undefined;
       const change = {

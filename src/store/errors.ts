@@ -1,0 +1,136 @@
+/**
+ * The session store's errors. Each has a stable code; malformed arguments use the contract's
+ * `INVALID_ARGUMENT` instead of a store-specific code.
+ */
+import { describeValue, ErrandError } from '../tasks/index.js';
+
+/** The database was written by a newer Errand; this code does not understand its schema. */
+export class StoreSchemaTooNewError extends ErrandError {
+  constructor(file: string, databaseVersion: number, supportedVersion: number) {
+    super(
+      'STORE_SCHEMA_TOO_NEW',
+      'system',
+      `The session store ${JSON.stringify(file)} has schema version ${databaseVersion}, newer than ${supportedVersion}, the newest this version of Errand understands; upgrade Errand or point ERRAND_HOME elsewhere`,
+      { context: { file, databaseVersion, supportedVersion } },
+    );
+  }
+}
+
+/** The applied migrations do not match this code's migration list (a foreign or edited database). */
+export class StoreSchemaMismatchError extends ErrandError {
+  constructor(file: string, version: number, appliedName: string, expectedName: string) {
+    super(
+      'STORE_SCHEMA_MISMATCH',
+      'system',
+      `The session store ${JSON.stringify(file)} applied migration ${version} as ${JSON.stringify(appliedName)}, but this version of Errand knows it as ${JSON.stringify(expectedName)}`,
+      { context: { file, version, appliedName, expectedName } },
+    );
+  }
+}
+
+/** The database file could not be opened or prepared (not a database, unreadable, no WAL support). */
+export class StoreOpenError extends ErrandError {
+  constructor(file: string, reason: string, cause?: unknown) {
+    super('STORE_OPEN_FAILED', 'system', `Cannot open the session store ${JSON.stringify(file)}: ${reason}`, {
+      cause,
+      context: { file },
+    });
+  }
+}
+
+/** Another connection held the write lock for longer than the busy timeout. */
+export class StoreBusyError extends ErrandError {
+  constructor(operation: string, busyTimeoutMs: number, cause: unknown) {
+    super(
+      'STORE_BUSY',
+      'system',
+      `The session store stayed locked by another connection for more than ${busyTimeoutMs} ms during ${operation}`,
+      { cause, context: { operation, busyTimeoutMs } },
+    );
+  }
+}
+
+export class StoreClosedError extends ErrandError {
+  constructor(operation: string) {
+    super('STORE_CLOSED', 'caller', `Cannot ${operation}: the session store is closed`, {
+      context: { operation },
+    });
+  }
+}
+
+/** A text or JSON field is larger than `maxFieldBytes`. */
+export class StoreRecordTooLargeError extends ErrandError {
+  constructor(field: string, bytes: number, limit: number) {
+    super(
+      'STORE_RECORD_TOO_LARGE',
+      'caller',
+      `Expected \`${field}\` to be at most ${limit} bytes (maxFieldBytes), got ${bytes} bytes`,
+      { context: { field, value: bytes, bytes, limit } },
+    );
+  }
+}
+
+export interface CorruptLocation {
+  readonly table: string;
+  readonly key: string;
+  readonly column: string;
+}
+
+/** A stored row cannot be read back: bad JSON, an unknown enum word, a record from a newer schema. */
+export class StoreRecordCorruptError extends ErrandError {
+  constructor(location: CorruptLocation, problem: string, cause?: unknown) {
+    super(
+      'STORE_RECORD_CORRUPT',
+      'system',
+      `The session store's ${location.table} row ${location.key} has an unreadable \`${location.column}\`: ${problem}`,
+      { cause, context: { ...location } },
+    );
+  }
+}
+
+/** The record a call refers to does not exist. */
+export class StoreRecordNotFoundError extends ErrandError {
+  constructor(record: string, key: string | number) {
+    super('STORE_RECORD_NOT_FOUND', 'caller', `No ${record} ${JSON.stringify(key)} in the session store`, {
+      context: { record, key },
+    });
+  }
+}
+
+/** A record with this key already exists (a session or workflow run created twice). */
+export class StoreRecordExistsError extends ErrandError {
+  constructor(record: string, key: string) {
+    super(
+      'STORE_RECORD_EXISTS',
+      'caller',
+      `A ${record} ${JSON.stringify(key)} already exists in the session store`,
+      {
+        context: { record, key },
+      },
+    );
+  }
+}
+
+/** A state change the record's rules forbid (a generation going backwards, a finished run restarting). */
+export class StoreInvalidTransitionError extends ErrandError {
+  constructor(record: string, key: string, field: string, from: unknown, to: unknown) {
+    super(
+      'STORE_INVALID_TRANSITION',
+      'caller',
+      `Cannot change \`${field}\` of ${record} ${JSON.stringify(key)} from ${describeValue(from)} to ${describeValue(to)}`,
+      { context: { record, key, field, value: to, from, to } },
+    );
+  }
+}
+
+/** A message was stamped with a branch generation that is no longer the session's current one. */
+export class StoreStaleBranchError extends ErrandError {
+  constructor(sessionId: string, expected: number, current: number) {
+    super(
+      'STORE_STALE_BRANCH',
+      'caller',
+      `Cannot append to session ${JSON.stringify(sessionId)} on branch generation ${expected}: the session moved on to generation ${current}`,
+      { context: { sessionId, field: 'branchGeneration', value: expected, expected, current } },
+    );
+  }
+}

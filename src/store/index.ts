@@ -1,0 +1,39 @@
+/**
+ * Errand's persistence: sessions, conversation messages, the input ledger, task records and workflow
+ * journals behind one `SessionStore` contract, with a SQLite provider and an in-memory one.
+ */
+export {
+  DATABASE_FILE_MODE,
+  DATABASE_FILE_NAME,
+  DIRECTORY_MODE,
+  type HomeEnvironment,
+  resolveErrandHome,
+} from './data-directory.js';
+export {
+  StoreBusyError,
+  StoreClosedError,
+  StoreInvalidTransitionError,
+  StoreOpenError,
+  StoreRecordCorruptError,
+  StoreRecordExistsError,
+  StoreRecordNotFoundError,
+  StoreRecordTooLargeError,
+  StoreSchemaMismatchError,
+  StoreSchemaTooNewError,
+  StoreStaleBranchError,
+} from './errors.js';
+export type { JsonObject, JsonPrimitive, JsonValue } from './json.js';
+export { createMemorySessionStore, MemorySessionStore } from './memory-session-store.js';
+export { LATEST_SCHEMA_VERSION, type MigrationOutcome } from './migrations.js';
+export { type SessionStoreOptions, STORE_DEFAULTS, STORE_RETENTION_DEFAULTS } from './options.js';
+export * from './records.js';
+export type * from './session-store.js';
+export {
+  resolveDatabaseFile,
+  SQLITE_STORE_DEFAULTS,
+  type SqliteSessionStoreOptions,
+  type SynchronousMode,
+} from './sqlite-database.js';
+export { openSqliteSessionStore, SqliteSessionStore } from './sqlite-session-store.js';
+export { taskRecordFromSnapshot } from './task-record-from-snapshot.js';
+export { LOST_TASK_ERROR } from './transition-rules.js';

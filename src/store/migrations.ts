@@ -1,0 +1,210 @@
+/**
+ * The SQLite schema as a forward-only list of migrations, and the step that brings a database up to date.
+ * A migration is never edited once released; a change to the schema is a new entry at the end.
+ */
+import type Database from 'better-sqlite3';
+import { StoreSchemaMismatchError, StoreSchemaTooNewError } from './errors.js';
+
+export interface Migration {
+  readonly version: number;
+  readonly name: string;
+  readonly sql: string;
+}
+
+export const MIGRATIONS: readonly Migration[] = Object.freeze([
+  {
+    version: 1,
+    name: 'sessions, messages and the input ledger',
+    sql: `
+      CREATE TABLE sessions (
+        id TEXT PRIMARY KEY,
+        schema_version INTEGER NOT NULL,
+        parent_id TEXT,
+        cwd TEXT NOT NULL,
+        title TEXT,
+        branch_generation INTEGER NOT NULL CHECK (branch_generation >= 0),
+        state TEXT NOT NULL CHECK (state IN ('active', 'closed')),
+        last_seq INTEGER NOT NULL CHECK (last_seq >= 0),
+        metadata TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+      ) STRICT;
+      CREATE INDEX sessions_by_parent ON sessions (parent_id);
+      CREATE INDEX sessions_by_state ON sessions (state, updated_at);
+
+      CREATE TABLE messages (
+        session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL CHECK (seq > 0),
+        schema_version INTEGER NOT NULL,
+        role TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant', 'tool')),
+        content TEXT NOT NULL,
+        visibility TEXT NOT NULL CHECK (visibility IN ('all', 'model-only')),
+        source TEXT NOT NULL,
+        branch_generation INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        abandoned_at INTEGER,
+        PRIMARY KEY (session_id, seq)
+      ) STRICT, WITHOUT ROWID;
+      CREATE INDEX messages_abandoned ON messages (abandoned_at) WHERE abandoned_at IS NOT NULL;
+
+      CREATE TABLE input_ledger (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        schema_version INTEGER NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('notification', 'user_input')),
+        idempotency_key TEXT NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('queued', 'delivered', 'discarded')),
+        reason TEXT,
+        priority TEXT NOT NULL CHECK (priority IN ('now', 'next', 'later')),
+        lane TEXT,
+        branch_generation INTEGER NOT NULL,
+        task_id TEXT,
+        text TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        delivered_in_message_seq INTEGER,
+        UNIQUE (session_id, idempotency_key),
+        FOREIGN KEY (session_id, delivered_in_message_seq) REFERENCES messages (session_id, seq),
+        CHECK ((state = 'delivered') = (delivered_in_message_seq IS NOT NULL)),
+        CHECK ((state = 'discarded') = (reason IS NOT NULL))
+      ) STRICT;
+      CREATE INDEX input_ledger_by_state ON input_ledger (session_id, state);
+      CREATE INDEX input_ledger_settled ON input_ledger (state, updated_at);
+      CREATE INDEX input_ledger_by_message ON input_ledger (session_id, delivered_in_message_seq);
+
+      -- Delivered and discarded are final, whatever code writes to the file.
+      CREATE TRIGGER input_ledger_final_states
+      BEFORE UPDATE OF state ON input_ledger
+      WHEN OLD.state <> 'queued' AND NEW.state IS NOT OLD.state
+      BEGIN
+        SELECT RAISE(ABORT, 'input_ledger: a delivered or discarded entry never changes state');
+      END;
+    `,
+  },
+  {
+    version: 2,
+    name: 'task records',
+    sql: `
+      CREATE TABLE tasks (
+        scope TEXT NOT NULL,
+        id TEXT NOT NULL,
+        session_id TEXT REFERENCES sessions (id) ON DELETE CASCADE,
+        schema_version INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        label TEXT NOT NULL,
+        status TEXT NOT NULL
+          CHECK (status IN ('running', 'stopping', 'completed', 'killed', 'failed', 'lost')),
+        detail TEXT NOT NULL,
+        is_backgrounded INTEGER NOT NULL CHECK (is_backgrounded IN (0, 1)),
+        branch_generation INTEGER NOT NULL,
+        stop_initiator TEXT CHECK (stop_initiator IN ('user', 'model', 'system')),
+        started_at INTEGER NOT NULL,
+        ended_at INTEGER,
+        reported INTEGER NOT NULL CHECK (reported IN (0, 1)),
+        error TEXT,
+        result_text TEXT,
+        output_file TEXT,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (scope, id),
+        CHECK (scope = coalesce(session_id, ''))
+      ) STRICT, WITHOUT ROWID;
+      CREATE INDEX tasks_by_session ON tasks (session_id, started_at);
+      CREATE INDEX tasks_by_status ON tasks (status, updated_at);
+    `,
+  },
+  {
+    version: 3,
+    name: 'workflow journals',
+    sql: `
+      CREATE TABLE workflow_runs (
+        run_id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        schema_version INTEGER NOT NULL,
+        task_id TEXT NOT NULL,
+        script_path TEXT NOT NULL,
+        script_hash TEXT NOT NULL,
+        status TEXT NOT NULL
+          CHECK (status IN ('running', 'completed', 'failed', 'killed', 'superseded')),
+        superseded_by TEXT,
+        stop_initiator TEXT CHECK (stop_initiator IN ('user', 'model', 'system')),
+        input TEXT NOT NULL,
+        result TEXT,
+        error TEXT,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        CHECK ((status = 'superseded') = (superseded_by IS NOT NULL))
+      ) STRICT;
+      CREATE INDEX workflow_runs_by_session ON workflow_runs (session_id, created_at);
+      CREATE INDEX workflow_runs_by_status ON workflow_runs (status, updated_at);
+
+      CREATE TABLE workflow_steps (
+        run_id TEXT NOT NULL REFERENCES workflow_runs (run_id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        seq INTEGER NOT NULL CHECK (seq > 0),
+        schema_version INTEGER NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('done', 'failed')),
+        result TEXT,
+        error TEXT,
+        started_at INTEGER NOT NULL,
+        ended_at INTEGER NOT NULL,
+        PRIMARY KEY (run_id, name),
+        UNIQUE (run_id, seq)
+      ) STRICT, WITHOUT ROWID;
+    `,
+  },
+]);
+
+/** The newest schema version this code understands. */
+export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;
+
+export interface MigrationOutcome {
+  /** The schema version found (0 for a new database). */
+  readonly from: number;
+  readonly to: number;
+}
+
+interface AppliedMigration {
+  readonly version: number;
+  readonly name: string;
+}
+
+/**
+ * Brings the database up to the newest known version in one immediate transaction, so two processes
+ * opening the same new file do not both migrate it. Refuses a database newer than this code, or one whose
+ * applied migrations are not this code's.
+ */
+export function migrate(
+  database: Database.Database,
+  file: string,
+  time: number,
+  migrations: readonly Migration[] = MIGRATIONS,
+): MigrationOutcome {
+  const latest = migrations[migrations.length - 1]?.version ?? 0;
+  const run = database.transaction((): MigrationOutcome => {
+    database.exec(
+      'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT',
+    );
+    const applied = database
+      .prepare<[], AppliedMigration>('SELECT version, name FROM schema_migrations ORDER BY version')
+      .all();
+    const current = applied.at(-1)?.version ?? 0;
+    if (current > latest) throw new StoreSchemaTooNewError(file, current, latest);
+    applied.forEach((migration, index) => {
+      const known = migrations[index];
+      if (!known || known.version !== migration.version || known.name !== migration.name) {
+        throw new StoreSchemaMismatchError(file, migration.version, migration.name, known?.name ?? '(none)');
+      }
+    });
+    const record = database.prepare(
+      'INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)',
+    );
+    for (const migration of migrations.slice(applied.length)) {
+      database.exec(migration.sql);
+      record.run(migration.version, migration.name, time);
+    }
+    // Mirrors the version where the sqlite3 shell shows it; schema_migrations stays the source of truth.
+    database.pragma(`user_version = ${latest}`);
+    return { from: current, to: Math.max(current, latest) };
+  });
+  return run.immediate();
+}

@@ -1,0 +1,192 @@
+/**
+ * Turns stored rows back into records, defensively: a corrupt JSON column, an unknown enum word or a row
+ * written by a newer schema throws `STORE_RECORD_CORRUPT` naming the table, the key and the column.
+ */
+import { asSessionId, type StopInitiator, TASK_STATUSES, type TaskStatus } from '../tasks/index.js';
+import { StoreRecordCorruptError } from './errors.js';
+import { type JsonValue, parseJsonColumn, parseJsonObjectColumn } from './json.js';
+import {
+  LEDGER_ENTRY_KINDS,
+  LEDGER_ENTRY_STATES,
+  LEDGER_PRIORITIES,
+  type LedgerEntry,
+  MESSAGE_ROLES,
+  MESSAGE_VISIBILITIES,
+  type MessageContent,
+  type MessageRecord,
+  RECORD_SCHEMA_VERSION,
+  SESSION_STATES,
+  type SessionRecord,
+  type StoredTask,
+  WORKFLOW_RUN_STATUSES,
+  WORKFLOW_STEP_STATES,
+  type WorkflowRun,
+  type WorkflowStep,
+} from './records.js';
+import type { LedgerRow, MessageRow, RunRow, SessionRow, StepRow, TaskRow } from './rows.js';
+
+const STOP_INITIATORS: readonly StopInitiator[] = ['user', 'model', 'system'];
+
+class RowReader {
+  constructor(
+    readonly table: string,
+    readonly key: string,
+  ) {}
+
+  fail(column: string, problem: string, cause?: unknown): never {
+    throw new StoreRecordCorruptError({ table: this.table, key: this.key, column }, problem, cause);
+  }
+
+  schemaVersion(value: number): typeof RECORD_SCHEMA_VERSION {
+    if (!Number.isSafeInteger(value) || value < 1 || value > RECORD_SCHEMA_VERSION) {
+      this.fail(
+        'schemaVersion',
+        `record schema version ${String(value)} is not one this version of Errand reads (1-${RECORD_SCHEMA_VERSION})`,
+      );
+    }
+    return RECORD_SCHEMA_VERSION;
+  }
+
+  oneOf<T extends string>(column: string, value: string, allowed: readonly T[]): T {
+    if (!(allowed as readonly string[]).includes(value)) {
+      this.fail(column, `${JSON.stringify(value)} is not one of ${allowed.join(', ')}`);
+    }
+    return value as T;
+  }
+
+  optionalOneOf<T extends string>(
+    column: string,
+    value: string | null,
+    allowed: readonly T[],
+  ): T | undefined {
+    return value === null ? undefined : this.oneOf(column, value, allowed);
+  }
+
+  json(column: string, text: string): JsonValue {
+    return parseJsonColumn({ table: this.table, key: this.key, column }, text);
+  }
+
+  optionalJson(column: string, text: string | null): JsonValue | undefined {
+    return text === null ? undefined : this.json(column, text);
+  }
+}
+
+function optional<T>(value: T | null): T | undefined {
+  return value === null ? undefined : value;
+}
+
+export function readSession(row: SessionRow): SessionRecord {
+  const reader = new RowReader('sessions', row.id);
+  return {
+    schemaVersion: reader.schemaVersion(row.schemaVersion),
+    id: asSessionId(row.id),
+    parentId: row.parentId === null ? undefined : asSessionId(row.parentId),
+    cwd: row.cwd,
+    title: optional(row.title),
+    branchGeneration: row.branchGeneration,
+    state: reader.oneOf('state', row.state, SESSION_STATES),
+    createdAt: row.createdAt,
+    updatedAt: row.updatedAt,
+    metadata: parseJsonObjectColumn({ table: 'sessions', key: row.id, column: 'metadata' }, row.metadata),
+  };
+}
+
+export function readMessage(row: MessageRow): MessageRecord {
+  const reader = new RowReader('messages', `${row.sessionId}#${row.seq}`);
+  const content = reader.json('content', row.content);
+  if (typeof content !== 'object' || content === null || Array.isArray(content)) {
+    reader.fail('content', 'expected a JSON object');
+  }
+  return {
+    schemaVersion: reader.schemaVersion(row.schemaVersion),
+    sessionId: asSessionId(row.sessionId),
+    seq: row.seq,
+    role: reader.oneOf('role', row.role, MESSAGE_ROLES),
+    content: content as MessageContent,
+    visibility: reader.oneOf('visibility', row.visibility, MESSAGE_VISIBILITIES),
+    source: row.source,
+    branchGeneration: row.branchGeneration,
+    createdAt: row.createdAt,
+    abandoned: row.abandonedAt !== null,
+  };
+}
+
+export function readLedgerEntry(row: LedgerRow): LedgerEntry {
+  const reader = new RowReader('input_ledger', String(row.id));
+  return {
+    schemaVersion: reader.schemaVersion(row.schemaVersion),
+    id: row.id,
+    sessionId: asSessionId(row.sessionId),
+    kind: reader.oneOf('kind', row.kind, LEDGER_ENTRY_KINDS),
+    idempotencyKey: row.idempotencyKey,
+    state: reader.oneOf('state', row.state, LEDGER_ENTRY_STATES),
+    reason: optional(row.reason),
+    priority: reader.oneOf('priority', row.priority, LEDGER_PRIORITIES),
+    lane: optional(row.lane),
+    branchGeneration: row.branchGeneration,
+    taskId: optional(row.taskId),
+    text: row.text,
+    createdAt: row.createdAt,
+    updatedAt: row.updatedAt,
+    deliveredInMessageSeq: optional(row.deliveredInMessageSeq),
+  };
+}
+
+export function readTask(row: TaskRow): StoredTask {
+  const key = row.scope === '' ? row.id : `${row.scope}/${row.id}`;
+  const reader = new RowReader('tasks', key);
+  return {
+    schemaVersion: reader.schemaVersion(row.schemaVersion),
+    id: row.id,
+    sessionId: row.sessionId === null ? undefined : asSessionId(row.sessionId),
+    kind: row.kind,
+    label: row.label,
+    status: reader.oneOf<TaskStatus>('status', row.status, TASK_STATUSES),
+    detail: parseJsonObjectColumn({ table: 'tasks', key, column: 'detail' }, row.detail),
+    isBackgrounded: row.isBackgrounded !== 0,
+    branchGeneration: row.branchGeneration,
+    stopInitiator: reader.optionalOneOf('stopInitiator', row.stopInitiator, STOP_INITIATORS),
+    startedAt: row.startedAt,
+    endedAt: optional(row.endedAt),
+    reported: row.reported !== 0,
+    error: optional(row.error),
+    resultText: optional(row.resultText),
+    outputFile: optional(row.outputFile),
+    updatedAt: row.updatedAt,
+  };
+}
+
+export function readRun(row: RunRow): WorkflowRun {
+  const reader = new RowReader('workflow_runs', row.runId);
+  return {
+    schemaVersion: reader.schemaVersion(row.schemaVersion),
+    runId: row.runId,
+    sessionId: asSessionId(row.sessionId),
+    taskId: row.taskId,
+    scriptPath: row.scriptPath,
+    scriptHash: row.scriptHash,
+    status: reader.oneOf('status', row.status, WORKFLOW_RUN_STATUSES),
+    supersededBy: optional(row.supersededBy),
+    stopInitiator: reader.optionalOneOf('stopInitiator', row.stopInitiator, STOP_INITIATORS),
+    input: reader.json('input', row.input),
+    result: reader.optionalJson('result', row.result),
+    error: optional(row.error),
+    createdAt: row.createdAt,
+    updatedAt: row.updatedAt,
+  };
+}
+
+export function readStep(row: StepRow): WorkflowStep {
+  const reader = new RowReader('workflow_steps', `${row.runId}/${row.name}`);
+  return {
+    schemaVersion: reader.schemaVersion(row.schemaVersion),
+    runId: row.runId,
+    name: row.name,
+    seq: row.seq,
+    state: reader.oneOf('state', row.state, WORKFLOW_STEP_STATES),
+    result: reader.optionalJson('result', row.result),
+    error: optional(row.error),
+    startedAt: row.startedAt,
+    endedAt: row.endedAt,
+  };
+}

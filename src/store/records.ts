@@ -1,0 +1,188 @@
+/**
+ * The records the session store keeps: sessions, conversation messages, the input ledger, task records and
+ * workflow journals. Every record carries the `schemaVersion` it was written with.
+ */
+import type { SessionId, StopInitiator, TaskStatus } from '../tasks/index.js';
+import type { JsonObject, JsonValue } from './json.js';
+
+/** The version of every record shape this code writes. Rows of a newer version are refused on read. */
+export const RECORD_SCHEMA_VERSION = 1;
+export type RecordSchemaVersion = typeof RECORD_SCHEMA_VERSION;
+
+export type SessionState = 'active' | 'closed';
+export const SESSION_STATES: readonly SessionState[] = ['active', 'closed'];
+
+export interface SessionRecord {
+  readonly schemaVersion: RecordSchemaVersion;
+  readonly id: SessionId;
+  /** The session that started this one (a subagent's parent). It may have been pruned since. */
+  readonly parentId: SessionId | undefined;
+  readonly cwd: string;
+  readonly title: string | undefined;
+  /** Incremented by every rewind; late results stamped with an older generation are not delivered. */
+  readonly branchGeneration: number;
+  readonly state: SessionState;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+  readonly metadata: JsonObject;
+}
+
+export type MessageRole = 'system' | 'user' | 'assistant' | 'tool';
+export const MESSAGE_ROLES: readonly MessageRole[] = ['system', 'user', 'assistant', 'tool'];
+
+/** `model-only` messages are sent to the model but not shown as the person's own words. */
+export type MessageVisibility = 'all' | 'model-only';
+export const MESSAGE_VISIBILITIES: readonly MessageVisibility[] = ['all', 'model-only'];
+
+/** Where a message came from. The union stays open for harness-specific sources. */
+export type MessageSource =
+  | 'user'
+  | 'assistant'
+  | 'tool'
+  | 'system'
+  | 'background_task'
+  | 'task_notification_steer'
+  | (string & {});
+
+export interface ToolCallContent {
+  readonly id: string;
+  readonly name: string;
+  readonly input: JsonValue;
+}
+
+export interface ToolResultContent {
+  readonly toolCallId: string;
+  readonly output: JsonValue;
+  readonly isError?: boolean;
+}
+
+/** A message body: text and/or tool calls and/or tool results (at least one of them). */
+export interface MessageContent {
+  readonly text?: string;
+  readonly toolCalls?: readonly ToolCallContent[];
+  readonly toolResults?: readonly ToolResultContent[];
+}
+
+export interface MessageRecord {
+  readonly schemaVersion: RecordSchemaVersion;
+  readonly sessionId: SessionId;
+  /** 1, 2, 3, ... per session, assigned by the store; never reused, not even after a rewind. */
+  readonly seq: number;
+  readonly role: MessageRole;
+  readonly content: MessageContent;
+  readonly visibility: MessageVisibility;
+  readonly source: MessageSource;
+  readonly branchGeneration: number;
+  readonly createdAt: number;
+  /** True once a rewind cut the message off the live branch; kept for audit. */
+  readonly abandoned: boolean;
+}
+
+export type LedgerEntryKind = 'notification' | 'user_input';
+export const LEDGER_ENTRY_KINDS: readonly LedgerEntryKind[] = ['notification', 'user_input'];
+
+/** `queued` is the only state an entry leaves; `delivered` and `discarded` are final. */
+export type LedgerEntryState = 'queued' | 'delivered' | 'discarded';
+export const LEDGER_ENTRY_STATES: readonly LedgerEntryState[] = ['queued', 'delivered', 'discarded'];
+
+export type LedgerPriority = 'now' | 'next' | 'later';
+/** In queue order: `now` before `next` before `later`. */
+export const LEDGER_PRIORITIES: readonly LedgerPriority[] = ['now', 'next', 'later'];
+
+/** Why an entry was discarded. The union stays open; these are the reasons Errand itself uses. */
+export type DiscardReason =
+  | 'session_resumed'
+  | 'branch_changed'
+  | 'superseded'
+  | 'shutdown'
+  | 'sealed'
+  | (string & {});
+
+export interface LedgerEntry {
+  readonly schemaVersion: RecordSchemaVersion;
+  /** Assigned by the store, increasing in admission order (FIFO within a priority). */
+  readonly id: number;
+  readonly sessionId: SessionId;
+  readonly kind: LedgerEntryKind;
+  /** Unique per session: admitting the same key twice returns the first entry. */
+  readonly idempotencyKey: string;
+  readonly state: LedgerEntryState;
+  /** Set exactly when the entry is discarded. */
+  readonly reason: string | undefined;
+  readonly priority: LedgerPriority;
+  /** A delivery lane chosen by the notification policy (for example a quiet lane). */
+  readonly lane: string | undefined;
+  /** For notifications: the task's branch generation. Delivery refuses a stale one. */
+  readonly branchGeneration: number;
+  readonly taskId: string | undefined;
+  readonly text: string;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+  /** Set exactly when the entry is delivered: the message that carried it. */
+  readonly deliveredInMessageSeq: number | undefined;
+}
+
+export interface StoredTask {
+  readonly schemaVersion: RecordSchemaVersion;
+  readonly id: string;
+  /** The owning session; absent for an ownerless task. */
+  readonly sessionId: SessionId | undefined;
+  readonly kind: string;
+  readonly label: string;
+  readonly status: TaskStatus;
+  readonly detail: JsonObject;
+  readonly isBackgrounded: boolean;
+  readonly branchGeneration: number;
+  readonly stopInitiator: StopInitiator | undefined;
+  readonly startedAt: number;
+  readonly endedAt: number | undefined;
+  readonly reported: boolean;
+  readonly error: string | undefined;
+  readonly resultText: string | undefined;
+  readonly outputFile: string | undefined;
+  readonly updatedAt: number;
+}
+
+export type WorkflowRunStatus = 'running' | 'completed' | 'failed' | 'killed' | 'superseded';
+export const WORKFLOW_RUN_STATUSES: readonly WorkflowRunStatus[] = [
+  'running',
+  'completed',
+  'failed',
+  'killed',
+  'superseded',
+];
+
+export interface WorkflowRun {
+  readonly schemaVersion: RecordSchemaVersion;
+  readonly runId: string;
+  readonly sessionId: SessionId;
+  readonly taskId: string;
+  readonly scriptPath: string;
+  readonly scriptHash: string;
+  readonly status: WorkflowRunStatus;
+  /** Set exactly when the run is superseded: the run that replaced it. */
+  readonly supersededBy: string | undefined;
+  readonly stopInitiator: StopInitiator | undefined;
+  readonly input: JsonValue;
+  readonly result: JsonValue | undefined;
+  readonly error: string | undefined;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+export type WorkflowStepState = 'done' | 'failed';
+export const WORKFLOW_STEP_STATES: readonly WorkflowStepState[] = ['done', 'failed'];
+
+export interface WorkflowStep {
+  readonly schemaVersion: RecordSchemaVersion;
+  readonly runId: string;
+  /** Unique within a run: the key a replayed run looks its result up by. */
+  readonly name: string;
+  /** 1, 2, 3, ... per run, in the order steps were first recorded. */
+  readonly seq: number;
+  readonly state: WorkflowStepState;
+  readonly result: JsonValue | undefined;
+  readonly error: string | undefined;
+  readonly startedAt: number;
+  readonly endedAt: number;
+}

@@ -1,0 +1,108 @@
+/**
+ * The stored form of each record, shared by every provider: the shape a SQLite row is selected into and
+ * the shape the in-memory store keeps. Absent values are `null`, booleans are 0/1, JSON is text, so both
+ * providers read records back through the same code.
+ */
+
+export interface SessionRow {
+  id: string;
+  schemaVersion: number;
+  parentId: string | null;
+  cwd: string;
+  title: string | null;
+  branchGeneration: number;
+  state: string;
+  /** The last message seq handed out (abandoned messages included), so seqs are never reused. */
+  lastSeq: number;
+  metadata: string;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface MessageRow {
+  sessionId: string;
+  seq: number;
+  schemaVersion: number;
+  role: string;
+  content: string;
+  visibility: string;
+  source: string;
+  branchGeneration: number;
+  createdAt: number;
+  /** When a rewind abandoned the message; null while it is on the live branch. */
+  abandonedAt: number | null;
+}
+
+export interface LedgerRow {
+  id: number;
+  sessionId: string;
+  schemaVersion: number;
+  kind: string;
+  idempotencyKey: string;
+  state: string;
+  reason: string | null;
+  priority: string;
+  lane: string | null;
+  branchGeneration: number;
+  taskId: string | null;
+  text: string;
+  createdAt: number;
+  updatedAt: number;
+  deliveredInMessageSeq: number | null;
+}
+
+export interface TaskRow {
+  /** The owning session's id, or '' for an ownerless task: with `id`, the record's key. */
+  scope: string;
+  id: string;
+  sessionId: string | null;
+  schemaVersion: number;
+  kind: string;
+  label: string;
+  status: string;
+  detail: string;
+  isBackgrounded: number;
+  branchGeneration: number;
+  stopInitiator: string | null;
+  startedAt: number;
+  endedAt: number | null;
+  reported: number;
+  error: string | null;
+  resultText: string | null;
+  outputFile: string | null;
+  updatedAt: number;
+}
+
+export interface RunRow {
+  runId: string;
+  sessionId: string;
+  schemaVersion: number;
+  taskId: string;
+  scriptPath: string;
+  scriptHash: string;
+  status: string;
+  supersededBy: string | null;
+  stopInitiator: string | null;
+  input: string;
+  result: string | null;
+  error: string | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface StepRow {
+  runId: string;
+  name: string;
+  seq: number;
+  schemaVersion: number;
+  state: string;
+  result: string | null;
+  error: string | null;
+  startedAt: number;
+  endedAt: number;
+}
+
+/** The scope part of a task record's key. */
+export function taskScope(sessionId: string | null | undefined): string {
+  return sessionId ?? '';
+}

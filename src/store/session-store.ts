@@ -1,0 +1,337 @@
+/**
+ * The SessionStore contract: what the session runtime and the workflow engine persist. Every provider
+ * (SQLite, in-memory, later durable ones) passes the same conformance suite. The API is synchronous:
+ * every change is one guarded, atomic step.
+ */
+import type { SessionId, StopInitiator, TaskStatus } from '../tasks/index.js';
+import type { JsonObject, JsonValue } from './json.js';
+import type {
+  DiscardReason,
+  LedgerEntry,
+  LedgerEntryKind,
+  LedgerEntryState,
+  LedgerPriority,
+  MessageContent,
+  MessageRecord,
+  MessageRole,
+  MessageSource,
+  MessageVisibility,
+  SessionRecord,
+  SessionState,
+  StoredTask,
+  WorkflowRun,
+  WorkflowRunStatus,
+  WorkflowStep,
+  WorkflowStepState,
+} from './records.js';
+
+// ---- sessions -------------------------------------------------------------------------------------
+
+export interface NewSession {
+  readonly id: SessionId | string;
+  /** Must name an existing session. */
+  readonly parentId?: SessionId | string;
+  readonly cwd: string;
+  readonly title?: string;
+  /** Default 0. */
+  readonly branchGeneration?: number;
+  /** Default `{}`. */
+  readonly metadata?: JsonObject;
+}
+
+export interface SessionPatch {
+  /** `null` removes the title. */
+  readonly title?: string | null;
+  readonly state?: SessionState;
+  /** May only grow: a rewound branch never comes back. */
+  readonly branchGeneration?: number;
+  /** Replaces the metadata. */
+  readonly metadata?: JsonObject;
+}
+
+export interface SessionFilter {
+  /** Only the direct children of this session. */
+  readonly parentId?: SessionId | string;
+  readonly state?: SessionState;
+}
+
+export interface SessionRecords {
+  /** Throws `STORE_RECORD_EXISTS` for a taken id, `STORE_RECORD_NOT_FOUND` for an unknown parent. */
+  createSession(input: NewSession): SessionRecord;
+  getSession(id: SessionId | string): SessionRecord | undefined;
+  /** Oldest first. */
+  listSessions(filter?: SessionFilter): SessionRecord[];
+  updateSession(id: SessionId | string, patch: SessionPatch): SessionRecord;
+}
+
+// ---- conversation messages ------------------------------------------------------------------------
+
+export interface NewMessage {
+  readonly role: MessageRole;
+  readonly content: MessageContent;
+  /** Default `all`. */
+  readonly visibility?: MessageVisibility;
+  readonly source: MessageSource;
+  /**
+   * The branch generation the writer believes is current. If given and the session has moved on, the
+   * append fails with `STORE_STALE_BRANCH`. The stored message always carries the session's generation.
+   */
+  readonly branchGeneration?: number;
+}
+
+export interface ListMessagesOptions {
+  /** Include messages a rewind abandoned. Default false: the live branch only. */
+  readonly includeAbandoned?: boolean;
+  /** Only messages with a greater seq. */
+  readonly afterSeq?: number;
+  /** At most this many, from the oldest. */
+  readonly limit?: number;
+}
+
+export interface RewindResult {
+  readonly session: SessionRecord;
+  /** The messages that left the live branch, oldest first. */
+  readonly abandoned: readonly MessageRecord[];
+}
+
+export interface MessageLog {
+  /** Appends with the next seq and the session's current branch generation. */
+  appendMessage(sessionId: SessionId | string, message: NewMessage): MessageRecord;
+  /** Oldest first. */
+  listMessages(sessionId: SessionId | string, options?: ListMessagesOptions): MessageRecord[];
+  /**
+   * Abandons every live message after `toSeq` (0 abandons them all) and increments the session's branch
+   * generation, in one step. Queued notifications of the old generation can no longer be delivered.
+   */
+  rewind(sessionId: SessionId | string, toSeq: number): RewindResult;
+}
+
+// ---- input ledger ---------------------------------------------------------------------------------
+
+export interface NewLedgerEntry {
+  readonly sessionId: SessionId | string;
+  readonly kind: LedgerEntryKind;
+  readonly idempotencyKey: string;
+  /** Default `next`. */
+  readonly priority?: LedgerPriority;
+  readonly lane?: string;
+  /** Default: the session's current generation. For a notification, the task's generation. */
+  readonly branchGeneration?: number;
+  readonly taskId?: string;
+  readonly text: string;
+}
+
+export interface AdmitResult {
+  readonly entry: LedgerEntry;
+  /** False when the idempotency key was already admitted: `entry` is the first admission, unchanged. */
+  readonly admitted: boolean;
+}
+
+export interface ListLedgerOptions {
+  readonly states?: readonly LedgerEntryState[];
+}
+
+export interface DiscardResult {
+  /** Entries this call moved from queued to discarded. */
+  readonly discarded: readonly LedgerEntry[];
+  /** Entries that were already delivered or discarded, unchanged. */
+  readonly unchanged: readonly LedgerEntry[];
+}
+
+export interface DiscardQueuedOptions {
+  /** Entries of these tasks stay queued (a durable task still owns them). */
+  readonly keepTaskIds?: readonly string[];
+}
+
+export type DeliveryResult =
+  | {
+      readonly ok: true;
+      readonly message: MessageRecord;
+      /** The entries, now delivered with `message.seq`, in the order given. */
+      readonly entries: readonly LedgerEntry[];
+    }
+  | {
+      readonly ok: false;
+      /**
+       * `LEDGER_ENTRY_NOT_QUEUED`: some entry was already delivered or discarded.
+       * `LEDGER_ENTRY_STALE_BRANCH`: some notification belongs to an older branch generation.
+       * Nothing was written.
+       */
+      readonly code: 'LEDGER_ENTRY_NOT_QUEUED' | 'LEDGER_ENTRY_STALE_BRANCH';
+      /** The entries that blocked the delivery. */
+      readonly conflicts: readonly LedgerEntry[];
+    };
+
+export interface InputLedger {
+  /** Inserts a queued entry, or returns the existing one if the session already admitted the key. */
+  admit(entry: NewLedgerEntry): AdmitResult;
+  getLedgerEntry(id: number): LedgerEntry | undefined;
+  /** Every entry of the session in admission order, optionally only some states. */
+  listLedger(sessionId: SessionId | string, options?: ListLedgerOptions): LedgerEntry[];
+  /** Queued entries in queue order: by priority (`now`, `next`, `later`), then admission order. */
+  listQueued(sessionId: SessionId | string): LedgerEntry[];
+  /** Discards the entries that are still queued; the others are reported unchanged. */
+  markDiscarded(ids: readonly number[], reason: DiscardReason): DiscardResult;
+  /** Discards every queued entry of the session (on resume: `session_resumed`). Returns them. */
+  discardQueued(
+    sessionId: SessionId | string,
+    reason: DiscardReason,
+    options?: DiscardQueuedOptions,
+  ): LedgerEntry[];
+  /**
+   * In one transaction: appends `message` and marks the entries delivered with its seq — only if every
+   * entry is still queued and no notification among them is from an older branch generation. Otherwise
+   * nothing is written and the blocking entries are reported. Throws for unknown entries or entries of
+   * another session.
+   */
+  commitDelivery(
+    sessionId: SessionId | string,
+    ledgerIds: readonly number[],
+    message: NewMessage,
+  ): DeliveryResult;
+}
+
+// ---- task records ---------------------------------------------------------------------------------
+
+/** A task's persisted facts; `taskRecordFromSnapshot` builds one from a registry snapshot. */
+export interface TaskRecordInput {
+  readonly id: string;
+  readonly sessionId?: SessionId | string;
+  readonly kind: string;
+  readonly label: string;
+  readonly status: TaskStatus;
+  /** Default `{}`. Must be JSON. */
+  readonly detail?: JsonObject;
+  readonly isBackgrounded: boolean;
+  readonly branchGeneration: number;
+  readonly stopInitiator?: StopInitiator;
+  readonly startedAt: number;
+  readonly endedAt?: number;
+  readonly reported: boolean;
+  readonly error?: string;
+  readonly resultText?: string;
+  readonly outputFile?: string;
+}
+
+export interface TaskFilter {
+  /** A session's tasks; `null` for ownerless tasks; absent for all. */
+  readonly sessionId?: SessionId | string | null;
+  readonly statuses?: readonly TaskStatus[];
+}
+
+export interface MarkLostOptions {
+  /** Only this session's tasks. Absent: every live task in the store, ownerless ones included. */
+  readonly sessionId?: SessionId | string;
+  /** Tasks that survive a restart (durable tasks being re-attached) stay as they are. */
+  readonly keepTaskIds?: readonly string[];
+  /** The diagnosis written to `error`. */
+  readonly error?: string;
+}
+
+export interface TaskRecords {
+  /**
+   * Inserts or replaces the task's record, keyed by (sessionId, id): task ids are unique per task service,
+   * not across restarts, so the same id in another session is another record.
+   */
+  upsertTask(record: TaskRecordInput): StoredTask;
+  getTask(id: string, sessionId?: SessionId | string): StoredTask | undefined;
+  /** Oldest start first. */
+  listTasks(filter?: TaskFilter): StoredTask[];
+  /** Marks running and stopping records `lost` (their process is gone) and returns them. */
+  markLiveAsLost(options?: MarkLostOptions): StoredTask[];
+}
+
+// ---- workflow journals ----------------------------------------------------------------------------
+
+export interface NewWorkflowRun {
+  readonly runId: string;
+  readonly sessionId: SessionId | string;
+  readonly taskId: string;
+  readonly scriptPath: string;
+  readonly scriptHash: string;
+  /** Default `null`. */
+  readonly input?: JsonValue;
+}
+
+export interface WorkflowRunPatch {
+  /**
+   * `running` again only from `failed` or `killed` (a resumed run keeps its id); `completed` and
+   * `superseded` are final. Use `supersedeRun` to supersede.
+   */
+  readonly status?: Exclude<WorkflowRunStatus, 'superseded'>;
+  readonly stopInitiator?: StopInitiator | null;
+  readonly result?: JsonValue;
+  readonly error?: string | null;
+}
+
+export interface RunFilter {
+  readonly sessionId?: SessionId | string;
+  readonly taskId?: string;
+  readonly statuses?: readonly WorkflowRunStatus[];
+}
+
+export interface NewWorkflowStep {
+  readonly name: string;
+  readonly state: WorkflowStepState;
+  readonly result?: JsonValue;
+  readonly error?: string;
+  readonly startedAt: number;
+  readonly endedAt: number;
+}
+
+export interface RecordStepResult {
+  readonly step: WorkflowStep;
+  /**
+   * False when a `done` step of this name was already recorded: `step` is the stored one, unchanged, and
+   * a replayed run must use its result. A `failed` step is replaced by a new attempt (same seq).
+   */
+  readonly recorded: boolean;
+}
+
+export interface SupersedeResult {
+  readonly superseded: WorkflowRun;
+  readonly replacement: WorkflowRun;
+}
+
+export interface WorkflowJournal {
+  createRun(input: NewWorkflowRun): WorkflowRun;
+  getRun(runId: string): WorkflowRun | undefined;
+  /** Oldest first. */
+  listRuns(filter?: RunFilter): WorkflowRun[];
+  updateRun(runId: string, patch: WorkflowRunPatch): WorkflowRun;
+  /** In one step: creates the replacement run and marks the old one superseded by it. */
+  supersedeRun(runId: string, replacement: NewWorkflowRun): SupersedeResult;
+  recordStep(runId: string, step: NewWorkflowStep): RecordStepResult;
+  getStep(runId: string, name: string): WorkflowStep | undefined;
+  /** In seq order. */
+  getSteps(runId: string): WorkflowStep[];
+}
+
+// ---- bounds ---------------------------------------------------------------------------------------
+
+/** What `prune` removes. Every field has a default (`STORE_RETENTION_DEFAULTS`). */
+export interface PruneOptions {
+  /** Closed sessions kept (newest by `updatedAt`); older closed sessions go with all their records. Default 100. */
+  readonly keepClosedSessions?: number;
+  /** Delivered and discarded ledger entries last changed longer ago than this go. Default 7 days. */
+  readonly settledLedgerMaxAgeMs?: number;
+  /** Abandoned messages older than this go, unless a ledger entry still points at them. Default 7 days. */
+  readonly abandonedMessageMaxAgeMs?: number;
+  /** Terminal task records and finished workflow runs (with their steps) older than this go. Default 30 days. */
+  readonly finishedRecordMaxAgeMs?: number;
+}
+
+export interface PruneResult {
+  readonly sessions: number;
+  readonly messages: number;
+  readonly ledgerEntries: number;
+  readonly tasks: number;
+  readonly workflowRuns: number;
+}
+
+export interface SessionStore extends SessionRecords, MessageLog, InputLedger, TaskRecords, WorkflowJournal {
+  /** Deletes old settled data so the store stays bounded. Active sessions and their live branch stay. */
+  prune(options?: PruneOptions): PruneResult;
+  /** Releases the store; later calls throw `STORE_CLOSED`. Idempotent. */
+  close(): void;
+}

@@ -1,0 +1,82 @@
+/**
+ * The clock the bash producer reads and schedules with. Injected so throttles, deadlines and
+ * auto-backgrounding can be driven by a test instead of by wall time.
+ */
+
+/** Cancels a scheduled callback; calling it after the callback ran (or twice) does nothing. */
+export type CancelTimer = () => void;
+
+export interface Clock {
+  /** Epoch milliseconds. */
+  now(): number;
+  /** Runs `callback` once after `delayMs`. */
+  schedule(delayMs: number, callback: () => void): CancelTimer;
+}
+
+export const systemClock: Clock = Object.freeze({
+  now: () => Date.now(),
+  schedule(delayMs: number, callback: () => void): CancelTimer {
+    const timer = setTimeout(callback, delayMs);
+    return () => clearTimeout(timer);
+  },
+});
+
+/** A clock that moves only when told to: `advance(ms)` runs every callback that came due, in order. */
+export interface ManualClock extends Clock {
+  /** Moves time forward and runs the callbacks that came due. */
+  advance(milliseconds: number): void;
+  /** Callbacks scheduled and not yet run or cancelled. */
+  readonly pending: number;
+}
+
+interface ManualTimer {
+  readonly due: number;
+  readonly sequence: number;
+  readonly callback: () => void;
+  cancelled: boolean;
+}
+
+export function createManualClock(start = 0): ManualClock {
+  let now = start;
+  let sequence = 0;
+  const timers: ManualTimer[] = [];
+  return {
+    now: () => now,
+    schedule(delayMs, callback) {
+      const timer: ManualTimer = {
+        due: now + Math.max(0, delayMs),
+        sequence: sequence++,
+        callback,
+        cancelled: false,
+      };
+      timers.push(timer);
+      return () => {
+        timer.cancelled = true;
+      };
+    },
+    advance(milliseconds) {
+      const target = now + milliseconds;
+      for (;;) {
+        let next: ManualTimer | undefined;
+        for (const timer of timers) {
+          if (timer.cancelled || timer.due > target) continue;
+          if (!next || timer.due < next.due || (timer.due === next.due && timer.sequence < next.sequence)) {
+            next = timer;
+          }
+        }
+        if (!next) break;
+        next.cancelled = true;
+        timers.splice(timers.indexOf(next), 1);
+        now = Math.max(now, next.due);
+        next.callback();
+      }
+      now = target;
+      for (let index = timers.length - 1; index >= 0; index -= 1) {
+        if (timers[index]!.cancelled) timers.splice(index, 1);
+      }
+    },
+    get pending() {
+      return timers.filter((timer) => !timer.cancelled).length;
+    },
+  };
+}

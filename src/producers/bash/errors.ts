@@ -1,0 +1,59 @@
+/** Errors of the bash producer, each an ErrandError with a stable code. */
+import { ErrandError, type ErrorFault } from '../../tasks/index.js';
+
+/** The command could not be started: a missing working directory or shell, or the OS refused. */
+export class SpawnFailedError extends ErrandError {
+  constructor(
+    message: string,
+    options: {
+      readonly fault?: ErrorFault;
+      readonly cause?: unknown;
+      readonly context?: Record<string, unknown>;
+    } = {},
+  ) {
+    super('SPAWN_FAILED', options.fault ?? 'system', message, {
+      cause: options.cause,
+      context: options.context ?? {},
+    });
+  }
+}
+
+export class ExecutorDisposedError extends ErrandError {
+  constructor() {
+    super('EXECUTOR_DISPOSED', 'caller', 'The bash executor is disposed; it starts no more commands');
+  }
+}
+
+export class ProcessIdInUseError extends ErrandError {
+  constructor(id: string) {
+    super(
+      'PROCESS_ID_IN_USE',
+      'caller',
+      `The bash executor already runs a process with id ${JSON.stringify(id)}`,
+      {
+        context: { field: 'id', value: id },
+      },
+    );
+  }
+}
+
+/** A forced `run_in_background` on a tool instance created with `enableRunInBackground: false`. */
+export class RunInBackgroundDisabledError extends ErrandError {
+  constructor(value: unknown) {
+    super(
+      'RUN_IN_BACKGROUND_DISABLED',
+      'caller',
+      'This bash tool does not run commands in the background: remove `run_in_background`',
+      { context: { field: 'run_in_background', value } },
+    );
+  }
+}
+
+/** The tool call was aborted before the command started; nothing was spawned. */
+export class ToolCallAbortedError extends ErrandError {
+  constructor(reason: unknown) {
+    super('TOOL_CALL_ABORTED', 'caller', 'The bash tool call was aborted before the command started', {
+      cause: reason,
+    });
+  }
+}

@@ -1,0 +1,175 @@
+/** Options of the bash executor, their documented defaults and their validation. */
+import type { ChildProcess, SpawnOptions } from 'node:child_process';
+import { spawn as nodeSpawn } from 'node:child_process';
+import { tmpdir } from 'node:os';
+import { InvalidArgumentError } from '../../tasks/index.js';
+import { type Clock, systemClock } from './clock.js';
+import { type BashLogger, consoleBashLogger } from './logger.js';
+import { memoizedSource, type ProcessSource, procfsSource } from './process-table.js';
+import type { SendSignal } from './process-terminator.js';
+
+/** Starts a process the way `child_process.spawn` does; injectable to count or fail spawns in tests. */
+export type Spawner = (file: string, args: readonly string[], options: SpawnOptions) => ChildProcess;
+
+/** The largest non-consuming snapshot a UI may read, in bytes. */
+export const OUTPUT_SNAPSHOT_BYTES = 8192;
+
+/** The environment variable that tags every process of a command (finds escaped daemons). */
+export const PROCESS_TAG_VARIABLE = 'ERRAND_PROCESS_TAG';
+
+export interface BashExecutorOptions {
+  /** The shell, run as `<shell> -c <command>`. A bare name is looked up in the command's PATH. Default `bash`. */
+  readonly shell?: string;
+  /** Where the private output directory is created (mkdtemp, mode 0700). Default `os.tmpdir()`. */
+  readonly outputDirectoryParent?: string;
+  /** Output kept in memory per command (the newest bytes). Default 1 MiB; at least 8192. */
+  readonly maxBufferedBytes?: number;
+  /** The most one consuming read returns; also what is kept in memory after a command stops. Default 64 KiB. */
+  readonly maxReadBytes?: number;
+  /** The output file's cap; a command that writes more is killed with reason `output_limit`. Default 1 GiB. */
+  readonly maxOutputFileBytes?: number;
+  /** Output queued for the disk before the command's pipes are paused. Default 1 MiB. */
+  readonly spillHighWaterMarkBytes?: number;
+  /** Time between SIGTERM and SIGKILL, and again for killed processes to vanish. Default 2000 ms. */
+  readonly killGraceMs?: number;
+  /** After the shell exits, how long to wait for its pipes to close before acting on holders. Default 100 ms. */
+  readonly exitGraceMs?: number;
+  /**
+   * Whether processes the shell leaves behind when it exits (background jobs, daemons, anything holding
+   * its pipes) are terminated. Default true: a command that reports "completed" while its children run
+   * on is a leak (orphans holding ports). Set false to let them live; their output is then no longer read.
+   */
+  readonly killProcessGroupOnExit?: boolean;
+  /**
+   * Whether every command gets `ERRAND_PROCESS_TAG=<random>` in its environment so descendants that left
+   * its session (setsid, double fork) are still found and stopped. Default true.
+   */
+  readonly tagEnvironment?: boolean;
+  /** Keep the output directory when the executor is disposed. Default false (it is removed). */
+  readonly keepOutputFiles?: boolean;
+  readonly clock?: Clock;
+  readonly spawn?: Spawner;
+  /** Where the process table is read from. Default /proc. */
+  readonly processSource?: ProcessSource;
+  /** Sends a signal to a pid (negative: a process group). Default `process.kill`. */
+  readonly sendSignal?: SendSignal;
+  readonly logger?: BashLogger;
+}
+
+export interface ResolvedExecutorOptions {
+  readonly shell: string;
+  readonly outputDirectoryParent: string;
+  readonly maxBufferedBytes: number;
+  readonly maxReadBytes: number;
+  readonly maxOutputFileBytes: number;
+  readonly spillHighWaterMarkBytes: number;
+  readonly killGraceMs: number;
+  readonly exitGraceMs: number;
+  readonly killProcessGroupOnExit: boolean;
+  readonly tagEnvironment: boolean;
+  readonly keepOutputFiles: boolean;
+  readonly clock: Clock;
+  readonly spawn: Spawner;
+  readonly processSource: ProcessSource;
+  readonly sendSignal: SendSignal | undefined;
+  readonly logger: BashLogger;
+}
+
+export const BASH_EXECUTOR_DEFAULTS = Object.freeze({
+  shell: 'bash',
+  maxBufferedBytes: 1024 * 1024,
+  maxReadBytes: 64 * 1024,
+  maxOutputFileBytes: 1024 * 1024 * 1024,
+  spillHighWaterMarkBytes: 1024 * 1024,
+  killGraceMs: 2000,
+  exitGraceMs: 100,
+  killProcessGroupOnExit: true,
+  tagEnvironment: true,
+  keepOutputFiles: false,
+});
+
+export function integerOption(field: string, value: unknown, fallback: number, minimum: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < minimum) {
+    throw new InvalidArgumentError(field, `an integer of at least ${minimum}`, value);
+  }
+  return value;
+}
+
+export function booleanOption(field: string, value: unknown, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') throw new InvalidArgumentError(field, 'a boolean', value);
+  return value;
+}
+
+function nonEmptyString(field: string, value: unknown, fallback: string): string {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'string' || value === '' || value.includes('\0')) {
+    throw new InvalidArgumentError(field, 'a non-empty string without NUL characters', value);
+  }
+  return value;
+}
+
+function functionOption<T>(field: string, value: T | undefined): T | undefined {
+  if (value !== undefined && typeof value !== 'function')
+    throw new InvalidArgumentError(field, 'a function', value);
+  return value;
+}
+
+export function resolveExecutorOptions(options: BashExecutorOptions = {}): ResolvedExecutorOptions {
+  const defaults = BASH_EXECUTOR_DEFAULTS;
+  const maxBufferedBytes = integerOption(
+    'maxBufferedBytes',
+    options.maxBufferedBytes,
+    defaults.maxBufferedBytes,
+    OUTPUT_SNAPSHOT_BYTES,
+  );
+  const maxReadBytes = integerOption(
+    'maxReadBytes',
+    options.maxReadBytes,
+    Math.min(defaults.maxReadBytes, maxBufferedBytes),
+    1,
+  );
+  if (maxReadBytes > maxBufferedBytes) {
+    throw new InvalidArgumentError(
+      'maxReadBytes',
+      `at most maxBufferedBytes (${maxBufferedBytes})`,
+      maxReadBytes,
+    );
+  }
+  if (options.clock !== undefined && (typeof options.clock !== 'object' || options.clock === null)) {
+    throw new InvalidArgumentError('clock', 'a Clock', options.clock);
+  }
+  return {
+    shell: nonEmptyString('shell', options.shell, defaults.shell),
+    outputDirectoryParent: nonEmptyString('outputDirectoryParent', options.outputDirectoryParent, tmpdir()),
+    maxBufferedBytes,
+    maxReadBytes,
+    maxOutputFileBytes: integerOption(
+      'maxOutputFileBytes',
+      options.maxOutputFileBytes,
+      defaults.maxOutputFileBytes,
+      1,
+    ),
+    spillHighWaterMarkBytes: integerOption(
+      'spillHighWaterMarkBytes',
+      options.spillHighWaterMarkBytes,
+      defaults.spillHighWaterMarkBytes,
+      1024,
+    ),
+    killGraceMs: integerOption('killGraceMs', options.killGraceMs, defaults.killGraceMs, 1),
+    exitGraceMs: integerOption('exitGraceMs', options.exitGraceMs, defaults.exitGraceMs, 0),
+    killProcessGroupOnExit: booleanOption(
+      'killProcessGroupOnExit',
+      options.killProcessGroupOnExit,
+      defaults.killProcessGroupOnExit,
+    ),
+    tagEnvironment: booleanOption('tagEnvironment', options.tagEnvironment, defaults.tagEnvironment),
+    keepOutputFiles: booleanOption('keepOutputFiles', options.keepOutputFiles, defaults.keepOutputFiles),
+    clock: options.clock ?? systemClock,
+    spawn: functionOption('spawn', options.spawn) ?? (nodeSpawn as Spawner),
+    processSource: memoizedSource(options.processSource ?? procfsSource()),
+    sendSignal: functionOption('sendSignal', options.sendSignal),
+    logger: options.logger ?? consoleBashLogger,
+  };
+}

@@ -1,0 +1,81 @@
+/**
+ * The private per-executor directory that holds output files: created on first use with mkdtemp
+ * (mode 0700), files created exclusively with mode 0600 under random names, never derived from task
+ * ids, labels or commands. Removed on disposal unless the owner asks to keep it.
+ */
+import { randomBytes } from 'node:crypto';
+import { chmodSync, closeSync, constants, mkdtempSync, openSync, rmSync, unlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export interface CreatedOutputFile {
+  readonly path: string;
+  readonly fd: number;
+}
+
+const CREATE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
+
+export class OutputDirectory {
+  readonly #parent: string;
+  #path: string | undefined;
+  #disposed = false;
+
+  constructor(parent: string = tmpdir()) {
+    this.#parent = parent;
+  }
+
+  /** The directory, once a file was created in it. */
+  get path(): string | undefined {
+    return this.#path;
+  }
+
+  /** Creates a new empty output file, open for writing. Synchronous so the path exists when returned. */
+  createFile(): CreatedOutputFile {
+    if (this.#disposed) throw new Error('the output directory was removed');
+    const directory = this.#ensure();
+    for (let attempt = 0; ; attempt += 1) {
+      const path = join(directory, `${randomBytes(12).toString('base64url')}.log`);
+      try {
+        return { path, fd: openSync(path, CREATE_FLAGS, 0o600) };
+      } catch (error) {
+        // A name collision is astronomically unlikely; anything else is a real failure.
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || attempt >= 3) throw error;
+      }
+    }
+  }
+
+  /** Deletes one output file; a file that is already gone is fine. */
+  removeFile(path: string): void {
+    try {
+      unlinkSync(path);
+    } catch {
+      // Already removed (or the directory is gone).
+    }
+  }
+
+  /** Removes the directory and everything in it, unless `keep` is set. Later `createFile` calls fail. */
+  dispose(keep: boolean): void {
+    this.#disposed = true;
+    if (keep || this.#path === undefined) return;
+    rmSync(this.#path, { recursive: true, force: true });
+  }
+
+  #ensure(): string {
+    if (this.#path === undefined) {
+      const path = mkdtempSync(join(this.#parent, 'errand-bash-'));
+      // mkdtemp already uses 0700; say so explicitly in case of an unusual umask or platform.
+      chmodSync(path, 0o700);
+      this.#path = path;
+    }
+    return this.#path;
+  }
+}
+
+/** Closes a descriptor, ignoring errors (used when a spawn fails after the file was created). */
+export function closeQuietly(fd: number): void {
+  try {
+    closeSync(fd);
+  } catch {
+    // Nothing to do.
+  }
+}

@@ -1,0 +1,154 @@
+/**
+ * Reads the process table from /proc (Linux). Each entry carries the facts the tree census needs:
+ * parent, process group, session and start time (field 22 of /proc/<pid>/stat, in clock ticks since
+ * boot), which together tell a descendant from an unrelated process that reused its pid.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+
+export interface ProcessEntry {
+  readonly pid: number;
+  readonly ppid: number;
+  readonly pgid: number;
+  readonly sid: number;
+  /** One-letter state: R, S, D, Z (zombie), X (dead), T, ... */
+  readonly state: string;
+  /** Clock ticks after boot at which the process started; never changes for a pid's lifetime. */
+  readonly startTime: number;
+}
+
+/** Parses the text of /proc/<pid>/stat. The command name may contain spaces and parentheses. */
+export function parseProcessStat(text: string): ProcessEntry | undefined {
+  const open = text.indexOf(' (');
+  const close = text.lastIndexOf(')');
+  if (open < 1 || close < open) return undefined;
+  const pid = Number(text.slice(0, open));
+  const fields = text.slice(close + 2).split(' ');
+  // fields[0] is field 3 (state); field n is fields[n - 3].
+  const state = fields[0];
+  const ppid = Number(fields[1]);
+  const pgid = Number(fields[2]);
+  const sid = Number(fields[3]);
+  const startTime = Number(fields[19]);
+  if (
+    state === undefined ||
+    ![pid, ppid, pgid, sid, startTime].every((value) => Number.isSafeInteger(value) && value >= 0)
+  ) {
+    return undefined;
+  }
+  return { pid, ppid, pgid, sid, state, startTime };
+}
+
+export function isDead(entry: ProcessEntry): boolean {
+  return entry.state === 'Z' || entry.state === 'X';
+}
+
+/** Where the process table is read from; injectable so the census logic can be tested on a fixed table. */
+export interface ProcessSource {
+  /** Every pid currently listed. */
+  listPids(): number[];
+  /** One process's entry, or undefined when it is gone (or unreadable). */
+  read(pid: number): ProcessEntry | undefined;
+  /** The value of `name` in the process's initial environment, or undefined (absent or unreadable). */
+  environmentValue(pid: number, name: string): string | undefined;
+  /** The last pid the kernel handed out, when known (used to read only newer pids). */
+  lastPid(): number | undefined;
+}
+
+export function procfsSource(root = '/proc'): ProcessSource {
+  return {
+    listPids() {
+      const pids: number[] = [];
+      for (const name of readdirSync(root)) {
+        const code = name.charCodeAt(0);
+        if (code >= 48 && code <= 57) pids.push(Number(name));
+      }
+      return pids;
+    },
+    read(pid) {
+      try {
+        return parseProcessStat(readFileSync(`${root}/${pid}/stat`, 'latin1'));
+      } catch {
+        return undefined;
+      }
+    },
+    environmentValue(pid, name) {
+      try {
+        return findEnvironmentValue(readFileSync(`${root}/${pid}/environ`), name);
+      } catch {
+        return undefined;
+      }
+    },
+    lastPid() {
+      try {
+        const value = Number(readFileSync(`${root}/sys/kernel/ns_last_pid`, 'latin1').trim());
+        return Number.isSafeInteger(value) && value > 0 ? value : undefined;
+      } catch {
+        return undefined;
+      }
+    },
+  };
+}
+
+/** Finds `name=value` in a NUL-separated environment block. */
+export function findEnvironmentValue(block: Buffer, name: string): string | undefined {
+  const prefix = Buffer.from(`${name}=`, 'latin1');
+  let from = 0;
+  while (from < block.length) {
+    const at = block.indexOf(prefix, from);
+    if (at < 0) return undefined;
+    if (at === 0 || block[at - 1] === 0) {
+      const end = block.indexOf(0, at);
+      return block.toString('utf8', at + prefix.length, end < 0 ? block.length : end);
+    }
+    from = at + 1;
+  }
+  return undefined;
+}
+
+/**
+ * Memoizes a source for the current turn of the event loop, so many trees taking their census at
+ * once (a disposal cancelling hundreds of commands) read each /proc entry once. Environment values
+ * are kept per (pid, start time) for as long as the process lives, since they never change.
+ */
+export function memoizedSource(source: ProcessSource): ProcessSource {
+  let pids: number[] | undefined;
+  const entries = new Map<number, ProcessEntry | undefined>();
+  const environments = new Map<string, { startTime: number; value: string | undefined }>();
+  let expiring = false;
+  const expireSoon = () => {
+    if (expiring) return;
+    expiring = true;
+    setImmediate(() => {
+      expiring = false;
+      pids = undefined;
+      entries.clear();
+      if (environments.size > 4096) environments.clear();
+    });
+  };
+  const read = (pid: number): ProcessEntry | undefined => {
+    expireSoon();
+    if (entries.has(pid)) return entries.get(pid);
+    const entry = source.read(pid);
+    entries.set(pid, entry);
+    return entry;
+  };
+  return {
+    listPids() {
+      expireSoon();
+      pids ??= source.listPids();
+      return pids;
+    },
+    read,
+    environmentValue(pid, name) {
+      const entry = read(pid);
+      if (entry === undefined) return undefined;
+      const key = `${pid}\0${name}`;
+      const cached = environments.get(key);
+      if (cached !== undefined && cached.startTime === entry.startTime) return cached.value;
+      const value = source.environmentValue(pid, name);
+      environments.set(key, { startTime: entry.startTime, value });
+      return value;
+    },
+    lastPid: () => source.lastPid(),
+  };
+}

@@ -1,0 +1,11 @@
+/** `<task-notification>` formatters per kind, and the delivery policy the session runtime calls. */
+export * from './delivery-policy.js';
+export * from './envelope.js';
+export * from './format-bash.js';
+export * from './format-generic.js';
+export * from './format-notification.js';
+export * from './format-subagent.js';
+export * from './format-workflow.js';
+export * from './notification-format.js';
+export * from './task-facts.js';
+export * from './task-notification.js';

@@ -1,0 +1,33 @@
+/** What the delivery policy hands to the session's queue: one model-only message and its routing facts. */
+import type { TaskId, TaskKind, TaskStatus } from '../tasks/index.js';
+
+/**
+ * `wakeup`: the message starts a model turn when the session is idle. `quiet`: it becomes context for
+ * the next request without waking an idle agent.
+ */
+export type NotificationLane = 'wakeup' | 'quiet';
+
+export const NOTIFICATION_LANES: readonly NotificationLane[] = ['wakeup', 'quiet'];
+
+/** `terminal`: the task ended. `stalled` / `input_needed`: a running workflow needs attention. */
+export type NotificationEvent = 'terminal' | 'stalled' | 'input_needed';
+
+export interface TaskNotification {
+  readonly taskId: TaskId;
+  readonly kind: TaskKind;
+  readonly label: string;
+  /** The status the text shows (a killed subagent still reads `killed` here; the text says `stopped`). */
+  readonly status: TaskStatus;
+  readonly event: NotificationEvent;
+  /** The `<task-notification>` XML, already escaped and within its budget. */
+  readonly text: string;
+  readonly lane: NotificationLane;
+  /** Queue priority. Notifications are always `next`: after what the user queued now, before later work. */
+  readonly priority: 'next';
+  /** The branch generation the task was stamped with; the queue checks it again before persisting. */
+  readonly branchGeneration: number;
+  /** The tool call that started the task, when the producer recorded it. */
+  readonly toolUseId?: string;
+  /** Epoch milliseconds, from the policy's clock. */
+  readonly createdAt: number;
+}

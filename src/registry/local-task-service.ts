@@ -136,6 +136,7 @@ export class LocalTaskService implements TaskService {
 
   constructor(options?: TaskServiceOptions) {
     this.#options = resolveTaskServiceOptions(options);
+    for (const [kind, sequence] of Object.entries(this.#options.initialSequences)) this.#sequences.set(kind, sequence);
   }
 
   // ---------------------------------------------------------------- registration

@@ -26,6 +26,11 @@ export interface TaskServiceOptions {
   readonly requireController?: boolean;
   /** The clock, in epoch milliseconds. */
   readonly now?: () => number;
+  /**
+   * The last sequence number already used per kind, so ids continue after those of an earlier process
+   * (a store that outlives restarts). Default: every kind starts at 1.
+   */
+  readonly initialSequences?: Readonly<Record<string, number>>;
   /** Formats the id of the `sequence`-th task of `kind`. Default `<kind>-<sequence>`. */
   readonly formatId?: (kind: TaskKind, sequence: number) => string;
   readonly logger?: Logger;
@@ -38,6 +43,7 @@ export interface ResolvedTaskServiceOptions {
   readonly requireController: boolean;
   readonly now: () => number;
   readonly formatId: ((kind: TaskKind, sequence: number) => string) | undefined;
+  readonly initialSequences: Readonly<Record<string, number>>;
   readonly logger: Logger;
 }
 
@@ -64,7 +70,17 @@ export function resolveTaskServiceOptions(options: TaskServiceOptions = {}): Res
       throw new InvalidArgumentError(field, 'a function', options[field]);
     }
   }
+  const initialSequences = options.initialSequences ?? {};
+  if (typeof initialSequences !== 'object' || initialSequences === null) {
+    throw new InvalidArgumentError('initialSequences', 'an object of kind → number', initialSequences);
+  }
+  for (const [kind, sequence] of Object.entries(initialSequences)) {
+    if (!Number.isSafeInteger(sequence) || sequence < 0) {
+      throw new InvalidArgumentError(`initialSequences.${kind}`, 'a non-negative integer', sequence);
+    }
+  }
   return {
+    initialSequences,
     maxLiveTasksPerOwner: positiveInteger(
       'maxLiveTasksPerOwner',
       options.maxLiveTasksPerOwner,

@@ -191,6 +191,13 @@ describe('start: preflight before run()', () => {
     expect(ids).toEqual(['bash-1', 'agent-1', 'bash-2', 'workflow-1', 'agent-2', 'bash-3']);
   });
 
+  it('continues the sequences of an earlier process', async () => {
+    const { tasks } = serviceForTest({ initialSequences: { bash: 41 } });
+    expect((await tasks.start(scriptedTask({ kind: 'bash' }).spec)).id).toBe('bash-42');
+    expect((await tasks.start(scriptedTask({ kind: 'agent' }).spec)).id).toBe('agent-1');
+    expect(() => serviceForTest({ initialSequences: { bash: -1 } })).toThrow(/initialSequences.bash/);
+  });
+
   it('takes the id format from options', async () => {
     const { tasks } = serviceForTest({ formatId: (kind, sequence) => `${kind}-${sequence + 100}` });
     expect((await tasks.start(scriptedTask({ kind: 'bash' }).spec)).id).toBe('bash-101');

@@ -1,0 +1,128 @@
+/**
+ * The session's command queue: priorities `now` / `next` / `later`, FIFO within one. Notifications are
+ * drained in batches; a queued configuration command is a barrier that later commands wait behind.
+ */
+import { ErrandError } from '../tasks/index.js';
+
+export type QueuePriority = 'now' | 'next' | 'later';
+export const QUEUE_PRIORITIES: readonly QueuePriority[] = ['now', 'next', 'later'];
+
+/** `wakeup` starts a turn on an idle session; `quiet` waits as context for the next request. */
+export type NotificationLane = 'wakeup' | 'quiet';
+
+export interface QueuedNotification {
+  readonly kind: 'notification';
+  readonly priority: QueuePriority;
+  readonly ledgerId: number;
+  readonly taskId: string;
+  readonly label: string;
+  readonly text: string;
+  readonly lane: NotificationLane;
+  readonly branchGeneration: number;
+  readonly queuedAt: number;
+}
+
+export interface QueuedUserInput {
+  readonly kind: 'user_input';
+  readonly priority: QueuePriority;
+  readonly ledgerId: number;
+  readonly text: string;
+  readonly queuedAt: number;
+  /** Settled when the turn that delivered this input ends. */
+  readonly settle: (outcome: unknown, error?: unknown) => void;
+}
+
+export interface QueuedConfiguration {
+  readonly kind: 'configure';
+  readonly priority: QueuePriority;
+  readonly label: string;
+  readonly apply: () => void | Promise<void>;
+  readonly queuedAt: number;
+  readonly settle: (error?: unknown) => void;
+}
+
+export type QueuedCommand = QueuedNotification | QueuedUserInput | QueuedConfiguration;
+
+export class QueueFullError extends ErrandError {
+  constructor(limit: number) {
+    super('QUEUE_FULL', 'caller', `The session's command queue already holds ${limit} commands (the limit)`, {
+      context: { limit },
+    });
+  }
+}
+
+export class CommandQueue {
+  readonly #lanes: Record<QueuePriority, QueuedCommand[]> = { now: [], next: [], later: [] };
+  readonly #maxLength: number;
+  #length = 0;
+
+  constructor(maxLength: number) {
+    this.#maxLength = maxLength;
+  }
+
+  get length(): number {
+    return this.#length;
+  }
+
+  push(command: QueuedCommand): void {
+    if (this.#length >= this.#maxLength) throw new QueueFullError(this.#maxLength);
+    this.#lanes[command.priority].push(command);
+    this.#length += 1;
+  }
+
+  /** Commands in queue order. */
+  *[Symbol.iterator](): IterableIterator<QueuedCommand> {
+    for (const priority of QUEUE_PRIORITIES) yield* this.#lanes[priority];
+  }
+
+  /** The first command that should start a turn (or apply) on an idle session: anything but a quiet notification. */
+  peekWake(): QueuedCommand | undefined {
+    for (const command of this) {
+      if (command.kind !== 'notification' || command.lane === 'wakeup') return command;
+    }
+    return undefined;
+  }
+
+  /**
+   * Every queued notification in queue order up to `lastPriority`, stopping at the first configuration
+   * command: later notifications wait behind it, in order. User inputs stay queued for their own turns.
+   */
+  takeNotificationsBeforeBarrier(lastPriority: QueuePriority = 'later'): QueuedNotification[] {
+    const taken: QueuedNotification[] = [];
+    for (const priority of QUEUE_PRIORITIES) {
+      const kept: QueuedCommand[] = [];
+      let barrier = false;
+      for (const command of this.#lanes[priority]) {
+        if (!barrier && command.kind === 'configure') barrier = true;
+        if (!barrier && command.kind === 'notification') taken.push(command);
+        else kept.push(command);
+      }
+      this.#lanes[priority] = kept;
+      if (barrier || priority === lastPriority) break;
+    }
+    this.#length -= taken.length;
+    return taken;
+  }
+
+  /** Removes one command. */
+  take(command: QueuedCommand): void {
+    const lane = this.#lanes[command.priority];
+    const index = lane.indexOf(command);
+    if (index >= 0) {
+      lane.splice(index, 1);
+      this.#length -= 1;
+    }
+  }
+
+  /** Removes and returns the commands `predicate` selects. */
+  remove(predicate: (command: QueuedCommand) => boolean): QueuedCommand[] {
+    const removed: QueuedCommand[] = [];
+    for (const priority of QUEUE_PRIORITIES) {
+      const kept: QueuedCommand[] = [];
+      for (const command of this.#lanes[priority]) (predicate(command) ? removed : kept).push(command);
+      this.#lanes[priority] = kept;
+    }
+    this.#length -= removed.length;
+    return removed;
+  }
+}

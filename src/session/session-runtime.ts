@@ -1,0 +1,378 @@
+/**
+ * The session runtime: creates and resumes sessions over one task service and one store, wires each
+ * session's delivery policy to its queue, keeps task records in the store, and shuts everything down.
+ */
+import { randomUUID } from 'node:crypto';
+import {
+  createDeliveryPolicy,
+  type DeliveryPolicy,
+  type DeliveryPolicyOptions,
+  type TaskNotification,
+} from '../notifications/index.js';
+import { createTaskService } from '../registry/index.js';
+import type { SessionStore } from '../store/session-store.js';
+import {
+  asSessionId,
+  createTrustedCaller,
+  ErrandError,
+  InvalidArgumentError,
+  parseTaskId,
+  type SessionId,
+  type TaskService,
+  type TaskSnapshot,
+  validateSessionId,
+} from '../tasks/index.js';
+import type { AnyToolDefinition } from '../tools/index.js';
+import type { ModelPort } from './model-port.js';
+import { Session, type SessionLogger } from './session.js';
+import type { SessionEvent } from './session-events.js';
+import { resolveSessionLimits, type SessionLimits } from './session-options.js';
+
+const runtimeCaller = createTrustedCaller('session-runtime');
+
+export type PolicyOptions = Omit<
+  DeliveryPolicyOptions,
+  'tasks' | 'owner' | 'enqueue' | 'currentBranchGeneration' | 'isShuttingDown' | 'isSealed' | 'logger' | 'now'
+>;
+
+export interface SessionRuntimeOptions {
+  readonly store: SessionStore;
+  /** The model every session talks to, or a factory per session. */
+  readonly model: ModelPort | ((session: Session) => ModelPort);
+  /** Default: a new in-process task service whose ids continue after those in the store. */
+  readonly tasks?: TaskService;
+  /** The tools of a session (producers' tools and the task tools), built once per session. */
+  readonly tools?: (session: Session) => readonly AnyToolDefinition[];
+  readonly systemPrompt?: string;
+  /** Default working directory of sessions. Default `process.cwd()`. */
+  readonly cwd?: string;
+  /** Default environment of sessions. Default `process.env`. */
+  readonly env?: Readonly<Record<string, string>>;
+  /** Delivery policy options for every session (lanes, wake budget, output tail, formatters). */
+  readonly notifications?: PolicyOptions;
+  readonly limits?: SessionLimits;
+  /** Runs for a person's input before it is delivered; background-task turns skip it. */
+  readonly beforeUserPrompt?: (text: string, session: Session) => string | undefined;
+  /** Shutdown sweeps that run before a closing session's tasks are cancelled (e.g. stop workflow runs). */
+  readonly onSessionShutdown?: (session: Session) => Promise<void> | void;
+  readonly logger?: SessionLogger;
+  readonly now?: () => number;
+}
+
+export interface CreateSessionOptions {
+  readonly id?: string;
+  readonly parentId?: string;
+  readonly cwd?: string;
+  readonly env?: Readonly<Record<string, string>>;
+  readonly title?: string;
+}
+
+export class SessionNotFoundError extends ErrandError {
+  constructor(sessionId: string) {
+    super('SESSION_NOT_FOUND', 'caller', `No session with id ${JSON.stringify(sessionId)}`, {
+      context: { sessionId },
+    });
+  }
+}
+
+export class SessionExistsError extends ErrandError {
+  constructor(sessionId: string) {
+    super(
+      'SESSION_EXISTS',
+      'caller',
+      `Session ${JSON.stringify(sessionId)} is already open in this runtime`,
+      {
+        context: { sessionId },
+      },
+    );
+  }
+}
+
+export type RuntimeEventListener = (sessionId: SessionId, event: SessionEvent) => void;
+
+const defaultLogger: SessionLogger = {
+  warn(message, context) {
+    process.emitWarning(`${message}${context ? ` ${JSON.stringify(context)}` : ''}`, 'ErrandWarning');
+  },
+};
+
+export class SessionRuntime {
+  readonly tasks: TaskService;
+  readonly store: SessionStore;
+  readonly #options: SessionRuntimeOptions;
+  readonly #ownsTasks: boolean;
+  readonly #sessions = new Map<string, { session: Session; policy: DeliveryPolicy; detach: () => void }>();
+  readonly #listeners = new Set<RuntimeEventListener>();
+  readonly #logger: SessionLogger;
+  readonly #now: () => number;
+  readonly #detachController: () => void;
+  readonly #stopRecording: () => void;
+  /** Distinguishes this process's notifications in the ledger from an earlier one's with the same task ids. */
+  readonly #instance = randomUUID().slice(0, 8);
+  #disposal: Promise<void> | undefined;
+
+  constructor(options: SessionRuntimeOptions) {
+    if (typeof options?.store !== 'object' || options.store === null) {
+      throw new InvalidArgumentError('store', 'a SessionStore', options?.store);
+    }
+    if (typeof options.model !== 'function' && typeof options.model?.generate !== 'function') {
+      throw new InvalidArgumentError('model', 'a ModelPort or a factory of one', options.model);
+    }
+    resolveSessionLimits(options.limits);
+    this.#options = options;
+    this.store = options.store;
+    this.#logger = options.logger ?? defaultLogger;
+    this.#now = options.now ?? Date.now;
+    this.#ownsTasks = options.tasks === undefined;
+    this.tasks = options.tasks ?? createTaskService({ initialSequences: lastSequences(options.store) });
+    this.#detachController = this.tasks.attachController('session-runtime');
+    this.#stopRecording = this.tasks.onTasksChanged((change) => this.#record(change.reason, change.task), {
+      caller: runtimeCaller,
+    });
+  }
+
+  /** Subscribes to the events of every session of this runtime. */
+  onSessionEvent(listener: RuntimeEventListener): () => void {
+    this.#listeners.add(listener);
+    return () => {
+      this.#listeners.delete(listener);
+    };
+  }
+
+  createSession(options: CreateSessionOptions = {}): Session {
+    this.#ensureOpen();
+    const id =
+      options.id === undefined ? asSessionId(`session-${randomUUID()}`) : validateSessionId(options.id, 'id');
+    if (this.#sessions.has(id)) throw new SessionExistsError(id);
+    const parentId =
+      options.parentId === undefined ? undefined : validateSessionId(options.parentId, 'parentId');
+    const cwd = options.cwd ?? this.#options.cwd ?? process.cwd();
+    const record = this.store.createSession({
+      id,
+      ...(parentId ? { parentId } : {}),
+      cwd,
+      ...(options.title ? { title: options.title } : {}),
+    });
+    return this.#open(record.id, parentId, cwd, options.env, record.branchGeneration);
+  }
+
+  /**
+   * Re-opens a stored session after a restart. Its processes died with the old runtime: queued
+   * notifications are discarded with `session_resumed` (none is delivered twice) and live task records
+   * become `lost`.
+   */
+  resumeSession(id: string, options: { readonly env?: Readonly<Record<string, string>> } = {}): Session {
+    this.#ensureOpen();
+    const sessionId = validateSessionId(id, 'id');
+    if (this.#sessions.has(sessionId)) throw new SessionExistsError(sessionId);
+    const record = this.store.getSession(sessionId);
+    if (!record) throw new SessionNotFoundError(sessionId);
+    this.store.discardQueued(sessionId, 'session_resumed');
+    this.store.markLiveAsLost({
+      sessionId,
+      error: 'The runtime that ran this task stopped; its process did not survive the restart.',
+    });
+    if (record.state === 'closed') this.store.updateSession(sessionId, { state: 'active' });
+    return this.#open(sessionId, record.parentId, record.cwd, options.env, record.branchGeneration);
+  }
+
+  getSession(id: string): Session | undefined {
+    return this.#sessions.get(id)?.session;
+  }
+
+  /** Sessions open in this runtime. */
+  listSessions(): Session[] {
+    return [...this.#sessions.values()].map((entry) => entry.session);
+  }
+
+  /** The delivery policy of an open session (for progress notifications and sealing). */
+  policyOf(id: string): DeliveryPolicy | undefined {
+    return this.#sessions.get(id)?.policy;
+  }
+
+  async closeSession(id: string): Promise<void> {
+    const entry = this.#sessions.get(id);
+    if (!entry) throw new SessionNotFoundError(id);
+    await entry.session.close();
+  }
+
+  #open(
+    id: SessionId,
+    parentId: SessionId | undefined,
+    cwd: string,
+    env: Readonly<Record<string, string>> | undefined,
+    branchGeneration: number,
+  ): Session {
+    const options = this.#options;
+    let modelFactory: ((session: Session) => ModelPort) | undefined;
+    if (typeof options.model === 'function') modelFactory = options.model;
+    const placeholder: ModelPort = options.model as ModelPort;
+    const session = new Session({
+      id,
+      parentId,
+      cwd,
+      env: env ?? options.env ?? (process.env as Record<string, string>),
+      branchGeneration,
+      store: this.store,
+      tasks: this.tasks,
+      model: modelFactory ? unsetModel : placeholder,
+      systemPrompt: options.systemPrompt,
+      limits: resolveSessionLimits(options.limits),
+      logger: this.#logger,
+      now: this.#now,
+      tools: (created) => options.tools?.(created) ?? [],
+      ...(options.beforeUserPrompt ? { beforeUserPrompt: options.beforeUserPrompt } : {}),
+      onShutdown: async (closing) => {
+        await options.onSessionShutdown?.(closing);
+      },
+    });
+    if (modelFactory) session.setModel(modelFactory(session));
+
+    const policy = createDeliveryPolicy({
+      ...options.notifications,
+      tasks: this.tasks,
+      owner: session.owner,
+      currentBranchGeneration: () => session.branchGeneration,
+      isShuttingDown: () => session.shuttingDown || this.#disposal !== undefined,
+      isSealed: () => session.sealed,
+      logger: this.#logger,
+      now: this.#now,
+      enqueue: (notification) => this.#enqueue(session, notification),
+    });
+    const stopForwarding = session.on((event) => {
+      if (event.type === 'turn-start' && event.source === 'user') policy.noteUserInput();
+      for (const listener of [...this.#listeners]) {
+        try {
+          listener(id, event);
+        } catch (error) {
+          this.#logger.warn('a session event listener failed', {
+            error: error instanceof Error ? error.message : String(error),
+          });
+        }
+      }
+      if (event.type === 'state' && event.state === 'closed') this.#forget(id);
+    });
+    this.#sessions.set(id, {
+      session,
+      policy,
+      detach: () => {
+        stopForwarding();
+        policy.dispose();
+      },
+    });
+    return session;
+  }
+
+  #enqueue(session: Session, notification: TaskNotification): void {
+    let attempt = 0;
+    try {
+      attempt = this.tasks.get(notification.taskId, session.owner).attempt;
+    } catch {
+      // Forgotten meanwhile; the key still distinguishes the event.
+    }
+    const key =
+      notification.event === 'terminal'
+        ? `task:${this.#instance}:${notification.taskId}:${attempt}`
+        : `task:${this.#instance}:${notification.taskId}:${attempt}:${notification.event}:${notification.createdAt}`;
+    const admission = session.deliverNotification({
+      taskId: notification.taskId,
+      label: notification.label,
+      text: notification.text,
+      lane: notification.lane,
+      priority: notification.priority,
+      branchGeneration: notification.branchGeneration,
+      idempotencyKey: key,
+    });
+    if (!admission.admitted && admission.reason !== 'duplicate') {
+      throw new ErrandError(
+        'NOTIFICATION_NOT_ADMITTED',
+        'system',
+        `Session ${session.id} did not admit the notification of ${notification.taskId}: ${admission.reason}`,
+        { context: { taskId: notification.taskId, reason: admission.reason } },
+      );
+    }
+  }
+
+  #forget(id: string): void {
+    const entry = this.#sessions.get(id);
+    if (!entry) return;
+    entry.detach();
+    this.#sessions.delete(id);
+  }
+
+  /** Keeps the store's task records in step with the registry, so a restart still knows what ran. */
+  #record(reason: string, task: TaskSnapshot): void {
+    if (reason === 'updated' || reason === 'removed' || task.ownerSessionId === undefined) return;
+    if (!this.#sessions.has(task.ownerSessionId)) return;
+    try {
+      const outputFile = typeof task.detail.outputFile === 'string' ? task.detail.outputFile : undefined;
+      this.store.upsertTask({
+        id: task.id,
+        sessionId: task.ownerSessionId,
+        kind: task.kind,
+        label: task.label,
+        status: task.status,
+        detail: jsonDetail(task.detail),
+        isBackgrounded: task.isBackgrounded,
+        branchGeneration: task.branchGeneration,
+        ...(task.stopInitiator ? { stopInitiator: task.stopInitiator } : {}),
+        startedAt: task.startedAt,
+        ...(task.endedAt === undefined ? {} : { endedAt: task.endedAt }),
+        reported: task.reported,
+        ...(task.error ? { error: task.error } : {}),
+        ...(task.resultText ? { resultText: task.resultText } : {}),
+        ...(outputFile ? { outputFile } : {}),
+      });
+    } catch (error) {
+      this.#logger.warn(`task ${task.id}: persisting its record failed`, {
+        error: error instanceof Error ? error.message : String(error),
+      });
+    }
+  }
+
+  #ensureOpen(): void {
+    if (this.#disposal)
+      throw new ErrandError('RUNTIME_DISPOSED', 'caller', 'The session runtime is disposed');
+  }
+
+  /** Closes every session (which stops their tasks), then the task service if the runtime created it. */
+  dispose(): Promise<void> {
+    this.#disposal ??= (async () => {
+      await Promise.all(this.listSessions().map((session) => session.close()));
+      this.#stopRecording();
+      this.#detachController();
+      if (this.#ownsTasks) await this.tasks.dispose();
+    })();
+    return this.#disposal;
+  }
+}
+
+export function createSessionRuntime(options: SessionRuntimeOptions): SessionRuntime {
+  return new SessionRuntime(options);
+}
+
+/** A model that refuses: the factory replaces it before any turn can run. */
+const unsetModel: ModelPort = {
+  name: 'unset',
+  generate: () => Promise.reject(new Error('The session has no model')),
+};
+
+/** The highest sequence per kind among stored task ids, so new ids never reuse old ones. */
+function lastSequences(store: SessionStore): Record<string, number> {
+  const sequences: Record<string, number> = {};
+  for (const task of store.listTasks()) {
+    const parsed = parseTaskId(task.id);
+    if (parsed && parsed.sequence > (sequences[parsed.kind] ?? 0)) sequences[parsed.kind] = parsed.sequence;
+  }
+  return sequences;
+}
+
+function jsonDetail(
+  detail: Readonly<Record<string, unknown>>,
+): Record<string, import('../store/json.js').JsonValue> {
+  try {
+    return JSON.parse(JSON.stringify(detail)) as Record<string, import('../store/json.js').JsonValue>;
+  } catch {
+    return {};
+  }
+}

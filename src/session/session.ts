@@ -1,0 +1,650 @@
+/**
+ * A session: one conversation with its owner scope, command queue, input ledger and turn loop. Tasks the
+ * session starts are owned by it; their notifications come back through its queue, exactly once.
+ */
+import { randomUUID } from 'node:crypto';
+import type { MessageRecord } from '../store/records.js';
+import type { NewMessage, SessionStore } from '../store/session-store.js';
+import {
+  createOwner,
+  ErrandError,
+  InvalidArgumentError,
+  type Owner,
+  type SessionId,
+  type TaskService,
+} from '../tasks/index.js';
+import type { AnyToolDefinition } from '../tools/index.js';
+import {
+  CommandQueue,
+  type NotificationLane,
+  QUEUE_PRIORITIES,
+  type QueuedCommand,
+  type QueuedNotification,
+  type QueuedUserInput,
+  type QueuePriority,
+} from './command-queue.js';
+import type { ModelPort } from './model-port.js';
+import type {
+  SessionEvent,
+  SessionEventListener,
+  SessionState,
+  TurnEndReason,
+  TurnOutcome,
+  TurnSource,
+} from './session-events.js';
+import type { ResolvedSessionLimits } from './session-options.js';
+import { runTurn, type TurnContext } from './turn-loop.js';
+
+export interface SessionLogger {
+  warn(message: string, context?: Record<string, unknown>): void;
+}
+
+/** A notification ready for the session's queue (formatted and claimed by the delivery policy). */
+export interface SessionNotification {
+  readonly taskId: string;
+  readonly label: string;
+  readonly text: string;
+  readonly lane?: NotificationLane;
+  readonly priority?: QueuePriority;
+  /** The task's branch generation; a stale one is dropped. */
+  readonly branchGeneration: number;
+  /** Defaults to `task:<id>:<attempt>`-style keys from the policy; identical keys are admitted once. */
+  readonly idempotencyKey: string;
+}
+
+export type NotificationAdmission =
+  | { readonly admitted: true; readonly ledgerId: number }
+  | { readonly admitted: false; readonly reason: 'shutting_down' | 'branch_changed' | 'duplicate' };
+
+export interface SendOptions {
+  readonly priority?: QueuePriority;
+  /** Makes a retried send idempotent. Default: a random key. */
+  readonly idempotencyKey?: string;
+}
+
+export class SessionBusyError extends ErrandError {
+  constructor(sessionId: string, action: string) {
+    super('SESSION_BUSY', 'caller', `Cannot ${action} while session ${sessionId} is running a turn`, {
+      context: { sessionId, action },
+    });
+  }
+}
+
+export class SessionClosedError extends ErrandError {
+  constructor(sessionId: string) {
+    super('SESSION_CLOSED', 'caller', `Session ${sessionId} is shutting down or closed`, {
+      context: { sessionId },
+    });
+  }
+}
+
+export interface SessionDependencies {
+  readonly id: SessionId;
+  readonly parentId: SessionId | undefined;
+  readonly cwd: string;
+  readonly env: Readonly<Record<string, string>>;
+  readonly branchGeneration: number;
+  readonly store: SessionStore;
+  readonly tasks: TaskService;
+  readonly model: ModelPort;
+  readonly systemPrompt: string | undefined;
+  readonly limits: ResolvedSessionLimits;
+  readonly logger: SessionLogger;
+  readonly now: () => number;
+  /** Builds this session's tools once its owner exists. */
+  readonly tools: (session: Session) => readonly AnyToolDefinition[];
+  /** Runs when shutdown begins, before the owner's tasks are cancelled (e.g. stop workflow runs). */
+  readonly onShutdown?: (session: Session) => Promise<void> | void;
+  /** Runs for a person's input before it is delivered; background-task turns skip it. */
+  readonly beforeUserPrompt?: (text: string, session: Session) => string | undefined;
+}
+
+export class Session {
+  readonly id: SessionId;
+  readonly parentId: SessionId | undefined;
+  readonly owner: Owner;
+  readonly tasks: TaskService;
+  readonly cwd: string;
+  readonly env: Readonly<Record<string, string>>;
+  readonly #store: SessionStore;
+  readonly #limits: ResolvedSessionLimits;
+  readonly #logger: SessionLogger;
+  readonly #now: () => number;
+  readonly #queue: CommandQueue;
+  readonly #listeners = new Set<SessionEventListener>();
+  readonly #onShutdown: SessionDependencies['onShutdown'];
+  readonly #beforeUserPrompt: SessionDependencies['beforeUserPrompt'];
+  #model: ModelPort;
+  #systemPrompt: string | undefined;
+  #tools: readonly AnyToolDefinition[] = [];
+  #branchGeneration: number;
+  #state: SessionState = 'idle';
+  #turn: { readonly id: number; readonly controller: AbortController } | undefined;
+  #turnCount = 0;
+  #drainScheduled = false;
+  #drainHolds = 0;
+  #sealed = false;
+  #closing: Promise<void> | undefined;
+  #idleWaiters: Array<() => void> = [];
+
+  constructor(dependencies: SessionDependencies) {
+    this.id = dependencies.id;
+    this.parentId = dependencies.parentId;
+    this.cwd = dependencies.cwd;
+    this.env = dependencies.env;
+    this.tasks = dependencies.tasks;
+    this.#store = dependencies.store;
+    this.#model = dependencies.model;
+    this.#systemPrompt = dependencies.systemPrompt;
+    this.#limits = dependencies.limits;
+    this.#logger = dependencies.logger;
+    this.#now = dependencies.now;
+    this.#branchGeneration = dependencies.branchGeneration;
+    this.#onShutdown = dependencies.onShutdown;
+    this.#beforeUserPrompt = dependencies.beforeUserPrompt;
+    this.#queue = new CommandQueue(dependencies.limits.maxQueuedCommands);
+    this.owner = createOwner(this.id, { branchGeneration: () => this.#branchGeneration });
+    this.#tools = dependencies.tools(this);
+  }
+
+  get state(): SessionState {
+    return this.#state;
+  }
+
+  get branchGeneration(): number {
+    return this.#branchGeneration;
+  }
+
+  get model(): ModelPort {
+    return this.#model;
+  }
+
+  get tools(): readonly AnyToolDefinition[] {
+    return this.#tools;
+  }
+
+  /** True once shutdown began: notifications are no longer admitted. */
+  get shuttingDown(): boolean {
+    return this.#closing !== undefined;
+  }
+
+  /** A sealed session (a finished subagent run) admits no more background notifications. */
+  get sealed(): boolean {
+    return this.#sealed;
+  }
+
+  seal(): void {
+    this.#sealed = true;
+  }
+
+  /** Commands waiting in the queue. */
+  get queuedCommands(): number {
+    return this.#queue.length;
+  }
+
+  /** The live branch of the conversation. */
+  messages(): MessageRecord[] {
+    return this.#store.listMessages(this.id);
+  }
+
+  on(listener: SessionEventListener): () => void {
+    this.#listeners.add(listener);
+    return () => {
+      this.#listeners.delete(listener);
+    };
+  }
+
+  #emit(event: SessionEvent): void {
+    for (const listener of [...this.#listeners]) {
+      try {
+        listener(event);
+      } catch (error) {
+        this.#logger.warn(`session ${this.id}: an event listener failed`, {
+          error: error instanceof Error ? error.message : String(error),
+        });
+      }
+    }
+  }
+
+  #setState(state: SessionState): void {
+    if (this.#state === state) return;
+    this.#state = state;
+    this.#emit({ type: 'state', state });
+    if (state === 'idle' || state === 'closed') this.#wakeIdleWaiters();
+  }
+
+  // ---------------------------------------------------------------- input
+
+  /**
+   * Queues a person's input. It is written to the input ledger at once and delivered by its own turn,
+   * after whatever is ahead of it. Resolves with that turn's outcome.
+   */
+  send(text: string, options: SendOptions = {}): Promise<TurnOutcome> {
+    if (typeof text !== 'string' || text.trim() === '') {
+      return Promise.reject(new InvalidArgumentError('text', 'a non-empty string', text));
+    }
+    if (this.#closing) return Promise.reject(new SessionClosedError(this.id));
+    const priority = validatePriority(options.priority);
+    const admission = this.#store.admit({
+      sessionId: this.id,
+      kind: 'user_input',
+      idempotencyKey: options.idempotencyKey ?? `user:${randomUUID()}`,
+      priority,
+      text,
+    });
+    if (!admission.admitted) {
+      return Promise.reject(
+        new InvalidArgumentError(
+          'idempotencyKey',
+          'a key not used before in this session',
+          options.idempotencyKey,
+        ),
+      );
+    }
+    return new Promise<TurnOutcome>((resolve, reject) => {
+      const command: QueuedUserInput = {
+        kind: 'user_input',
+        priority,
+        ledgerId: admission.entry.id,
+        text,
+        queuedAt: this.#now(),
+        settle: (outcome, error) => (error === undefined ? resolve(outcome as TurnOutcome) : reject(error)),
+      };
+      try {
+        this.#queue.push(command);
+      } catch (error) {
+        this.#store.markDiscarded([admission.entry.id], 'queue_full');
+        reject(error);
+        return;
+      }
+      this.#scheduleDrain();
+    });
+  }
+
+  /**
+   * Queues a configuration change (a model switch, a new system prompt). It is a barrier: notifications
+   * queued after it wait until it is applied between turns, in order.
+   */
+  configure(
+    label: string,
+    apply: () => void | Promise<void>,
+    priority: QueuePriority = 'next',
+  ): Promise<void> {
+    if (this.#closing) return Promise.reject(new SessionClosedError(this.id));
+    return new Promise((resolve, reject) => {
+      this.#queue.push({
+        kind: 'configure',
+        priority: validatePriority(priority),
+        label,
+        apply,
+        queuedAt: this.#now(),
+        settle: (error) => (error === undefined ? resolve() : reject(error)),
+      });
+      this.#scheduleDrain();
+    });
+  }
+
+  setModel(model: ModelPort): void {
+    this.#model = model;
+  }
+
+  setSystemPrompt(prompt: string | undefined): void {
+    this.#systemPrompt = prompt;
+  }
+
+  /**
+   * Admits a notification: checks shutdown and the branch generation, writes it to the ledger (identical
+   * keys are admitted once), and queues it. A wakeup-lane notification starts a turn if the session is idle.
+   */
+  deliverNotification(notification: SessionNotification): NotificationAdmission {
+    if (this.#closing) return { admitted: false, reason: 'shutting_down' };
+    if (notification.branchGeneration !== this.#branchGeneration) {
+      this.#emit({ type: 'notification-discarded', taskId: notification.taskId, reason: 'branch_changed' });
+      return { admitted: false, reason: 'branch_changed' };
+    }
+    const lane = notification.lane ?? 'wakeup';
+    const priority = validatePriority(notification.priority);
+    const admission = this.#store.admit({
+      sessionId: this.id,
+      kind: 'notification',
+      idempotencyKey: notification.idempotencyKey,
+      priority,
+      lane,
+      branchGeneration: notification.branchGeneration,
+      taskId: notification.taskId,
+      text: notification.text,
+    });
+    if (!admission.admitted) return { admitted: false, reason: 'duplicate' };
+    try {
+      this.#queue.push({
+        kind: 'notification',
+        priority,
+        ledgerId: admission.entry.id,
+        taskId: notification.taskId,
+        label: notification.label,
+        text: notification.text,
+        lane,
+        branchGeneration: notification.branchGeneration,
+        queuedAt: this.#now(),
+      });
+    } catch (error) {
+      this.#store.markDiscarded([admission.entry.id], 'queue_full');
+      throw error;
+    }
+    this.#emit({ type: 'notification-queued', taskId: notification.taskId, lane });
+    if (lane === 'wakeup') this.#scheduleDrain();
+    return { admitted: true, ledgerId: admission.entry.id };
+  }
+
+  // ---------------------------------------------------------------- control
+
+  /** Stops the running turn. Background tasks keep running: interrupting a turn is not stopping work. */
+  interrupt(reason = 'interrupted'): boolean {
+    if (!this.#turn) return false;
+    this.#turn.controller.abort(new Error(reason));
+    return true;
+  }
+
+  /**
+   * Holds idle draining (a "send now" promotion lease): queued notifications wait until every hold is
+   * released. Returns the release function.
+   */
+  holdIdleDrain(): () => void {
+    this.#drainHolds += 1;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.#drainHolds -= 1;
+      this.#scheduleDrain();
+    };
+  }
+
+  /**
+   * Rewinds the conversation to after message `toSeq` (0: the start). The branch generation increments:
+   * late results of tasks started on the old branch are dropped, at enqueue and again before persisting.
+   */
+  rewind(toSeq: number): number {
+    if (this.#turn) throw new SessionBusyError(this.id, 'rewind');
+    if (this.#closing) throw new SessionClosedError(this.id);
+    const result = this.#store.rewind(this.id, toSeq);
+    this.#branchGeneration = result.session.branchGeneration;
+    const stale = this.#queue.remove(
+      (command) => command.kind === 'notification' && command.branchGeneration !== this.#branchGeneration,
+    ) as QueuedNotification[];
+    this.#discard(stale, 'branch_changed');
+    return this.#branchGeneration;
+  }
+
+  /** Resolves when no turn runs and nothing that would start one is queued. */
+  whenIdle(): Promise<void> {
+    if (this.#isSettledIdle()) return Promise.resolve();
+    return new Promise((resolve) => this.#idleWaiters.push(resolve));
+  }
+
+  #isSettledIdle(): boolean {
+    if (this.#state === 'closed') return true;
+    return (
+      this.#turn === undefined && !this.#drainScheduled && (this.#drainHolds > 0 || !this.#queue.peekWake())
+    );
+  }
+
+  #wakeIdleWaiters(): void {
+    if (!this.#isSettledIdle()) return;
+    const waiters = this.#idleWaiters;
+    this.#idleWaiters = [];
+    for (const wake of waiters) wake();
+  }
+
+  // ---------------------------------------------------------------- draining and turns
+
+  #scheduleDrain(): void {
+    if (this.#drainScheduled || this.#closing) return;
+    this.#drainScheduled = true;
+    const drain = () => {
+      this.#drainScheduled = false;
+      void this.#drain();
+    };
+    // One macrotask of coalescing: completions that land together start one turn with one message.
+    if (this.#limits.idleDrainDelayMs > 0) setTimeout(drain, this.#limits.idleDrainDelayMs);
+    else setImmediate(drain);
+  }
+
+  async #drain(): Promise<void> {
+    while (!this.#turn && !this.#closing && this.#drainHolds === 0) {
+      const head = this.#queue.peekWake();
+      if (!head) break;
+      if (head.kind === 'configure') {
+        this.#queue.take(head);
+        try {
+          await head.apply();
+          head.settle();
+        } catch (error) {
+          head.settle(error);
+        }
+        continue;
+      }
+      if (head.kind === 'user_input') {
+        this.#queue.take(head);
+        // Queued notifications (quiet ones included) become context ahead of the person's words.
+        const context = this.#queue.takeNotificationsBeforeBarrier();
+        await this.#startTurn('user', context, head);
+        continue;
+      }
+      const batch = this.#queue.takeNotificationsBeforeBarrier(head.priority);
+      await this.#startTurn('background_task', batch, undefined);
+    }
+    this.#wakeIdleWaiters();
+  }
+
+  async #startTurn(
+    source: TurnSource,
+    notifications: QueuedNotification[],
+    input: QueuedUserInput | undefined,
+  ): Promise<void> {
+    const turnId = ++this.#turnCount;
+    const controller = new AbortController();
+    this.#turn = { id: turnId, controller };
+    this.#setState('running');
+    const title = input ? firstLine(input.text) : batchTitle(notifications);
+    this.#emit({ type: 'turn-start', turnId, source, title });
+    let outcome: TurnOutcome;
+    try {
+      const delivered =
+        source === 'user'
+          ? this.#deliverSeparately(notifications, 'task_notification_steer')
+          : this.#deliverBatch(notifications);
+      if (input) this.#deliverUserInput(input);
+      if (source === 'background_task' && !delivered) {
+        // Every notification of the batch was stale or already delivered: nothing to wake the model for.
+        outcome = { turnId, reason: 'completed', text: '' };
+      } else {
+        outcome = await runTurn(this.#turnContext(turnId, controller.signal));
+      }
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      this.#logger.warn(`session ${this.id}: turn ${turnId} failed`, { error: message });
+      outcome = { turnId, reason: 'error', text: '', error: message };
+    } finally {
+      this.#turn = undefined;
+    }
+    this.#emit({
+      type: 'turn-end',
+      turnId,
+      reason: outcome.reason,
+      text: outcome.text,
+      ...(outcome.error ? { error: outcome.error } : {}),
+    });
+    input?.settle(outcome);
+    if (!this.#closing) this.#setState('idle');
+  }
+
+  #turnContext(turnId: number, signal: AbortSignal): TurnContext {
+    return {
+      turnId,
+      signal,
+      model: this.#model,
+      system: this.#systemPrompt,
+      tools: this.#tools,
+      limits: this.#limits,
+      messages: () => this.#store.listMessages(this.id),
+      append: (message) => this.#append(message),
+      injectQueuedNotifications: () =>
+        this.#deliverSeparately(this.#queue.takeNotificationsBeforeBarrier(), 'task_notification_steer'),
+      toolContext: (toolCallId) => ({
+        caller: this.owner,
+        toolCallId,
+        signal,
+        cwd: this.cwd,
+        env: this.env,
+      }),
+      emit: (event) => this.#emit(event),
+    };
+  }
+
+  #append(message: NewMessage): MessageRecord {
+    const record = this.#store.appendMessage(this.id, message);
+    this.#emit({ type: 'message', message: record });
+    return record;
+  }
+
+  #deliverUserInput(input: QueuedUserInput): void {
+    const text = this.#beforeUserPrompt?.(input.text, this) ?? input.text;
+    const result = this.#store.commitDelivery(this.id, [input.ledgerId], {
+      role: 'user',
+      content: { text },
+      visibility: 'all',
+      source: 'user',
+    });
+    if (result.ok) this.#emit({ type: 'message', message: result.message });
+  }
+
+  /** Each notification as its own model-only message (mid-turn injection, context ahead of input). */
+  #deliverSeparately(notifications: QueuedNotification[], source: string): boolean {
+    let delivered = false;
+    for (const notification of this.#dropStale(notifications)) {
+      const result = this.#store.commitDelivery(this.id, [notification.ledgerId], {
+        role: 'user',
+        content: { text: notification.text },
+        visibility: 'model-only',
+        source,
+        branchGeneration: this.#branchGeneration,
+      });
+      if (result.ok) {
+        delivered = true;
+        this.#emit({ type: 'message', message: result.message });
+      }
+    }
+    return delivered;
+  }
+
+  /** An idle drain's batch as one model-only message: the XML blocks joined by a blank line. */
+  #deliverBatch(notifications: QueuedNotification[]): boolean {
+    let pending = this.#dropStale(notifications);
+    while (pending.length > 0) {
+      const result = this.#store.commitDelivery(
+        this.id,
+        pending.map((notification) => notification.ledgerId),
+        {
+          role: 'user',
+          content: { text: pending.map((notification) => notification.text).join('\n\n') },
+          visibility: 'model-only',
+          source: 'background_task',
+          branchGeneration: this.#branchGeneration,
+        },
+      );
+      if (result.ok) {
+        this.#emit({ type: 'message', message: result.message });
+        return true;
+      }
+      // Some entry was already delivered, discarded or is stale: deliver the rest without it.
+      const blocked = new Set(result.conflicts.map((entry) => entry.id));
+      const stale = pending.filter((notification) => blocked.has(notification.ledgerId));
+      if (result.code === 'LEDGER_ENTRY_STALE_BRANCH') this.#discard(stale, 'branch_changed');
+      pending = pending.filter((notification) => !blocked.has(notification.ledgerId));
+    }
+    return false;
+  }
+
+  /** The second branch check, just before persisting. */
+  #dropStale(notifications: QueuedNotification[]): QueuedNotification[] {
+    const stale = notifications.filter(
+      (notification) => notification.branchGeneration !== this.#branchGeneration,
+    );
+    this.#discard(stale, 'branch_changed');
+    return notifications.filter((notification) => notification.branchGeneration === this.#branchGeneration);
+  }
+
+  #discard(notifications: readonly QueuedNotification[], reason: string): void {
+    if (notifications.length === 0) return;
+    this.#store.markDiscarded(
+      notifications.map((notification) => notification.ledgerId),
+      reason,
+    );
+    for (const notification of notifications) {
+      this.#emit({ type: 'notification-discarded', taskId: notification.taskId, reason });
+    }
+  }
+
+  // ---------------------------------------------------------------- shutdown
+
+  /**
+   * Closes the session: blocks new notifications, interrupts the turn, runs the shutdown sweeps (workflow
+   * runs first), cancels every task the session owns and waits for them, discards what is still queued,
+   * and marks the session closed. Idempotent.
+   */
+  close(): Promise<void> {
+    this.#closing ??= this.#closeNow();
+    return this.#closing;
+  }
+
+  async #closeNow(): Promise<void> {
+    this.#setState('shutting_down');
+    this.interrupt('session closing');
+    try {
+      await this.#onShutdown?.(this);
+    } catch (error) {
+      this.#logger.warn(`session ${this.id}: a shutdown sweep failed`, {
+        error: error instanceof Error ? error.message : String(error),
+      });
+    }
+    await this.owner.dispose();
+    const leftover = this.#queue.remove(() => true);
+    const ledgerIds: number[] = [];
+    for (const command of leftover) {
+      if (command.kind === 'notification') ledgerIds.push(command.ledgerId);
+      if (command.kind === 'user_input') {
+        ledgerIds.push(command.ledgerId);
+        command.settle(undefined, new SessionClosedError(this.id));
+      }
+      if (command.kind === 'configure') command.settle(new SessionClosedError(this.id));
+    }
+    if (ledgerIds.length > 0) this.#store.markDiscarded(ledgerIds, 'shutdown');
+    while (this.#turn) await new Promise((resolve) => setImmediate(resolve));
+    this.#store.updateSession(this.id, { state: 'closed' });
+    this.#setState('closed');
+    this.#listeners.clear();
+  }
+}
+
+function validatePriority(priority: QueuePriority | undefined): QueuePriority {
+  if (priority === undefined) return 'next';
+  if (!QUEUE_PRIORITIES.includes(priority)) {
+    throw new InvalidArgumentError('priority', '"now", "next" or "later"', priority);
+  }
+  return priority;
+}
+
+/** First three task labels, then "+N" for the rest. */
+export function batchTitle(notifications: readonly { readonly label: string }[]): string {
+  const labels = notifications.slice(0, 3).map((notification) => notification.label);
+  const rest = notifications.length - labels.length;
+  return rest > 0 ? `${labels.join(', ')} +${rest}` : labels.join(', ');
+}
+
+function firstLine(text: string): string {
+  const line = text.split('\n', 1)[0] ?? '';
+  return line.length > 80 ? `${line.slice(0, 77)}...` : line;
+}
+
+export type { QueuedCommand, TurnEndReason };

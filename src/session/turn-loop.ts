@@ -1,0 +1,201 @@
+/**
+ * The turn loop: model request → tool calls executed through their definitions → results → next request,
+ * until the model stops. Queued notifications are injected at the start of each iteration after the first
+ * request, except while continuing a response cut off at the output limit.
+ */
+
+import type { MessageRecord } from '../store/records.js';
+import type { NewMessage } from '../store/session-store.js';
+import { type AnyToolDefinition, executeTool, type ToolContext, type ToolResult } from '../tools/index.js';
+import type { ModelMessage, ModelPort, ModelResponse, ModelToolCall } from './model-port.js';
+import type { SessionEvent, TurnOutcome } from './session-events.js';
+import type { ResolvedSessionLimits } from './session-options.js';
+
+export interface TurnContext {
+  readonly turnId: number;
+  readonly signal: AbortSignal;
+  readonly model: ModelPort;
+  readonly system: string | undefined;
+  readonly tools: readonly AnyToolDefinition[];
+  readonly limits: ResolvedSessionLimits;
+  messages(): MessageRecord[];
+  append(message: NewMessage): MessageRecord;
+  /** Delivers queued notifications into the conversation; true if any was delivered. */
+  injectQueuedNotifications(): boolean;
+  toolContext(toolCallId: string): ToolContext;
+  emit(event: SessionEvent): void;
+}
+
+export async function runTurn(context: TurnContext): Promise<TurnOutcome> {
+  const { turnId, signal } = context;
+  const toolSpecs = context.tools.map((tool) => ({
+    name: tool.name,
+    description: tool.description,
+    inputSchema: tool.jsonSchema,
+  }));
+  let requests = 0;
+  let continuation = false;
+  let lastText = '';
+  try {
+    for (let step = 0; step < context.limits.maxStepsPerTurn; step += 1) {
+      if (requests > 0 && !continuation) context.injectQueuedNotifications();
+      signal.throwIfAborted();
+      const response = validateResponse(
+        await context.model.generate(
+          {
+            system: context.system,
+            messages: toModelMessages(context.messages()),
+            tools: toolSpecs,
+            continuation,
+          },
+          signal,
+        ),
+      );
+      requests += 1;
+      signal.throwIfAborted();
+      if (response.text !== '') lastText = response.text;
+      context.append({
+        role: 'assistant',
+        content: {
+          ...(response.text === '' ? {} : { text: response.text }),
+          ...(response.toolCalls.length === 0
+            ? {}
+            : {
+                toolCalls: response.toolCalls.map((call) => ({
+                  id: call.id,
+                  name: call.name,
+                  input: toJson(call.input),
+                })),
+              }),
+        },
+        source: 'assistant',
+      });
+      if (response.toolCalls.length > 0) {
+        const results = [];
+        for (const call of response.toolCalls) results.push(await executeCall(context, call));
+        context.append({ role: 'tool', content: { toolResults: results }, source: 'tool' });
+        continuation = false;
+        continue;
+      }
+      if (response.finishReason === 'length') {
+        continuation = true;
+        continue;
+      }
+      return { turnId, reason: 'completed', text: lastText };
+    }
+    return { turnId, reason: 'max_steps', text: lastText };
+  } catch (error) {
+    if (signal.aborted) return { turnId, reason: 'interrupted', text: lastText };
+    throw error;
+  }
+}
+
+async function executeCall(
+  context: TurnContext,
+  call: ModelToolCall,
+): Promise<{ toolCallId: string; output: string; isError: boolean }> {
+  context.emit({
+    type: 'tool-call-start',
+    turnId: context.turnId,
+    toolCallId: call.id,
+    name: call.name,
+    input: call.input,
+  });
+  const tool = context.tools.find((candidate) => candidate.name === call.name);
+  let result: ToolResult;
+  if (!tool) {
+    const known = context.tools.map((candidate) => candidate.name).join(', ');
+    result = {
+      text: `Error [UNKNOWN_TOOL]: no tool named ${JSON.stringify(call.name)} (tools: ${known})`,
+      isError: true,
+    };
+  } else {
+    result = await executeTool(tool, call.input, context.toolContext(call.id));
+  }
+  const text = boundText(result.text, context.limits.maxToolResultBytes);
+  context.emit({
+    type: 'tool-call-end',
+    turnId: context.turnId,
+    toolCallId: call.id,
+    name: call.name,
+    isError: result.isError,
+    text,
+  });
+  return { toolCallId: call.id, output: text, isError: result.isError };
+}
+
+function validateResponse(response: ModelResponse): ModelResponse {
+  if (typeof response !== 'object' || response === null) throw new Error('The model returned no response');
+  return {
+    text: typeof response.text === 'string' ? response.text : '',
+    toolCalls: Array.isArray(response.toolCalls) ? response.toolCalls : [],
+    finishReason: response.finishReason ?? 'stop',
+    ...(response.usage ? { usage: response.usage } : {}),
+  };
+}
+
+/** Maps the stored conversation to the model's message shapes. */
+export function toModelMessages(records: readonly MessageRecord[]): ModelMessage[] {
+  const messages: ModelMessage[] = [];
+  const toolNames = new Map<string, string>();
+  for (const record of records) {
+    const content = record.content;
+    switch (record.role) {
+      case 'system':
+        messages.push({ role: 'system', text: content.text ?? '' });
+        break;
+      case 'user':
+        messages.push({
+          role: 'user',
+          text: content.text ?? '',
+          modelOnly: record.visibility === 'model-only',
+        });
+        break;
+      case 'assistant': {
+        const toolCalls = (content.toolCalls ?? []).map((call) => {
+          toolNames.set(call.id, call.name);
+          return { id: call.id, name: call.name, input: call.input };
+        });
+        messages.push({ role: 'assistant', text: content.text ?? '', toolCalls });
+        break;
+      }
+      case 'tool':
+        messages.push({
+          role: 'tool',
+          results: (content.toolResults ?? []).map((result) => ({
+            toolCallId: result.toolCallId,
+            toolName: toolNames.get(result.toolCallId) ?? 'unknown',
+            output: typeof result.output === 'string' ? result.output : JSON.stringify(result.output),
+            isError: result.isError === true,
+          })),
+        });
+        break;
+    }
+  }
+  return messages;
+}
+
+function toJson(value: unknown): import('../store/json.js').JsonValue {
+  if (value === undefined) return null;
+  try {
+    return JSON.parse(JSON.stringify(value)) as import('../store/json.js').JsonValue;
+  } catch {
+    return String(value);
+  }
+}
+
+/** A safety bound on one tool result: keeps the head and the tail, on character boundaries. */
+function boundText(text: string, maxBytes: number): string {
+  if (Buffer.byteLength(text, 'utf8') <= maxBytes) return text;
+  const half = Math.floor(maxBytes / 2);
+  const head = Buffer.from(text, 'utf8')
+    .subarray(0, half)
+    .toString('utf8')
+    .replace(/\uFFFD$/, '');
+  const tail = Buffer.from(text, 'utf8')
+    .subarray(-half)
+    .toString('utf8')
+    .replace(/^\uFFFD/, '');
+  const skipped = Buffer.byteLength(text, 'utf8') - Buffer.byteLength(head) - Buffer.byteLength(tail);
+  return `${head}\n[... ${skipped} bytes of tool output skipped ...]\n${tail}`;
+}

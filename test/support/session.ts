@@ -1,0 +1,59 @@
+/** Session test helpers: a runtime on the in-memory store with a tool that starts scripted tasks. */
+import { z } from 'zod';
+import { createSessionRuntime, type Session, type SessionRuntimeOptions } from '../../src/session/index.js';
+import { createMemorySessionStore } from '../../src/store/index.js';
+import {
+  type ScriptedModel,
+  type ScriptedTask,
+  scriptedModel,
+  scriptedTask,
+} from '../../src/testing/index.js';
+import { defineTool } from '../../src/tools/index.js';
+import { capturingLogger } from './registry.js';
+
+/** Background tasks the model started through `start_task`, by label. */
+export type TaskBoard = Map<string, ScriptedTask>;
+
+/** `start_task(label)`: starts a scripted background task owned by the calling session. */
+export function startTaskTool(session: Session, board: TaskBoard) {
+  return defineTool({
+    name: 'start_task',
+    description: 'Starts a background task.',
+    inputSchema: z.object({ label: z.string() }),
+    async execute({ label }, context) {
+      const task = scriptedTask({ kind: 'scripted', label, owner: context.caller! });
+      board.set(label, task);
+      const snapshot = await session.tasks.start(task.spec);
+      return {
+        text: `started ${snapshot.id}`,
+        isError: false,
+        value: { kind: 'background', taskId: snapshot.id },
+      };
+    },
+  });
+}
+
+export function runtimeForTest(
+  steps: Parameters<typeof scriptedModel>[0],
+  options: Partial<SessionRuntimeOptions> = {},
+) {
+  const model: ScriptedModel = scriptedModel(steps);
+  const board: TaskBoard = new Map();
+  const logger = capturingLogger();
+  const store = options.store ?? createMemorySessionStore();
+  const runtime = createSessionRuntime({
+    store,
+    model,
+    logger,
+    tools: (session) => [startTaskTool(session, board)],
+    ...options,
+  });
+  return { runtime, model, board, store, logger };
+}
+
+/** Lets setImmediate-scheduled drains and their turns run. */
+export async function settleEventLoop(rounds = 5): Promise<void> {
+  for (let round = 0; round < rounds; round += 1) {
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}

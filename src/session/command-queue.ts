@@ -2,13 +2,11 @@
  * The session's command queue: priorities `now` / `next` / `later`, FIFO within one. Notifications are
  * drained in batches; a queued configuration command is a barrier that later commands wait behind.
  */
+import type { NotificationLane } from '../notifications/index.js';
 import { ErrandError } from '../tasks/index.js';
 
 export type QueuePriority = 'now' | 'next' | 'later';
 export const QUEUE_PRIORITIES: readonly QueuePriority[] = ['now', 'next', 'later'];
-
-/** `wakeup` starts a turn on an idle session; `quiet` waits as context for the next request. */
-export type NotificationLane = 'wakeup' | 'quiet';
 
 export interface QueuedNotification {
   readonly kind: 'notification';

@@ -1,7 +1,7 @@
 /** What a session tells its viewers: turns, messages, tool calls, notifications and state changes. */
 import type { MessageRecord } from '../store/records.js';
 
-export type SessionState = 'idle' | 'running' | 'shutting_down' | 'closed';
+export type SessionRunState = 'idle' | 'running' | 'shutting_down' | 'closed';
 
 /** Why a turn started: a person's input, or background results arriving while the session was idle. */
 export type TurnSource = 'user' | 'background_task';
@@ -40,7 +40,7 @@ export type SessionEvent =
     }
   | { readonly type: 'notification-queued'; readonly taskId: string; readonly lane: string }
   | { readonly type: 'notification-discarded'; readonly taskId: string; readonly reason: string }
-  | { readonly type: 'state'; readonly state: SessionState };
+  | { readonly type: 'state'; readonly state: SessionRunState };
 
 export type SessionEventListener = (event: SessionEvent) => void;
 

@@ -3,6 +3,7 @@
  * session starts are owned by it; their notifications come back through its queue, exactly once.
  */
 import { randomUUID } from 'node:crypto';
+import type { NotificationLane } from '../notifications/index.js';
 import type { MessageRecord } from '../store/records.js';
 import type { NewMessage, SessionStore } from '../store/session-store.js';
 import {
@@ -16,7 +17,6 @@ import {
 import type { AnyToolDefinition } from '../tools/index.js';
 import {
   CommandQueue,
-  type NotificationLane,
   QUEUE_PRIORITIES,
   type QueuedCommand,
   type QueuedNotification,
@@ -27,7 +27,7 @@ import type { ModelPort } from './model-port.js';
 import type {
   SessionEvent,
   SessionEventListener,
-  SessionState,
+  SessionRunState,
   TurnEndReason,
   TurnOutcome,
   TurnSource,
@@ -118,7 +118,7 @@ export class Session {
   #systemPrompt: string | undefined;
   #tools: readonly AnyToolDefinition[] = [];
   #branchGeneration: number;
-  #state: SessionState = 'idle';
+  #state: SessionRunState = 'idle';
   #turn: { readonly id: number; readonly controller: AbortController } | undefined;
   #turnCount = 0;
   #drainScheduled = false;
@@ -147,7 +147,7 @@ export class Session {
     this.#tools = dependencies.tools(this);
   }
 
-  get state(): SessionState {
+  get state(): SessionRunState {
     return this.#state;
   }
 
@@ -206,7 +206,7 @@ export class Session {
     }
   }
 
-  #setState(state: SessionState): void {
+  #setState(state: SessionRunState): void {
     if (this.#state === state) return;
     this.#state = state;
     this.#emit({ type: 'state', state });

@@ -1,0 +1,98 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { capturingLogger } from '../../test/support/registry.js';
+import { startTaskTool, type TaskBoard } from '../../test/support/session.js';
+import { openSqliteSessionStore } from '../store/index.js';
+import { scriptedModel } from '../testing/index.js';
+import { createSessionRuntime } from './session-runtime.js';
+
+const child = new URL('../../test/fixtures/session/crash-child.mjs', import.meta.url).pathname;
+const directories: string[] = [];
+
+afterEach(() => {
+  for (const directory of directories.splice(0)) rmSync(directory, { recursive: true, force: true });
+});
+
+/** Runs the child until it says READY, then kills it with SIGKILL. */
+async function runAndKill(file: string): Promise<void> {
+  const process_ = spawn(process.execPath, [child, file], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  process_.stderr.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  await new Promise<void>((resolve, reject) => {
+    process_.stdout.on('data', (chunk: Buffer) => {
+      if (chunk.toString().includes('READY')) resolve();
+    });
+    process_.on('exit', (code) => reject(new Error(`child exited early (${code}): ${stderr}`)));
+  });
+  const exited = new Promise((resolve) => process_.on('exit', resolve));
+  process_.kill('SIGKILL');
+  await exited;
+}
+
+describe('resume after a crash', () => {
+  it('keeps the ledger consistent: no duplicate delivery, residue discarded with session_resumed', async () => {
+    const directory = mkdtempSync(join(tmpdir(), 'errand-resume-'));
+    directories.push(directory);
+    const file = join(directory, 'errand.sqlite');
+    await runAndKill(file);
+
+    const store = openSqliteSessionStore({ file });
+    const before = store.listLedger('s1').filter((entry) => entry.kind === 'notification');
+    expect(before.map((entry) => entry.state)).toEqual([
+      'delivered',
+      'delivered',
+      'delivered',
+      'queued',
+      'queued',
+    ]);
+
+    const model = scriptedModel([
+      { toolCalls: [{ name: 'start_task', input: { label: 'again' } }] },
+      { text: 'resumed' },
+    ]);
+    const board: TaskBoard = new Map();
+    const runtime = createSessionRuntime({
+      store,
+      model,
+      logger: capturingLogger(),
+      tools: (opened) => [startTaskTool(opened, board)],
+    });
+    const session = runtime.resumeSession('s1');
+
+    const entries = store.listLedger('s1').filter((entry) => entry.kind === 'notification');
+    expect(entries.map((entry) => [entry.state, entry.reason ?? null])).toEqual([
+      ['delivered', null],
+      ['delivered', null],
+      ['delivered', null],
+      ['discarded', 'session_resumed'],
+      ['discarded', 'session_resumed'],
+    ]);
+    // Every delivered entry points at a stored message that carries it, and no task is delivered twice.
+    const messages = store.listMessages('s1');
+    for (const entry of entries.filter((candidate) => candidate.state === 'delivered')) {
+      const message = messages.find((candidate) => candidate.seq === entry.deliveredInMessageSeq);
+      expect(message?.content.text).toContain(`<task-id>${entry.taskId}</task-id>`);
+    }
+    const allText = messages.map((message) => message.content.text ?? '').join('\n');
+    for (let index = 1; index <= 6; index += 1) {
+      const count = allText.split(`<task-id>scripted-${index}</task-id>`).length - 1;
+      expect(count, `scripted-${index}`).toBeLessThanOrEqual(1);
+    }
+    // The task that was still running when the process died is lost, not running forever.
+    expect(store.getTask('scripted-6', 's1')).toMatchObject({ status: 'lost' });
+    expect(store.getTask('scripted-5', 's1')).toMatchObject({ status: 'failed' });
+
+    // The resumed session keeps working, and new ids never reuse the old ones.
+    const outcome = await session.send('continue');
+    expect(outcome.text).toBe('resumed');
+    expect(model.requests[0]!.messages.filter((message) => message.role === 'user')).toHaveLength(5);
+    expect(runtime.tasks.list(session.owner).map((task) => task.id)).toEqual(['scripted-7']);
+    await runtime.dispose();
+    store.close();
+  });
+});

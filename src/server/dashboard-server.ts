@@ -1,0 +1,309 @@
+/**
+ * The dashboard server: the page, the JSON API of DESIGN.md §8 and the event stream, on loopback by
+ * default, behind a random token, a Host check and an Origin check. It can stop work; it can never
+ * run anything.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { type BackgroundWorksStore, createBackgroundWorksStore } from '../events/index.js';
+import { ErrandError } from '../tasks/index.js';
+import { executeCommand, parseCommand } from './commands.js';
+import { EventStreamHub } from './event-stream.js';
+import {
+  DashboardRequestError,
+  PAGE_CONTENT_SECURITY_POLICY,
+  SECURITY_HEADERS,
+  sendError,
+  sendJson,
+} from './http-response.js';
+import { findOutputSnapshot } from './output-snapshot.js';
+import { readJsonBody } from './read-json-body.js';
+import { createRequestGuard, type RequestGuard } from './request-guard.js';
+import {
+  type DashboardServerOptions,
+  type ResolvedDashboardOptions,
+  resolveDashboardOptions,
+} from './server-options.js';
+import { loadStaticAssets, type StaticAsset } from './static-assets.js';
+
+export interface DashboardAddress {
+  /** The page's URL with the token in its query: what to print and open. */
+  readonly url: string;
+  /** `http://<host>:<port>`. */
+  readonly origin: string;
+  readonly host: string;
+  readonly port: number;
+}
+
+export interface DashboardServer {
+  /** The access token every API call must present. */
+  readonly token: string;
+  /** Set once listening. */
+  readonly address: DashboardAddress | undefined;
+  /** Loads the page and starts listening; resolves to the address (with the tokenized URL). */
+  listen(): Promise<DashboardAddress>;
+  /** Ends event streams and open connections, and stops listening. Idempotent. */
+  close(): Promise<void>;
+}
+
+export function createDashboardServer(options: DashboardServerOptions): DashboardServer {
+  return new HttpDashboardServer(resolveDashboardOptions(options));
+}
+
+class ServerStateError extends ErrandError {
+  constructor(message: string) {
+    super('DASHBOARD_SERVER_STATE', 'caller', message);
+  }
+}
+
+interface Running {
+  readonly server: Server;
+  readonly guard: RequestGuard;
+  readonly store: BackgroundWorksStore;
+  readonly hub: EventStreamHub;
+  readonly assets: ReadonlyMap<string, StaticAsset>;
+  readonly address: DashboardAddress;
+}
+
+class HttpDashboardServer implements DashboardServer {
+  readonly #options: ResolvedDashboardOptions;
+  #running: Running | undefined;
+  #starting = false;
+  #closing: Promise<void> | undefined;
+
+  constructor(options: ResolvedDashboardOptions) {
+    this.#options = options;
+  }
+
+  get token(): string {
+    return this.#options.token;
+  }
+
+  get address(): DashboardAddress | undefined {
+    return this.#running?.address;
+  }
+
+  async listen(): Promise<DashboardAddress> {
+    if (this.#starting || this.#running || this.#closing) {
+      throw new ServerStateError('The dashboard server was already started');
+    }
+    this.#starting = true;
+    try {
+      this.#running = await this.#start();
+      return this.#running.address;
+    } finally {
+      this.#starting = false;
+    }
+  }
+
+  async #start(): Promise<Running> {
+    const options = this.#options;
+    const assets = await loadStaticAssets(options.assetsDirectory);
+    const server = createServer((request, response) => {
+      void this.#handle(request, response);
+    });
+    // A browser's speculative connections must not keep the process alive past close().
+    server.keepAliveTimeout = 5000;
+    const port = await new Promise<number>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(options.port, options.host, () => {
+        server.off('error', reject);
+        resolve((server.address() as AddressInfo).port);
+      });
+    });
+    const host = options.host.includes(':') ? `[${options.host}]` : options.host;
+    const origin = `http://${host}:${port}`;
+    const address: DashboardAddress = Object.freeze({
+      url: `${origin}/?token=${encodeURIComponent(options.token)}`,
+      origin,
+      host: options.host,
+      port,
+    });
+    const store = createBackgroundWorksStore(options.backend.events, { logger: options.logger });
+    return {
+      server,
+      guard: createRequestGuard({ ...options, port }),
+      store,
+      hub: new EventStreamHub({
+        feed: options.backend.events,
+        heartbeatMs: options.heartbeatMs,
+        maxClientBufferBytes: options.maxClientBufferBytes,
+        maxClients: options.maxEventClients,
+        logger: options.logger,
+      }),
+      assets,
+      address,
+    };
+  }
+
+  close(): Promise<void> {
+    this.#closing ??= this.#closeNow();
+    return this.#closing;
+  }
+
+  async #closeNow(): Promise<void> {
+    const running = this.#running;
+    if (running === undefined) return;
+    running.hub.closeAll();
+    running.store.dispose();
+    await new Promise<void>((resolve) => {
+      running.server.close(() => resolve());
+      running.server.closeAllConnections();
+    });
+  }
+
+  // ---------------------------------------------------------------- requests
+
+  async #handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const running = this.#running;
+    try {
+      if (running === undefined || this.#closing) {
+        throw new DashboardRequestError(503, 'INTERNAL_ERROR', 'The dashboard server is not running');
+      }
+      running.guard.checkHost(request);
+      const url = new URL(request.url ?? '/', 'http://dashboard.invalid');
+      if (url.pathname === '/api' || url.pathname.startsWith('/api/')) {
+        running.guard.checkOrigin(request);
+        running.guard.checkToken(request, url);
+        await this.#route(running, request, response, url);
+      } else {
+        this.#serveAsset(running, request, response, url);
+      }
+    } catch (error) {
+      this.#fail(response, error);
+    }
+  }
+
+  #fail(response: ServerResponse, error: unknown): void {
+    if (response.headersSent) {
+      response.destroy();
+      return;
+    }
+    if (DashboardRequestError.isRequestError(error)) {
+      sendError(response, error);
+      return;
+    }
+    this.#options.logger.warn('a dashboard request failed', {
+      error: error instanceof Error ? error.message : String(error),
+      code: ErrandError.isInstance(error) ? error.code : undefined,
+    });
+    sendError(response, new DashboardRequestError(500, 'INTERNAL_ERROR', 'The request failed'));
+  }
+
+  #serveAsset(running: Running, request: IncomingMessage, response: ServerResponse, url: URL): void {
+    const asset = running.assets.get(url.pathname);
+    if (asset === undefined) throw new DashboardRequestError(404, 'NOT_FOUND', 'Not found');
+    requireMethod(request, 'GET');
+    response.writeHead(200, {
+      ...SECURITY_HEADERS,
+      'Content-Security-Policy': PAGE_CONTENT_SECURITY_POLICY,
+      'Content-Type': asset.contentType,
+      'Content-Length': String(asset.body.length),
+      'Cache-Control': 'no-cache',
+    });
+    response.end(asset.body);
+  }
+
+  async #route(
+    running: Running,
+    request: IncomingMessage,
+    response: ServerResponse,
+    url: URL,
+  ): Promise<void> {
+    const segments = pathSegments(url.pathname);
+    const [, resource, id, leaf, extra] = segments;
+    const options = this.#options;
+    if (resource === 'sessions' && id === undefined) {
+      requireMethod(request, 'GET');
+      sendJson(response, 200, await this.#sessions(running));
+    } else if (resource === 'events' && id === undefined) {
+      requireMethod(request, 'GET');
+      running.hub.open(request, response, url);
+    } else if (
+      resource === 'sessions' &&
+      id !== undefined &&
+      leaf === 'background-works' &&
+      extra === undefined
+    ) {
+      requireMethod(request, 'GET');
+      const session = await options.backend.getSession(id);
+      if (session === undefined) {
+        throw new DashboardRequestError(404, 'SESSION_NOT_FOUND', `No session with id ${JSON.stringify(id)}`);
+      }
+      sendJson(response, 200, {
+        sessionId: id,
+        badgeCount: running.store.badgeCount(id),
+        backgroundWorks: running.store.sessionWorks(id),
+      });
+    } else if (
+      resource === 'background-works' &&
+      id !== undefined &&
+      leaf === 'output' &&
+      extra === undefined
+    ) {
+      requireMethod(request, 'GET');
+      const snapshot = await findOutputSnapshot(id, {
+        backend: options.backend,
+        maxBytes: options.outputSnapshotMaxBytes,
+        maxParentDepth: options.maxParentDepth,
+      });
+      sendJson(response, 200, snapshot);
+    } else if (resource === 'commands' && id === undefined) {
+      requireMethod(request, 'POST');
+      const command = parseCommand(await readJsonBody(request, options.maxBodyBytes));
+      let result: Awaited<ReturnType<typeof executeCommand>>;
+      try {
+        result = await executeCommand(command, options.backend);
+      } catch (error) {
+        options.logger.warn(`stopping ${command.workId} failed`, {
+          workId: command.workId,
+          error: error instanceof Error ? error.message : String(error),
+        });
+        sendJson(response, 500, {
+          type: 'ack',
+          command: command.type,
+          workId: command.workId,
+          ok: false,
+          fault: 'fault.command.backgroundWorkCancelFailed',
+          message: 'The stop failed; the work may still be running',
+        });
+        return;
+      }
+      sendJson(response, result.status, result.ack);
+    } else {
+      throw new DashboardRequestError(404, 'NOT_FOUND', `No API endpoint ${url.pathname}`);
+    }
+  }
+
+  async #sessions(running: Running): Promise<unknown> {
+    const sessions = await this.#options.backend.listSessions();
+    return {
+      badgeCount: running.store.badgeCount(),
+      sessions: sessions.map((session) => ({
+        id: session.id,
+        title: session.title ?? null,
+        parentId: session.parentId ?? null,
+        createdAt: session.createdAt ?? null,
+        hasRunningWork: running.store.hasRunningWork(session.id),
+        badgeCount: running.store.badgeCount(session.id),
+      })),
+    };
+  }
+}
+
+function requireMethod(request: IncomingMessage, method: 'GET' | 'POST'): void {
+  if (request.method !== method) {
+    throw new DashboardRequestError(405, 'METHOD_NOT_ALLOWED', `Use ${method} here`, { Allow: method });
+  }
+}
+
+function pathSegments(pathname: string): string[] {
+  try {
+    return pathname
+      .split('/')
+      .slice(1)
+      .map((segment) => decodeURIComponent(segment));
+  } catch {
+    throw new DashboardRequestError(400, 'INVALID_PATH', 'The path is not valid percent-encoding');
+  }
+}

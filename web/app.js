@@ -1,0 +1,514 @@
+// @ts-check
+/**
+ * The Errand dashboard page: sessions with activity markers, a badge of running work, a status
+ * panel with Stop, and a live output view. Live over server-sent events; no framework, no inline
+ * code (the page's CSP allows only this file and its stylesheet).
+ */
+
+/**
+ * @typedef {'running' | 'resultPending' | 'failed' | 'cancelled'} WorkState
+ * @typedef {{
+ *   workId: string, sessionId: string | null, kind: string, taskKind: string, label: string,
+ *   state: WorkState, status: string, cancellable: boolean, startedAt: number, endedAt: number | null,
+ *   cancelRequestedAt: number | null, pid: number | null, outputBytes: number | null, tail: string | null,
+ *   exitCode: number | null, signal: string | null, error: string | null
+ * }} BackgroundWork
+ * @typedef {{ id: string, title: string | null, parentId: string | null, hasRunningWork: boolean }} Session
+ * @typedef {{ taskId: string, sessionId: string | null, work: BackgroundWork | null }} TaskEventData
+ * @typedef {{ scope: 'all' | 'session', sessionId: string | null, works: BackgroundWork[] }} LevelData
+ */
+
+/** Kinds the badge counts. */
+const BADGE_KINDS = new Set(['bash', 'subagent', 'workflow']);
+/** The output view refetches at most this often when events arrive for its work. */
+const OUTPUT_REFRESH_MIN_MS = 1000;
+/** While its work runs, the output view also polls this often: not every producer reports byte counts. */
+const OUTPUT_POLL_MS = 2000;
+/** Session list refreshes are coalesced over this window. */
+const SESSIONS_REFRESH_MS = 250;
+
+const STATE_LABELS = /** @type {const} */ ({
+  running: 'running',
+  resultPending: 'result pending',
+  failed: 'failed',
+  cancelled: 'cancelled',
+});
+
+const token = new URLSearchParams(window.location.search).get('token') ?? '';
+
+/** @type {Map<string, BackgroundWork>} */
+const works = new Map();
+/** @type {Session[]} */
+let sessions = [];
+/** @type {string | null} */
+let selectedSessionId = null;
+/** Errors to show on a row (a rejected stop). @type {Map<string, string>} */
+const rowErrors = new Map();
+/** Stops sent and not yet answered. @type {Set<string>} */
+const pendingStops = new Set();
+/** @type {Map<string, HTMLTableRowElement>} */
+const rows = new Map();
+
+/** @type {{ workId: string, lastFetch: number, timer: number | undefined, poll: number | undefined } | null} */
+let outputView = null;
+/** @type {number | undefined} */
+let sessionsTimer;
+
+/**
+ * @template {HTMLElement} T
+ * @param {string} id
+ * @returns {T}
+ */
+function byId(id) {
+  const element = document.getElementById(id);
+  if (element === null) throw new Error(`missing #${id}`);
+  return /** @type {T} */ (element);
+}
+
+/**
+ * @param {string} tag
+ * @param {Record<string, string>} [attributes]
+ * @param {(Node | string)[]} [children]
+ */
+function element(tag, attributes = {}, children = []) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, value);
+  for (const child of children) node.append(child);
+  return node;
+}
+
+/** @param {number} bytes */
+function formatBytes(bytes) {
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
+  return `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
+}
+
+// ------------------------------------------------------------------ API
+
+/**
+ * @param {string} path
+ * @param {RequestInit} [init]
+ */
+function api(path, init = {}) {
+  const headers = new Headers(init.headers);
+  headers.set('Authorization', `Bearer ${token}`);
+  return fetch(path, { ...init, headers, cache: 'no-store' });
+}
+
+/** @param {Response} response */
+async function errorText(response) {
+  try {
+    const body = await response.json();
+    return body?.error?.message ?? body?.message ?? response.statusText;
+  } catch {
+    return response.statusText;
+  }
+}
+
+async function loadSessions() {
+  const response = await api('/api/sessions');
+  if (!response.ok) {
+    showFatal(`Could not load sessions: ${await errorText(response)}`);
+    return;
+  }
+  const body = await response.json();
+  sessions = body.sessions;
+  if (selectedSessionId === null && sessions.length > 0) selectedSessionId = sessions[0]?.id ?? null;
+  render();
+}
+
+function scheduleSessionsRefresh() {
+  if (sessionsTimer !== undefined) return;
+  sessionsTimer = window.setTimeout(() => {
+    sessionsTimer = undefined;
+    void loadSessions();
+  }, SESSIONS_REFRESH_MS);
+}
+
+/** @param {string} workId */
+async function stopWork(workId) {
+  pendingStops.add(workId);
+  rowErrors.delete(workId);
+  render();
+  try {
+    const response = await api('/api/commands', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ type: 'cancelBackgroundWork', workId }),
+    });
+    const body = await response.json().catch(() => ({}));
+    if (!response.ok || body.ok !== true) {
+      const reason = body.fault ?? body.error?.code ?? `HTTP ${response.status}`;
+      rowErrors.set(workId, `Stop rejected: ${body.message ?? 'nothing was cancelled'} (${reason})`);
+    }
+  } catch (error) {
+    rowErrors.set(workId, `Stop failed: ${error instanceof Error ? error.message : String(error)}`);
+  } finally {
+    pendingStops.delete(workId);
+    render();
+  }
+}
+
+// ------------------------------------------------------------------ live events
+
+function connect() {
+  const source = new EventSource(`/api/events?token=${encodeURIComponent(token)}`);
+  const status = byId('connection');
+  source.addEventListener('open', () => {
+    status.textContent = 'Live';
+  });
+  source.addEventListener('error', () => {
+    status.textContent = 'Reconnecting…';
+  });
+  source.addEventListener('reset', () => {
+    // A level follows; until then nothing we hold can be trusted.
+    works.clear();
+  });
+  source.addEventListener('BackgroundWorksLevel', (event) => {
+    applyLevel(/** @type {LevelData} */ (JSON.parse(/** @type {MessageEvent} */ (event).data)));
+  });
+  for (const type of ['BackgroundTaskStarted', 'BackgroundTaskUpdated', 'BackgroundTaskCompleted']) {
+    source.addEventListener(type, (event) => {
+      applyTaskEvent(/** @type {TaskEventData} */ (JSON.parse(/** @type {MessageEvent} */ (event).data)));
+    });
+  }
+}
+
+/** @param {LevelData} level */
+function applyLevel(level) {
+  for (const [workId, work] of works) {
+    if (level.scope === 'all' || work.sessionId === level.sessionId) works.delete(workId);
+  }
+  for (const work of level.works) works.set(work.workId, work);
+  noteUnknownSessions(level.works);
+  render();
+  if (outputView !== null) refreshOutputSoon();
+}
+
+/** @param {TaskEventData} data */
+function applyTaskEvent(data) {
+  if (data.work === null) {
+    works.delete(data.taskId);
+  } else {
+    works.set(data.taskId, data.work);
+    noteUnknownSessions([data.work]);
+  }
+  render();
+  if (outputView?.workId === data.taskId) refreshOutputSoon();
+}
+
+/** @param {BackgroundWork[]} list */
+function noteUnknownSessions(list) {
+  for (const work of list) {
+    if (work.sessionId !== null && !sessions.some((session) => session.id === work.sessionId)) {
+      scheduleSessionsRefresh();
+      return;
+    }
+  }
+}
+
+// ------------------------------------------------------------------ rendering
+
+function render() {
+  renderBadge();
+  renderSessions();
+  renderWorks();
+  renderOutputMeta();
+}
+
+/** @param {BackgroundWork} work */
+function countsForBadge(work) {
+  return work.state === 'running' && BADGE_KINDS.has(work.kind);
+}
+
+function renderBadge() {
+  const badge = byId('badge');
+  let count = 0;
+  for (const work of works.values()) if (countsForBadge(work)) count += 1;
+  badge.hidden = count === 0;
+  badge.textContent = `${count} running`;
+  badge.setAttribute('aria-label', `${count} background ${count === 1 ? 'work' : 'works'} running`);
+}
+
+function renderSessions() {
+  const list = byId('sessions');
+  byId('no-sessions').hidden = sessions.length > 0;
+  const focusedId = document.activeElement?.getAttribute('data-session-id') ?? null;
+  list.replaceChildren(
+    ...sessions.map((session) => {
+      let running = 0;
+      let active = false;
+      for (const work of works.values()) {
+        if (work.sessionId !== session.id) continue;
+        if (work.state === 'running') active = true;
+        if (countsForBadge(work)) running += 1;
+      }
+      const name = session.title ?? session.id;
+      const button = element(
+        'button',
+        {
+          type: 'button',
+          class: active ? 'session active' : 'session',
+          'data-session-id': session.id,
+          'aria-current': String(session.id === selectedSessionId),
+          'aria-label': `${name}${active ? `, ${running} running` : ''}`,
+        },
+        [
+          element('span', { class: 'marker', 'aria-hidden': 'true' }),
+          element('span', { class: 'name' }, [name]),
+          element('span', { class: 'count', 'aria-hidden': 'true' }, [running > 0 ? String(running) : '']),
+        ],
+      );
+      button.addEventListener('click', () => selectSession(session.id));
+      button.addEventListener('keydown', (event) => moveSessionFocus(event, button));
+      return element('li', {}, [button]);
+    }),
+  );
+  if (focusedId !== null) {
+    const again = list.querySelector(`[data-session-id="${CSS.escape(focusedId)}"]`);
+    if (again instanceof HTMLElement) again.focus();
+  }
+}
+
+/**
+ * @param {KeyboardEvent} event
+ * @param {HTMLElement} button
+ */
+function moveSessionFocus(event, button) {
+  const buttons = /** @type {HTMLElement[]} */ ([...byId('sessions').querySelectorAll('button.session')]);
+  const index = buttons.indexOf(button);
+  /** @type {number | undefined} */
+  let target;
+  if (event.key === 'ArrowDown') target = Math.min(index + 1, buttons.length - 1);
+  else if (event.key === 'ArrowUp') target = Math.max(index - 1, 0);
+  else if (event.key === 'Home') target = 0;
+  else if (event.key === 'End') target = buttons.length - 1;
+  if (target === undefined) return;
+  event.preventDefault();
+  buttons[target]?.focus();
+}
+
+/** @param {string} sessionId */
+function selectSession(sessionId) {
+  selectedSessionId = sessionId;
+  render();
+}
+
+function sessionWorks() {
+  return [...works.values()]
+    .filter((work) => work.sessionId === selectedSessionId)
+    .sort((left, right) => left.startedAt - right.startedAt);
+}
+
+/** @param {BackgroundWork} work */
+function detailsOf(work) {
+  const parts = [];
+  if (work.pid !== null) parts.push(`pid ${work.pid}`);
+  if (work.outputBytes !== null) parts.push(formatBytes(work.outputBytes));
+  if (work.exitCode !== null) parts.push(`exit code ${work.exitCode}`);
+  if (work.signal !== null) parts.push(work.signal);
+  if (work.error !== null) parts.push(work.error);
+  return parts.join(' · ');
+}
+
+function renderWorks() {
+  const table = byId('works');
+  const body = byId('works-body');
+  const empty = byId('panel-empty');
+  const list = sessionWorks();
+  const session = sessions.find((candidate) => candidate.id === selectedSessionId);
+  byId('panel-heading').textContent =
+    session === undefined ? 'Background work' : `Background work of ${session.title ?? session.id}`;
+  table.hidden = list.length === 0;
+  empty.hidden = list.length > 0;
+  empty.textContent =
+    selectedSessionId === null ? 'Select a session to see its background work.' : 'No background work.';
+
+  const keep = new Set(list.map((work) => work.workId));
+  for (const [workId, row] of rows) {
+    if (!keep.has(workId)) {
+      row.remove();
+      rows.delete(workId);
+    }
+  }
+  for (const work of list) {
+    let row = rows.get(work.workId);
+    if (row === undefined) {
+      row = /** @type {HTMLTableRowElement} */ (element('tr', { 'data-work-id': work.workId }));
+      rows.set(work.workId, row);
+    }
+    updateRow(row, work);
+    body.append(row);
+  }
+}
+
+/**
+ * Updates a row in place, so a focused button keeps its focus across updates.
+ * @param {HTMLTableRowElement} row
+ * @param {BackgroundWork} work
+ */
+function updateRow(row, work) {
+  if (row.cells.length === 0) {
+    for (const name of ['work', 'kind', 'state', 'details', 'actions'])
+      row.append(element('td', { 'data-cell': name }));
+  }
+  const [workCell, kindCell, stateCell, detailsCell, actionsCell] = /** @type {HTMLTableCellElement[]} */ ([
+    ...row.cells,
+  ]);
+  if (!workCell || !kindCell || !stateCell || !detailsCell || !actionsCell) return;
+  workCell.replaceChildren(work.label, element('span', { class: 'work-id' }, [work.workId]));
+  kindCell.textContent = work.kind;
+  stateCell.className = `state-${work.state}`;
+  stateCell.textContent = work.status === 'stopping' ? 'stopping…' : STATE_LABELS[work.state];
+  stateCell.setAttribute('data-state', work.state);
+  detailsCell.textContent = detailsOf(work);
+
+  let actions = actionsCell.querySelector('.actions');
+  if (actions === null) {
+    actions = element('div', { class: 'actions' });
+    actionsCell.append(actions);
+  }
+  const canStop = work.state === 'running' && work.cancellable;
+  let stop = /** @type {HTMLButtonElement | null} */ (actions.querySelector('button.stop'));
+  if (canStop && stop === null) {
+    stop = /** @type {HTMLButtonElement} */ (element('button', { type: 'button', class: 'stop' }, ['Stop']));
+    stop.addEventListener('click', () => void stopWork(work.workId));
+    actions.prepend(stop);
+  } else if (!canStop && stop !== null) {
+    stop.remove();
+    stop = null;
+  }
+  if (stop !== null) {
+    stop.disabled = pendingStops.has(work.workId);
+    stop.textContent = pendingStops.has(work.workId) ? 'Stopping…' : 'Stop';
+    stop.setAttribute('aria-label', `Stop ${work.label}`);
+  }
+  let view = /** @type {HTMLButtonElement | null} */ (actions.querySelector('button.view-output'));
+  if (work.kind === 'bash' && view === null) {
+    view = /** @type {HTMLButtonElement} */ (
+      element('button', { type: 'button', class: 'view-output', 'aria-label': `Output of ${work.label}` }, [
+        'Output',
+      ])
+    );
+    view.addEventListener('click', () => openOutput(work.workId));
+    actions.append(view);
+  }
+
+  const message = rowErrors.get(work.workId);
+  let error = actionsCell.querySelector('.row-error');
+  if (message === undefined) {
+    error?.remove();
+  } else {
+    if (error === null) {
+      error = element('p', { class: 'row-error', role: 'alert' });
+      actionsCell.append(error);
+    }
+    error.textContent = message;
+  }
+}
+
+// ------------------------------------------------------------------ output view
+
+/** @param {string} workId */
+function openOutput(workId) {
+  closeOutput(false);
+  outputView = { workId, lastFetch: 0, timer: undefined, poll: undefined };
+  byId('output').hidden = false;
+  byId('output-work').textContent = works.get(workId)?.label ?? workId;
+  byId('output-text').textContent = '';
+  outputView.poll = window.setInterval(() => {
+    if (outputView !== null && works.get(outputView.workId)?.state === 'running') void fetchOutput();
+  }, OUTPUT_POLL_MS);
+  void fetchOutput();
+  byId('output-refresh').focus();
+}
+
+/** @param {boolean} restoreFocus */
+function closeOutput(restoreFocus) {
+  if (outputView === null) return;
+  const { workId } = outputView;
+  window.clearTimeout(outputView.timer);
+  window.clearInterval(outputView.poll);
+  outputView = null;
+  byId('output').hidden = true;
+  if (restoreFocus) {
+    const button = rows.get(workId)?.querySelector('button.view-output');
+    if (button instanceof HTMLElement) button.focus();
+  }
+}
+
+/** Refetches the snapshot, at most once per OUTPUT_REFRESH_MIN_MS. */
+function refreshOutputSoon() {
+  const view = outputView;
+  if (view === null || view.timer !== undefined) return;
+  const wait = Math.max(0, view.lastFetch + OUTPUT_REFRESH_MIN_MS - Date.now());
+  view.timer = window.setTimeout(() => {
+    view.timer = undefined;
+    void fetchOutput();
+  }, wait);
+}
+
+async function fetchOutput() {
+  const view = outputView;
+  if (view === null) return;
+  view.lastFetch = Date.now();
+  const errorLine = byId('output-error');
+  try {
+    const response = await api(`/api/background-works/${encodeURIComponent(view.workId)}/output`);
+    if (outputView !== view) return;
+    if (!response.ok) {
+      errorLine.hidden = false;
+      errorLine.textContent = `Output unavailable: ${await errorText(response)}`;
+      return;
+    }
+    const snapshot = await response.json();
+    if (outputView !== view) return;
+    errorLine.hidden = true;
+    const text = byId('output-text');
+    const atBottom = text.scrollTop + text.clientHeight >= text.scrollHeight - 4;
+    text.textContent = snapshot.text;
+    if (atBottom) text.scrollTop = text.scrollHeight;
+    const total = snapshot.totalBytes ?? snapshot.bytes;
+    byId('output-meta').textContent = snapshot.truncated
+      ? `last ${formatBytes(snapshot.bytes)} of ${formatBytes(total)}`
+      : formatBytes(snapshot.bytes);
+    byId('output').setAttribute('data-loaded-bytes', String(snapshot.bytes));
+  } catch (error) {
+    errorLine.hidden = false;
+    errorLine.textContent = `Output unavailable: ${error instanceof Error ? error.message : String(error)}`;
+  }
+}
+
+function renderOutputMeta() {
+  if (outputView === null) return;
+  const work = works.get(outputView.workId);
+  byId('output-work').textContent =
+    work === undefined ? outputView.workId : `${work.label} (${STATE_LABELS[work.state]})`;
+}
+
+// ------------------------------------------------------------------ start
+
+/** @param {string} message */
+function showFatal(message) {
+  const fatal = byId('fatal');
+  fatal.hidden = false;
+  fatal.textContent = message;
+}
+
+function start() {
+  byId('output-refresh').addEventListener('click', () => void fetchOutput());
+  byId('output-close').addEventListener('click', () => closeOutput(true));
+  byId('output').addEventListener('keydown', (event) => {
+    if (event.key === 'Escape') closeOutput(true);
+  });
+  if (token === '') {
+    showFatal('This page needs the access token: open the URL errand printed, including its ?token=.');
+    byId('connection').textContent = 'Not connected';
+    return;
+  }
+  connect();
+  void loadSessions();
+}
+
+start();

@@ -62,7 +62,13 @@ export function formatBashNotification(input: NotificationFormatInput): string {
       },
       { name: 'exit-code', text: exitCode === undefined ? '' : String(exitCode), cutOrder: 4 },
       { name: 'signal', text: detailString(snapshot, 'signal') ?? '', cutOrder: 3 },
-      { name: 'error', text: snapshot.error ?? '', cutOrder: 2, shrink: 'head' },
+      // An exit code already says why a command failed; the error explains failures without one.
+      {
+        name: 'error',
+        text: exitCode === undefined ? (snapshot.error ?? '') : '',
+        cutOrder: 2,
+        shrink: 'head',
+      },
       {
         name: 'output-tail',
         text: boundOutputTail(input.outputTail, input.outputTailLimits),

@@ -43,7 +43,14 @@ export function statusFacts(snapshot: TaskSnapshot): string[] {
   const signal = detailString(snapshot, 'signal');
   if (signal !== undefined) facts.push(`signal ${signal}`);
   const reason = detailString(snapshot, 'reason');
-  if (reason !== undefined && snapshot.status !== 'running' && snapshot.status !== 'completed') {
+  // `completed` and `cancelled` say nothing the status and the initiator do not already say.
+  if (
+    reason !== undefined &&
+    reason !== 'completed' &&
+    reason !== 'cancelled' &&
+    snapshot.status !== 'running' &&
+    snapshot.status !== 'completed'
+  ) {
     facts.push(`reason: ${reason}`);
   }
   if (

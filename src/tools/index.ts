@@ -1,2 +1,12 @@
-/** Model-facing tools: the tool definition type and the kind-agnostic task tools. */
+/** Model-facing tools: the tool definition type, the task tools, the output limit, the stop dispatch, the prompt. */
+export * from './errors.js';
+export * from './output-limit.js';
+export * from './status-line.js';
+export * from './stop-dispatch.js';
+export * from './system-prompt.js';
+export * from './task-kill.js';
+export * from './task-list.js';
+export * from './task-output.js';
+export * from './task-tools.js';
+export * from './task-tools-options.js';
 export * from './tool-definition.js';

@@ -3,7 +3,9 @@
  * Schema, and `execute`. Adapters turn the same definition into AI SDK, OpenAI, Anthropic and MCP tools.
  */
 import { type ZodType, z } from 'zod';
-import { ErrandError, type Owner } from '../tasks/index.js';
+import { ErrandError, InvalidArgumentError, type Owner } from '../tasks/index.js';
+import { ToolCallAbortedError } from './errors.js';
+import { limitToolResult } from './output-limit.js';
 
 export type JsonSchema = Record<string, unknown>;
 
@@ -39,6 +41,12 @@ export interface ToolDefinition<Input = unknown, Value = unknown> {
   readonly inputSchema: ZodType<Input>;
   readonly jsonSchema: JsonSchema;
   execute(input: Input, context: ToolContext): Promise<ToolResult<Value>>;
+  /**
+   * The byte budget of this call's model-facing text, resolved from the raw input before anything runs,
+   * so that every result of the call — invalid input, thrown errors, policy results — is bounded by it.
+   * Undefined: unbounded.
+   */
+  resultLimitBytes?(rawInput: unknown, context: ToolContext): number | undefined;
 }
 
 /** Any tool definition, whatever its input and value types. */
@@ -50,11 +58,21 @@ export interface DefineToolOptions<Input, Value> {
   readonly description: string;
   readonly inputSchema: ZodType<Input>;
   execute(input: Input, context: ToolContext): Promise<ToolResult<Value>>;
+  resultLimitBytes?(rawInput: unknown, context: ToolContext): number | undefined;
 }
+
+const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
 
 export function defineTool<Input, Value>(
   options: DefineToolOptions<Input, Value>,
 ): ToolDefinition<Input, Value> {
+  // Every ecosystem's tool name rules accept this pattern (OpenAI and Anthropic are the strictest).
+  if (typeof options.name !== 'string' || !TOOL_NAME_PATTERN.test(options.name)) {
+    throw new InvalidArgumentError('name', 'a tool name of 1-64 letters, digits, "_" or "-"', options.name);
+  }
+  if (typeof options.execute !== 'function') {
+    throw new InvalidArgumentError('execute', 'a function', options.execute);
+  }
   const jsonSchema = z.toJSONSchema(options.inputSchema, { target: 'draft-2020-12' }) as JsonSchema;
   delete jsonSchema.$schema;
   return Object.freeze({ ...options, jsonSchema });
@@ -76,14 +94,51 @@ export function describeToolError(error: unknown): string {
 }
 
 /**
+ * A harness policy that may answer a call instead of the tool (an approval denied, a rate limit).
+ * Its result is bounded like the tool's own.
+ */
+export type ToolPolicy = (call: {
+  readonly definition: AnyToolDefinition;
+  readonly input: unknown;
+  readonly context: ToolContext;
+}) => ToolResult | undefined | Promise<ToolResult | undefined>;
+
+export interface ExecuteToolOptions {
+  /** Runs after input validation and before the tool; a result short-circuits the call. */
+  readonly policy?: ToolPolicy;
+}
+
+/**
  * Validates raw input against the definition's schema and runs it. Invalid input and thrown errors
- * become error results naming the field, so a model can correct its call.
+ * become error results naming the field, so a model can correct its call. A call whose signal is
+ * already aborted fails without running. The definition's result limit is resolved first and applied
+ * last, so no path — error or policy — escapes it.
  */
 export async function executeTool<Input, Value>(
   definition: ToolDefinition<Input, Value>,
   rawInput: unknown,
   context: ToolContext,
+  options: ExecuteToolOptions = {},
 ): Promise<ToolResult<Value>> {
+  let limit: number | undefined;
+  try {
+    limit = definition.resultLimitBytes?.(rawInput, context);
+  } catch {
+    limit = undefined;
+  }
+  const result = await runTool(definition, rawInput, context, options);
+  return limitToolResult(result, limit);
+}
+
+async function runTool<Input, Value>(
+  definition: ToolDefinition<Input, Value>,
+  rawInput: unknown,
+  context: ToolContext,
+  options: ExecuteToolOptions,
+): Promise<ToolResult<Value>> {
+  if (context.signal.aborted) {
+    return toolError(describeToolError(new ToolCallAbortedError(definition.name, context.signal.reason)));
+  }
   const parsed = definition.inputSchema.safeParse(rawInput ?? {});
   if (!parsed.success) {
     const problems = parsed.error.issues.map((issue) => {
@@ -95,6 +150,10 @@ export async function executeTool<Input, Value>(
     );
   }
   try {
+    if (options.policy) {
+      const answer = await options.policy({ definition, input: parsed.data, context });
+      if (answer !== undefined) return answer as ToolResult<Value>;
+    }
     return await definition.execute(parsed.data, context);
   } catch (error) {
     return toolError(describeToolError(error));

@@ -1,0 +1,12 @@
+/** The `[status: ...]` line every task tool answer ends with. */
+import { presentedStatus, statusFacts } from '../notifications/index.js';
+import type { TaskSnapshot } from '../tasks/index.js';
+import { toSingleLine } from '../text/index.js';
+
+/** `[status: completed (exit code 0)]`, `[status: running (waited 30000 ms; still running)]`. */
+export function formatStatusLine(snapshot: TaskSnapshot, note?: string): string {
+  const facts = statusFacts(snapshot);
+  if (note !== undefined && note !== '') facts.push(note);
+  const status = presentedStatus(snapshot);
+  return `[status: ${toSingleLine(facts.length === 0 ? status : `${status} (${facts.join('; ')})`)}]`;
+}

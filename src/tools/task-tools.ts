@@ -1,0 +1,55 @@
+/**
+ * The kind-agnostic task tools — task_output, task_list, task_kill — created together over one task
+ * service. While they exist they are attached as a task controller (producers cannot start work nobody
+ * could collect or stop otherwise); `dispose()` detaches them and ends their pending waits.
+ */
+import { createStopDispatch, type StopDispatch } from './stop-dispatch.js';
+import { createTaskKillTool, type TaskKillInput, type TaskKillValue } from './task-kill.js';
+import { createTaskListTool, type TaskListInput, type TaskListValue } from './task-list.js';
+import { createTaskOutputTool, type TaskOutputInput, type TaskOutputValue } from './task-output.js';
+import {
+  type ResolvedTaskToolsOptions,
+  resolveTaskToolsOptions,
+  type TaskToolsOptions,
+} from './task-tools-options.js';
+import type { TaskToolsRuntime } from './task-tools-runtime.js';
+import type { AnyToolDefinition, ToolDefinition } from './tool-definition.js';
+
+export interface TaskTools {
+  readonly taskOutput: ToolDefinition<TaskOutputInput, TaskOutputValue>;
+  readonly taskList: ToolDefinition<TaskListInput, TaskListValue>;
+  readonly taskKill: ToolDefinition<TaskKillInput, TaskKillValue>;
+  /** The three definitions, in the order a model should see them. */
+  readonly tools: readonly AnyToolDefinition[];
+  /** The stop dispatch task_kill uses (register per-kind strategies on it). */
+  readonly stop: StopDispatch;
+  readonly options: ResolvedTaskToolsOptions;
+  /** Detaches the controller and ends pending waits; later calls answer `TOOLS_DISPOSED`. Idempotent. */
+  dispose(): void;
+}
+
+export function createTaskTools(options: TaskToolsOptions): TaskTools {
+  const resolved = resolveTaskToolsOptions(options);
+  const { tasks } = options;
+  const stop = options.stop ?? createStopDispatch({ tasks });
+  const disposal = new AbortController();
+  const runtime: TaskToolsRuntime = { tasks, options: resolved, stop, disposed: disposal.signal };
+  const taskOutput = createTaskOutputTool(runtime);
+  const taskList = createTaskListTool(runtime);
+  const taskKill = createTaskKillTool(runtime);
+  // Attach last: nothing above can fail after the controller is attached.
+  const detach = tasks.attachController(resolved.controllerName);
+  return Object.freeze({
+    taskOutput,
+    taskList,
+    taskKill,
+    tools: Object.freeze([taskOutput, taskList, taskKill] as AnyToolDefinition[]),
+    stop,
+    options: resolved,
+    dispose() {
+      if (disposal.signal.aborted) return;
+      disposal.abort(new Error('task tools disposed'));
+      detach();
+    },
+  });
+}

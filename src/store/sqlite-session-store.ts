@@ -7,6 +7,7 @@ import { InvalidArgumentError, type SessionId } from '../tasks/index.js';
 import {
   StoreBusyError,
   StoreClosedError,
+  StoreInvalidTransitionError,
   StoreRecordExistsError,
   StoreRecordNotFoundError,
   StoreStaleBranchError,
@@ -416,7 +417,18 @@ export class SqliteSessionStore implements SessionStore {
       if (conflict)
         return { ok: false, code: conflict.code, conflicts: conflict.conflicts.map(readLedgerEntry) };
       const messageRow = this.#appendMessageRow(session, normalized, time);
-      for (const row of rows) this.#statements.deliverLedgerEntry.run(messageRow.seq, time, row.id);
+      for (const row of rows) {
+        // The guard above already saw it queued; a miss here would mean a broken guard, so roll back.
+        if (this.#statements.deliverLedgerEntry.run(messageRow.seq, time, row.id).changes !== 1) {
+          throw new StoreInvalidTransitionError(
+            'ledger entry',
+            String(row.id),
+            'state',
+            row.state,
+            'delivered',
+          );
+        }
+      }
       return {
         ok: true,
         message: readMessage(messageRow),

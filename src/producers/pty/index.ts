@@ -1,0 +1,44 @@
+/** The pty producer: interactive programs in pseudo-terminals as background tasks, and their tools. */
+export {
+  NODE_PTY_INSTALL_HINT,
+  PtyClosedError,
+  PtyProducerDisposedError,
+  PtyUnavailableError,
+} from './errors.js';
+export { encodeInput, encodeKey, isPtyKeyName, PTY_KEY_NAMES, type PtyKeyName } from './keys.js';
+export {
+  MAX_SCREEN_BYTES,
+  PTY_PRODUCER_DEFAULTS,
+  type PtyProducerOptions,
+  type ResolvedPtyProducerOptions,
+} from './options.js';
+export {
+  PTY_MARK_VARIABLE,
+  type PtyExit,
+  type PtyExitReason,
+  type PtyProcess,
+  type PtyStopReason,
+} from './pty-process.js';
+export {
+  createPtyProducer,
+  outcomeOf as ptyOutcomeOf,
+  PTY_TASK_KIND,
+  type PtyInput,
+  type PtyProducer,
+  type PtyScreenSnapshot,
+  type PtyStarted,
+  type PtyStartRequest,
+} from './pty-producer.js';
+export { isPtyAvailable, loadPtyRuntime, type PtyModuleLoader } from './pty-runtime.js';
+export {
+  createPtyResizeTool,
+  createPtyStartTool,
+  createPtyTools,
+  createPtyWriteTool,
+  type PtyResizeInput,
+  type PtyScreenValue,
+  type PtyStartInput,
+  type PtyWriteInput,
+} from './pty-tools.js';
+export { type QuietWaitOptions, type ScreenWaitOptions, waitForQuiet, waitForScreen } from './screen-wait.js';
+export { ALTERNATE_SCREEN_HEADER, type ScreenDelta, type ScreenView } from './terminal-screen.js';

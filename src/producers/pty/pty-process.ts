@@ -1,0 +1,472 @@
+/**
+ * A program running in a pseudo-terminal: input, resize, the rendered screen, the raw output spilled to a
+ * capped file, and a stop that escalates — SIGINT to the foreground job, then SIGTERM, then SIGKILL to the
+ * whole family (session, descendants, marked escapees). `stopped` resolves once the program has exited,
+ * nothing it started is left, the output file is closed and the final screen is kept as text.
+ */
+import { randomBytes } from 'node:crypto';
+import { accessSync, closeSync, constants as fsConstants, openSync, statSync } from 'node:fs';
+import { constants as osConstants } from 'node:os';
+import { delimiter, isAbsolute, join, resolve } from 'node:path';
+import type { Logger } from '../../registry/index.js';
+import { PtyClosedError } from './errors.js';
+import { encodeInput, type PtyKeyName } from './keys.js';
+import type { OutputFile } from './output-directory.js';
+import { OutputSpill } from './output-spill.js';
+import type { PtyChild, PtyRuntime } from './pty-runtime.js';
+import { SessionSignaller } from './session-signaller.js';
+import { type ScreenView, TerminalScreen } from './terminal-screen.js';
+
+/** Carries a random token into every process the pty starts, so escapees can be found through /proc. */
+export const PTY_MARK_VARIABLE = 'ERRAND_PTY_MARK';
+
+/** Why a pty program ended. */
+export type PtyExitReason = 'completed' | 'cancelled' | 'timed_out' | 'spawn_error' | 'output_limit';
+/** The reasons a stop can be requested for. */
+export type PtyStopReason = 'cancelled' | 'timed_out' | 'output_limit';
+
+export interface PtyExit {
+  readonly reason: PtyExitReason;
+  /** The program's exit code; null when a signal ended it or it never started. */
+  readonly exitCode: number | null;
+  /** The signal that ended the program, e.g. `SIGINT`. */
+  readonly signal: NodeJS.Signals | null;
+  /** Signals sent to stop it, in order: `SIGINT` (foreground job), `SIGTERM`, `SIGKILL` (family). */
+  readonly stopSignals: readonly NodeJS.Signals[];
+  /** Processes still running after the program ended, which were then stopped. */
+  readonly leftoverProcesses: number;
+  /** Processes that could not be made to disappear (0 unless something is badly stuck). */
+  readonly survivors: number;
+  /** Raw output bytes written to the output file. */
+  readonly outputBytes: number;
+  /** Why the program could not start (`spawn_error`), or why its output file is incomplete. */
+  readonly error?: string;
+}
+
+/** The settings a process takes from the producer's resolved options. */
+export interface PtyProcessSettings {
+  readonly shell: string;
+  readonly shellArgs: readonly string[];
+  readonly interactiveShellArgs: readonly string[];
+  readonly terminalName: string;
+  readonly scrollbackLines: number;
+  readonly maxScreenBytes: number;
+  readonly maxOutputFileBytes: number;
+  readonly flowControlHighWaterBytes: number;
+  readonly interruptGraceMs: number;
+  readonly terminateGraceMs: number;
+  readonly leftoverGraceMs: number;
+  readonly killWaitMs: number;
+  readonly logger: Logger;
+}
+
+export interface PtyProcessSpec {
+  readonly runtime: PtyRuntime;
+  readonly settings: PtyProcessSettings;
+  /** A command line for the shell; absent: an interactive shell. */
+  readonly command?: string;
+  readonly cwd: string;
+  /** The complete environment (the mark variable is added). */
+  readonly env: Readonly<Record<string, string>>;
+  readonly cols: number;
+  readonly rows: number;
+  readonly outputFile: OutputFile;
+  /** Stops the program with reason `timed_out` after this long. */
+  readonly timeoutMs?: number;
+}
+
+export interface PtyProcess {
+  /** The session leader's pid; undefined when the program never started. */
+  readonly pid: number | undefined;
+  readonly outputFile: string;
+  readonly cols: number;
+  readonly rows: number;
+  /** True until the program exits (or when it never started: false). */
+  readonly running: boolean;
+  /** Set once fully stopped. */
+  readonly exit: PtyExit | undefined;
+  /** Resolves once fully stopped; never rejects. */
+  readonly stopped: Promise<PtyExit>;
+  /** Writes raw input (text, control characters, escape sequences). */
+  write(data: string): void;
+  /** Types `text`, then presses `keys` (encoded for the program's current cursor-key mode). */
+  writeInput(text: string, keys?: readonly PtyKeyName[]): void;
+  resize(cols: number, rows: number): void;
+  /** The current screen, non-consuming, within the screen byte budget. */
+  screen(): ScreenView;
+  /** The consuming delta for the model (see `TerminalScreen`), with a marker when lines were lost. */
+  readDelta(): string;
+  /** Counts the current screen as read. */
+  markScreenSeen(): void;
+  /** Calls `listener` when the screen may have changed and when the program is fully stopped. */
+  onChange(listener: () => void): () => void;
+  /** Requests the stop sequence. Idempotent; the first reason wins. */
+  cancel(reason?: PtyStopReason): void;
+}
+
+export function spawnPtyProcess(spec: PtyProcessSpec): PtyProcess {
+  return new PtyProcessHandle(spec);
+}
+
+const signalNames = new Map<number, NodeJS.Signals>(
+  Object.entries(osConstants.signals).map(([name, number]) => [number, name as NodeJS.Signals]),
+);
+
+// node-pty reports a failed chdir or exec in the child as exit code 1 with one of these lines.
+const CHILD_SPAWN_FAILURE = /^(?:chdir\(2\)|execvp\(3\)) failed\.: [^\r\n]*\r?\n?$/;
+const HEAD_BYTES = 256;
+
+class PtyProcessHandle implements PtyProcess {
+  readonly outputFile: string;
+  readonly stopped: Promise<PtyExit>;
+  readonly #settings: PtyProcessSettings;
+  readonly #screen: TerminalScreen;
+  readonly #spill: OutputSpill;
+  readonly #listeners = new Set<() => void>();
+  #resolveStopped!: (exit: PtyExit) => void;
+  #child: PtyChild | undefined;
+  #signaller: SessionSignaller | undefined;
+  #pid: number | undefined;
+  #leaderExited = false;
+  #exit: PtyExit | undefined;
+  #stopReason: PtyStopReason | undefined;
+  readonly #stopSignals: NodeJS.Signals[] = [];
+  #stepTimer: NodeJS.Timeout | undefined;
+  #timeoutTimer: NodeJS.Timeout | undefined;
+  #paused = false;
+  #head = '';
+  #slaveHold: number | undefined;
+
+  constructor(spec: PtyProcessSpec) {
+    this.#settings = spec.settings;
+    this.outputFile = spec.outputFile.path;
+    this.stopped = new Promise((resolveStopped) => {
+      this.#resolveStopped = resolveStopped;
+    });
+    this.#screen = new TerminalScreen(spec.runtime.Terminal, {
+      cols: spec.cols,
+      rows: spec.rows,
+      scrollbackLines: spec.settings.scrollbackLines,
+      maxViewBytes: spec.settings.maxScreenBytes,
+    });
+    this.#spill = new OutputSpill(spec.outputFile, spec.settings.maxOutputFileBytes, spec.settings.logger);
+    this.#screen.onChange(() => this.#changed());
+    this.#spill.onProgress(() => this.#maybeResume());
+    this.#spawn(spec);
+  }
+
+  get pid(): number | undefined {
+    return this.#pid;
+  }
+
+  get cols(): number {
+    return this.#screen.cols;
+  }
+
+  get rows(): number {
+    return this.#screen.rows;
+  }
+
+  get running(): boolean {
+    return this.#child !== undefined && !this.#leaderExited;
+  }
+
+  get exit(): PtyExit | undefined {
+    return this.#exit;
+  }
+
+  write(data: string): void {
+    if (!this.running) throw new PtyClosedError(this.#pid);
+    if (data !== '') this.#child!.write(data);
+  }
+
+  writeInput(text: string, keys: readonly PtyKeyName[] = []): void {
+    this.write(encodeInput(text, keys, { applicationCursorKeys: this.#screen.applicationCursorKeys }));
+  }
+
+  resize(cols: number, rows: number): void {
+    if (!this.running) throw new PtyClosedError(this.#pid);
+    // The program learns the size (SIGWINCH) from the pty; the renderer must agree with it.
+    this.#child!.resize(cols, rows);
+    this.#screen.resize(cols, rows);
+  }
+
+  screen(): ScreenView {
+    return this.#screen.view();
+  }
+
+  readDelta(): string {
+    const delta = this.#screen.readDelta();
+    if (!delta.linesLost) return delta.text;
+    const marker = `[... earlier lines left the terminal's scrollback before they were read; full output: ${this.outputFile} ...]`;
+    return delta.text === '' ? marker : `${marker}\n${delta.text}`;
+  }
+
+  markScreenSeen(): void {
+    this.#screen.markScreenSeen();
+  }
+
+  onChange(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => {
+      this.#listeners.delete(listener);
+    };
+  }
+
+  cancel(reason: PtyStopReason = 'cancelled'): void {
+    if (this.#stopReason !== undefined || !this.running) return;
+    this.#stopReason = reason;
+    this.#clearTimeout();
+    this.#interrupt();
+    this.#stepTimer = setTimeout(() => this.#terminate(), this.#settings.interruptGraceMs);
+  }
+
+  // ------------------------------------------------------------------ starting
+
+  #spawn(spec: PtyProcessSpec): void {
+    const { settings } = spec;
+    const file = settings.shell;
+    const args =
+      spec.command === undefined ? [...settings.interactiveShellArgs] : [...settings.shellArgs, spec.command];
+    const failure = checkSpawnable(file, spec.cwd, spec.env.PATH);
+    if (failure !== undefined) {
+      this.#failToSpawn(failure);
+      return;
+    }
+    const mark = randomBytes(16).toString('hex');
+    let child: PtyChild;
+    try {
+      child = spec.runtime.spawn(file, args, {
+        name: settings.terminalName,
+        cols: spec.cols,
+        rows: spec.rows,
+        cwd: spec.cwd,
+        env: { ...spec.env, [PTY_MARK_VARIABLE]: mark },
+        encoding: null,
+      });
+    } catch (error) {
+      this.#failToSpawn(`Could not start ${file} in a pseudo-terminal: ${messageOf(error)}`);
+      return;
+    }
+    this.#child = child;
+    this.#pid = child.pid;
+    this.#slaveHold = holdSlave(child);
+    this.#signaller = new SessionSignaller({
+      leaderPid: child.pid,
+      environmentMark: `${PTY_MARK_VARIABLE}=${mark}`,
+    });
+    // Socket errors other than the EIO of a closed terminal would otherwise be thrown by node-pty.
+    // EIO is how a terminal reports that its last writer closed: the normal end, not an error.
+    (child as { on?: (event: string, listener: (error: NodeJS.ErrnoException) => void) => void }).on?.(
+      'error',
+      (error) => {
+        if (error.code === 'EIO' || error.code === 'EAGAIN') return;
+        settings.logger.warn('pty socket error', { pid: child.pid, error: error.message });
+      },
+    );
+    child.onData((chunk) => this.#onData(chunk));
+    child.onExit(({ exitCode, signal }) => this.#onLeaderExit(exitCode, signal));
+    if (spec.timeoutMs !== undefined) {
+      this.#timeoutTimer = setTimeout(() => this.cancel('timed_out'), spec.timeoutMs);
+    }
+  }
+
+  #failToSpawn(message: string): void {
+    queueMicrotask(() => {
+      void this.#finish({ reason: 'spawn_error', exitCode: null, signal: null, error: message }, 0, 0);
+    });
+  }
+
+  // ------------------------------------------------------------------ output
+
+  #onData(data: Uint8Array | string): void {
+    const chunk = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
+    if (this.#head.length < HEAD_BYTES)
+      this.#head += Buffer.from(chunk.subarray(0, HEAD_BYTES)).toString('latin1');
+    const withinCap = this.#spill.append(chunk);
+    this.#screen.write(chunk);
+    if (!withinCap) this.cancel('output_limit');
+    if (!this.#paused && this.#backlog() > this.#settings.flowControlHighWaterBytes) {
+      this.#paused = true;
+      this.#child?.pause();
+    }
+  }
+
+  #backlog(): number {
+    return this.#spill.pendingBytes + this.#screen.pendingBytes;
+  }
+
+  #maybeResume(): void {
+    if (this.#paused && this.#backlog() <= this.#settings.flowControlHighWaterBytes / 2) {
+      this.#paused = false;
+      if (!this.#leaderExited) this.#child?.resume();
+    }
+  }
+
+  #changed(): void {
+    this.#maybeResume();
+    for (const listener of [...this.#listeners]) listener();
+  }
+
+  // ------------------------------------------------------------------ stopping
+
+  #interrupt(): void {
+    this.#stopSignals.push('SIGINT');
+    if (this.#signaller?.interruptForeground()) return;
+    // No /proc: let the terminal's line discipline turn Ctrl-C into SIGINT for the foreground job.
+    try {
+      this.#child?.write('\u0003');
+    } catch {
+      // The terminal is closing; the next step signals directly.
+    }
+  }
+
+  #terminate(): void {
+    if (this.#leaderExited) return;
+    this.#stopSignals.push('SIGTERM');
+    this.#signaller?.signalAll('SIGTERM');
+    this.#stepTimer = setTimeout(() => this.#kill(), this.#settings.terminateGraceMs);
+  }
+
+  #kill(): void {
+    if (this.#leaderExited) return;
+    this.#stopSignals.push('SIGKILL');
+    this.#signaller?.signalAll('SIGKILL');
+    // A process stuck in the kernel dies late; keep the group covered until the leader is reaped.
+    this.#stepTimer = setTimeout(() => this.#kill(), this.#settings.killWaitMs);
+  }
+
+  #clearTimeout(): void {
+    if (this.#timeoutTimer !== undefined) clearTimeout(this.#timeoutTimer);
+    this.#timeoutTimer = undefined;
+  }
+
+  #onLeaderExit(exitCode: number, signalNumber: number | undefined): void {
+    if (this.#leaderExited) return;
+    this.#leaderExited = true;
+    if (this.#slaveHold !== undefined) closeSync(this.#slaveHold);
+    this.#slaveHold = undefined;
+    if (this.#stepTimer !== undefined) clearTimeout(this.#stepTimer);
+    this.#clearTimeout();
+    const signal = signalNumber ? (signalNames.get(signalNumber) ?? null) : null;
+    void this.#settle(signal === null ? exitCode : null, signal);
+  }
+
+  async #settle(exitCode: number | null, signal: NodeJS.Signals | null): Promise<void> {
+    let leftovers = 0;
+    let survivors = 0;
+    try {
+      const reaped = await this.#signaller?.reapLeftovers(
+        this.#settings.leftoverGraceMs,
+        this.#settings.killWaitMs,
+      );
+      leftovers = reaped?.leftovers ?? 0;
+      survivors = reaped?.survivors ?? 0;
+    } catch (error) {
+      this.#settings.logger.warn('pty: looking for leftover processes failed', {
+        pid: this.#pid,
+        error: messageOf(error),
+      });
+    }
+    if (survivors > 0) {
+      this.#settings.logger.warn('pty: processes survived SIGKILL; they are left behind', {
+        pid: this.#pid,
+        survivors,
+      });
+    }
+    let reason: PtyExitReason = this.#stopReason ?? 'completed';
+    let error: string | undefined;
+    if (reason === 'completed' && exitCode === 1 && CHILD_SPAWN_FAILURE.test(this.#head)) {
+      reason = 'spawn_error';
+      error = this.#head.trim();
+    }
+    await this.#finish(
+      { reason, exitCode, signal, ...(error === undefined ? {} : { error }) },
+      leftovers,
+      survivors,
+    );
+  }
+
+  async #finish(
+    facts: Pick<PtyExit, 'reason' | 'exitCode' | 'signal' | 'error'>,
+    leftoverProcesses: number,
+    survivors: number,
+  ): Promise<void> {
+    await this.#screen.freeze();
+    await this.#spill.close();
+    const error =
+      facts.error ?? (this.#spill.error === undefined ? undefined : `output file: ${this.#spill.error}`);
+    this.#exit = Object.freeze({
+      reason: facts.reason,
+      exitCode: facts.exitCode,
+      signal: facts.signal,
+      stopSignals: Object.freeze([...this.#stopSignals]),
+      leftoverProcesses,
+      survivors,
+      outputBytes: this.#spill.bytes,
+      ...(error === undefined ? {} : { error }),
+    });
+    this.#resolveStopped(this.#exit);
+    for (const listener of [...this.#listeners]) listener();
+    this.#listeners.clear();
+  }
+}
+
+/**
+ * Opens the terminal's slave side (write-only, never as a controlling terminal) and keeps it open until
+ * the program has exited. Without it, the hang-up the master sees when the program's last descriptor
+ * closes makes libuv report end-of-file after a partial read, dropping up to a few KiB of final output;
+ * held open, the master drains normally and node-pty closes it a short grace after the exit.
+ */
+function holdSlave(child: PtyChild): number | undefined {
+  if (typeof child.ptsName !== 'string' || child.ptsName === '') return undefined;
+  try {
+    return openSync(child.ptsName, fsConstants.O_WRONLY | fsConstants.O_NOCTTY);
+  } catch {
+    return undefined;
+  }
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * node-pty forks first and reports a bad directory or program only as the child's exit; checking first
+ * turns them into a clear spawn error. Returns the problem, or undefined when spawning can proceed.
+ */
+export function checkSpawnable(file: string, cwd: string, path: string | undefined): string | undefined {
+  try {
+    if (!statSync(cwd).isDirectory())
+      return `The working directory ${JSON.stringify(cwd)} is not a directory`;
+    accessSync(cwd, fsConstants.X_OK);
+  } catch (error) {
+    return `The working directory ${JSON.stringify(cwd)} cannot be used: ${codeOf(error)}`;
+  }
+  if (file.includes('/')) {
+    const candidate = isAbsolute(file) ? file : resolve(cwd, file);
+    return isExecutableFile(candidate)
+      ? undefined
+      : `The program ${JSON.stringify(file)} is not an executable file`;
+  }
+  const directories = (path ?? '/usr/local/bin:/usr/bin:/bin').split(delimiter);
+  for (const directory of directories) {
+    if (isExecutableFile(join(resolve(cwd, directory || '.'), file))) return undefined;
+  }
+  return `The program ${JSON.stringify(file)} was not found on PATH`;
+}
+
+function isExecutableFile(path: string): boolean {
+  try {
+    if (!statSync(path).isFile()) return false;
+    accessSync(path, fsConstants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function codeOf(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : messageOf(error);
+}

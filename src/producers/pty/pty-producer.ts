@@ -1,0 +1,355 @@
+/**
+ * The pty producer: starts programs in pseudo-terminals as `pty` tasks of a TaskService, and gives their
+ * owners input, resize and the screen. Every access is authorized through the task service
+ * (`tasks.get(id, caller)`), so another session's task looks exactly like a missing one.
+ */
+import { unlink } from 'node:fs/promises';
+import { resolve as resolvePath } from 'node:path';
+import {
+  type Caller,
+  InvalidArgumentError,
+  isTerminalStatus,
+  type Owner,
+  type TaskDetail,
+  type TaskHooks,
+  type TaskId,
+  TaskNotFoundError,
+  TaskNotRunningError,
+  type TaskOutcome,
+  type TaskRunContext,
+  type TaskService,
+  type TaskSnapshot,
+  type TaskStatus,
+} from '../../tasks/index.js';
+import { shortenText, toSingleLine } from '../../text/index.js';
+import { PtyProducerDisposedError } from './errors.js';
+import { isPtyKeyName, type PtyKeyName } from './keys.js';
+import {
+  MIN_COLS,
+  MIN_ROWS,
+  type PtyProducerOptions,
+  type ResolvedPtyProducerOptions,
+  resolvePtyProducerOptions,
+  validateEnvironment,
+} from './options.js';
+import { OutputDirectory, type OutputFile } from './output-directory.js';
+import { type PtyExit, type PtyProcess, spawnPtyProcess } from './pty-process.js';
+import { loadPtyRuntime } from './pty-runtime.js';
+import type { ScreenView } from './terminal-screen.js';
+
+export const PTY_TASK_KIND = 'pty';
+
+const MAX_COMMAND_LENGTH = 100_000;
+const MAX_LABEL_CHARS = 200;
+
+export interface PtyStartRequest {
+  /** A command line for the configured shell. Absent: an interactive shell. */
+  readonly command?: string;
+  /** A short human description; the task's label when given. */
+  readonly description?: string;
+  /** Working directory; relative paths resolve against the process's. Default: the process's. */
+  readonly cwd?: string;
+  /** The session's environment, over the producer's (and the inherited process environment). */
+  readonly env?: Readonly<Record<string, string>>;
+  readonly cols?: number;
+  readonly rows?: number;
+  /** The session that owns the task. */
+  readonly owner?: Owner;
+  /** The tool call that started it (`<tool-use-id>` in notifications). */
+  readonly toolUseId?: string;
+  /** Runtime cap for this task; past it the program is stopped (`timed_out`). Default: the producer's. */
+  readonly timeoutMs?: number;
+}
+
+export interface PtyStarted {
+  readonly taskId: TaskId;
+  readonly snapshot: TaskSnapshot;
+  readonly pid: number | undefined;
+  readonly outputFile: string;
+}
+
+/** What a UI shows: the task's current (or final) screen, at most `maxScreenBytes` of text. */
+export interface PtyScreenSnapshot extends ScreenView {
+  readonly taskId: TaskId;
+  readonly status: TaskStatus;
+}
+
+export interface PtyInput {
+  /** Literal text, typed first. Control characters are sent as they are. */
+  readonly text?: string;
+  /** Named keys, pressed after the text, in order. */
+  readonly keys?: readonly PtyKeyName[];
+}
+
+export interface PtyProducer {
+  readonly options: ResolvedPtyProducerOptions;
+  /** Starts a program; rejects with `PTY_UNAVAILABLE` when node-pty cannot be loaded (nothing registered). */
+  start(request: PtyStartRequest): Promise<PtyStarted>;
+  /** The running program of a task the caller may see, for input and waiting. */
+  process(taskId: string, caller: Caller): PtyProcess;
+  write(taskId: string, input: PtyInput, caller: Caller): void;
+  resize(taskId: string, cols: number, rows: number, caller: Caller): void;
+  /** Non-consuming screen snapshot for UIs (also of a finished task, while it is retained). */
+  screen(taskId: string, caller: Caller): PtyScreenSnapshot;
+  /** Stops every running program, waits for them, and removes the output directory (unless kept). */
+  dispose(): Promise<void>;
+}
+
+interface Entry {
+  readonly process: PtyProcess;
+  readonly context: TaskRunContext;
+}
+
+export function createPtyProducer(tasks: TaskService, options: PtyProducerOptions = {}): PtyProducer {
+  return new LocalPtyProducer(tasks, resolvePtyProducerOptions(options));
+}
+
+class LocalPtyProducer implements PtyProducer {
+  readonly options: ResolvedPtyProducerOptions;
+  readonly #tasks: TaskService;
+  readonly #directory: OutputDirectory;
+  readonly #entries = new Map<TaskId, Entry>();
+  /** Finished tasks, oldest first, kept so their final screen stays readable. */
+  readonly #finished: TaskId[] = [];
+  #disposed = false;
+
+  constructor(tasks: TaskService, options: ResolvedPtyProducerOptions) {
+    this.#tasks = tasks;
+    this.options = options;
+    this.#directory = new OutputDirectory(options.outputRoot);
+  }
+
+  async start(request: PtyStartRequest): Promise<PtyStarted> {
+    const validated = this.#validate(request);
+    if (this.#disposed) throw new PtyProducerDisposedError();
+    const runtime = await loadPtyRuntime(this.options.loadPty);
+    const file = await this.#directory.createFile();
+    const cwd = resolvePath(request.cwd ?? process.cwd());
+    const command = request.command;
+    const label = shortenText(
+      toSingleLine(request.description ?? command ?? 'interactive shell'),
+      MAX_LABEL_CHARS,
+    );
+    const detail: TaskDetail = {
+      command: command ?? [this.options.shell, ...this.options.interactiveShellArgs].join(' '),
+      ...(request.description === undefined ? {} : { description: request.description }),
+      ...(request.toolUseId === undefined ? {} : { toolUseId: request.toolUseId }),
+      cwd,
+      cols: validated.cols,
+      rows: validated.rows,
+      outputFile: file.path,
+    };
+    let started: PtyProcess | undefined;
+    let snapshot: TaskSnapshot;
+    try {
+      snapshot = await this.#tasks.start({
+        kind: PTY_TASK_KIND,
+        label,
+        ...(request.owner === undefined ? {} : { owner: request.owner }),
+        ...(this.options.outputLimitBytes === undefined
+          ? {}
+          : { outputLimitBytes: this.options.outputLimitBytes }),
+        detail,
+        run: (context) => {
+          const pty = spawnPtyProcess({
+            runtime,
+            settings: this.options,
+            ...(command === undefined ? {} : { command }),
+            cwd,
+            env: this.#environment(request.env),
+            cols: validated.cols,
+            rows: validated.rows,
+            outputFile: file,
+            ...(validated.timeoutMs === undefined ? {} : { timeoutMs: validated.timeoutMs }),
+          });
+          started = pty;
+          if (pty.pid !== undefined) context.updateDetail({ pid: pty.pid });
+          return this.#register(context, pty);
+        },
+      });
+    } catch (error) {
+      if (started === undefined) await discard(file);
+      throw error;
+    }
+    return { taskId: snapshot.id, snapshot, pid: started?.pid, outputFile: file.path };
+  }
+
+  process(taskId: string, caller: Caller): PtyProcess {
+    return this.#access(taskId, caller).entry.process;
+  }
+
+  write(taskId: string, input: PtyInput, caller: Caller): void {
+    const text = input.text ?? '';
+    const keys = input.keys ?? [];
+    if (typeof text !== 'string') throw new InvalidArgumentError('input', 'a string', text, { taskId });
+    if (!Array.isArray(keys) || !keys.every(isPtyKeyName)) {
+      throw new InvalidArgumentError('keys', 'an array of key names (see PTY_KEY_NAMES)', keys, { taskId });
+    }
+    const bytes = Buffer.byteLength(text, 'utf8');
+    if (bytes > this.options.maxInputBytes) {
+      throw new InvalidArgumentError('input', `at most ${this.options.maxInputBytes} bytes of UTF-8`, text, {
+        taskId,
+      });
+    }
+    this.#running(taskId, caller).process.writeInput(text, keys);
+  }
+
+  resize(taskId: string, cols: number, rows: number, caller: Caller): void {
+    this.#validateSize(cols, rows, { taskId });
+    const entry = this.#running(taskId, caller);
+    entry.process.resize(cols, rows);
+    entry.context.updateDetail({ cols, rows });
+  }
+
+  screen(taskId: string, caller: Caller): PtyScreenSnapshot {
+    const { snapshot, entry } = this.#access(taskId, caller);
+    return { ...entry.process.screen(), taskId: snapshot.id, status: snapshot.status };
+  }
+
+  async dispose(): Promise<void> {
+    this.#disposed = true;
+    const stopping = [...this.#entries.values()].map((entry) => {
+      entry.process.cancel('cancelled');
+      return entry.process.stopped;
+    });
+    await Promise.all(stopping);
+    if (!this.options.keepOutputFiles) await this.#directory.remove();
+  }
+
+  // ------------------------------------------------------------------ internals
+
+  #validate(request: PtyStartRequest): { cols: number; rows: number; timeoutMs: number | undefined } {
+    if (typeof request !== 'object' || request === null) {
+      throw new InvalidArgumentError('request', 'an object', request);
+    }
+    const { command, description, cwd, toolUseId } = request;
+    if (
+      command !== undefined &&
+      (typeof command !== 'string' ||
+        command.trim() === '' ||
+        command.length > MAX_COMMAND_LENGTH ||
+        command.includes('\0'))
+    ) {
+      throw new InvalidArgumentError(
+        'command',
+        `a non-empty string of at most ${MAX_COMMAND_LENGTH} characters without NUL`,
+        command,
+      );
+    }
+    if (description !== undefined && (typeof description !== 'string' || description.trim() === '')) {
+      throw new InvalidArgumentError('description', 'a non-empty string', description);
+    }
+    if (cwd !== undefined && (typeof cwd !== 'string' || cwd === '' || cwd.includes('\0'))) {
+      throw new InvalidArgumentError('cwd', 'a non-empty path without NUL', cwd);
+    }
+    if (toolUseId !== undefined && typeof toolUseId !== 'string') {
+      throw new InvalidArgumentError('toolUseId', 'a string', toolUseId);
+    }
+    validateEnvironment('env', request.env);
+    const cols = request.cols ?? this.options.defaultCols;
+    const rows = request.rows ?? this.options.defaultRows;
+    this.#validateSize(cols, rows);
+    const timeoutMs = request.timeoutMs ?? this.options.maxRuntimeMs;
+    if (timeoutMs !== undefined && (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1)) {
+      throw new InvalidArgumentError('timeoutMs', 'a positive integer of milliseconds', timeoutMs);
+    }
+    return { cols, rows, timeoutMs };
+  }
+
+  #validateSize(cols: unknown, rows: unknown, context: { taskId?: string } = {}): void {
+    const { maxCols, maxRows } = this.options;
+    if (typeof cols !== 'number' || !Number.isInteger(cols) || cols < MIN_COLS || cols > maxCols) {
+      throw new InvalidArgumentError('cols', `an integer from ${MIN_COLS} to ${maxCols}`, cols, context);
+    }
+    if (typeof rows !== 'number' || !Number.isInteger(rows) || rows < MIN_ROWS || rows > maxRows) {
+      throw new InvalidArgumentError('rows', `an integer from ${MIN_ROWS} to ${maxRows}`, rows, context);
+    }
+  }
+
+  #environment(session: Readonly<Record<string, string>> | undefined): Record<string, string> {
+    const env: Record<string, string> = {};
+    if (this.options.inheritProcessEnv) {
+      for (const [name, value] of Object.entries(process.env)) if (value !== undefined) env[name] = value;
+      // The pty reports the real size; stale values from the host's terminal would mislead programs.
+      delete env.COLUMNS;
+      delete env.LINES;
+    }
+    Object.assign(env, this.options.env, session);
+    return env;
+  }
+
+  #register(context: TaskRunContext, pty: PtyProcess): TaskHooks {
+    this.#entries.set(context.taskId, { process: pty, context });
+    const done = pty.stopped.then((exit) => {
+      this.#retire(context.taskId);
+      return outcomeOf(exit);
+    });
+    return {
+      cancel: () => pty.cancel('cancelled'),
+      done,
+      readOutput: () => pty.readDelta(),
+    };
+  }
+
+  #retire(taskId: TaskId): void {
+    this.#finished.push(taskId);
+    while (this.#finished.length > this.options.retainFinishedScreens) {
+      const oldest = this.#finished.shift();
+      if (oldest !== undefined) this.#entries.delete(oldest);
+    }
+  }
+
+  #access(taskId: string, caller: Caller): { snapshot: TaskSnapshot; entry: Entry } {
+    const snapshot = this.#tasks.get(taskId, caller);
+    if (snapshot.kind !== PTY_TASK_KIND) {
+      throw new InvalidArgumentError('task_id', 'the id of a pty task', taskId, { kind: snapshot.kind });
+    }
+    const entry = this.#entries.get(snapshot.id);
+    if (entry === undefined) throw new TaskNotFoundError(taskId);
+    return { snapshot, entry };
+  }
+
+  #running(taskId: string, caller: Caller): Entry {
+    const { snapshot, entry } = this.#access(taskId, caller);
+    if (snapshot.status !== 'running' || !entry.process.running) {
+      throw new TaskNotRunningError(
+        snapshot.id,
+        isTerminalStatus(snapshot.status) ? snapshot.status : 'stopping',
+      );
+    }
+    return entry;
+  }
+}
+
+/** Maps exit facts to the registry: stops → killed, spawn errors and non-zero exits → failed. */
+export function outcomeOf(exit: PtyExit): TaskOutcome {
+  const detail: TaskDetail = {
+    reason: exit.reason,
+    exitCode: exit.exitCode,
+    signal: exit.signal,
+    stopSignals: [...exit.stopSignals],
+    leftoverProcesses: exit.leftoverProcesses,
+    outputBytes: exit.outputBytes,
+    ...(exit.survivors > 0 ? { survivors: exit.survivors } : {}),
+  };
+  switch (exit.reason) {
+    case 'spawn_error':
+      return { status: 'failed', detail, error: exit.error ?? 'The program could not be started' };
+    case 'cancelled':
+    case 'timed_out':
+    case 'output_limit':
+      return { status: 'killed', detail };
+    case 'completed':
+      if (exit.exitCode === 0) return { status: 'completed', detail };
+      return {
+        status: 'failed',
+        detail,
+        error: exit.signal === null ? `exited with code ${exit.exitCode}` : `ended by ${exit.signal}`,
+      };
+  }
+}
+
+async function discard(file: OutputFile): Promise<void> {
+  await file.handle.close().catch(() => undefined);
+  await unlink(file.path).catch(() => undefined);
+}

@@ -132,6 +132,11 @@ export class ProcessHandle {
     return this.#facts === undefined;
   }
 
+  /** The current deadline, in milliseconds after the start; undefined: none. */
+  get timeoutMs(): number | undefined {
+    return this.#timeoutMs;
+  }
+
   get exit(): ExitFacts | undefined {
     return this.#facts;
   }

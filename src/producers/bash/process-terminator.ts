@@ -115,7 +115,9 @@ export class TreeTerminator {
       this.#signal(census, signal, false, true);
       const remaining = deadline - clock.now();
       if (remaining <= 0) return census.members;
-      await new Promise<void>((resolve) => clock.schedule(Math.min(interval, remaining), resolve));
+      // Polls land on multiples of the interval, so trees stopped together share one read of /proc.
+      const delay = Math.min(interval - (clock.now() % interval), remaining);
+      await new Promise<void>((resolve) => clock.schedule(delay, resolve));
       interval = Math.min(interval * 2, POLL_MAX_MS);
     }
   }

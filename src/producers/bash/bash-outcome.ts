@@ -1,0 +1,47 @@
+/**
+ * Maps a stopped command's exit facts to a task outcome. Port words map as the contract says
+ * (cancelled, timed_out, output_limit → killed; spawn_error → failed); a command that ended on its own
+ * is completed only with exit code 0. The raw facts go to `detail` uninterpreted.
+ */
+import {
+  mapPortStatus,
+  type TaskDetail,
+  type TaskOutcome,
+  type TerminalTaskStatus,
+} from '../../tasks/index.js';
+import { describeExit, type ExitFacts } from './exit-facts.js';
+
+export function bashTaskStatus(facts: ExitFacts): TerminalTaskStatus {
+  if (facts.reason === 'completed') return facts.exitCode === 0 ? 'completed' : 'failed';
+  return mapPortStatus(facts.reason);
+}
+
+/** The detail a stopped command publishes: every exit fact, JSON-ready. */
+export function exitDetail(facts: ExitFacts): TaskDetail {
+  const killed =
+    facts.reason === 'cancelled' || facts.reason === 'timed_out' || facts.reason === 'output_limit';
+  return {
+    reason: facts.reason,
+    exitCode: facts.exitCode,
+    signal: facts.signal,
+    outputBytes: facts.outputBytes,
+    outputFile: facts.outputFile,
+    escalated: facts.escalated,
+    killSignal: facts.escalated ? 'SIGKILL' : killed || facts.signalledProcesses > 0 ? 'SIGTERM' : null,
+    signalledProcesses: facts.signalledProcesses,
+    survivors: [...facts.survivors],
+    durationMs: facts.endedAt - facts.startedAt,
+    error: facts.error,
+    errorCode: facts.errorCode,
+    cancelMessage: facts.cancelMessage,
+    timeoutMs: facts.timeoutMs,
+    outputLimitBytes: facts.outputLimitBytes,
+  };
+}
+
+export function bashOutcome(facts: ExitFacts): TaskOutcome {
+  const status = bashTaskStatus(facts);
+  const detail = exitDetail(facts);
+  if (status === 'completed') return { status, detail };
+  return { status, detail, error: `The command ${describeExit(facts)}` };
+}

@@ -1,0 +1,394 @@
+/**
+ * The model-facing `bash` tool. Foreground calls return the command's output (stderr lines marked) and
+ * an exit line; they are registered as foreground tasks, so a command still running after
+ * `autoBackgroundAfterMs` (or promoted by a person) moves to the background in place: same process,
+ * same task id. Background calls return `{ kind: 'background', taskId }` at once.
+ */
+import { resolve as resolvePath } from 'node:path';
+import {
+  createTrustedCaller,
+  InvalidArgumentError,
+  type TaskId,
+  type TaskSnapshot,
+} from '../../tasks/index.js';
+import {
+  type BackgroundToolValue,
+  defineTool,
+  describeToolError,
+  type ToolContext,
+  type ToolDefinition,
+  type ToolResult,
+  toolError,
+  toolResult,
+} from '../../tools/index.js';
+import type { BashProducer, StartedBashTask } from './bash-producer.js';
+import { type BashToolInput, bashToolSchema } from './bash-tool-schema.js';
+import { type CancelTimer, type Clock, systemClock } from './clock.js';
+import { RunInBackgroundDisabledError, SpawnFailedError, ToolCallAbortedError } from './errors.js';
+import { DEFAULT_STDERR_PREFIX } from './executor.js';
+import { booleanOption, integerOption } from './executor-options.js';
+import type { ExitFacts } from './exit-facts.js';
+import { withSkippedOutputMarker } from './skipped-output-marker.js';
+
+export const BASH_TOOL_DEFAULTS = Object.freeze({
+  enableRunInBackground: true,
+  defaultTimeoutMs: 120_000,
+  maxTimeoutMs: 600_000,
+  autoBackgroundAfterMs: 15_000,
+});
+
+export interface BashToolOptions {
+  readonly producer: BashProducer;
+  /**
+   * Whether the model may run commands in the background (`run_in_background`, and auto-backgrounding).
+   * False removes the parameter from the schema and rejects a forced one. Default true.
+   */
+  readonly enableRunInBackground?: boolean;
+  /** A foreground command's deadline when the call gives none. Default 120000 ms. */
+  readonly defaultTimeoutMs?: number;
+  /** The largest `timeout_ms` a call may ask for. Default 600000 ms. */
+  readonly maxTimeoutMs?: number;
+  /**
+   * A foreground command still running after this long moves to the background (same process, same
+   * task id) and the call returns its task id. Must not exceed `defaultTimeoutMs`; a call whose own
+   * `timeout_ms` is shorter is killed at its deadline instead. `false` disables it. Default 15000 ms.
+   */
+  readonly autoBackgroundAfterMs?: number | false;
+  /**
+   * The most a background command of this tool may run (from its start). Default: no cap. A subagent's
+   * tool uses `SUBAGENT_BACKGROUND_RUNTIME_CAP_MS` (one hour).
+   */
+  readonly backgroundRuntimeCapMs?: number;
+  readonly clock?: Clock;
+}
+
+/** The canonical value of a foreground call that ran to its end. */
+export interface BashForegroundValue {
+  readonly kind: 'foreground';
+  readonly taskId: string;
+  readonly reason: ExitFacts['reason'];
+  readonly exitCode: number | null;
+  readonly signal: string | null;
+  readonly outputFile: string | null;
+}
+
+export type BashToolValue = BackgroundToolValue | BashForegroundValue;
+
+/** A running foreground call that can still be promoted. */
+export interface ForegroundCall {
+  readonly toolCallId: string;
+  readonly taskId: TaskId;
+}
+
+export interface BashTool extends ToolDefinition<BashToolInput, BashToolValue> {
+  /**
+   * Moves a running foreground command to the background now (a person's key). `key` is the tool call
+   * id or the task id. Undefined when no running foreground call of this tool matches.
+   */
+  promote(key: string): TaskSnapshot | undefined;
+  /** The foreground calls running now, oldest first. */
+  foregroundCalls(): ForegroundCall[];
+}
+
+const trusted = createTrustedCaller('bash-tool');
+
+interface DeadlinePlan {
+  /** The deadline the command starts with. */
+  readonly timeoutMs: number | undefined;
+  /** When a foreground command moves to the background by itself; false: never. */
+  readonly promoteAfterMs: number | false;
+  /** Whether the deadline still applies after moving to the background by itself. */
+  readonly keepTimeout: boolean;
+}
+
+export function createBashTool(options: BashToolOptions): BashTool {
+  const producer = options.producer;
+  const enableRunInBackground = booleanOption(
+    'enableRunInBackground',
+    options.enableRunInBackground,
+    BASH_TOOL_DEFAULTS.enableRunInBackground,
+  );
+  const maxTimeoutMs = integerOption(
+    'maxTimeoutMs',
+    options.maxTimeoutMs,
+    BASH_TOOL_DEFAULTS.maxTimeoutMs,
+    1,
+  );
+  const defaultTimeoutMs = integerOption(
+    'defaultTimeoutMs',
+    options.defaultTimeoutMs,
+    Math.min(BASH_TOOL_DEFAULTS.defaultTimeoutMs, maxTimeoutMs),
+    1,
+  );
+  if (defaultTimeoutMs > maxTimeoutMs) {
+    throw new InvalidArgumentError(
+      'defaultTimeoutMs',
+      `at most maxTimeoutMs (${maxTimeoutMs})`,
+      defaultTimeoutMs,
+    );
+  }
+  const autoBackgroundAfterMs =
+    options.autoBackgroundAfterMs === false || !enableRunInBackground
+      ? false
+      : integerOption(
+          'autoBackgroundAfterMs',
+          options.autoBackgroundAfterMs,
+          Math.min(BASH_TOOL_DEFAULTS.autoBackgroundAfterMs, defaultTimeoutMs),
+          1,
+        );
+  if (autoBackgroundAfterMs !== false && autoBackgroundAfterMs > defaultTimeoutMs) {
+    throw new InvalidArgumentError(
+      'autoBackgroundAfterMs',
+      `at most defaultTimeoutMs (${defaultTimeoutMs}), or false`,
+      autoBackgroundAfterMs,
+    );
+  }
+  const backgroundRuntimeCapMs =
+    options.backgroundRuntimeCapMs === undefined
+      ? undefined
+      : integerOption('backgroundRuntimeCapMs', options.backgroundRuntimeCapMs, 0, 1);
+  const clock = options.clock ?? systemClock;
+  const foreground = new Map<string, ForegroundCall>();
+  const schema = bashToolSchema({
+    enableRunInBackground,
+    defaultTimeoutMs,
+    maxTimeoutMs,
+    autoBackgroundAfterMs,
+  });
+
+  const execute = async (input: BashToolInput, context: ToolContext): Promise<ToolResult<BashToolValue>> => {
+    if (!enableRunInBackground && Object.hasOwn(input ?? {}, 'run_in_background')) {
+      return toolError(describeToolError(new RunInBackgroundDisabledError(input.run_in_background)));
+    }
+    const parsed = schema.safeParse(input);
+    if (!parsed.success) {
+      const problems = parsed.error.issues.map(
+        (issue) => `\`${issue.path.join('.') || '(input)'}\`: ${issue.message}`,
+      );
+      return toolError(`Error [INVALID_TOOL_INPUT]: invalid input for bash: ${problems.join('; ')}`);
+    }
+    if (context.signal.aborted)
+      return toolError(describeToolError(new ToolCallAbortedError(context.signal.reason)));
+    const call = parsed.data;
+    const background = call.run_in_background === true;
+    const plan = planDeadlines(call, background);
+    const sessionCwd = context.cwd ?? process.cwd();
+    let started: StartedBashTask;
+    try {
+      started = await producer.start({
+        command: call.command,
+        ...(call.description === undefined ? {} : { description: call.description }),
+        ...(context.caller ? { owner: context.caller } : {}),
+        toolUseId: context.toolCallId,
+        cwd: call.workdir === undefined ? sessionCwd : resolvePath(sessionCwd, call.workdir),
+        ...(context.env === undefined ? {} : { env: context.env }),
+        background,
+        ...(plan.timeoutMs === undefined ? {} : { timeoutMs: plan.timeoutMs }),
+        ...(backgroundRuntimeCapMs === undefined ? {} : { backgroundRuntimeCapMs }),
+      });
+    } catch (error) {
+      return toolError(describeToolError(error));
+    }
+    if (!(await started.handle.spawned)) return spawnFailure(started);
+    if (background) return backgroundResult(started, 'started');
+    return runForeground(started, context, plan);
+  };
+
+  /**
+   * When a call is killed and when it moves to the background. A background call keeps only an explicit
+   * `timeout_ms`. A foreground call without one moves to the background after `autoBackgroundAfterMs` and
+   * then runs to its end (or the runtime cap); with one, it is killed at that deadline, even if it moved
+   * to the background first.
+   */
+  const planDeadlines = (call: BashToolInput, background: boolean): DeadlinePlan => {
+    if (background) return { timeoutMs: call.timeout_ms, promoteAfterMs: false, keepTimeout: true };
+    const explicit = call.timeout_ms;
+    if (autoBackgroundAfterMs === false) {
+      return { timeoutMs: explicit ?? defaultTimeoutMs, promoteAfterMs: false, keepTimeout: false };
+    }
+    if (explicit === undefined)
+      return { timeoutMs: undefined, promoteAfterMs: autoBackgroundAfterMs, keepTimeout: false };
+    if (autoBackgroundAfterMs < explicit) {
+      return { timeoutMs: explicit, promoteAfterMs: autoBackgroundAfterMs, keepTimeout: true };
+    }
+    return { timeoutMs: explicit, promoteAfterMs: false, keepTimeout: false };
+  };
+
+  const runForeground = async (
+    started: StartedBashTask,
+    context: ToolContext,
+    plan: DeadlinePlan,
+  ): Promise<ToolResult<BashToolValue>> => {
+    const { taskId } = started;
+    const promoteAfterMs = plan.promoteAfterMs;
+    const call: ForegroundCall = { toolCallId: context.toolCallId, taskId };
+    foreground.set(context.toolCallId, call);
+    let autoPromoted = false;
+    const cancelAuto: CancelTimer =
+      promoteAfterMs === false
+        ? () => {}
+        : clock.schedule(promoteAfterMs, () => {
+            autoPromoted = true;
+            requestBackground(taskId);
+          });
+    const onAbort = () => {
+      producer.tasks
+        .kill(taskId, trusted, 'the tool call was aborted', { initiator: 'user' })
+        .catch(() => {});
+    };
+    context.signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      const moved = await producer.tasks.waitForBackground(taskId, trusted);
+      if (moved === 'backgrounded') {
+        // The producer dropped the foreground deadline; an explicit one survives auto-backgrounding.
+        if (autoPromoted && plan.keepTimeout && plan.timeoutMs !== undefined) {
+          started.handle.setTimeout(Math.min(plan.timeoutMs, backgroundRuntimeCapMs ?? plan.timeoutMs));
+        }
+        return backgroundResult(started, autoPromoted ? 'auto' : 'promoted', promoteAfterMs);
+      }
+      return foregroundResult(started);
+    } finally {
+      cancelAuto();
+      context.signal.removeEventListener('abort', onAbort);
+      if (foreground.get(context.toolCallId) === call) foreground.delete(context.toolCallId);
+    }
+  };
+
+  const requestBackground = (taskId: TaskId): TaskSnapshot | undefined => {
+    try {
+      return producer.promote(taskId, trusted);
+    } catch {
+      return undefined; // Forgotten meanwhile.
+    }
+  };
+
+  const foregroundResult = (started: StartedBashTask): ToolResult<BashToolValue> => {
+    const { taskId, handle } = started;
+    const facts = handle.exit;
+    producer.tasks.claim(taskId, trusted);
+    if (facts === undefined) {
+      const snapshot = producer.tasks.get(taskId, trusted);
+      return toolError(
+        `Error: task ${taskId} ended as ${snapshot.status}: ${snapshot.error ?? 'no details'}`,
+      );
+    }
+    const rendered = handle.render(producer.outputLimitBytes, DEFAULT_STDERR_PREFIX);
+    const output = withSkippedOutputMarker(rendered.text, rendered.skippedBytes, facts.outputFile);
+    const body = output === '' ? '(no output)\n' : output.endsWith('\n') ? output : `${output}\n`;
+    return toolResult(`${body}${exitLine(facts)}`, {
+      kind: 'foreground',
+      taskId,
+      reason: facts.reason,
+      exitCode: facts.exitCode,
+      signal: facts.signal,
+      outputFile: facts.outputFile,
+    });
+  };
+
+  const backgroundResult = (
+    started: StartedBashTask,
+    how: 'started' | 'auto' | 'promoted',
+    afterMs: number | false = false,
+  ): ToolResult<BashToolValue> => {
+    const { taskId, handle } = started;
+    const pid = handle.pid === undefined ? '' : ` (pid ${handle.pid})`;
+    const lines: string[] = [];
+    if (how === 'started') {
+      lines.push(`Started ${taskId} in the background${pid}.`);
+    } else {
+      const why =
+        how === 'auto'
+          ? `was still running after ${afterMs} ms, so it`
+          : 'was moved to the background by the user; it';
+      lines.push(`The command ${why} keeps running in the background as ${taskId}${pid}.`);
+      const read = handle.read(producer.outputLimitBytes);
+      const soFar = withSkippedOutputMarker(read.text, read.skippedBytes, read.outputFile);
+      lines.push(soFar === '' ? 'No output so far.' : `Output so far:\n${soFar.replace(/\n$/, '')}`);
+    }
+    if (handle.outputFile !== undefined) lines.push(`Output file: ${handle.outputFile}`);
+    lines.push(
+      `Read new output with task_output (task_id "${taskId}"), stop it with task_kill; you will be notified when it ends.`,
+    );
+    return toolResult(lines.join('\n'), { kind: 'background', taskId });
+  };
+
+  const spawnFailure = async (started: StartedBashTask): Promise<ToolResult<BashToolValue>> => {
+    const facts = await started.handle.stopped;
+    // The model learns of the failure here; the task's end needs no second notification.
+    await producer.tasks.wait(started.taskId, 10_000, trusted).catch(() => undefined);
+    const error = new SpawnFailedError(`Task ${started.taskId} ${describeFailure(facts)}`, {
+      fault: facts.errorCode === 'ENOENT' || facts.errorCode === 'ENOTDIR' ? 'caller' : 'system',
+      context: { taskId: started.taskId, errorCode: facts.errorCode },
+    });
+    return toolError(describeToolError(error));
+  };
+
+  const definition = defineTool<BashToolInput, BashToolValue>({
+    name: 'bash',
+    description: describeTool({
+      enableRunInBackground,
+      defaultTimeoutMs,
+      maxTimeoutMs,
+      autoBackgroundAfterMs,
+    }),
+    inputSchema: schema,
+    execute,
+  });
+  return Object.freeze({
+    ...definition,
+    promote(key: string) {
+      const call =
+        foreground.get(key) ?? [...foreground.values()].find((candidate) => candidate.taskId === key);
+      return call ? requestBackground(call.taskId) : undefined;
+    },
+    foregroundCalls() {
+      return [...foreground.values()];
+    },
+  });
+}
+
+function describeFailure(facts: ExitFacts): string {
+  return `could not start: ${facts.error ?? 'unknown error'}`;
+}
+
+/** The last line of a foreground result. */
+export function exitLine(facts: ExitFacts): string {
+  switch (facts.reason) {
+    case 'completed':
+      return facts.signal === null ? `[exit code: ${facts.exitCode}]` : `[killed by signal ${facts.signal}]`;
+    case 'timed_out':
+      return `[timed out after ${facts.timeoutMs} ms; the command was killed]`;
+    case 'output_limit':
+      return `[output exceeded ${facts.outputLimitBytes} bytes; the command was killed]`;
+    case 'cancelled':
+      return `[cancelled${facts.cancelMessage ? `: ${facts.cancelMessage}` : ''}]`;
+    case 'spawn_error':
+      return `[${describeFailure(facts)}]`;
+  }
+}
+
+function describeTool(options: {
+  enableRunInBackground: boolean;
+  defaultTimeoutMs: number;
+  maxTimeoutMs: number;
+  autoBackgroundAfterMs: number | false;
+}): string {
+  const lines = [
+    'Runs a shell command with `bash -c` and returns its output (stdout and stderr interleaved, stderr lines marked `[stderr]`) followed by its exit code. A non-zero exit code is a normal result.',
+  ];
+  if (options.enableRunInBackground && options.autoBackgroundAfterMs !== false) {
+    lines.push(
+      `A command still running after ${options.autoBackgroundAfterMs} ms moves to the background by itself and you get its task id; it is killed only at an explicit \`timeout_ms\` (at most ${options.maxTimeoutMs}).`,
+    );
+  } else {
+    lines.push(
+      `A command is killed after \`timeout_ms\` (default ${options.defaultTimeoutMs}, at most ${options.maxTimeoutMs}).`,
+    );
+  }
+  if (options.enableRunInBackground) {
+    lines.push(
+      'Set `run_in_background` for work that outlives this call (servers, watchers, long builds): you get a task id at once, read its output with task_output, stop it with task_kill, and are notified when it ends. Keep working meanwhile instead of polling.',
+    );
+  }
+  return lines.join('\n');
+}

@@ -48,6 +48,8 @@ const rowErrors = new Map();
 const pendingStops = new Set();
 /** @type {Map<string, HTMLTableRowElement>} */
 const rows = new Map();
+/** @type {Map<string, HTMLElement>} */
+const sessionItems = new Map();
 
 /** @type {{ workId: string, lastFetch: number, timer: number | undefined, poll: number | undefined } | null} */
 let outputView = null;
@@ -234,41 +236,68 @@ function renderBadge() {
 function renderSessions() {
   const list = byId('sessions');
   byId('no-sessions').hidden = sessions.length > 0;
-  const focusedId = document.activeElement?.getAttribute('data-session-id') ?? null;
-  list.replaceChildren(
-    ...sessions.map((session) => {
-      let running = 0;
-      let active = false;
-      for (const work of works.values()) {
-        if (work.sessionId !== session.id) continue;
-        if (work.state === 'running') active = true;
-        if (countsForBadge(work)) running += 1;
-      }
-      const name = session.title ?? session.id;
-      const button = element(
-        'button',
-        {
-          type: 'button',
-          class: active ? 'session active' : 'session',
-          'data-session-id': session.id,
-          'aria-current': String(session.id === selectedSessionId),
-          'aria-label': `${name}${active ? `, ${running} running` : ''}`,
-        },
-        [
-          element('span', { class: 'marker', 'aria-hidden': 'true' }),
-          element('span', { class: 'name' }, [name]),
-          element('span', { class: 'count', 'aria-hidden': 'true' }, [running > 0 ? String(running) : '']),
-        ],
-      );
-      button.addEventListener('click', () => selectSession(session.id));
-      button.addEventListener('keydown', (event) => moveSessionFocus(event, button));
-      return element('li', {}, [button]);
-    }),
-  );
-  if (focusedId !== null) {
-    const again = list.querySelector(`[data-session-id="${CSS.escape(focusedId)}"]`);
-    if (again instanceof HTMLElement) again.focus();
+  const keep = new Set(sessions.map((session) => session.id));
+  for (const [sessionId, item] of sessionItems) {
+    if (!keep.has(sessionId)) {
+      item.remove();
+      sessionItems.delete(sessionId);
+    }
   }
+  sessions.forEach((session, index) => {
+    let item = sessionItems.get(session.id);
+    if (item === undefined) {
+      item = createSessionItem(session.id);
+      sessionItems.set(session.id, item);
+    }
+    updateSessionItem(item, session);
+    placeAt(list, item, index);
+  });
+}
+
+/** @param {string} sessionId */
+function createSessionItem(sessionId) {
+  const button = element('button', { type: 'button', class: 'session', 'data-session-id': sessionId }, [
+    element('span', { class: 'marker', 'aria-hidden': 'true' }),
+    element('span', { class: 'name' }),
+    element('span', { class: 'count', 'aria-hidden': 'true' }),
+  ]);
+  button.addEventListener('click', () => selectSession(sessionId));
+  button.addEventListener('keydown', (event) => moveSessionFocus(event, button));
+  return element('li', {}, [button]);
+}
+
+/**
+ * Updates a session entry in place, so keyboard focus stays where it is.
+ * @param {HTMLElement} item
+ * @param {Session} session
+ */
+function updateSessionItem(item, session) {
+  let running = 0;
+  let active = false;
+  for (const work of works.values()) {
+    if (work.sessionId !== session.id) continue;
+    if (work.state === 'running') active = true;
+    if (countsForBadge(work)) running += 1;
+  }
+  const name = session.title ?? session.id;
+  const button = /** @type {HTMLElement} */ (item.firstElementChild);
+  button.className = active ? 'session active' : 'session';
+  button.setAttribute('aria-current', String(session.id === selectedSessionId));
+  button.setAttribute('aria-label', `${name}${active ? `, ${running} running` : ''}`);
+  const [, nameSpan, countSpan] = button.children;
+  if (nameSpan) nameSpan.textContent = name;
+  if (countSpan) countSpan.textContent = running > 0 ? String(running) : '';
+}
+
+/**
+ * Moves `child` to position `index` of `parent` only when it is elsewhere: moving a focused element
+ * would drop its focus.
+ * @param {HTMLElement} parent
+ * @param {HTMLElement} child
+ * @param {number} index
+ */
+function placeAt(parent, child, index) {
+  if (parent.children[index] !== child) parent.insertBefore(child, parent.children[index] ?? null);
 }
 
 /**
@@ -332,15 +361,15 @@ function renderWorks() {
       rows.delete(workId);
     }
   }
-  for (const work of list) {
+  list.forEach((work, index) => {
     let row = rows.get(work.workId);
     if (row === undefined) {
       row = /** @type {HTMLTableRowElement} */ (element('tr', { 'data-work-id': work.workId }));
       rows.set(work.workId, row);
     }
     updateRow(row, work);
-    body.append(row);
-  }
+    placeAt(body, row, index);
+  });
 }
 
 /**

@@ -17,6 +17,7 @@ const ASSET_FILES: Readonly<Record<string, readonly [file: string, contentType: 
   '/index.html': ['index.html', 'text/html; charset=utf-8'],
   '/app.js': ['app.js', 'text/javascript; charset=utf-8'],
   '/app.css': ['app.css', 'text/css; charset=utf-8'],
+  '/favicon.svg': ['favicon.svg', 'image/svg+xml'],
 };
 
 export class DashboardAssetsMissingError extends ErrandError {

@@ -1,0 +1,293 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createTaskService } from '../registry/index.js';
+import { createOwner, type Owner, type TaskService } from '../tasks/index.js';
+import { type ScriptedTask, type ScriptedTaskOptions, scriptedTask } from '../testing/index.js';
+import type { DashboardBackend, StopBackgroundWorkResult } from './dashboard-backend.js';
+import { createDashboardServer, type DashboardServer } from './dashboard-server.js';
+import { createInMemorySessionDirectory } from './session-directory.js';
+import { createTaskServiceBackend, type TaskServiceBackend } from './task-service-backend.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+let profileDirectory: string;
+let context: BrowserContext;
+
+beforeAll(async () => {
+  profileDirectory = await mkdtemp(join(tmpdir(), 'errand-dashboard-browser-'));
+  context = await chromium.launchPersistentContext(profileDirectory, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: CHROMIUM_ARGS,
+  });
+});
+
+afterAll(async () => {
+  await context?.close();
+  if (profileDirectory) await rm(profileDirectory, { recursive: true, force: true });
+});
+
+interface Dashboard {
+  readonly service: TaskService;
+  readonly backend: TaskServiceBackend;
+  readonly server: DashboardServer;
+  readonly page: Page;
+  /** Output held by a live runtime, by `<sessionId>/<workId>`. */
+  readonly outputs: Map<string, string>;
+  /** Stops the runtime refuses, by work id (the page cannot know in advance). */
+  readonly refusedStops: Map<string, StopBackgroundWorkResult>;
+  /** Problems the page reported: script errors, console errors, CSP violations. */
+  readonly pageProblems: string[];
+  owner(sessionId: string): Owner;
+  start(sessionId: string, options?: ScriptedTaskOptions): Promise<{ task: ScriptedTask; id: string }>;
+}
+
+const open: Dashboard[] = [];
+
+async function openDashboard(): Promise<Dashboard> {
+  const logger = { warn: vi.fn() };
+  const service = createTaskService({ logger });
+  service.attachController('test');
+  const sessions = createInMemorySessionDirectory([
+    { id: 'main', title: 'Main session' },
+    { id: 'child', title: 'Subagent', parentId: 'main' },
+    { id: 'idle', title: 'Idle session' },
+  ]);
+  const outputs = new Map<string, string>();
+  const refusedStops = new Map<string, StopBackgroundWorkResult>();
+  const backend = createTaskServiceBackend({
+    tasks: service,
+    sessions,
+    feed: { logger },
+    readOutput: (sessionId, workId) => {
+      const text = outputs.get(`${sessionId}/${workId}`);
+      return text === undefined ? undefined : { text, totalBytes: Buffer.byteLength(text) };
+    },
+  });
+  const served: DashboardBackend = {
+    ...backend,
+    events: backend.events,
+    stopBackgroundWork: (workId) => refusedStops.get(workId) ?? backend.stopBackgroundWork(workId),
+  };
+  const server = createDashboardServer({ backend: served, logger });
+  const address = await server.listen();
+  const page = await context.newPage();
+  const pageProblems: string[] = [];
+  page.on('pageerror', (error) => pageProblems.push(`pageerror: ${error.message}`));
+  page.on('console', (message) => {
+    if (message.type() === 'error') pageProblems.push(`console: ${message.text()}`);
+  });
+  await page.goto(address.url);
+  await page.locator('#connection', { hasText: 'Live' }).waitFor();
+  const owners = new Map<string, Owner>();
+  const owner = (sessionId: string) => {
+    let found = owners.get(sessionId);
+    if (!found) {
+      found = createOwner(sessionId);
+      owners.set(sessionId, found);
+    }
+    return found;
+  };
+  const dashboard: Dashboard = {
+    service,
+    backend,
+    server,
+    page,
+    outputs,
+    refusedStops,
+    pageProblems,
+    owner,
+    async start(sessionId, options = {}) {
+      const task = scriptedTask({ kind: 'bash', label: 'npm test', owner: owner(sessionId), ...options });
+      const snapshot = await service.start(task.spec);
+      return { task, id: snapshot.id };
+    },
+  };
+  open.push(dashboard);
+  return dashboard;
+}
+
+afterEach(async () => {
+  for (const dashboard of open.splice(0)) {
+    expect(dashboard.pageProblems).toEqual([]);
+    await dashboard.page.close();
+    await dashboard.server.close();
+    dashboard.backend.dispose();
+    await dashboard.service.dispose();
+  }
+});
+
+const row = (page: Page, workId: string) => page.locator(`tr[data-work-id="${workId}"]`);
+const stateOf = (page: Page, workId: string) =>
+  row(page, workId).locator('[data-cell="state"]').textContent();
+const sessionButton = (page: Page, sessionId: string) =>
+  page.locator(`button[data-session-id="${sessionId}"]`);
+
+describe('the dashboard in Chromium', () => {
+  it('counts running bash, workflow and subagent work in the badge, live', async () => {
+    const dashboard = await openDashboard();
+    const { page } = dashboard;
+    await dashboard.start('main');
+    await dashboard.start('main', { kind: 'agent', label: 'research' });
+    await dashboard.start('main', { kind: 'monitor', label: 'watch logs', cancellable: false });
+    await dashboard.start('child', { kind: 'workflow', label: 'deploy' });
+    await expect.poll(() => page.locator('#badge').textContent()).toBe('3 running');
+    expect(await page.locator('#badge').isVisible()).toBe(true);
+
+    const extra = await dashboard.start('idle', { kind: 'pty', label: 'top' });
+    await expect.poll(() => page.locator('#badge').textContent()).toBe('4 running');
+
+    extra.task.settle({ status: 'completed' });
+    await expect.poll(() => page.locator('#badge').textContent()).toBe('3 running');
+  });
+
+  it('marks sessions with running work in the session list', async () => {
+    const dashboard = await openDashboard();
+    const { page } = dashboard;
+    const work = await dashboard.start('child');
+    await expect.poll(() => sessionButton(page, 'child').getAttribute('class')).toBe('session active');
+    expect(await sessionButton(page, 'idle').getAttribute('class')).toBe('session');
+    work.task.settle({ status: 'failed' });
+    await expect.poll(() => sessionButton(page, 'child').getAttribute('class')).toBe('session');
+  });
+
+  it('shows status changes live, and drops a delivered result', async () => {
+    const dashboard = await openDashboard();
+    const { page } = dashboard;
+    const build = await dashboard.start('main', { label: 'npm run build' });
+    const lint = await dashboard.start('main', { label: 'npm run lint' });
+    await expect.poll(() => stateOf(page, build.id)).toBe('running');
+
+    build.task.settle({ status: 'completed', detail: { exitCode: 0 } });
+    await expect.poll(() => stateOf(page, build.id)).toBe('result pending');
+    await expect
+      .poll(() => row(page, build.id).locator('[data-cell="details"]').textContent())
+      .toContain('exit code 0');
+    lint.task.settle({ status: 'failed', detail: { exitCode: 1 }, error: 'lint errors' });
+    await expect.poll(() => stateOf(page, lint.id)).toBe('failed');
+
+    // Stop is offered only while running.
+    expect(await row(page, build.id).locator('button.stop').count()).toBe(0);
+    expect(await row(page, lint.id).locator('button.stop').count()).toBe(0);
+
+    dashboard.service.claim(build.id, dashboard.owner('main'));
+    await expect.poll(() => row(page, build.id).count()).toBe(0);
+  });
+
+  it('offers no Stop for work its producer cannot cancel', async () => {
+    const dashboard = await openDashboard();
+    const { page } = dashboard;
+    const monitor = await dashboard.start('main', { kind: 'monitor', label: 'watch', cancellable: false });
+    await expect.poll(() => stateOf(page, monitor.id)).toBe('running');
+    expect(await row(page, monitor.id).locator('button.stop').count()).toBe(0);
+  });
+
+  it('stops a running task from the keyboard', async () => {
+    const dashboard = await openDashboard();
+    const { page } = dashboard;
+    const { task, id } = await dashboard.start('main', { label: 'sleep 600' });
+    const stop = row(page, id).locator('button.stop');
+    await stop.waitFor();
+    await stop.focus();
+    expect(await stop.evaluate((element) => element.matches(':focus-visible'))).toBe(true);
+
+    // Live updates land while the button has focus; they must not take it away.
+    task.context?.updateDetail({ pid: 31337 });
+    const other = await dashboard.start('main', { label: 'another' });
+    await expect
+      .poll(() => row(page, id).locator('[data-cell="details"]').textContent())
+      .toContain('pid 31337');
+    await row(page, other.id).waitFor();
+    expect(await stop.evaluate((element) => element === document.activeElement)).toBe(true);
+    await page.keyboard.press('Enter');
+
+    await expect.poll(() => stateOf(page, id)).toBe('cancelled');
+    expect(task.cancelReasons).toEqual(['stopped from the dashboard']);
+    const snapshot = dashboard.service.get(id, dashboard.owner('main'));
+    expect(snapshot).toMatchObject({ status: 'killed', stopInitiator: 'user' });
+    expect(await row(page, id).locator('button.stop').count()).toBe(0);
+    expect(await row(page, id).locator('.row-error').count()).toBe(0);
+  });
+
+  it('shows a rejected stop as an error on its row, and the work keeps running', async () => {
+    const dashboard = await openDashboard();
+    const { page } = dashboard;
+    const { id } = await dashboard.start('main', { kind: 'workflow', label: 'legacy workflow' });
+    dashboard.refusedStops.set(id, { ok: false, reason: 'background_task_cancel_not_supported' });
+    await row(page, id).locator('button.stop').click();
+
+    const error = row(page, id).locator('.row-error');
+    await error.waitFor();
+    expect(await error.getAttribute('role')).toBe('alert');
+    expect(await error.textContent()).toContain(
+      'fault.command.backgroundWorkCancelRejected.cancel_not_supported',
+    );
+    expect(await stateOf(page, id)).toBe('running');
+    expect(dashboard.service.get(id, dashboard.owner('main')).status).toBe('running');
+    // The browser logs the refusal's HTTP status; that one is expected.
+    const expected = 'console: Failed to load resource: the server responded with a status of 409 (Conflict)';
+    expect(dashboard.pageProblems).toEqual([expected]);
+    dashboard.pageProblems.length = 0;
+  });
+
+  it('shows a live output view of a bash work, at most 8192 bytes, refreshed as it grows', async () => {
+    const dashboard = await openDashboard();
+    const { page } = dashboard;
+    const { task, id } = await dashboard.start('child', { label: 'npm test' });
+    // The subagent's bash output is held by its parent's runtime: the server walks up to it.
+    dashboard.outputs.set(`main/${id}`, 'PASS src/a.test.ts\n');
+    await sessionButton(page, 'child').click();
+    await row(page, id).locator('button.view-output').click();
+    await expect.poll(() => page.locator('#output-text').textContent()).toBe('PASS src/a.test.ts\n');
+    expect(await page.locator('#output').isVisible()).toBe(true);
+
+    const long = `${'PASS src/b.test.ts\n'.repeat(1000)}Tests: 1001 passed\n`;
+    dashboard.outputs.set(`main/${id}`, long);
+    task.context?.updateDetail({ outputBytes: Buffer.byteLength(long) });
+    await expect.poll(() => page.locator('#output-text').textContent()).toContain('Tests: 1001 passed');
+    const shown = (await page.locator('#output-text').textContent()) ?? '';
+    expect(Buffer.byteLength(shown)).toBeLessThanOrEqual(8192);
+    expect(long.endsWith(shown)).toBe(true);
+    expect(await page.locator('#output-meta').textContent()).toMatch(/^last 8\.0 KiB of 18\.6 KiB$/);
+
+    await page.keyboard.press('Escape');
+    await expect.poll(() => page.locator('#output').isVisible()).toBe(false);
+  });
+
+  it('is usable with the keyboard: the session list moves with arrow keys', async () => {
+    const dashboard = await openDashboard();
+    const { page } = dashboard;
+    await dashboard.start('idle', { label: 'idle work' });
+    await sessionButton(page, 'main').waitFor();
+    await sessionButton(page, 'main').focus();
+    await page.keyboard.press('ArrowDown');
+    expect(await page.evaluate(() => document.activeElement?.getAttribute('data-session-id'))).toBe('child');
+    // Activity in another session re-renders the list; focus stays on the same entry.
+    await dashboard.start('main', { label: 'busy' });
+    await expect.poll(() => sessionButton(page, 'main').getAttribute('class')).toBe('session active');
+    expect(await page.evaluate(() => document.activeElement?.getAttribute('data-session-id'))).toBe('child');
+    await page.keyboard.press('End');
+    expect(await page.evaluate(() => document.activeElement?.getAttribute('data-session-id'))).toBe('idle');
+    expect(await page.evaluate(() => document.activeElement?.matches(':focus-visible'))).toBe(true);
+    await page.keyboard.press('Enter');
+    await expect
+      .poll(() => page.locator('#panel-heading').textContent())
+      .toBe('Background work of Idle session');
+    expect(await sessionButton(page, 'idle').getAttribute('aria-current')).toBe('true');
+    await expect
+      .poll(() => page.locator('tr[data-work-id] [data-cell="work"]').first().textContent())
+      .toContain('idle work');
+  });
+});

@@ -28,6 +28,8 @@ const RETRY_MS = 2000;
 
 interface Client {
   readonly response: ServerResponse;
+  /** Unsent bytes beyond which the client is dropped: its budget on top of what it was sent at connect. */
+  readonly allowance: number;
   readonly unsubscribe: () => void;
   readonly heartbeat: ReturnType<typeof setInterval>;
 }
@@ -55,10 +57,15 @@ function works(facts: readonly Parameters<typeof toBackgroundWork>[0][]): Backgr
   return result;
 }
 
-/** The JSON sent for an event: the event itself plus what a viewer shows for it. */
+/**
+ * The JSON sent for an event. A task event: the event plus `work`, what a viewer shows for it (null:
+ * no longer shown). A level: its envelope plus `works`, the projected works (its raw facts are left out:
+ * a level can be large, and the works are what a viewer replaces its state with).
+ */
 export function eventPayload(event: BackgroundEvent): Record<string, unknown> {
   if (isBackgroundTaskEvent(event)) return { ...event, work: toBackgroundWork(event) ?? null };
-  return { ...event, works: works(event.tasks) };
+  const { tasks, ...envelope } = event;
+  return { ...envelope, works: works(tasks) };
 }
 
 export class EventStreamHub {
@@ -116,6 +123,7 @@ export class EventStreamHub {
 
     const client: Client = {
       response,
+      allowance: response.writableLength + this.#options.maxClientBufferBytes,
       unsubscribe: feed.subscribe((event) => this.#send(client, event)),
       heartbeat: setInterval(() => this.#heartbeat(client), this.#options.heartbeatMs),
     };
@@ -148,7 +156,7 @@ export class EventStreamHub {
   }
 
   #dropIfBehind(client: Client): void {
-    if (client.response.writableLength <= this.#options.maxClientBufferBytes) return;
+    if (client.response.writableLength <= client.allowance) return;
     this.#dropped += 1;
     this.#options.logger.warn('dropped an event-stream client that fell behind', {
       bufferedBytes: client.response.writableLength,

@@ -37,7 +37,10 @@ export interface DashboardServerOptions {
   readonly maxParentDepth?: number;
   /** Heartbeat comments on event streams keep proxies and idle timers from closing them. Default 15000 ms. */
   readonly heartbeatMs?: number;
-  /** Unsent bytes one event-stream client may hold before it is dropped (it reconnects and resumes). Default 1 MiB. */
+  /**
+   * Unsent bytes one event-stream client may hold, beyond what it was sent on connecting (its replay or
+   * level), before it is dropped; it reconnects and resumes. Default 1 MiB.
+   */
   readonly maxClientBufferBytes?: number;
   /** Concurrent event-stream clients; more are refused with 503. Default 64. */
   readonly maxEventClients?: number;

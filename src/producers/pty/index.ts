@@ -13,7 +13,7 @@ export {
   type ResolvedPtyProducerOptions,
 } from './options.js';
 export {
-  PTY_MARK_VARIABLE,
+  PTY_TAG_VARIABLE,
   type PtyExit,
   type PtyExitReason,
   type PtyProcess,

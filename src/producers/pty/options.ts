@@ -1,6 +1,8 @@
 /** Options of the pty producer, their documented defaults, and their validation (before any side effect). */
 import { consoleLogger, type Logger } from '../../registry/index.js';
 import { InvalidArgumentError } from '../../tasks/index.js';
+import { type Clock, systemClock } from '../bash/clock.js';
+import { memoizedSource, type ProcessSource, procfsSource } from '../bash/process-table.js';
 import type { PtyModuleLoader } from './pty-runtime.js';
 
 export interface PtyProducerOptions {
@@ -32,15 +34,11 @@ export interface PtyProducerOptions {
   readonly flowControlHighWaterBytes?: number;
   /** After the interrupt (SIGINT to the foreground job), how long to wait before SIGTERM. Default 1000 ms. */
   readonly interruptGraceMs?: number;
-  /** After SIGTERM, how long to wait before SIGKILL. Default 2000 ms. */
-  readonly terminateGraceMs?: number;
   /**
-   * After the program exits, processes it left in its session get SIGTERM; this long later, SIGKILL.
-   * Default 500 ms.
+   * After SIGTERM, how long to wait before SIGKILL, and again for killed processes to disappear. Processes
+   * a program leaves behind when it exits get the same SIGTERM, grace, SIGKILL. Default 2000 ms.
    */
-  readonly leftoverGraceMs?: number;
-  /** How long to wait for killed processes to disappear before settling with a warning. Default 5000 ms. */
-  readonly killWaitMs?: number;
+  readonly terminateGraceMs?: number;
   /** Runtime cap of a task; past it the program is stopped (`timed_out`). Default none. */
   readonly maxRuntimeMs?: number;
   /** Largest input one write accepts, in UTF-8 bytes. Default 65536. */
@@ -62,6 +60,10 @@ export interface PtyProducerOptions {
   /** Loads node-pty. Default: a dynamic import of the optional dependency. */
   readonly loadPty?: PtyModuleLoader;
   readonly logger?: Logger;
+  /** Schedules the stop steps, runtime caps and screen waits. Default: the system clock. */
+  readonly clock?: Clock;
+  /** Where processes are looked up (the stop census). Default: /proc, memoized per event-loop turn. */
+  readonly processSource?: ProcessSource;
 }
 
 export const MAX_SCREEN_BYTES = 8192;
@@ -84,8 +86,6 @@ export const PTY_PRODUCER_DEFAULTS = Object.freeze({
   flowControlHighWaterBytes: 1024 ** 2,
   interruptGraceMs: 1000,
   terminateGraceMs: 2000,
-  leftoverGraceMs: 500,
-  killWaitMs: 5000,
   maxInputBytes: 65536,
   settleQuietMs: 150,
   settleTimeoutMs: 2000,
@@ -171,6 +171,12 @@ export function resolvePtyProducerOptions(options: PtyProducerOptions = {}): Res
     throw new InvalidArgumentError('logger', 'an object with a warn function', options.logger);
   }
   if (options.outputRoot !== undefined) text('outputRoot', options.outputRoot, '');
+  if (options.clock !== undefined && typeof options.clock?.schedule !== 'function') {
+    throw new InvalidArgumentError('clock', 'an object with now and schedule functions', options.clock);
+  }
+  if (options.processSource !== undefined && typeof options.processSource?.read !== 'function') {
+    throw new InvalidArgumentError('processSource', 'a process source', options.processSource);
+  }
   return {
     shell: text('shell', options.shell, defaults.shell),
     shellArgs: strings('shellArgs', options.shellArgs, defaults.shellArgs),
@@ -226,8 +232,6 @@ export function resolvePtyProducerOptions(options: PtyProducerOptions = {}): Res
     ),
     interruptGraceMs: integer('interruptGraceMs', options.interruptGraceMs, defaults.interruptGraceMs, 0),
     terminateGraceMs: integer('terminateGraceMs', options.terminateGraceMs, defaults.terminateGraceMs, 0),
-    leftoverGraceMs: integer('leftoverGraceMs', options.leftoverGraceMs, defaults.leftoverGraceMs, 0),
-    killWaitMs: integer('killWaitMs', options.killWaitMs, defaults.killWaitMs, 1),
     maxRuntimeMs:
       options.maxRuntimeMs === undefined ? undefined : integer('maxRuntimeMs', options.maxRuntimeMs, 0, 1),
     maxInputBytes: integer('maxInputBytes', options.maxInputBytes, defaults.maxInputBytes, 1),
@@ -254,5 +258,7 @@ export function resolvePtyProducerOptions(options: PtyProducerOptions = {}): Res
         : integer('outputLimitBytes', options.outputLimitBytes, 0, 1),
     loadPty: options.loadPty,
     logger: options.logger ?? consoleLogger,
+    clock: options.clock ?? systemClock,
+    processSource: options.processSource ?? memoizedSource(procfsSource()),
   };
 }

@@ -147,14 +147,14 @@ describe('a program in a pseudo-terminal', () => {
     pty.cancel();
     const exit = await pty.stopped;
     expect(exit.reason).toBe('cancelled');
-    expect(exit.survivors).toBe(0);
+    expect(exit.survivors).toEqual([]);
     expect(leakedProcesses()).toEqual([]);
   });
 
   it('stops what the program left running when it exits on its own', async () => {
     const pty = await spawn(fixtureCommand('leftovers.sh'));
     const exit = await pty.stopped;
-    expect(exit).toMatchObject({ reason: 'completed', exitCode: 0, stopSignals: [], survivors: 0 });
+    expect(exit).toMatchObject({ reason: 'completed', exitCode: 0, stopSignals: [], survivors: [] });
     expect(pty.readDelta()).toBe('leaving 2 behind');
     expect(exit.leftoverProcesses).toBe(2);
     expect(leakedProcesses()).toEqual([]);
@@ -171,7 +171,10 @@ describe('a program in a pseudo-terminal', () => {
   it('stops a program that outlives its runtime cap, with reason timed_out', async () => {
     const pty = await spawn('sleep 300', { timeoutMs: 1 });
     const exit = await pty.stopped;
-    expect(exit).toMatchObject({ reason: 'timed_out', signal: 'SIGINT' });
+    expect(exit.reason).toBe('timed_out');
+    expect(exit.stopSignals[0]).toBe('SIGINT');
+    // The cap may fire while the program is still being born: then a later step of the stop ends it.
+    expect(exit.signal).toBe(exit.stopSignals.at(-1));
   });
 
   it('reports a bad working directory as a spawn error, without starting anything', async () => {

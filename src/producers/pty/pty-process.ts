@@ -1,24 +1,29 @@
 /**
  * A program running in a pseudo-terminal: input, resize, the rendered screen, the raw output spilled to a
- * capped file, and a stop that escalates — SIGINT to the foreground job, then SIGTERM, then SIGKILL to the
- * whole family (session, descendants, marked escapees). `stopped` resolves once the program has exited,
- * nothing it started is left, the output file is closed and the final screen is kept as text.
+ * capped file, and a stop that escalates — SIGINT to the foreground job, then SIGTERM and SIGKILL to the
+ * whole tree (the pty's session, descendants, and tagged escapees, through the bash producer's /proc
+ * census). `stopped` resolves once the program has exited, nothing it started is left, the output file
+ * is closed and the final screen is kept as text.
  */
 import { randomBytes } from 'node:crypto';
 import { accessSync, closeSync, constants as fsConstants, openSync, statSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import { delimiter, isAbsolute, join, resolve } from 'node:path';
 import type { Logger } from '../../registry/index.js';
+import type { CancelTimer, Clock } from '../bash/clock.js';
+import type { ProcessSource } from '../bash/process-table.js';
+import { type TerminationReport, TreeTerminator } from '../bash/process-terminator.js';
+import type { EnvironmentTag } from '../bash/process-tree.js';
 import { PtyClosedError } from './errors.js';
+import { readForegroundGroup } from './foreground-group.js';
 import { encodeInput, type PtyKeyName } from './keys.js';
 import type { OutputFile } from './output-directory.js';
 import { OutputSpill } from './output-spill.js';
 import type { PtyChild, PtyRuntime } from './pty-runtime.js';
-import { SessionSignaller } from './session-signaller.js';
 import { type ScreenView, TerminalScreen } from './terminal-screen.js';
 
-/** Carries a random token into every process the pty starts, so escapees can be found through /proc. */
-export const PTY_MARK_VARIABLE = 'ERRAND_PTY_MARK';
+/** Carries a random tag into every process the pty starts, so escapees can be found through /proc. */
+export const PTY_TAG_VARIABLE = 'ERRAND_PTY_TAG';
 
 /** Why a pty program ended. */
 export type PtyExitReason = 'completed' | 'cancelled' | 'timed_out' | 'spawn_error' | 'output_limit';
@@ -31,12 +36,12 @@ export interface PtyExit {
   readonly exitCode: number | null;
   /** The signal that ended the program, e.g. `SIGINT`. */
   readonly signal: NodeJS.Signals | null;
-  /** Signals sent to stop it, in order: `SIGINT` (foreground job), `SIGTERM`, `SIGKILL` (family). */
+  /** Signals sent to stop it, in order: `SIGINT` (foreground job), `SIGTERM`, `SIGKILL` (whole tree). */
   readonly stopSignals: readonly NodeJS.Signals[];
-  /** Processes still running after the program ended, which were then stopped. */
+  /** Processes still running after the program ended on its own, which were then stopped. */
   readonly leftoverProcesses: number;
-  /** Processes that could not be made to disappear (0 unless something is badly stuck). */
-  readonly survivors: number;
+  /** Pids that outlived SIGKILL (empty unless something is stuck in the kernel). */
+  readonly survivors: readonly number[];
   /** Raw output bytes written to the output file. */
   readonly outputBytes: number;
   /** Why the program could not start (`spawn_error`), or why its output file is incomplete. */
@@ -55,9 +60,9 @@ export interface PtyProcessSettings {
   readonly flowControlHighWaterBytes: number;
   readonly interruptGraceMs: number;
   readonly terminateGraceMs: number;
-  readonly leftoverGraceMs: number;
-  readonly killWaitMs: number;
   readonly logger: Logger;
+  readonly clock: Clock;
+  readonly processSource: ProcessSource;
 }
 
 export interface PtyProcessSpec {
@@ -125,14 +130,14 @@ class PtyProcessHandle implements PtyProcess {
   readonly #listeners = new Set<() => void>();
   #resolveStopped!: (exit: PtyExit) => void;
   #child: PtyChild | undefined;
-  #signaller: SessionSignaller | undefined;
+  #terminator: TreeTerminator | undefined;
   #pid: number | undefined;
   #leaderExited = false;
   #exit: PtyExit | undefined;
   #stopReason: PtyStopReason | undefined;
   readonly #stopSignals: NodeJS.Signals[] = [];
-  #stepTimer: NodeJS.Timeout | undefined;
-  #timeoutTimer: NodeJS.Timeout | undefined;
+  #interruptGrace: CancelTimer | undefined;
+  #runtimeCap: CancelTimer | undefined;
   #paused = false;
   #head = '';
   #slaveHold: number | undefined;
@@ -216,9 +221,11 @@ class PtyProcessHandle implements PtyProcess {
   cancel(reason: PtyStopReason = 'cancelled'): void {
     if (this.#stopReason !== undefined || !this.running) return;
     this.#stopReason = reason;
-    this.#clearTimeout();
+    this.#runtimeCap?.();
     this.#interrupt();
-    this.#stepTimer = setTimeout(() => this.#terminate(), this.#settings.interruptGraceMs);
+    this.#interruptGrace = this.#settings.clock.schedule(this.#settings.interruptGraceMs, () =>
+      this.#terminate(),
+    );
   }
 
   // ------------------------------------------------------------------ starting
@@ -233,7 +240,8 @@ class PtyProcessHandle implements PtyProcess {
       this.#failToSpawn(failure);
       return;
     }
-    const mark = randomBytes(16).toString('hex');
+    const tag: EnvironmentTag = { name: PTY_TAG_VARIABLE, value: randomBytes(12).toString('base64url') };
+    const startedAt = settings.clock.now();
     let child: PtyChild;
     try {
       child = spec.runtime.spawn(file, args, {
@@ -241,7 +249,7 @@ class PtyProcessHandle implements PtyProcess {
         cols: spec.cols,
         rows: spec.rows,
         cwd: spec.cwd,
-        env: { ...spec.env, [PTY_MARK_VARIABLE]: mark },
+        env: { ...spec.env, [tag.name]: tag.value },
         encoding: null,
       });
     } catch (error) {
@@ -251,10 +259,23 @@ class PtyProcessHandle implements PtyProcess {
     this.#child = child;
     this.#pid = child.pid;
     this.#slaveHold = holdSlave(child);
-    this.#signaller = new SessionSignaller({
-      leaderPid: child.pid,
-      environmentMark: `${PTY_MARK_VARIABLE}=${mark}`,
-    });
+    const source = settings.processSource;
+    const root = source.read(child.pid);
+    if (root !== undefined) {
+      // node-pty made the child a session (and group) leader: its pid names the whole tree.
+      const rootIdentity = { pid: child.pid, startTime: root.startTime };
+      this.#terminator = new TreeTerminator({
+        root: rootIdentity,
+        source,
+        clock: settings.clock,
+        killGraceMs: settings.terminateGraceMs,
+        tag,
+        // Alive or a zombie: either way its pid, and so its group id, is still ours.
+        rootAlive: () => source.read(rootIdentity.pid)?.startTime === rootIdentity.startTime,
+        newerPidsUntil: startedAt + 1000,
+        logger: settings.logger,
+      });
+    }
     // Socket errors other than the EIO of a closed terminal would otherwise be thrown by node-pty.
     // EIO is how a terminal reports that its last writer closed: the normal end, not an error.
     (child as { on?: (event: string, listener: (error: NodeJS.ErrnoException) => void) => void }).on?.(
@@ -267,13 +288,13 @@ class PtyProcessHandle implements PtyProcess {
     child.onData((chunk) => this.#onData(chunk));
     child.onExit(({ exitCode, signal }) => this.#onLeaderExit(exitCode, signal));
     if (spec.timeoutMs !== undefined) {
-      this.#timeoutTimer = setTimeout(() => this.cancel('timed_out'), spec.timeoutMs);
+      this.#runtimeCap = settings.clock.schedule(spec.timeoutMs, () => this.cancel('timed_out'));
     }
   }
 
   #failToSpawn(message: string): void {
     queueMicrotask(() => {
-      void this.#finish({ reason: 'spawn_error', exitCode: null, signal: null, error: message }, 0, 0);
+      void this.#finish({ reason: 'spawn_error', exitCode: null, signal: null, error: message }, 0, []);
     });
   }
 
@@ -310,35 +331,53 @@ class PtyProcessHandle implements PtyProcess {
 
   // ------------------------------------------------------------------ stopping
 
+  /**
+   * SIGINT to the terminal's foreground process group, the job a person would stop with Ctrl-C.
+   * Signalling it directly (rather than writing `\x03`) works even when the program turned off the
+   * terminal's signal characters (raw mode), and does not queue behind unread input. Only a group the
+   * census attributes to this tree is signalled.
+   */
   #interrupt(): void {
     this.#stopSignals.push('SIGINT');
-    if (this.#signaller?.interruptForeground()) return;
-    // No /proc: let the terminal's line discipline turn Ctrl-C into SIGINT for the foreground job.
+    const pid = this.#pid;
+    const census = this.#terminator?.census();
+    if (pid !== undefined && census !== undefined) {
+      const foreground = readForegroundGroup(pid);
+      const ours = (group: number) => census.members.some((member) => member.pgid === group);
+      // Before the shell has a foreground job (or a terminal), its own group is the job.
+      const group = foreground !== undefined && ours(foreground) ? foreground : ours(pid) ? pid : undefined;
+      if (group !== undefined) {
+        try {
+          process.kill(-group, 'SIGINT');
+        } catch {
+          // Gone meanwhile; the escalation covers whatever is left.
+        }
+      }
+      return;
+    }
+    // No /proc: the line discipline turns Ctrl-C into SIGINT for the foreground job.
     try {
       this.#child?.write('\u0003');
     } catch {
-      // The terminal is closing; the next step signals directly.
+      // The terminal is closing; the escalation signals directly.
     }
   }
 
+  /** SIGTERM to the whole tree, SIGKILL after the grace (the terminator's schedule). */
   #terminate(): void {
     if (this.#leaderExited) return;
     this.#stopSignals.push('SIGTERM');
-    this.#signaller?.signalAll('SIGTERM');
-    this.#stepTimer = setTimeout(() => this.#kill(), this.#settings.terminateGraceMs);
-  }
-
-  #kill(): void {
-    if (this.#leaderExited) return;
-    this.#stopSignals.push('SIGKILL');
-    this.#signaller?.signalAll('SIGKILL');
-    // A process stuck in the kernel dies late; keep the group covered until the leader is reaped.
-    this.#stepTimer = setTimeout(() => this.#kill(), this.#settings.killWaitMs);
-  }
-
-  #clearTimeout(): void {
-    if (this.#timeoutTimer !== undefined) clearTimeout(this.#timeoutTimer);
-    this.#timeoutTimer = undefined;
+    if (this.#terminator) {
+      void this.#terminator.terminate();
+      return;
+    }
+    // No /proc: the leader's process group is the reach there is.
+    signalGroup(this.#pid, 'SIGTERM');
+    this.#interruptGrace = this.#settings.clock.schedule(this.#settings.terminateGraceMs, () => {
+      if (this.#leaderExited) return;
+      this.#stopSignals.push('SIGKILL');
+      signalGroup(this.#pid, 'SIGKILL');
+    });
   }
 
   #onLeaderExit(exitCode: number, signalNumber: number | undefined): void {
@@ -346,34 +385,25 @@ class PtyProcessHandle implements PtyProcess {
     this.#leaderExited = true;
     if (this.#slaveHold !== undefined) closeSync(this.#slaveHold);
     this.#slaveHold = undefined;
-    if (this.#stepTimer !== undefined) clearTimeout(this.#stepTimer);
-    this.#clearTimeout();
+    this.#interruptGrace?.();
+    this.#runtimeCap?.();
     const signal = signalNumber ? (signalNames.get(signalNumber) ?? null) : null;
     void this.#settle(signal === null ? exitCode : null, signal);
   }
 
   async #settle(exitCode: number | null, signal: NodeJS.Signals | null): Promise<void> {
-    let leftovers = 0;
-    let survivors = 0;
+    const terminating = this.#terminator?.terminating ?? false;
+    let report: TerminationReport | undefined;
     try {
-      const reaped = await this.#signaller?.reapLeftovers(
-        this.#settings.leftoverGraceMs,
-        this.#settings.killWaitMs,
-      );
-      leftovers = reaped?.leftovers ?? 0;
-      survivors = reaped?.survivors ?? 0;
+      // A stop in progress finishes; otherwise whatever the program left behind is stopped now.
+      report = await this.#terminator?.sweep();
     } catch (error) {
-      this.#settings.logger.warn('pty: looking for leftover processes failed', {
+      this.#settings.logger.warn('pty: stopping what the program left behind failed', {
         pid: this.#pid,
         error: messageOf(error),
       });
     }
-    if (survivors > 0) {
-      this.#settings.logger.warn('pty: processes survived SIGKILL; they are left behind', {
-        pid: this.#pid,
-        survivors,
-      });
-    }
+    if (terminating && report?.escalated) this.#stopSignals.push('SIGKILL');
     let reason: PtyExitReason = this.#stopReason ?? 'completed';
     let error: string | undefined;
     if (reason === 'completed' && exitCode === 1 && CHILD_SPAWN_FAILURE.test(this.#head)) {
@@ -382,15 +412,15 @@ class PtyProcessHandle implements PtyProcess {
     }
     await this.#finish(
       { reason, exitCode, signal, ...(error === undefined ? {} : { error }) },
-      leftovers,
-      survivors,
+      terminating ? 0 : (report?.signalled ?? 0),
+      report?.survivors ?? [],
     );
   }
 
   async #finish(
     facts: Pick<PtyExit, 'reason' | 'exitCode' | 'signal' | 'error'>,
     leftoverProcesses: number,
-    survivors: number,
+    survivors: readonly number[],
   ): Promise<void> {
     await this.#screen.freeze();
     await this.#spill.close();
@@ -402,7 +432,7 @@ class PtyProcessHandle implements PtyProcess {
       signal: facts.signal,
       stopSignals: Object.freeze([...this.#stopSignals]),
       leftoverProcesses,
-      survivors,
+      survivors: Object.freeze([...survivors]),
       outputBytes: this.#spill.bytes,
       ...(error === undefined ? {} : { error }),
     });
@@ -424,6 +454,15 @@ function holdSlave(child: PtyChild): number | undefined {
     return openSync(child.ptsName, fsConstants.O_WRONLY | fsConstants.O_NOCTTY);
   } catch {
     return undefined;
+  }
+}
+
+function signalGroup(pid: number | undefined, signal: NodeJS.Signals): void {
+  if (pid === undefined) return;
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // Already gone.
   }
 }
 

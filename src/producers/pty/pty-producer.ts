@@ -330,7 +330,7 @@ export function outcomeOf(exit: PtyExit): TaskOutcome {
     stopSignals: [...exit.stopSignals],
     leftoverProcesses: exit.leftoverProcesses,
     outputBytes: exit.outputBytes,
-    ...(exit.survivors > 0 ? { survivors: exit.survivors } : {}),
+    ...(exit.survivors.length > 0 ? { survivors: [...exit.survivors] } : {}),
   };
   switch (exit.reason) {
     case 'spawn_error':

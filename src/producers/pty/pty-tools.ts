@@ -128,7 +128,7 @@ export function createPtyStartTool(
 }
 
 export function createPtyWriteTool(producer: PtyProducer): ToolDefinition<PtyWriteInput, PtyScreenValue> {
-  const { settleTimeoutMs, maxSettleTimeoutMs, settleQuietMs } = producer.options;
+  const { settleTimeoutMs, maxSettleTimeoutMs, settleQuietMs, clock } = producer.options;
   const inputSchema = z.strictObject({
     task_id: z.string().min(1).describe('The pty task to type into, e.g. "pty-1".'),
     input: z
@@ -183,9 +183,10 @@ export function createPtyWriteTool(producer: PtyProducer): ToolDefinition<PtyWri
           matched = await waitForScreen(pty, (screen) => screen.text.includes(needle), {
             timeoutMs,
             signal: context.signal,
+            clock,
           });
         } else {
-          await waitForQuiet(pty, { quietMs: settleQuietMs, timeoutMs, signal: context.signal });
+          await waitForQuiet(pty, { quietMs: settleQuietMs, timeoutMs, signal: context.signal, clock });
         }
         const screen = producer.screen(input.task_id, context.caller);
         pty.markScreenSeen();

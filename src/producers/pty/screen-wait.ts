@@ -3,12 +3,15 @@
  * output has been quiet for a while. Both are bounded by a timeout and an optional abort signal, and both
  * return early when the program has stopped.
  */
+import { type Clock, systemClock } from '../bash/clock.js';
 import type { PtyProcess } from './pty-process.js';
 import type { ScreenView } from './terminal-screen.js';
 
 export interface ScreenWaitOptions {
   readonly timeoutMs: number;
   readonly signal?: AbortSignal;
+  /** Default: the system clock. */
+  readonly clock?: Clock;
 }
 
 /** Resolves to true as soon as `predicate` holds for the screen, false on timeout, abort or stop. */
@@ -22,7 +25,7 @@ export function waitForScreen(
     const finish = (matched: boolean) => {
       if (finished) return;
       finished = true;
-      clearTimeout(timer);
+      cancelTimeout();
       unsubscribe();
       options.signal?.removeEventListener('abort', onAbort);
       resolve(matched);
@@ -33,7 +36,7 @@ export function waitForScreen(
     };
     const onAbort = () => finish(false);
     const unsubscribe = pty.onChange(check);
-    const timer = setTimeout(() => finish(false), options.timeoutMs);
+    const cancelTimeout = (options.clock ?? systemClock).schedule(options.timeoutMs, () => finish(false));
     if (options.signal?.aborted) finish(false);
     else options.signal?.addEventListener('abort', onAbort, { once: true });
     check();
@@ -48,13 +51,14 @@ export interface QuietWaitOptions extends ScreenWaitOptions {
 /** Resolves once no output arrived for `quietMs` (or on timeout, abort or stop). */
 export function waitForQuiet(pty: PtyProcess, options: QuietWaitOptions): Promise<void> {
   return new Promise((resolve) => {
+    const clock = options.clock ?? systemClock;
     let finished = false;
-    let quiet: NodeJS.Timeout | undefined;
+    let cancelQuiet: (() => void) | undefined;
     const finish = () => {
       if (finished) return;
       finished = true;
-      clearTimeout(timer);
-      if (quiet !== undefined) clearTimeout(quiet);
+      cancelTimeout();
+      cancelQuiet?.();
       unsubscribe();
       options.signal?.removeEventListener('abort', finish);
       resolve();
@@ -64,11 +68,11 @@ export function waitForQuiet(pty: PtyProcess, options: QuietWaitOptions): Promis
         finish();
         return;
       }
-      if (quiet !== undefined) clearTimeout(quiet);
-      quiet = setTimeout(finish, options.quietMs);
+      cancelQuiet?.();
+      cancelQuiet = clock.schedule(options.quietMs, finish);
     };
     const unsubscribe = pty.onChange(restartQuiet);
-    const timer = setTimeout(finish, options.timeoutMs);
+    const cancelTimeout = clock.schedule(options.timeoutMs, finish);
     if (options.signal?.aborted) finish();
     else options.signal?.addEventListener('abort', finish, { once: true });
     if (!finished) restartQuiet();

@@ -157,11 +157,21 @@ async function stopWork(workId) {
 function connect() {
   const source = new EventSource(`/api/events?token=${encodeURIComponent(token)}`);
   const status = byId('connection');
+  let opened = false;
   source.addEventListener('open', () => {
     status.textContent = 'Live';
+    // After a reconnect the session list may have changed too.
+    if (opened) void loadSessions();
+    opened = true;
   });
   source.addEventListener('error', () => {
-    status.textContent = 'Reconnecting…';
+    if (source.readyState === EventSource.CLOSED) {
+      // Refused outright (a wrong token, a server gone for good): the browser will not retry.
+      status.textContent = 'Disconnected';
+      showFatal('The live event stream was refused. Reload the page, or open the URL errand printed.');
+    } else {
+      status.textContent = 'Reconnecting…';
+    }
   });
   source.addEventListener('reset', () => {
     // A level follows; until then nothing we hold can be trusted.

@@ -55,6 +55,7 @@ interface Dashboard {
 }
 
 const open: Dashboard[] = [];
+const restartedServers: DashboardServer[] = [];
 
 async function openDashboard(): Promise<Dashboard> {
   const logger = { warn: vi.fn() };
@@ -120,6 +121,7 @@ async function openDashboard(): Promise<Dashboard> {
 }
 
 afterEach(async () => {
+  for (const server of restartedServers.splice(0)) await server.close();
   for (const dashboard of open.splice(0)) {
     expect(dashboard.pageProblems).toEqual([]);
     await dashboard.page.close();
@@ -129,6 +131,8 @@ afterEach(async () => {
   }
 });
 
+/** Waits for the page to catch up; generous because a browser on a loaded CI machine can be slow. */
+const eventually = <Value>(read: () => Value | Promise<Value>) => expect.poll(read, { timeout: 10_000 });
 const row = (page: Page, workId: string) => page.locator(`tr[data-work-id="${workId}"]`);
 const stateOf = (page: Page, workId: string) =>
   row(page, workId).locator('[data-cell="state"]').textContent();
@@ -143,24 +147,24 @@ describe('the dashboard in Chromium', () => {
     await dashboard.start('main', { kind: 'agent', label: 'research' });
     await dashboard.start('main', { kind: 'monitor', label: 'watch logs', cancellable: false });
     await dashboard.start('child', { kind: 'workflow', label: 'deploy' });
-    await expect.poll(() => page.locator('#badge').textContent()).toBe('3 running');
+    await eventually(() => page.locator('#badge').textContent()).toBe('3 running');
     expect(await page.locator('#badge').isVisible()).toBe(true);
 
     const extra = await dashboard.start('idle', { kind: 'pty', label: 'top' });
-    await expect.poll(() => page.locator('#badge').textContent()).toBe('4 running');
+    await eventually(() => page.locator('#badge').textContent()).toBe('4 running');
 
     extra.task.settle({ status: 'completed' });
-    await expect.poll(() => page.locator('#badge').textContent()).toBe('3 running');
+    await eventually(() => page.locator('#badge').textContent()).toBe('3 running');
   });
 
   it('marks sessions with running work in the session list', async () => {
     const dashboard = await openDashboard();
     const { page } = dashboard;
     const work = await dashboard.start('child');
-    await expect.poll(() => sessionButton(page, 'child').getAttribute('class')).toBe('session active');
+    await eventually(() => sessionButton(page, 'child').getAttribute('class')).toBe('session active');
     expect(await sessionButton(page, 'idle').getAttribute('class')).toBe('session');
     work.task.settle({ status: 'failed' });
-    await expect.poll(() => sessionButton(page, 'child').getAttribute('class')).toBe('session');
+    await eventually(() => sessionButton(page, 'child').getAttribute('class')).toBe('session');
   });
 
   it('shows status changes live, and drops a delivered result', async () => {
@@ -168,29 +172,29 @@ describe('the dashboard in Chromium', () => {
     const { page } = dashboard;
     const build = await dashboard.start('main', { label: 'npm run build' });
     const lint = await dashboard.start('main', { label: 'npm run lint' });
-    await expect.poll(() => stateOf(page, build.id)).toBe('running');
+    await eventually(() => stateOf(page, build.id)).toBe('running');
 
     build.task.settle({ status: 'completed', detail: { exitCode: 0 } });
-    await expect.poll(() => stateOf(page, build.id)).toBe('result pending');
+    await eventually(() => stateOf(page, build.id)).toBe('result pending');
     await expect
       .poll(() => row(page, build.id).locator('[data-cell="details"]').textContent())
       .toContain('exit code 0');
     lint.task.settle({ status: 'failed', detail: { exitCode: 1 }, error: 'lint errors' });
-    await expect.poll(() => stateOf(page, lint.id)).toBe('failed');
+    await eventually(() => stateOf(page, lint.id)).toBe('failed');
 
     // Stop is offered only while running.
     expect(await row(page, build.id).locator('button.stop').count()).toBe(0);
     expect(await row(page, lint.id).locator('button.stop').count()).toBe(0);
 
     dashboard.service.claim(build.id, dashboard.owner('main'));
-    await expect.poll(() => row(page, build.id).count()).toBe(0);
+    await eventually(() => row(page, build.id).count()).toBe(0);
   });
 
   it('offers no Stop for work its producer cannot cancel', async () => {
     const dashboard = await openDashboard();
     const { page } = dashboard;
     const monitor = await dashboard.start('main', { kind: 'monitor', label: 'watch', cancellable: false });
-    await expect.poll(() => stateOf(page, monitor.id)).toBe('running');
+    await eventually(() => stateOf(page, monitor.id)).toBe('running');
     expect(await row(page, monitor.id).locator('button.stop').count()).toBe(0);
   });
 
@@ -213,7 +217,7 @@ describe('the dashboard in Chromium', () => {
     expect(await stop.evaluate((element) => element === document.activeElement)).toBe(true);
     await page.keyboard.press('Enter');
 
-    await expect.poll(() => stateOf(page, id)).toBe('cancelled');
+    await eventually(() => stateOf(page, id)).toBe('cancelled');
     expect(task.cancelReasons).toEqual(['stopped from the dashboard']);
     const snapshot = dashboard.service.get(id, dashboard.owner('main'));
     expect(snapshot).toMatchObject({ status: 'killed', stopInitiator: 'user' });
@@ -250,20 +254,20 @@ describe('the dashboard in Chromium', () => {
     dashboard.outputs.set(`main/${id}`, 'PASS src/a.test.ts\n');
     await sessionButton(page, 'child').click();
     await row(page, id).locator('button.view-output').click();
-    await expect.poll(() => page.locator('#output-text').textContent()).toBe('PASS src/a.test.ts\n');
+    await eventually(() => page.locator('#output-text').textContent()).toBe('PASS src/a.test.ts\n');
     expect(await page.locator('#output').isVisible()).toBe(true);
 
     const long = `${'PASS src/b.test.ts\n'.repeat(1000)}Tests: 1001 passed\n`;
     dashboard.outputs.set(`main/${id}`, long);
     task.context?.updateDetail({ outputBytes: Buffer.byteLength(long) });
-    await expect.poll(() => page.locator('#output-text').textContent()).toContain('Tests: 1001 passed');
+    await eventually(() => page.locator('#output-text').textContent()).toContain('Tests: 1001 passed');
     const shown = (await page.locator('#output-text').textContent()) ?? '';
     expect(Buffer.byteLength(shown)).toBeLessThanOrEqual(8192);
     expect(long.endsWith(shown)).toBe(true);
     expect(await page.locator('#output-meta').textContent()).toMatch(/^last 8\.0 KiB of 18\.6 KiB$/);
 
     await page.keyboard.press('Escape');
-    await expect.poll(() => page.locator('#output').isVisible()).toBe(false);
+    await eventually(() => page.locator('#output').isVisible()).toBe(false);
   });
 
   it('is usable with the keyboard: the session list moves with arrow keys', async () => {
@@ -276,7 +280,7 @@ describe('the dashboard in Chromium', () => {
     expect(await page.evaluate(() => document.activeElement?.getAttribute('data-session-id'))).toBe('child');
     // Activity in another session re-renders the list; focus stays on the same entry.
     await dashboard.start('main', { label: 'busy' });
-    await expect.poll(() => sessionButton(page, 'main').getAttribute('class')).toBe('session active');
+    await eventually(() => sessionButton(page, 'main').getAttribute('class')).toBe('session active');
     expect(await page.evaluate(() => document.activeElement?.getAttribute('data-session-id'))).toBe('child');
     await page.keyboard.press('End');
     expect(await page.evaluate(() => document.activeElement?.getAttribute('data-session-id'))).toBe('idle');
@@ -289,5 +293,42 @@ describe('the dashboard in Chromium', () => {
     await expect
       .poll(() => page.locator('tr[data-work-id] [data-cell="work"]').first().textContent())
       .toContain('idle work');
+  });
+  it('catches up after the server restarts, without showing a stale "running"', async () => {
+    const dashboard = await openDashboard();
+    const { page } = dashboard;
+    const { task, id } = await dashboard.start('main', { label: 'long build' });
+    await eventually(() => stateOf(page, id)).toBe('running');
+    const { port } = dashboard.server.address!;
+    await dashboard.server.close();
+    await eventually(() => page.locator('#connection').textContent()).toBe('Reconnecting…');
+
+    task.settle({ status: 'failed', detail: { exitCode: 2 } });
+    const restarted = createDashboardServer({
+      backend: dashboard.backend,
+      port,
+      token: dashboard.server.token,
+      logger: { warn: vi.fn() },
+    });
+    await restarted.listen();
+    restartedServers.push(restarted);
+    // The browser reconnects on its own (after the stream's retry delay) and resumes from its last event id.
+    await eventually(() => stateOf(page, id)).toBe('failed');
+    expect(await page.locator('#connection').textContent()).toBe('Live');
+  });
+
+  it('says so when the token is wrong, and shows no data', async () => {
+    const dashboard = await openDashboard();
+    await dashboard.start('main');
+    const page = await context.newPage();
+    try {
+      await page.goto(`${dashboard.server.address!.origin}/?token=${'x'.repeat(43)}`);
+      await page.locator('#fatal').waitFor();
+      expect(await page.locator('#fatal').textContent()).toMatch(/not valid|refused/);
+      expect(await page.locator('button.session').count()).toBe(0);
+      expect(await page.locator('tr[data-work-id]').count()).toBe(0);
+    } finally {
+      await page.close();
+    }
   });
 });

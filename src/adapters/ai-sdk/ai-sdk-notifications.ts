@@ -22,6 +22,8 @@ import { consoleLogger } from '../../registry/index.js';
 export interface AiSdkNotificationBridgeOptions extends Omit<DeliveryPolicyOptions, 'enqueue'> {
   /** Called when a `wakeup` notification arrives while no generation runs: start one to deliver it. */
   readonly onWakeup?: (notification: TaskNotification) => void;
+  /** Called when a notification is handed to a generation's steering (a ledger can record it here). */
+  readonly onSteer?: (notification: TaskNotification) => void;
   /** Creates each generation's steering object. Default: the SDK's `experimental_createSteering`. */
   readonly createSteering?: () => Experimental_Steering;
 }
@@ -52,15 +54,15 @@ export function createAiSdkNotificationBridge(
 
   const steer = (steering: Experimental_Steering, notification: TaskNotification): void => {
     sequence += 1;
-    void steering
-      .steer(notification.text, { id: `errand-${notification.taskId}-${sequence}` })
-      .then((outcome) => {
-        if (outcome.type === 'delivered') return;
-        // The run ended (or prepareStep dropped it) before delivery: wait for the next generation.
-        if (current === steering) current = undefined;
-        if (current === undefined) hold(notification);
-        else steer(current, notification);
-      });
+    const outcome = steering.steer(notification.text, { id: `errand-${notification.taskId}-${sequence}` });
+    options.onSteer?.(notification);
+    void outcome.then((outcome) => {
+      if (outcome.type === 'delivered') return;
+      // The run ended (or prepareStep dropped it) before delivery: wait for the next generation.
+      if (current === steering) current = undefined;
+      if (current === undefined) hold(notification);
+      else steer(current, notification);
+    });
   };
 
   const hold = (notification: TaskNotification): void => {

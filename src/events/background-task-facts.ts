@@ -86,7 +86,6 @@ export function deriveTaskFacts(task: TaskSnapshot, options: DeriveFactsOptions)
   const fromDetail = options.readFacts(task.detail, task);
   const sampled = options.sampled;
   const tail = sampled?.tail ?? fromDetail.tail;
-  const live = task.status === 'running' || task.status === 'stopping';
   return Object.freeze({
     sessionId: task.ownerSessionId ?? null,
     taskId: task.id,
@@ -101,14 +100,19 @@ export function deriveTaskFacts(task: TaskSnapshot, options: DeriveFactsOptions)
     endedAt: task.endedAt ?? null,
     cancelRequestedAt: task.cancelRequestedAt ?? null,
     pid: sampled?.pid ?? fromDetail.pid ?? null,
-    outputBytes:
-      (live ? sampled?.outputBytes : undefined) ?? fromDetail.outputBytes ?? sampled?.outputBytes ?? null,
+    // Output only grows: the larger of the sampled and the published count is the fresher one.
+    outputBytes: largest(sampled?.outputBytes, fromDetail.outputBytes),
     tail: tail === undefined ? null : takeUtf8Tail(tail, options.tailMaxBytes).text,
     exitCode: fromDetail.exitCode ?? null,
     signal: fromDetail.signal ?? null,
     reason: fromDetail.reason ?? null,
     error: task.error ?? null,
   });
+}
+
+function largest(left: number | undefined, right: number | undefined): number | null {
+  if (left === undefined) return right ?? null;
+  return right === undefined ? left : Math.max(left, right);
 }
 
 /** True when a viewer would see no difference between the two. */

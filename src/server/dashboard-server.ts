@@ -158,7 +158,7 @@ class HttpDashboardServer implements DashboardServer {
     const running = this.#running;
     try {
       if (running === undefined || this.#closing) {
-        throw new DashboardRequestError(503, 'INTERNAL_ERROR', 'The dashboard server is not running');
+        throw new DashboardRequestError(503, 'SERVER_UNAVAILABLE', 'The dashboard server is not running');
       }
       running.guard.checkHost(request);
       const url = new URL(request.url ?? '/', 'http://dashboard.invalid');

@@ -21,6 +21,7 @@ export type DashboardErrorCode =
   | 'WORK_NOT_FOUND'
   | 'OUTPUT_UNAVAILABLE'
   | 'TOO_MANY_EVENT_CLIENTS'
+  | 'SERVER_UNAVAILABLE'
   | 'INTERNAL_ERROR';
 
 /** A request the server refuses, with its HTTP status and a stable code (`DASHBOARD_<code>` as an ErrandError). */

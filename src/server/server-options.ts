@@ -25,7 +25,10 @@ export interface DashboardServerOptions {
   readonly allowRemote?: boolean;
   /** The access token (at least 32 characters). Default: 32 random bytes, base64url. */
   readonly token?: string;
-  /** Extra `Host` names accepted besides localhost, 127.0.0.1, [::1] and `host` (guards DNS rebinding). */
+  /**
+   * Extra `Host` names accepted besides localhost, 127.0.0.1, [::1] and `host` (guards DNS rebinding).
+   * With `allowRemote`, list the names clients reach the server by.
+   */
   readonly allowedHosts?: readonly string[];
   /** Extra origins allowed to send commands besides the server's own (e.g. `https://dash.example`). */
   readonly allowedOrigins?: readonly string[];

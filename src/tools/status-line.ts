@@ -5,8 +5,7 @@ import { toSingleLine } from '../text/index.js';
 
 /** `[status: completed (exit code 0)]`, `[status: running (waited 30000 ms; still running)]`. */
 export function formatStatusLine(snapshot: TaskSnapshot, note?: string): string {
-  const facts = statusFacts(snapshot);
-  if (note !== undefined && note !== '') facts.push(note);
+  const parts = [statusFacts(snapshot).join(', '), note ?? ''].filter((part) => part !== '');
   const status = presentedStatus(snapshot);
-  return `[status: ${toSingleLine(facts.length === 0 ? status : `${status} (${facts.join('; ')})`)}]`;
+  return `[status: ${toSingleLine(parts.length === 0 ? status : `${status} (${parts.join('; ')})`)}]`;
 }

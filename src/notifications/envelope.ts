@@ -70,7 +70,7 @@ export function renderEnvelope(
   const full = renderAll(states, indent);
   if (utf8ByteLength(full) <= budget) return full;
 
-  // Something is cut: the note goes just before the first stable field that follows a variable one.
+  // Something is cut: a note says so, right after the last variable field (before the collect line).
   const note: FieldState = {
     field: { name: CUT_NOTE_FIELD, text: CUT_NOTE_TEXT, cutOrder: Number.MAX_SAFE_INTEGER },
     text: CUT_NOTE_TEXT,

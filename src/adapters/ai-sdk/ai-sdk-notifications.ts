@@ -107,7 +107,7 @@ export function createAiSdkNotificationBridge(
       return steering;
     },
     get pending() {
-      return pending;
+      return [...pending];
     },
     policy,
     dispose() {

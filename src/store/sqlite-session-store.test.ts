@@ -201,3 +201,29 @@ describe('SQLite session store', () => {
     expectErrandError(() => open({ file, pruneOnOpen: { keepClosedSessions: 1.5 } }), 'INVALID_ARGUMENT');
   });
 });
+
+describe('SQLite session store under lock contention', () => {
+  it('gives up with STORE_BUSY after the busy timeout, and writes nothing', () => {
+    const file = join(root, 'busy', 'errand.sqlite');
+    const store = openSqliteSessionStore({ file, busyTimeoutMs: 20, now: () => START_TIME });
+    const holder = new Database(file);
+    try {
+      store.createSession({ id: 's', cwd: '/' });
+      holder.exec('BEGIN IMMEDIATE');
+      const error = expectErrandError(
+        () => store.admit({ sessionId: 's', kind: 'notification', idempotencyKey: 'k', text: 't' }),
+        'STORE_BUSY',
+      );
+      expect(error.message).toContain('20 ms');
+      expect(error.message).toContain('admit a ledger entry');
+      holder.exec('ROLLBACK');
+      expect(store.listLedger('s')).toEqual([]);
+      expect(
+        store.admit({ sessionId: 's', kind: 'notification', idempotencyKey: 'k', text: 't' }).admitted,
+      ).toBe(true);
+    } finally {
+      holder.close();
+      store.close();
+    }
+  });
+});

@@ -1,0 +1,147 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { expectErrandError, START_TIME } from './conformance/index.js';
+import { LATEST_SCHEMA_VERSION, MIGRATIONS, migrate } from './migrations.js';
+import { openSqliteSessionStore } from './sqlite-session-store.js';
+
+let root: string;
+let counter = 0;
+const databases: Database.Database[] = [];
+
+beforeAll(() => {
+  root = mkdtempSync(join(tmpdir(), 'errand-migrations-'));
+});
+
+afterEach(() => {
+  for (const database of databases.splice(0)) database.close();
+});
+
+afterAll(() => {
+  rmSync(root, { recursive: true, force: true });
+});
+
+function rawDatabase(): { file: string; database: Database.Database } {
+  counter += 1;
+  const file = join(root, `db-${counter}.sqlite`);
+  const database = new Database(file);
+  database.pragma('journal_mode = WAL');
+  databases.push(database);
+  return { file, database };
+}
+
+function appliedMigrations(database: Database.Database): { version: number; name: string }[] {
+  return database.prepare('SELECT version, name FROM schema_migrations ORDER BY version').all() as {
+    version: number;
+    name: string;
+  }[];
+}
+
+describe('migrations', () => {
+  it('is a forward-only list numbered 1, 2, 3, ... with distinct names', () => {
+    expect(MIGRATIONS.map((migration) => migration.version)).toEqual(MIGRATIONS.map((_, index) => index + 1));
+    expect(new Set(MIGRATIONS.map((migration) => migration.name)).size).toBe(MIGRATIONS.length);
+    expect(LATEST_SCHEMA_VERSION).toBe(MIGRATIONS.length);
+  });
+
+  it('brings an old database forward and keeps its data', () => {
+    const { file, database } = rawDatabase();
+    expect(migrate(database, file, START_TIME, MIGRATIONS.slice(0, 1))).toEqual({ from: 0, to: 1 });
+    database
+      .prepare(
+        `INSERT INTO sessions (id, schema_version, parent_id, cwd, title, branch_generation, state, last_seq, metadata, created_at, updated_at)
+         VALUES ('old-session', 1, NULL, '/work', 'Before the upgrade', 2, 'active', 0, '{"from":"v1"}', 1, 1)`,
+      )
+      .run();
+    database
+      .prepare(
+        `INSERT INTO input_ledger (session_id, schema_version, kind, idempotency_key, state, priority, branch_generation, text, created_at, updated_at)
+         VALUES ('old-session', 1, 'notification', 'bash-1:1', 'queued', 'next', 2, 'bash-1 completed', 1, 1)`,
+      )
+      .run();
+    database.close();
+    databases.splice(databases.indexOf(database), 1);
+
+    const store = openSqliteSessionStore({ file, now: () => START_TIME, pruneOnOpen: false });
+    try {
+      expect(store.migration).toEqual({ from: 1, to: LATEST_SCHEMA_VERSION });
+      expect(store.getSession('old-session')).toMatchObject({
+        title: 'Before the upgrade',
+        branchGeneration: 2,
+        metadata: { from: 'v1' },
+      });
+      expect(store.listQueued('old-session').map((entry) => entry.idempotencyKey)).toEqual(['bash-1:1']);
+      store.upsertTask({
+        id: 'bash-1',
+        sessionId: 'old-session',
+        kind: 'bash',
+        label: 'make',
+        status: 'running',
+        isBackgrounded: true,
+        branchGeneration: 2,
+        startedAt: START_TIME,
+        reported: false,
+      });
+      store.createRun({
+        runId: 'r',
+        sessionId: 'old-session',
+        taskId: 'workflow-1',
+        scriptPath: '/f',
+        scriptHash: 'h',
+      });
+      expect(store.markLiveAsLost().map((record) => record.id)).toEqual(['bash-1']);
+    } finally {
+      store.close();
+    }
+    const reopened = new Database(file, { readonly: true });
+    databases.push(reopened);
+    expect(appliedMigrations(reopened)).toEqual(
+      MIGRATIONS.map((migration) => ({ version: migration.version, name: migration.name })),
+    );
+    expect(reopened.pragma('user_version', { simple: true })).toBe(LATEST_SCHEMA_VERSION);
+  });
+
+  it('refuses a database from a newer Errand without touching it', () => {
+    const { file, database } = rawDatabase();
+    migrate(database, file, START_TIME);
+    database
+      .prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)')
+      .run(LATEST_SCHEMA_VERSION + 1, 'from the future', START_TIME);
+    const error = expectErrandError(
+      () => openSqliteSessionStore({ file, now: () => START_TIME }),
+      'STORE_SCHEMA_TOO_NEW',
+    );
+    expect(error.message).toContain(file);
+    expect(error.message).toContain(`schema version ${LATEST_SCHEMA_VERSION + 1}`);
+    expect(error.context).toMatchObject({
+      databaseVersion: LATEST_SCHEMA_VERSION + 1,
+      supportedVersion: LATEST_SCHEMA_VERSION,
+    });
+    expect(error.fault).toBe('system');
+    expect(appliedMigrations(database)).toHaveLength(LATEST_SCHEMA_VERSION + 1);
+  });
+
+  it('refuses a database whose applied migrations are not ours', () => {
+    const { file, database } = rawDatabase();
+    migrate(database, file, START_TIME, MIGRATIONS.slice(0, 1));
+    database.prepare("UPDATE schema_migrations SET name = 'something else' WHERE version = 1").run();
+    const error = expectErrandError(() => migrate(database, file, START_TIME), 'STORE_SCHEMA_MISMATCH');
+    expect(error.message).toContain('something else');
+    expect(appliedMigrations(database)).toEqual([{ version: 1, name: 'something else' }]);
+  });
+
+  it('applies migrations all or nothing', () => {
+    const { file, database } = rawDatabase();
+    migrate(database, file, START_TIME, MIGRATIONS.slice(0, 1));
+    const broken = [...MIGRATIONS.slice(0, 2), { version: 3, name: 'broken', sql: 'CREATE TABLE oops (' }];
+    expect(() => migrate(database, file, START_TIME, broken)).toThrow();
+    expect(appliedMigrations(database).map((migration) => migration.version)).toEqual([1]);
+    const tables = database
+      .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'tasks'")
+      .all();
+    expect(tables).toEqual([]);
+    expect(migrate(database, file, START_TIME)).toEqual({ from: 1, to: LATEST_SCHEMA_VERSION });
+  });
+});

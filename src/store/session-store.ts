@@ -1,7 +1,11 @@
 /**
  * The SessionStore contract: what the session runtime and the workflow engine persist. Every provider
- * (SQLite, in-memory, later durable ones) passes the same conformance suite. The API is synchronous:
- * every change is one guarded, atomic step.
+ * (SQLite, in-memory, later durable ones) passes the same conformance suite (`conformance/`).
+ *
+ * Synchronous on purpose: every change is one guarded, atomic step, and better-sqlite3 runs it without
+ * yielding, so no other caller can interleave between the guard and the write. A promise-returning
+ * signature would make every caller await and reopen those interleavings for no gain today; a remote
+ * provider can sit behind its own async contract that mirrors this one.
  */
 import type { SessionId, StopInitiator, TaskStatus } from '../tasks/index.js';
 import type { JsonObject, JsonValue } from './json.js';

@@ -19,13 +19,15 @@ import {
   resolveSessionStoreOptions,
 } from './options.js';
 import { readLedgerEntry, readMessage, readRun, readSession, readStep, readTask } from './read-records.js';
-import type {
-  LedgerEntry,
-  MessageRecord,
-  SessionRecord,
-  StoredTask,
-  WorkflowRun,
-  WorkflowStep,
+import {
+  type LedgerEntry,
+  type MessageRecord,
+  RECORD_SCHEMA_VERSION,
+  SESSION_STATES,
+  type SessionRecord,
+  type StoredTask,
+  type WorkflowRun,
+  type WorkflowStep,
 } from './records.js';
 import type { LedgerRow, MessageRow, RunRow, SessionRow, StepRow } from './rows.js';
 import { taskScope } from './rows.js';
@@ -201,7 +203,7 @@ export class SqliteSessionStore implements SessionStore {
     const row: MessageRow = {
       sessionId: session.id,
       seq,
-      schemaVersion: 1,
+      schemaVersion: RECORD_SCHEMA_VERSION,
       role: message.role,
       content: message.content,
       visibility: message.visibility,
@@ -237,8 +239,7 @@ export class SqliteSessionStore implements SessionStore {
   listSessions(filter: SessionFilter = {}): SessionRecord[] {
     validateObject('filter', filter);
     const parentId = filter.parentId === undefined ? null : validateSessionKey('parentId', filter.parentId);
-    const state =
-      filter.state === undefined ? null : validateOneOf('state', filter.state, ['active', 'closed']);
+    const state = filter.state === undefined ? null : validateOneOf('state', filter.state, SESSION_STATES);
     return this.#read('list sessions', () =>
       this.#statements.listSessions.all(parentId, parentId, state, state).map(readSession),
     );
@@ -315,7 +316,7 @@ export class SqliteSessionStore implements SessionStore {
       if (existing) return { entry: readLedgerEntry(existing), admitted: false };
       const row: Omit<LedgerRow, 'id'> = {
         ...normalized,
-        schemaVersion: 1,
+        schemaVersion: RECORD_SCHEMA_VERSION,
         state: 'queued',
         reason: null,
         branchGeneration: normalized.branchGeneration ?? session.branchGeneration,

@@ -12,6 +12,7 @@ export {
   type PtyProducerOptions,
   type ResolvedPtyProducerOptions,
 } from './options.js';
+export { outcomeOf as ptyOutcomeOf } from './pty-outcome.js';
 export {
   PTY_TAG_VARIABLE,
   type PtyExit,
@@ -21,7 +22,6 @@ export {
 } from './pty-process.js';
 export {
   createPtyProducer,
-  outcomeOf as ptyOutcomeOf,
   PTY_TASK_KIND,
   type PtyInput,
   type PtyProducer,

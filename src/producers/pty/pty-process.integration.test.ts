@@ -57,7 +57,7 @@ function leakedProcesses() {
 describe('a program in a pseudo-terminal', () => {
   it('round-trips input: what is typed reaches the program and its answer reaches the screen', async () => {
     const pty = await spawn(fixtureCommand('echo-repl.sh'));
-    await expectScreen(pty, 'repl> ');
+    await expectScreen(pty, 'repl>');
     pty.writeInput('hello pty', ['Enter']);
     const screen = await expectScreen(pty, 'echo: hello pty');
     // The terminal echoed the typed line before the program answered it.
@@ -199,7 +199,7 @@ describe('a program in a pseudo-terminal', () => {
       settings: { interactiveShellArgs: ['--norc', '--noprofile', '-i'] },
       env: { ...(process.env as Record<string, string>), PS1: 'shell$ ' },
     });
-    await expectScreen(pty, 'shell$ ');
+    await expectScreen(pty, 'shell$');
     pty.writeInput('echo $((6 * 7))', ['Enter']);
     await expectScreen(pty, /^42$/m);
     pty.writeInput('exit', ['Enter']);

@@ -15,7 +15,6 @@ import {
   type TaskId,
   TaskNotFoundError,
   TaskNotRunningError,
-  type TaskOutcome,
   type TaskRunContext,
   type TaskService,
   type TaskSnapshot,
@@ -33,7 +32,8 @@ import {
   validateEnvironment,
 } from './options.js';
 import { OutputDirectory, type OutputFile } from './output-directory.js';
-import { type PtyExit, type PtyProcess, spawnPtyProcess } from './pty-process.js';
+import { outcomeOf } from './pty-outcome.js';
+import { type PtyProcess, spawnPtyProcess } from './pty-process.js';
 import { loadPtyRuntime } from './pty-runtime.js';
 import type { ScreenView } from './terminal-screen.js';
 
@@ -318,34 +318,6 @@ class LocalPtyProducer implements PtyProducer {
       );
     }
     return entry;
-  }
-}
-
-/** Maps exit facts to the registry: stops → killed, spawn errors and non-zero exits → failed. */
-export function outcomeOf(exit: PtyExit): TaskOutcome {
-  const detail: TaskDetail = {
-    reason: exit.reason,
-    exitCode: exit.exitCode,
-    signal: exit.signal,
-    stopSignals: [...exit.stopSignals],
-    leftoverProcesses: exit.leftoverProcesses,
-    outputBytes: exit.outputBytes,
-    ...(exit.survivors.length > 0 ? { survivors: [...exit.survivors] } : {}),
-  };
-  switch (exit.reason) {
-    case 'spawn_error':
-      return { status: 'failed', detail, error: exit.error ?? 'The program could not be started' };
-    case 'cancelled':
-    case 'timed_out':
-    case 'output_limit':
-      return { status: 'killed', detail };
-    case 'completed':
-      if (exit.exitCode === 0) return { status: 'completed', detail };
-      return {
-        status: 'failed',
-        detail,
-        error: exit.signal === null ? `exited with code ${exit.exitCode}` : `ended by ${exit.signal}`,
-      };
   }
 }
 

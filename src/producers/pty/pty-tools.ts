@@ -10,6 +10,8 @@ import {
   type BackgroundToolValue,
   defineTool,
   describeToolError,
+  ToolCallAbortedError,
+  type ToolContext,
   type ToolDefinition,
   toolError,
   toolResult,
@@ -63,8 +65,8 @@ function sizeSchemas(producer: PtyProducer) {
   };
 }
 
-function abortedBeforeStart(name: string) {
-  return toolError(`Error [ABORTED]: the ${name} call was aborted before it started; nothing was done`);
+function abortedBeforeStart(name: string, context: ToolContext) {
+  return toolError(describeToolError(new ToolCallAbortedError(name, context.signal.reason)));
 }
 
 export function createPtyStartTool(
@@ -99,7 +101,7 @@ export function createPtyStartTool(
       'read new output with task_output, stop it with task_kill. For plain commands prefer the bash tool.',
     inputSchema,
     async execute(input, context) {
-      if (context.signal.aborted) return abortedBeforeStart('pty_start');
+      if (context.signal.aborted) return abortedBeforeStart('pty_start', context);
       try {
         const base = context.cwd ?? process.cwd();
         const started = await producer.start({
@@ -165,7 +167,7 @@ export function createPtyWriteTool(producer: PtyProducer): ToolDefinition<PtyWri
       '(or once wait_for appears). The returned screen counts as read for task_output.',
     inputSchema,
     async execute(input, context) {
-      if (context.signal.aborted) return abortedBeforeStart('pty_write');
+      if (context.signal.aborted) return abortedBeforeStart('pty_write', context);
       try {
         producer.write(
           input.task_id,
@@ -213,7 +215,7 @@ export function createPtyResizeTool(producer: PtyProducer): ToolDefinition<PtyRe
     description: 'Resize the terminal of a running pty task; the program is told its new size (SIGWINCH).',
     inputSchema,
     async execute(input, context) {
-      if (context.signal.aborted) return abortedBeforeStart('pty_resize');
+      if (context.signal.aborted) return abortedBeforeStart('pty_resize', context);
       try {
         producer.resize(input.task_id, input.cols, input.rows, context.caller);
         const screen = producer.screen(input.task_id, context.caller);

@@ -263,8 +263,15 @@ export class TerminalScreen {
   }
 }
 
+/** A row's text without trailing blanks (printed spaces included: they are invisible). */
 function rowText(buffer: IBuffer, row: number): string {
-  return buffer.getLine(row)?.translateToString(true) ?? '';
+  return trimEndSpaces(buffer.getLine(row)?.translateToString(true) ?? '');
+}
+
+function trimEndSpaces(text: string): string {
+  let end = text.length;
+  while (end > 0 && text.charCodeAt(end - 1) === 32) end -= 1;
+  return end === text.length ? text : text.slice(0, end);
 }
 
 /** Rows `[from, to)` grouped into logical lines: a wrapped row continues the line above it. */
@@ -279,7 +286,8 @@ function logicalLines(buffer: IBuffer, from: number, to: number): LogicalLine[] 
       const line = buffer.getLine(row);
       const continues = row + 1 < end && buffer.getLine(row + 1)?.isWrapped === true;
       // A row followed by its continuation is full width: keep its trailing spaces, they are content.
-      text += line?.translateToString(!continues) ?? '';
+      const part = line?.translateToString(!continues) ?? '';
+      text += continues ? part : trimEndSpaces(part);
       if (!continues) break;
       row += 1;
     }

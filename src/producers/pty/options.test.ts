@@ -1,0 +1,63 @@
+import { describe, expect, it } from 'vitest';
+import { systemClock } from '../bash/clock.js';
+import { PTY_PRODUCER_DEFAULTS, resolvePtyProducerOptions } from './options.js';
+
+describe('pty producer options', () => {
+  it('applies the documented defaults', () => {
+    const resolved = resolvePtyProducerOptions({});
+    expect(resolved).toMatchObject({ ...PTY_PRODUCER_DEFAULTS, maxRuntimeMs: undefined, env: {} });
+    expect(resolved).toMatchObject({
+      shell: 'bash',
+      shellArgs: ['-c'],
+      defaultCols: 120,
+      defaultRows: 40,
+      scrollbackLines: 1000,
+      maxScreenBytes: 8192,
+      maxOutputFileBytes: 1024 ** 3,
+      interruptGraceMs: 1000,
+      terminateGraceMs: 2000,
+      inheritProcessEnv: true,
+    });
+    expect(resolved.clock).toBe(systemClock);
+  });
+
+  it.each([
+    [
+      { maxScreenBytes: 9000 },
+      'Expected `maxScreenBytes` to be an integer from 256 to 8192, got 9000 (number)',
+    ],
+    [{ interruptGraceMs: -1 }, 'Expected `interruptGraceMs` to be an integer at least 0, got -1 (number)'],
+    [{ defaultCols: 600 }, 'Expected `defaultCols` to be an integer from 10 to 500, got 600 (number)'],
+    [
+      { maxOutputFileBytes: 1.5 },
+      'Expected `maxOutputFileBytes` to be an integer at least 1, got 1.5 (number)',
+    ],
+    [{ shell: '' }, 'Expected `shell` to be a non-empty string without NUL characters, got "" (string)'],
+    [
+      { shellArgs: ['-c', 1] },
+      'Expected `shellArgs` to be an array of strings without NUL characters, got an array of 2',
+    ],
+    [{ env: { 'A=B': 'x' } }, 'Expected `env name` to be a name without "=" or NUL, got "A=B" (string)'],
+    [{ env: { A: 1 } }, 'Expected `env.A` to be a string without NUL characters, got 1 (number)'],
+    [{ keepOutputFiles: 'yes' }, 'Expected `keepOutputFiles` to be a boolean, got "yes" (string)'],
+    [
+      { settleTimeoutMs: 40_000 },
+      'Expected `settleTimeoutMs` to be an integer from 1 to 30000, got 40000 (number)',
+    ],
+    [{ loadPty: 'node-pty' }, 'Expected `loadPty` to be a function, got "node-pty" (string)'],
+  ])('rejects %o, naming the field and the value', (options, message) => {
+    expect(() => resolvePtyProducerOptions(options as never)).toThrow(message);
+    try {
+      resolvePtyProducerOptions(options as never);
+    } catch (error) {
+      expect(error).toMatchObject({ code: 'INVALID_ARGUMENT', fault: 'caller' });
+    }
+  });
+
+  it('keeps defaults within a lowered maximum', () => {
+    expect(resolvePtyProducerOptions({ maxCols: 60, maxRows: 20 })).toMatchObject({
+      defaultCols: 60,
+      defaultRows: 20,
+    });
+  });
+});

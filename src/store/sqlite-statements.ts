@@ -134,8 +134,9 @@ export function prepareStatements(database: Database.Database) {
   const tasks = select(TASK_FIELDS);
   const runs = select(RUN_FIELDS);
   const steps = select(STEP_FIELDS);
-  const prepare = <Parameters extends unknown[], Row = unknown>(sql: string) =>
-    database.prepare<Parameters, Row>(sql);
+  const prepare = <Parameters extends unknown[], Row = unknown>(
+    sql: string,
+  ): Database.Statement<Parameters, Row> => database.prepare<Parameters, Row>(sql);
   return {
     getSession: prepare<[string], SessionRow>(`SELECT ${sessions} FROM sessions WHERE id = ?`),
     listSessions: prepare<[string | null, string | null, string | null, string | null], SessionRow>(

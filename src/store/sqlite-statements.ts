@@ -127,6 +127,13 @@ function inList(field: string): string {
 
 const PRIORITY_ORDER = "CASE priority WHEN 'now' THEN 0 WHEN 'next' THEN 1 ELSE 2 END";
 
+/** The part of a prepared statement the store uses (a named type, so declarations can refer to it). */
+export interface PreparedStatement<Parameters extends unknown[], Row> {
+  get(...parameters: Parameters): Row | undefined;
+  all(...parameters: Parameters): Row[];
+  run(...parameters: Parameters): Database.RunResult;
+}
+
 export function prepareStatements(database: Database.Database) {
   const sessions = select(SESSION_FIELDS);
   const messages = select(MESSAGE_FIELDS);
@@ -136,7 +143,7 @@ export function prepareStatements(database: Database.Database) {
   const steps = select(STEP_FIELDS);
   const prepare = <Parameters extends unknown[], Row = unknown>(
     sql: string,
-  ): Database.Statement<Parameters, Row> => database.prepare<Parameters, Row>(sql);
+  ): PreparedStatement<Parameters, Row> => database.prepare<Parameters, Row>(sql);
   return {
     getSession: prepare<[string], SessionRow>(`SELECT ${sessions} FROM sessions WHERE id = ?`),
     listSessions: prepare<[string | null, string | null, string | null, string | null], SessionRow>(

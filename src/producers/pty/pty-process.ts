@@ -136,7 +136,7 @@ class PtyProcessHandle implements PtyProcess {
   #exit: PtyExit | undefined;
   #stopReason: PtyStopReason | undefined;
   readonly #stopSignals: NodeJS.Signals[] = [];
-  #interruptGrace: CancelTimer | undefined;
+  #stopStep: CancelTimer | undefined;
   #runtimeCap: CancelTimer | undefined;
   #paused = false;
   #head = '';
@@ -223,9 +223,7 @@ class PtyProcessHandle implements PtyProcess {
     this.#stopReason = reason;
     this.#runtimeCap?.();
     this.#interrupt();
-    this.#interruptGrace = this.#settings.clock.schedule(this.#settings.interruptGraceMs, () =>
-      this.#terminate(),
-    );
+    this.#stopStep = this.#settings.clock.schedule(this.#settings.interruptGraceMs, () => this.#terminate());
   }
 
   // ------------------------------------------------------------------ starting
@@ -373,7 +371,7 @@ class PtyProcessHandle implements PtyProcess {
     }
     // No /proc: the leader's process group is the reach there is.
     signalGroup(this.#pid, 'SIGTERM');
-    this.#interruptGrace = this.#settings.clock.schedule(this.#settings.terminateGraceMs, () => {
+    this.#stopStep = this.#settings.clock.schedule(this.#settings.terminateGraceMs, () => {
       if (this.#leaderExited) return;
       this.#stopSignals.push('SIGKILL');
       signalGroup(this.#pid, 'SIGKILL');
@@ -383,9 +381,9 @@ class PtyProcessHandle implements PtyProcess {
   #onLeaderExit(exitCode: number, signalNumber: number | undefined): void {
     if (this.#leaderExited) return;
     this.#leaderExited = true;
-    if (this.#slaveHold !== undefined) closeSync(this.#slaveHold);
+    if (this.#slaveHold !== undefined) closeQuietly(this.#slaveHold);
     this.#slaveHold = undefined;
-    this.#interruptGrace?.();
+    this.#stopStep?.();
     this.#runtimeCap?.();
     const signal = signalNumber ? (signalNames.get(signalNumber) ?? null) : null;
     void this.#settle(signal === null ? exitCode : null, signal);
@@ -454,6 +452,14 @@ function holdSlave(child: PtyChild): number | undefined {
     return openSync(child.ptsName, fsConstants.O_WRONLY | fsConstants.O_NOCTTY);
   } catch {
     return undefined;
+  }
+}
+
+function closeQuietly(fd: number): void {
+  try {
+    closeSync(fd);
+  } catch {
+    // Already closed: nothing is held any more.
   }
 }
 

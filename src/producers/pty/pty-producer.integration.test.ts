@@ -202,6 +202,19 @@ describe('pty tasks in the task service', () => {
     expect(bed.tasks.list()).toEqual([]);
   });
 
+  it('disposing the producer while a start is in flight starts nothing', async () => {
+    const bed = open();
+    const starting = bed.producer.start({ command: 'sleep 300' });
+    const disposing = bed.producer.dispose();
+    await expect(starting).rejects.toMatchObject({ code: 'PTY_PRODUCER_DISPOSED' });
+    await disposing;
+    expect(bed.tasks.list()).toEqual([]);
+    expect(leakedProcesses()).toEqual([]);
+    await expect(bed.producer.start({ command: 'true' })).rejects.toMatchObject({
+      code: 'PTY_PRODUCER_DISPOSED',
+    });
+  });
+
   it('removes its private output directory when disposed', async () => {
     const bed = open();
     const { taskId, outputFile } = await bed.producer.start({ command: 'true' });

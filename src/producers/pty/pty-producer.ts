@@ -111,6 +111,7 @@ class LocalPtyProducer implements PtyProducer {
   readonly #entries = new Map<TaskId, Entry>();
   /** Finished tasks, oldest first, kept so their final screen stays readable. */
   readonly #finished: TaskId[] = [];
+  readonly #starting = new Set<Promise<void>>();
   #disposed = false;
 
   constructor(tasks: TaskService, options: ResolvedPtyProducerOptions) {
@@ -119,10 +120,23 @@ class LocalPtyProducer implements PtyProducer {
     this.#directory = new OutputDirectory(options.outputRoot);
   }
 
-  async start(request: PtyStartRequest): Promise<PtyStarted> {
+  start(request: PtyStartRequest): Promise<PtyStarted> {
+    const starting = this.#start(request);
+    // Disposal waits for starts in flight, so no program can start behind its back.
+    const tracked = starting.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#starting.add(tracked);
+    void tracked.then(() => this.#starting.delete(tracked));
+    return starting;
+  }
+
+  async #start(request: PtyStartRequest): Promise<PtyStarted> {
     const validated = this.#validate(request);
     if (this.#disposed) throw new PtyProducerDisposedError();
     const runtime = await loadPtyRuntime(this.options.loadPty);
+    if (this.#disposed) throw new PtyProducerDisposedError();
     const file = await this.#directory.createFile();
     const cwd = resolvePath(request.cwd ?? process.cwd());
     const command = request.command;
@@ -151,6 +165,7 @@ class LocalPtyProducer implements PtyProducer {
           : { outputLimitBytes: this.options.outputLimitBytes }),
         detail,
         run: (context) => {
+          if (this.#disposed) throw new PtyProducerDisposedError();
           const pty = spawnPtyProcess({
             runtime,
             settings: this.options,
@@ -208,6 +223,7 @@ class LocalPtyProducer implements PtyProducer {
 
   async dispose(): Promise<void> {
     this.#disposed = true;
+    await Promise.all([...this.#starting]);
     const stopping = [...this.#entries.values()].map((entry) => {
       entry.process.cancel('cancelled');
       return entry.process.stopped;

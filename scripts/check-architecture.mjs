@@ -24,10 +24,11 @@ const layers = [
   ['producers/workflow', 5],
   ['adapters', 5],
   ['server', 6],
-  ['mcp', 6],
-  ['testing', 7],
-  ['cli', 8],
-  ['index.ts', 9],
+  ['host', 6],
+  ['mcp', 7],
+  ['testing', 8],
+  ['cli', 9],
+  ['index.ts', 10],
 ];
 // Units that must import nothing of ours outside themselves.
 const isolated = new Set(['tasks', 'text']);

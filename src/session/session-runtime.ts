@@ -358,7 +358,7 @@ const unsetModel: ModelPort = {
 };
 
 /** The highest sequence per kind among stored task ids, so new ids never reuse old ones. */
-function lastSequences(store: SessionStore): Record<string, number> {
+export function lastSequences(store: SessionStore): Record<string, number> {
   const sequences: Record<string, number> = {};
   for (const task of store.listTasks()) {
     const parsed = parseTaskId(task.id);

@@ -1,0 +1,115 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { capturingLogger } from '../../test/support/registry.js';
+import { createMemorySessionStore } from '../store/index.js';
+import { lastUserText, scriptedModel } from '../testing/index.js';
+import { createErrandRuntime, type ErrandRuntime } from './errand-runtime.js';
+
+let runtime: ErrandRuntime | undefined;
+const directories: string[] = [];
+
+afterEach(async () => {
+  await runtime?.dispose();
+  runtime = undefined;
+  for (const directory of directories.splice(0)) rmSync(directory, { recursive: true, force: true });
+});
+
+function workdir(): string {
+  const directory = mkdtempSync(join(tmpdir(), 'errand-host-'));
+  directories.push(directory);
+  return directory;
+}
+
+describe('the assembled runtime', () => {
+  it('runs a real background command end to end: notification, task_output, exactly once', async () => {
+    const cwd = workdir();
+    const model = scriptedModel([
+      {
+        toolCalls: [
+          {
+            name: 'bash',
+            input: {
+              command: 'echo building; echo done > built.txt; echo finished',
+              run_in_background: true,
+            },
+          },
+        ],
+      },
+      { text: 'The build runs in the background.' },
+      (request) => {
+        const text = lastUserText(request);
+        const id = /<task-id>(bash-\d+)<\/task-id>/.exec(text)?.[1];
+        return { toolCalls: [{ name: 'task_output', input: { task_id: id } }] };
+      },
+      { text: 'The build finished.' },
+    ]);
+    runtime = await createErrandRuntime({
+      model,
+      store: createMemorySessionStore(),
+      cwd,
+      logger: capturingLogger(),
+    });
+    const session = runtime.createSession({ id: 'main' });
+    await session.send('build it');
+    await new Promise<void>((resolve) => {
+      const stop = session.on((event) => {
+        if (event.type === 'turn-end' && event.text === 'The build finished.') {
+          stop();
+          resolve();
+        }
+      });
+    });
+
+    const notification = model.requests[2]!.messages.at(-1);
+    expect(notification?.role).toBe('user');
+    const text = notification?.role === 'user' ? notification.text : '';
+    expect(text).toContain('<status>completed</status>');
+    expect(text).toContain('<exit-code>0</exit-code>');
+    expect(text).toContain('finished');
+    expect(text).toMatch(/<output-file>\/.+<\/output-file>/);
+    const toolMessage = model.requests[3]!.messages.at(-1);
+    expect(toolMessage?.role === 'tool' && toolMessage.results[0]?.output).toContain('[status: completed');
+    const delivered = runtime.store.listLedger('main').filter((entry) => entry.kind === 'notification');
+    expect(delivered.map((entry) => entry.state)).toEqual(['delivered']);
+  });
+
+  it('a person stops a running command through the dashboard backend; the model is told', async () => {
+    const model = scriptedModel([
+      { toolCalls: [{ name: 'bash', input: { command: 'sleep 600', run_in_background: true } }] },
+      { text: 'sleeping' },
+      (request) => ({
+        text: lastUserText(request).includes('was stopped') ? 'noted the stop' : 'unexpected',
+      }),
+    ]);
+    runtime = await createErrandRuntime({
+      model,
+      store: createMemorySessionStore(),
+      cwd: workdir(),
+      logger: capturingLogger(),
+    });
+    const session = runtime.createSession({ id: 'main' });
+    await session.send('sleep');
+    const [task] = runtime.tasks.list(session.owner);
+    expect(task?.status).toBe('running');
+    expect(await runtime.dashboard.stopBackgroundWork(task!.id)).toEqual({ ok: true });
+    await new Promise<void>((resolve) => {
+      const stop = session.on((event) => {
+        if (event.type === 'turn-end' && event.turnId > 1) {
+          stop();
+          resolve();
+        }
+      });
+    });
+    expect(model.requests.at(-1) && lastUserText(model.requests.at(-1)!)).toContain('stopped');
+    expect(runtime.tasks.get(task!.id, session.owner)).toMatchObject({
+      status: 'killed',
+      stopInitiator: 'user',
+    });
+    expect(await runtime.dashboard.stopBackgroundWork(task!.id)).toEqual({
+      ok: false,
+      reason: 'not_running',
+    });
+  });
+});

@@ -1,0 +1,220 @@
+/**
+ * A complete Errand runtime in one call: the task service, the store, the session runtime, the bash and
+ * pty producers with their tools, the task tools and stop dispatch, the background event feed and a
+ * dashboard backend. The MCP server, `errand serve`, `errand demo` and `errand chat` are built on it.
+ */
+import {
+  type BackgroundEventFeed,
+  type BackgroundEventFeedOptions,
+  createBackgroundEventFeed,
+} from '../events/index.js';
+import {
+  type BashProducer,
+  type BashProducerOptions,
+  createBashProducer,
+} from '../producers/bash/bash-producer.js';
+import { type BashTool, type BashToolOptions, createBashTool } from '../producers/bash/bash-tool.js';
+import { BashExecutor } from '../producers/bash/executor.js';
+import type { BashExecutorOptions } from '../producers/bash/executor-options.js';
+import {
+  createPtyProducer,
+  createPtyTools,
+  isPtyAvailable,
+  type PtyProducer,
+  type PtyProducerOptions,
+} from '../producers/pty/index.js';
+import { createTaskService, type TaskServiceOptions } from '../registry/index.js';
+import type { DashboardBackend, DashboardSession } from '../server/index.js';
+import {
+  type CreateSessionOptions,
+  createSessionRuntime,
+  lastSequences,
+  type ModelPort,
+  type PolicyOptions,
+  type Session,
+  type SessionLimits,
+  type SessionLogger,
+  type SessionRuntime,
+} from '../session/index.js';
+import { openSqliteSessionStore, type SessionStore } from '../store/index.js';
+import { createTrustedCaller, parseTaskId, type TaskService, type TaskSnapshot } from '../tasks/index.js';
+import {
+  type AnyToolDefinition,
+  createTaskTools,
+  type StopDispatch,
+  type TaskTools,
+  type TaskToolsOptions,
+  taskToolsPrompt,
+} from '../tools/index.js';
+
+const trusted = createTrustedCaller('errand-runtime');
+
+export interface ErrandRuntimeOptions {
+  /** The model every session talks to, or a factory per session. */
+  readonly model: ModelPort | ((session: Session) => ModelPort);
+  /** Default: the SQLite store in `home` (`$ERRAND_HOME`, else `~/.errand`). */
+  readonly store?: SessionStore;
+  /** The data directory of the default store. */
+  readonly home?: string;
+  /** Placed before the task tools' guidance in every session's system prompt. */
+  readonly systemPrompt?: string;
+  /** Default working directory of sessions. Default `process.cwd()`. */
+  readonly cwd?: string;
+  /** Default environment of sessions. Default `process.env`. */
+  readonly env?: Readonly<Record<string, string>>;
+  readonly tasks?: TaskServiceOptions;
+  readonly bash?: {
+    readonly executor?: BashExecutorOptions;
+    readonly producer?: Omit<BashProducerOptions, 'tasks' | 'executor'>;
+    readonly tool?: Omit<BashToolOptions, 'producer'>;
+  };
+  /** Options of the pty producer, or false to leave it out. Default: on when node-pty loads. */
+  readonly pty?: PtyProducerOptions | false;
+  readonly taskTools?: Omit<TaskToolsOptions, 'tasks'>;
+  readonly notifications?: PolicyOptions;
+  readonly limits?: SessionLimits;
+  readonly events?: Omit<BackgroundEventFeedOptions, 'tasks'>;
+  /** More tools for a session (a harness's own), after Errand's. */
+  readonly tools?: (session: Session, runtime: ErrandRuntime) => readonly AnyToolDefinition[];
+  readonly logger?: SessionLogger;
+}
+
+export interface ErrandRuntime {
+  readonly tasks: TaskService;
+  readonly store: SessionStore;
+  readonly sessions: SessionRuntime;
+  readonly executor: BashExecutor;
+  readonly bash: BashProducer;
+  readonly bashTool: BashTool;
+  /** Absent when node-pty is not installed or was turned off. */
+  readonly pty: PtyProducer | undefined;
+  readonly taskTools: TaskTools;
+  readonly stop: StopDispatch;
+  readonly events: BackgroundEventFeed;
+  readonly dashboard: DashboardBackend;
+  /** The system prompt every session gets. */
+  readonly systemPrompt: string;
+  createSession(options?: CreateSessionOptions): Session;
+  resumeSession(id: string): Session;
+  /** The newest output of a bash or pty task, at most `maxBytes`, without consuming it. */
+  outputSnapshot(taskId: string, maxBytes?: number): { text: string; totalBytes?: number } | undefined;
+  /** Closes every session (stopping their work), then the producers, the service and an owned store. */
+  dispose(): Promise<void>;
+}
+
+export async function createErrandRuntime(options: ErrandRuntimeOptions): Promise<ErrandRuntime> {
+  const ownsStore = options.store === undefined;
+  const store =
+    options.store ?? openSqliteSessionStore(options.home === undefined ? {} : { home: options.home });
+  const tasks = createTaskService({ initialSequences: lastSequences(store), ...options.tasks });
+  const executor = new BashExecutor(options.bash?.executor);
+  const bash = createBashProducer({ tasks, executor, ...options.bash?.producer });
+  const bashTool = createBashTool({ producer: bash, ...options.bash?.tool });
+  const pty =
+    options.pty !== false && (await isPtyAvailable())
+      ? createPtyProducer(tasks, options.pty || {})
+      : undefined;
+  const ptyTools = pty ? createPtyTools(pty) : [];
+  const taskTools = createTaskTools({ tasks, ...options.taskTools });
+  const events = createBackgroundEventFeed({ tasks, ...options.events });
+  const systemPrompt = [options.systemPrompt, taskToolsPrompt()].filter(Boolean).join('\n\n');
+
+  const outputSnapshot = (taskId: string, maxBytes = 8192) => {
+    const kind = parseTaskId(taskId)?.kind;
+    if (kind === 'bash') {
+      const view = bash.snapshot(taskId, trusted, maxBytes);
+      return view ? { text: view.text, totalBytes: view.outputBytes } : undefined;
+    }
+    if (kind === 'pty' && pty) {
+      try {
+        const screen = pty.screen(taskId, trusted);
+        return { text: screen.text };
+      } catch {
+        return undefined;
+      }
+    }
+    return undefined;
+  };
+
+  let runtime: ErrandRuntime;
+  const sessions = createSessionRuntime({
+    store,
+    tasks,
+    model: options.model,
+    systemPrompt,
+    ...(options.cwd ? { cwd: options.cwd } : {}),
+    ...(options.env ? { env: options.env } : {}),
+    ...(options.limits ? { limits: options.limits } : {}),
+    ...(options.logger ? { logger: options.logger } : {}),
+    notifications: {
+      readOutputTail: (snapshot: TaskSnapshot) => outputSnapshot(snapshot.id, 4096)?.text,
+      ...options.notifications,
+    },
+    tools: (session) => [
+      bashTool,
+      ...ptyTools,
+      ...taskTools.tools,
+      ...(options.tools?.(session, runtime) ?? []),
+    ],
+  });
+
+  const dashboard: DashboardBackend = {
+    events,
+    listSessions: () => store.listSessions().map(toDashboardSession),
+    getSession: (id) => {
+      const record = store.getSession(id);
+      return record ? toDashboardSession(record) : undefined;
+    },
+    stopBackgroundWork: async (workId) => {
+      const result = await taskTools.stop.stopBackgroundTask(workId, { initiator: 'user', caller: trusted });
+      return result.ok ? { ok: true } : { ok: false, reason: result.reason };
+    },
+    // Only a session open in this runtime answers: reading output never resumes anything.
+    outputSnapshot: (sessionId, workId, maxBytes) => {
+      if (!sessions.getSession(sessionId)) return undefined;
+      return outputSnapshot(workId, maxBytes);
+    },
+  };
+
+  let disposal: Promise<void> | undefined;
+  runtime = {
+    tasks,
+    store,
+    sessions,
+    executor,
+    bash,
+    bashTool,
+    pty,
+    taskTools,
+    stop: taskTools.stop,
+    events,
+    dashboard,
+    systemPrompt,
+    createSession: (sessionOptions) => sessions.createSession(sessionOptions),
+    resumeSession: (id) => sessions.resumeSession(id),
+    outputSnapshot,
+    dispose() {
+      disposal ??= (async () => {
+        await sessions.dispose();
+        taskTools.dispose();
+        events.dispose();
+        await pty?.dispose();
+        bash.dispose();
+        await tasks.dispose();
+        await executor.dispose();
+        if (ownsStore) store.close();
+      })();
+      return disposal;
+    },
+  };
+  return runtime;
+}
+
+function toDashboardSession(record: {
+  readonly id: string;
+  readonly title: string | undefined;
+  readonly parentId: string | undefined;
+  readonly createdAt: number;
+}): DashboardSession {
+  return { id: record.id, title: record.title, parentId: record.parentId, createdAt: record.createdAt };
+}

@@ -1,0 +1,2 @@
+/** A complete Errand runtime assembled from its parts. */
+export * from './errand-runtime.js';

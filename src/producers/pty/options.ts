@@ -49,6 +49,8 @@ export interface PtyProducerOptions {
   readonly settleTimeoutMs?: number;
   /** The largest `timeout_ms` a `pty_write` call may ask for. Default 30000 ms. */
   readonly maxSettleTimeoutMs?: number;
+  /** The shortest interval between `outputBytes` updates of a running task's detail. Default 250 ms. */
+  readonly detailIntervalMs?: number;
   /** Finished tasks whose final screen stays readable through `screen()`. Default 100. */
   readonly retainFinishedScreens?: number;
   /** Pass this process's environment to programs (under the session's). Default true. */
@@ -90,6 +92,7 @@ export const PTY_PRODUCER_DEFAULTS = Object.freeze({
   settleQuietMs: 150,
   settleTimeoutMs: 2000,
   maxSettleTimeoutMs: 30_000,
+  detailIntervalMs: 250,
   retainFinishedScreens: 100,
   inheritProcessEnv: true,
 });
@@ -244,6 +247,7 @@ export function resolvePtyProducerOptions(options: PtyProducerOptions = {}): Res
       maxSettleTimeoutMs,
     ),
     maxSettleTimeoutMs,
+    detailIntervalMs: integer('detailIntervalMs', options.detailIntervalMs, defaults.detailIntervalMs, 0),
     retainFinishedScreens: integer(
       'retainFinishedScreens',
       options.retainFinishedScreens,

@@ -88,6 +88,8 @@ export interface PtyProcess {
   readonly rows: number;
   /** True until the program exits (or when it never started: false). */
   readonly running: boolean;
+  /** Raw output bytes so far (counted up to the output file's cap). */
+  readonly outputBytes: number;
   /** Set once fully stopped. */
   readonly exit: PtyExit | undefined;
   /** Resolves once fully stopped; never rejects. */
@@ -178,6 +180,10 @@ class PtyProcessHandle implements PtyProcess {
 
   get exit(): PtyExit | undefined {
     return this.#exit;
+  }
+
+  get outputBytes(): number {
+    return this.#spill.bytes;
   }
 
   write(data: string): void {

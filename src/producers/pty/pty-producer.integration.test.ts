@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { PtyTestbed } from '../../../test/fixtures/pty/harness.js';
 import { expectScreen, fixture, fixtureCommand, ptyTestbed } from '../../../test/fixtures/pty/harness.js';
 import { findMarkedProcesses, LEAK_MARK_VARIABLE } from '../../../test/setup/process-census.js';
@@ -13,8 +13,8 @@ afterEach(async () => {
   testbed = undefined;
 });
 
-function open(options: Parameters<typeof ptyTestbed>[0] = {}): PtyTestbed {
-  testbed = ptyTestbed(options);
+function open(...options: Parameters<typeof ptyTestbed>): PtyTestbed {
+  testbed = ptyTestbed(...options);
   return testbed;
 }
 
@@ -127,6 +127,8 @@ describe('pty tasks in the task service', () => {
     await expectScreen(pty, 'echo: one');
     // The prompt line changed (it now shows what was typed); the answer and the new prompt are new.
     expect((await bed.tasks.read(taskId)).text).toBe('repl> one\necho: one\nrepl>');
+    // Viewers see the output grow through throttled detail updates.
+    await vi.waitFor(() => expect(bed.tasks.get(taskId).detail.outputBytes).toBe(pty.outputBytes));
   });
 
   it('lets only the owning session write, resize or look at the screen', async () => {
@@ -200,6 +202,19 @@ describe('pty tasks in the task service', () => {
     await expect(failure).rejects.toMatchObject({ code: 'PTY_UNAVAILABLE', fault: 'system' });
     await expect(failure).rejects.toThrow('npm install node-pty@1.1.0');
     expect(bed.tasks.list()).toEqual([]);
+  });
+
+  it('deletes the output file and the final screen of a task the service forgets', async () => {
+    const bed = open({}, { maxRetainedTasksPerOwner: 1 });
+    const first = await bed.producer.start({ command: 'printf "first\\n"' });
+    await settled(bed, first.taskId);
+    expect(existsSync(first.outputFile)).toBe(true);
+    const second = await bed.producer.start({ command: 'printf "second\\n"' });
+    await settled(bed, second.taskId);
+    await vi.waitFor(() => expect(existsSync(first.outputFile)).toBe(false));
+    expect(codeOf(() => bed.producer.screen(first.taskId, undefined))).toBe('TASK_NOT_FOUND');
+    expect(bed.producer.screen(second.taskId, undefined).text).toBe('second');
+    expect(existsSync(second.outputFile)).toBe(true);
   });
 
   it('disposing the producer while a start is in flight starts nothing', async () => {

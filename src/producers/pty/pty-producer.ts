@@ -7,6 +7,7 @@ import { unlink } from 'node:fs/promises';
 import { resolve as resolvePath } from 'node:path';
 import {
   type Caller,
+  createTrustedCaller,
   InvalidArgumentError,
   isTerminalStatus,
   type Owner,
@@ -21,6 +22,7 @@ import {
   type TaskStatus,
 } from '../../tasks/index.js';
 import { shortenText, toSingleLine } from '../../text/index.js';
+import { DetailThrottle } from '../bash/detail-throttle.js';
 import { PtyProducerDisposedError } from './errors.js';
 import { isPtyKeyName, type PtyKeyName } from './keys.js';
 import {
@@ -112,12 +114,22 @@ class LocalPtyProducer implements PtyProducer {
   /** Finished tasks, oldest first, kept so their final screen stays readable. */
   readonly #finished: TaskId[] = [];
   readonly #starting = new Set<Promise<void>>();
+  /** The output file of every task not yet forgotten by the task service. */
+  readonly #outputFiles = new Map<TaskId, string>();
+  readonly #unsubscribe: () => void;
   #disposed = false;
 
   constructor(tasks: TaskService, options: ResolvedPtyProducerOptions) {
     this.#tasks = tasks;
     this.options = options;
     this.#directory = new OutputDirectory(options.outputRoot);
+    // When the service forgets a finished task, its screen and its output file go too.
+    this.#unsubscribe = tasks.onTasksChanged(
+      (change) => {
+        if (change.reason === 'removed' && change.task.kind === PTY_TASK_KIND) this.#forget(change.task.id);
+      },
+      { caller: createTrustedCaller('pty-producer') },
+    );
   }
 
   start(request: PtyStartRequest): Promise<PtyStarted> {
@@ -223,6 +235,7 @@ class LocalPtyProducer implements PtyProducer {
 
   async dispose(): Promise<void> {
     this.#disposed = true;
+    this.#unsubscribe();
     await Promise.all([...this.#starting]);
     const stopping = [...this.#entries.values()].map((entry) => {
       entry.process.cancel('cancelled');
@@ -296,7 +309,19 @@ class LocalPtyProducer implements PtyProducer {
 
   #register(context: TaskRunContext, pty: PtyProcess): TaskHooks {
     this.#entries.set(context.taskId, { process: pty, context });
+    this.#outputFiles.set(context.taskId, pty.outputFile);
+    // Viewers see the output grow; the final count goes out with the outcome.
+    let published = pty.outputBytes;
+    const throttle = new DetailThrottle(this.options.clock, this.options.detailIntervalMs, () => {
+      published = pty.outputBytes;
+      context.updateDetail({ outputBytes: published });
+    });
+    const unsubscribe = pty.onChange(() => {
+      if (pty.outputBytes !== published) throttle.notify();
+    });
     const done = pty.stopped.then((exit) => {
+      throttle.stop();
+      unsubscribe();
       this.#retire(context.taskId);
       return outcomeOf(exit);
     });
@@ -313,6 +338,19 @@ class LocalPtyProducer implements PtyProducer {
       const oldest = this.#finished.shift();
       if (oldest !== undefined) this.#entries.delete(oldest);
     }
+  }
+
+  #forget(taskId: TaskId): void {
+    const entry = this.#entries.get(taskId);
+    // A live task is never forgotten; the check keeps a misbehaving provider from orphaning a program.
+    if (entry?.process.running) return;
+    this.#entries.delete(taskId);
+    const index = this.#finished.indexOf(taskId);
+    if (index >= 0) this.#finished.splice(index, 1);
+    const outputFile = this.#outputFiles.get(taskId);
+    this.#outputFiles.delete(taskId);
+    if (outputFile !== undefined && !this.options.keepOutputFiles)
+      void unlink(outputFile).catch(() => undefined);
   }
 
   #access(taskId: string, caller: Caller): { snapshot: TaskSnapshot; entry: Entry } {

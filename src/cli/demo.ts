@@ -1,113 +1,175 @@
 /**
- * `errand demo`: a short, real scenario of the task service. Two sessions start real shell commands as
- * tasks, stream and read their output, kill one, wait for another, and dispose an owner.
+ * `errand demo`: the whole loop on the built-in scripted model, no keys needed. The model starts a
+ * background build, a test run and a dev server (real commands in a scratch workspace), keeps working,
+ * receives the build and test results in one batched notification, reads the test output, stops the dev
+ * server, and answers. A live panel shows the tasks; the dashboard serves the same runtime.
  */
-import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Writable } from 'node:stream';
-import { createTaskService } from '../registry/index.js';
-import { createOwner, type TaskHooks, type TaskOutcome, type TaskSpec } from '../tasks/index.js';
+import { createErrandRuntime, type ErrandRuntime } from '../host/index.js';
+import { createDashboardServer, type DashboardServer } from '../server/index.js';
+import type { ModelRequest, SessionEvent } from '../session/index.js';
+import { createMemorySessionStore } from '../store/index.js';
+import { lastUserText, type ScriptedStep, scriptedModel } from '../testing/index.js';
+import { TaskPanel } from './task-panel.js';
 
-/** A minimal streaming producer for the demo: one shell command in its own process group. */
-function shellTask(command: string, owner: TaskSpec['owner']): TaskSpec {
-  return {
-    kind: 'bash',
-    label: command,
-    ...(owner ? { owner } : {}),
-    run(): TaskHooks {
-      const child = spawn('bash', ['-c', command], { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-      let pending = '';
-      child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-        pending += chunk;
-      });
-      child.stderr.resume();
-      const done = new Promise<TaskOutcome>((resolve) => {
-        child.on('exit', (code, signal) => {
-          resolve({
-            status: code === 0 ? 'completed' : signal ? 'killed' : 'failed',
-            detail: { exitCode: code, signal },
-          });
-        });
-      });
-      return {
-        done,
-        cancel() {
-          if (child.pid !== undefined && child.exitCode === null) process.kill(-child.pid, 'SIGTERM');
-        },
-        readOutput() {
-          const text = pending;
-          pending = '';
-          return text;
-        },
-      };
-    },
-  };
+export interface DemoOptions {
+  readonly out: Writable & { isTTY?: boolean; columns?: number };
+  /** Serve the dashboard for the demo's runtime. Default true. */
+  readonly dashboard?: boolean;
+  /** Keep the dashboard up after the scenario until SIGINT. Default false. */
+  readonly hold?: boolean;
 }
 
-export async function runDemo(out: Writable): Promise<number> {
-  const say = (line: string) => out.write(`${line}\n`);
-  const tasks = createTaskService();
-  const detach = tasks.attachController('demo');
-  const alice = createOwner('alice');
-  const bob = createOwner('bob');
+const BUILD = [
+  'while [ ! -e .go ]; do sleep 0.05; done',
+  'for module in tasks registry tools session; do echo "compiling $module"; sleep 0.2; done',
+  'mkdir -p dist && echo "built 4 modules into dist/"',
+].join('; ');
+const TESTS = [
+  'while [ ! -e .go ]; do sleep 0.05; done',
+  'for suite in ids owners settlement notifications; do echo "✓ $suite"; sleep 0.2; done',
+  'echo "4 suites, 12 tests passed"',
+].join('; ');
+const SERVER =
+  'echo "dev server listening on :5173"; while true; do sleep 1; echo "[dev] watching for changes"; done';
 
-  say('errand demo: the task service with two sessions, real shell commands\n');
-  const ticker = await tasks.start(
-    shellTask('for i in 1 2 3 4 5 6 7 8 9 10; do echo "tick $i"; sleep 0.2; done', alice),
+function demoScript(): ScriptedStep[] {
+  return [
+    {
+      text: 'I will start the build, the tests and the dev server in the background.',
+      toolCalls: [
+        { name: 'bash', input: { command: BUILD, description: 'build', run_in_background: true } },
+        { name: 'bash', input: { command: TESTS, description: 'unit tests', run_in_background: true } },
+        { name: 'bash', input: { command: SERVER, description: 'dev server', run_in_background: true } },
+      ],
+    },
+    {
+      text: 'While they run, I will look at the notes.',
+      toolCalls: [{ name: 'bash', input: { command: 'wc -w notes.md && head -n 2 notes.md && touch .go' } }],
+    },
+    { text: 'The notes list three open items. I will wait for the build and the tests.' },
+    (request: ModelRequest) => {
+      const arrived = lastUserText(request);
+      const ids = [...arrived.matchAll(/<task-id>(bash-\d+)<\/task-id>/g)].map((match) => match[1]!);
+      const testsBlock = arrived
+        .split('</task-notification>')
+        .find((block) => block.includes('"unit tests"'));
+      const tests = /<task-id>(bash-\d+)<\/task-id>/.exec(testsBlock ?? '')?.[1] ?? 'bash-2';
+      return {
+        text: `The build and the tests reported back (${ids.join(', ')}). I will read the test output and stop the dev server.`,
+        toolCalls: [
+          { name: 'task_output', input: { task_id: tests } },
+          { name: 'task_list', input: {} },
+          { name: 'task_kill', input: { task_id: 'bash-3', reason: 'no longer needed' } },
+        ],
+      };
+    },
+    {
+      text: 'Done: the build put 4 modules into dist/, all 12 tests passed, and I stopped the dev server.',
+    },
+  ];
+}
+
+function workspace(): string {
+  const directory = mkdtempSync(join(tmpdir(), 'errand-demo-'));
+  mkdirSync(join(directory, 'src'));
+  writeFileSync(join(directory, 'src', 'index.ts'), 'export const answer = 42;\n');
+  writeFileSync(
+    join(directory, 'notes.md'),
+    '# Notes\nOpen items: notifications, dashboard, docs.\nEverything else is done.\n',
   );
-  const build = await tasks.start(shellTask('echo compiling; sleep 0.5; echo "built 3 modules"', alice));
-  const server = await tasks.start(shellTask('echo "listening on :8080"; sleep 60', bob));
-  say(`alice started ${ticker.id} (${ticker.label})`);
-  say(`alice started ${build.id} (${build.label})`);
-  say(`bob started   ${server.id} (${server.label})`);
-  say(
-    `alice sees: ${tasks
-      .list(alice)
-      .map((task) => task.id)
-      .join(', ')}`,
-  );
-  say(
-    `bob sees:   ${tasks
-      .list(bob)
-      .map((task) => task.id)
-      .join(', ')}`,
-  );
-  try {
-    tasks.get(ticker.id, bob);
-  } catch (error) {
-    say(
-      `bob reading alice's ${ticker.id}: ${(error as { code: string }).code} (looks exactly like an unknown id)`,
-    );
+  return directory;
+}
+
+function describeEvent(event: SessionEvent): string | undefined {
+  switch (event.type) {
+    case 'turn-start':
+      return event.source === 'background_task'
+        ? `\n▶ background results arrived (${event.title}) — the idle agent wakes up`
+        : `\n▶ user: ${event.title}`;
+    case 'message':
+      if (event.message.role === 'assistant' && event.message.content.text) {
+        return `  assistant: ${event.message.content.text}`;
+      }
+      if (event.message.role === 'user' && event.message.visibility === 'model-only') {
+        const blocks = (event.message.content.text ?? '').split('\n\n<task-notification>').length;
+        return `  ⇐ ${blocks} <task-notification> block(s) in one message:\n${indent(event.message.content.text ?? '')}`;
+      }
+      return undefined;
+    case 'tool-call-start':
+      return `  → ${event.name}(${JSON.stringify(event.input).slice(0, 100)})`;
+    case 'tool-call-end':
+      return `  ← ${event.name}${event.isError ? ' (error)' : ''}:\n${indent(event.text)}`;
+    default:
+      return undefined;
   }
-
-  await tasks.wait(ticker.id, 450, alice).catch(() => undefined);
-  const first = await tasks.read(ticker.id, alice);
-  say(`\nalice reads ${ticker.id} while it runs:\n${indent(first.text)}[status: ${first.snapshot.status}]`);
-
-  const built = await tasks.wait(build.id, 10_000, alice);
-  const buildOutput = await tasks.read(build.id, alice);
-  say(`\nalice waits for ${build.id}: ${built.status} (exit code ${String(built.detail.exitCode)})`);
-  say(indent(buildOutput.text).trimEnd());
-
-  const killed = await tasks.kill(ticker.id, alice, 'no longer needed', { initiator: 'model' });
-  say(`\nalice kills ${ticker.id}: ${killed.status}`);
-  const ended = await tasks.wait(ticker.id, 10_000, alice);
-  say(`${ticker.id} ended: ${ended.status} (signal ${String(ended.detail.signal)})`);
-
-  say(`\nbob's session closes while ${server.id} still runs; disposing the owner stops its work`);
-  await bob.dispose();
-  say(`bob's tasks after disposal: ${tasks.list(bob).length}`);
-
-  await alice.dispose();
-  detach();
-  await tasks.dispose();
-  say('\ndone: every task settled exactly once, nothing left running');
-  return 0;
 }
 
 function indent(text: string): string {
-  return text
-    .split('\n')
-    .filter((line) => line !== '')
-    .map((line) => `  | ${line}\n`)
-    .join('');
+  const lines = text.trimEnd().split('\n');
+  const shown =
+    lines.length > 14
+      ? [...lines.slice(0, 6), `… ${lines.length - 12} more lines …`, ...lines.slice(-6)]
+      : lines;
+  return shown.map((line) => `      ${line}`).join('\n');
+}
+
+export async function runDemo(options: DemoOptions): Promise<number> {
+  const { out } = options;
+  const cwd = workspace();
+  let runtime: ErrandRuntime | undefined;
+  let server: DashboardServer | undefined;
+  let panel: TaskPanel | undefined;
+  try {
+    const model = scriptedModel(demoScript());
+    runtime = await createErrandRuntime({
+      model,
+      store: createMemorySessionStore(),
+      cwd,
+      pty: false,
+      // Results that land within half a second of each other wake the agent once, in one message.
+      limits: { idleDrainDelayMs: 500 },
+      systemPrompt: 'You are the errand demo agent.',
+    });
+    out.write('errand demo — a scripted agent with real background commands (no API keys needed)\n');
+    out.write(`workspace: ${cwd}\n`);
+    if (options.dashboard !== false) {
+      server = createDashboardServer({ backend: runtime.dashboard, port: 0 });
+      const address = await server.listen();
+      out.write(`dashboard: ${address.url}\n`);
+    }
+    panel = new TaskPanel({ tasks: runtime.tasks, out });
+    const session = runtime.createSession({ id: 'demo', title: 'errand demo', cwd });
+    const finished = new Promise<void>((resolve) => {
+      session.on((event) => {
+        const line = describeEvent(event);
+        if (line) panel?.log(line);
+        if (event.type === 'turn-end' && event.text.startsWith('Done:')) resolve();
+      });
+    });
+    await session.send(
+      'Build the project and run the tests; keep the dev server up while you look at the notes.',
+    );
+    await finished;
+    await session.whenIdle();
+    panel.close();
+    const tasks = runtime.tasks.list(session.owner).filter((task) => task.isBackgrounded);
+    out.write(
+      `\n${tasks.length} background tasks, each settled once: ${tasks.map((task) => `${task.id} ${task.status}`).join(', ')}\n`,
+    );
+    if (options.hold && server) {
+      out.write('The dashboard stays up; press Ctrl-C to exit.\n');
+      await new Promise<void>((resolve) => process.once('SIGINT', () => resolve()));
+    }
+    return 0;
+  } finally {
+    panel?.close();
+    await server?.close();
+    await runtime?.dispose();
+    rmSync(cwd, { recursive: true, force: true });
+    out.write('demo finished: every process stopped, output files removed\n');
+  }
 }

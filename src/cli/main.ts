@@ -5,7 +5,8 @@ import { runDemo } from './demo.js';
 const usage = `Usage: errand <command>
 
 Commands:
-  demo     run a short scenario of the task service, printed to the terminal
+  demo     the whole loop on a scripted model with real background commands
+           (--no-dashboard, --hold to keep the dashboard up)
   help     show this help
 `;
 
@@ -13,7 +14,11 @@ async function main(argv: readonly string[]): Promise<number> {
   const [command] = argv;
   switch (command) {
     case 'demo':
-      return runDemo(process.stdout);
+      return runDemo({
+        out: process.stdout,
+        hold: argv.includes('--hold'),
+        dashboard: !argv.includes('--no-dashboard'),
+      });
     case undefined:
     case 'help':
     case '--help':

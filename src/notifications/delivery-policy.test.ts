@@ -90,6 +90,17 @@ describe('delivery policy', () => {
     expect(h.queue).toEqual([]);
   });
 
+  it('does not notify foreground work: its tool call returned the result; promoted work is notified', async () => {
+    const h = harness();
+    const foreground = await h.start({ background: false });
+    foreground.task.settle({ status: 'completed', detail: { exitCode: 0 } });
+    const promoted = await h.start({ background: false });
+    h.tasks.requestBackground(promoted.id, h.owner);
+    promoted.task.settle({ status: 'completed', detail: { exitCode: 0 } });
+    await flushMicrotasks();
+    expect(h.queue.map((notification) => notification.taskId)).toEqual([promoted.id]);
+  });
+
   it('does not notify a stop by the model, and claims it', async () => {
     const h = harness();
     const { id } = await h.start();

@@ -86,6 +86,7 @@ export const DELIVERY_POLICY_DEFAULTS = Object.freeze({
 
 export type DeliverySkipReason =
   | 'disposed'
+  | 'foreground'
   | 'not_terminal'
   | 'not_running'
   | 'not_found'
@@ -213,6 +214,8 @@ export function createDeliveryPolicy(options: DeliveryPolicyOptions): DeliveryPo
   /** The suppression rules that hold for every notification, checked again right before enqueueing. */
   const suppression = (snapshot: TaskSnapshot): DeliverySkipReason | undefined => {
     if (disposed) return 'disposed';
+    // Foreground work answered its own tool call; only background work is notified.
+    if (!snapshot.isBackgrounded) return 'foreground';
     if (isSuperseded(snapshot)) return 'superseded';
     if (isShuttingDown()) return 'shutting_down';
     if (sealed || options.isSealed?.() === true) return 'sealed';

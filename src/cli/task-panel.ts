@@ -1,0 +1,115 @@
+/**
+ * A live terminal panel of background tasks: spinner, elapsed time, output bytes and status per task,
+ * redrawn in place on a TTY. Without a TTY it prints one line per status change instead.
+ */
+import type { Writable } from 'node:stream';
+import { createTrustedCaller, type TaskService, type TaskSnapshot } from '../tasks/index.js';
+
+const SPINNER = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+const caller = createTrustedCaller('task-panel');
+
+export interface TaskPanelOptions {
+  readonly tasks: TaskService;
+  readonly out: Writable & { isTTY?: boolean; columns?: number };
+  /** Redraws in place (a TTY). Default: `out.isTTY`. */
+  readonly live?: boolean;
+  /** Redraw period of the live panel. Default 100 ms. */
+  readonly intervalMs?: number;
+  /** Shown tasks at most (the newest). Default 8. */
+  readonly maxRows?: number;
+  readonly now?: () => number;
+}
+
+export class TaskPanel {
+  readonly #options: Required<Omit<TaskPanelOptions, 'tasks' | 'out'>> &
+    Pick<TaskPanelOptions, 'tasks' | 'out'>;
+  readonly #unsubscribe: () => void;
+  readonly #lastStatus = new Map<string, string>();
+  #timer: NodeJS.Timeout | undefined;
+  #frame = 0;
+  #drawnLines = 0;
+  #closed = false;
+
+  constructor(options: TaskPanelOptions) {
+    this.#options = {
+      live: options.out.isTTY === true,
+      intervalMs: 100,
+      maxRows: 8,
+      now: Date.now,
+      ...options,
+    };
+    this.#unsubscribe = options.tasks.onTasksChanged((change) => this.#onChange(change.task), { caller });
+    if (this.#options.live) {
+      this.#timer = setInterval(() => this.#redraw(), this.#options.intervalMs);
+      this.#timer.unref();
+    }
+  }
+
+  /** Prints a log line above the panel. */
+  log(line: string): void {
+    if (this.#closed) return;
+    this.#clear();
+    this.#options.out.write(`${line}\n`);
+    this.#redraw();
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#redraw();
+    this.#closed = true;
+    if (this.#timer) clearInterval(this.#timer);
+    this.#unsubscribe();
+    this.#drawnLines = 0;
+  }
+
+  #onChange(task: TaskSnapshot): void {
+    if (this.#options.live || !task.isBackgrounded) return;
+    const status = task.status;
+    if (this.#lastStatus.get(task.id) === status) return;
+    this.#lastStatus.set(task.id, status);
+    this.#options.out.write(`  [panel] ${this.#row(task, '·')}\n`);
+  }
+
+  #rows(): string[] {
+    const tasks = this.#options.tasks
+      .list(caller)
+      .filter((task) => task.isBackgrounded)
+      .slice(-this.#options.maxRows);
+    if (tasks.length === 0) return [];
+    const spinner = SPINNER[this.#frame % SPINNER.length]!;
+    return ['── background tasks ──', ...tasks.map((task) => this.#row(task, spinner))];
+  }
+
+  #row(task: TaskSnapshot, spinner: string): string {
+    const live = task.status === 'running' || task.status === 'stopping';
+    const mark = live ? spinner : task.status === 'completed' ? '✓' : task.status === 'killed' ? '■' : '✗';
+    const end = task.endedAt ?? this.#options.now();
+    const elapsed = `${((end - task.startedAt) / 1000).toFixed(1)}s`;
+    const bytes = typeof task.detail.outputBytes === 'number' ? formatBytes(task.detail.outputBytes) : '';
+    const exit = typeof task.detail.exitCode === 'number' ? ` exit ${task.detail.exitCode}` : '';
+    const width = Math.max(40, (this.#options.out.columns ?? 100) - 2);
+    const line = `${mark} ${task.id.padEnd(9)} ${task.status.padEnd(9)} ${elapsed.padStart(6)} ${bytes.padStart(8)}${exit}  ${task.label}`;
+    return line.length > width ? `${line.slice(0, width - 1)}…` : line;
+  }
+
+  #clear(): void {
+    if (!this.#options.live || this.#drawnLines === 0) return;
+    this.#options.out.write(`\x1b[${this.#drawnLines}F\x1b[J`);
+    this.#drawnLines = 0;
+  }
+
+  #redraw(): void {
+    if (!this.#options.live || this.#closed) return;
+    this.#frame += 1;
+    this.#clear();
+    const rows = this.#rows();
+    if (rows.length > 0) this.#options.out.write(`${rows.join('\n')}\n`);
+    this.#drawnLines = rows.length;
+  }
+}
+
+export function formatBytes(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
+  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+}

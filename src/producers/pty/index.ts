@@ -29,7 +29,7 @@ export {
   type PtyStarted,
   type PtyStartRequest,
 } from './pty-producer.js';
-export { isPtyAvailable, loadPtyRuntime, type PtyModuleLoader } from './pty-runtime.js';
+export { isPtyAvailable, type PtyModuleLoader } from './pty-runtime.js';
 export {
   createPtyResizeTool,
   createPtyStartTool,

@@ -1,5 +1,5 @@
 import { readFileSync, statSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   capturingLogger,
   expectScreen,
@@ -20,6 +20,11 @@ const started: PtyProcess[] = [];
 
 beforeAll(async () => {
   runtime = await loadPtyRuntime();
+});
+
+afterEach(() => {
+  // Nothing in these tests is a reason to warn.
+  expect(logger.warnings).toEqual([]);
 });
 
 afterAll(async () => {
@@ -204,9 +209,5 @@ describe('a program in a pseudo-terminal', () => {
     await expectScreen(pty, /^42$/m);
     pty.writeInput('exit', ['Enter']);
     expect((await pty.stopped).reason).toBe('completed');
-  });
-
-  it('logs nothing unexpected', () => {
-    expect(logger.warnings).toEqual([]);
   });
 });

@@ -10,6 +10,9 @@
  *   showed. A line whose text has not changed is never repeated; wrapped rows are joined into one line.
  *   While a full-screen program holds the alternate screen (vim, top, less), a changed screen is returned
  *   whole after a header line, because rows of a redrawn screen mean nothing out of place.
+ *
+ * Lines that left the scrollback before any read are reported by `linesLost` (the caller names the raw
+ * output file). A resize reflows wrapped rows, so the first read after one may repeat a few lines.
  */
 import type { IBuffer, IMarker, Terminal } from '@xterm/headless';
 import { truncateUtf8Tail, utf8ByteLength } from '../../text/index.js';

@@ -28,7 +28,7 @@ export interface BashExecutorOptions {
   readonly maxReadBytes?: number;
   /** The output file's cap; a command that writes more is killed with reason `output_limit`. Default 1 GiB. */
   readonly maxOutputFileBytes?: number;
-  /** Output queued for the disk before the command's pipes are paused. Default 1 MiB. */
+  /** Output queued for the disk before the command's pipes are paused (they resume at a quarter). Default 4 MiB. */
   readonly spillHighWaterMarkBytes?: number;
   /** Time between SIGTERM and SIGKILL, and again for killed processes to vanish. Default 2000 ms. */
   readonly killGraceMs?: number;
@@ -80,7 +80,7 @@ export const BASH_EXECUTOR_DEFAULTS = Object.freeze({
   maxBufferedBytes: 1024 * 1024,
   maxReadBytes: 64 * 1024,
   maxOutputFileBytes: 1024 * 1024 * 1024,
-  spillHighWaterMarkBytes: 1024 * 1024,
+  spillHighWaterMarkBytes: 4 * 1024 * 1024,
   killGraceMs: 2000,
   exitGraceMs: 100,
   killProcessGroupOnExit: true,

@@ -4,6 +4,7 @@
  * The executor knows every handle it started until it is released; disposing it stops every command,
  * waits for them, and removes the private output directory.
  */
+import { randomUUID } from 'node:crypto';
 import { accessSync, constants } from 'node:fs';
 import { delimiter, isAbsolute, join, resolve as resolvePath } from 'node:path';
 import { InvalidArgumentError, InvalidTimeoutError } from '../../tasks/index.js';
@@ -61,6 +62,9 @@ export class BashExecutor {
   readonly #resolved = new WeakSet<ResolvedCommand>();
   readonly #shellPaths = new Map<string, string>();
   #sequence = 0;
+  #tags = 0;
+  /** Tags are this executor's random nonce plus a counter: unique without drawing randomness per command. */
+  readonly #tagPrefix = randomUUID();
   #disposal: Promise<void> | undefined;
 
   constructor(options: BashExecutorOptions = {}) {
@@ -125,7 +129,8 @@ export class BashExecutor {
       ? (request as ResolvedCommand)
       : this.resolve(request);
     if (this.#handles.has(resolved.id)) throw new ProcessIdInUseError(resolved.id);
-    const handle = new ProcessHandle(resolved, this.#options, this.#directory);
+    const tag = this.#options.tagEnvironment ? `${this.#tagPrefix}.${++this.#tags}` : undefined;
+    const handle = new ProcessHandle(resolved, this.#options, this.#directory, tag);
     this.#handles.set(resolved.id, handle);
     this.#live.add(handle);
     void handle.stopped.then(() => this.#live.delete(handle));

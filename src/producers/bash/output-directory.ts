@@ -3,7 +3,7 @@
  * (mode 0700), files created exclusively with mode 0600 under random names, never derived from task
  * ids, labels or commands. Removed on disposal unless the owner asks to keep it.
  */
-import { randomBytes } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { chmodSync, closeSync, constants, mkdtempSync, openSync, rmSync, unlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -34,7 +34,7 @@ export class OutputDirectory {
     if (this.#disposed) throw new Error('the output directory was removed');
     const directory = this.#ensure();
     for (let attempt = 0; ; attempt += 1) {
-      const path = join(directory, `${randomBytes(12).toString('base64url')}.log`);
+      const path = join(directory, `${randomUUID()}.log`);
       try {
         return { path, fd: openSync(path, CREATE_FLAGS, 0o600) };
       } catch (error) {

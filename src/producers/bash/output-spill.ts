@@ -1,28 +1,40 @@
 /**
- * Writes a command's whole output stream to its output file. `write` reports backpressure so the
- * caller can pause the child's pipes when the disk is slower than the command: memory stays bounded
- * by `highWaterMark` plus one chunk instead of growing with the output.
+ * Writes a command's whole output stream to its output file, with backpressure. Chunks are queued and
+ * written with one positional `writev` at a time, so reading the pipe and writing the disk overlap.
+ * `write` returns false once `highWaterMark` bytes wait for the disk: the caller pauses the command's
+ * pipes, and `onDrain` listeners run when the queue fell back to a quarter of that. Memory stays bounded
+ * by the high-water mark plus one chunk, however slow the disk is.
  */
-import { createWriteStream, type WriteStream } from 'node:fs';
+import { closeSync, writev } from 'node:fs';
+
+/** The most bytes one `writev` call carries; more stays queued for the next call. */
+const MAX_BATCH_BYTES = 8 * 1024 * 1024;
+/** Stay well under IOV_MAX (1024 on Linux). */
+const MAX_BATCH_CHUNKS = 512;
 
 export class OutputSpill {
   readonly path: string;
-  readonly #stream: WriteStream;
+  readonly #fd: number;
+  readonly #highWaterMark: number;
+  readonly #lowWaterMark: number;
+  readonly #onError: (error: Error) => void;
+  #queue: Buffer[] = [];
+  #queuedBytes = 0;
+  #position = 0;
+  #writing = false;
+  #blocked = false;
   #drainListeners: Array<() => void> = [];
+  #flushListeners: Array<() => void> = [];
   #error: Error | undefined;
   #closed: Promise<void> | undefined;
   #writtenBytes = 0;
 
   constructor(path: string, fd: number, highWaterMark: number, onError: (error: Error) => void) {
     this.path = path;
-    this.#stream = createWriteStream(path, { fd, highWaterMark, autoClose: true });
-    this.#stream.on('drain', () => this.#drained());
-    this.#stream.on('error', (error) => {
-      this.#error ??= error;
-      onError(error);
-      // Nobody waits for a drain that cannot come.
-      this.#drained();
-    });
+    this.#fd = fd;
+    this.#highWaterMark = highWaterMark;
+    this.#lowWaterMark = Math.floor(highWaterMark / 4);
+    this.#onError = onError;
   }
 
   /** The first write error, after which nothing more is written. */
@@ -30,41 +42,123 @@ export class OutputSpill {
     return this.#error;
   }
 
-  /** Bytes handed to the file (the file holds them once `close()` resolved). */
+  /** Bytes handed to the spill (all of them are in the file once `close()` resolved, barring an error). */
   get writtenBytes(): number {
     return this.#writtenBytes;
   }
 
-  /** Queues `bytes`; false means "pause the producer until `onDrain`". */
-  write(bytes: Uint8Array): boolean {
-    if (this.#error !== undefined || this.#closed !== undefined) return true;
-    this.#writtenBytes += bytes.length;
-    return this.#stream.write(bytes);
+  /** Bytes waiting for the disk. */
+  get queuedBytes(): number {
+    return this.#queuedBytes;
   }
 
-  /** Runs `listener` once the queue drained (or the file failed). */
+  /**
+   * Queues `bytes` (kept by reference: the caller must not reuse the buffer). False means "pause the
+   * producer until `onDrain`".
+   */
+  write(bytes: Buffer): boolean {
+    if (this.#error !== undefined || this.#closed !== undefined) return true;
+    this.#writtenBytes += bytes.length;
+    this.#queue.push(bytes);
+    this.#queuedBytes += bytes.length;
+    this.#pump();
+    if (this.#queuedBytes < this.#highWaterMark) return true;
+    this.#blocked = true;
+    return false;
+  }
+
+  /** Runs `listener` once after a `write` returned false, when the queue is low again (or the file failed). */
   onDrain(listener: () => void): void {
+    if (!this.#blocked) {
+      listener();
+      return;
+    }
     this.#drainListeners.push(listener);
   }
 
-  /** Flushes and closes the file; never rejects. */
+  /** Writes what is queued and closes the file; never rejects. */
   close(): Promise<void> {
     this.#closed ??= new Promise<void>((resolve) => {
-      const stream = this.#stream;
-      if (stream.closed || stream.destroyed) {
+      const finish = () => {
+        try {
+          closeSync(this.#fd);
+        } catch {
+          // Already closed; nothing is lost by ignoring it.
+        }
         resolve();
-        return;
-      }
-      stream.once('close', () => resolve());
-      if (this.#error !== undefined) stream.destroy();
-      else stream.end();
+      };
+      if (!this.#writing && this.#queue.length === 0) finish();
+      else this.#flushListeners.push(finish);
     });
     return this.#closed;
   }
 
-  #drained(): void {
+  #pump(): void {
+    if (this.#writing || this.#queue.length === 0 || this.#error !== undefined) return;
+    let count = 0;
+    let bytes = 0;
+    while (count < this.#queue.length && count < MAX_BATCH_CHUNKS && bytes < MAX_BATCH_BYTES) {
+      bytes += this.#queue[count]!.length;
+      count += 1;
+    }
+    const batch = this.#queue.length === count ? this.#queue : this.#queue.slice(0, count);
+    this.#queue = this.#queue.length === count ? [] : this.#queue.slice(count);
+    this.#writing = true;
+    this.#write(batch, bytes);
+  }
+
+  #write(batch: Buffer[], bytes: number): void {
+    writev(this.#fd, batch, this.#position, (error, written) => {
+      if (error) {
+        this.#fail(error);
+        return;
+      }
+      this.#position += written;
+      this.#queuedBytes -= written;
+      if (written < bytes) {
+        // A short write: write the rest.
+        this.#write(remainderOf(batch, written), bytes - written);
+        return;
+      }
+      this.#writing = false;
+      if (this.#blocked && this.#queuedBytes <= this.#lowWaterMark) this.#unblock();
+      if (this.#queue.length > 0) this.#pump();
+      else this.#flushed();
+    });
+  }
+
+  #fail(error: Error): void {
+    this.#error ??= error;
+    this.#writing = false;
+    this.#queue = [];
+    this.#queuedBytes = 0;
+    this.#onError(error);
+    this.#unblock();
+    this.#flushed();
+  }
+
+  #unblock(): void {
+    this.#blocked = false;
     const listeners = this.#drainListeners;
     this.#drainListeners = [];
     for (const listener of listeners) listener();
   }
+
+  #flushed(): void {
+    const listeners = this.#flushListeners;
+    this.#flushListeners = [];
+    for (const listener of listeners) listener();
+  }
+}
+
+function remainderOf(batch: Buffer[], written: number): Buffer[] {
+  let skip = written;
+  let index = 0;
+  while (index < batch.length && skip >= batch[index]!.length) {
+    skip -= batch[index]!.length;
+    index += 1;
+  }
+  const rest = batch.slice(index);
+  if (rest.length > 0 && skip > 0) rest[0] = rest[0]!.subarray(skip);
+  return rest;
 }

@@ -4,7 +4,6 @@
  * whole process tree is gone and the output file is closed; it never rejects.
  */
 import type { ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { statSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import type { CancelTimer } from './clock.js';
@@ -94,7 +93,12 @@ export class ProcessHandle {
   /** Resolves once the command and every process it left are gone and the output file is closed. */
   readonly stopped: Promise<ExitFacts>;
 
-  constructor(resolved: ResolvedCommand, options: ResolvedExecutorOptions, directory: OutputDirectory) {
+  constructor(
+    resolved: ResolvedCommand,
+    options: ResolvedExecutorOptions,
+    directory: OutputDirectory,
+    tag: string | undefined,
+  ) {
     this.id = resolved.id;
     this.command = resolved.command;
     this.cwd = resolved.cwd;
@@ -103,9 +107,7 @@ export class ProcessHandle {
     this.#directory = directory;
     this.#window = new OutputWindow(options.maxBufferedBytes);
     this.startedAt = options.clock.now();
-    this.#tag = options.tagEnvironment
-      ? { name: PROCESS_TAG_VARIABLE, value: randomBytes(12).toString('base64url') }
-      : undefined;
+    this.#tag = tag === undefined ? undefined : { name: PROCESS_TAG_VARIABLE, value: tag };
     this.spawned = new Promise((resolve) => {
       this.#resolveSpawned = resolve;
     });

@@ -1,0 +1,215 @@
+/**
+ * Bash producer benchmark, all in one run:
+ * (a) 200 sequential background `true` through Errand (task service + producer + executor) against raw
+ *     `child_process.spawn` with the same options and against execa — ms per task and ratios;
+ * (b) 1 GiB (`head -c 1073741824 /dev/zero`) through a background task against the raw pipe into
+ *     /dev/null — MB/s, ratio, peak RSS growth.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
+import { execa } from 'execa';
+import { BashProducer } from '../src/producers/bash/bash-producer.js';
+import { BashExecutor } from '../src/producers/bash/executor.js';
+import { createTaskService } from '../src/registry/index.js';
+import { createTrustedCaller } from '../src/tasks/index.js';
+
+const STARTS = Number(process.env.BENCH_STARTS ?? 200);
+const FLOOD_BYTES = Number(process.env.BENCH_FLOOD_BYTES ?? 1024 * 1024 * 1024);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const MIB = 1024 * 1024;
+
+const quietLogger = { warn() {} };
+const trusted = createTrustedCaller('bench');
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
+}
+
+function collect(): void {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (!gc) throw new Error('run with node --expose-gc');
+  gc();
+  gc();
+}
+
+/** Resolves once the child exited and both pipes closed (what "finished" means for a raw spawn). */
+function finished(child: ChildProcess): Promise<void> {
+  const closed = (stream: NodeJS.ReadableStream | null) =>
+    stream ? new Promise<void>((resolve) => stream.once('close', () => resolve())) : Promise.resolve();
+  return Promise.all([
+    new Promise<void>((resolve, reject) => {
+      child.once('exit', () => resolve());
+      child.once('error', reject);
+    }),
+    closed(child.stdout),
+    closed(child.stderr),
+  ]).then(() => undefined);
+}
+
+function errand() {
+  const tasks = createTaskService({
+    logger: quietLogger,
+    maxLiveTasks: 10_000,
+    maxRetainedTasksPerOwner: 100_000,
+  });
+  tasks.attachController('bench');
+  const executor = new BashExecutor({ logger: quietLogger });
+  const producer = new BashProducer({ tasks, executor });
+  return {
+    tasks,
+    executor,
+    producer,
+    async dispose() {
+      await tasks.dispose();
+      await executor.dispose();
+      producer.dispose();
+    },
+  };
+}
+
+async function startRaw(shell: string): Promise<void> {
+  const child = spawn(shell, ['-c', 'true'], {
+    cwd: process.cwd(),
+    env: { ...process.env },
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  await finished(child);
+}
+
+async function startExeca(shell: string): Promise<void> {
+  await execa(shell, ['-c', 'true'], {
+    cwd: process.cwd(),
+    env: { ...process.env },
+    extendEnv: false,
+    detached: true,
+    stdin: 'ignore',
+  });
+}
+
+async function startErrand(runtime: ReturnType<typeof errand>): Promise<void> {
+  const { taskId } = await runtime.producer.start({ command: 'true' });
+  const task = await runtime.tasks.wait(taskId, 60_000, trusted);
+  if (task.status !== 'completed') throw new Error(`task ${taskId} ended ${task.status}`);
+}
+
+/**
+ * The three ways take turns task by task, so a change in the machine's load affects all of them alike.
+ * Returns the mean milliseconds per task of each.
+ */
+async function starts(count: number, shell: string): Promise<{ raw: number; execa: number; errand: number }> {
+  const runtime = errand();
+  const totals = { raw: 0, execa: 0, errand: 0 };
+  const timed = async (key: keyof typeof totals, work: () => Promise<void>) => {
+    const began = performance.now();
+    await work();
+    totals[key] += performance.now() - began;
+  };
+  for (let index = 0; index < count; index += 1) {
+    // Rotate the order too, so none always runs right after another.
+    const order = [
+      () => timed('raw', () => startRaw(shell)),
+      () => timed('execa', () => startExeca(shell)),
+      () => timed('errand', () => startErrand(runtime)),
+    ];
+    for (let turn = 0; turn < order.length; turn += 1) await order[(index + turn) % order.length]!();
+  }
+  await runtime.dispose();
+  return { raw: totals.raw / count, execa: totals.execa / count, errand: totals.errand / count };
+}
+
+/** Runs `work` while sampling RSS every 5 ms; returns its duration and the peak RSS growth. */
+async function measured(work: () => Promise<void>): Promise<{ ms: number; rssGrowth: number }> {
+  collect();
+  const baseline = process.memoryUsage.rss();
+  let peak = baseline;
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, process.memoryUsage.rss());
+  }, 5);
+  const began = performance.now();
+  await work();
+  const ms = performance.now() - began;
+  clearInterval(sampler);
+  peak = Math.max(peak, process.memoryUsage.rss());
+  return { ms, rssGrowth: peak - baseline };
+}
+
+async function floodRaw(shell: string): Promise<{ ms: number; rssGrowth: number }> {
+  return measured(async () => {
+    const child = spawn(shell, ['-c', `head -c ${FLOOD_BYTES} /dev/zero`], {
+      cwd: process.cwd(),
+      env: { ...process.env },
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const sink = createWriteStream('/dev/null');
+    child.stdout!.pipe(sink);
+    child.stderr!.resume();
+    await Promise.all([finished(child), new Promise<void>((resolve) => sink.once('close', () => resolve()))]);
+  });
+}
+
+async function floodErrand(): Promise<{ ms: number; rssGrowth: number }> {
+  const runtime = errand();
+  const result = await measured(async () => {
+    const { taskId } = await runtime.producer.start({ command: `head -c ${FLOOD_BYTES} /dev/zero` });
+    const task = await runtime.tasks.wait(taskId, 600_000, trusted);
+    if (task.detail.outputBytes !== FLOOD_BYTES)
+      throw new Error(`lost output: ${String(task.detail.outputBytes)}`);
+  });
+  await runtime.dispose();
+  return result;
+}
+
+function fixed(value: number, digits = 2): string {
+  return value.toFixed(digits);
+}
+
+async function main(): Promise<void> {
+  const shell = new BashExecutor().resolve({ command: 'true' }).shell;
+  console.log(`errand bench:bash — node ${process.version}, shell ${shell}`);
+
+  // (a) starts
+  await starts(20, shell);
+  const rounds: Array<{ raw: number; execa: number; errand: number }> = [];
+  for (let round = 0; round < ROUNDS; round += 1) rounds.push(await starts(STARTS, shell));
+  const rawMs = median(rounds.map((round) => round.raw));
+  const execaMs = median(rounds.map((round) => round.execa));
+  const errandMs = median(rounds.map((round) => round.errand));
+  console.log(`(a) ${STARTS} sequential background \`true\` each, interleaved, median of ${ROUNDS} rounds:`);
+  console.log(`    raw child_process.spawn: ${fixed(rawMs, 3)} ms/task`);
+  console.log(
+    `    execa:                   ${fixed(execaMs, 3)} ms/task  (${fixed(execaMs / rawMs, 3)}x raw)`,
+  );
+  const startRatio = errandMs / rawMs;
+  console.log(
+    `    errand background task:  ${fixed(errandMs, 3)} ms/task  (${fixed(startRatio, 3)}x raw, ${fixed(errandMs / execaMs, 3)}x execa; target <= 1.15x raw: ${startRatio <= 1.15 ? 'met' : 'MISSED'})`,
+  );
+
+  // (b) stream
+  const floods: Array<{ raw: { ms: number; rssGrowth: number }; errand: { ms: number; rssGrowth: number } }> =
+    [];
+  for (let round = 0; round < ROUNDS; round += 1) {
+    floods.push({ raw: await floodRaw(shell), errand: await floodErrand() });
+  }
+  const rawFloodMs = median(floods.map((flood) => flood.raw.ms));
+  const errandFloodMs = median(floods.map((flood) => flood.errand.ms));
+  const rawRate = FLOOD_BYTES / MIB / (rawFloodMs / 1000);
+  const errandRate = FLOOD_BYTES / MIB / (errandFloodMs / 1000);
+  const rssGrowth = Math.max(...floods.map((flood) => flood.errand.rssGrowth));
+  const rawRssGrowth = Math.max(...floods.map((flood) => flood.raw.rssGrowth));
+  const streamRatio = errandRate / rawRate;
+  console.log(`(b) ${fixed(FLOOD_BYTES / MIB, 0)} MiB of output, median of ${ROUNDS} rounds:`);
+  console.log(
+    `    raw pipe into /dev/null: ${fixed(rawRate, 0)} MB/s  (peak RSS growth ${fixed(rawRssGrowth / MIB, 1)} MiB)`,
+  );
+  console.log(
+    `    errand background task:  ${fixed(errandRate, 0)} MB/s  (${fixed(streamRatio, 3)}x raw; target >= 0.8: ${streamRatio >= 0.8 ? 'met' : 'MISSED'})`,
+  );
+  console.log(
+    `    errand peak RSS growth:  ${fixed(rssGrowth / MIB, 1)} MiB  (target <= 64 MiB: ${rssGrowth <= 64 * MIB ? 'met' : 'MISSED'})`,
+  );
+}
+
+await main();

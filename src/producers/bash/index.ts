@@ -1,0 +1,60 @@
+/**
+ * The bash producer: an executor that runs commands in their own process groups with bounded output
+ * and an output file, the producer that registers them as `bash` tasks, and the model-facing tool.
+ */
+export { bashOutcome, bashTaskStatus, exitDetail } from './bash-outcome.js';
+export {
+  type BashOutputView,
+  BashProducer,
+  type BashProducerOptions,
+  type BashTaskRequest,
+  createBashProducer,
+  type StartedBashTask,
+  SUBAGENT_BACKGROUND_RUNTIME_CAP_MS,
+} from './bash-producer.js';
+export {
+  BASH_TOOL_DEFAULTS,
+  type BashForegroundValue,
+  type BashTool,
+  type BashToolOptions,
+  type BashToolValue,
+  createBashTool,
+  exitLine,
+  type ForegroundCall,
+} from './bash-tool.js';
+export { type BashToolInput, type BashToolSchemaOptions, bashToolSchema } from './bash-tool-schema.js';
+export { type CancelTimer, type Clock, createManualClock, type ManualClock, systemClock } from './clock.js';
+export {
+  ExecutorDisposedError,
+  ProcessIdInUseError,
+  RunInBackgroundDisabledError,
+  SpawnFailedError,
+  ToolCallAbortedError,
+} from './errors.js';
+export {
+  BashExecutor,
+  type CommandRequest,
+  DEFAULT_STDERR_PREFIX,
+  type ForegroundRunOptions,
+  type ForegroundRunResult,
+  MAX_COMMAND_TIMEOUT_MS,
+} from './executor.js';
+export {
+  BASH_EXECUTOR_DEFAULTS,
+  type BashExecutorOptions,
+  OUTPUT_SNAPSHOT_BYTES,
+  PROCESS_TAG_VARIABLE,
+  type ResolvedExecutorOptions,
+  type Spawner,
+} from './executor-options.js';
+export { describeExit, type ExitFacts, STOP_REASONS, type StopReason } from './exit-facts.js';
+export { type BashLogger, consoleBashLogger } from './logger.js';
+export {
+  type OutputRead,
+  type OutputSnapshot,
+  ProcessHandle,
+  type ResolvedCommand,
+} from './process-handle.js';
+export { type ProcessEntry, type ProcessSource, procfsSource } from './process-table.js';
+export type { SendSignal, TerminationReport } from './process-terminator.js';
+export { formatSkippedOutputMarker, withSkippedOutputMarker } from './skipped-output-marker.js';

@@ -84,19 +84,23 @@ export class CommandQueue {
   /**
    * Every queued notification in queue order up to `lastPriority`, stopping at the first configuration
    * command: later notifications wait behind it, in order. User inputs stay queued for their own turns.
+   * At most `limit` are taken; the rest keep their places.
    */
-  takeNotificationsBeforeBarrier(lastPriority: QueuePriority = 'later'): QueuedNotification[] {
+  takeNotificationsBeforeBarrier(
+    lastPriority: QueuePriority = 'later',
+    limit = Number.POSITIVE_INFINITY,
+  ): QueuedNotification[] {
     const taken: QueuedNotification[] = [];
     for (const priority of QUEUE_PRIORITIES) {
       const kept: QueuedCommand[] = [];
       let barrier = false;
       for (const command of this.#lanes[priority]) {
         if (!barrier && command.kind === 'configure') barrier = true;
-        if (!barrier && command.kind === 'notification') taken.push(command);
+        if (!barrier && command.kind === 'notification' && taken.length < limit) taken.push(command);
         else kept.push(command);
       }
       this.#lanes[priority] = kept;
-      if (barrier || priority === lastPriority) break;
+      if (barrier || priority === lastPriority || taken.length >= limit) break;
     }
     this.#length -= taken.length;
     return taken;

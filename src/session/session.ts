@@ -56,6 +56,22 @@ export type NotificationAdmission =
   | { readonly admitted: true; readonly ledgerId: number }
   | { readonly admitted: false; readonly reason: 'shutting_down' | 'branch_changed' | 'duplicate' };
 
+/** A notification a surface delivered outside a model turn (see `Session.takeQueuedNotifications`). */
+export interface DeliveredNotification {
+  readonly ledgerId: number;
+  readonly taskId: string;
+  readonly label: string;
+  /** The `<task-notification>` text. */
+  readonly text: string;
+}
+
+export interface TakeQueuedNotificationsOptions {
+  /** The `source` of the message that records the delivery, e.g. `mcp_tool_result`. */
+  readonly source: string;
+  /** The most notifications to take; the rest stay queued in order. Default: all. */
+  readonly limit?: number;
+}
+
 export interface SendOptions {
   readonly priority?: QueuePriority;
   /** Makes a retried send idempotent. Default: a random key. */
@@ -336,6 +352,33 @@ export class Session {
     return { admitted: true, ledgerId: admission.entry.id };
   }
 
+  /**
+   * Delivers queued notifications outside a model turn, for a surface with no model loop of its own (the
+   * MCP server appends them to its next tool result; its runtime keeps them quiet so no idle turn takes
+   * them first). Takes up to `limit` notifications in queue order (quiet ones included, stopping at a
+   * configuration barrier), drops stale ones, and commits the rest to the ledger as delivered in one
+   * model-only message with `source`: each is delivered once, here or by a turn, never both. Returns
+   * what was delivered, in queue order; nothing while a turn runs (the turn delivers them) or once
+   * shutdown began.
+   */
+  takeQueuedNotifications(options: TakeQueuedNotificationsOptions): DeliveredNotification[] {
+    if (typeof options?.source !== 'string' || options.source === '') {
+      throw new InvalidArgumentError('source', 'a non-empty string', options?.source);
+    }
+    const limit = options.limit ?? Number.POSITIVE_INFINITY;
+    if (limit !== Number.POSITIVE_INFINITY && (!Number.isSafeInteger(limit) || limit < 1)) {
+      throw new InvalidArgumentError('limit', 'a positive integer', options.limit);
+    }
+    if (this.#turn || this.#closing) return [];
+    const taken = this.#queue.takeNotificationsBeforeBarrier('later', limit);
+    return this.#deliverBatch(taken, options.source).map((notification) => ({
+      ledgerId: notification.ledgerId,
+      taskId: notification.taskId,
+      label: notification.label,
+      text: notification.text,
+    }));
+  }
+
   // ---------------------------------------------------------------- control
 
   /** Stops the running turn. Background tasks keep running: interrupting a turn is not stopping work. */
@@ -453,7 +496,7 @@ export class Session {
       const delivered =
         source === 'user'
           ? this.#deliverSeparately(notifications, 'task_notification_steer')
-          : this.#deliverBatch(notifications);
+          : this.#deliverBatch(notifications, 'background_task').length > 0;
       if (input) this.#deliverUserInput(input);
       if (source === 'background_task' && !delivered) {
         // Every notification of the batch was stale or already delivered: nothing to wake the model for.
@@ -538,8 +581,11 @@ export class Session {
     return delivered;
   }
 
-  /** An idle drain's batch as one model-only message: the XML blocks joined by a blank line. */
-  #deliverBatch(notifications: QueuedNotification[]): boolean {
+  /**
+   * A batch as one model-only message: the XML blocks joined by a blank line. Returns the notifications
+   * it delivered.
+   */
+  #deliverBatch(notifications: QueuedNotification[], source: string): QueuedNotification[] {
     let pending = this.#dropStale(notifications);
     while (pending.length > 0) {
       const result = this.#store.commitDelivery(
@@ -549,13 +595,13 @@ export class Session {
           role: 'user',
           content: { text: pending.map((notification) => notification.text).join('\n\n') },
           visibility: 'model-only',
-          source: 'background_task',
+          source,
           branchGeneration: this.#branchGeneration,
         },
       );
       if (result.ok) {
         this.#emit({ type: 'message', message: result.message });
-        return true;
+        return pending;
       }
       // Some entry was already delivered, discarded or is stale: deliver the rest without it.
       const blocked = new Set(result.conflicts.map((entry) => entry.id));
@@ -563,7 +609,7 @@ export class Session {
       if (result.code === 'LEDGER_ENTRY_STALE_BRANCH') this.#discard(stale, 'branch_changed');
       pending = pending.filter((notification) => !blocked.has(notification.ledgerId));
     }
-    return false;
+    return [];
   }
 
   /** The second branch check, just before persisting. */

@@ -1,0 +1,54 @@
+import { describe, expect, it } from 'vitest';
+import { runtimeForTest, settleEventLoop } from '../../test/support/session.js';
+
+describe('Session.takeQueuedNotifications (a surface delivering outside a model turn)', () => {
+  it('takes quiet notifications in order, marks them delivered once, and never wakes the model', async () => {
+    const { runtime, model, board, store } = runtimeForTest(
+      [
+        { toolCalls: [{ name: 'start_task', input: { label: 'a' } }] },
+        { toolCalls: [{ name: 'start_task', input: { label: 'b' } }] },
+        { toolCalls: [{ name: 'start_task', input: { label: 'c' } }] },
+        { text: 'started' },
+      ],
+      { notifications: { wakeBudget: 0 } },
+    );
+    const session = runtime.createSession({ id: 's1' });
+    await session.send('start three');
+    const requests = model.requests.length;
+    for (const label of ['a', 'b', 'c']) board.get(label)!.settle({ status: 'completed' });
+    await settleEventLoop();
+    await session.whenIdle();
+    expect(model.requests).toHaveLength(requests);
+    expect(session.queuedCommands).toBe(3);
+
+    const first = session.takeQueuedNotifications({ source: 'surface_result', limit: 2 });
+    expect(first.map((notification) => notification.taskId)).toEqual(['scripted-1', 'scripted-2']);
+    expect(first[0]?.text).toContain('<task-notification>');
+    const rest = session.takeQueuedNotifications({ source: 'surface_result' });
+    expect(rest.map((notification) => notification.label)).toEqual(['c']);
+    expect(session.takeQueuedNotifications({ source: 'surface_result' })).toEqual([]);
+
+    const ledger = store.listLedger('s1').filter((entry) => entry.kind === 'notification');
+    expect(ledger.map((entry) => entry.state)).toEqual(['delivered', 'delivered', 'delivered']);
+    const messages = session.messages().filter((message) => message.source === 'surface_result');
+    expect(messages).toHaveLength(2);
+    expect(messages.every((message) => message.visibility === 'model-only')).toBe(true);
+    expect(model.requests).toHaveLength(requests);
+    await runtime.dispose();
+  });
+
+  it('validates its options and takes nothing once the session is closing', async () => {
+    const { runtime } = runtimeForTest([]);
+    const session = runtime.createSession({ id: 's1' });
+    expect(() => session.takeQueuedNotifications({ source: '' })).toThrow(
+      'Expected `source` to be a non-empty string, got "" (string)',
+    );
+    expect(() => session.takeQueuedNotifications({ source: 'x', limit: 0 })).toThrow(
+      'Expected `limit` to be a positive integer, got 0 (number)',
+    );
+    const closing = session.close();
+    expect(session.takeQueuedNotifications({ source: 'x' })).toEqual([]);
+    await closing;
+    await runtime.dispose();
+  });
+});

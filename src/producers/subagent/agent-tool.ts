@@ -23,7 +23,7 @@ import {
   toolError,
   toolResult,
 } from '../../tools/index.js';
-import type { Clock } from '../bash/clock.js';
+import type { Clock } from '../bash/index.js';
 import { AgentRunInBackgroundDisabledError, SubagentNeedsSessionError } from './errors.js';
 import { booleanOption, positiveInteger } from './subagent-options.js';
 import type { StartedSubagent, SubagentProducer } from './subagent-producer.js';

@@ -10,7 +10,7 @@ import {
   type SessionRuntime,
 } from '../../session/index.js';
 import { type AnyToolDefinition, createTaskTools, type TaskTools } from '../../tools/index.js';
-import { createBashTool } from '../bash/bash-tool.js';
+import { createBashTool } from '../bash/index.js';
 import type { AgentProfile } from './agent-profile.js';
 import type { ResolvedSubagentOptions, SubagentChildContext } from './subagent-options.js';
 

@@ -5,10 +5,8 @@ import type { PolicyOptions, Session, SessionLimits } from '../../session/index.
 import type { SessionStore } from '../../store/index.js';
 import { InvalidArgumentError, type TaskService } from '../../tasks/index.js';
 import type { AnyToolDefinition } from '../../tools/index.js';
-import type { BashProducer } from '../bash/bash-producer.js';
-import { SUBAGENT_BACKGROUND_RUNTIME_CAP_MS } from '../bash/bash-producer.js';
-import type { BashToolOptions } from '../bash/bash-tool.js';
-import { type Clock, systemClock } from '../bash/clock.js';
+import type { BashProducer, BashToolOptions } from '../bash/index.js';
+import { type Clock, SUBAGENT_BACKGROUND_RUNTIME_CAP_MS, systemClock } from '../bash/index.js';
 import { type AgentProfile, indexProfiles, isModelSource, type ModelSource } from './agent-profile.js';
 
 /** What the `tools` factory knows about the child it builds tools for. */

@@ -16,7 +16,7 @@ import {
   createTaskTools,
   executeTool,
 } from '../../tools/index.js';
-import { createManualClock } from '../bash/clock.js';
+import { createManualClock } from '../bash/index.js';
 import {
   type AgentTool,
   createAgentMessageTool,

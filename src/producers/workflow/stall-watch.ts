@@ -4,7 +4,7 @@
  * the next report needs new progress first. Sleeping and waiting for an answer are not stalls, so the
  * watch pauses while a run does either.
  */
-import type { CancelTimer, Clock } from '../bash/clock.js';
+import type { CancelTimer, Clock } from '../bash/index.js';
 
 export interface StallReport {
   /** How long the run has made no progress. */

@@ -10,10 +10,8 @@ import type { WorkflowProgressEvent } from '../../notifications/index.js';
 import type { Logger } from '../../registry/index.js';
 import type { JsonValue } from '../../store/index.js';
 import { ErrandError, InvalidArgumentError, type TaskDetail } from '../../tasks/index.js';
-import type { Clock } from '../bash/clock.js';
-import type { BashExecutor } from '../bash/executor.js';
-import { DEFAULT_STDERR_PREFIX } from '../bash/executor.js';
-import { describeExit } from '../bash/exit-facts.js';
+import type { BashExecutor, Clock } from '../bash/index.js';
+import { DEFAULT_STDERR_PREFIX, describeExit } from '../bash/index.js';
 import type { SubagentProducer } from '../subagent/index.js';
 import {
   WorkflowAgentFailedError,

@@ -3,8 +3,8 @@ import type { DeliveryPolicy } from '../../notifications/index.js';
 import { consoleLogger, type Logger } from '../../registry/index.js';
 import type { SessionStore } from '../../store/index.js';
 import { InvalidArgumentError, type TaskService } from '../../tasks/index.js';
-import { type Clock, systemClock } from '../bash/clock.js';
-import type { BashExecutor } from '../bash/executor.js';
+import type { BashExecutor } from '../bash/index.js';
+import { type Clock, systemClock } from '../bash/index.js';
 import type { SubagentProducer } from '../subagent/index.js';
 
 export interface WorkflowProducerOptions {

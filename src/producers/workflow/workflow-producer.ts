@@ -25,7 +25,7 @@ import {
   type TaskService,
   type TaskSnapshot,
 } from '../../tasks/index.js';
-import { BashExecutor } from '../bash/executor.js';
+import { BashExecutor } from '../bash/index.js';
 import {
   WorkflowProducerDisposedError,
   WorkflowRunStateError,

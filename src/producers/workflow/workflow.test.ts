@@ -22,7 +22,7 @@ import { createMemorySessionStore, type SessionStore } from '../../store/index.j
 import { ErrandError, type Owner, type TaskService, type TaskSnapshot } from '../../tasks/index.js';
 import { scriptedModel } from '../../testing/index.js';
 import { createTaskTools, executeTool, type ToolContext } from '../../tools/index.js';
-import { createManualClock, type ManualClock } from '../bash/clock.js';
+import { createManualClock, type ManualClock } from '../bash/index.js';
 import { createSubagentProducer, type SubagentProducer } from '../subagent/index.js';
 import {
   createWorkflowProducer,

@@ -265,12 +265,14 @@ export function createBashTool(options: BashToolOptions): BashTool {
   const foregroundResult = (started: StartedBashTask): ToolResult<BashToolValue> => {
     const { taskId, handle } = started;
     const facts = handle.exit;
-    producer.tasks.claim(taskId, trusted);
+    try {
+      // The result goes back in this call; the task's end needs no notification.
+      producer.tasks.claim(taskId, trusted);
+    } catch {
+      // Already forgotten (its owner was disposed meanwhile).
+    }
     if (facts === undefined) {
-      const snapshot = producer.tasks.get(taskId, trusted);
-      return toolError(
-        `Error: task ${taskId} ended as ${snapshot.status}: ${snapshot.error ?? 'no details'}`,
-      );
+      return toolError(`Error: task ${taskId} ended before its command did: the executor no longer knows it`);
     }
     const rendered = handle.render(producer.outputLimitBytes, DEFAULT_STDERR_PREFIX);
     const output = withSkippedOutputMarker(rendered.text, rendered.skippedBytes, facts.outputFile);

@@ -186,8 +186,13 @@ export class ProcessHandle {
       });
       this.#resume();
     });
-    child.once('error', (error) => this.#onChildError(error));
+    child.on('error', (error) => this.#onChildError(error));
     this.#streams = [child.stdout, child.stderr].filter((stream): stream is Readable => stream !== null);
+    for (const stream of this.#streams) {
+      stream.on('error', (error) => {
+        options.logger.warn('reading a command pipe failed', { id: this.id, error: error.message });
+      });
+    }
     let open = this.#streams.length;
     this.#streamsClosed = new Promise<void>((resolve) => {
       if (open === 0) resolve();

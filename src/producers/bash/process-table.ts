@@ -58,7 +58,14 @@ export function procfsSource(root = '/proc'): ProcessSource {
   return {
     listPids() {
       const pids: number[] = [];
-      for (const name of readdirSync(root)) {
+      let names: string[];
+      try {
+        names = readdirSync(root);
+      } catch {
+        // No procfs (not Linux): only the process group can be signalled.
+        return pids;
+      }
+      for (const name of names) {
         const code = name.charCodeAt(0);
         if (code >= 48 && code <= 57) pids.push(Number(name));
       }
@@ -106,27 +113,26 @@ export function findEnvironmentValue(block: Buffer, name: string): string | unde
 }
 
 /**
- * Memoizes a source for the current turn of the event loop, so many trees taking their census at
- * once (a disposal cancelling hundreds of commands) read each /proc entry once. Environment values
- * are kept per (pid, start time) for as long as the process lives, since they never change.
+ * Memoizes a source for `maxAgeMs`, so many trees taking their census at once (a disposal cancelling
+ * hundreds of commands) read each /proc entry once. Environment values are kept per (pid, start time)
+ * for as long as the process lives, since they never change.
  */
-export function memoizedSource(source: ProcessSource): ProcessSource {
+export function memoizedSource(source: ProcessSource, maxAgeMs = 2): ProcessSource {
   let pids: number[] | undefined;
   const entries = new Map<number, ProcessEntry | undefined>();
   const environments = new Map<string, { startTime: number; value: string | undefined }>();
-  let expiring = false;
-  const expireSoon = () => {
-    if (expiring) return;
-    expiring = true;
-    setImmediate(() => {
-      expiring = false;
-      pids = undefined;
-      entries.clear();
-      if (environments.size > 4096) environments.clear();
-    });
+  let since = 0;
+  // Wall time read from hrtime, so fake timers in a host's tests cannot freeze the cache.
+  const fresh = () => {
+    const now = Number(process.hrtime.bigint() / 1_000_000n);
+    if (now - since <= maxAgeMs) return;
+    since = now;
+    pids = undefined;
+    entries.clear();
+    if (environments.size > 4096) environments.clear();
   };
   const read = (pid: number): ProcessEntry | undefined => {
-    expireSoon();
+    fresh();
     if (entries.has(pid)) return entries.get(pid);
     const entry = source.read(pid);
     entries.set(pid, entry);
@@ -134,7 +140,7 @@ export function memoizedSource(source: ProcessSource): ProcessSource {
   };
   return {
     listPids() {
-      expireSoon();
+      fresh();
       pids ??= source.listPids();
       return pids;
     },

@@ -131,7 +131,7 @@ export async function runDemo(options: DemoOptions): Promise<number> {
       cwd,
       pty: false,
       // Results that land within half a second of each other wake the agent once, in one message.
-      limits: { idleDrainDelayMs: 500 },
+      limits: { idleDrainQuietMs: 500, idleDrainMaxDelayMs: 2000 },
       systemPrompt: 'You are the errand demo agent.',
     });
     out.write('errand demo — a scripted agent with real background commands (no API keys needed)\n');

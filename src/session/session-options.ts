@@ -9,10 +9,13 @@ export interface SessionLimits {
   /** The largest tool result kept in the conversation, in UTF-8 bytes (head and tail kept). Default 65536. */
   readonly maxToolResultBytes?: number;
   /**
-   * How long an idle session lets completions gather before one drain starts one turn. 0 (the default)
-   * coalesces what lands in the same event-loop turn, which keeps exit-to-request latency in microseconds.
+   * An idle session starts a turn once no new notification arrived for this long, so completions that
+   * land together wake the agent once, in one message. Default 3 ms: a burst of exits arrives with gaps
+   * far shorter, while a lone completion still reaches the model within a few milliseconds.
    */
-  readonly idleDrainDelayMs?: number;
+  readonly idleDrainQuietMs?: number;
+  /** However busy the arrivals, a turn starts at most this long after the first queued one. Default 100 ms. */
+  readonly idleDrainMaxDelayMs?: number;
 }
 
 export type ResolvedSessionLimits = Required<SessionLimits>;
@@ -21,7 +24,8 @@ export const SESSION_LIMIT_DEFAULTS: ResolvedSessionLimits = Object.freeze({
   maxStepsPerTurn: 50,
   maxQueuedCommands: 1000,
   maxToolResultBytes: 64 * 1024,
-  idleDrainDelayMs: 0,
+  idleDrainQuietMs: 3,
+  idleDrainMaxDelayMs: 100,
 });
 
 export function resolveSessionLimits(limits: SessionLimits = {}): ResolvedSessionLimits {
@@ -29,7 +33,7 @@ export function resolveSessionLimits(limits: SessionLimits = {}): ResolvedSessio
   for (const field of Object.keys(SESSION_LIMIT_DEFAULTS) as Array<keyof ResolvedSessionLimits>) {
     const value = limits[field];
     if (value === undefined) continue;
-    const minimum = field === 'idleDrainDelayMs' ? 0 : 1;
+    const minimum = field === 'idleDrainQuietMs' || field === 'idleDrainMaxDelayMs' ? 0 : 1;
     if (!Number.isSafeInteger(value) || value < minimum) {
       throw new InvalidArgumentError(
         `limits.${field}`,
@@ -38,6 +42,13 @@ export function resolveSessionLimits(limits: SessionLimits = {}): ResolvedSessio
       );
     }
     resolved[field] = value;
+  }
+  if (resolved.idleDrainMaxDelayMs < resolved.idleDrainQuietMs) {
+    throw new InvalidArgumentError(
+      'limits.idleDrainMaxDelayMs',
+      `at least limits.idleDrainQuietMs (${resolved.idleDrainQuietMs})`,
+      resolved.idleDrainMaxDelayMs,
+    );
   }
   return resolved;
 }

@@ -138,6 +138,8 @@ export class Session {
   #turn: { readonly id: number; readonly controller: AbortController } | undefined;
   #turnCount = 0;
   #drainScheduled = false;
+  #drainTimer: NodeJS.Timeout | undefined;
+  #drainWindowStart = 0;
   #drainHolds = 0;
   #sealed = false;
   #closing: Promise<void> | undefined;
@@ -441,16 +443,23 @@ export class Session {
 
   // ---------------------------------------------------------------- draining and turns
 
+  /**
+   * Debounces the idle drain: it runs once arrivals have been quiet for `idleDrainQuietMs`, and at most
+   * `idleDrainMaxDelayMs` after the first, so a burst of completions starts one turn with one message.
+   */
   #scheduleDrain(): void {
-    if (this.#drainScheduled || this.#closing) return;
+    if (this.#closing) return;
+    const now = performance.now();
+    if (this.#drainTimer === undefined) this.#drainWindowStart = now;
+    else clearTimeout(this.#drainTimer);
+    const { idleDrainQuietMs, idleDrainMaxDelayMs } = this.#limits;
+    const delay = Math.min(idleDrainQuietMs, Math.max(0, this.#drainWindowStart + idleDrainMaxDelayMs - now));
     this.#drainScheduled = true;
-    const drain = () => {
+    this.#drainTimer = setTimeout(() => {
+      this.#drainTimer = undefined;
       this.#drainScheduled = false;
       void this.#drain();
-    };
-    // One macrotask of coalescing: completions that land together start one turn with one message.
-    if (this.#limits.idleDrainDelayMs > 0) setTimeout(drain, this.#limits.idleDrainDelayMs);
-    else setImmediate(drain);
+    }, delay);
   }
 
   async #drain(): Promise<void> {
@@ -646,6 +655,9 @@ export class Session {
 
   async #closeNow(): Promise<void> {
     this.#setState('shutting_down');
+    if (this.#drainTimer) clearTimeout(this.#drainTimer);
+    this.#drainTimer = undefined;
+    this.#drainScheduled = false;
     this.interrupt('session closing');
     try {
       await this.#onShutdown?.(this);

@@ -5,4 +5,5 @@
 export * from './anthropic.js';
 export * from './mcp.js';
 export * from './openai.js';
+export * from './openai-chat-model.js';
 export * from './tool-lookup.js';

@@ -1,53 +1,28 @@
-import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import {
+  completion,
+  type FakeEndpoint,
+  type FakeReply,
+  fakeOpenAiEndpoint,
+} from '../../test/support/fake-openai.js';
 import { capturingLogger } from '../../test/support/registry.js';
 import { createSessionRuntime } from '../session/index.js';
 import { createMemorySessionStore } from '../store/index.js';
 import { defineTool } from '../tools/index.js';
 import { createOpenAiChatModel, openAiChatModelFromEnvironment } from './openai-chat-model.js';
 
-type Reply = (body: Record<string, unknown>, request: IncomingMessage) => { status?: number; body: unknown };
-
-let server: Server | undefined;
+let endpoint: FakeEndpoint | undefined;
 
 afterEach(async () => {
-  await new Promise((resolve) => server?.close(resolve) ?? resolve(undefined));
-  server = undefined;
+  await endpoint?.close();
+  endpoint = undefined;
 });
 
-/** A real HTTP endpoint that answers chat completions from a script. */
-async function fakeEndpoint(
-  replies: Reply[],
-): Promise<{ url: string; bodies: Record<string, unknown>[]; auth: string[] }> {
-  const bodies: Record<string, unknown>[] = [];
-  const auth: string[] = [];
-  server = createServer((request, response) => {
-    let raw = '';
-    request.on('data', (chunk: Buffer) => {
-      raw += chunk.toString();
-    });
-    request.on('end', () => {
-      const body = JSON.parse(raw) as Record<string, unknown>;
-      bodies.push(body);
-      auth.push(request.headers.authorization ?? '');
-      const reply = replies.shift()?.(body, request) ?? { status: 500, body: { error: 'no reply scripted' } };
-      response.writeHead(reply.status ?? 200, { 'content-type': 'application/json' });
-      response.end(JSON.stringify(reply.body));
-    });
-  });
-  await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return { url: `http://127.0.0.1:${port}/v1`, bodies, auth };
+async function fakeEndpoint(replies: FakeReply[]): Promise<FakeEndpoint> {
+  endpoint = await fakeOpenAiEndpoint(replies);
+  return endpoint;
 }
-
-const completion = (message: Record<string, unknown>, finish: string) => ({
-  body: {
-    choices: [{ message: { role: 'assistant', ...message }, finish_reason: finish }],
-    usage: { prompt_tokens: 12, completion_tokens: 3 },
-  },
-});
 
 describe('OpenAI-compatible model port', () => {
   it('drives a session turn: tool call, tool result, final answer', async () => {

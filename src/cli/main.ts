@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 /** The `errand` command. */
+import { runChat } from './chat.js';
 import { runDemo } from './demo.js';
 
 const usage = `Usage: errand <command>
@@ -7,6 +8,8 @@ const usage = `Usage: errand <command>
 Commands:
   demo     the whole loop on a scripted model with real background commands
            (--no-dashboard, --hold to keep the dashboard up)
+  chat     the agent loop with a real model (ERRAND_MODEL, ERRAND_BASE_URL, ERRAND_API_KEY)
+           (--cwd DIR, --home DIR, --resume SESSION-ID)
   help     show this help
 `;
 
@@ -19,6 +22,16 @@ async function main(argv: readonly string[]): Promise<number> {
         hold: argv.includes('--hold'),
         dashboard: !argv.includes('--no-dashboard'),
       });
+    case 'chat':
+      return runChat({
+        input: process.stdin,
+        out: process.stdout,
+        err: process.stderr,
+        env: process.env,
+        cwd: flagValue(argv, '--cwd') ?? process.cwd(),
+        ...(flagValue(argv, '--home') ? { home: flagValue(argv, '--home')! } : {}),
+        ...(flagValue(argv, '--resume') ? { resume: flagValue(argv, '--resume')! } : {}),
+      });
     case undefined:
     case 'help':
     case '--help':
@@ -29,6 +42,11 @@ async function main(argv: readonly string[]): Promise<number> {
       process.stderr.write(`errand: unknown command ${JSON.stringify(command)}\n\n${usage}`);
       return 2;
   }
+}
+
+function flagValue(argv: readonly string[], flag: string): string | undefined {
+  const index = argv.indexOf(flag);
+  return index >= 0 ? argv[index + 1] : undefined;
 }
 
 main(process.argv.slice(2)).then(

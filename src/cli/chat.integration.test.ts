@@ -1,0 +1,106 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  completion,
+  type FakeEndpoint,
+  fakeOpenAiEndpoint,
+  lastMessageText,
+} from '../../test/support/fake-openai.js';
+
+const main = new URL('../../dist/cli/main.js', import.meta.url).pathname;
+let endpoint: FakeEndpoint | undefined;
+const directories: string[] = [];
+
+afterEach(async () => {
+  await endpoint?.close();
+  for (const directory of directories.splice(0)) rmSync(directory, { recursive: true, force: true });
+});
+
+describe('errand chat', () => {
+  it('runs the loop with a real endpoint: background command, notification, /tasks, /quit', async () => {
+    endpoint = await fakeOpenAiEndpoint([
+      () =>
+        completion(
+          {
+            content: 'Starting it in the background.',
+            tool_calls: [
+              {
+                id: 'call_1',
+                type: 'function',
+                function: {
+                  name: 'bash',
+                  arguments: JSON.stringify({ command: 'echo hello-from-chat', run_in_background: true }),
+                },
+              },
+            ],
+          },
+          'tool_calls',
+        ),
+      () => completion({ content: 'It runs in the background.' }, 'stop'),
+      (body) =>
+        completion(
+          {
+            content: lastMessageText(body).includes('hello-from-chat')
+              ? 'It printed hello-from-chat.'
+              : 'no output?',
+          },
+          'stop',
+        ),
+    ]);
+    const home = mkdtempSync(join(tmpdir(), 'errand-chat-'));
+    directories.push(home);
+    const child = spawn(process.execPath, [main, 'chat', '--home', home, '--cwd', home], {
+      env: { ...process.env, ERRAND_MODEL: 'test-model', ERRAND_BASE_URL: endpoint.url },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const seen = (text: string) =>
+      new Promise<void>((resolve) => {
+        const check = () => {
+          if (stdout.includes(text)) {
+            child.stdout.off('data', onData);
+            resolve();
+          }
+        };
+        const onData = (chunk: Buffer) => {
+          stdout += chunk.toString();
+          check();
+        };
+        child.stdout.on('data', onData);
+        check();
+      });
+    await seen('errand chat — model openai:test-model');
+    child.stdin.write('say hello in the background\n');
+    await seen('It printed hello-from-chat.');
+    child.stdin.write('/tasks\n');
+    await seen('bash-1 [bash] completed');
+    child.stdin.write('/quit\n');
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+    expect(stdout).toContain('[background results: echo hello-from-chat]');
+  });
+
+  it('explains how to configure a model when none is set', async () => {
+    const environment = { ...process.env };
+    delete environment.ERRAND_MODEL;
+    const child = spawn(process.execPath, [main, 'chat'], {
+      env: environment,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    expect(code).toBe(2);
+    expect(stderr).toContain('ERRAND_MODEL');
+  });
+});

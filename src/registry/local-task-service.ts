@@ -136,7 +136,8 @@ export class LocalTaskService implements TaskService {
 
   constructor(options?: TaskServiceOptions) {
     this.#options = resolveTaskServiceOptions(options);
-    for (const [kind, sequence] of Object.entries(this.#options.initialSequences)) this.#sequences.set(kind, sequence);
+    for (const [kind, sequence] of Object.entries(this.#options.initialSequences))
+      this.#sequences.set(kind, sequence);
   }
 
   // ---------------------------------------------------------------- registration

@@ -83,6 +83,15 @@ describe('status mapping', () => {
     });
   });
 
+  it('fails a task whose shell is missing', async () => {
+    const { tasks, producer } = setup({ executor: { shell: '/nonexistent/bash' } });
+    const { taskId } = await producer.start({ command: 'true' });
+    const snapshot = await settled(tasks, taskId);
+    expect(snapshot.status).toBe('failed');
+    expect(snapshot.detail).toMatchObject({ reason: 'spawn_error', errorCode: 'ENOENT' });
+    expect(snapshot.error).toContain('the shell "/nonexistent/bash" was not found');
+  });
+
   it('records SIGKILL escalation in the detail', async () => {
     const { tasks, producer } = setup({ executor: { killGraceMs: 100 } });
     const { taskId, handle } = await producer.start({ command: fixtureCommand('ignore-term') });

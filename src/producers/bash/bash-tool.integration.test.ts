@@ -1,4 +1,5 @@
 /** The model-facing bash tool with real processes: foreground, background, promotion, aborts, preflight. */
+import { existsSync } from 'node:fs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { capturingLogger, isAlive, waitForOutput } from '../../../test/fixtures/bash/index.js';
 import { createTaskService } from '../../registry/index.js';
@@ -236,6 +237,8 @@ describe('background', () => {
     const handle = producer.handleOf('bash-1')!;
     expect(result.text).toContain('bash-1');
     expect(result.text).toContain(`Output file: ${handle.outputFile}`);
+    // The file the text names exists by the time the call returns.
+    expect(existsSync(handle.outputFile!)).toBe(true);
     controller.abort();
     await waitForOutput(handle, 'ready');
     expect(tasks.get('bash-1', owner)).toMatchObject({

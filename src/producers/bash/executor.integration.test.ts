@@ -1,5 +1,5 @@
 /** The executor against real processes: exit facts, process-group kills, escapees, output, spawn failures. */
-import { readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   capturingLogger,
@@ -213,5 +213,32 @@ describe('output', () => {
     expect(handle.outputFile).not.toContain('bash-1');
     await run.dispose();
     expect(() => statSync(run.outputDirectory!)).toThrow();
+  });
+
+  it('deletes the file of a released handle, and keeps the directory on disposal when asked to', async () => {
+    const run = executor({ keepOutputFiles: true });
+    const released = run.start({ command: 'echo gone' });
+    const kept = run.start({ command: 'echo kept' });
+    await Promise.all([released.stopped, kept.stopped]);
+    await run.release(released.id);
+    expect(run.has(released.id)).toBe(false);
+    expect(existsSync(released.outputFile!)).toBe(true);
+    await run.dispose();
+    expect(readFileSync(kept.outputFile!, 'utf8')).toBe('kept\n');
+    rmSync(run.outputDirectory!, { recursive: true });
+  });
+
+  it('cancels a running command on release and on disposal, and refuses new ones afterwards', async () => {
+    const run = executor();
+    const released = run.start({ command: 'exec sleep 1000' });
+    const disposed = run.start({ command: 'exec sleep 1000' });
+    await run.release(released.id);
+    expect(released.exit).toMatchObject({ reason: 'cancelled', cancelMessage: 'released' });
+    expect(existsSync(released.outputFile!)).toBe(false);
+    await run.dispose();
+    expect(disposed.exit).toMatchObject({ reason: 'cancelled', cancelMessage: 'executor disposal' });
+    expect(() => run.start({ command: 'true' })).toThrow(
+      expect.objectContaining({ code: 'EXECUTOR_DISPOSED' }),
+    );
   });
 });

@@ -4,14 +4,9 @@
  * ids, labels or commands. Removed on disposal unless the owner asks to keep it.
  */
 import { randomUUID } from 'node:crypto';
-import { chmodSync, closeSync, constants, mkdtempSync, openSync, rmSync, unlinkSync } from 'node:fs';
+import { chmodSync, constants, mkdtempSync, open, rmSync, unlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-
-export interface CreatedOutputFile {
-  readonly path: string;
-  readonly fd: number;
-}
 
 const CREATE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
 
@@ -29,19 +24,18 @@ export class OutputDirectory {
     return this.#path;
   }
 
-  /** Creates a new empty output file, open for writing. Synchronous so the path exists when returned. */
-  createFile(): CreatedOutputFile {
+  /**
+   * A fresh random path in the directory, creating the directory on first use. Nothing exists at the
+   * path until `open` creates it.
+   */
+  newPath(): string {
     if (this.#disposed) throw new Error('the output directory was removed');
-    const directory = this.#ensure();
-    for (let attempt = 0; ; attempt += 1) {
-      const path = join(directory, `${randomUUID()}.log`);
-      try {
-        return { path, fd: openSync(path, CREATE_FLAGS, 0o600) };
-      } catch (error) {
-        // A name collision is astronomically unlikely; anything else is a real failure.
-        if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || attempt >= 3) throw error;
-      }
-    }
+    return join(this.#ensure(), `${randomUUID()}.log`);
+  }
+
+  /** Creates the file at `path` exclusively (mode 0600, never following a link), open for writing. */
+  open(path: string, callback: (error: NodeJS.ErrnoException | null, fd: number) => void): void {
+    open(path, CREATE_FLAGS, 0o600, callback);
   }
 
   /** Deletes one output file; a file that is already gone is fine. */
@@ -68,14 +62,5 @@ export class OutputDirectory {
       this.#path = path;
     }
     return this.#path;
-  }
-}
-
-/** Closes a descriptor, ignoring errors (used when a spawn fails after the file was created). */
-export function closeQuietly(fd: number): void {
-  try {
-    closeSync(fd);
-  } catch {
-    // Nothing to do.
   }
 }

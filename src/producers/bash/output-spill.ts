@@ -1,11 +1,20 @@
 /**
  * Writes a command's whole output stream to its output file, with backpressure. Chunks are queued and
- * written with one positional `writev` at a time, so reading the pipe and writing the disk overlap.
+ * written with one `writev` at a time, so reading the pipe and writing the disk overlap.
  * `write` returns false once `highWaterMark` bytes wait for the disk: the caller pauses the command's
  * pipes, and `onDrain` listeners run when the queue fell back to a quarter of that. Memory stays bounded
- * by the high-water mark plus one chunk, however slow the disk is.
+ * by the high-water mark plus one chunk, however slow the disk is. The file may still be opening when
+ * the first chunks arrive; they wait in the queue until `attach` hands over the descriptor.
  */
 import { closeSync, writev } from 'node:fs';
+
+function closeQuietly(fd: number): void {
+  try {
+    closeSync(fd);
+  } catch {
+    // Already closed; nothing is lost by ignoring it.
+  }
+}
 
 /** The most bytes one `writev` call carries; more stays queued for the next call. */
 const MAX_BATCH_BYTES = 8 * 1024 * 1024;
@@ -14,13 +23,12 @@ const MAX_BATCH_CHUNKS = 512;
 
 export class OutputSpill {
   readonly path: string;
-  readonly #fd: number;
+  #fd: number | undefined;
   readonly #highWaterMark: number;
   readonly #lowWaterMark: number;
   readonly #onError: (error: Error) => void;
   #queue: Buffer[] = [];
   #queuedBytes = 0;
-  #position = 0;
   #writing = false;
   #blocked = false;
   #drainListeners: Array<() => void> = [];
@@ -29,15 +37,30 @@ export class OutputSpill {
   #closed: Promise<void> | undefined;
   #writtenBytes = 0;
 
-  constructor(path: string, fd: number, highWaterMark: number, onError: (error: Error) => void) {
+  constructor(path: string, highWaterMark: number, onError: (error: Error) => void) {
     this.path = path;
-    this.#fd = fd;
     this.#highWaterMark = highWaterMark;
     this.#lowWaterMark = Math.floor(highWaterMark / 4);
     this.#onError = onError;
   }
 
-  /** The first write error, after which nothing more is written. */
+  /** The file is open: queued output starts going to it. */
+  attach(fd: number): void {
+    if (this.#fd !== undefined || this.#error !== undefined) {
+      closeQuietly(fd);
+      return;
+    }
+    this.#fd = fd;
+    this.#pump();
+    if (!this.#writing) this.#flushed();
+  }
+
+  /** The file could not be opened: nothing will be written. */
+  failToOpen(error: Error): void {
+    this.#fail(error);
+  }
+
+  /** The first open or write error, after which nothing more is written. */
   get error(): Error | undefined {
     return this.#error;
   }
@@ -76,25 +99,23 @@ export class OutputSpill {
     this.#drainListeners.push(listener);
   }
 
-  /** Writes what is queued and closes the file; never rejects. */
+  /** Writes what is queued and closes the file (once it is open); never rejects. */
   close(): Promise<void> {
     this.#closed ??= new Promise<void>((resolve) => {
       const finish = () => {
-        try {
-          closeSync(this.#fd);
-        } catch {
-          // Already closed; nothing is lost by ignoring it.
-        }
+        if (this.#fd !== undefined) closeQuietly(this.#fd);
         resolve();
       };
-      if (!this.#writing && this.#queue.length === 0) finish();
+      const settled = this.#fd !== undefined || this.#error !== undefined;
+      if (settled && !this.#writing && this.#queue.length === 0) finish();
       else this.#flushListeners.push(finish);
     });
     return this.#closed;
   }
 
   #pump(): void {
-    if (this.#writing || this.#queue.length === 0 || this.#error !== undefined) return;
+    if (this.#writing || this.#queue.length === 0 || this.#error !== undefined || this.#fd === undefined)
+      return;
     let count = 0;
     let bytes = 0;
     while (count < this.#queue.length && count < MAX_BATCH_CHUNKS && bytes < MAX_BATCH_BYTES) {
@@ -108,12 +129,12 @@ export class OutputSpill {
   }
 
   #write(batch: Buffer[], bytes: number): void {
-    writev(this.#fd, batch, this.#position, (error, written) => {
+    // One write in flight at a time, at the file's own offset (so a FIFO works too).
+    writev(this.#fd!, batch, null, (error, written) => {
       if (error) {
         this.#fail(error);
         return;
       }
-      this.#position += written;
       this.#queuedBytes -= written;
       if (written < bytes) {
         // A short write: write the rest.

@@ -13,7 +13,7 @@ import {
   type ResolvedExecutorOptions,
 } from './executor-options.js';
 import type { ExitFacts, StopReason } from './exit-facts.js';
-import { closeQuietly, type OutputDirectory } from './output-directory.js';
+import type { OutputDirectory } from './output-directory.js';
 import { OutputSpill } from './output-spill.js';
 import { OutputWindow } from './output-window.js';
 import { type TerminationReport, TreeTerminator } from './process-terminator.js';
@@ -83,6 +83,8 @@ export class ProcessHandle {
   #paused = false;
   #timeoutMs: number | undefined;
   #lastActivity = 0;
+  #processRunning = false;
+  #fileOpen = false;
   #cancelTimeout: CancelTimer | undefined;
   #facts: ExitFacts | undefined;
   #resolveStopped!: (facts: ExitFacts) => void;
@@ -143,24 +145,31 @@ export class ProcessHandle {
     return this.#facts;
   }
 
-  /** Starts the shell. Called once by the executor; failures become a `spawn_error` stop, never a throw. */
+  /**
+   * Starts the shell. Called once by the executor; failures become a `spawn_error` stop, never a throw.
+   * The output file is created off the main thread while the shell starts; `spawned` waits for both.
+   */
   start(): void {
     const options = this.#options;
-    let fd: number | undefined;
+    let path: string;
     try {
-      const file = this.#directory.createFile();
-      this.#outputFile = file.path;
-      fd = file.fd;
+      path = this.#directory.newPath();
     } catch (error) {
-      this.#failToStart('could not create the output file', error);
+      this.#failToStart('could not create the output directory', error);
       return;
     }
-    const cwdProblem = checkDirectory(this.cwd);
-    if (cwdProblem) {
-      closeQuietly(fd);
-      this.#failToStart(cwdProblem.message, cwdProblem.error, cwdProblem.code);
-      return;
-    }
+    this.#outputFile = path;
+    const spill = new OutputSpill(path, options.spillHighWaterMarkBytes, (error) => this.#onFileError(error));
+    this.#spill = spill;
+    this.#directory.open(path, (error, fd) => {
+      if (error) {
+        spill.failToOpen(error);
+        return;
+      }
+      spill.attach(fd);
+      this.#fileOpen = true;
+      this.#checkStarted();
+    });
     let child: ChildProcess;
     try {
       const env = this.#tag
@@ -173,19 +182,9 @@ export class ProcessHandle {
         stdio: ['ignore', 'pipe', 'pipe'],
       });
     } catch (error) {
-      closeQuietly(fd);
-      this.#failToStart(`could not start ${this.#resolved.shell}`, error);
+      this.#failToStart(this.#diagnoseSpawnFailure(error), error);
       return;
     }
-    this.#spill = new OutputSpill(this.#outputFile, fd, options.spillHighWaterMarkBytes, (error) => {
-      this.#error ??= { message: `writing the output file failed: ${error.message}`, code: errnoOf(error) };
-      options.logger.warn('writing an output file failed; output is kept in memory only', {
-        id: this.id,
-        outputFile: this.#outputFile,
-        error: error.message,
-      });
-      this.#resume();
-    });
     child.on('error', (error) => this.#onChildError(error));
     this.#streams = [child.stdout, child.stderr].filter((stream): stream is Readable => stream !== null);
     for (const stream of this.#streams) {
@@ -219,7 +218,10 @@ export class ProcessHandle {
     });
     child.stdout?.on('data', (chunk: Buffer) => this.#onData('stdout', chunk));
     child.stderr?.on('data', (chunk: Buffer) => this.#onData('stderr', chunk));
-    child.once('spawn', () => this.#resolveSpawned(true));
+    child.once('spawn', () => {
+      this.#processRunning = true;
+      this.#checkStarted();
+    });
     child.once('exit', (code, signal) => this.#onExit(code, signal));
     this.setTimeout(this.#resolved.timeoutMs);
   }
@@ -333,16 +335,54 @@ export class ProcessHandle {
 
   #onChildError(error: Error): void {
     if (this.#pid === undefined && !this.#facts) {
-      const code = errnoOf(error);
-      const message =
-        code === 'ENOENT'
-          ? `the shell ${JSON.stringify(this.#resolved.shell)} was not found`
-          : `could not start ${this.#resolved.shell}`;
       for (const stream of this.#streams) stream.destroy();
-      this.#failToStart(message, error, code);
+      this.#failToStart(this.#diagnoseSpawnFailure(error), error);
       return;
     }
     this.#options.logger.warn('a command process reported an error', { id: this.id, error: error.message });
+  }
+
+  /** Names what was missing: the working directory or the shell (looked at only when a spawn failed). */
+  #diagnoseSpawnFailure(error: unknown): string {
+    const cwd = JSON.stringify(this.cwd);
+    try {
+      if (!statSync(this.cwd).isDirectory()) return `the working directory ${cwd} is not a directory`;
+    } catch (problem) {
+      return errnoOf(problem) === 'ENOENT'
+        ? `the working directory ${cwd} does not exist`
+        : `the working directory ${cwd} cannot be used`;
+    }
+    const shell = JSON.stringify(this.#resolved.shell);
+    return errnoOf(error) === 'ENOENT' ? `the shell ${shell} was not found` : `could not start ${shell}`;
+  }
+
+  /** Both the process and its output file must be there before the command counts as started. */
+  #checkStarted(): void {
+    if (this.#processRunning && this.#fileOpen) this.#resolveSpawned(true);
+  }
+
+  #onFileError(error: Error): void {
+    const options = this.#options;
+    const opening = !this.#fileOpen;
+    this.#error ??= {
+      message: `${opening ? 'creating' : 'writing'} the output file failed: ${error.message}`,
+      code: errnoOf(error),
+    };
+    this.#resume();
+    if (opening) {
+      // Output nobody could read must not run on: stop the command as a failed start.
+      this.#resolveSpawned(false);
+      if (!this.#leaderExited && !this.#facts) {
+        this.#reason ??= 'spawn_error';
+        if (this.#terminator) void this.#terminator.terminate();
+      }
+      return;
+    }
+    options.logger.warn('writing an output file failed; output is kept in memory only', {
+      id: this.id,
+      outputFile: this.#outputFile,
+      error: error.message,
+    });
   }
 
   #failToStart(message: string, error: unknown, code: string | null = errnoOf(error)): void {
@@ -461,22 +501,4 @@ export class ProcessHandle {
 function errnoOf(error: unknown): string | null {
   const code = (error as NodeJS.ErrnoException | undefined)?.code;
   return typeof code === 'string' ? code : null;
-}
-
-function checkDirectory(path: string): { message: string; error: unknown; code: string } | undefined {
-  try {
-    if (statSync(path).isDirectory()) return undefined;
-    return {
-      message: `the working directory ${JSON.stringify(path)} is not a directory`,
-      error: new Error('not a directory'),
-      code: 'ENOTDIR',
-    };
-  } catch (error) {
-    const code = errnoOf(error) ?? 'ENOENT';
-    const message =
-      code === 'ENOENT'
-        ? `the working directory ${JSON.stringify(path)} does not exist`
-        : `the working directory ${JSON.stringify(path)} cannot be used`;
-    return { message, error, code };
-  }
 }

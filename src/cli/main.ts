@@ -2,6 +2,8 @@
 /** The `errand` command. */
 import { runChat } from './chat.js';
 import { runDemo } from './demo.js';
+import { runMcpCommand } from './mcp-command.js';
+import { runServeCommand } from './serve-command.js';
 
 const usage = `Usage: errand <command>
 
@@ -10,6 +12,9 @@ Commands:
            (--no-dashboard, --hold to keep the dashboard up)
   chat     the agent loop with a real model (ERRAND_MODEL, ERRAND_BASE_URL, ERRAND_API_KEY)
            (--cwd DIR, --home DIR, --resume SESSION-ID)
+  mcp      the MCP server on stdio: background tasks with notifications for an MCP client
+           (--dashboard, --port <n>, --home <dir>, --cwd <dir>; errand mcp --help)
+  serve    the dashboard on 127.0.0.1 until SIGINT/SIGTERM (--port <n>, --home <dir>)
   help     show this help
 `;
 
@@ -32,6 +37,10 @@ async function main(argv: readonly string[]): Promise<number> {
         ...(flagValue(argv, '--home') ? { home: flagValue(argv, '--home')! } : {}),
         ...(flagValue(argv, '--resume') ? { resume: flagValue(argv, '--resume')! } : {}),
       });
+    case 'mcp':
+      return runMcpCommand(argv.slice(1));
+    case 'serve':
+      return runServeCommand(argv.slice(1));
     case undefined:
     case 'help':
     case '--help':

@@ -1,0 +1,99 @@
+/**
+ * `errand mcp`: Errand's MCP server on stdio. Stdout carries the protocol and nothing else; the
+ * dashboard URL and warnings go to stderr. Ends when stdin closes or on SIGINT / SIGTERM, after
+ * stopping every background process it started and removing their output files.
+ */
+import type { Readable, Writable } from 'node:stream';
+import { startStdioMcpServer } from '../mcp/index.js';
+import { describeFlags, type FlagSpecs, parseFlags, UsageError } from './args.js';
+import { onShutdownSignal } from './shutdown-signals.js';
+
+export const MCP_FLAGS: FlagSpecs = {
+  dashboard: {
+    type: 'boolean',
+    description: "also serve the dashboard for this server's work; its URL (token included) goes to stderr",
+  },
+  port: {
+    type: 'port',
+    placeholder: '<n>',
+    description: "the dashboard's port on 127.0.0.1 (needs --dashboard; default: a free port)",
+  },
+  home: {
+    type: 'path',
+    placeholder: '<dir>',
+    description: 'the data directory (default: $ERRAND_HOME, else ~/.errand)',
+  },
+  cwd: {
+    type: 'directory',
+    placeholder: '<dir>',
+    description: "where commands run (default: the client's first root, else the launch directory)",
+  },
+};
+
+export const MCP_USAGE = `Usage: errand mcp [options]
+
+Runs Errand's MCP server on stdio: bash, task_output, task_list, task_kill (and the pty tools where
+node-pty is installed) for one MCP client, with background task notifications.
+
+Options:
+${describeFlags(MCP_FLAGS)}
+`;
+
+export interface CommandIo {
+  readonly stdin: Readable;
+  readonly stdout: Writable;
+  readonly stderr: Writable;
+  readonly cwd: string;
+}
+
+const processIo = (): CommandIo => ({
+  stdin: process.stdin,
+  stdout: process.stdout,
+  stderr: process.stderr,
+  cwd: process.cwd(),
+});
+
+export async function runMcpCommand(argv: readonly string[], io: CommandIo = processIo()): Promise<number> {
+  let values: Record<string, unknown>;
+  try {
+    const parsed = parseFlags(argv, MCP_FLAGS, io.cwd);
+    if (parsed.help) {
+      io.stdout.write(MCP_USAGE);
+      return 0;
+    }
+    values = parsed.values;
+    if (values.port !== undefined && values.dashboard !== true) {
+      throw new UsageError("`--port` sets the dashboard's port: add `--dashboard`");
+    }
+  } catch (error) {
+    if (error instanceof UsageError) {
+      io.stderr.write(`errand mcp: ${error.message}\n\n${MCP_USAGE}`);
+      return error.exitCode;
+    }
+    throw error;
+  }
+
+  const warn = (message: string, context?: Record<string, unknown>) => {
+    io.stderr.write(`errand mcp: warning: ${message}${context ? ` ${JSON.stringify(context)}` : ''}\n`);
+  };
+  const server = await startStdioMcpServer({
+    stdin: io.stdin,
+    stdout: io.stdout,
+    launchDirectory: io.cwd,
+    logger: { warn },
+    ...(typeof values.cwd === 'string' ? { cwd: values.cwd } : {}),
+    ...(typeof values.home === 'string' ? { runtime: { home: values.home } } : {}),
+    dashboard:
+      values.dashboard === true ? (typeof values.port === 'number' ? { port: values.port } : {}) : false,
+  });
+  if (server.dashboard) io.stderr.write(`errand mcp: dashboard at ${server.dashboard.url}\n`);
+  const stopListening = onShutdownSignal(() => server.shutdown(), {
+    onForce: () => io.stderr.write('errand mcp: stopping now without cleaning up\n'),
+  });
+  try {
+    await server.closed;
+  } finally {
+    stopListening();
+  }
+  return 0;
+}

@@ -1,0 +1,307 @@
+/**
+ * Errand's MCP server for one connection: one session owns every task the client starts; the session's
+ * tools (`bash`, the pty tools where node-pty loads, `task_output`, `task_list`, `task_kill`) are MCP
+ * tools; completion notifications reach the client in band (appended to the next tool result — the
+ * ledger's delivery, exactly once), as logging messages, and through MCP Tasks for task-augmented `bash`
+ * calls (side channels). The working directory comes from `cwd`, the client's roots, or the launch
+ * directory.
+ */
+import type { ToolTaskHandler } from '@modelcontextprotocol/sdk/experimental/tasks/interfaces.js';
+import { McpServer, type RegisteredTool } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import {
+  type CallToolResult,
+  type Task as McpTask,
+  RootsListChangedNotificationSchema,
+  type ServerCapabilities,
+} from '@modelcontextprotocol/sdk/types.js';
+import type { ErrandRuntime } from '../host/index.js';
+import type { BashToolValue } from '../producers/bash/bash-tool.js';
+import type { Session } from '../session/index.js';
+import {
+  type AnyToolDefinition,
+  executeTool,
+  limitToolResult,
+  type ToolContext,
+  type ToolResult,
+  taskToolsPrompt,
+} from '../tools/index.js';
+import { ErrandTaskStore } from './errand-task-store.js';
+import { appendQueuedNotifications } from './in-band-notifications.js';
+import {
+  type ErrandMcpServerOptions,
+  type ResolvedMcpServerOptions,
+  resolveMcpServerOptions,
+} from './mcp-server-options.js';
+import { forwardNotificationsAsLogs } from './notification-log.js';
+import { WorkingDirectory } from './working-directory.js';
+
+export interface ErrandMcpServer {
+  /** The SDK server (connect it to a transport, or use `connect`). */
+  readonly server: McpServer;
+  /** The session this connection acts for; it owns every task the client starts. */
+  readonly session: Session;
+  /** The MCP task store; undefined when MCP Tasks are turned off. */
+  readonly taskStore: ErrandTaskStore | undefined;
+  readonly workingDirectory: WorkingDirectory;
+  readonly options: ResolvedMcpServerOptions;
+  connect(transport: Transport): Promise<void>;
+  /**
+   * Closes the connection, then the session (stopping every task it owns and waiting for them). The
+   * runtime stays; dispose it separately. Idempotent.
+   */
+  close(): Promise<void>;
+}
+
+/** What the client's model is told in the `initialize` answer. */
+export function mcpInstructions(): string {
+  return [
+    'Errand runs shell commands for you, in the foreground or in the background, and tells you when background work ends.',
+    taskToolsPrompt(),
+    '# Notifications',
+    'A <task-notification> for a background task that ended is appended to the result of your next tool call, whichever tool it is, as a separate text block. Each is delivered once. If you are waiting for nothing else, task_list or task_output collects them.',
+  ].join('\n\n');
+}
+
+export function createErrandMcpServer(options: ErrandMcpServerOptions): ErrandMcpServer {
+  const resolved = resolveMcpServerOptions(options);
+  const runtime: ErrandRuntime = options.runtime;
+  const logger = resolved.logger;
+  const workingDirectory = new WorkingDirectory({
+    fixed: resolved.cwd,
+    fallback: resolved.launchDirectory,
+    timeoutMs: resolved.rootsTimeoutMs,
+    logger,
+  });
+  const session = runtime.createSession({
+    title: resolved.sessionTitle,
+    cwd: workingDirectory.current,
+  });
+
+  let server!: McpServer;
+  const taskStore =
+    resolved.tasks === false
+      ? undefined
+      : new ErrandTaskStore(
+          {
+            tasks: runtime.tasks,
+            owner: session.owner,
+            stop: runtime.stop,
+            outputOf: (taskId) => runtime.bash.handleOf(taskId),
+            onStatusChange: (task) => sendTaskStatus(server, task),
+          },
+          resolved.tasks,
+        );
+  const capabilities: ServerCapabilities = {
+    logging: {},
+    ...(taskStore ? { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } } : {}),
+  };
+  server = new McpServer(
+    { name: resolved.name, version: resolved.version },
+    { capabilities, instructions: mcpInstructions(), ...(taskStore ? { taskStore } : {}) },
+  );
+
+  const toolContext = (requestId: string | number, signal: AbortSignal): ToolContext => ({
+    caller: session.owner,
+    toolCallId: `mcp-${String(requestId)}`,
+    signal,
+    cwd: workingDirectory.current,
+    env: session.env,
+  });
+
+  /** Runs a tool and answers with its bounded text and, unless the call was cancelled, queued notifications. */
+  const callTool = async (
+    definition: AnyToolDefinition,
+    args: unknown,
+    requestId: string | number,
+    signal: AbortSignal,
+  ): Promise<CallToolResult> => {
+    await workingDirectory.whenReady();
+    const result = await executeTool(definition, args, toolContext(requestId, signal));
+    const answer = toCallToolResult(limitToolResult(result, resolved.maxToolResultBytes));
+    // A cancelled request's answer is never sent: its notifications stay queued for the next one.
+    if (signal.aborted) return answer;
+    return appendQueuedNotifications(answer, session, resolved.maxNotificationsPerResult);
+  };
+
+  const registered: RegisteredTool[] = [];
+  for (const definition of session.tools) {
+    if (definition.name === 'bash' && taskStore) {
+      registered.push(registerBashTaskTool(server, definition, taskStore, callTool, toolContext));
+    } else {
+      registered.push(registerTool(server, definition, callTool));
+    }
+  }
+
+  const stopLogging = resolved.logNotifications
+    ? forwardNotificationsAsLogs({
+        session,
+        store: runtime.store,
+        send: (params) => server.sendLoggingMessage(params),
+        onError: (error) => {
+          if (server.isConnected()) {
+            logger.warn('sending a logging notification failed', {
+              error: error instanceof Error ? error.message : String(error),
+            });
+          }
+        },
+      })
+    : () => {};
+
+  const listRoots = () => server.server.listRoots(undefined, { timeout: resolved.rootsTimeoutMs });
+  server.server.oninitialized = () => {
+    describeClient(runtime, session, server, workingDirectory);
+    const offersRoots = server.server.getClientCapabilities()?.roots !== undefined;
+    if (resolved.cwd !== undefined) return;
+    if (!resolved.useRoots || !offersRoots) {
+      workingDirectory.useFallback();
+      return;
+    }
+    void workingDirectory
+      .refresh(listRoots)
+      .then(() => describeClient(runtime, session, server, workingDirectory));
+  };
+  server.server.setNotificationHandler(RootsListChangedNotificationSchema, () => {
+    if (!resolved.useRoots || resolved.cwd !== undefined) return;
+    void workingDirectory
+      .refresh(listRoots)
+      .then(() => describeClient(runtime, session, server, workingDirectory));
+  });
+
+  let closing: Promise<void> | undefined;
+  return {
+    server,
+    session,
+    taskStore,
+    workingDirectory,
+    options: resolved,
+    connect: (transport) => server.connect(transport),
+    close() {
+      closing ??= (async () => {
+        stopLogging();
+        for (const tool of registered) tool.disable();
+        try {
+          await server.close();
+        } finally {
+          await session.close();
+          taskStore?.dispose();
+        }
+      })();
+      return closing;
+    },
+  };
+}
+
+type CallTool = (
+  definition: AnyToolDefinition,
+  args: unknown,
+  requestId: string | number,
+  signal: AbortSignal,
+) => Promise<CallToolResult>;
+
+interface RequestFacts {
+  readonly requestId: string | number;
+  readonly signal: AbortSignal;
+}
+
+// The SDK's overloads are generic over zod shapes; a definition's schema is already a zod object.
+type RegisterTool = (
+  name: string,
+  config: { description: string; inputSchema: unknown },
+  callback: (args: unknown, extra: RequestFacts) => Promise<CallToolResult>,
+) => RegisteredTool;
+
+function registerTool(server: McpServer, definition: AnyToolDefinition, callTool: CallTool): RegisteredTool {
+  const register = server.registerTool.bind(server) as unknown as RegisterTool;
+  return register(
+    definition.name,
+    { description: definition.description, inputSchema: definition.inputSchema },
+    (args, extra) => callTool(definition, args, extra.requestId, extra.signal),
+  );
+}
+
+/**
+ * `bash` with MCP Tasks (`taskSupport: optional`). A task-augmented call starts the command in the
+ * background and binds the MCP task to its Errand task. An ordinary call reaches the SDK's automatic
+ * polling, which asks for a task too: that task is inline and completed at once with the ordinary
+ * result, so an ordinary call behaves exactly like the plain tool.
+ */
+function registerBashTaskTool(
+  server: McpServer,
+  definition: AnyToolDefinition,
+  store: ErrandTaskStore,
+  callTool: CallTool,
+  toolContext: (requestId: string | number, signal: AbortSignal) => ToolContext,
+): RegisteredTool {
+  const handler: ToolTaskHandler<typeof definition.inputSchema> = {
+    createTask: async (args, extra) => {
+      const task = await extra.taskStore.createTask({
+        ...(extra.taskRequestedTtl === undefined ? {} : { ttl: extra.taskRequestedTtl }),
+        pollInterval: store.options.pollIntervalMs,
+      });
+      if (store.isInline(task.taskId)) {
+        try {
+          const result = await callTool(definition, args, extra.requestId, extra.signal);
+          return { task: store.completeInline(task.taskId, result) };
+        } catch (error) {
+          store.forget(task.taskId);
+          throw error;
+        }
+      }
+      const input = { ...(args as Record<string, unknown>), run_in_background: true };
+      const context = toolContext(extra.requestId, extra.signal);
+      const started = (await executeTool(definition, input, context)) as ToolResult<BashToolValue>;
+      if (started.isError || started.value?.kind !== 'background') {
+        return { task: store.fail(task.taskId, toCallToolResult(started)) };
+      }
+      return { task: store.bind(task.taskId, started.value.taskId) };
+    },
+    getTask: async (_args, extra) => extra.taskStore.getTask(extra.taskId),
+    getTaskResult: async (_args, extra) =>
+      (await extra.taskStore.getTaskResult(extra.taskId)) as CallToolResult,
+  };
+  return server.experimental.tasks.registerToolTask(
+    definition.name,
+    {
+      description: definition.description,
+      inputSchema: definition.inputSchema,
+      execution: { taskSupport: 'optional' },
+    },
+    handler,
+  );
+}
+
+function toCallToolResult(result: ToolResult): CallToolResult {
+  return { content: [{ type: 'text', text: result.text }], isError: result.isError };
+}
+
+/** `notifications/tasks/status` for a task that reached a terminal status by itself. */
+function sendTaskStatus(server: McpServer, task: McpTask): void {
+  if (!server.isConnected()) return;
+  server.server.notification({ method: 'notifications/tasks/status', params: task }).catch(() => {
+    // The connection closed meanwhile; the client can still ask with tasks/get until then.
+  });
+}
+
+/** Names the session after the client, and records where its commands run. */
+function describeClient(
+  runtime: ErrandRuntime,
+  session: Session,
+  server: McpServer,
+  workingDirectory: WorkingDirectory,
+): void {
+  const client = server.server.getClientVersion();
+  try {
+    runtime.store.updateSession(session.id, {
+      ...(client ? { title: `MCP: ${client.name}${client.version ? ` ${client.version}` : ''}` } : {}),
+      metadata: {
+        surface: 'mcp',
+        ...(client ? { client: { name: client.name, version: client.version } } : {}),
+        workingDirectory: workingDirectory.current,
+        workingDirectorySource: workingDirectory.source,
+      },
+    });
+  } catch {
+    // The session is closing; nothing to describe.
+  }
+}

@@ -1,0 +1,49 @@
+/** Errand's MCP server (`errand mcp`): background tasks with notifications for every MCP client. */
+export {
+  type CommandOutput,
+  describeTaskStatus,
+  mcpTaskStatusOf,
+  renderBashTaskResult,
+} from './bash-task-result.js';
+export { createErrandMcpServer, type ErrandMcpServer, mcpInstructions } from './errand-mcp-server.js';
+export {
+  createErrandTaskStore,
+  ErrandTaskStore,
+  type ErrandTaskStoreDependencies,
+} from './errand-task-store.js';
+export {
+  McpInvalidCursorError,
+  McpTaskLimitError,
+  McpTaskNotFinishedError,
+  McpTaskNotFoundError,
+} from './errors.js';
+export {
+  appendQueuedNotifications,
+  MCP_TOOL_RESULT_SOURCE,
+  type NotificationInbox,
+} from './in-band-notifications.js';
+export { createMcpRuntime, MCP_CLIENT_MODEL, type McpRuntimeOptions } from './mcp-runtime.js';
+export {
+  type ErrandMcpServerOptions,
+  MCP_SERVER_DEFAULTS,
+  type McpServerLogger,
+  type ResolvedMcpServerOptions,
+} from './mcp-server-options.js';
+export {
+  forwardNotificationsAsLogs,
+  MCP_LOGGER_NAME,
+  type NotificationLogOptions,
+} from './notification-log.js';
+export { type StdioMcpServer, type StdioMcpServerOptions, startStdioMcpServer } from './stdio-server.js';
+export {
+  ERRAND_TASK_STORE_DEFAULTS,
+  type ErrandTaskStoreOptions,
+  type ResolvedErrandTaskStoreOptions,
+} from './task-store-options.js';
+export {
+  firstDirectory,
+  type McpRoot,
+  WorkingDirectory,
+  type WorkingDirectoryOptions,
+  type WorkingDirectorySource,
+} from './working-directory.js';

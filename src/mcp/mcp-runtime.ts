@@ -1,0 +1,32 @@
+/**
+ * The runtime an MCP server runs on. There is no model in the loop — the client's model calls the tools
+ * — so sessions get a model port that refuses, and every notification takes the quiet lane: it waits in
+ * the session's queue until the MCP layer appends it to a tool result, and never starts a model turn.
+ */
+import { createErrandRuntime, type ErrandRuntime, type ErrandRuntimeOptions } from '../host/index.js';
+import type { ModelPort } from '../session/index.js';
+import { ErrandError } from '../tasks/index.js';
+
+/** A model port for sessions whose model lives in the MCP client: every request is refused. */
+export const MCP_CLIENT_MODEL: ModelPort = Object.freeze({
+  name: 'mcp-client',
+  generate: () =>
+    Promise.reject(
+      new ErrandError(
+        'NO_MODEL_IN_LOOP',
+        'system',
+        'This session has no model of its own: its model is the MCP client, which calls the tools directly',
+      ),
+    ),
+});
+
+export type McpRuntimeOptions = Omit<ErrandRuntimeOptions, 'model'>;
+
+/** `createErrandRuntime` for an MCP server: the refusing model port, notifications never wake a turn. */
+export function createMcpRuntime(options: McpRuntimeOptions = {}): Promise<ErrandRuntime> {
+  return createErrandRuntime({
+    ...options,
+    model: MCP_CLIENT_MODEL,
+    notifications: { ...options.notifications, wakeBudget: 0 },
+  });
+}

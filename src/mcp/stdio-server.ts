@@ -1,0 +1,120 @@
+/**
+ * Errand's MCP server on stdio, as `errand mcp` runs it: its own runtime (one session: stdio is one
+ * connection per process), optionally the dashboard for that runtime, and a shutdown that leaves
+ * nothing behind — every background process killed, output files removed. Stdout carries the protocol
+ * and nothing else; the dashboard URL and warnings are the caller's to print elsewhere.
+ */
+import type { Readable, Writable } from 'node:stream';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import type { ErrandRuntime } from '../host/index.js';
+import {
+  createDashboardServer,
+  type DashboardAddress,
+  type DashboardLogger,
+  type DashboardServer,
+} from '../server/index.js';
+import { createErrandMcpServer, type ErrandMcpServer } from './errand-mcp-server.js';
+import { createMcpRuntime, type McpRuntimeOptions } from './mcp-runtime.js';
+import {
+  type ErrandMcpServerOptions,
+  emitWarningLogger,
+  type McpServerLogger,
+} from './mcp-server-options.js';
+
+export interface StdioMcpServerOptions extends Omit<ErrandMcpServerOptions, 'runtime'> {
+  /** Options of the runtime the server creates (its store's `home`, limits, producers). */
+  readonly runtime?: McpRuntimeOptions;
+  /** Serve the dashboard for this runtime: its port (0 picks a free one) and host. Default: no dashboard. */
+  readonly dashboard?: { readonly port?: number; readonly host?: string } | false;
+  /** Default `process.stdin`. */
+  readonly stdin?: Readable;
+  /** Default `process.stdout`. */
+  readonly stdout?: Writable;
+}
+
+export interface StdioMcpServer {
+  readonly runtime: ErrandRuntime;
+  readonly mcp: ErrandMcpServer;
+  /** The dashboard's address (its `url` carries the token); undefined without a dashboard. */
+  readonly dashboard: DashboardAddress | undefined;
+  /** Resolves once the server has shut down (stdin ended, or `shutdown` was called). */
+  readonly closed: Promise<void>;
+  /** Closes the connection and the dashboard and disposes the runtime. Idempotent. */
+  shutdown(): Promise<void>;
+}
+
+export async function startStdioMcpServer(options: StdioMcpServerOptions = {}): Promise<StdioMcpServer> {
+  const { runtime: runtimeOptions, dashboard: dashboardOptions, stdin, stdout, ...serverOptions } = options;
+  const logger: McpServerLogger = serverOptions.logger ?? emitWarningLogger;
+  const input = stdin ?? process.stdin;
+  const output = stdout ?? process.stdout;
+  const runtime = await createMcpRuntime({
+    ...runtimeOptions,
+    ...(serverOptions.cwd === undefined ? {} : { cwd: serverOptions.cwd }),
+    ...(runtimeOptions?.logger ? {} : { logger }),
+  });
+
+  let mcp: ErrandMcpServer | undefined;
+  let dashboard: DashboardServer | undefined;
+  let finished!: () => void;
+  const closed = new Promise<void>((resolve) => {
+    finished = resolve;
+  });
+  let shutting: Promise<void> | undefined;
+  const shutdown = (): Promise<void> => {
+    shutting ??= (async () => {
+      input.off('end', onInputEnd);
+      input.off('close', onInputEnd);
+      try {
+        await mcp?.close();
+      } catch (error) {
+        logger.warn('closing the MCP connection failed', { error: describe(error) });
+      }
+      try {
+        await dashboard?.close();
+      } catch (error) {
+        logger.warn('closing the dashboard failed', { error: describe(error) });
+      }
+      await runtime.dispose();
+      finished();
+    })();
+    return shutting;
+  };
+  const onInputEnd = () => {
+    void shutdown();
+  };
+
+  try {
+    mcp = createErrandMcpServer({ ...serverOptions, runtime, logger });
+    if (dashboardOptions) {
+      const dashboardLogger: DashboardLogger = { warn: (message, context) => logger.warn(message, context) };
+      dashboard = createDashboardServer({
+        backend: runtime.dashboard,
+        ...(dashboardOptions.port === undefined ? {} : { port: dashboardOptions.port }),
+        ...(dashboardOptions.host === undefined ? {} : { host: dashboardOptions.host }),
+        logger: dashboardLogger,
+      });
+      await dashboard.listen();
+    }
+    // The client went away mid-write: nothing to report it to, and it must not crash the shutdown.
+    output.on('error', () => {});
+    input.once('end', onInputEnd);
+    input.once('close', onInputEnd);
+    await mcp.connect(new StdioServerTransport(input, output));
+  } catch (error) {
+    await shutdown();
+    throw error;
+  }
+
+  return {
+    runtime,
+    mcp,
+    dashboard: dashboard?.address,
+    closed,
+    shutdown,
+  };
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -6,9 +6,8 @@
  * is closed and the final screen is kept as text.
  */
 import { randomBytes } from 'node:crypto';
-import { accessSync, closeSync, constants as fsConstants, openSync, statSync } from 'node:fs';
+import { closeSync, constants as fsConstants, openSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
-import { delimiter, isAbsolute, join, resolve } from 'node:path';
 import type { Logger } from '../../registry/index.js';
 import type { CancelTimer, Clock } from '../bash/clock.js';
 import type { ProcessSource } from '../bash/process-table.js';
@@ -20,6 +19,7 @@ import { encodeInput, type PtyKeyName } from './keys.js';
 import type { OutputFile } from './output-directory.js';
 import { OutputSpill } from './output-spill.js';
 import type { PtyChild, PtyRuntime } from './pty-runtime.js';
+import { checkSpawnable } from './spawn-check.js';
 import { type ScreenView, TerminalScreen } from './terminal-screen.js';
 
 /** Carries a random tag into every process the pty starts, so escapees can be found through /proc. */
@@ -480,44 +480,4 @@ function signalGroup(pid: number | undefined, signal: NodeJS.Signals): void {
 
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
-}
-
-/**
- * node-pty forks first and reports a bad directory or program only as the child's exit; checking first
- * turns them into a clear spawn error. Returns the problem, or undefined when spawning can proceed.
- */
-export function checkSpawnable(file: string, cwd: string, path: string | undefined): string | undefined {
-  try {
-    if (!statSync(cwd).isDirectory())
-      return `The working directory ${JSON.stringify(cwd)} is not a directory`;
-    accessSync(cwd, fsConstants.X_OK);
-  } catch (error) {
-    return `The working directory ${JSON.stringify(cwd)} cannot be used: ${codeOf(error)}`;
-  }
-  if (file.includes('/')) {
-    const candidate = isAbsolute(file) ? file : resolve(cwd, file);
-    return isExecutableFile(candidate)
-      ? undefined
-      : `The program ${JSON.stringify(file)} is not an executable file`;
-  }
-  const directories = (path ?? '/usr/local/bin:/usr/bin:/bin').split(delimiter);
-  for (const directory of directories) {
-    if (isExecutableFile(join(resolve(cwd, directory || '.'), file))) return undefined;
-  }
-  return `The program ${JSON.stringify(file)} was not found on PATH`;
-}
-
-function isExecutableFile(path: string): boolean {
-  try {
-    if (!statSync(path).isFile()) return false;
-    accessSync(path, fsConstants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function codeOf(error: unknown): string {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' ? code : messageOf(error);
 }

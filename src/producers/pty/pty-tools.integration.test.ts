@@ -106,7 +106,8 @@ describe('the pty tools', () => {
       ptyWrite,
       {
         task_id: 'pty-1',
-        input: "printf 'slee%s\\n' ping; sleep 300",
+        // The job itself says it is ready: by then the shell has given it the terminal.
+        input: `bash -c "printf 'slee%s\\n' ping; exec sleep 300"`,
         keys: ['Enter'],
         wait_for: 'sleeping',
       },
@@ -124,7 +125,7 @@ describe('the pty tools', () => {
       { task_id: 'pty-1', input: 'echo "status=$?"', keys: ['Enter'], wait_for: 'status=130' },
       context(),
     );
-    expect(status.value).toMatchObject({ matched: true, running: true });
+    expect(status.value, status.text).toMatchObject({ matched: true, running: true });
   });
 
   it('pty_resize tells the program its new size; out-of-range sizes are refused by the schema', async () => {

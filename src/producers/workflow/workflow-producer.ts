@@ -171,14 +171,13 @@ export class WorkflowProducer {
     const located = locateScript(this.options.directory, run.scriptPath);
     if (located.hash !== run.scriptHash) throw new WorkflowScriptChangedError(run.runId, located.name);
     const script = await importScript(located);
-    const previous = this.#tryGet(run.runId, options.caller);
     return this.#launch(
       script,
       options.caller,
       run.input,
       { kind: 'resume', runId: run.runId as TaskId },
       {
-        description: stringDetail(previous, 'description'),
+        description: this.#descriptionOf(run.runId, options.caller),
         toolUseId: options.toolUseId,
         cwd: options.cwd,
         env: options.env,
@@ -213,14 +212,13 @@ export class WorkflowProducer {
     }
     const args = options.args === undefined ? run.input : toJson(options.args, 'args');
     const script = await loadScript(this.options.directory, options.script);
-    const previous = this.#tryGet(run.runId, options.caller);
     const started = await this.#launch(
       script,
       options.caller,
       args,
       { kind: 'amend', previous: run.runId, keepFinishedSteps: options.keepFinishedSteps !== false },
       {
-        description: options.description ?? stringDetail(previous, 'description'),
+        description: options.description ?? this.#descriptionOf(run.runId, options.caller),
         toolUseId: options.toolUseId,
         cwd: options.cwd,
         env: options.env,
@@ -533,6 +531,17 @@ export class WorkflowProducer {
     return run;
   }
 
+  /** A run's description: from the registry, else from the task record an earlier process stored. */
+  #descriptionOf(runId: string, caller: Owner): string | undefined {
+    const live = stringDetail(this.#tryGet(runId, caller)?.detail, 'description');
+    if (live !== undefined) return live;
+    try {
+      return stringDetail(this.options.store.getTask(runId, caller.sessionId)?.detail, 'description');
+    } catch {
+      return undefined;
+    }
+  }
+
   #ensureNotLive(runId: string, caller: Owner): void {
     const snapshot = this.#tryGet(runId, caller);
     if (snapshot !== undefined && !isTerminalStatus(snapshot.status)) {
@@ -567,9 +576,21 @@ export class WorkflowProducer {
   /** Stops every run (initiator `system`), waits for them, and disposes a private executor. Idempotent. */
   dispose(): Promise<void> {
     this.#disposal ??= (async () => {
-      const entries = [...this.#runs.values()];
-      for (const entry of entries) entry.execution.cancel('the workflow producer is disposed');
-      await Promise.all(entries.map((entry) => entry.execution.done));
+      const entries = [...this.#runs.entries()];
+      await Promise.all(
+        entries.map(async ([runId, entry]) => {
+          const snapshot = this.#tryGet(runId, trusted);
+          if (snapshot !== undefined && snapshot.status === 'running' && snapshot.cancellable) {
+            // Through the registry, so the run records who stopped it.
+            await this.tasks
+              .kill(runId, trusted, 'the workflow producer is disposed', { initiator: 'system' })
+              .catch(() => undefined);
+          }
+          // Disposal stops legacy runs too: they refuse callers, not their owner's teardown.
+          entry.execution.cancel('the workflow producer is disposed');
+          await entry.execution.done;
+        }),
+      );
       if (this.#ownsExecutor) await this.#executor?.dispose();
     })();
     return this.#disposal;
@@ -603,8 +624,11 @@ function validateText(field: string, value: unknown): void {
   }
 }
 
-function stringDetail(snapshot: TaskSnapshot | undefined, key: string): string | undefined {
-  const value = snapshot?.detail[key];
+function stringDetail(
+  detail: Readonly<Record<string, unknown>> | undefined,
+  key: string,
+): string | undefined {
+  const value = detail?.[key];
   return typeof value === 'string' && value !== '' ? value : undefined;
 }
 

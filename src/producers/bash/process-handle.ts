@@ -4,9 +4,9 @@
  * whole process tree is gone and the output file is closed; it never rejects.
  */
 import type { ChildProcess } from 'node:child_process';
-import { statSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import type { CancelTimer } from './clock.js';
+import { CommandOutput, type OutputRead } from './command-output.js';
 import {
   OUTPUT_SNAPSHOT_BYTES,
   PROCESS_TAG_VARIABLE,
@@ -14,11 +14,12 @@ import {
 } from './executor-options.js';
 import type { ExitFacts, StopReason } from './exit-facts.js';
 import type { OutputDirectory } from './output-directory.js';
-import { OutputSpill } from './output-spill.js';
-import { OutputWindow } from './output-window.js';
+import { closedWithin, drainedWithin } from './pipe-wait.js';
 import { type TerminationReport, TreeTerminator } from './process-terminator.js';
 import type { EnvironmentTag } from './process-tree.js';
-import { completeUtf8Length, Utf8ChunkAligner } from './utf8-boundary.js';
+import { diagnoseSpawnFailure, errnoOf } from './spawn-failure.js';
+
+export type { OutputRead } from './command-output.js';
 
 /** A command with every default filled in, ready to start. */
 export interface ResolvedCommand {
@@ -34,16 +35,6 @@ export interface ResolvedCommand {
   readonly timeoutMs: number | undefined;
 }
 
-/** A consuming read: the newest unread output, at most the read limit. */
-export interface OutputRead {
-  readonly text: string;
-  /** Unread bytes that were passed over (they fell out of memory or exceeded the limit). */
-  readonly skippedBytes: number;
-  /** Total output bytes so far. */
-  readonly outputBytes: number;
-  readonly outputFile: string | null;
-}
-
 /** A non-consuming view for UIs: the newest output, at most 8192 bytes. */
 export interface OutputSnapshot {
   readonly text: string;
@@ -54,8 +45,6 @@ export interface OutputSnapshot {
   readonly running: boolean;
 }
 
-type Source = 'stdout' | 'stderr';
-
 export class ProcessHandle {
   readonly id: string;
   readonly command: string;
@@ -64,12 +53,8 @@ export class ProcessHandle {
   readonly #options: ResolvedExecutorOptions;
   readonly #directory: OutputDirectory;
   readonly #resolved: ResolvedCommand;
-  readonly #window: OutputWindow;
-  readonly #aligners = { stdout: new Utf8ChunkAligner(), stderr: new Utf8ChunkAligner() };
-  readonly #outputListeners = new Set<(outputBytes: number) => void>();
   readonly #tag: EnvironmentTag | undefined;
-  #outputFile: string | undefined;
-  #spill: OutputSpill | undefined;
+  #output: CommandOutput | undefined;
   #streams: Readable[] = [];
   #pid: number | undefined;
   #terminator: TreeTerminator | undefined;
@@ -79,18 +64,16 @@ export class ProcessHandle {
   #exitCode: number | null = null;
   #signal: NodeJS.Signals | null = null;
   #leaderExited = false;
-  #capped = false;
   #paused = false;
   #timeoutMs: number | undefined;
   #lastActivity = 0;
   #processRunning = false;
-  #fileOpen = false;
   #cancelTimeout: CancelTimer | undefined;
   #facts: ExitFacts | undefined;
   #resolveStopped!: (facts: ExitFacts) => void;
   #resolveSpawned!: (spawned: boolean) => void;
   #streamsClosed!: Promise<void>;
-  /** Resolves with true once the shell runs, false when it could not be started. */
+  /** Resolves with true once the shell runs and its output file exists, false when either failed. */
   readonly spawned: Promise<boolean>;
   /** Resolves once the command and every process it left are gone and the output file is closed. */
   readonly stopped: Promise<ExitFacts>;
@@ -107,7 +90,6 @@ export class ProcessHandle {
     this.#resolved = resolved;
     this.#options = options;
     this.#directory = directory;
-    this.#window = new OutputWindow(options.maxBufferedBytes);
     this.startedAt = options.clock.now();
     this.#tag = tag === undefined ? undefined : { name: PROCESS_TAG_VARIABLE, value: tag };
     this.spawned = new Promise((resolve) => {
@@ -122,13 +104,13 @@ export class ProcessHandle {
     return this.#pid;
   }
 
-  /** Absolute path of the output file (created before the shell starts). */
+  /** Absolute path of the output file (it exists once `spawned` resolved true). */
   get outputFile(): string | undefined {
-    return this.#outputFile;
+    return this.#output?.path;
   }
 
   get outputBytes(): number {
-    return this.#window.totalBytes;
+    return this.#output?.totalBytes ?? 0;
   }
 
   /** True until `stopped` settles. */
@@ -158,16 +140,19 @@ export class ProcessHandle {
       this.#failToStart('could not create the output directory', error);
       return;
     }
-    this.#outputFile = path;
-    const spill = new OutputSpill(path, options.spillHighWaterMarkBytes, (error) => this.#onFileError(error));
-    this.#spill = spill;
+    const output = new CommandOutput(path, options, {
+      pauseInput: () => this.#pause(),
+      resumeInput: () => this.#resume(),
+      limitExceeded: () => this.#requestStop('output_limit'),
+      fileFailed: (error, whileOpening) => this.#onFileError(error, whileOpening),
+    });
+    this.#output = output;
     this.#directory.open(path, (error, fd) => {
       if (error) {
-        spill.failToOpen(error);
+        output.failToOpen(error);
         return;
       }
-      spill.attach(fd);
-      this.#fileOpen = true;
+      output.attach(fd);
       this.#checkStarted();
     });
     let child: ChildProcess;
@@ -182,7 +167,7 @@ export class ProcessHandle {
         stdio: ['ignore', 'pipe', 'pipe'],
       });
     } catch (error) {
-      this.#failToStart(this.#diagnoseSpawnFailure(error), error);
+      this.#failToStart(diagnoseSpawnFailure(this.cwd, this.#resolved.shell, error), error);
       return;
     }
     child.on('error', (error) => this.#onChildError(error));
@@ -228,23 +213,16 @@ export class ProcessHandle {
 
   /** Consuming read of the newest unread output (at most `limitBytes`, capped by `maxReadBytes`). */
   read(limitBytes = this.#options.maxReadBytes): OutputRead {
-    const slice = this.#window.read(Math.min(limitBytes, this.#options.maxReadBytes));
-    return {
-      text: slice.text,
-      skippedBytes: slice.skippedBytes,
-      outputBytes: this.#window.totalBytes,
-      outputFile: this.#outputFile ?? null,
-    };
+    return this.#output?.read(limitBytes) ?? { text: '', skippedBytes: 0, outputBytes: 0, outputFile: null };
   }
 
   /** Non-consuming view of the newest output, at most 8192 bytes. */
   snapshot(limitBytes = OUTPUT_SNAPSHOT_BYTES): OutputSnapshot {
-    const slice = this.#window.tail(Math.min(Math.max(0, limitBytes), OUTPUT_SNAPSHOT_BYTES));
+    const tail = this.#output?.tail(limitBytes) ?? { text: '', skippedBytes: 0 };
     return {
-      text: slice.text,
-      skippedBytes: slice.skippedBytes,
-      outputBytes: this.#window.totalBytes,
-      outputFile: this.#outputFile ?? null,
+      ...tail,
+      outputBytes: this.outputBytes,
+      outputFile: this.outputFile ?? null,
       running: this.running,
     };
   }
@@ -254,17 +232,12 @@ export class ProcessHandle {
    * consuming cursor to the end. Used for foreground results.
    */
   render(limitBytes: number, stderrPrefix: string): { text: string; skippedBytes: number } {
-    const slice = this.#window.render(limitBytes, stderrPrefix);
-    this.#window.consumeAll();
-    return { text: slice.text, skippedBytes: slice.skippedBytes };
+    return this.#output?.render(limitBytes, stderrPrefix) ?? { text: '', skippedBytes: 0 };
   }
 
   /** Calls `listener` with the total byte count each time output arrives. Returns an unsubscribe. */
   onOutput(listener: (outputBytes: number) => void): () => void {
-    this.#outputListeners.add(listener);
-    return () => {
-      this.#outputListeners.delete(listener);
-    };
+    return this.#output?.onOutput(listener) ?? (() => {});
   }
 
   /** Requests termination of the whole tree. Synchronous and idempotent; `stopped` settles after. */
@@ -297,33 +270,15 @@ export class ProcessHandle {
     void this.#terminator.terminate();
   }
 
-  #onData(source: Source, chunk: Buffer): void {
+  #onData(source: 'stdout' | 'stderr', chunk: Buffer): void {
     this.#lastActivity = this.#options.clock.now();
-    this.#aligners[source].push(chunk, (piece) => this.#accept(piece, source === 'stderr'));
-  }
-
-  #accept(piece: Buffer, fromStderr: boolean): void {
-    if (this.#capped) return;
-    const room = this.#options.maxOutputFileBytes - this.#window.totalBytes;
-    let bytes = piece;
-    if (bytes.length > room) {
-      bytes = bytes.subarray(0, completeUtf8Length(bytes, room));
-      this.#capped = true;
-    }
-    if (bytes.length > 0) {
-      this.#window.append(bytes, fromStderr);
-      if (this.#spill && !this.#spill.write(bytes)) this.#pause();
-      const total = this.#window.totalBytes;
-      for (const listener of this.#outputListeners) listener(total);
-    }
-    if (this.#capped) this.#requestStop('output_limit');
+    this.#output?.push(source, chunk);
   }
 
   #pause(): void {
     if (this.#paused) return;
     this.#paused = true;
     for (const stream of this.#streams) stream.pause();
-    this.#spill?.onDrain(() => this.#resume());
   }
 
   #resume(): void {
@@ -336,39 +291,23 @@ export class ProcessHandle {
   #onChildError(error: Error): void {
     if (this.#pid === undefined && !this.#facts) {
       for (const stream of this.#streams) stream.destroy();
-      this.#failToStart(this.#diagnoseSpawnFailure(error), error);
+      this.#failToStart(diagnoseSpawnFailure(this.cwd, this.#resolved.shell, error), error);
       return;
     }
     this.#options.logger.warn('a command process reported an error', { id: this.id, error: error.message });
   }
 
-  /** Names what was missing: the working directory or the shell (looked at only when a spawn failed). */
-  #diagnoseSpawnFailure(error: unknown): string {
-    const cwd = JSON.stringify(this.cwd);
-    try {
-      if (!statSync(this.cwd).isDirectory()) return `the working directory ${cwd} is not a directory`;
-    } catch (problem) {
-      return errnoOf(problem) === 'ENOENT'
-        ? `the working directory ${cwd} does not exist`
-        : `the working directory ${cwd} cannot be used`;
-    }
-    const shell = JSON.stringify(this.#resolved.shell);
-    return errnoOf(error) === 'ENOENT' ? `the shell ${shell} was not found` : `could not start ${shell}`;
-  }
-
   /** Both the process and its output file must be there before the command counts as started. */
   #checkStarted(): void {
-    if (this.#processRunning && this.#fileOpen) this.#resolveSpawned(true);
+    if (this.#processRunning && this.#output?.fileOpen) this.#resolveSpawned(true);
   }
 
-  #onFileError(error: Error): void {
+  #onFileError(error: Error, opening: boolean): void {
     const options = this.#options;
-    const opening = !this.#fileOpen;
     this.#error ??= {
       message: `${opening ? 'creating' : 'writing'} the output file failed: ${error.message}`,
       code: errnoOf(error),
     };
-    this.#resume();
     if (opening) {
       // Output nobody could read must not run on: stop the command as a failed start.
       this.#resolveSpawned(false);
@@ -380,7 +319,7 @@ export class ProcessHandle {
     }
     options.logger.warn('writing an output file failed; output is kept in memory only', {
       id: this.id,
-      outputFile: this.#outputFile,
+      outputFile: this.outputFile,
       error: error.message,
     });
   }
@@ -390,8 +329,8 @@ export class ProcessHandle {
     this.#reason = 'spawn_error';
     this.#error = { message: `${message} (${detail})`, code };
     this.#resolveSpawned(false);
-    const spill = this.#spill;
-    void (spill ? spill.close() : Promise.resolve()).then(() => this.#settle(undefined));
+    const output = this.#output;
+    void (output ? output.close() : Promise.resolve()).then(() => this.#settle(undefined));
   }
 
   #onExit(code: number | null, signal: NodeJS.Signals | null): void {
@@ -414,57 +353,22 @@ export class ProcessHandle {
   async #finish(): Promise<void> {
     const options = this.#options;
     let report: TerminationReport | undefined;
-    await this.#streamsClosedWithin(options.exitGraceMs);
+    await closedWithin(this.#streamsClosed, options.clock, options.exitGraceMs);
     const terminator = this.#terminator;
     if (terminator && (options.killProcessGroupOnExit || terminator.terminating)) {
       report = await terminator.sweep();
-      await this.#streamsDrained(options.killGraceMs);
+      await drainedWithin(
+        this.#streamsClosed,
+        options.clock,
+        () => this.#lastActivity,
+        options.exitGraceMs,
+        options.killGraceMs,
+      );
     }
     for (const stream of this.#streams) stream.destroy();
-    for (const source of ['stdout', 'stderr'] as const) {
-      this.#aligners[source].flush((piece) => this.#accept(piece, source === 'stderr'));
-    }
-    await this.#spill?.close();
+    this.#output?.flush();
+    await this.#output?.close();
     this.#settle(report);
-  }
-
-  #streamsClosedWithin(milliseconds: number): Promise<void> {
-    return new Promise<void>((resolve) => {
-      const cancel = this.#options.clock.schedule(milliseconds, resolve);
-      void this.#streamsClosed.then(() => {
-        cancel();
-        resolve();
-      });
-    });
-  }
-
-  /**
-   * Waits for the pipes to close while output keeps arriving (the pipe may still hold data, or the disk
-   * may be draining it), giving up after `exitGraceMs` without output or `maxMs` in all.
-   */
-  #streamsDrained(maxMs: number): Promise<void> {
-    const clock = this.#options.clock;
-    const idleMs = this.#options.exitGraceMs;
-    const deadline = clock.now() + maxMs;
-    this.#lastActivity = Math.max(this.#lastActivity, clock.now());
-    return new Promise<void>((resolve) => {
-      let cancel: CancelTimer = () => {};
-      let done = false;
-      const finish = () => {
-        if (done) return;
-        done = true;
-        cancel();
-        resolve();
-      };
-      const check = () => {
-        const now = clock.now();
-        const idleFor = now - this.#lastActivity;
-        if (idleFor >= idleMs || now >= deadline) finish();
-        else cancel = clock.schedule(Math.min(idleMs - idleFor, deadline - now), check);
-      };
-      void this.#streamsClosed.then(finish);
-      check();
-    });
   }
 
   #settle(report: TerminationReport | undefined): void {
@@ -472,17 +376,14 @@ export class ProcessHandle {
     const options = this.#options;
     const reason = this.#reason ?? 'completed';
     const endedAt = options.clock.now();
-    this.#window.shrink(
-      Math.max(OUTPUT_SNAPSHOT_BYTES, Math.min(this.#window.unreadBytes, options.maxReadBytes)),
-    );
-    this.#outputListeners.clear();
+    this.#output?.finish();
     this.#facts = Object.freeze({
       reason,
       exitCode: this.#exitCode,
       signal: this.#signal,
       pid: this.#pid ?? null,
-      outputBytes: this.#window.totalBytes,
-      outputFile: this.#outputFile ?? null,
+      outputBytes: this.outputBytes,
+      outputFile: this.outputFile ?? null,
       escalated: report?.escalated ?? false,
       signalledProcesses: report?.signalled ?? 0,
       survivors: Object.freeze([...(report?.survivors ?? [])]),
@@ -496,9 +397,4 @@ export class ProcessHandle {
     });
     this.#resolveStopped(this.#facts);
   }
-}
-
-function errnoOf(error: unknown): string | null {
-  const code = (error as NodeJS.ErrnoException | undefined)?.code;
-  return typeof code === 'string' ? code : null;
 }

@@ -1,0 +1,168 @@
+/**
+ * A command's output: stdout and stderr merged on character boundaries into one stream, the newest bytes
+ * kept in memory (with which came from stderr), the whole stream written to the output file, and the
+ * file's cap enforced. Readers get consuming deltas, snapshots that consume nothing, or a rendering with
+ * stderr lines marked.
+ */
+import { OUTPUT_SNAPSHOT_BYTES } from './executor-options.js';
+import { OutputSpill } from './output-spill.js';
+import { OutputWindow } from './output-window.js';
+import { completeUtf8Length, Utf8ChunkAligner } from './utf8-boundary.js';
+
+export type OutputSource = 'stdout' | 'stderr';
+
+export interface CommandOutputLimits {
+  readonly maxBufferedBytes: number;
+  readonly maxReadBytes: number;
+  readonly maxOutputFileBytes: number;
+  readonly spillHighWaterMarkBytes: number;
+}
+
+/** What the output asks of the process that feeds it. */
+export interface CommandOutputEvents {
+  /** The disk fell behind: stop reading the pipes until `resumeInput`. */
+  pauseInput(): void;
+  resumeInput(): void;
+  /** More output arrived than the file may hold; everything past the cap is dropped. */
+  limitExceeded(): void;
+  /** The output file could not be created (`whileOpening`) or written. */
+  fileFailed(error: Error, whileOpening: boolean): void;
+}
+
+/** A consuming read: the newest unread output, at most the read limit. */
+export interface OutputRead {
+  readonly text: string;
+  /** Unread bytes that were passed over (they fell out of memory or exceeded the limit). */
+  readonly skippedBytes: number;
+  /** Total output bytes so far. */
+  readonly outputBytes: number;
+  readonly outputFile: string | null;
+}
+
+export class CommandOutput {
+  readonly path: string;
+  readonly #limits: CommandOutputLimits;
+  readonly #events: CommandOutputEvents;
+  readonly #window: OutputWindow;
+  readonly #spill: OutputSpill;
+  readonly #aligners = { stdout: new Utf8ChunkAligner(), stderr: new Utf8ChunkAligner() };
+  readonly #listeners = new Set<(outputBytes: number) => void>();
+  #opened = false;
+  #paused = false;
+  #capped = false;
+
+  constructor(path: string, limits: CommandOutputLimits, events: CommandOutputEvents) {
+    this.path = path;
+    this.#limits = limits;
+    this.#events = events;
+    this.#window = new OutputWindow(limits.maxBufferedBytes);
+    this.#spill = new OutputSpill(path, limits.spillHighWaterMarkBytes, (error) => {
+      this.#resume();
+      events.fileFailed(error, !this.#opened);
+    });
+  }
+
+  get totalBytes(): number {
+    return this.#window.totalBytes;
+  }
+
+  /** True once the output file exists and is open. */
+  get fileOpen(): boolean {
+    return this.#opened;
+  }
+
+  /** The output file is open: output queued so far starts going to it. */
+  attach(fd: number): void {
+    this.#opened = true;
+    this.#spill.attach(fd);
+  }
+
+  failToOpen(error: Error): void {
+    this.#spill.failToOpen(error);
+  }
+
+  /** A chunk from one of the pipes, cut anywhere. */
+  push(source: OutputSource, chunk: Buffer): void {
+    this.#aligners[source].push(chunk, (piece) => this.#accept(piece, source === 'stderr'));
+  }
+
+  /** The pipes are closed: gives up any bytes held back for an unfinished character. */
+  flush(): void {
+    for (const source of ['stdout', 'stderr'] as const) {
+      this.#aligners[source].flush((piece) => this.#accept(piece, source === 'stderr'));
+    }
+  }
+
+  /** Writes what is queued and closes the file; never rejects. */
+  close(): Promise<void> {
+    return this.#spill.close();
+  }
+
+  /** Keeps in memory only what a reader may still ask for, and stops notifying listeners. */
+  finish(): void {
+    const { maxReadBytes } = this.#limits;
+    this.#window.shrink(Math.max(OUTPUT_SNAPSHOT_BYTES, Math.min(this.#window.unreadBytes, maxReadBytes)));
+    this.#listeners.clear();
+  }
+
+  /** Consuming read of the newest unread output (at most `limitBytes`, capped by `maxReadBytes`). */
+  read(limitBytes: number): OutputRead {
+    const slice = this.#window.read(Math.min(limitBytes, this.#limits.maxReadBytes));
+    return {
+      text: slice.text,
+      skippedBytes: slice.skippedBytes,
+      outputBytes: this.#window.totalBytes,
+      outputFile: this.path,
+    };
+  }
+
+  /** Non-consuming view of the newest output, at most 8192 bytes. */
+  tail(limitBytes: number): { text: string; skippedBytes: number } {
+    const slice = this.#window.tail(Math.min(Math.max(0, limitBytes), OUTPUT_SNAPSHOT_BYTES));
+    return { text: slice.text, skippedBytes: slice.skippedBytes };
+  }
+
+  /** The newest output with stderr lines prefixed; moves the consuming cursor to the end. */
+  render(limitBytes: number, stderrPrefix: string): { text: string; skippedBytes: number } {
+    const slice = this.#window.render(limitBytes, stderrPrefix);
+    this.#window.consumeAll();
+    return { text: slice.text, skippedBytes: slice.skippedBytes };
+  }
+
+  onOutput(listener: (outputBytes: number) => void): () => void {
+    this.#listeners.add(listener);
+    return () => {
+      this.#listeners.delete(listener);
+    };
+  }
+
+  #accept(piece: Buffer, fromStderr: boolean): void {
+    if (this.#capped) return;
+    const room = this.#limits.maxOutputFileBytes - this.#window.totalBytes;
+    let bytes = piece;
+    if (bytes.length > room) {
+      bytes = bytes.subarray(0, completeUtf8Length(bytes, room));
+      this.#capped = true;
+    }
+    if (bytes.length > 0) {
+      this.#window.append(bytes, fromStderr);
+      if (!this.#spill.write(bytes)) this.#pause();
+      const total = this.#window.totalBytes;
+      for (const listener of this.#listeners) listener(total);
+    }
+    if (this.#capped) this.#events.limitExceeded();
+  }
+
+  #pause(): void {
+    if (this.#paused) return;
+    this.#paused = true;
+    this.#events.pauseInput();
+    this.#spill.onDrain(() => this.#resume());
+  }
+
+  #resume(): void {
+    if (!this.#paused) return;
+    this.#paused = false;
+    this.#events.resumeInput();
+  }
+}

@@ -1,6 +1,7 @@
 /** Errand: a background-task runtime for LLM agent harnesses. */
 export * from './adapters/index.js';
 export * from './notifications/index.js';
+export * from './producers/pty/index.js';
 export * from './registry/index.js';
 export * from './session/index.js';
 export * from './store/index.js';

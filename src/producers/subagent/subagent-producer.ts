@@ -112,6 +112,7 @@ export class SubagentProducer {
   readonly stopStrategy: StopStrategy;
   readonly #host: ChildSessions;
   readonly #agents = new Map<string, AgentRecord>();
+  readonly #stopForgetting: Disposer;
   #disposal: Promise<void> | undefined;
 
   constructor(options: SubagentProducerOptions) {
@@ -122,6 +123,13 @@ export class SubagentProducer {
       policyOf: this.options.policyOf,
       stopSettleMs: this.options.stopSettleMs,
     });
+    // A task the registry forgot can no longer be resumed or messaged: its record goes too.
+    this.#stopForgetting = this.tasks.onTasksChanged(
+      (change) => {
+        if (change.reason === 'removed' && change.task.kind === 'agent') this.#agents.delete(change.task.id);
+      },
+      { caller: trusted },
+    );
   }
 
   /** The profiles a call may name. */
@@ -390,6 +398,7 @@ export class SubagentProducer {
         }),
       );
       await this.#host.dispose();
+      this.#stopForgetting();
       this.#agents.clear();
     })();
     return this.#disposal;

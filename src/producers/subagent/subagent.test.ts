@@ -312,7 +312,12 @@ describe('messages', () => {
       owner: h.session.owner,
     });
     await firstRequest.promise;
-    h.tasks.sendMessage(started.taskId, 'and check the tests too', h.session.owner);
+    const sent = await executeTool(
+      createAgentMessageTool({ producer: h.subagents }),
+      { task_id: started.taskId, message: 'and check the tests too' },
+      { caller: h.session.owner, toolCallId: 'call_msg', signal: new AbortController().signal },
+    );
+    expect(sent).toMatchObject({ isError: false, value: { taskId: 'agent-1', delivery: 'forwarded' } });
     firstReply.resolve();
     const result = await started.result;
     expect(result).toMatchObject({ status: 'completed', text: 'also handled: and check the tests too' });
@@ -439,8 +444,11 @@ describe('foreground subagents', () => {
     await turn;
     expect(h.tasks.get('agent-1', h.session.owner).status).toBe('running');
     const ended = settled(h.tasks, 'agent-1');
+    const notified = nextEvent(h.session, (event) => event.type === 'notification-queued');
     release.resolve();
     expect(await ended).toMatchObject({ status: 'completed', resultText: 'slow result' });
+    // Backgrounded, its end is reported by a notification, not by the (long finished) tool call.
+    expect(await notified).toMatchObject({ taskId: 'agent-1' });
   });
 
   it('moves to the background after autoBackgroundMs (a manual clock)', async () => {

@@ -110,6 +110,7 @@ export class WorkflowProducer {
   readonly tasks: TaskService;
   readonly options: ResolvedWorkflowOptions;
   readonly #runs = new Map<string, RunEntry>();
+  readonly #stopForgetting: () => void;
   #executor: BashExecutor | undefined;
   #ownsExecutor = false;
   #disposal: Promise<void> | undefined;
@@ -118,6 +119,16 @@ export class WorkflowProducer {
     this.options = resolveWorkflowOptions(options);
     this.tasks = this.options.tasks;
     this.#executor = this.options.executor;
+    // A run the registry forgot is answered from the store (resume, amend); its execution goes.
+    this.#stopForgetting = this.tasks.onTasksChanged(
+      (change) => {
+        if (change.reason === 'removed' && change.task.kind === 'workflow') {
+          const entry = this.#runs.get(change.task.id);
+          if (entry !== undefined && isTerminalStatus(change.task.status)) this.#runs.delete(change.task.id);
+        }
+      },
+      { caller: trusted },
+    );
   }
 
   /** Starts a run of `script`. Throws what validation, loading and registration throw; nothing runs then. */
@@ -503,7 +514,16 @@ export class WorkflowProducer {
 
   #notify(sessionId: string, runId: string, event: WorkflowProgressEvent, context: TaskRunContext): void {
     if (event.type === 'stalled') context.updateDetail({ stalledForMs: event.idleMs ?? null });
-    const policy = this.options.policyOf?.(sessionId);
+    let policy: ReturnType<NonNullable<ResolvedWorkflowOptions['policyOf']>>;
+    try {
+      policy = this.options.policyOf?.(sessionId);
+    } catch (error) {
+      this.options.logger.warn(`workflow run ${runId}: finding the session's delivery policy failed`, {
+        taskId: runId,
+        error: describe(error),
+      });
+      return;
+    }
     if (policy === undefined) return;
     const withHelp: WorkflowProgressEvent =
       event.type === 'input_needed' && event.howToAnswer === undefined
@@ -591,6 +611,7 @@ export class WorkflowProducer {
           await entry.execution.done;
         }),
       );
+      this.#stopForgetting();
       if (this.#ownsExecutor) await this.#executor?.dispose();
     })();
     return this.#disposal;

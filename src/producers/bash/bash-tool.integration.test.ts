@@ -222,6 +222,20 @@ describe('foreground', () => {
   });
 });
 
+describe('aborts while starting', () => {
+  it('kills a foreground command whose call was aborted while it was starting', async () => {
+    const { tool, tasks, spawns } = setup();
+    const controller = new AbortController();
+    const pending = tool.execute({ command: 'exec sleep 1000' }, context({ signal: controller.signal }));
+    // The spawn happened synchronously; the call is still waiting for the command to be up.
+    expect(spawns()).toBe(1);
+    controller.abort();
+    const result = await pending;
+    expect(result.text).toBe('(no output)\n[cancelled: the tool call was aborted]');
+    expect(tasks.get('bash-1')).toMatchObject({ status: 'killed' });
+  });
+});
+
 describe('background', () => {
   it('returns the task id at once, and aborting the call afterwards does not stop it', async () => {
     const { tool, tasks, producer } = setup();

@@ -237,6 +237,8 @@ export function createBashTool(options: BashToolOptions): BashTool {
         .catch(() => {});
     };
     context.signal.addEventListener('abort', onAbort, { once: true });
+    // An abort that came while the command was starting is honoured too.
+    if (context.signal.aborted) onAbort();
     try {
       const moved = await producer.tasks.waitForBackground(taskId, trusted);
       if (moved === 'backgrounded') {

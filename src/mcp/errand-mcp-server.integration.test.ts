@@ -1,0 +1,117 @@
+/**
+ * `createErrandMcpServer` in process, over the SDK's in-memory transport, with real bash commands:
+ * the per-result notification limit, the queue-only session (no model turn), and option validation.
+ */
+import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import {
+  type CallToolResult,
+  CallToolResultSchema,
+  LoggingMessageNotificationSchema,
+} from '@modelcontextprotocol/sdk/types.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { capturingLogger } from '../../test/support/registry.js';
+import type { ErrandRuntime } from '../host/index.js';
+import { createMemorySessionStore } from '../store/index.js';
+import { createErrandMcpServer, type ErrandMcpServer } from './errand-mcp-server.js';
+import { createMcpRuntime } from './mcp-runtime.js';
+
+let runtime: ErrandRuntime | undefined;
+let server: ErrandMcpServer | undefined;
+const directories: string[] = [];
+
+afterEach(async () => {
+  await server?.close();
+  await runtime?.dispose();
+  server = undefined;
+  runtime = undefined;
+  for (const directory of directories.splice(0)) rmSync(directory, { recursive: true, force: true });
+});
+
+async function connect(options: { maxNotificationsPerResult?: number } = {}) {
+  const cwd = realpathSync(mkdtempSync(join(tmpdir(), 'errand-mcp-inproc-')));
+  directories.push(cwd);
+  const logger = capturingLogger();
+  runtime = await createMcpRuntime({ store: createMemorySessionStore(), pty: false, logger });
+  server = createErrandMcpServer({ runtime, launchDirectory: cwd, logger, ...options });
+  const [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair();
+  const client = new Client({ name: 'in-process', version: '1' });
+  const logged: string[] = [];
+  const logWaiters: Array<() => void> = [];
+  client.setNotificationHandler(LoggingMessageNotificationSchema, (notification) => {
+    logged.push((notification.params.data as { taskId: string }).taskId);
+    for (const wake of logWaiters.splice(0)) wake();
+  });
+  await Promise.all([server.connect(serverTransport), client.connect(clientTransport)]);
+  const call = async (name: string, args: Record<string, unknown> = {}) => {
+    const result = (await client.callTool({ name, arguments: args }, CallToolResultSchema)) as CallToolResult;
+    return result.content.flatMap((block) => (block.type === 'text' ? [block.text] : []));
+  };
+  const waitForLogs = async (count: number) => {
+    while (logged.length < count) await new Promise<void>((resolve) => logWaiters.push(resolve));
+  };
+  return { client, call, waitForLogs, logger, cwd };
+}
+
+describe('createErrandMcpServer', () => {
+  it('appends at most maxNotificationsPerResult notifications and says how many wait', async () => {
+    const { call, waitForLogs } = await connect({ maxNotificationsPerResult: 2 });
+    for (let index = 0; index < 3; index += 1) {
+      await call('bash', { command: 'exec sleep 600', run_in_background: true });
+    }
+    // A person stops all three at once: three notifications queue before the next tool call.
+    await runtime!.stop.stopAll({ initiator: 'user', caller: server!.session.owner });
+    await waitForLogs(3);
+    const first = await call('task_list');
+    expect(first).toHaveLength(2);
+    expect(first[1]?.match(/<task-notification>/g)).toHaveLength(2);
+    expect(first[1]).toMatch(/\(1 more task notification will follow the next tool result\)$/);
+    const second = await call('task_list');
+    expect(second[1]?.match(/<task-notification>/g)).toHaveLength(1);
+    const ids = [...`${first[1]}${second[1]}`.matchAll(/<task-id>(bash-\d+)<\/task-id>/g)].map(
+      (match) => match[1],
+    );
+    expect(ids.sort()).toEqual(['bash-1', 'bash-2', 'bash-3']);
+    expect(await call('task_list')).toHaveLength(1);
+  });
+
+  it('keeps the session queue-only: a notification never starts a model turn', async () => {
+    const { call, waitForLogs, logger } = await connect();
+    const turns: string[] = [];
+    server!.session.on((event) => {
+      if (event.type === 'turn-start') turns.push(event.title);
+    });
+    await call('bash', { command: 'true', run_in_background: true });
+    await waitForLogs(1);
+    await server!.session.whenIdle();
+    expect(turns).toEqual([]);
+    expect(server!.session.queuedCommands).toBe(1);
+    expect(logger.warnings).toEqual([]);
+  });
+
+  it('runs commands in the launch directory when the client offers no roots', async () => {
+    const { call, cwd } = await connect();
+    expect(await call('bash', { command: 'pwd' })).toEqual([`${cwd}\n[exit code: 0]`]);
+    expect(server!.workingDirectory.source).toBe('launch');
+  });
+
+  it('validates its options, naming the field', async () => {
+    runtime = await createMcpRuntime({
+      store: createMemorySessionStore(),
+      pty: false,
+      logger: capturingLogger(),
+    });
+    expect(() => createErrandMcpServer({ runtime: runtime!, maxNotificationsPerResult: 0 })).toThrow(
+      'Expected `maxNotificationsPerResult` to be an integer of at least 1, got 0 (number)',
+    );
+    expect(() => createErrandMcpServer({ runtime: runtime!, tasks: { pollIntervalMs: -5 } })).toThrow(
+      'Expected `tasks.pollIntervalMs` to be an integer from 1 to 2147483647, got -5 (number)',
+    );
+    expect(() => createErrandMcpServer({ runtime: {} as ErrandRuntime })).toThrow(
+      'Expected `runtime` to be an ErrandRuntime, got an object',
+    );
+  });
+});

@@ -1,10 +1,48 @@
 /** Subagents as background tasks: the producer, its child sessions, the `agent` and `agent_message` tools. */
-export * from './agent-message-tool.js';
-export * from './agent-profile.js';
-export * from './agent-tool.js';
+export {
+  AGENT_MESSAGE_TOOL_NAME,
+  type AgentMessageInput,
+  type AgentMessageToolOptions,
+  type AgentMessageValue,
+  createAgentMessageTool,
+} from './agent-message-tool.js';
+export type { AgentProfile, ModelSource } from './agent-profile.js';
+export {
+  AGENT_TOOL_DEFAULTS,
+  AGENT_TOOL_NAME,
+  type AgentForegroundValue,
+  type AgentTool,
+  type AgentToolInput,
+  type AgentToolOptions,
+  type AgentToolValue,
+  createAgentTool,
+} from './agent-tool.js';
 export type { ChildRunReason, ChildRunResult } from './child-run.js';
-export * from './errors.js';
-export * from './subagent-options.js';
-export * from './subagent-producer.js';
-export * from './subagent-stop-strategy.js';
-export * from './usage-meter.js';
+export {
+  AgentProfileNotFoundError,
+  AgentRunInBackgroundDisabledError,
+  StopNotificationFailedError,
+  SubagentDepthExceededError,
+  SubagentNeedsSessionError,
+  SubagentNotAcceptingMessagesError,
+  SubagentNotContinuableError,
+  SubagentProducerDisposedError,
+} from './errors.js';
+export {
+  type ResolvedSubagentOptions,
+  SUBAGENT_DEFAULTS,
+  type SubagentChildContext,
+  type SubagentProducerOptions,
+} from './subagent-options.js';
+export {
+  createSubagentProducer,
+  type DetachedSubagentRequest,
+  type ResumeSubagentOptions,
+  type StartedSubagent,
+  type SubagentMessageOutcome,
+  SubagentProducer,
+  type SubagentRequest,
+  subagentOutcome,
+} from './subagent-producer.js';
+export { createSubagentStopStrategy, type SubagentStopStrategyOptions } from './subagent-stop-strategy.js';
+export type { SubagentUsage } from './usage-meter.js';

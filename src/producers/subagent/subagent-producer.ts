@@ -313,7 +313,7 @@ export class SubagentProducer {
           cancel: (reason) => {
             if (!controller.signal.aborted) controller.abort(new Error(reason ?? 'cancelled'));
           },
-          done: current.result.then(toOutcome, (error: unknown) => ({
+          done: current.result.then(subagentOutcome, (error: unknown) => ({
             status: 'failed' as const,
             error: error instanceof Error ? error.message : String(error),
           })),
@@ -410,7 +410,7 @@ export function createSubagentProducer(options: SubagentProducerOptions): Subage
 }
 
 /** Maps a child run's result to the task outcome the registry settles with. */
-export function toOutcome(result: ChildRunResult): TaskOutcome {
+export function subagentOutcome(result: ChildRunResult): TaskOutcome {
   const detail: TaskDetail = {
     usage: { ...result.usage },
     reason: result.reason,

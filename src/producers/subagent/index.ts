@@ -34,6 +34,7 @@ export {
   type SubagentChildContext,
   type SubagentProducerOptions,
 } from './subagent-options.js';
+export { subagentOutcome } from './subagent-outcome.js';
 export {
   createSubagentProducer,
   type DetachedSubagentRequest,
@@ -42,7 +43,6 @@ export {
   type SubagentMessageOutcome,
   SubagentProducer,
   type SubagentRequest,
-  subagentOutcome,
 } from './subagent-producer.js';
 export { createSubagentStopStrategy, type SubagentStopStrategyOptions } from './subagent-stop-strategy.js';
 export type { SubagentUsage } from './usage-meter.js';

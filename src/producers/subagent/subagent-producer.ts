@@ -10,12 +10,10 @@ import type { Session } from '../../session/index.js';
 import {
   createTrustedCaller,
   type Disposer,
-  InvalidArgumentError,
   isTerminalStatus,
   type Owner,
   type TaskDetail,
   type TaskId,
-  type TaskOutcome,
   type TaskService,
   type TaskSnapshot,
 } from '../../tasks/index.js';
@@ -35,9 +33,10 @@ import {
   resolveSubagentOptions,
   type SubagentProducerOptions,
 } from './subagent-options.js';
+import { subagentOutcome } from './subagent-outcome.js';
+import { labelOf, validateMessage, validateRequest } from './subagent-request.js';
 import { createSubagentStopStrategy } from './subagent-stop-strategy.js';
 
-const MAX_LABEL_CHARACTERS = 200;
 const MAX_PROMPT_DETAIL_CHARACTERS = 2000;
 
 export interface SubagentRequest {
@@ -407,53 +406,4 @@ export class SubagentProducer {
 
 export function createSubagentProducer(options: SubagentProducerOptions): SubagentProducer {
   return new SubagentProducer(options);
-}
-
-/** Maps a child run's result to the task outcome the registry settles with. */
-export function subagentOutcome(result: ChildRunResult): TaskOutcome {
-  const detail: TaskDetail = {
-    usage: { ...result.usage },
-    reason: result.reason,
-    childSessionId: result.childSessionId ?? null,
-  };
-  switch (result.status) {
-    case 'completed':
-      return { status: 'completed', output: result.text, resultText: result.text, detail };
-    case 'killed':
-      return { status: 'killed', ...(result.text === '' ? {} : { output: result.text }), detail };
-    case 'failed':
-      return {
-        status: 'failed',
-        error: result.error ?? 'The subagent failed',
-        ...(result.text === '' ? {} : { output: result.text }),
-        detail,
-      };
-  }
-}
-
-function validateMessage(value: unknown, field = 'message'): asserts value is string {
-  if (typeof value !== 'string' || value.trim() === '') {
-    throw new InvalidArgumentError(field, 'a non-empty string', value);
-  }
-}
-
-function validateRequest(request: SubagentRequest): void {
-  if (typeof request !== 'object' || request === null) {
-    throw new InvalidArgumentError('request', 'an object', request);
-  }
-  validateMessage(request.prompt, 'prompt');
-  if (typeof request.owner?.sessionId !== 'string') throw new SubagentNeedsSessionError();
-  for (const field of ['description', 'profile', 'toolUseId', 'cwd'] as const) {
-    if (request[field] !== undefined && typeof request[field] !== 'string') {
-      throw new InvalidArgumentError(field, 'a string', request[field]);
-    }
-  }
-  if (request.background !== undefined && typeof request.background !== 'boolean') {
-    throw new InvalidArgumentError('background', 'a boolean', request.background);
-  }
-}
-
-function labelOf(description: string | undefined, prompt: string): string {
-  const source = (description?.trim() || prompt.trim().split('\n', 1)[0] || 'subagent').replace(/\s+/g, ' ');
-  return source.length <= MAX_LABEL_CHARACTERS ? source : `${source.slice(0, MAX_LABEL_CHARACTERS - 1)}…`;
 }

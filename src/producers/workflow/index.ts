@@ -27,14 +27,16 @@ export {
   type WorkflowProducerOptions,
 } from './workflow-options.js';
 export {
-  type AmendedWorkflow,
   createWorkflowProducer,
-  type StartedWorkflow,
-  type WorkflowAmendOptions,
-  type WorkflowCallerOptions,
   WorkflowProducer,
   type WorkflowShutdownSweep,
-  type WorkflowStartRequest,
   workflowShutdownSweep,
 } from './workflow-producer.js';
+export type {
+  AmendedWorkflow,
+  StartedWorkflow,
+  WorkflowAmendOptions,
+  WorkflowCallerOptions,
+  WorkflowStartRequest,
+} from './workflow-request.js';
 export * from './workflow-tools.js';

@@ -5,22 +5,21 @@
  * JavaScript cannot force an async function to stop; a script that ignores its signal is abandoned.
  * `done` settles after every command and subagent the execution started has stopped.
  */
-import { resolve as resolvePath } from 'node:path';
 import type { WorkflowProgressEvent } from '../../notifications/index.js';
 import type { Logger } from '../../registry/index.js';
 import type { JsonValue } from '../../store/index.js';
-import { ErrandError, InvalidArgumentError, type TaskDetail } from '../../tasks/index.js';
+import { InvalidArgumentError, type TaskDetail } from '../../tasks/index.js';
 import type { BashExecutor, Clock } from '../bash/index.js';
-import { DEFAULT_STDERR_PREFIX, describeExit } from '../bash/index.js';
 import type { SubagentProducer } from '../subagent/index.js';
+import { runCommand } from './command-step.js';
 import {
   WorkflowAgentFailedError,
   WorkflowAgentUnavailableError,
   WorkflowCancelledError,
-  WorkflowCommandFailedError,
   WorkflowNoPendingInputError,
 } from './errors.js';
 import { type JournalEntry, type StepJournal, toJson } from './journal.js';
+import { describeError, resultTextOf } from './run-text.js';
 import type { LoadedScript } from './script-loader.js';
 import { StallWatch } from './stall-watch.js';
 import { SLEEP_DEADLINE_SUFFIX, StepNames } from './step-names.js';
@@ -159,12 +158,12 @@ export class WorkflowExecution {
     }
     if (signal.aborted) return { status: 'killed', abandoned: false, ...counts };
     if (first.kind === 'error')
-      return { status: 'failed', error: describe(first.error), abandoned: false, ...counts };
+      return { status: 'failed', error: describeError(first.error), abandoned: false, ...counts };
     try {
       const result = toJson(first.value, 'the workflow');
       return { status: 'completed', result, resultText: resultTextOf(result), abandoned: false, ...counts };
     } catch (error) {
-      return { status: 'failed', error: describe(error), abandoned: false, ...counts };
+      return { status: 'failed', error: describeError(error), abandoned: false, ...counts };
     }
   }
 
@@ -187,7 +186,10 @@ export class WorkflowExecution {
         }
         const name = this.#names.derived('bash', command, options.name);
         return this.#step(name, (signal) =>
-          this.#runCommand(command, options, signal),
+          runCommand(deps, command, options, signal, {
+            track: (stopped) => this.#track(stopped),
+            onOutput: () => this.#stall.note(),
+          }),
         ) as Promise<WorkflowCommandResult>;
       },
       agent: (prompt: string, options: WorkflowAgentOptions = {}) => {
@@ -242,7 +244,7 @@ export class WorkflowExecution {
     try {
       value = await fn(this.#controller.signal);
     } catch (error) {
-      this.#record({ name, state: 'failed', error: describe(error), startedAt, endedAt: clock.now() });
+      this.#record({ name, state: 'failed', error: describeError(error), startedAt, endedAt: clock.now() });
       throw error;
     }
     const result = toJson(value, `step ${JSON.stringify(name)}`);
@@ -262,7 +264,7 @@ export class WorkflowExecution {
           `workflow run ${this.#deps.runId}: recording failed step ${write.name} failed`,
           {
             taskId: this.#deps.runId,
-            error: describe(error),
+            error: describeError(error),
           },
         );
         return undefined;
@@ -277,48 +279,6 @@ export class WorkflowExecution {
       stepsReplayed: this.#stepsReplayed,
       lastStep: step,
     });
-  }
-
-  async #runCommand(
-    command: string,
-    options: WorkflowBashOptions,
-    signal: AbortSignal,
-  ): Promise<WorkflowCommandResult> {
-    const deps = this.#deps;
-    const executor = deps.executor();
-    const timeoutMs =
-      options.timeoutMs ?? (deps.commandTimeoutMs === false ? undefined : deps.commandTimeoutMs);
-    const handle = executor.start({
-      command,
-      cwd: options.cwd === undefined ? deps.cwd : resolvePath(deps.cwd, options.cwd),
-      ...((options.env ?? deps.env) === undefined ? {} : { env: options.env ?? deps.env }),
-      ...(timeoutMs === undefined ? {} : { timeoutMs }),
-    });
-    this.#track(handle.stopped);
-    const onAbort = () => handle.cancel('the workflow run was cancelled');
-    signal.addEventListener('abort', onAbort, { once: true });
-    const stopListening = handle.onOutput(() => this.#stall.note());
-    try {
-      const facts = await handle.stopped;
-      const rendered = handle.render(deps.commandOutputLimitBytes, DEFAULT_STDERR_PREFIX);
-      signal.throwIfAborted();
-      const result: WorkflowCommandResult = {
-        exitCode: facts.exitCode,
-        signal: facts.signal,
-        reason: facts.reason,
-        output: rendered.text,
-        skippedBytes: rendered.skippedBytes,
-      };
-      const failed = facts.reason !== 'completed' || facts.exitCode !== 0;
-      if (failed && options.reject !== false) {
-        throw new WorkflowCommandFailedError(command, describeExit(facts), lastLines(rendered.text, 20));
-      }
-      return result;
-    } finally {
-      stopListening();
-      signal.removeEventListener('abort', onAbort);
-      await executor.release(handle.id);
-    }
   }
 
   async #runAgent(
@@ -440,21 +400,4 @@ function delay(clock: Clock, ms: number, signal: AbortSignal): Promise<void> {
     });
     signal.addEventListener('abort', onAbort, { once: true });
   });
-}
-
-function lastLines(text: string, count: number): string {
-  const lines = text.replace(/\n$/, '').split('\n');
-  return lines.slice(-count).join('\n');
-}
-
-/** An error as the run's diagnosis: the stable code first when there is one. */
-export function describe(error: unknown): string {
-  if (ErrandError.isInstance(error)) return `${error.code}: ${error.message}`;
-  if (error instanceof Error) return error.message;
-  return String(error);
-}
-
-/** The text a run's result is shown as: a string as it is, anything else as indented JSON. */
-export function resultTextOf(result: JsonValue): string {
-  return typeof result === 'string' ? result : JSON.stringify(result, null, 2);
 }

@@ -31,69 +31,28 @@ import {
   WorkflowRunStateError,
   WorkflowScriptChangedError,
 } from './errors.js';
-import { memoryJournal, type StepJournal, storeJournal, toJson } from './journal.js';
+import { memoryJournal, toJson } from './journal.js';
+import { type LaunchMode, openRunJournal } from './run-journal.js';
+import { recordRunEnd, workflowTaskOutcome } from './run-outcome.js';
+import { describeError } from './run-text.js';
 import { importScript, type LoadedScript, loadScript, locateScript } from './script-loader.js';
-import { describe, type ExecutionOutcome, WorkflowExecution } from './workflow-execution.js';
+import { type ExecutionOutcome, WorkflowExecution } from './workflow-execution.js';
 import {
   type ResolvedWorkflowOptions,
   resolveWorkflowOptions,
   type WorkflowProducerOptions,
 } from './workflow-options.js';
-
-const MAX_LABEL_CHARACTERS = 200;
-
-export interface WorkflowStartRequest {
-  /** The script: a path relative to the workflow directory, or an absolute path inside it. */
-  readonly script: string;
-  /** The session that owns the run. */
-  readonly owner: Owner;
-  /** The run's input, `ctx.args` (JSON). Default null. */
-  readonly args?: unknown;
-  /** A few words for people and notifications. Default: the script's name. */
-  readonly description?: string;
-  readonly toolUseId?: string;
-  /** The working directory of its commands. Default: the producer's `cwd`, else `process.cwd()`. */
-  readonly cwd?: string;
-  readonly env?: Readonly<Record<string, string>>;
-  /** A legacy run: not journaled, not resumable, and not cancellable (stops answer `cancel_not_supported`). */
-  readonly legacy?: boolean;
-}
-
-export interface WorkflowCallerOptions {
-  /** The session that owns the run. */
-  readonly caller: Owner;
-  readonly toolUseId?: string;
-  readonly cwd?: string;
-  readonly env?: Readonly<Record<string, string>>;
-}
-
-export interface WorkflowAmendOptions extends WorkflowCallerOptions {
-  /** The replacement script. */
-  readonly script: string;
-  /** The replacement's input. Default: the superseded run's input. */
-  readonly args?: unknown;
-  /** Carry the superseded run's finished steps over (same names are not run again). Default true. */
-  readonly keepFinishedSteps?: boolean;
-  readonly description?: string;
-}
-
-export interface StartedWorkflow {
-  readonly runId: TaskId;
-  readonly snapshot: TaskSnapshot;
-  readonly script: string;
-}
-
-export interface AmendedWorkflow extends StartedWorkflow {
-  /** The run that was superseded. */
-  readonly superseded: string;
-  /** Finished steps carried over into the new run. */
-  readonly carriedSteps: number;
-}
-
-type LaunchMode =
-  | { readonly kind: 'new' }
-  | { readonly kind: 'resume'; readonly runId: TaskId }
-  | { readonly kind: 'amend'; readonly previous: string; readonly keepFinishedSteps: boolean };
+import {
+  type AmendedWorkflow,
+  ensureOwner,
+  labelOf,
+  type StartedWorkflow,
+  stringDetail,
+  validateText,
+  type WorkflowAmendOptions,
+  type WorkflowCallerOptions,
+  type WorkflowStartRequest,
+} from './workflow-request.js';
 
 interface RunEntry {
   readonly sessionId: string;
@@ -186,7 +145,7 @@ export class WorkflowProducer {
       script,
       options.caller,
       run.input,
-      { kind: 'resume', runId: run.runId as TaskId },
+      { kind: 'resume', runId: run.runId },
       {
         description: this.#descriptionOf(run.runId, options.caller),
         toolUseId: options.toolUseId,
@@ -299,7 +258,7 @@ export class WorkflowProducer {
           (error: unknown) =>
             this.options.logger.warn(`workflow run ${task.id}: stopping it at session shutdown failed`, {
               taskId: task.id,
-              error: describe(error),
+              error: describeError(error),
             }),
         ),
       ),
@@ -332,36 +291,27 @@ export class WorkflowProducer {
       label: labelOf(how.description, script.name),
       owner,
       detail,
-      ...(mode.kind === 'resume' ? { resumeId: mode.runId } : {}),
+      ...(mode.kind === 'resume' ? { resumeId: mode.runId as TaskId } : {}),
       ...(this.options.outputLimitBytes === undefined
         ? {}
         : { outputLimitBytes: this.options.outputLimitBytes }),
       run: (context) => {
         const runId = context.taskId;
-        let journal: StepJournal;
-        let carriedSteps = 0;
-        if (how.legacy) {
-          journal = memoryJournal();
-        } else {
-          // Every journal write that can fail happens here, before the run is registered.
-          const record = {
-            runId,
-            sessionId: owner.sessionId,
-            taskId: runId,
-            scriptPath: script.path,
-            scriptHash: script.hash,
-            input: args,
-          };
-          if (mode.kind === 'new') store.createRun(record);
-          else if (mode.kind === 'resume')
-            store.updateRun(runId, { status: 'running', stopInitiator: null, error: null });
-          else {
-            store.supersedeRun(mode.previous, record);
-            if (mode.keepFinishedSteps) carriedSteps = this.#carrySteps(mode.previous, runId);
-            this.#markSuperseded(mode.previous, runId);
-          }
-          journal = storeJournal(store, runId);
-        }
+        const { journal, carriedSteps } = how.legacy
+          ? { journal: memoryJournal(), carriedSteps: 0 }
+          : openRunJournal(
+              store,
+              mode,
+              {
+                runId,
+                sessionId: owner.sessionId,
+                scriptPath: script.path,
+                scriptHash: script.hash,
+                input: args,
+              },
+              this.options.logger,
+            );
+        if (mode.kind === 'amend') this.#markSuperseded(mode.previous, runId);
         const previous = this.#runs.get(runId);
         const execution = new WorkflowExecution({
           runId,
@@ -396,7 +346,7 @@ export class WorkflowProducer {
           cancel: (reason) => execution.cancel(reason),
           done: execution.done.then(
             (outcome) => this.#finish(runId, entry, outcome),
-            (error: unknown) => ({ status: 'failed' as const, error: describe(error) }),
+            (error: unknown) => ({ status: 'failed' as const, error: describeError(error) }),
           ),
           cancellable: !how.legacy,
         };
@@ -411,31 +361,6 @@ export class WorkflowProducer {
     } catch {
       return 0;
     }
-  }
-
-  /** Copies the superseded run's finished steps into the new run's journal; a failed copy only re-runs a step. */
-  #carrySteps(from: string, to: string): number {
-    const { store } = this.options;
-    let carried = 0;
-    for (const step of store.getSteps(from)) {
-      if (step.state !== 'done') continue;
-      try {
-        store.recordStep(to, {
-          name: step.name,
-          state: 'done',
-          ...(step.result === undefined ? {} : { result: step.result }),
-          startedAt: step.startedAt,
-          endedAt: step.endedAt,
-        });
-        carried += 1;
-      } catch (error) {
-        this.options.logger.warn(`workflow run ${to}: carrying step ${step.name} over from ${from} failed`, {
-          taskId: to,
-          error: describe(error),
-        });
-      }
-    }
-    return carried;
   }
 
   /** The old run learns it was superseded before it ends, so its end is never notified. */
@@ -463,53 +388,17 @@ export class WorkflowProducer {
     } catch (error) {
       this.options.logger.warn(`workflow run ${runId}: stopping it after it was superseded failed`, {
         taskId: runId,
-        error: describe(error),
+        error: describeError(error),
       });
     }
   }
 
   #finish(runId: string, entry: RunEntry, outcome: ExecutionOutcome): TaskOutcome {
-    const detail: TaskDetail = {
-      stepsDone: outcome.stepsDone,
-      stepsReplayed: outcome.stepsReplayed,
-      reason: outcome.status === 'killed' ? 'cancelled' : outcome.status,
-      ...(outcome.abandoned ? { abandoned: true } : {}),
-      ...(entry.supersededBy === undefined ? {} : { supersededBy: entry.supersededBy }),
-    };
-    if (!entry.legacy && entry.supersededBy === undefined) this.#persist(runId, outcome);
-    switch (outcome.status) {
-      case 'completed':
-        return {
-          status: 'completed',
-          output: outcome.resultText ?? '',
-          resultText: outcome.resultText ?? '',
-          detail,
-        };
-      case 'killed':
-        return { status: 'killed', detail };
-      case 'failed':
-        return { status: 'failed', error: outcome.error ?? 'The workflow failed', detail };
+    if (!entry.legacy && entry.supersededBy === undefined) {
+      const initiator = this.#tryGet(runId, trusted)?.stopInitiator;
+      recordRunEnd(this.options.store, runId, outcome, initiator, this.options.logger);
     }
-  }
-
-  #persist(runId: string, outcome: ExecutionOutcome): void {
-    const { store } = this.options;
-    try {
-      if (outcome.status === 'completed') {
-        store.updateRun(runId, { status: 'completed', result: outcome.result ?? null, error: null });
-      } else if (outcome.status === 'failed') {
-        store.updateRun(runId, { status: 'failed', error: outcome.error ?? 'failed' });
-      } else {
-        const initiator = this.#tryGet(runId, trusted)?.stopInitiator;
-        store.updateRun(runId, { status: 'killed', stopInitiator: initiator ?? null, error: null });
-      }
-    } catch (error) {
-      // Superseded meanwhile (final in the store), or the store is gone: the task still settles.
-      this.options.logger.warn(`workflow run ${runId}: recording how it ended failed`, {
-        taskId: runId,
-        error: describe(error),
-      });
-    }
+    return workflowTaskOutcome(outcome, entry.supersededBy);
   }
 
   #notify(sessionId: string, runId: string, event: WorkflowProgressEvent, context: TaskRunContext): void {
@@ -520,7 +409,7 @@ export class WorkflowProducer {
     } catch (error) {
       this.options.logger.warn(`workflow run ${runId}: finding the session's delivery policy failed`, {
         taskId: runId,
-        error: describe(error),
+        error: describeError(error),
       });
       return;
     }
@@ -627,33 +516,4 @@ export type WorkflowShutdownSweep = (session: { readonly owner: Owner }) => Prom
 
 export function workflowShutdownSweep(producer: WorkflowProducer): WorkflowShutdownSweep {
   return (session) => producer.stopRunsOf(session.owner);
-}
-
-function ensureOwner(owner: Owner | undefined, field: string): asserts owner is Owner {
-  if (typeof owner?.sessionId !== 'string') {
-    throw new InvalidArgumentError(
-      field,
-      'the owner of a session (a workflow run belongs to a session)',
-      owner,
-    );
-  }
-}
-
-function validateText(field: string, value: unknown): void {
-  if (value !== undefined && (typeof value !== 'string' || value.length > 1000)) {
-    throw new InvalidArgumentError(field, 'a string of at most 1000 characters', value);
-  }
-}
-
-function stringDetail(
-  detail: Readonly<Record<string, unknown>> | undefined,
-  key: string,
-): string | undefined {
-  const value = detail?.[key];
-  return typeof value === 'string' && value !== '' ? value : undefined;
-}
-
-function labelOf(description: string | undefined, script: string): string {
-  const source = (description?.trim() || script).replace(/\s+/g, ' ');
-  return source.length <= MAX_LABEL_CHARACTERS ? source : `${source.slice(0, MAX_LABEL_CHARACTERS - 1)}…`;
 }

@@ -148,7 +148,7 @@ describe('status mapping', () => {
 });
 
 describe('detail and output', () => {
-  it('publishes the command, pid and output file at start, and output bytes throttled', async () => {
+  it('publishes the command and pid at start, the output file once it exists, and output bytes throttled', async () => {
     const clock = createManualClock(1_000);
     const { tasks, producer } = setup({ producer: { clock, detailIntervalMs: 250 } });
     const owner = createOwner('session-1');
@@ -165,9 +165,11 @@ describe('detail and output', () => {
       toolUseId: 'call_1',
       cwd: '/tmp',
       pid: handle.pid,
-      outputFile: handle.outputFile,
       outputBytes: 0,
     });
+    // The file is created by the first output, and only then published.
+    const outputFile = await handle.outputFileReady;
+    expect(tasks.get(taskId, owner).detail.outputFile).toBe(outputFile);
     expect(snapshot.label).toBe('split a character');
     expect(snapshot.outputLimitBytes).toBe(30_000);
     await waitForOutput(handle, 'ready');

@@ -192,6 +192,10 @@ export class BashProducer {
       context.updateDetail({ outputBytes: handle.outputBytes }),
     );
     const stopListening = handle.onOutput(() => throttle.notify());
+    // The output file is created with the first output (or when a path is about to be shown).
+    void handle.outputFileReady.then((outputFile) => {
+      if (outputFile !== undefined) context.updateDetail({ outputFile });
+    });
     context.updateDetail({
       pid: handle.pid ?? null,
       pgid: handle.pid ?? null,

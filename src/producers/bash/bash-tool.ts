@@ -289,12 +289,14 @@ export function createBashTool(options: BashToolOptions): BashTool {
     });
   };
 
-  const backgroundResult = (
+  const backgroundResult = async (
     started: StartedBashTask,
     how: 'started' | 'auto' | 'promoted',
     afterMs: number | false = false,
-  ): ToolResult<BashToolValue> => {
+  ): Promise<ToolResult<BashToolValue>> => {
     const { taskId, handle } = started;
+    // The path is shown to the model: the file must exist first.
+    const outputFile = await handle.ensureOutputFile();
     const pid = handle.pid === undefined ? '' : ` (pid ${handle.pid})`;
     const lines: string[] = [];
     if (how === 'started') {
@@ -309,7 +311,7 @@ export function createBashTool(options: BashToolOptions): BashTool {
       const soFar = withSkippedOutputMarker(read.text, read.skippedBytes, read.outputFile);
       lines.push(soFar === '' ? 'No output so far.' : `Output so far:\n${soFar.replace(/\n$/, '')}`);
     }
-    if (handle.outputFile !== undefined) lines.push(`Output file: ${handle.outputFile}`);
+    if (outputFile !== undefined) lines.push(`Output file: ${outputFile}`);
     lines.push(
       `Read new output with task_output (task_id "${taskId}"), stop it with task_kill; you will be notified when it ends.`,
     );

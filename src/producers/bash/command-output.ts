@@ -3,6 +3,10 @@
  * kept in memory (with which came from stderr), the whole stream written to the output file, and the
  * file's cap enforced. Readers get consuming deltas, snapshots that consume nothing, or a rendering with
  * stderr lines marked.
+ *
+ * The output file is created when the first byte arrives, or when someone is about to show its path
+ * (`ensureFile`): a command without output leaves no file behind, and a path is never shown before the
+ * file exists.
  */
 import { OUTPUT_SNAPSHOT_BYTES } from './executor-options.js';
 import { OutputSpill } from './output-spill.js';
@@ -25,9 +29,14 @@ export interface CommandOutputEvents {
   resumeInput(): void;
   /** More output arrived than the file may hold; everything past the cap is dropped. */
   limitExceeded(): void;
+  /** The output file exists now. */
+  fileCreated(path: string): void;
   /** The output file could not be created (`whileOpening`) or written. */
   fileFailed(error: Error, whileOpening: boolean): void;
 }
+
+/** Creates the file at `path` exclusively, open for writing. */
+export type OpenOutputFile = (path: string, callback: (error: Error | null, fd: number) => void) => void;
 
 /** A consuming read: the newest unread output, at most the read limit. */
 export interface OutputRead {
@@ -39,6 +48,8 @@ export interface OutputRead {
   readonly outputFile: string | null;
 }
 
+type FileState = 'none' | 'opening' | 'open' | 'failed';
+
 export class CommandOutput {
   readonly path: string;
   readonly #limits: CommandOutputLimits;
@@ -47,18 +58,27 @@ export class CommandOutput {
   readonly #spill: OutputSpill;
   readonly #aligners = { stdout: new Utf8ChunkAligner(), stderr: new Utf8ChunkAligner() };
   readonly #listeners = new Set<(outputBytes: number) => void>();
-  #opened = false;
+  readonly #openFile: OpenOutputFile;
+  #file: FileState = 'none';
+  #fileWaiters: Array<(created: boolean) => void> = [];
+  #closing = false;
   #paused = false;
   #capped = false;
 
-  constructor(path: string, limits: CommandOutputLimits, events: CommandOutputEvents) {
+  constructor(
+    path: string,
+    limits: CommandOutputLimits,
+    events: CommandOutputEvents,
+    openFile: OpenOutputFile,
+  ) {
     this.path = path;
     this.#limits = limits;
     this.#events = events;
+    this.#openFile = openFile;
     this.#window = new OutputWindow(limits.maxBufferedBytes);
     this.#spill = new OutputSpill(path, limits.spillHighWaterMarkBytes, (error) => {
       this.#resume();
-      events.fileFailed(error, !this.#opened);
+      events.fileFailed(error, this.#file !== 'open');
     });
   }
 
@@ -66,19 +86,18 @@ export class CommandOutput {
     return this.#window.totalBytes;
   }
 
-  /** True once the output file exists and is open. */
-  get fileOpen(): boolean {
-    return this.#opened;
+  /** The path of the output file once it exists. */
+  get file(): string | undefined {
+    return this.#file === 'open' ? this.path : undefined;
   }
 
-  /** The output file is open: output queued so far starts going to it. */
-  attach(fd: number): void {
-    this.#opened = true;
-    this.#spill.attach(fd);
-  }
-
-  failToOpen(error: Error): void {
-    this.#spill.failToOpen(error);
+  /** Creates the output file now if it does not exist yet; resolves with whether it exists. */
+  ensureFile(): Promise<boolean> {
+    if (this.#file === 'open') return Promise.resolve(true);
+    if (this.#file === 'failed' || (this.#file === 'none' && this.#closing)) return Promise.resolve(false);
+    const created = new Promise<boolean>((resolve) => this.#fileWaiters.push(resolve));
+    this.#createFile();
+    return created;
   }
 
   /** A chunk from one of the pipes, cut anywhere. */
@@ -93,9 +112,11 @@ export class CommandOutput {
     }
   }
 
-  /** Writes what is queued and closes the file; never rejects. */
+  /** Writes what is queued and closes the file (a command without output has none); never rejects. */
   close(): Promise<void> {
-    return this.#spill.close();
+    this.#closing = true;
+    if (this.#file === 'none') this.#settleFile(false);
+    return this.#file === 'none' ? Promise.resolve() : this.#spill.close();
   }
 
   /** Keeps in memory only what a reader may still ask for, and stops notifying listeners. */
@@ -112,7 +133,7 @@ export class CommandOutput {
       text: slice.text,
       skippedBytes: slice.skippedBytes,
       outputBytes: this.#window.totalBytes,
-      outputFile: this.path,
+      outputFile: this.file ?? null,
     };
   }
 
@@ -145,12 +166,36 @@ export class CommandOutput {
       this.#capped = true;
     }
     if (bytes.length > 0) {
+      if (this.#file === 'none') this.#createFile();
       this.#window.append(bytes, fromStderr);
       if (!this.#spill.write(bytes)) this.#pause();
       const total = this.#window.totalBytes;
       for (const listener of this.#listeners) listener(total);
     }
     if (this.#capped) this.#events.limitExceeded();
+  }
+
+  #createFile(): void {
+    if (this.#file !== 'none') return;
+    this.#file = 'opening';
+    this.#openFile(this.path, (error, fd) => {
+      if (error) {
+        this.#file = 'failed';
+        this.#spill.failToOpen(error);
+        this.#settleFile(false);
+        return;
+      }
+      this.#file = 'open';
+      this.#spill.attach(fd);
+      this.#events.fileCreated(this.path);
+      this.#settleFile(true);
+    });
+  }
+
+  #settleFile(created: boolean): void {
+    const waiters = this.#fileWaiters;
+    this.#fileWaiters = [];
+    for (const waiter of waiters) waiter(created);
   }
 
   #pause(): void {

@@ -206,13 +206,26 @@ describe('output', () => {
 
   it('keeps output files private: 0700 directory, 0600 files, random names', async () => {
     const run = executor();
-    const handle = run.start({ command: 'true', id: 'bash-1' });
+    const handle = run.start({ command: 'echo private', id: 'bash-1' });
     await handle.stopped;
     expect(statSync(run.outputDirectory!).mode & 0o777).toBe(0o700);
     expect(statSync(handle.outputFile!).mode & 0o777).toBe(0o600);
     expect(handle.outputFile).not.toContain('bash-1');
     await run.dispose();
     expect(() => statSync(run.outputDirectory!)).toThrow();
+  });
+
+  it('creates no output file for a command that prints nothing, unless a path is asked for', async () => {
+    const run = executor();
+    const silent = run.start({ command: 'true' });
+    expect(await silent.stopped).toMatchObject({ outputFile: null, outputBytes: 0 });
+    expect(await silent.outputFileReady).toBeUndefined();
+    const shown = run.start({ command: 'exec sleep 1000' });
+    const path = await shown.ensureOutputFile();
+    expect(path).toBe(shown.outputFile);
+    expect(statSync(path!).size).toBe(0);
+    shown.cancel();
+    expect((await shown.stopped).outputFile).toBe(path);
   });
 
   it('deletes the file of a released handle, and keeps the directory on disposal when asked to', async () => {

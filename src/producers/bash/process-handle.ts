@@ -67,16 +67,21 @@ export class ProcessHandle {
   #paused = false;
   #timeoutMs: number | undefined;
   #lastActivity = 0;
-  #processRunning = false;
   #cancelTimeout: CancelTimer | undefined;
   #facts: ExitFacts | undefined;
   #resolveStopped!: (facts: ExitFacts) => void;
   #resolveSpawned!: (spawned: boolean) => void;
+  #resolveOutputFile!: (path: string | undefined) => void;
   #streamsClosed!: Promise<void>;
-  /** Resolves with true once the shell runs and its output file exists, false when either failed. */
+  /** Resolves with true once the shell runs, false when it could not be started. */
   readonly spawned: Promise<boolean>;
   /** Resolves once the command and every process it left are gone and the output file is closed. */
   readonly stopped: Promise<ExitFacts>;
+  /**
+   * Resolves with the output file's path once it exists (the first output creates it), or undefined when
+   * the command stopped without one.
+   */
+  readonly outputFileReady: Promise<string | undefined>;
 
   constructor(
     resolved: ResolvedCommand,
@@ -98,15 +103,28 @@ export class ProcessHandle {
     this.stopped = new Promise((resolve) => {
       this.#resolveStopped = resolve;
     });
+    this.outputFileReady = new Promise((resolve) => {
+      this.#resolveOutputFile = resolve;
+    });
   }
 
   get pid(): number | undefined {
     return this.#pid;
   }
 
-  /** Absolute path of the output file (it exists once `spawned` resolved true). */
+  /** Absolute path of the output file, once it exists (see `ensureOutputFile`). */
   get outputFile(): string | undefined {
-    return this.#output?.path;
+    return this.#output?.file;
+  }
+
+  /**
+   * Creates the output file now if the command has printed nothing yet, so its path can be shown
+   * (a path is never shown before the file exists). Resolves with the path, or undefined when the
+   * file cannot be created or the command stopped without output.
+   */
+  async ensureOutputFile(): Promise<string | undefined> {
+    const created = (await this.#output?.ensureFile()) ?? false;
+    return created ? this.#output?.file : undefined;
   }
 
   get outputBytes(): number {
@@ -127,10 +145,7 @@ export class ProcessHandle {
     return this.#facts;
   }
 
-  /**
-   * Starts the shell. Called once by the executor; failures become a `spawn_error` stop, never a throw.
-   * The output file is created off the main thread while the shell starts; `spawned` waits for both.
-   */
+  /** Starts the shell. Called once by the executor; failures become a `spawn_error` stop, never a throw. */
   start(): void {
     const options = this.#options;
     let path: string;
@@ -140,21 +155,18 @@ export class ProcessHandle {
       this.#failToStart('could not create the output directory', error);
       return;
     }
-    const output = new CommandOutput(path, options, {
-      pauseInput: () => this.#pause(),
-      resumeInput: () => this.#resume(),
-      limitExceeded: () => this.#requestStop('output_limit'),
-      fileFailed: (error, whileOpening) => this.#onFileError(error, whileOpening),
-    });
-    this.#output = output;
-    this.#directory.open(path, (error, fd) => {
-      if (error) {
-        output.failToOpen(error);
-        return;
-      }
-      output.attach(fd);
-      this.#checkStarted();
-    });
+    this.#output = new CommandOutput(
+      path,
+      options,
+      {
+        pauseInput: () => this.#pause(),
+        resumeInput: () => this.#resume(),
+        limitExceeded: () => this.#requestStop('output_limit'),
+        fileCreated: (file) => this.#resolveOutputFile(file),
+        fileFailed: (error, whileOpening) => this.#onFileError(error, whileOpening),
+      },
+      (file, callback) => this.#directory.open(file, callback),
+    );
     let child: ChildProcess;
     try {
       const env = this.#tag
@@ -203,10 +215,7 @@ export class ProcessHandle {
     });
     child.stdout?.on('data', (chunk: Buffer) => this.#onData('stdout', chunk));
     child.stderr?.on('data', (chunk: Buffer) => this.#onData('stderr', chunk));
-    child.once('spawn', () => {
-      this.#processRunning = true;
-      this.#checkStarted();
-    });
+    child.once('spawn', () => this.#resolveSpawned(true));
     child.once('exit', (code, signal) => this.#onExit(code, signal));
     this.setTimeout(this.#resolved.timeoutMs);
   }
@@ -297,29 +306,14 @@ export class ProcessHandle {
     this.#options.logger.warn('a command process reported an error', { id: this.id, error: error.message });
   }
 
-  /** Both the process and its output file must be there before the command counts as started. */
-  #checkStarted(): void {
-    if (this.#processRunning && this.#output?.fileOpen) this.#resolveSpawned(true);
-  }
-
   #onFileError(error: Error, opening: boolean): void {
-    const options = this.#options;
     this.#error ??= {
       message: `${opening ? 'creating' : 'writing'} the output file failed: ${error.message}`,
       code: errnoOf(error),
     };
-    if (opening) {
-      // Output nobody could read must not run on: stop the command as a failed start.
-      this.#resolveSpawned(false);
-      if (!this.#leaderExited && !this.#facts) {
-        this.#reason ??= 'spawn_error';
-        if (this.#terminator) void this.#terminator.terminate();
-      }
-      return;
-    }
-    options.logger.warn('writing an output file failed; output is kept in memory only', {
+    this.#options.logger.warn('the output file failed; output is kept in memory only', {
       id: this.id,
-      outputFile: this.outputFile,
+      path: this.#output?.path,
       error: error.message,
     });
   }
@@ -377,6 +371,7 @@ export class ProcessHandle {
     const reason = this.#reason ?? 'completed';
     const endedAt = options.clock.now();
     this.#output?.finish();
+    this.#resolveOutputFile(this.outputFile);
     this.#facts = Object.freeze({
       reason,
       exitCode: this.#exitCode,

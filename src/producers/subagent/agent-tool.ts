@@ -24,6 +24,7 @@ import {
   toolResult,
 } from '../../tools/index.js';
 import type { Clock } from '../bash/index.js';
+import { AGENT_MESSAGE_TOOL_NAME } from './agent-message-tool.js';
 import { AgentRunInBackgroundDisabledError, SubagentNeedsSessionError } from './errors.js';
 import { booleanOption, positiveInteger } from './subagent-options.js';
 import type { StartedSubagent, SubagentProducer } from './subagent-producer.js';
@@ -52,6 +53,11 @@ export interface AgentToolOptions {
   readonly autoBackgroundMs?: number | false;
   /** Default: the producer's clock. */
   readonly clock?: Clock;
+  /**
+   * The name of the tool that sends a subagent more instructions, mentioned in this tool's texts;
+   * `false` when the harness does not offer one. Default `agent_message`.
+   */
+  readonly messageToolName?: string | false;
   /** The tool's name. Default `agent`. */
   readonly name?: string;
 }
@@ -130,13 +136,14 @@ function describeTool(
   producer: SubagentProducer,
   enableRunInBackground: boolean,
   autoBackgroundMs: number | false,
+  messageTool: string | false,
 ): string {
   const lines = [
     'Start a subagent: a separate agent with its own conversation and tools that works on one task and reports back with its final answer. It does not see this conversation, so the prompt must say everything it needs.',
   ];
   if (enableRunInBackground) {
     lines.push(
-      'Set run_in_background for work you do not need to wait for: you get a task id at once, keep working, and receive a <task-notification> with its result. Read it with task_output, stop it with task_kill, send it more instructions with agent_message.',
+      `Set run_in_background for work you do not need to wait for: you get a task id at once, keep working, and receive a <task-notification> with its result. Read it with task_output, stop it with task_kill${messageTool === false ? '' : `, send it more instructions with ${messageTool}`}.`,
     );
     if (autoBackgroundMs !== false) {
       lines.push(
@@ -168,6 +175,10 @@ export function createAgentTool(options: AgentToolOptions): AgentTool {
       ? false
       : positiveInteger('autoBackgroundMs', options.autoBackgroundMs, 1);
   const clock = options.clock ?? producer.options.clock;
+  const messageTool = options.messageToolName ?? AGENT_MESSAGE_TOOL_NAME;
+  if (messageTool !== false && typeof messageTool !== 'string') {
+    throw new InvalidArgumentError('messageToolName', 'a tool name or false', messageTool);
+  }
   const foreground = new Map<string, { readonly toolCallId: string; readonly taskId: TaskId }>();
 
   const execute = async (
@@ -294,14 +305,14 @@ export function createAgentTool(options: AgentToolOptions): AgentTool {
           ? `Subagent ${taskId} was still running after ${autoBackgroundMs} ms, so it moved to the background.`
           : `Subagent ${taskId} was moved to the background by the user.`;
     return toolResult(
-      `${first} You will be notified with its result when it ends; read it with task_output (task_id "${taskId}"), stop it with task_kill, send it instructions with agent_message.`,
+      `${first} You will be notified with its result when it ends; read it with task_output (task_id "${taskId}"), stop it with task_kill${messageTool === false ? '' : `, send it instructions with ${messageTool}`}.`,
       { kind: 'background', taskId },
     );
   };
 
   const definition = defineTool<AgentToolInput, AgentToolValue>({
     name: options.name ?? AGENT_TOOL_NAME,
-    description: describeTool(producer, enableRunInBackground, autoBackgroundMs),
+    description: describeTool(producer, enableRunInBackground, autoBackgroundMs, messageTool),
     inputSchema: inputSchema(producer, enableRunInBackground),
     execute,
   });

@@ -699,3 +699,14 @@ describe('stopping a subagent through the stop dispatch', () => {
     expect(await started.result).toMatchObject({ status: 'killed', reason: 'cancelled' });
   });
 });
+
+describe('tool schemas', () => {
+  it('agent and agent_message', () => {
+    const h = harness([], [], {
+      producer: { profiles: [{ name: 'reviewer', description: 'reviews diffs' }] },
+    });
+    const message = createAgentMessageTool({ producer: h.subagents });
+    expect({ name: h.agentTool.name, schema: h.agentTool.jsonSchema }).toMatchSnapshot();
+    expect({ name: message.name, schema: message.jsonSchema }).toMatchSnapshot();
+  });
+});

@@ -676,3 +676,10 @@ describe('script validation', () => {
     expect((await ended).error).toContain('WORKFLOW_DUPLICATE_STEP');
   });
 });
+
+describe('tool schemas', () => {
+  it('workflow_run, workflow_resume, workflow_amend, workflow_answer', () => {
+    const h = harness();
+    for (const tool of h.tools.tools) expect({ name: tool.name, schema: tool.jsonSchema }).toMatchSnapshot();
+  });
+});

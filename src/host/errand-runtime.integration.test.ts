@@ -113,3 +113,59 @@ describe('the assembled runtime', () => {
     });
   });
 });
+
+describe('subagents in the assembled runtime', () => {
+  it('a background subagent works with its own bash and reports once with result and usage', async () => {
+    const cwd = workdir();
+    const parent = scriptedModel([
+      {
+        toolCalls: [
+          {
+            name: 'agent',
+            input: { prompt: 'Count the files.', description: 'count files', run_in_background: true },
+          },
+        ],
+      },
+      { text: 'The subagent is counting.' },
+      (request) => ({
+        text: lastUserText(request).includes('3 files') ? 'There are 3 files.' : 'unexpected',
+      }),
+    ]);
+    runtime = await createErrandRuntime({
+      model: parent,
+      store: createMemorySessionStore(),
+      cwd,
+      logger: capturingLogger(),
+      subagents: {
+        model: () =>
+          scriptedModel([
+            { toolCalls: [{ name: 'bash', input: { command: 'touch a b c && ls | wc -l' } }] },
+            { text: '3 files', usage: { inputTokens: 40, outputTokens: 2 } },
+          ]),
+      },
+    });
+    const session = runtime.createSession({ id: 'main' });
+    await session.send('how many files?');
+    await new Promise<void>((resolve) => {
+      const stop = session.on((event) => {
+        if (event.type === 'turn-end' && event.turnId > 1) {
+          stop();
+          resolve();
+        }
+      });
+    });
+    const notification = lastUserText(parent.requests[2]!);
+    expect(notification).toContain('<status>completed</status>');
+    expect(notification).toContain('3 files');
+    expect(notification).toMatch(/tool_uses: 1/);
+    const [task] = runtime.tasks.list(session.owner).filter((snapshot) => snapshot.kind === 'agent');
+    expect(task).toMatchObject({ status: 'completed', resultText: '3 files' });
+    // The child's history stays in its own session.
+    expect(
+      parent.requests[2]!.messages.some(
+        (message) =>
+          message.role === 'tool' && message.results.some((result) => result.output.includes('wc')),
+      ),
+    ).toBe(false);
+  });
+});

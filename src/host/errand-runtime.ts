@@ -23,6 +23,22 @@ import {
   type PtyProducer,
   type PtyProducerOptions,
 } from '../producers/pty/index.js';
+import {
+  type AgentTool,
+  createAgentMessageTool,
+  createAgentTool,
+  createSubagentProducer,
+  type ModelSource,
+  type SubagentProducer,
+  type SubagentProducerOptions,
+} from '../producers/subagent/index.js';
+import {
+  createWorkflowProducer,
+  createWorkflowTools,
+  type WorkflowProducer,
+  type WorkflowProducerOptions,
+  workflowShutdownSweep,
+} from '../producers/workflow/index.js';
 import { createTaskService, type TaskServiceOptions } from '../registry/index.js';
 import type { DashboardBackend, DashboardSession } from '../server/index.js';
 import {
@@ -37,7 +53,13 @@ import {
   type SessionRuntime,
 } from '../session/index.js';
 import { openSqliteSessionStore, type SessionStore } from '../store/index.js';
-import { createTrustedCaller, parseTaskId, type TaskService, type TaskSnapshot } from '../tasks/index.js';
+import {
+  createTrustedCaller,
+  InvalidArgumentError,
+  parseTaskId,
+  type TaskService,
+  type TaskSnapshot,
+} from '../tasks/index.js';
 import {
   type AnyToolDefinition,
   createTaskTools,
@@ -71,6 +93,22 @@ export interface ErrandRuntimeOptions {
   /** Options of the pty producer, or false to leave it out. Default: on when node-pty loads. */
   readonly pty?: PtyProducerOptions | false;
   readonly taskTools?: Omit<TaskToolsOptions, 'tasks'>;
+  /**
+   * Subagents (the `agent` and `agent_message` tools), or false to leave them out. Their model defaults
+   * to `model` when that is a port; give `subagents.model` when `model` is a per-session factory.
+   */
+  readonly subagents?:
+    | (Partial<Omit<SubagentProducerOptions, 'tasks' | 'store' | 'bash' | 'policyOf' | 'model'>> & {
+        readonly model?: ModelSource;
+        readonly autoBackgroundMs?: number | false;
+      })
+    | false;
+  /** Workflow runs (the `workflow_*` tools). Only scripts inside `directory` ever load. Default: off. */
+  readonly workflows?: Omit<
+    WorkflowProducerOptions,
+    'tasks' | 'store' | 'subagents' | 'executor' | 'policyOf'
+  >;
+  /** Delivery-policy options. Default: workflows stopped by the model are notified (they read "amend it"). */
   readonly notifications?: PolicyOptions;
   readonly limits?: SessionLimits;
   readonly events?: Omit<BackgroundEventFeedOptions, 'tasks'>;
@@ -88,6 +126,11 @@ export interface ErrandRuntime {
   readonly bashTool: BashTool;
   /** Absent when node-pty is not installed or was turned off. */
   readonly pty: PtyProducer | undefined;
+  /** Absent when subagents were turned off. */
+  readonly subagents: SubagentProducer | undefined;
+  readonly agentTool: AgentTool | undefined;
+  /** Absent unless `workflows` was configured. */
+  readonly workflows: WorkflowProducer | undefined;
   readonly taskTools: TaskTools;
   readonly stop: StopDispatch;
   readonly events: BackgroundEventFeed;
@@ -116,6 +159,46 @@ export async function createErrandRuntime(options: ErrandRuntimeOptions): Promis
       : undefined;
   const ptyTools = pty ? createPtyTools(pty) : [];
   const taskTools = createTaskTools({ tasks, ...options.taskTools });
+  // Filled once the session runtime exists; producers only call it later, for live sessions.
+  let policyOf: SessionRuntime['policyOf'] = () => undefined;
+  let subagents: SubagentProducer | undefined;
+  let agentTool: AgentTool | undefined;
+  if (options.subagents !== false) {
+    const { model: childModel, autoBackgroundMs, ...subagentOptions } = options.subagents ?? {};
+    const model = childModel ?? (typeof options.model === 'function' ? undefined : options.model);
+    if (model === undefined) {
+      throw new InvalidArgumentError(
+        'subagents.model',
+        'a model for subagents when `model` is a factory',
+        childModel,
+      );
+    }
+    subagents = createSubagentProducer({
+      tasks,
+      store,
+      model,
+      bash,
+      policyOf: (id) => policyOf(id),
+      ...(options.notifications ? { notifications: options.notifications } : {}),
+      ...subagentOptions,
+    });
+    subagents.registerStopStrategy(taskTools.stop);
+    agentTool = createAgentTool({ producer: subagents, autoBackgroundMs: autoBackgroundMs ?? false });
+  }
+  const agentTools =
+    subagents && agentTool ? [agentTool, createAgentMessageTool({ producer: subagents })] : [];
+  const workflows = options.workflows
+    ? createWorkflowProducer({
+        tasks,
+        store,
+        executor,
+        policyOf: (id) => policyOf(id),
+        ...(subagents ? { subagents } : {}),
+        ...(options.cwd ? { cwd: options.cwd } : {}),
+        ...options.workflows,
+      })
+    : undefined;
+  const workflowTools = workflows ? createWorkflowTools({ producer: workflows }).tools : [];
   const events = createBackgroundEventFeed({ tasks, ...options.events });
   const systemPrompt = [options.systemPrompt, taskToolsPrompt()].filter(Boolean).join('\n\n');
 
@@ -148,15 +231,20 @@ export async function createErrandRuntime(options: ErrandRuntimeOptions): Promis
     ...(options.logger ? { logger: options.logger } : {}),
     notifications: {
       readOutputTail: (snapshot: TaskSnapshot) => outputSnapshot(snapshot.id, 4096)?.text,
+      notifyModelStops: ['workflow'],
       ...options.notifications,
     },
     tools: (session) => [
       bashTool,
       ...ptyTools,
       ...taskTools.tools,
+      ...agentTools,
+      ...workflowTools,
       ...(options.tools?.(session, runtime) ?? []),
     ],
+    ...(workflows ? { onSessionShutdown: workflowShutdownSweep(workflows) } : {}),
   });
+  policyOf = (id) => sessions.policyOf(id);
 
   const dashboard: DashboardBackend = {
     events,
@@ -185,6 +273,9 @@ export async function createErrandRuntime(options: ErrandRuntimeOptions): Promis
     bash,
     bashTool,
     pty,
+    subagents,
+    agentTool,
+    workflows,
     taskTools,
     stop: taskTools.stop,
     events,
@@ -195,6 +286,8 @@ export async function createErrandRuntime(options: ErrandRuntimeOptions): Promis
     outputSnapshot,
     dispose() {
       disposal ??= (async () => {
+        await workflows?.dispose();
+        await subagents?.dispose();
         await sessions.dispose();
         taskTools.dispose();
         events.dispose();

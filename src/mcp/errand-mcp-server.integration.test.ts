@@ -24,10 +24,11 @@ let server: ErrandMcpServer | undefined;
 const directories: string[] = [];
 
 afterEach(async () => {
-  await server?.close();
-  await runtime?.dispose();
+  const [closing, disposing] = [server, runtime];
   server = undefined;
   runtime = undefined;
+  await closing?.close();
+  await disposing?.dispose();
   for (const directory of directories.splice(0)) rmSync(directory, { recursive: true, force: true });
 });
 
@@ -84,7 +85,8 @@ describe('createErrandMcpServer', () => {
     server!.session.on((event) => {
       if (event.type === 'turn-start') turns.push(event.title);
     });
-    await call('bash', { command: 'true', run_in_background: true });
+    await call('bash', { command: 'exec sleep 600', run_in_background: true });
+    await runtime!.stop.stopAll({ initiator: 'user', caller: server!.session.owner });
     await waitForLogs(1);
     await server!.session.whenIdle();
     expect(turns).toEqual([]);

@@ -124,12 +124,11 @@ export function createErrandMcpServer(options: ErrandMcpServerOptions): ErrandMc
     return appendQueuedNotifications(answer, session, resolved.maxNotificationsPerResult);
   };
 
-  const registered: RegisteredTool[] = [];
   for (const definition of session.tools) {
     if (definition.name === 'bash' && taskStore) {
-      registered.push(registerBashTaskTool(server, definition, taskStore, callTool, toolContext));
+      registerBashTaskTool(server, definition, taskStore, callTool, toolContext);
     } else {
-      registered.push(registerTool(server, definition, callTool));
+      registerTool(server, definition, callTool);
     }
   }
 
@@ -179,7 +178,6 @@ export function createErrandMcpServer(options: ErrandMcpServerOptions): ErrandMc
     close() {
       closing ??= (async () => {
         stopLogging();
-        for (const tool of registered) tool.disable();
         try {
           await server.close();
         } finally {

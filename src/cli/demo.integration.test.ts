@@ -25,8 +25,11 @@ describe('errand demo', () => {
     expect(stdout).toContain('4 suites, 12 tests passed');
     expect(stdout).toContain('[status: killed (signal SIGTERM, stopped by the model)]');
     expect(stdout).toMatch(
-      /3 background tasks, each settled once: bash-1 completed, bash-2 completed, bash-3 killed/,
+      /4 background tasks, each settled once: bash-1 completed, bash-2 completed, bash-3 killed, agent-1 completed/,
     );
+    // The subagent's result reached the model exactly once (mid-turn or in an idle turn).
+    expect(stdout.match(/<task-id>agent-1<\/task-id>/g)).toHaveLength(1);
+    expect(stdout).toContain('The subagent');
     expect(stdout).toContain('demo finished: every process stopped');
   });
 });

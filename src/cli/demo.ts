@@ -12,7 +12,7 @@ import { createErrandRuntime, type ErrandRuntime } from '../host/index.js';
 import { createDashboardServer, type DashboardServer } from '../server/index.js';
 import type { ModelRequest, SessionEvent } from '../session/index.js';
 import { createMemorySessionStore } from '../store/index.js';
-import { lastUserText, type ScriptedStep, scriptedModel } from '../testing/index.js';
+import { type ScriptedReply, type ScriptedStep, scriptedModel } from '../testing/index.js';
 import { TaskPanel } from './task-panel.js';
 
 export interface DemoOptions {
@@ -36,40 +36,76 @@ const TESTS = [
 const SERVER =
   'echo "dev server listening on :5173"; while true; do sleep 1; echo "[dev] watching for changes"; done';
 
+/** The subagent's own script: it reads the notes with its own bash and answers. */
+function subagentScript(): ScriptedStep[] {
+  return [
+    { toolCalls: [{ name: 'bash', input: { command: 'head -n 2 notes.md' } }] },
+    {
+      text: 'Summary: three open items remain (notifications, dashboard, docs); everything else is done.',
+      usage: { inputTokens: 180, outputTokens: 22 },
+    },
+  ];
+}
+
+/**
+ * After the first turn the model reacts to what arrived: build and test results make it read the test
+ * output and stop the dev server; the subagent's result is acknowledged.
+ */
+function react(request: ModelRequest): ScriptedReply {
+  const last = request.messages.at(-1);
+  if (last?.role === 'tool') {
+    return {
+      text: 'Done: the build put 4 modules into dist/, all 12 tests passed, and I stopped the dev server.',
+    };
+  }
+  const arrived = last?.role === 'user' ? last.text : '';
+  const blocks = arrived.split('</task-notification>');
+  const testsBlock = blocks.find((block) => block.includes('"unit tests"'));
+  if (testsBlock || blocks.some((block) => block.includes('"build"'))) {
+    const tests = /<task-id>(bash-\d+)<\/task-id>/.exec(testsBlock ?? '')?.[1] ?? 'bash-2';
+    return {
+      text: 'The build and the tests reported back. I will read the test output and stop the dev server.',
+      toolCalls: [
+        { name: 'task_output', input: { task_id: tests } },
+        { name: 'task_list', input: {} },
+        { name: 'task_kill', input: { task_id: 'bash-3', reason: 'no longer needed' } },
+      ],
+    };
+  }
+  const summary = /<result>\s*([\s\S]*?)\s*<\/result>/.exec(arrived)?.[1];
+  return { text: summary ? `The subagent reports: ${summary}` : 'Noted.' };
+}
+
 function demoScript(): ScriptedStep[] {
   return [
     {
-      text: 'I will start the build, the tests and the dev server in the background.',
+      text: 'I will start the build, the tests and the dev server in the background, and ask a subagent to read the notes.',
       toolCalls: [
         { name: 'bash', input: { command: BUILD, description: 'build', run_in_background: true } },
         { name: 'bash', input: { command: TESTS, description: 'unit tests', run_in_background: true } },
         { name: 'bash', input: { command: SERVER, description: 'dev server', run_in_background: true } },
+        {
+          name: 'agent',
+          input: {
+            prompt: 'Summarize notes.md in one line.',
+            description: 'summarize notes',
+            run_in_background: true,
+          },
+        },
       ],
     },
     {
-      text: 'While they run, I will look at the notes.',
-      toolCalls: [{ name: 'bash', input: { command: 'wc -w notes.md && head -n 2 notes.md && touch .go' } }],
+      text: 'While they run, I will look at the workspace myself.',
+      toolCalls: [{ name: 'bash', input: { command: 'ls && wc -w notes.md && touch .go' } }],
     },
-    { text: 'The notes list three open items. I will wait for the build and the tests.' },
     (request: ModelRequest) => {
-      const arrived = lastUserText(request);
-      const ids = [...arrived.matchAll(/<task-id>(bash-\d+)<\/task-id>/g)].map((match) => match[1]!);
-      const testsBlock = arrived
-        .split('</task-notification>')
-        .find((block) => block.includes('"unit tests"'));
-      const tests = /<task-id>(bash-\d+)<\/task-id>/.exec(testsBlock ?? '')?.[1] ?? 'bash-2';
-      return {
-        text: `The build and the tests reported back (${ids.join(', ')}). I will read the test output and stop the dev server.`,
-        toolCalls: [
-          { name: 'task_output', input: { task_id: tests } },
-          { name: 'task_list', input: {} },
-          { name: 'task_kill', input: { task_id: 'bash-3', reason: 'no longer needed' } },
-        ],
-      };
+      const last = request.messages.at(-1);
+      const summary =
+        last?.role === 'user' ? /<result>\s*([\s\S]*?)\s*<\/result>/.exec(last.text)?.[1] : undefined;
+      const heard = summary ? `The subagent already reported: ${summary} ` : '';
+      return { text: `${heard}I will wait for the build and the tests.` };
     },
-    {
-      text: 'Done: the build put 4 modules into dist/, all 12 tests passed, and I stopped the dev server.',
-    },
+    ...Array.from({ length: 8 }, () => react),
   ];
 }
 
@@ -96,7 +132,8 @@ function describeEvent(event: SessionEvent): string | undefined {
       }
       if (event.message.role === 'user' && event.message.visibility === 'model-only') {
         const blocks = (event.message.content.text ?? '').split('\n\n<task-notification>').length;
-        return `  ⇐ ${blocks} <task-notification> block(s) in one message:\n${indent(event.message.content.text ?? '')}`;
+        const how = event.message.source === 'background_task' ? 'in one message' : 'injected mid-turn';
+        return `  ⇐ ${blocks} <task-notification> block(s) ${how}:\n${indent(event.message.content.text ?? '')}`;
       }
       return undefined;
     case 'tool-call-start':
@@ -130,6 +167,7 @@ export async function runDemo(options: DemoOptions): Promise<number> {
       store: createMemorySessionStore(),
       cwd,
       pty: false,
+      subagents: { model: () => scriptedModel(subagentScript()) },
       // Results that land within half a second of each other wake the agent once, in one message.
       limits: { idleDrainQuietMs: 500, idleDrainMaxDelayMs: 2000 },
       systemPrompt: 'You are the errand demo agent.',
@@ -154,6 +192,11 @@ export async function runDemo(options: DemoOptions): Promise<number> {
       'Build the project and run the tests; keep the dev server up while you look at the notes.',
     );
     await finished;
+    // Whatever is still running reports back before the demo ends.
+    for (const task of runtime.tasks.list(session.owner)) {
+      if (task.status === 'running' || task.status === 'stopping')
+        await runtime.tasks.wait(task.id, 30_000, session.owner);
+    }
     await session.whenIdle();
     panel.close();
     const tasks = runtime.tasks.list(session.owner).filter((task) => task.isBackgrounded);

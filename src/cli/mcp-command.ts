@@ -90,10 +90,26 @@ export async function runMcpCommand(argv: readonly string[], io: CommandIo = pro
   const stopListening = onShutdownSignal(() => server.shutdown(), {
     onForce: () => io.stderr.write('errand mcp: stopping now without cleaning up\n'),
   });
+  // Background commands run in process groups of their own: a crash must not leave them orphaned.
+  const onCrash = (error: unknown) => {
+    io.stderr.write(
+      `errand mcp: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
+    const exit = () => process.exit(1);
+    setTimeout(exit, CRASH_CLEANUP_MS).unref();
+    server.shutdown().then(exit, exit);
+  };
+  process.once('uncaughtException', onCrash);
+  process.once('unhandledRejection', onCrash);
   try {
     await server.closed;
   } finally {
     stopListening();
+    process.off('uncaughtException', onCrash);
+    process.off('unhandledRejection', onCrash);
   }
   return 0;
 }
+
+/** How long a crashed server may spend stopping its commands before it exits anyway. */
+const CRASH_CLEANUP_MS = 10_000;

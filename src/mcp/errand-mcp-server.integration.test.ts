@@ -14,8 +14,9 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { capturingLogger } from '../../test/support/registry.js';
-import type { ErrandRuntime } from '../host/index.js';
+import { createErrandRuntime, type ErrandRuntime } from '../host/index.js';
 import { createMemorySessionStore } from '../store/index.js';
+import { scriptedModel } from '../testing/index.js';
 import { createErrandMcpServer, type ErrandMcpServer } from './errand-mcp-server.js';
 import { createMcpRuntime } from './mcp-runtime.js';
 
@@ -92,6 +93,34 @@ describe('createErrandMcpServer', () => {
     expect(turns).toEqual([]);
     expect(server!.session.queuedCommands).toBe(1);
     expect(logger.warnings).toEqual([]);
+  });
+
+  it('warns when its runtime is not queue-only and a notification starts a model turn', async () => {
+    const logger = capturingLogger();
+    runtime = await createErrandRuntime({
+      model: scriptedModel([{ text: 'a turn nobody asked for' }]),
+      store: createMemorySessionStore(),
+      pty: false,
+      logger,
+    });
+    server = createErrandMcpServer({ runtime, logger });
+    const [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair();
+    const client = new Client({ name: 'in-process', version: '1' });
+    await Promise.all([server.connect(serverTransport), client.connect(clientTransport)]);
+    const turnEnded = new Promise<void>((resolve) => {
+      server!.session.on((event) => {
+        if (event.type === 'turn-end') resolve();
+      });
+    });
+    await client.callTool({
+      name: 'bash',
+      arguments: { command: 'exec sleep 600', run_in_background: true },
+    });
+    await runtime.stop.stopAll({ initiator: 'user', caller: server.session.owner });
+    await turnEnded;
+    expect(logger.warnings.map((warning) => warning.message)).toContain(
+      'the MCP session started a model turn; create its runtime with createMcpRuntime',
+    );
   });
 
   it('runs commands in the launch directory when the client offers no roots', async () => {

@@ -132,6 +132,14 @@ export function createErrandMcpServer(options: ErrandMcpServerOptions): ErrandMc
     }
   }
 
+  // The MCP layer is the only consumer of this session's queue; a model turn would take it first.
+  const stopTurnWatch = session.on((event) => {
+    if (event.type !== 'turn-start') return;
+    logger.warn('the MCP session started a model turn; create its runtime with createMcpRuntime', {
+      sessionId: session.id,
+      source: event.source,
+    });
+  });
   const stopLogging = resolved.logNotifications
     ? forwardNotificationsAsLogs({
         session,
@@ -178,6 +186,7 @@ export function createErrandMcpServer(options: ErrandMcpServerOptions): ErrandMc
     close() {
       closing ??= (async () => {
         stopLogging();
+        stopTurnWatch();
         try {
           await server.close();
         } finally {

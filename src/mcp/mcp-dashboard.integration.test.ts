@@ -141,30 +141,33 @@ describe('errand mcp --dashboard', () => {
 });
 
 describe('errand serve', () => {
-  it("serves the store's sessions behind the token and exits cleanly on SIGTERM", async () => {
-    const home = temporaryDirectory('errand-serve-');
-    const store = openSqliteSessionStore({ home });
-    store.createSession({ id: 'earlier-session', cwd: home, title: 'an earlier session' });
-    store.close();
+  it.each(['SIGTERM', 'SIGINT'] as const)(
+    "serves the store's sessions behind the token and exits cleanly on %s",
+    async (signal) => {
+      const home = temporaryDirectory('errand-serve-');
+      const store = openSqliteSessionStore({ home });
+      store.createSession({ id: 'earlier-session', cwd: home, title: 'an earlier session' });
+      store.close();
 
-    const serve = runCli(['serve', '--home', home, '--port', '0']);
-    const [, url] = (await serve.stdout.waitFor(
-      /Errand dashboard: (http:\/\/127\.0\.0\.1:\d+\/\?token=\S+)\n/,
-    )) as unknown as [string, string];
-    const page = new URL(url);
-    const token = page.searchParams.get('token')!;
-    const sessions = await httpCall(
-      new URL(`/api/sessions?token=${encodeURIComponent(token)}`, page.origin).href,
-    );
-    expect(sessions.status).toBe(200);
-    expect(sessions.body).toContain('an earlier session');
-    expect((await httpCall(new URL('/api/sessions', page.origin).href)).status).toBe(401);
-    const index = await httpCall(url);
-    expect(index.status).toBe(200);
+      const serve = runCli(['serve', '--home', home, '--port', '0']);
+      const [, url] = (await serve.stdout.waitFor(
+        /Errand dashboard: (http:\/\/127\.0\.0\.1:\d+\/\?token=\S+)\n/,
+      )) as unknown as [string, string];
+      const page = new URL(url);
+      const token = page.searchParams.get('token')!;
+      const sessions = await httpCall(
+        new URL(`/api/sessions?token=${encodeURIComponent(token)}`, page.origin).href,
+      );
+      expect(sessions.status).toBe(200);
+      expect(sessions.body).toContain('an earlier session');
+      expect((await httpCall(new URL('/api/sessions', page.origin).href)).status).toBe(401);
+      const index = await httpCall(url);
+      expect(index.status).toBe(200);
 
-    serve.child.kill('SIGTERM');
-    expect(await serve.exit).toEqual({ code: 0, signal: null });
-    expect(serve.stderr.text).toBe('');
-    expect(strayProcesses()).toEqual([]);
-  });
+      serve.child.kill(signal);
+      expect(await serve.exit).toEqual({ code: 0, signal: null });
+      expect(serve.stderr.text).toBe('');
+      expect(strayProcesses()).toEqual([]);
+    },
+  );
 });

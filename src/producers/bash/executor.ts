@@ -199,6 +199,7 @@ export class BashExecutor {
     for (const handle of live) handle.cancel('executor disposal');
     await Promise.all(live.map((handle) => handle.stopped));
     this.#handles.clear();
+    this.#options.processSource.close?.();
     try {
       this.#directory.dispose(this.#options.keepOutputFiles);
     } catch (error) {

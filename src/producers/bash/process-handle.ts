@@ -52,7 +52,9 @@ export class ProcessHandle {
   readonly startedAt: number;
   readonly #options: ResolvedExecutorOptions;
   readonly #directory: OutputDirectory;
-  readonly #resolved: ResolvedCommand;
+  /** Dropped once the shell is spawned: the environment is not kept for the handle's lifetime. */
+  #resolved: ResolvedCommand | undefined;
+  readonly #shell: string;
   readonly #tag: EnvironmentTag | undefined;
   #output: CommandOutput | undefined;
   #streams: Readable[] = [];
@@ -93,6 +95,7 @@ export class ProcessHandle {
     this.command = resolved.command;
     this.cwd = resolved.cwd;
     this.#resolved = resolved;
+    this.#shell = resolved.shell;
     this.#options = options;
     this.#directory = directory;
     this.startedAt = options.clock.now();
@@ -167,19 +170,22 @@ export class ProcessHandle {
       },
       (file, callback) => this.#directory.open(file, callback),
     );
+    const resolved = this.#resolved!;
+    // A lower bound of the shell's start time, from the clock: reading /proc/<pid>/stat right after the
+    // spawn would wait for the new process to finish exec.
+    const startedAfter = options.processSource.clockTicks();
+    this.#resolved = undefined;
     let child: ChildProcess;
     try {
-      const env = this.#tag
-        ? { ...this.#resolved.env, [this.#tag.name]: this.#tag.value }
-        : this.#resolved.env;
-      child = options.spawn(this.#resolved.shell, ['-c', this.command], {
+      const env = this.#tag ? { ...resolved.env, [this.#tag.name]: this.#tag.value } : resolved.env;
+      child = options.spawn(this.#shell, ['-c', this.command], {
         cwd: this.cwd,
         env,
         detached: true,
         stdio: ['ignore', 'pipe', 'pipe'],
       });
     } catch (error) {
-      this.#failToStart(diagnoseSpawnFailure(this.cwd, this.#resolved.shell, error), error);
+      this.#failToStart(diagnoseSpawnFailure(this.cwd, this.#shell, error), error);
       return;
     }
     child.on('error', (error) => this.#onChildError(error));
@@ -201,9 +207,8 @@ export class ProcessHandle {
     });
     if (child.pid === undefined) return; // 'error' follows with the reason.
     this.#pid = child.pid;
-    const root = options.processSource.read(child.pid);
     this.#terminator = new TreeTerminator({
-      root: { pid: child.pid, startTime: root?.startTime ?? 0 },
+      root: { pid: child.pid, startTime: startedAfter },
       source: options.processSource,
       clock: options.clock,
       killGraceMs: options.killGraceMs,
@@ -217,7 +222,7 @@ export class ProcessHandle {
     child.stderr?.on('data', (chunk: Buffer) => this.#onData('stderr', chunk));
     child.once('spawn', () => this.#resolveSpawned(true));
     child.once('exit', (code, signal) => this.#onExit(code, signal));
-    this.setTimeout(this.#resolved.timeoutMs);
+    this.setTimeout(resolved.timeoutMs);
   }
 
   /** Consuming read of the newest unread output (at most `limitBytes`, capped by `maxReadBytes`). */
@@ -300,7 +305,7 @@ export class ProcessHandle {
   #onChildError(error: Error): void {
     if (this.#pid === undefined && !this.#facts) {
       for (const stream of this.#streams) stream.destroy();
-      this.#failToStart(diagnoseSpawnFailure(this.cwd, this.#resolved.shell, error), error);
+      this.#failToStart(diagnoseSpawnFailure(this.cwd, this.#shell, error), error);
       return;
     }
     this.#options.logger.warn('a command process reported an error', { id: this.id, error: error.message });
@@ -372,6 +377,9 @@ export class ProcessHandle {
     const endedAt = options.clock.now();
     this.#output?.finish();
     this.#resolveOutputFile(this.outputFile);
+    // A finished handle may be kept for reading a long time: hold on to nothing but its output.
+    this.#streams = [];
+    this.#terminator = undefined;
     this.#facts = Object.freeze({
       reason,
       exitCode: this.#exitCode,

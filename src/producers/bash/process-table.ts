@@ -3,7 +3,7 @@
  * parent, process group, session and start time (field 22 of /proc/<pid>/stat, in clock ticks since
  * boot), which together tell a descendant from an unrelated process that reused its pid.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync } from 'node:fs';
 
 export interface ProcessEntry {
   readonly pid: number;
@@ -52,9 +52,23 @@ export interface ProcessSource {
   environmentValue(pid: number, name: string): string | undefined;
   /** The last pid the kernel handed out, when known (used to read only newer pids). */
   lastPid(): number | undefined;
+  /**
+   * Now, in the unit of start times (clock ticks after boot), rounded down; 0 when unknown. A process
+   * started after this call has a start time no smaller than what it returned.
+   */
+  clockTicks(): number;
+  /** Releases what the source holds open (called when its executor is disposed). */
+  close?(): void;
 }
 
+/** The unit of /proc start times: clock ticks per second as the kernel reports them to user space. */
+const USER_HZ = 100;
+
 export function procfsSource(root = '/proc'): ProcessSource {
+  // One scratch buffer for every stat read: a stat line is a few hundred bytes.
+  const scratch = Buffer.allocUnsafe(1024);
+  let lastPidFd: number | undefined;
+  let boot: { uptimeSeconds: number; at: bigint } | undefined;
   return {
     listPids() {
       const pids: number[] = [];
@@ -72,8 +86,20 @@ export function procfsSource(root = '/proc'): ProcessSource {
       return pids;
     },
     read(pid) {
+      const path = `${root}/${pid}/stat`;
+      // Most probes are for pids that are gone: asking first is far cheaper than a thrown error.
+      if (!existsSync(path)) return undefined;
       try {
-        return parseProcessStat(readFileSync(`${root}/${pid}/stat`, 'latin1'));
+        const fd = openSync(path, 'r');
+        let length: number;
+        try {
+          length = readSync(fd, scratch, 0, scratch.length, 0);
+        } finally {
+          closeSync(fd);
+        }
+        const text =
+          length < scratch.length ? scratch.toString('latin1', 0, length) : readFileSync(path, 'latin1');
+        return parseProcessStat(text);
       } catch {
         return undefined;
       }
@@ -87,11 +113,37 @@ export function procfsSource(root = '/proc'): ProcessSource {
     },
     lastPid() {
       try {
-        const value = Number(readFileSync(`${root}/sys/kernel/ns_last_pid`, 'latin1').trim());
+        // Kept open and read in place: reopening a sysctl file costs far more than reading it.
+        lastPidFd ??= openSync(`${root}/sys/kernel/ns_last_pid`, 'r');
+        const length = readSync(lastPidFd, scratch, 0, 32, 0);
+        const value = Number(scratch.toString('latin1', 0, length).trim());
         return Number.isSafeInteger(value) && value > 0 ? value : undefined;
       } catch {
         return undefined;
       }
+    },
+    clockTicks() {
+      try {
+        // Read once, then advanced with the monotonic clock: no file read per command.
+        boot ??= {
+          uptimeSeconds: Number(readFileSync(`${root}/uptime`, 'latin1').split(' ')[0]),
+          at: process.hrtime.bigint(),
+        };
+      } catch {
+        return 0;
+      }
+      const seconds = boot.uptimeSeconds + Number(process.hrtime.bigint() - boot.at) / 1e9;
+      // Start times count USER_HZ ticks, 100 per second on Linux; one tick of slack for rounding.
+      return Number.isFinite(seconds) ? Math.max(0, Math.floor(seconds * USER_HZ) - 1) : 0;
+    },
+    close() {
+      if (lastPidFd === undefined) return;
+      try {
+        closeSync(lastPidFd);
+      } catch {
+        // Already closed.
+      }
+      lastPidFd = undefined;
     },
   };
 }
@@ -156,5 +208,7 @@ export function memoizedSource(source: ProcessSource, maxAgeMs = 2): ProcessSour
       return value;
     },
     lastPid: () => source.lastPid(),
+    clockTicks: () => source.clockTicks(),
+    close: () => source.close?.(),
   };
 }

@@ -13,6 +13,7 @@ function fakeSystem(entries: ProcessEntry[], ignoresTerm: number[] = []) {
     read: (pid) => alive.get(pid),
     environmentValue: () => undefined,
     lastPid: () => undefined,
+    clockTicks: () => 0,
   };
   const sendSignal = (pid: number, signal: NodeJS.Signals) => {
     signals.push([pid, signal]);
@@ -68,7 +69,7 @@ describe('TreeTerminator', () => {
       sendSignal: system.sendSignal,
       clock,
       killGraceMs: 1000,
-      rootAlive: () => false,
+      rootAlive: () => true,
       newerPidsUntil: 0,
       logger: capturingLogger(),
     });

@@ -61,6 +61,7 @@ export class TreeTerminator {
   census(): TreeCensus {
     const options = this.#options;
     const census = scanTree(options.source, options.root, {
+      rootAlive: options.rootAlive(),
       known: this.#known,
       exclude: process.pid,
       newerPidsOnly: options.clock.now() < options.newerPidsUntil,

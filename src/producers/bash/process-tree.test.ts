@@ -48,24 +48,30 @@ describe('findEnvironmentValue', () => {
 
 describe('censusTree', () => {
   it('counts the root, its group, its session and descendants through ppid links', () => {
-    const census = censusTree(root, [
-      entry(100, 1, 100, 100, 5000),
-      entry(101, 100, 100, 100, 5001), // a child in the group
-      entry(102, 101, 102, 100, 5002), // its own group (job control), same session
-      entry(103, 102, 103, 103, 5003), // setsid'd, but its parent is a member
-      entry(104, 1, 104, 104, 5004), // unrelated
-      entry(50, 1, 50, 50, 10), // older than the root: never a member
-    ]);
+    const census = censusTree(
+      root,
+      [
+        entry(100, 1, 100, 100, 5000),
+        entry(101, 100, 100, 100, 5001), // a child in the group
+        entry(102, 101, 102, 100, 5002), // its own group (job control), same session
+        entry(103, 102, 103, 103, 5003), // setsid'd, but its parent is a member
+        entry(104, 1, 104, 104, 5004), // unrelated
+        entry(50, 1, 50, 50, 10), // older than the root: never a member
+      ],
+      { rootAlive: true },
+    );
     expect(pids(census.members)).toEqual([100, 101, 102, 103]);
     expect(census.groupIsOurs).toBe(true);
   });
 
   it('leaves out zombies but follows links through live members', () => {
-    const census = censusTree(root, [entry(100, 1, 100, 100, 5000, 'Z'), entry(101, 100, 100, 100, 5001)]);
+    const census = censusTree(root, [entry(100, 1, 100, 100, 5000, 'Z'), entry(101, 100, 100, 100, 5001)], {
+      rootAlive: true,
+    });
     expect(pids(census.members)).toEqual([101]);
   });
 
-  it('trusts neither the group nor the session of a pid that now names another process', () => {
+  it('trusts neither the group nor the session of a reaped root pid that now names another process', () => {
     const census = censusTree(root, [
       entry(100, 1, 100, 100, 9000), // pid 100 reused by a newer process
       entry(101, 100, 100, 100, 9001),
@@ -102,6 +108,7 @@ describe('censusTree', () => {
         entry(302, 1, 302, 302, 6002),
       ],
       {
+        rootAlive: true,
         isTagged: (pid) => {
           asked.push(pid);
           return pid === 300;
@@ -125,6 +132,7 @@ describe('scanTree', () => {
       },
       environmentValue: () => undefined,
       lastPid: () => lastPid,
+      clockTicks: () => 0,
     };
   }
 
@@ -138,9 +146,26 @@ describe('scanTree', () => {
       ],
       120,
     );
-    const census = scanTree(table, root, { newerPidsOnly: true });
+    const census = scanTree(table, root, { newerPidsOnly: true, rootAlive: true });
     expect(pids(census.members)).toEqual([100, 101]);
-    expect(table.reads.sort((a, b) => a - b)).toEqual([100, 101]);
+    // Few pids since the root: they are probed one by one, and nothing older or newer is read.
+    expect(Math.min(...table.reads)).toBe(100);
+    expect(Math.max(...table.reads)).toBe(120);
+  });
+
+  it('lists /proc when many pids were handed out since the root', () => {
+    const table = source(
+      [
+        entry(90, 1, 90, 90, 10),
+        entry(100, 1, 100, 100, 5000),
+        entry(101, 100, 100, 100, 5001),
+        entry(150, 1, 150, 150, 5100),
+      ],
+      1000,
+    );
+    const census = scanTree(table, root, { newerPidsOnly: true, rootAlive: true });
+    expect(pids(census.members)).toEqual([100, 101]);
+    expect(table.reads.sort((a, b) => a - b)).toEqual([100, 101, 150]);
   });
 
   it('handles a pid counter that wrapped around', () => {
@@ -148,7 +173,7 @@ describe('scanTree', () => {
       [entry(5, 100, 100, 100, 5005), entry(100, 1, 100, 100, 5000), entry(60, 1, 60, 60, 4)],
       10,
     );
-    const census = scanTree(table, root, { newerPidsOnly: true });
+    const census = scanTree(table, root, { newerPidsOnly: true, rootAlive: true });
     expect(pids(census.members)).toEqual([5, 100]);
     expect(table.reads).not.toContain(60);
   });

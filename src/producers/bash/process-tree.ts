@@ -15,7 +15,10 @@ import { isDead, type ProcessEntry, type ProcessSource } from './process-table.j
 export interface TreeRoot {
   /** The root's pid, which is also its process group id and session id. */
   readonly pid: number;
-  /** The root's start time (clock ticks after boot), recorded when it was spawned. */
+  /**
+   * No later than the root's start time (clock ticks after boot), taken just before it was spawned.
+   * Every member of the tree started at or after it.
+   */
   readonly startTime: number;
 }
 
@@ -27,6 +30,11 @@ export interface TreeCensus {
 }
 
 export interface CensusOptions {
+  /**
+   * True while the root has not been reaped: its pid cannot have been reused, so it (and its group and
+   * session id) is ours. Once reaped, a process with the root's pid is someone else's.
+   */
+  readonly rootAlive?: boolean;
   /** pid → start time of processes an earlier census attributed to the tree. */
   readonly known?: ReadonlyMap<number, number>;
   /** Whether a process carries the tree's environment tag; only asked about otherwise-unmatched candidates. */
@@ -44,7 +52,7 @@ export function censusTree(
   for (const entry of entries) byPid.set(entry.pid, entry);
   const rootEntry = byPid.get(root.pid);
   // While the root's pid names some other process, its group and session ids are not ours either.
-  const idReused = rootEntry !== undefined && rootEntry.startTime !== root.startTime;
+  const idReused = rootEntry !== undefined && options.rootAlive !== true;
   const candidates = [...byPid.values()].filter(
     (entry) => entry.startTime >= root.startTime && entry.pid !== options.exclude,
   );
@@ -99,20 +107,29 @@ export interface ScanOptions extends CensusOptions {
   readonly newerPidsOnly?: boolean;
 }
 
+/** Up to this many pids handed out after the root are probed one by one instead of listing /proc. */
+const PROBE_LIMIT = 64;
+
 /** Reads the process table (all of it, or only pids newer than the root) and takes the census. */
 export function scanTree(source: ProcessSource, root: TreeRoot, options: ScanOptions = {}): TreeCensus {
   const last = options.newerPidsOnly ? source.lastPid() : undefined;
   const known = options.known;
-  const isCandidate = (pid: number): boolean => {
-    if (last === undefined || pid === root.pid || known?.has(pid)) return true;
-    // The counter hands out increasing pids and wraps past pid_max.
-    return last >= root.pid ? pid > root.pid && pid <= last : pid > root.pid || pid <= last;
-  };
   const entries: ProcessEntry[] = [];
-  for (const pid of source.listPids()) {
-    if (!isCandidate(pid)) continue;
+  const take = (pid: number) => {
     const entry = source.read(pid);
     if (entry !== undefined) entries.push(entry);
+  };
+  if (last !== undefined && last >= root.pid && last - root.pid <= PROBE_LIMIT) {
+    // Few pids were handed out since the root started (a quick command): probe just those.
+    for (let pid = root.pid; pid <= last; pid += 1) take(pid);
+    for (const pid of known?.keys() ?? []) if (pid < root.pid || pid > last) take(pid);
+  } else {
+    const isCandidate = (pid: number): boolean => {
+      if (last === undefined || pid === root.pid || known?.has(pid)) return true;
+      // The counter hands out increasing pids and wraps past pid_max.
+      return last >= root.pid ? pid > root.pid && pid <= last : pid > root.pid || pid <= last;
+    };
+    for (const pid of source.listPids()) if (isCandidate(pid)) take(pid);
   }
   const tag = options.tag;
   return censusTree(root, entries, {

@@ -47,7 +47,7 @@ export class OutputDirectory {
     }
   }
 
-  /** Removes the directory and everything in it, unless `keep` is set. Later `createFile` calls fail. */
+  /** Removes the directory and everything in it, unless `keep` is set. Later `newPath` calls fail. */
   dispose(keep: boolean): void {
     this.#disposed = true;
     if (keep || this.#path === undefined) return;

@@ -1,14 +1,16 @@
 /**
  * The census of one command's process tree. The command is started in its own session and process
  * group (its pid is the session id and the group id), so a process belongs to the tree when it:
- * - is the root itself, with the recorded start time;
- * - is in the root's process group or session (unless the root's pid now names another process);
+ * - is the root itself, while the root is our unreaped child (its pid cannot have been reused yet);
+ * - is in the root's process group or session (unless the reaped root's pid now names another process);
  * - descends from a member through ppid links;
  * - was recorded by an earlier census (same pid and start time);
  * - carries the command's tag in its environment (finds setsid'd, double-forked daemons whose parent
  *   chain is broken).
- * Nothing that started before the root can be a member: a start-time check guards every rule, so a pid
- * reused by an unrelated process is never counted and never signalled.
+ * Nothing that started before the root can be a member: a start-time check (field 22 of
+ * /proc/<pid>/stat, against a lower bound taken from the clock at spawn) guards every rule, and records
+ * from earlier censuses match only with the same start time, so a pid reused by an unrelated process is
+ * never counted and never signalled.
  */
 import { isDead, type ProcessEntry, type ProcessSource } from './process-table.js';
 

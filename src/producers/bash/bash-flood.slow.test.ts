@@ -52,5 +52,7 @@ it('streams 1 GiB with bounded RSS, a complete output file and bounded reads', {
   expect(reads).toBeGreaterThan(0);
   // A read is the newest 30000 bytes plus one marker line.
   expect(longestRead).toBeLessThanOrEqual(30_000 + 200);
-  expect(peak - baseline).toBeLessThan(64 * MIB);
+  // Bounded, whatever the output size: the window, the write queue, and the pipe chunks V8 has not
+  // collected yet (it lets up to about 64 MiB of such external garbage pile up before a collection).
+  expect(peak - baseline).toBeLessThan(96 * MIB);
 });

@@ -381,6 +381,7 @@ function describeTool(options: {
 }): string {
   const lines = [
     'Runs a shell command with `bash -c` and returns its output (stdout and stderr interleaved, stderr lines marked `[stderr]`) followed by its exit code. A non-zero exit code is a normal result.',
+    'Processes a command leaves running when it ends (`&`, `nohup`, daemons) are stopped with it.',
   ];
   if (options.enableRunInBackground && options.autoBackgroundAfterMs !== false) {
     lines.push(
@@ -393,7 +394,7 @@ function describeTool(options: {
   }
   if (options.enableRunInBackground) {
     lines.push(
-      'Set `run_in_background` for work that outlives this call (servers, watchers, long builds): you get a task id at once, read its output with task_output, stop it with task_kill, and are notified when it ends. Keep working meanwhile instead of polling.',
+      'Set `run_in_background` for work that outlives this call (servers, watchers, long builds) instead of `&`: you get a task id at once, read its output with task_output, stop it with task_kill, and are notified when it ends. Keep working meanwhile instead of polling.',
     );
   }
   return lines.join('\n');

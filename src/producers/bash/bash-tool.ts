@@ -15,6 +15,7 @@ import {
   type BackgroundToolValue,
   defineTool,
   describeToolError,
+  ToolCallAbortedError,
   type ToolContext,
   type ToolDefinition,
   type ToolResult,
@@ -24,7 +25,7 @@ import {
 import type { BashProducer, StartedBashTask } from './bash-producer.js';
 import { type BashToolInput, bashToolSchema } from './bash-tool-schema.js';
 import { type CancelTimer, type Clock, systemClock } from './clock.js';
-import { RunInBackgroundDisabledError, SpawnFailedError, ToolCallAbortedError } from './errors.js';
+import { RunInBackgroundDisabledError, SpawnFailedError } from './errors.js';
 import { DEFAULT_STDERR_PREFIX } from './executor.js';
 import { booleanOption, integerOption } from './executor-options.js';
 import type { ExitFacts } from './exit-facts.js';
@@ -168,7 +169,7 @@ export function createBashTool(options: BashToolOptions): BashTool {
       return toolError(`Error [INVALID_TOOL_INPUT]: invalid input for bash: ${problems.join('; ')}`);
     }
     if (context.signal.aborted)
-      return toolError(describeToolError(new ToolCallAbortedError(context.signal.reason)));
+      return toolError(describeToolError(new ToolCallAbortedError('bash', context.signal.reason)));
     const call = parsed.data;
     const background = call.run_in_background === true;
     const plan = planDeadlines(call, background);

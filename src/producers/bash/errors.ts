@@ -48,12 +48,3 @@ export class RunInBackgroundDisabledError extends ErrandError {
     );
   }
 }
-
-/** The tool call was aborted before the command started; nothing was spawned. */
-export class ToolCallAbortedError extends ErrandError {
-  constructor(reason: unknown) {
-    super('TOOL_CALL_ABORTED', 'caller', 'The bash tool call was aborted before the command started', {
-      cause: reason,
-    });
-  }
-}

@@ -29,7 +29,6 @@ export {
   ProcessIdInUseError,
   RunInBackgroundDisabledError,
   SpawnFailedError,
-  ToolCallAbortedError,
 } from './errors.js';
 export {
   BashExecutor,

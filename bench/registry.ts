@@ -85,7 +85,9 @@ function median(values: number[]): number {
 }
 
 async function main(): Promise<void> {
-  console.log(`errand bench:registry — node ${process.version}, ${TASKS.toLocaleString('en-US')} tasks per round`);
+  console.log(
+    `errand bench:registry — node ${process.version}, ${TASKS.toLocaleString('en-US')} tasks per round`,
+  );
   // Warm up both paths so the JIT has seen them.
   await baseline(10_000);
   await throughService(10_000);
@@ -97,10 +99,16 @@ async function main(): Promise<void> {
   }
   const baselineMs = median(baselineTimes);
   const serviceMs = median(serviceTimes);
-  console.log(`baseline (promise + Map):   ${rate(TASKS, baselineMs)}  (${baselineMs.toFixed(1)} ms, median of ${ROUNDS})`);
-  console.log(`task service start+settle:  ${rate(TASKS, serviceMs)}  (${serviceMs.toFixed(1)} ms, median of ${ROUNDS})`);
+  console.log(
+    `baseline (promise + Map):   ${rate(TASKS, baselineMs)}  (${baselineMs.toFixed(1)} ms, median of ${ROUNDS})`,
+  );
+  console.log(
+    `task service start+settle:  ${rate(TASKS, serviceMs)}  (${serviceMs.toFixed(1)} ms, median of ${ROUNDS})`,
+  );
   const ratio = baselineMs / serviceMs;
-  console.log(`ratio service/baseline:     ${ratio.toFixed(3)}  (target >= 0.25: ${ratio >= 0.25 ? 'met' : 'MISSED'})`);
+  console.log(
+    `ratio service/baseline:     ${ratio.toFixed(3)}  (target >= 0.25: ${ratio >= 0.25 ? 'met' : 'MISSED'})`,
+  );
   const bytes = await heapPerLiveTask(LIVE);
   console.log(
     `heap per live task:         ${Math.round(bytes)} bytes with ${LIVE.toLocaleString('en-US')} live (target <= 1024: ${bytes <= 1024 ? 'met' : 'MISSED'})`,

@@ -1,6 +1,7 @@
 /** Errand: a background-task runtime for LLM agent harnesses. */
 export * from './adapters/index.js';
 export * from './notifications/index.js';
+export * from './producers/bash/index.js';
 export * from './producers/pty/index.js';
 export * from './producers/subagent/index.js';
 export * from './producers/workflow/index.js';

@@ -10,8 +10,9 @@ export interface SessionLimits {
   readonly maxToolResultBytes?: number;
   /**
    * An idle session starts a turn once no new notification arrived for this long, so completions that
-   * land together wake the agent once, in one message. Default 3 ms: a burst of exits arrives with gaps
-   * far shorter, while a lone completion still reaches the model within a few milliseconds.
+   * land together wake the agent once, in one message. Default 1 ms: the exits of a burst of commands
+   * arrive well under a millisecond apart, while a lone completion still reaches the model within a few
+   * milliseconds. Raise it to batch completions that are further apart.
    */
   readonly idleDrainQuietMs?: number;
   /** However busy the arrivals, a turn starts at most this long after the first queued one. Default 100 ms. */
@@ -24,7 +25,7 @@ export const SESSION_LIMIT_DEFAULTS: ResolvedSessionLimits = Object.freeze({
   maxStepsPerTurn: 50,
   maxQueuedCommands: 1000,
   maxToolResultBytes: 64 * 1024,
-  idleDrainQuietMs: 3,
+  idleDrainQuietMs: 1,
   idleDrainMaxDelayMs: 100,
 });
 

@@ -307,6 +307,22 @@ describe('delivery policy', () => {
       await flushMicrotasks();
       expect(h.queue[0]?.lane).toBe('quiet');
     });
+
+    it('with external counting, only noteWake() spends the budget', async () => {
+      const h = harness({ wakeBudget: 1, wakeCounting: 'external' });
+      for (let index = 0; index < 3; index += 1) (await h.start()).task.settle();
+      await flushMicrotasks();
+      expect(h.queue.map((notification) => notification.lane)).toEqual(['wakeup', 'wakeup', 'wakeup']);
+      h.policy.noteWake();
+      (await h.start()).task.settle();
+      await flushMicrotasks();
+      expect(h.queue.at(-1)?.lane).toBe('quiet');
+      h.policy.noteUserInput();
+      (await h.start()).task.settle();
+      await flushMicrotasks();
+      expect(h.queue.at(-1)?.lane).toBe('wakeup');
+      expect(() => harness({ wakeCounting: 'turns' as never })).toThrow(/`wakeCounting`/);
+    });
   });
 
   it('notifies a running workflow that stalls or needs input, without a claim', async () => {

@@ -60,6 +60,12 @@ export interface DeliveryPolicyOptions {
    * `noteUserInput()`. Default 3. `Infinity` disables the budget; 0 never wakes.
    */
   readonly wakeBudget?: number;
+  /**
+   * What counts as a wake-up. `notification` (the default): every notification handed on the wakeup
+   * lane. `external`: only `noteWake()` calls — a session runtime calls it once per turn a batch of
+   * notifications started, so a burst that wakes the agent once costs one wake-up.
+   */
+  readonly wakeCounting?: 'notification' | 'external';
   /** The most UTF-8 bytes of one notification (a task's `outputLimitBytes` may lower it). Default 8192. */
   readonly maxNotificationBytes?: number;
   /** Limits of `<output-tail>`; `false` leaves it out. Default 20 lines / 2048 bytes. */
@@ -109,6 +115,8 @@ export interface DeliveryPolicy {
   notifyWorkflowProgress(taskId: string, event: WorkflowProgressEvent): Promise<DeliveryOutcome>;
   /** A user message arrived: the wake budget is restored. */
   noteUserInput(): void;
+  /** Background notifications woke the agent (counted when `wakeCounting` is `external`). */
+  noteWake(): void;
   /** Stops every later delivery (a subagent runtime whose run ended). */
   seal(): void;
   readonly sealed: boolean;
@@ -179,6 +187,9 @@ function validateOptions(options: DeliveryPolicyOptions): void {
       }
     }
   }
+  if (options.wakeCounting !== undefined && !['notification', 'external'].includes(options.wakeCounting)) {
+    throw new InvalidArgumentError('wakeCounting', '"notification" or "external"', options.wakeCounting);
+  }
   if (options.notifyModelStops !== undefined && !Array.isArray(options.notifyModelStops)) {
     throw new InvalidArgumentError('notifyModelStops', 'an array of task kinds', options.notifyModelStops);
   }
@@ -207,6 +218,7 @@ export function createDeliveryPolicy(options: DeliveryPolicyOptions): DeliveryPo
   const tailLimits = options.outputTail ?? DEFAULT_OUTPUT_TAIL_LIMITS;
   const readOutputTail = options.readOutputTail ?? detailOutputTail;
   const notifyModelStops = new Set(options.notifyModelStops ?? []);
+  const wakeCounting = options.wakeCounting ?? 'notification';
   let sealed = false;
   let disposed = false;
   let consecutiveWakes = 0;
@@ -292,11 +304,12 @@ export function createDeliveryPolicy(options: DeliveryPolicyOptions): DeliveryPo
       ...(toolUseId === undefined ? {} : { toolUseId }),
       createdAt: now(),
     });
-    if (lane === 'wakeup') consecutiveWakes += 1;
+    const counted = lane === 'wakeup' && wakeCounting === 'notification';
+    if (counted) consecutiveWakes += 1;
     try {
       await enqueue(notification);
     } catch (error) {
-      if (lane === 'wakeup') consecutiveWakes -= 1;
+      if (counted) consecutiveWakes -= 1;
       throw error;
     }
     return { delivered: true, notification };
@@ -396,6 +409,9 @@ export function createDeliveryPolicy(options: DeliveryPolicyOptions): DeliveryPo
     },
     noteUserInput() {
       consecutiveWakes = 0;
+    },
+    noteWake() {
+      if (wakeCounting === 'external') consecutiveWakes += 1;
     },
     seal() {
       sealed = true;

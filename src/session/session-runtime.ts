@@ -229,6 +229,8 @@ export class SessionRuntime {
     if (modelFactory) session.setModel(modelFactory(session));
 
     const policy = createDeliveryPolicy({
+      // One wake-up per turn that background results start, however many notifications it carries.
+      wakeCounting: 'external',
       ...options.notifications,
       tasks: this.tasks,
       owner: session.owner,
@@ -240,7 +242,10 @@ export class SessionRuntime {
       enqueue: (notification) => this.#enqueue(session, notification),
     });
     const stopForwarding = session.on((event) => {
-      if (event.type === 'turn-start' && event.source === 'user') policy.noteUserInput();
+      if (event.type === 'turn-start') {
+        if (event.source === 'user') policy.noteUserInput();
+        else policy.noteWake();
+      }
       for (const listener of [...this.#listeners]) {
         try {
           listener(id, event);

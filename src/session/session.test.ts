@@ -72,6 +72,14 @@ describe('session turns', () => {
     await runtime.dispose();
   });
 
+  it('an empty reply ends the turn without recording an empty message', async () => {
+    const { runtime } = runtimeForTest([{ text: '' }]);
+    const session = runtime.createSession({ id: 's1' });
+    await expect(session.send('hello')).resolves.toMatchObject({ reason: 'completed', text: '' });
+    expect(session.messages().map((message) => message.role)).toEqual(['user']);
+    await runtime.dispose();
+  });
+
   it('interrupting a turn stops the turn, not the background tasks', async () => {
     const { runtime, board } = runtimeForTest([
       { toolCalls: [{ name: 'start_task', input: { label: 'server' } }] },
@@ -175,6 +183,33 @@ describe('idle delivery', () => {
     await settleEventLoop(10);
     await session.whenIdle();
     expect(requestsAfter()).toBe(6);
+    await runtime.dispose();
+  });
+
+  it('a burst that wakes the agent once costs one wake-up of the budget', async () => {
+    const { runtime, model, board } = runtimeForTest(
+      [
+        { toolCalls: ['a', 'b', 'c', 'd', 'e'].map((label) => ({ name: 'start_task', input: { label } })) },
+        { text: 'started' },
+      ],
+      { notifications: { wakeBudget: 2 } },
+    );
+    const session = runtime.createSession({ id: 's1' });
+    await session.send('start five');
+    for (const label of ['a', 'b', 'c']) board.get(label)!.settle();
+    await settleEventLoop(10);
+    await session.whenIdle();
+    expect(model.requests).toHaveLength(3);
+    // One wake-up was spent on the burst of three: the next completion still wakes the agent.
+    board.get('d')!.settle();
+    await settleEventLoop(10);
+    await session.whenIdle();
+    expect(model.requests).toHaveLength(4);
+    board.get('e')!.settle();
+    await settleEventLoop(10);
+    await session.whenIdle();
+    expect(model.requests).toHaveLength(4);
+    expect(session.queuedCommands).toBe(1);
     await runtime.dispose();
   });
 

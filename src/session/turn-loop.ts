@@ -54,6 +54,12 @@ export async function runTurn(context: TurnContext): Promise<TurnOutcome> {
       requests += 1;
       signal.throwIfAborted();
       if (response.text !== '') lastText = response.text;
+      // An empty reply (no text, no tool calls) leaves nothing to record.
+      if (response.text === '' && response.toolCalls.length === 0) {
+        if (response.finishReason !== 'length') return { turnId, reason: 'completed', text: lastText };
+        continuation = true;
+        continue;
+      }
       context.append({
         role: 'assistant',
         content: {

@@ -45,7 +45,11 @@ export interface BashToolOptions {
    * False removes the parameter from the schema and rejects a forced one. Default true.
    */
   readonly enableRunInBackground?: boolean;
-  /** A foreground command's deadline when the call gives none. Default 120000 ms. */
+  /**
+   * A foreground command's deadline when the call gives none. Default 120000 ms. With auto-backgrounding
+   * on (the default) a call without `timeout_ms` moves to the background first and then runs to its end,
+   * so this deadline applies only when `autoBackgroundAfterMs` is `false` or run_in_background is off.
+   */
   readonly defaultTimeoutMs?: number;
   /** The largest `timeout_ms` a call may ask for. Default 600000 ms. */
   readonly maxTimeoutMs?: number;

@@ -86,6 +86,7 @@ describe('pty tasks in the task service', () => {
       signal: 'SIGINT',
       exitCode: null,
       stopSignals: ['SIGINT'],
+      cancelMessage: 'not needed any more',
     });
     await owner.dispose();
   });

@@ -319,14 +319,22 @@ class LocalPtyProducer implements PtyProducer {
     const unsubscribe = pty.onChange(() => {
       if (pty.outputBytes !== published) throttle.notify();
     });
+    let cancelMessage: string | undefined;
     const done = pty.stopped.then((exit) => {
       throttle.stop();
       unsubscribe();
       this.#retire(context.taskId);
-      return outcomeOf(exit);
+      const outcome = outcomeOf(exit);
+      // The caller's reason (a task_kill reason) is kept beside the raw stop facts.
+      return cancelMessage === undefined
+        ? outcome
+        : { ...outcome, detail: { ...outcome.detail, cancelMessage } };
     });
     return {
-      cancel: () => pty.cancel('cancelled'),
+      cancel: (reason?: string) => {
+        cancelMessage ??= reason;
+        pty.cancel('cancelled');
+      },
       done,
       readOutput: () => pty.readDelta(),
     };

@@ -28,6 +28,36 @@ async function baseline(count: number): Promise<number> {
   return performance.now() - began;
 }
 
+/**
+ * A reference point between the two: the least any registry with this API shape does — an async start,
+ * the producer's hooks and done promise, a Map entry, settlement through `done.then` — and nothing else
+ * (no validation, ownership, snapshots, retention or listeners).
+ */
+async function minimalRegistry(count: number): Promise<number> {
+  const records = new Map<string, { status: string }>();
+  let sequence = 0;
+  const start = async (spec: TaskSpec) => {
+    const id = `${spec.kind}-${++sequence}`;
+    const hooks = spec.run({ taskId: id as never, updateDetail: noop });
+    const record = { status: 'running' };
+    records.set(id, record);
+    hooks.done.then((outcome) => {
+      record.status = outcome.status;
+      records.delete(id);
+    });
+    return { id, status: record.status };
+  };
+  const spec: TaskSpec = {
+    kind: 'noop',
+    label: 'no-op',
+    run: (): TaskHooks => ({ cancel: noop, done: Promise.resolve(completed) }),
+  };
+  const began = performance.now();
+  for (let index = 0; index < count; index += 1) await start(spec);
+  await Promise.resolve();
+  return performance.now() - began;
+}
+
 async function throughService(count: number): Promise<number> {
   const tasks = createTaskService({ maxLiveTasks: count + 1 });
   tasks.attachController('bench');
@@ -90,15 +120,22 @@ async function main(): Promise<void> {
   );
   // Warm up both paths so the JIT has seen them.
   await baseline(10_000);
+  await minimalRegistry(10_000);
   await throughService(10_000);
   const baselineTimes: number[] = [];
+  const minimalTimes: number[] = [];
   const serviceTimes: number[] = [];
   for (let round = 0; round < ROUNDS; round += 1) {
     baselineTimes.push(await baseline(TASKS));
+    minimalTimes.push(await minimalRegistry(TASKS));
     serviceTimes.push(await throughService(TASKS));
   }
   const baselineMs = median(baselineTimes);
+  const minimalMs = median(minimalTimes);
   const serviceMs = median(serviceTimes);
+  console.log(
+    `minimal registry (reference): ${rate(TASKS, minimalMs)}  (ratio to baseline ${(baselineMs / minimalMs).toFixed(3)})`,
+  );
   console.log(
     `baseline (promise + Map):   ${rate(TASKS, baselineMs)}  (${baselineMs.toFixed(1)} ms, median of ${ROUNDS})`,
   );

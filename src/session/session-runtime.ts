@@ -11,6 +11,7 @@ import {
 } from '../notifications/index.js';
 import { createTaskService } from '../registry/index.js';
 import type { SessionStore } from '../store/session-store.js';
+import { taskRecordFromSnapshot } from '../store/task-record-from-snapshot.js';
 import {
   asSessionId,
   createTrustedCaller,
@@ -310,24 +311,7 @@ export class SessionRuntime {
     if (reason === 'updated' || reason === 'removed' || task.ownerSessionId === undefined) return;
     if (!this.#sessions.has(task.ownerSessionId)) return;
     try {
-      const outputFile = typeof task.detail.outputFile === 'string' ? task.detail.outputFile : undefined;
-      this.store.upsertTask({
-        id: task.id,
-        sessionId: task.ownerSessionId,
-        kind: task.kind,
-        label: task.label,
-        status: task.status,
-        detail: jsonDetail(task.detail),
-        isBackgrounded: task.isBackgrounded,
-        branchGeneration: task.branchGeneration,
-        ...(task.stopInitiator ? { stopInitiator: task.stopInitiator } : {}),
-        startedAt: task.startedAt,
-        ...(task.endedAt === undefined ? {} : { endedAt: task.endedAt }),
-        reported: task.reported,
-        ...(task.error ? { error: task.error } : {}),
-        ...(task.resultText ? { resultText: task.resultText } : {}),
-        ...(outputFile ? { outputFile } : {}),
-      });
+      this.store.upsertTask({ ...taskRecordFromSnapshot(task), detail: jsonDetail(task.detail) });
     } catch (error) {
       this.#logger.warn(`task ${task.id}: persisting its record failed`, {
         error: error instanceof Error ? error.message : String(error),

@@ -39,6 +39,7 @@ Options:
 ${describeFlags(MCP_FLAGS)}
 `;
 
+/** The streams and directory a command works with (the process's, unless a test passes its own). */
 export interface CommandIo {
   readonly stdin: Readable;
   readonly stdout: Writable;
@@ -46,7 +47,7 @@ export interface CommandIo {
   readonly cwd: string;
 }
 
-const processIo = (): CommandIo => ({
+export const processIo = (): CommandIo => ({
   stdin: process.stdin,
   stdout: process.stdout,
   stderr: process.stderr,

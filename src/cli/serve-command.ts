@@ -9,7 +9,7 @@ import { createErrandRuntime } from '../host/index.js';
 import { createDashboardServer } from '../server/index.js';
 import type { ModelPort } from '../session/index.js';
 import { describeFlags, type FlagSpecs, parseFlags, UsageError } from './args.js';
-import type { CommandIo } from './mcp-command.js';
+import { type CommandIo, processIo } from './mcp-command.js';
 import { onShutdownSignal } from './shutdown-signals.js';
 
 export const SERVE_FLAGS: FlagSpecs = {
@@ -39,13 +39,6 @@ ${describeFlags(SERVE_FLAGS)}
 const NO_MODEL: ModelPort = Object.freeze({
   name: 'none',
   generate: () => Promise.reject(new Error('errand serve runs no model')),
-});
-
-const processIo = (): CommandIo => ({
-  stdin: process.stdin,
-  stdout: process.stdout,
-  stderr: process.stderr,
-  cwd: process.cwd(),
 });
 
 export async function runServeCommand(argv: readonly string[], io: CommandIo = processIo()): Promise<number> {

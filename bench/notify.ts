@@ -145,10 +145,14 @@ async function burst(count: number, idleDrainQuietMs: number): Promise<{ turns: 
       });
     }
     const released = epochMs();
-    // Opening the FIFO for writing releases every reader at once; closing it ends them together.
-    await new Promise((resolve) => spawn('bash', ['-c', `: > ${fifo}`]).on('exit', resolve));
+    // Opening the FIFO for writing releases every reader blocked on it at once; closing it ends them
+    // together. A reader still starting up when that happened waits for the next opening.
     while (runtime.tasks.list(session.owner).some((task) => task.status === 'running')) {
-      await new Promise((resolve) => setTimeout(resolve, 5));
+      // Opening for writing blocks until a reader opens: bounded, in case every reader already left.
+      await new Promise((resolve) =>
+        spawn('timeout', ['0.5', 'bash', '-c', `: > ${fifo}`]).on('exit', resolve),
+      );
+      await new Promise((resolve) => setTimeout(resolve, 20));
     }
     await new Promise((resolve) => setTimeout(resolve, idleDrainQuietMs + 50));
     await session.whenIdle();

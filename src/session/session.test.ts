@@ -298,7 +298,56 @@ describe('rewind', () => {
   });
 });
 
+describe('user-prompt hooks', () => {
+  it('run for a person\u2019s input and are skipped for background-task turns', async () => {
+    const seen: string[] = [];
+    const { runtime, model, board } = runtimeForTest(
+      [
+        { toolCalls: [{ name: 'start_task', input: { label: 'job' } }] },
+        { text: 'started' },
+        (request) => ({
+          text: lastUserText(request).includes('<task-notification>') ? 'got it' : 'unexpected',
+        }),
+      ],
+      {
+        beforeUserPrompt: (text) => {
+          seen.push(text);
+          return `${text} [checked]`;
+        },
+      },
+    );
+    const session = runtime.createSession({ id: 's1' });
+    await session.send('run the job');
+    board.get('job')!.settle();
+    await settleEventLoop(10);
+    await session.whenIdle();
+    expect(seen).toEqual(['run the job']);
+    expect(lastUserText(model.requests[0]!)).toBe('run the job [checked]');
+    expect(model.requests).toHaveLength(3);
+    await runtime.dispose();
+  });
+});
+
 describe('shutdown', () => {
+  it('beginShutdown blocks notifications at once', async () => {
+    const { runtime } = runtimeForTest([]);
+    const session = runtime.createSession({ id: 's1' });
+    const closed = session.beginShutdown();
+    expect(session.shuttingDown).toBe(true);
+    expect(
+      session.deliverNotification({
+        taskId: 'scripted-9',
+        label: 'late',
+        text: '<task-notification/>',
+        branchGeneration: 0,
+        idempotencyKey: 'late',
+      }),
+    ).toEqual({ admitted: false, reason: 'shutting_down' });
+    await closed;
+    expect(session.state).toBe('closed');
+    await runtime.dispose();
+  });
+
   it('closing a session blocks notifications, cancels its tasks and discards what is queued', async () => {
     const { runtime, board, store } = runtimeForTest([
       { toolCalls: ['a', 'b'].map((label) => ({ name: 'start_task', input: { label } })) },

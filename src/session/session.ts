@@ -649,7 +649,23 @@ export class Session {
    * and marks the session closed. Idempotent.
    */
   close(): Promise<void> {
-    this.#closing ??= this.#closeNow();
+    return this.beginShutdown();
+  }
+
+  /**
+   * Begins shutdown: from this call on no notification is admitted, then the sweeps of `close()` run.
+   * Resolves when the session is closed. Idempotent; `close()` is the same step.
+   */
+  beginShutdown(): Promise<void> {
+    if (this.#closing === undefined) {
+      let begin!: () => void;
+      const started = new Promise<void>((resolve) => {
+        begin = resolve;
+      });
+      // Set before any sweep runs, so whatever the sweeps trigger already sees a closing session.
+      this.#closing = started.then(() => this.#closeNow());
+      begin();
+    }
     return this.#closing;
   }
 

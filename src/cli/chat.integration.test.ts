@@ -104,3 +104,57 @@ describe('errand chat', () => {
     expect(stderr).toContain('ERRAND_MODEL');
   });
 });
+
+describe('errand chat on a terminal', () => {
+  it('shows running background work live in the prompt line', async () => {
+    const pty = await import('node-pty');
+    endpoint = await fakeOpenAiEndpoint([
+      () =>
+        completion(
+          {
+            content: null,
+            tool_calls: [
+              {
+                id: 'call_1',
+                type: 'function',
+                function: {
+                  name: 'bash',
+                  arguments: JSON.stringify({ command: 'sleep 60', run_in_background: true }),
+                },
+              },
+            ],
+          },
+          'tool_calls',
+        ),
+      () => completion({ content: 'Sleeping in the background.' }, 'stop'),
+    ]);
+    const home = mkdtempSync(join(tmpdir(), 'errand-chat-tty-'));
+    directories.push(home);
+    const terminal = pty.spawn(process.execPath, [main, 'chat', '--home', home, '--cwd', home], {
+      cols: 120,
+      rows: 30,
+      env: { ...process.env, ERRAND_MODEL: 'test-model', ERRAND_BASE_URL: endpoint.url } as Record<
+        string,
+        string
+      >,
+    });
+    let screen = '';
+    const waiters: Array<() => void> = [];
+    terminal.onData((data) => {
+      screen += data;
+      for (const wake of waiters.splice(0)) wake();
+    });
+    const seen = async (text: string) => {
+      while (!screen.includes(text)) await new Promise<void>((resolve) => waiters.push(resolve));
+    };
+    const exited = new Promise<number>((resolve) => terminal.onExit(({ exitCode }) => resolve(exitCode)));
+    await seen('you> ');
+    terminal.write('sleep for a while\r');
+    await seen('Sleeping in the background.');
+    await seen('1 running: bash-1');
+    terminal.write('/stop bash-1\r');
+    await seen('(stopping bash-1)');
+    terminal.write('/quit\r');
+    expect(await exited).toBe(0);
+  });
+});

@@ -3,13 +3,13 @@
  * Background tasks report back by themselves; `/tasks` lists them, `/stop <id>` stops one, Ctrl-B (or
  * `/bg`) moves the running foreground command to the background.
  */
-import { emitKeypressEvents } from 'node:readline';
+import { clearLine, cursorTo, emitKeypressEvents } from 'node:readline';
 import { createInterface } from 'node:readline/promises';
 import type { Readable, Writable } from 'node:stream';
 import { openAiChatModelFromEnvironment } from '../adapters/index.js';
 import { createErrandRuntime } from '../host/index.js';
 import type { ModelPort, SessionEvent } from '../session/index.js';
-import { createTrustedCaller } from '../tasks/index.js';
+import { createTrustedCaller, type TaskSnapshot } from '../tasks/index.js';
 import { formatBytes, TaskPanel } from './task-panel.js';
 
 const person = createTrustedCaller('chat-user');
@@ -25,6 +25,31 @@ export interface ChatOptions {
   readonly resume?: string;
   /** Overrides the model from the environment (tests, embedding). */
   readonly model?: ModelPort;
+}
+
+const SPINNER = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+
+/** The prompt with a live summary of running background work: `⠋ 2 running: bash-1 12s 4.1 KiB … │ you> `. */
+export function statusLine(
+  tasks: readonly TaskSnapshot[],
+  frame: number,
+  columns = 100,
+  now = Date.now(),
+): string {
+  const running = tasks.filter(
+    (task) => task.isBackgrounded && (task.status === 'running' || task.status === 'stopping'),
+  );
+  if (running.length === 0) return 'you> ';
+  const items = running.map((task) => {
+    const seconds = Math.round((now - task.startedAt) / 1000);
+    const bytes =
+      typeof task.detail.outputBytes === 'number' ? ` ${formatBytes(task.detail.outputBytes)}` : '';
+    return `${task.id} ${seconds}s${bytes}`;
+  });
+  let summary = `${SPINNER[frame % SPINNER.length]} ${running.length} running: ${items.join(', ')}`;
+  const room = Math.max(20, columns - 12);
+  if (summary.length > room) summary = `${summary.slice(0, room - 1)}…`;
+  return `${summary} │ you> `;
 }
 
 const HELP = `commands: /tasks  /stop <task-id>  /bg (or Ctrl-B)  /help  /quit
@@ -45,33 +70,46 @@ export async function runChat(options: ChatOptions): Promise<number> {
     systemPrompt: 'You are a helpful coding agent working in the user\u2019s terminal.',
   });
   const { out } = options;
-  const panel = new TaskPanel({ tasks: runtime.tasks, out, live: false });
+  const terminal = options.input.isTTY === true && out.isTTY === true;
+  // On a terminal the prompt line is the live panel; elsewhere each status change is printed.
+  const panel = terminal ? undefined : new TaskPanel({ tasks: runtime.tasks, out, live: false });
+  let lines: ReturnType<typeof createInterface> | undefined;
+  const print = (text: string) => {
+    if (!terminal || !lines) {
+      out.write(text);
+      return;
+    }
+    clearLine(out, 0);
+    cursorTo(out, 0);
+    out.write(text);
+    lines.prompt(true);
+  };
   const session = options.resume
     ? runtime.resumeSession(options.resume)
     : runtime.createSession({ cwd: options.cwd });
-  out.write(`errand chat — model ${model.name}, session ${session.id}\n${HELP}\n`);
+  print(`errand chat — model ${model.name}, session ${session.id}\n${HELP}\n`);
 
   const printEvent = (event: SessionEvent) => {
     switch (event.type) {
       case 'turn-start':
-        if (event.source === 'background_task') out.write(`\n[background results: ${event.title}]\n`);
+        if (event.source === 'background_task') print(`\n[background results: ${event.title}]\n`);
         break;
       case 'tool-call-start':
-        out.write(`  → ${event.name} ${JSON.stringify(event.input).slice(0, 160)}\n`);
+        print(`  → ${event.name} ${JSON.stringify(event.input).slice(0, 160)}\n`);
         break;
       case 'tool-call-end':
-        out.write(
+        print(
           `  ← ${event.name}${event.isError ? ' (error)' : ''}: ${event.text.split('\n')[0]?.slice(0, 160)}\n`,
         );
         break;
       case 'message':
         if (event.message.role === 'assistant' && event.message.content.text) {
-          out.write(`assistant: ${event.message.content.text}\n`);
+          print(`assistant: ${event.message.content.text}\n`);
         }
         break;
       case 'turn-end':
-        if (event.reason === 'error') out.write(`[turn failed: ${event.error}]\n`);
-        if (event.reason === 'interrupted') out.write('[turn interrupted; background tasks keep running]\n');
+        if (event.reason === 'error') print(`[turn failed: ${event.error}]\n`);
+        if (event.reason === 'interrupted') print('[turn interrupted; background tasks keep running]\n');
         break;
     }
   };
@@ -79,9 +117,9 @@ export async function runChat(options: ChatOptions): Promise<number> {
 
   const promote = () => {
     const [call] = runtime.bashTool.foregroundCalls();
-    if (!call) return out.write('(no foreground command is running)\n');
+    if (!call) return print('(no foreground command is running)\n');
     const snapshot = runtime.bashTool.promote(call.taskId);
-    return out.write(`(moved ${snapshot?.id ?? call.taskId} to the background)\n`);
+    return print(`(moved ${snapshot?.id ?? call.taskId} to the background)\n`);
   };
   if (options.input.isTTY) {
     emitKeypressEvents(options.input);
@@ -90,11 +128,19 @@ export async function runChat(options: ChatOptions): Promise<number> {
     });
   }
 
-  const lines = createInterface({
-    input: options.input,
-    output: out,
-    terminal: options.input.isTTY === true,
-  });
+  lines = createInterface({ input: options.input, output: out, terminal });
+  let statusTimer: NodeJS.Timeout | undefined;
+  if (terminal) {
+    lines.setPrompt(statusLine(runtime.tasks.list(session.owner), 0));
+    lines.prompt();
+    let frame = 0;
+    statusTimer = setInterval(() => {
+      frame += 1;
+      lines?.setPrompt(statusLine(runtime.tasks.list(session.owner), frame, out.columns));
+      lines?.prompt(true);
+    }, 250);
+    statusTimer.unref();
+  }
   lines.on('SIGINT', () => {
     if (!session.interrupt('interrupted by the user')) lines.close();
   });
@@ -108,36 +154,37 @@ export async function runChat(options: ChatOptions): Promise<number> {
         break;
       }
       if (line === '/help') {
-        out.write(`${HELP}\n`);
+        print(`${HELP}\n`);
       } else if (line === '/tasks') {
         const tasks = runtime.tasks.list(session.owner).filter((task) => task.isBackgrounded);
-        out.write(tasks.length === 0 ? '(no background tasks)\n' : '');
+        print(tasks.length === 0 ? '(no background tasks)\n' : '');
         for (const task of tasks) {
           const bytes =
             typeof task.detail.outputBytes === 'number' ? ` ${formatBytes(task.detail.outputBytes)}` : '';
-          out.write(`${task.id} [${task.kind}] ${task.status}${bytes} — ${task.label}\n`);
+          print(`${task.id} [${task.kind}] ${task.status}${bytes} — ${task.label}\n`);
         }
       } else if (line.startsWith('/stop')) {
         const id = line.slice('/stop'.length).trim();
         const result = await runtime.stop.stopBackgroundTask(id, { initiator: 'user', caller: person });
-        out.write(result.ok ? `(stopping ${id})\n` : `(not stopped: ${result.reason})\n`);
+        print(result.ok ? `(stopping ${id})\n` : `(not stopped: ${result.reason})\n`);
       } else if (line === '/bg') {
         promote();
       } else if (line.startsWith('/')) {
-        out.write(`unknown command ${line}\n${HELP}\n`);
+        print(`unknown command ${line}\n${HELP}\n`);
       } else {
         // Queued behind whatever runs now; the answer is printed by the event listener.
         session.send(line).catch((error: unknown) => {
-          out.write(`[not sent: ${error instanceof Error ? error.message : String(error)}]\n`);
+          print(`[not sent: ${error instanceof Error ? error.message : String(error)}]\n`);
         });
       }
     }
     // Input ended (a pipe): let the queued inputs and the turns they start finish first.
     if (!quit) await session.whenIdle();
   } finally {
+    if (statusTimer) clearInterval(statusTimer);
     lines.close();
     stopListening();
-    panel.close();
+    panel?.close();
     await runtime.dispose();
   }
   return 0;

@@ -134,8 +134,9 @@ export class WorkflowExecution {
         (error: unknown) => ({ kind: 'error' as const, error }),
       );
     let cancelGrace: (() => void) | undefined;
+    let onAbort: (() => void) | undefined;
     const abandoned = new Promise<{ kind: 'abandoned' }>((resolve) => {
-      const onAbort = () => {
+      onAbort = () => {
         cancelGrace = this.#deps.clock.schedule(this.#deps.cancelGraceMs, () =>
           resolve({ kind: 'abandoned' }),
         );
@@ -144,6 +145,8 @@ export class WorkflowExecution {
       else signal.addEventListener('abort', onAbort, { once: true });
     });
     const first = await Promise.race([finished, abandoned]);
+    // A cancel that comes after the script returned (disposal cancels ended runs too) arms no grace timer.
+    if (onAbort) signal.removeEventListener('abort', onAbort);
     cancelGrace?.();
     this.#stall.stop();
     // Commands and subagents were cancelled with the signal; none is left behind.

@@ -450,6 +450,24 @@ describe('stopping workflow runs', () => {
     expect(logger.warnings.some((warning) => warning.includes('was abandoned'))).toBe(true);
   });
 
+  it('leaves no timer behind when the producer is disposed after its runs ended', async () => {
+    const h = harness();
+    h.model.push({ text: 'noted' }, { text: 'noted' });
+    const first = settled(h.tasks, 'workflow-1');
+    await h.workflows.start({ script: 'counted.mjs', owner: h.session.owner, args: { dir: h.dir } });
+    expect(await first).toMatchObject({ status: 'completed' });
+    const second = settled(h.tasks, 'workflow-2');
+    await h.workflows.start({ script: 'gated.mjs', owner: h.session.owner, args: { gate: 'ended' } });
+    await gateReady('ended');
+    await h.tasks.kill('workflow-2', h.session.owner, 'stop', { initiator: 'user' });
+    expect(await second).toMatchObject({ status: 'killed', detail: { reason: 'cancelled' } });
+    await h.session.whenIdle();
+    expect(h.clock.pending).toBe(0);
+    // Disposal stops every run it knows, ended ones included: none may arm a grace timer.
+    await h.workflows.dispose();
+    expect(h.clock.pending).toBe(0);
+  });
+
   it('a legacy run cannot be cancelled: the stop dispatch answers cancel_not_supported', async () => {
     const h = harness();
     h.model.push({ text: 'ok' });

@@ -354,6 +354,26 @@ describe('owner lifecycle', () => {
     expect(tasks.list(replacement).map((task) => task.id)).toEqual([kept.id]);
     expect(tasks.get(kept.id, replacement).status).toBe('running');
   });
+
+  it('refuses a task started while the owner\u2019s disposal is cancelling its tasks', async () => {
+    const { tasks } = serviceForTest();
+    const owner = createOwner('s1');
+    await tasks.start(scriptedTask({ owner }).spec);
+    const late = scriptedTask({ owner, label: 'late' });
+    let lateStart: Promise<TaskSnapshot> | undefined;
+    // A viewer reacts to the stop by starting more work for the same session, within the cancel step.
+    tasks.onTasksChanged(
+      (change) => {
+        if (change.reason === 'stopping') lateStart ??= tasks.start(late.spec);
+      },
+      { caller: owner },
+    );
+    expect(owner.disposed).toBe(false);
+    await owner.dispose();
+    await expect(lateStart).rejects.toMatchObject({ code: 'OWNER_DISPOSED' });
+    expect(late.runCalls).toBe(0);
+    expect(tasks.list(createTrustedCaller('x'))).toEqual([]);
+  });
 });
 
 describe('service disposal', () => {
@@ -387,6 +407,19 @@ describe('service disposal', () => {
     expect(outcome).toBe('still waiting');
     stuck.settle({ status: 'killed' });
     await tasks.dispose();
+  });
+
+  it('refuses a task started while disposal is cancelling the live ones', async () => {
+    const { tasks } = serviceForTest();
+    await tasks.start(scriptedTask().spec);
+    const late = scriptedTask({ label: 'late' });
+    let lateStart: Promise<TaskSnapshot> | undefined;
+    tasks.onTasksChanged((change) => {
+      if (change.reason === 'stopping') lateStart ??= tasks.start(late.spec);
+    });
+    await tasks.dispose();
+    await expect(lateStart).rejects.toMatchObject({ code: 'SERVICE_DISPOSED' });
+    expect(late.runCalls).toBe(0);
   });
 
   it('detaches from owners that outlive it', async () => {

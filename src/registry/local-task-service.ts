@@ -771,7 +771,14 @@ export class LocalTaskService implements TaskService {
   }
 
   dispose(): Promise<void> {
-    this.#disposal ??= this.#disposeNow();
+    if (this.#disposal === undefined) {
+      // Set before any cancel runs: a start that a cancel or a listener triggers is refused, not leaked.
+      let finish!: () => void;
+      this.#disposal = new Promise<void>((resolve) => {
+        finish = resolve;
+      });
+      void this.#disposeNow().then(finish);
+    }
     return this.#disposal;
   }
 

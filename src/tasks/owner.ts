@@ -86,7 +86,14 @@ class ScopedOwner implements Owner {
   }
 
   dispose(): Promise<void> {
-    this.#disposal ??= this.#runCleanups();
+    if (this.#disposal === undefined) {
+      // Marked disposed before any cleanup runs: work a cleanup triggers synchronously sees a disposed owner.
+      let settle!: { resolve: () => void; reject: (error: unknown) => void };
+      this.#disposal = new Promise<void>((resolve, reject) => {
+        settle = { resolve, reject };
+      });
+      this.#runCleanups().then(settle.resolve, settle.reject);
+    }
     return this.#disposal;
   }
 

@@ -468,6 +468,8 @@ export class LocalTaskService implements TaskService {
       return { text: record.output ?? '', snapshot: snapshotOf(record) };
     }
     const wasTerminal = !isLive(record);
+    const attempt = record.attempt;
+    const before = snapshotOf(record);
     let text: string;
     try {
       text = await hooks.readOutput();
@@ -482,6 +484,8 @@ export class LocalTaskService implements TaskService {
         context: { taskId: record.id },
       });
     }
+    // A resume while the read ran made this the output of an earlier attempt: it claims nothing of the new one.
+    if (record.attempt !== attempt) return { text, snapshot: before };
     if (wasTerminal) this.#claimRecord(record);
     return { text, snapshot: snapshotOf(record) };
   }

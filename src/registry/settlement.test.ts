@@ -295,6 +295,38 @@ describe('resume (re-registration under the same id)', () => {
     expect((await tasks.start(scriptedTask({ owner, kind: 'workflow' }).spec)).id).toBe('workflow-2');
   });
 
+  it('a read of an earlier attempt that ends after a resume does not claim the new attempt', async () => {
+    const { tasks } = serviceForTest();
+    let finishRead: ((text: string) => void) | undefined;
+    let settleFirst: ((outcome: TaskOutcome) => void) | undefined;
+    const { id } = await tasks.start({
+      kind: 'workflow',
+      label: 'slow reader',
+      run: () => ({
+        cancel() {},
+        done: new Promise<TaskOutcome>((resolve) => {
+          settleFirst = resolve;
+        }),
+        readOutput: () => new Promise<string>((resolve) => (finishRead = resolve)),
+      }),
+    });
+    settleFirst?.({ status: 'failed' });
+    await flushMicrotasks();
+    const reading = tasks.read(id);
+    await flushMicrotasks();
+    const second = scriptedTask({ kind: 'workflow', spec: { resumeId: id } });
+    await tasks.start(second.spec);
+    second.settle();
+    await flushMicrotasks();
+    finishRead?.('output of the first attempt');
+    const read = await reading;
+    expect(read.text).toBe('output of the first attempt');
+    expect(read.snapshot).toMatchObject({ status: 'failed', attempt: 1 });
+    // The second attempt's result was never read: its notifier can still claim it.
+    expect(tasks.get(id).reported).toBe(false);
+    expect(tasks.claim(id)).toBe(true);
+  });
+
   it('refuses to resume a live task, or another session\u2019s task', async () => {
     const { tasks } = serviceForTest();
     const owner = createOwner('s1');

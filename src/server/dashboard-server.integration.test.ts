@@ -1,5 +1,6 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { connect as connectTcp, createServer as createTcpServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, type Mock, vi } from 'vitest';
@@ -249,6 +250,30 @@ function openEventStream(fixture: Fixture, headers: Record<string, string> = {})
 }
 
 const data = (frame: Frame) => JSON.parse(frame.data ?? 'null');
+
+/** A port nothing listens on right now. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createTcpServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+/** 'connected', or the error code of a refused connection. */
+function tryConnect(port: number): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = connectTcp(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve('connected');
+    });
+    socket.once('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? error.message));
+  });
+}
 
 describe('access', () => {
   it('refuses every API call without the token', async () => {
@@ -873,5 +898,17 @@ describe('options', () => {
   it('refuses to listen twice', async () => {
     const fixture = await startFixture();
     await expect(fixture.server.listen()).rejects.toMatchObject({ code: 'DASHBOARD_SERVER_STATE' });
+  });
+
+  it('stops listening when closed while it was starting', async () => {
+    const fixture = await startFixture();
+    const port = await freePort();
+    const server = createDashboardServer({ backend: fixture.backend, logger: fixture.logger, port });
+    const listening = server.listen();
+    await server.close();
+    await expect(listening).rejects.toMatchObject({ code: 'DASHBOARD_SERVER_STATE' });
+    expect(server.address).toBeUndefined();
+    expect(await tryConnect(port)).toBe('ECONNREFUSED');
+    await server.close();
   });
 });

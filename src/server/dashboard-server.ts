@@ -68,7 +68,7 @@ interface Running {
 class HttpDashboardServer implements DashboardServer {
   readonly #options: ResolvedDashboardOptions;
   #running: Running | undefined;
-  #starting = false;
+  #starting: Promise<Running> | undefined;
   #closing: Promise<void> | undefined;
 
   constructor(options: ResolvedDashboardOptions) {
@@ -87,13 +87,21 @@ class HttpDashboardServer implements DashboardServer {
     if (this.#starting || this.#running || this.#closing) {
       throw new ServerStateError('The dashboard server was already started');
     }
-    this.#starting = true;
+    const starting = this.#start();
+    this.#starting = starting;
+    let running: Running;
     try {
-      this.#running = await this.#start();
-      return this.#running.address;
+      running = await starting;
     } finally {
-      this.#starting = false;
+      this.#starting = undefined;
     }
+    if (this.#closing) {
+      // close() came while the server was starting: it shuts this start down.
+      await this.#closing;
+      throw new ServerStateError('The dashboard server was closed while it was starting');
+    }
+    this.#running = running;
+    return running.address;
   }
 
   async #start(): Promise<Running> {
@@ -142,7 +150,7 @@ class HttpDashboardServer implements DashboardServer {
   }
 
   async #closeNow(): Promise<void> {
-    const running = this.#running;
+    const running = this.#running ?? (await this.#starting?.catch(() => undefined));
     if (running === undefined) return;
     running.hub.closeAll();
     running.store.dispose();

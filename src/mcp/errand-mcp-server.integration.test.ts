@@ -5,11 +5,14 @@
 import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import {
   type CallToolResult,
   CallToolResultSchema,
+  CreateTaskResultSchema,
+  ListRootsRequestSchema,
   LoggingMessageNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -127,6 +130,36 @@ describe('createErrandMcpServer', () => {
     const { call, cwd } = await connect();
     expect(await call('bash', { command: 'pwd' })).toEqual([`${cwd}\n[exit code: 0]`]);
     expect(server!.workingDirectory.source).toBe('launch');
+  });
+
+  it('runs a task-augmented bash call in the client root too, once the roots are known', async () => {
+    const launch = realpathSync(mkdtempSync(join(tmpdir(), 'errand-mcp-launch-')));
+    const root = realpathSync(mkdtempSync(join(tmpdir(), 'errand-mcp-root-')));
+    directories.push(launch, root);
+    const logger = capturingLogger();
+    runtime = await createMcpRuntime({ store: createMemorySessionStore(), pty: false, logger });
+    server = createErrandMcpServer({ runtime, launchDirectory: launch, logger });
+    const [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair();
+    const client = new Client({ name: 'in-process', version: '1' }, { capabilities: { roots: {} } });
+    // The client answers roots/list a little after the first tool call went out.
+    client.setRequestHandler(ListRootsRequestSchema, async () => {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      return { roots: [{ uri: pathToFileURL(root).href }] };
+    });
+    await Promise.all([server.connect(serverTransport), client.connect(clientTransport)]);
+    const created = await client.request(
+      {
+        method: 'tools/call',
+        params: { name: 'bash', arguments: { command: 'pwd' }, task: { ttl: 60_000 } },
+      },
+      CreateTaskResultSchema,
+    );
+    const result = (await client.experimental.tasks.getTaskResult(
+      created.task.taskId,
+      CallToolResultSchema,
+    )) as CallToolResult;
+    const [text] = result.content.flatMap((block) => (block.type === 'text' ? [block.text] : []));
+    expect(text?.startsWith(`${root}\n[exit code: 0]`)).toBe(true);
   });
 
   it('validates its options, naming the field', async () => {

@@ -126,7 +126,10 @@ export function createErrandMcpServer(options: ErrandMcpServerOptions): ErrandMc
 
   for (const definition of session.tools) {
     if (definition.name === 'bash' && taskStore) {
-      registerBashTaskTool(server, definition, taskStore, callTool, toolContext);
+      registerBashTaskTool(server, definition, taskStore, callTool, async (requestId, signal) => {
+        await workingDirectory.whenReady();
+        return toolContext(requestId, signal);
+      });
     } else {
       registerTool(server, definition, callTool);
     }
@@ -238,7 +241,8 @@ function registerBashTaskTool(
   definition: AnyToolDefinition,
   store: ErrandTaskStore,
   callTool: CallTool,
-  toolContext: (requestId: string | number, signal: AbortSignal) => ToolContext,
+  /** The context of a task-augmented call, once its working directory is known. */
+  toolContext: (requestId: string | number, signal: AbortSignal) => Promise<ToolContext>,
 ): RegisteredTool {
   const handler: ToolTaskHandler<typeof definition.inputSchema> = {
     createTask: async (args, extra) => {
@@ -256,7 +260,7 @@ function registerBashTaskTool(
         }
       }
       const input = { ...(args as Record<string, unknown>), run_in_background: true };
-      const context = toolContext(extra.requestId, extra.signal);
+      const context = await toolContext(extra.requestId, extra.signal);
       const started = (await executeTool(definition, input, context)) as ToolResult<BashToolValue>;
       if (started.isError || started.value?.kind !== 'background') {
         return { task: store.fail(task.taskId, toCallToolResult(started)) };

@@ -138,6 +138,8 @@ export class Session {
   #turn: { readonly id: number; readonly controller: AbortController } | undefined;
   #turnCount = 0;
   #drainScheduled = false;
+  /** True while a drain applies a configuration or runs a turn: only one drain works the queue at a time. */
+  #draining = false;
   #drainTimer: NodeJS.Timeout | undefined;
   #drainWindowStart = 0;
   #drainHolds = 0;
@@ -360,8 +362,8 @@ export class Session {
    * them first). Takes up to `limit` notifications in queue order (quiet ones included, stopping at a
    * configuration barrier), drops stale ones, and commits the rest to the ledger as delivered in one
    * model-only message with `source`: each is delivered once, here or by a turn, never both. Returns
-   * what was delivered, in queue order; nothing while a turn runs (the turn delivers them) or once
-   * shutdown began.
+   * what was delivered, in queue order; nothing while a turn runs or a configuration is being applied
+   * (the drain delivers them, in order) or once shutdown began.
    */
   takeQueuedNotifications(options: TakeQueuedNotificationsOptions): DeliveredNotification[] {
     if (typeof options?.source !== 'string' || options.source === '') {
@@ -371,7 +373,8 @@ export class Session {
     if (limit !== Number.POSITIVE_INFINITY && (!Number.isSafeInteger(limit) || limit < 1)) {
       throw new InvalidArgumentError('limit', 'a positive integer', options.limit);
     }
-    if (this.#turn || this.#closing) return [];
+    // While a drain works (a turn, or a configuration being applied) the drain delivers them, in order.
+    if (this.#turn || this.#draining || this.#closing) return [];
     const taken = this.#queue.takeNotificationsBeforeBarrier('later', limit);
     return this.#deliverBatch(taken, options.source).map((notification) => ({
       ledgerId: notification.ledgerId,
@@ -430,7 +433,10 @@ export class Session {
   #isSettledIdle(): boolean {
     if (this.#state === 'closed') return true;
     return (
-      this.#turn === undefined && !this.#drainScheduled && (this.#drainHolds > 0 || !this.#queue.peekWake())
+      this.#turn === undefined &&
+      !this.#draining &&
+      !this.#drainScheduled &&
+      (this.#drainHolds > 0 || !this.#queue.peekWake())
     );
   }
 
@@ -463,28 +469,36 @@ export class Session {
   }
 
   async #drain(): Promise<void> {
-    while (!this.#turn && !this.#closing && this.#drainHolds === 0) {
-      const head = this.#queue.peekWake();
-      if (!head) break;
-      if (head.kind === 'configure') {
-        this.#queue.take(head);
-        try {
-          await head.apply();
-          head.settle();
-        } catch (error) {
-          head.settle(error);
+    // A drain that is applying a configuration looks at the queue again when it is done: a second one
+    // would start the next turn before the configuration it must run under.
+    if (this.#draining) return;
+    this.#draining = true;
+    try {
+      while (!this.#turn && !this.#closing && this.#drainHolds === 0) {
+        const head = this.#queue.peekWake();
+        if (!head) break;
+        if (head.kind === 'configure') {
+          this.#queue.take(head);
+          try {
+            await head.apply();
+            head.settle();
+          } catch (error) {
+            head.settle(error);
+          }
+          continue;
         }
-        continue;
+        if (head.kind === 'user_input') {
+          this.#queue.take(head);
+          // Queued notifications (quiet ones included) become context ahead of the person's words.
+          const context = this.#queue.takeNotificationsBeforeBarrier();
+          await this.#startTurn('user', context, head);
+          continue;
+        }
+        const batch = this.#queue.takeNotificationsBeforeBarrier(head.priority);
+        await this.#startTurn('background_task', batch, undefined);
       }
-      if (head.kind === 'user_input') {
-        this.#queue.take(head);
-        // Queued notifications (quiet ones included) become context ahead of the person's words.
-        const context = this.#queue.takeNotificationsBeforeBarrier();
-        await this.#startTurn('user', context, head);
-        continue;
-      }
-      const batch = this.#queue.takeNotificationsBeforeBarrier(head.priority);
-      await this.#startTurn('background_task', batch, undefined);
+    } finally {
+      this.#draining = false;
     }
     this.#wakeIdleWaiters();
   }

@@ -1,0 +1,85 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { runtimeForTest } from '../../test/support/session.js';
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+/** A promise a test settles by hand. */
+function deferred<T = void>() {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((done) => {
+    resolve = done;
+  });
+  return { promise, resolve };
+}
+
+describe('the configuration barrier', () => {
+  it('an input queued behind a configuration that is still applying waits for it', async () => {
+    const order: string[] = [];
+    const { runtime } = runtimeForTest([
+      () => {
+        order.push('model request');
+        return { text: 'ok' };
+      },
+    ]);
+    const session = runtime.createSession({ id: 's1' });
+    vi.useFakeTimers();
+    const applying = deferred();
+    let started = false;
+    const configured = session.configure('switch model', async () => {
+      started = true;
+      await applying.promise;
+      order.push('configured');
+    });
+    await vi.advanceTimersByTimeAsync(10);
+    expect(started).toBe(true);
+    const reply = session.send('hello');
+    let idle = false;
+    void session.whenIdle().then(() => {
+      idle = true;
+    });
+    // Well past the drain's longest delay: a second drain had every chance to start a turn.
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(order).toEqual([]);
+    expect(idle).toBe(false);
+    applying.resolve();
+    await vi.advanceTimersByTimeAsync(10);
+    await configured;
+    await reply;
+    expect(order).toEqual(['configured', 'model request']);
+    await vi.advanceTimersByTimeAsync(10);
+    expect(idle).toBe(true);
+    vi.useRealTimers();
+    await runtime.dispose();
+  });
+
+  it('takeQueuedNotifications delivers nothing queued behind a configuration that is still applying', async () => {
+    const { runtime } = runtimeForTest([]);
+    const session = runtime.createSession({ id: 's1' });
+    vi.useFakeTimers();
+    const applying = deferred();
+    let started = false;
+    const configured = session.configure('switch model', async () => {
+      started = true;
+      await applying.promise;
+    });
+    await vi.advanceTimersByTimeAsync(10);
+    expect(started).toBe(true);
+    session.deliverNotification({
+      taskId: 'scripted-1',
+      label: 'late',
+      text: '<task-notification/>',
+      lane: 'quiet',
+      branchGeneration: 0,
+      idempotencyKey: 'late',
+    });
+    expect(session.takeQueuedNotifications({ source: 'mcp_tool_result' })).toEqual([]);
+    applying.resolve();
+    await vi.advanceTimersByTimeAsync(10);
+    await configured;
+    vi.useRealTimers();
+    expect(session.takeQueuedNotifications({ source: 'mcp_tool_result' })).toHaveLength(1);
+    await runtime.dispose();
+  });
+});

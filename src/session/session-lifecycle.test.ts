@@ -83,3 +83,21 @@ describe('the configuration barrier', () => {
     await runtime.dispose();
   });
 });
+
+describe('the input ledger', () => {
+  it('a user-prompt hook that throws discards the input’s ledger entry instead of leaving it queued', async () => {
+    const { runtime, store, model } = runtimeForTest([{ text: 'never asked' }], {
+      beforeUserPrompt: () => {
+        throw new Error('hook failed');
+      },
+    });
+    const session = runtime.createSession({ id: 's1' });
+    await expect(session.send('hello')).resolves.toMatchObject({ reason: 'error', error: 'hook failed' });
+    expect(model.requests).toHaveLength(0);
+    expect(store.listQueued('s1')).toEqual([]);
+    expect(store.listLedger('s1').map((entry) => [entry.kind, entry.state, entry.reason])).toEqual([
+      ['user_input', 'discarded', 'delivery_failed'],
+    ]);
+    await runtime.dispose();
+  });
+});

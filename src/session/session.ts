@@ -575,7 +575,14 @@ export class Session {
   }
 
   #deliverUserInput(input: QueuedUserInput): void {
-    const text = this.#beforeUserPrompt?.(input.text, this) ?? input.text;
+    let text: string;
+    try {
+      text = this.#beforeUserPrompt?.(input.text, this) ?? input.text;
+    } catch (error) {
+      // The input will never be delivered: its ledger entry must not stay queued.
+      this.#store.markDiscarded([input.ledgerId], 'delivery_failed');
+      throw error;
+    }
     const result = this.#store.commitDelivery(this.id, [input.ledgerId], {
       role: 'user',
       content: { text },

@@ -1,5 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { runtimeForTest } from '../../test/support/session.js';
+import { z } from 'zod';
+import { runtimeForTest, startTaskTool, type TaskBoard } from '../../test/support/session.js';
+import { defineTool } from '../tools/index.js';
 
 afterEach(() => {
   vi.useRealTimers();
@@ -98,6 +100,55 @@ describe('the input ledger', () => {
     expect(store.listLedger('s1').map((entry) => [entry.kind, entry.state, entry.reason])).toEqual([
       ['user_input', 'discarded', 'delivery_failed'],
     ]);
+    await runtime.dispose();
+  });
+});
+
+describe('interrupting a turn', () => {
+  it('leaves notifications that arrived during the interrupted step queued, and they wake the session', async () => {
+    const board: TaskBoard = new Map();
+    const gate = deferred();
+    let slowStarted = false;
+    const { runtime, model, store } = runtimeForTest(
+      [
+        {
+          toolCalls: [
+            { name: 'start_task', input: { label: 'job' } },
+            { name: 'slow', input: {} },
+          ],
+        },
+        { text: 'the job finished' },
+      ],
+      {
+        tools: (session) => [
+          startTaskTool(session, board),
+          defineTool({
+            name: 'slow',
+            description: 'Ignores the abort signal.',
+            inputSchema: z.object({}),
+            async execute() {
+              slowStarted = true;
+              await gate.promise;
+              return { text: 'slow done', isError: false, value: undefined };
+            },
+          }),
+        ],
+      },
+    );
+    const session = runtime.createSession({ id: 's1' });
+    const reply = session.send('go');
+    await vi.waitFor(() => expect(slowStarted).toBe(true));
+    board.get('job')!.settle();
+    await vi.waitFor(() => expect(session.queuedCommands).toBe(1));
+    expect(session.interrupt()).toBe(true);
+    gate.resolve();
+    await expect(reply).resolves.toMatchObject({ reason: 'interrupted' });
+    await vi.waitFor(() => expect(model.requests).toHaveLength(2));
+    await session.whenIdle();
+    const last = model.requests[1]!.messages.at(-1);
+    expect(last?.role === 'user' && last.text).toContain('<task-id>scripted-1</task-id>');
+    const delivered = store.listLedger('s1').filter((entry) => entry.kind === 'notification');
+    expect(delivered.map((entry) => entry.state)).toEqual(['delivered']);
     await runtime.dispose();
   });
 });

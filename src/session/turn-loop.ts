@@ -38,8 +38,9 @@ export async function runTurn(context: TurnContext): Promise<TurnOutcome> {
   let lastText = '';
   try {
     for (let step = 0; step < context.limits.maxStepsPerTurn; step += 1) {
-      if (requests > 0 && !continuation) context.injectQueuedNotifications();
+      // Checked first: an interrupted turn makes no more requests, so nothing may be injected for one.
       signal.throwIfAborted();
+      if (requests > 0 && !continuation) context.injectQueuedNotifications();
       const response = validateResponse(
         await context.model.generate(
           {

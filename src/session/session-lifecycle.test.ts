@@ -1,7 +1,9 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
+import { flushMicrotasks } from '../../test/support/registry.js';
 import { runtimeForTest, startTaskTool, type TaskBoard } from '../../test/support/session.js';
 import { defineTool } from '../tools/index.js';
+import type { ModelPort, ModelResponse } from './model-port.js';
 
 afterEach(() => {
   vi.useRealTimers();
@@ -149,6 +151,35 @@ describe('interrupting a turn', () => {
     expect(last?.role === 'user' && last.text).toContain('<task-id>scripted-1</task-id>');
     const delivered = store.listLedger('s1').filter((entry) => entry.kind === 'notification');
     expect(delivered.map((entry) => entry.state)).toEqual(['delivered']);
+    await runtime.dispose();
+  });
+});
+
+describe('closing', () => {
+  it('waits for a turn that ignores the abort without polling the event loop', async () => {
+    const reply = deferred<ModelResponse>();
+    let asked = false;
+    const stubborn: ModelPort = {
+      name: 'stubborn',
+      generate: () => {
+        asked = true;
+        return reply.promise;
+      },
+    };
+    const { runtime } = runtimeForTest([], { model: stubborn });
+    const session = runtime.createSession({ id: 's1' });
+    const turn = session.send('hello');
+    await vi.waitFor(() => expect(asked).toBe(true));
+    vi.useFakeTimers({ toFake: ['setImmediate'] });
+    const closing = session.close();
+    await flushMicrotasks(50);
+    expect(session.state).toBe('shutting_down');
+    expect(vi.getTimerCount()).toBe(0);
+    vi.useRealTimers();
+    reply.resolve({ text: 'late', toolCalls: [], finishReason: 'stop' });
+    await closing;
+    await expect(turn).resolves.toMatchObject({ reason: 'interrupted' });
+    expect(session.state).toBe('closed');
     await runtime.dispose();
   });
 });

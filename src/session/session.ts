@@ -135,7 +135,9 @@ export class Session {
   #tools: readonly AnyToolDefinition[] = [];
   #branchGeneration: number;
   #state: SessionRunState = 'idle';
-  #turn: { readonly id: number; readonly controller: AbortController } | undefined;
+  #turn:
+    | { readonly id: number; readonly controller: AbortController; readonly ended: Promise<void> }
+    | undefined;
   #turnCount = 0;
   #drainScheduled = false;
   /** True while a drain applies a configuration or runs a turn: only one drain works the queue at a time. */
@@ -510,7 +512,11 @@ export class Session {
   ): Promise<void> {
     const turnId = ++this.#turnCount;
     const controller = new AbortController();
-    this.#turn = { id: turnId, controller };
+    let markEnded!: () => void;
+    const ended = new Promise<void>((resolve) => {
+      markEnded = resolve;
+    });
+    this.#turn = { id: turnId, controller, ended };
     this.#setState('running');
     const title = input ? firstLine(input.text) : batchTitle(notifications);
     this.#emit({ type: 'turn-start', turnId, source, title });
@@ -533,6 +539,7 @@ export class Session {
       outcome = { turnId, reason: 'error', text: '', error: message };
     } finally {
       this.#turn = undefined;
+      markEnded();
     }
     this.#emit({
       type: 'turn-end',
@@ -715,7 +722,8 @@ export class Session {
       if (command.kind === 'configure') command.settle(new SessionClosedError(this.id));
     }
     if (ledgerIds.length > 0) this.#store.markDiscarded(ledgerIds, 'shutdown');
-    while (this.#turn) await new Promise((resolve) => setImmediate(resolve));
+    // The interrupted turn may still be finishing a model request or a tool call that ignores the abort.
+    while (this.#turn) await this.#turn.ended;
     this.#store.updateSession(this.id, { state: 'closed' });
     this.#setState('closed');
     this.#listeners.clear();

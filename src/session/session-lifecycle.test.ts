@@ -1,7 +1,13 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { flushMicrotasks } from '../../test/support/registry.js';
-import { runtimeForTest, startTaskTool, type TaskBoard } from '../../test/support/session.js';
+import {
+  runtimeForTest,
+  settleEventLoop,
+  startTaskTool,
+  type TaskBoard,
+} from '../../test/support/session.js';
+import { createMemorySessionStore, type SessionStore } from '../store/index.js';
 import { defineTool } from '../tools/index.js';
 import type { ModelPort, ModelResponse } from './model-port.js';
 
@@ -181,5 +187,58 @@ describe('closing', () => {
     await expect(turn).resolves.toMatchObject({ reason: 'interrupted' });
     expect(session.state).toBe('closed');
     await runtime.dispose();
+  });
+
+  it('a failing owner cleanup still closes the session and settles its queued inputs', async () => {
+    const { runtime, store, logger } = runtimeForTest([]);
+    const session = runtime.createSession({ id: 's1' });
+    session.owner.addCleanup(() => {
+      throw new Error('cleanup failed');
+    });
+    session.holdIdleDrain();
+    const pending = session.send('queued behind the hold');
+    await expect(session.close()).resolves.toBeUndefined();
+    await expect(pending).rejects.toMatchObject({ code: 'SESSION_CLOSED' });
+    expect(session.state).toBe('closed');
+    expect(store.listQueued('s1')).toEqual([]);
+    expect(store.getSession('s1')?.state).toBe('closed');
+    expect(runtime.getSession('s1')).toBeUndefined();
+    expect(logger.warnings.map((warning) => warning.message).join('\n')).toContain('cleanup');
+    await runtime.dispose();
+  });
+
+  it('a store that fails while closing still ends in the closed state, and dispose finishes', async () => {
+    const inner = createMemorySessionStore();
+    const store = new Proxy(inner, {
+      get(target, property, receiver) {
+        if (property === 'updateSession') {
+          return () => {
+            throw new Error('disk full');
+          };
+        }
+        const value = Reflect.get(target, property, receiver);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    }) as SessionStore;
+    const { runtime } = runtimeForTest([], { store });
+    const session = runtime.createSession({ id: 's1' });
+    let idle = false;
+    const closing = session.close();
+    void session.whenIdle().then(() => {
+      idle = true;
+    });
+    await expect(closing).resolves.toBeUndefined();
+    expect(session.state).toBe('closed');
+    await settleEventLoop();
+    expect(idle).toBe(true);
+    expect(runtime.getSession('s1')).toBeUndefined();
+    await runtime.dispose();
+    await expect(
+      runtime.tasks.start({
+        kind: 'scripted',
+        label: 'late',
+        run: () => ({ cancel() {}, done: new Promise(() => {}) }),
+      }),
+    ).rejects.toMatchObject({ code: 'SERVICE_DISPOSED' });
   });
 });

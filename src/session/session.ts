@@ -703,14 +703,9 @@ export class Session {
     this.#drainTimer = undefined;
     this.#drainScheduled = false;
     this.interrupt('session closing');
-    try {
-      await this.#onShutdown?.(this);
-    } catch (error) {
-      this.#logger.warn(`session ${this.id}: a shutdown sweep failed`, {
-        error: error instanceof Error ? error.message : String(error),
-      });
-    }
-    await this.owner.dispose();
+    // Every step is guarded: whatever fails, queued inputs are answered and the session ends closed.
+    await this.#closeStep('a shutdown sweep failed', () => this.#onShutdown?.(this));
+    await this.#closeStep('disposing its owner failed (a cleanup threw)', () => this.owner.dispose());
     const leftover = this.#queue.remove(() => true);
     const ledgerIds: number[] = [];
     for (const command of leftover) {
@@ -721,13 +716,34 @@ export class Session {
       }
       if (command.kind === 'configure') command.settle(new SessionClosedError(this.id));
     }
-    if (ledgerIds.length > 0) this.#store.markDiscarded(ledgerIds, 'shutdown');
+    if (ledgerIds.length > 0) {
+      await this.#closeStep('discarding its queued entries failed', () =>
+        this.#store.markDiscarded(ledgerIds, 'shutdown'),
+      );
+    }
     // The interrupted turn may still be finishing a model request or a tool call that ignores the abort.
     while (this.#turn) await this.#turn.ended;
-    this.#store.updateSession(this.id, { state: 'closed' });
+    await this.#closeStep('storing it as closed failed', () =>
+      this.#store.updateSession(this.id, { state: 'closed' }),
+    );
     this.#setState('closed');
     this.#listeners.clear();
   }
+
+  async #closeStep(failure: string, step: () => unknown): Promise<void> {
+    try {
+      await step();
+    } catch (error) {
+      this.#logger.warn(`session ${this.id}: ${failure}`, { error: describeError(error) });
+    }
+  }
+}
+
+function describeError(error: unknown): string {
+  if (error instanceof AggregateError) {
+    return [error.message, ...error.errors.map((inner: unknown) => describeError(inner))].join('; ');
+  }
+  return error instanceof Error ? error.message : String(error);
 }
 
 function validatePriority(priority: QueuePriority | undefined): QueuePriority {

@@ -242,3 +242,39 @@ describe('closing', () => {
     ).rejects.toMatchObject({ code: 'SERVICE_DISPOSED' });
   });
 });
+
+describe('argument validation', () => {
+  it('configure names a bad label or apply function', async () => {
+    const { runtime } = runtimeForTest([]);
+    const session = runtime.createSession({ id: 's1' });
+    await expect(session.configure('', () => {})).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      context: { field: 'label' },
+    });
+    await expect(session.configure('switch', 'nope' as never)).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      context: { field: 'apply' },
+    });
+    expect(session.queuedCommands).toBe(0);
+    await runtime.dispose();
+  });
+
+  it('send rejects a bad priority or idempotency key instead of throwing', async () => {
+    const { runtime, store } = runtimeForTest([]);
+    const session = runtime.createSession({ id: 's1' });
+    let sent: Promise<unknown> | undefined;
+    expect(() => {
+      sent = session.send('hello', { priority: 'urgent' as never });
+    }).not.toThrow();
+    await expect(sent).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', context: { field: 'priority' } });
+    expect(() => {
+      sent = session.send('hello', { idempotencyKey: 42 as never });
+    }).not.toThrow();
+    await expect(sent).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      context: { field: 'idempotencyKey' },
+    });
+    expect(store.listLedger('s1')).toEqual([]);
+    await runtime.dispose();
+  });
+});

@@ -246,20 +246,27 @@ export class Session {
       return Promise.reject(new InvalidArgumentError('text', 'a non-empty string', text));
     }
     if (this.#closing) return Promise.reject(new SessionClosedError(this.id));
-    const priority = validatePriority(options.priority);
-    const admission = this.#store.admit({
-      sessionId: this.id,
-      kind: 'user_input',
-      idempotencyKey: options.idempotencyKey ?? `user:${randomUUID()}`,
-      priority,
-      text,
-    });
+    let priority: QueuePriority;
+    let admission: ReturnType<SessionStore['admit']>;
+    try {
+      // A bad option (the store checks the key) or a failing store rejects; send() never throws.
+      priority = validatePriority(options?.priority);
+      admission = this.#store.admit({
+        sessionId: this.id,
+        kind: 'user_input',
+        idempotencyKey: options?.idempotencyKey ?? `user:${randomUUID()}`,
+        priority,
+        text,
+      });
+    } catch (error) {
+      return Promise.reject(error);
+    }
     if (!admission.admitted) {
       return Promise.reject(
         new InvalidArgumentError(
           'idempotencyKey',
           'a key not used before in this session',
-          options.idempotencyKey,
+          options?.idempotencyKey,
         ),
       );
     }
@@ -292,6 +299,12 @@ export class Session {
     apply: () => void | Promise<void>,
     priority: QueuePriority = 'next',
   ): Promise<void> {
+    if (typeof label !== 'string' || label.trim() === '') {
+      return Promise.reject(new InvalidArgumentError('label', 'a non-empty string', label));
+    }
+    if (typeof apply !== 'function') {
+      return Promise.reject(new InvalidArgumentError('apply', 'a function', apply));
+    }
     if (this.#closing) return Promise.reject(new SessionClosedError(this.id));
     return new Promise((resolve, reject) => {
       this.#queue.push({

@@ -13,10 +13,23 @@ export interface Clock {
   schedule(delayMs: number, callback: () => void): CancelTimer;
 }
 
+/**
+ * The longest delay one `setTimeout` can express. Node runs a longer one after 1 ms, so longer delays
+ * are waited out in legs of at most this length.
+ */
+const MAX_TIMER_DELAY_MS = 2_147_483_647;
+
 export const systemClock: Clock = Object.freeze({
   now: () => Date.now(),
   schedule(delayMs: number, callback: () => void): CancelTimer {
-    const timer = setTimeout(callback, delayMs);
+    let timer: NodeJS.Timeout;
+    const arm = (remaining: number) => {
+      timer =
+        remaining > MAX_TIMER_DELAY_MS
+          ? setTimeout(() => arm(remaining - MAX_TIMER_DELAY_MS), MAX_TIMER_DELAY_MS)
+          : setTimeout(callback, remaining);
+    };
+    arm(delayMs);
     return () => clearTimeout(timer);
   },
 });

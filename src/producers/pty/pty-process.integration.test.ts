@@ -182,6 +182,15 @@ describe('a program in a pseudo-terminal', () => {
     expect(exit.signal).toBe(exit.stopSignals.at(-1));
   });
 
+  it('keeps a runtime cap longer than one timer can express (2^31 - 1 ms) instead of expiring at once', async () => {
+    const pty = await spawn(fixtureCommand('echo-repl.sh'), { timeoutMs: 3_000_000_000 });
+    await expectScreen(pty, 'repl>');
+    pty.writeInput('still here', ['Enter']);
+    await expectScreen(pty, 'echo: still here');
+    pty.writeInput('', ['Ctrl-D']);
+    expect(await pty.stopped).toMatchObject({ reason: 'completed', exitCode: 0, stopSignals: [] });
+  });
+
   it('reports a bad working directory as a spawn error, without starting anything', async () => {
     const pty = await spawn('true', { cwd: fixture('no-such-directory') });
     expect(pty.pid).toBeUndefined();

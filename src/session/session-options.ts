@@ -30,6 +30,9 @@ export const SESSION_LIMIT_DEFAULTS: ResolvedSessionLimits = Object.freeze({
 });
 
 export function resolveSessionLimits(limits: SessionLimits = {}): ResolvedSessionLimits {
+  if (typeof limits !== 'object' || limits === null) {
+    throw new InvalidArgumentError('limits', 'an object of session limits', limits);
+  }
   const resolved = { ...SESSION_LIMIT_DEFAULTS };
   for (const field of Object.keys(SESSION_LIMIT_DEFAULTS) as Array<keyof ResolvedSessionLimits>) {
     const value = limits[field];

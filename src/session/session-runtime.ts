@@ -14,6 +14,7 @@ import type { SessionStore } from '../store/session-store.js';
 import { taskRecordFromSnapshot } from '../store/task-record-from-snapshot.js';
 import {
   asSessionId,
+  createOwner,
   createTrustedCaller,
   ErrandError,
   InvalidArgumentError,
@@ -113,13 +114,8 @@ export class SessionRuntime {
   #disposal: Promise<void> | undefined;
 
   constructor(options: SessionRuntimeOptions) {
-    if (typeof options?.store !== 'object' || options.store === null) {
-      throw new InvalidArgumentError('store', 'a SessionStore', options?.store);
-    }
-    if (typeof options.model !== 'function' && typeof options.model?.generate !== 'function') {
-      throw new InvalidArgumentError('model', 'a ModelPort or a factory of one', options.model);
-    }
-    resolveSessionLimits(options.limits);
+    // Everything is checked before the runtime attaches to a task service or a session reaches the store.
+    validateRuntimeOptions(options);
     this.#options = options;
     this.store = options.store;
     this.#logger = options.logger ?? defaultLogger;
@@ -147,6 +143,7 @@ export class SessionRuntime {
     if (this.#sessions.has(id)) throw new SessionExistsError(id);
     const parentId =
       options.parentId === undefined ? undefined : validateSessionId(options.parentId, 'parentId');
+    validateEnvironment('env', options.env);
     const cwd = options.cwd ?? this.#options.cwd ?? process.cwd();
     const record = this.store.createSession({
       id,
@@ -165,6 +162,7 @@ export class SessionRuntime {
   resumeSession(id: string, options: { readonly env?: Readonly<Record<string, string>> } = {}): Session {
     this.#ensureOpen();
     const sessionId = validateSessionId(id, 'id');
+    validateEnvironment('env', options.env);
     if (this.#sessions.has(sessionId)) throw new SessionExistsError(sessionId);
     const record = this.store.getSession(sessionId);
     if (!record) throw new SessionNotFoundError(sessionId);
@@ -345,6 +343,71 @@ const unsetModel: ModelPort = {
   name: 'unset',
   generate: () => Promise.reject(new Error('The session has no model')),
 };
+
+function validateRuntimeOptions(options: SessionRuntimeOptions): void {
+  if (typeof options !== 'object' || options === null) {
+    throw new InvalidArgumentError('options', 'an object', options);
+  }
+  if (typeof options.store !== 'object' || options.store === null) {
+    throw new InvalidArgumentError('store', 'a SessionStore', options.store);
+  }
+  if (typeof options.model !== 'function' && typeof options.model?.generate !== 'function') {
+    throw new InvalidArgumentError('model', 'a ModelPort or a factory of one', options.model);
+  }
+  const tasks = options.tasks as Partial<TaskService> | undefined;
+  if (
+    tasks !== undefined &&
+    (typeof tasks !== 'object' ||
+      tasks === null ||
+      typeof tasks.attachController !== 'function' ||
+      typeof tasks.onTasksChanged !== 'function')
+  ) {
+    throw new InvalidArgumentError('tasks', 'a TaskService', options.tasks);
+  }
+  for (const field of ['tools', 'beforeUserPrompt', 'onSessionShutdown', 'now'] as const) {
+    if (options[field] !== undefined && typeof options[field] !== 'function') {
+      throw new InvalidArgumentError(field, 'a function', options[field]);
+    }
+  }
+  if (options.systemPrompt !== undefined && typeof options.systemPrompt !== 'string') {
+    throw new InvalidArgumentError('systemPrompt', 'a string', options.systemPrompt);
+  }
+  if (options.cwd !== undefined && (typeof options.cwd !== 'string' || options.cwd === '')) {
+    throw new InvalidArgumentError('cwd', 'a non-empty path', options.cwd);
+  }
+  validateEnvironment('env', options.env);
+  if (
+    options.logger !== undefined &&
+    (typeof options.logger !== 'object' ||
+      options.logger === null ||
+      typeof options.logger.warn !== 'function')
+  ) {
+    throw new InvalidArgumentError('logger', 'an object with a warn function', options.logger);
+  }
+  resolveSessionLimits(options.limits);
+  validatePolicyOptions(options.notifications);
+}
+
+function validateEnvironment(field: string, env: unknown): void {
+  if (env !== undefined && (typeof env !== 'object' || env === null || Array.isArray(env))) {
+    throw new InvalidArgumentError(field, 'an object of environment variables', env);
+  }
+}
+
+/** The policy checks its own options; a probe policy over no tasks runs those checks up front. */
+function validatePolicyOptions(notifications: PolicyOptions | undefined): void {
+  if (notifications === undefined) return;
+  if (typeof notifications !== 'object' || notifications === null) {
+    throw new InvalidArgumentError('notifications', 'an object of delivery-policy options', notifications);
+  }
+  const noTasks = { onTaskDone: () => () => {} } as unknown as TaskService;
+  createDeliveryPolicy({
+    ...notifications,
+    tasks: noTasks,
+    owner: createOwner('options-check'),
+    enqueue: () => {},
+  }).dispose();
+}
 
 /** The highest sequence per kind among stored task ids, so new ids never reuse old ones. */
 export function lastSequences(store: SessionStore): Record<string, number> {

@@ -1,0 +1,58 @@
+import { describe, expect, it } from 'vitest';
+import { createTaskService } from '../registry/index.js';
+import { createMemorySessionStore } from '../store/index.js';
+import { scriptedModel, scriptedTask } from '../testing/index.js';
+import { createSessionRuntime, type SessionRuntimeOptions } from './session-runtime.js';
+
+describe('session runtime options', () => {
+  it.each<[string, Partial<SessionRuntimeOptions>]>([
+    ['tasks', { tasks: {} as never }],
+    ['tools', { tools: 'none' as never }],
+    ['beforeUserPrompt', { beforeUserPrompt: 1 as never }],
+    ['onSessionShutdown', { onSessionShutdown: true as never }],
+    ['now', { now: 5 as never }],
+    ['systemPrompt', { systemPrompt: 5 as never }],
+    ['cwd', { cwd: '' }],
+    ['env', { env: 'PATH=/bin' as never }],
+    ['logger', { logger: {} as never }],
+    ['limits', { limits: null as never }],
+    ['limits.maxStepsPerTurn', { limits: { maxStepsPerTurn: 0 } }],
+    ['wakeBudget', { notifications: { wakeBudget: -1 } }],
+    ['lanes.bash', { notifications: { lanes: { bash: 'loud' as never } } }],
+  ])('rejects a bad %s when the runtime is created, naming it', (field, options) => {
+    expect(() =>
+      createSessionRuntime({ store: createMemorySessionStore(), model: scriptedModel(), ...options }),
+    ).toThrow(
+      expect.objectContaining({ code: 'INVALID_ARGUMENT', context: expect.objectContaining({ field }) }),
+    );
+  });
+
+  it('a bad notification option fails before the runtime attaches to the service or writes a session', async () => {
+    const store = createMemorySessionStore();
+    const tasks = createTaskService();
+    expect(() =>
+      createSessionRuntime({
+        store,
+        tasks,
+        model: scriptedModel(),
+        notifications: { maxNotificationBytes: 0 },
+      }),
+    ).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+    expect(store.listSessions()).toEqual([]);
+    await expect(tasks.start(scriptedTask().spec)).rejects.toMatchObject({ code: 'NO_CONTROLLER' });
+    await tasks.dispose();
+  });
+
+  it('createSession names a bad environment before writing anything', async () => {
+    const store = createMemorySessionStore();
+    const runtime = createSessionRuntime({ store, model: scriptedModel() });
+    expect(() => runtime.createSession({ id: 's1', env: 'PATH=/bin' as never })).toThrow(
+      expect.objectContaining({
+        code: 'INVALID_ARGUMENT',
+        context: expect.objectContaining({ field: 'env' }),
+      }),
+    );
+    expect(store.listSessions()).toEqual([]);
+    await runtime.dispose();
+  });
+});

@@ -225,6 +225,8 @@ export function createAgentTool(options: AgentToolOptions): AgentTool {
         .catch(() => undefined);
     };
     context.signal.addEventListener('abort', onAbort, { once: true });
+    // An abort that came while the subagent was registering is honoured too.
+    if (context.signal.aborted) onAbort();
     let autoMoved = false;
     const cancelAuto =
       autoBackgroundMs === false

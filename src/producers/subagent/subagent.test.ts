@@ -501,6 +501,63 @@ describe('foreground subagents', () => {
   });
 });
 
+it('a foreground call aborted while its subagent registers stops the subagent too', async () => {
+  const store = createMemorySessionStore();
+  const tasks = createTaskService({ logger: quietLogger });
+  const registering = deferred();
+  const proceed = deferred();
+  // A task service whose registration takes a while (a durable or remote provider does I/O there).
+  const slowTasks = new Proxy(tasks, {
+    get(target, property) {
+      if (property === 'start') {
+        return async (spec: Parameters<TaskService['start']>[0]) => {
+          registering.resolve();
+          await proceed.promise;
+          return target.start(spec);
+        };
+      }
+      const value = Reflect.get(target, property, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  const childAnswers = deferred();
+  const subagents = createSubagentProducer({
+    tasks: slowTasks,
+    store,
+    model: scriptedModel([
+      async () => {
+        await childAnswers.promise;
+        return { text: 'ran to its end' };
+      },
+    ]),
+    logger: quietLogger,
+  });
+  const runtime = createSessionRuntime({ store, tasks, model: scriptedModel([]), logger: quietLogger });
+  try {
+    const session = runtime.createSession({ id: 'parent' });
+    const controller = new AbortController();
+    const call = executeTool(
+      createAgentTool({ producer: subagents }),
+      { prompt: 'p', description: 'aborted early' },
+      { caller: session.owner, toolCallId: 'call_early', signal: controller.signal },
+    );
+    await registering.promise;
+    controller.abort(new Error('the turn was interrupted'));
+    proceed.resolve();
+    const ended = await new Promise<TaskSnapshot>((resolve) => {
+      tasks.onTaskDone((snapshot) => resolve(snapshot));
+      setTimeout(() => childAnswers.resolve(), 50);
+    });
+    expect(ended).toMatchObject({ id: 'agent-1', status: 'killed', stopInitiator: 'user' });
+    expect(await call).toMatchObject({ isError: true, value: { status: 'killed' } });
+  } finally {
+    childAnswers.resolve();
+    await subagents.dispose();
+    await runtime.dispose();
+    await tasks.dispose();
+  }
+});
+
 describe('the agent tool', () => {
   it('omits run_in_background when disabled and rejects a forced one with a clear error', async () => {
     const h = harness([], [], { tool: { enableRunInBackground: false } });

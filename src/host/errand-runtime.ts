@@ -146,19 +146,50 @@ export interface ErrandRuntime {
 }
 
 export async function createErrandRuntime(options: ErrandRuntimeOptions): Promise<ErrandRuntime> {
+  if (typeof options !== 'object' || options === null) {
+    throw new InvalidArgumentError('options', 'an object', options);
+  }
   const ownsStore = options.store === undefined;
   const store =
     options.store ?? openSqliteSessionStore(options.home === undefined ? {} : { home: options.home });
+  const built: Array<() => unknown> = ownsStore ? [() => store.close()] : [];
+  try {
+    return await assembleRuntime(options, store, ownsStore, built);
+  } catch (error) {
+    // Creation failed midway: release what was built, newest first, and the store this call opened.
+    for (const release of built.reverse()) {
+      try {
+        await release();
+      } catch {
+        // The creation error is the one to report.
+      }
+    }
+    throw error;
+  }
+}
+
+/** Builds the parts in dependency order, recording in `built` how to release each one. */
+async function assembleRuntime(
+  options: ErrandRuntimeOptions,
+  store: SessionStore,
+  ownsStore: boolean,
+  built: Array<() => unknown>,
+): Promise<ErrandRuntime> {
   const tasks = createTaskService({ initialSequences: lastSequences(store), ...options.tasks });
+  built.push(() => tasks.dispose());
   const executor = new BashExecutor(options.bash?.executor);
+  built.push(() => executor.dispose());
   const bash = createBashProducer({ tasks, executor, ...options.bash?.producer });
+  built.push(() => bash.dispose());
   const bashTool = createBashTool({ producer: bash, ...options.bash?.tool });
   const pty =
     options.pty !== false && (await isPtyAvailable())
       ? createPtyProducer(tasks, options.pty || {})
       : undefined;
+  if (pty) built.push(() => pty.dispose());
   const ptyTools = pty ? createPtyTools(pty) : [];
   const taskTools = createTaskTools({ tasks, ...options.taskTools });
+  built.push(() => taskTools.dispose());
   // Filled once the session runtime exists; producers only call it later, for live sessions.
   let policyOf: SessionRuntime['policyOf'] = () => undefined;
   let subagents: SubagentProducer | undefined;
@@ -182,6 +213,7 @@ export async function createErrandRuntime(options: ErrandRuntimeOptions): Promis
       ...(options.notifications ? { notifications: options.notifications } : {}),
       ...subagentOptions,
     });
+    built.push(() => subagents?.dispose());
     subagents.registerStopStrategy(taskTools.stop);
     agentTool = createAgentTool({ producer: subagents, autoBackgroundMs: autoBackgroundMs ?? false });
   }
@@ -198,8 +230,10 @@ export async function createErrandRuntime(options: ErrandRuntimeOptions): Promis
         ...options.workflows,
       })
     : undefined;
+  if (workflows) built.push(() => workflows.dispose());
   const workflowTools = workflows ? createWorkflowTools({ producer: workflows }).tools : [];
   const events = createBackgroundEventFeed({ tasks, ...options.events });
+  built.push(() => events.dispose());
   const systemPrompt = [options.systemPrompt, taskToolsPrompt()].filter(Boolean).join('\n\n');
 
   const outputSnapshot = (taskId: string, maxBytes = 8192) => {

@@ -1,0 +1,46 @@
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { capturingLogger } from '../../test/support/registry.js';
+import { scriptedModel } from '../testing/index.js';
+import { createErrandRuntime, type ErrandRuntimeOptions } from './errand-runtime.js';
+
+const directories: string[] = [];
+
+afterEach(() => {
+  for (const directory of directories.splice(0)) rmSync(directory, { recursive: true, force: true });
+});
+
+function home(): string {
+  const directory = mkdtempSync(join(tmpdir(), 'errand-host-'));
+  directories.push(directory);
+  return directory;
+}
+
+/** An open SQLite store keeps its -wal and -shm files; closing the last connection removes them. */
+function openDatabaseFiles(directory: string): string[] {
+  return readdirSync(directory).filter((name) => name.endsWith('-wal') || name.endsWith('-shm'));
+}
+
+describe('creating the assembled runtime', () => {
+  it.each<[string, Partial<ErrandRuntimeOptions>, string]>([
+    ['a session limit', { limits: { maxStepsPerTurn: 0 } }, 'limits.maxStepsPerTurn'],
+    ['a task-service option', { tasks: { maxLiveTasks: 0 } }, 'maxLiveTasks'],
+    ['an executor option', { bash: { executor: { killGraceMs: -1 } } }, 'killGraceMs'],
+    ['a delivery-policy option', { notifications: { wakeBudget: -1 } }, 'wakeBudget'],
+    ['a subagent model', { model: () => scriptedModel() }, 'subagents.model'],
+  ])('fails on %s without leaving its own store open', async (_, options, field) => {
+    const directory = home();
+    await expect(
+      createErrandRuntime({
+        model: scriptedModel(),
+        home: directory,
+        pty: false,
+        logger: capturingLogger(),
+        ...options,
+      }),
+    ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', context: expect.objectContaining({ field }) });
+    expect(openDatabaseFiles(directory)).toEqual([]);
+  });
+});

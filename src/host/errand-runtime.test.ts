@@ -1,8 +1,9 @@
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { capturingLogger } from '../../test/support/registry.js';
+import { createMemorySessionStore } from '../store/index.js';
 import { scriptedModel } from '../testing/index.js';
 import { createErrandRuntime, type ErrandRuntimeOptions } from './errand-runtime.js';
 
@@ -42,5 +43,45 @@ describe('creating the assembled runtime', () => {
       }),
     ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', context: expect.objectContaining({ field }) });
     expect(openDatabaseFiles(directory)).toEqual([]);
+  });
+});
+
+describe('disposing the assembled runtime', () => {
+  it('stops a running subagent without waking its parent session for the stop', async () => {
+    const parent = scriptedModel([
+      {
+        toolCalls: [
+          {
+            name: 'agent',
+            input: { prompt: 'Wait for ever.', description: 'wait', run_in_background: true },
+          },
+        ],
+      },
+      { text: 'The subagent is waiting.' },
+    ]);
+    let childAsked = false;
+    const runtime = await createErrandRuntime({
+      model: parent,
+      store: createMemorySessionStore(),
+      pty: false,
+      logger: capturingLogger(),
+      subagents: {
+        model: () =>
+          scriptedModel([
+            () => {
+              childAsked = true;
+              return new Promise(() => {});
+            },
+          ]),
+      },
+    });
+    const session = runtime.createSession({ id: 'main' });
+    await session.send('start a subagent');
+    await vi.waitFor(() => expect(childAsked).toBe(true));
+    await runtime.dispose();
+    // Disposal is not a background result: the parent's model is not asked about it.
+    expect(parent.requests).toHaveLength(2);
+    // Nor is the stop admitted as a notification at all: the session was already shutting down.
+    expect(runtime.store.listLedger('main').filter((entry) => entry.kind === 'notification')).toEqual([]);
   });
 });

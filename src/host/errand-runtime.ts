@@ -320,9 +320,10 @@ async function assembleRuntime(
     outputSnapshot,
     dispose() {
       disposal ??= (async () => {
+        // Sessions first: their shutdown blocks notifications, so the work stopped below wakes no agent.
+        await sessions.dispose();
         await workflows?.dispose();
         await subagents?.dispose();
-        await sessions.dispose();
         taskTools.dispose();
         events.dispose();
         await pty?.dispose();

@@ -3,6 +3,7 @@
  * its result — the newest output (bounded, never consuming the model's read cursor) and the exit line
  * a foreground `bash` call ends with.
  */
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import type { CallToolResult, TaskStatus as McpTaskStatus } from '@modelcontextprotocol/sdk/types.js';
 import { exitLine } from '../producers/bash/bash-tool.js';
 import type { ExitFacts } from '../producers/bash/exit-facts.js';
@@ -55,7 +56,7 @@ export function renderBashTaskResult(
 ): CallToolResult {
   const lines: string[] = [];
   if (output) {
-    const view = output.snapshot(maxBytes);
+    const view = newestOutput(output, maxBytes);
     const body = withSkippedOutputMarker(view.text, view.skippedBytes, view.outputFile);
     lines.push(body === '' ? '(no output)' : body.replace(/\n$/, ''));
   } else {
@@ -67,4 +68,47 @@ export function renderBashTaskResult(
   // The output part is already bounded; this bounds the whole text, exit lines included.
   const text = limitToolText(lines.join('\n'), maxBytes + 1024, { keepHead: false });
   return { content: [{ type: 'text', text }], isError: status === 'failed' };
+}
+
+/**
+ * The newest `maxBytes` of a finished command's output. A handle's snapshot holds at most 8192 bytes; a
+ * larger budget is filled from the output file, which holds the whole stream once the command stopped.
+ */
+function newestOutput(output: CommandOutput, maxBytes: number): OutputSnapshot {
+  const view = output.snapshot(maxBytes);
+  if (view.skippedBytes === 0 || view.outputFile === null) return view;
+  if (Buffer.byteLength(view.text) >= maxBytes) return view;
+  return readFileTail(view.outputFile, maxBytes, view.outputBytes) ?? view;
+}
+
+/** The last `maxBytes` of a complete output file, starting on a character boundary; undefined if unreadable. */
+function readFileTail(file: string, maxBytes: number, outputBytes: number): OutputSnapshot | undefined {
+  let descriptor: number | undefined;
+  try {
+    descriptor = openSync(file, 'r');
+    const size = fstatSync(descriptor).size;
+    // A file that could not be written in full does not hold the newest output.
+    if (size !== outputBytes) return undefined;
+    const length = Math.min(maxBytes, size);
+    const bytes = Buffer.alloc(length);
+    let filled = 0;
+    while (filled < length) {
+      const read = readSync(descriptor, bytes, filled, length - filled, size - length + filled);
+      if (read === 0) return undefined;
+      filled += read;
+    }
+    let start = 0;
+    while (start < Math.min(3, length) && ((bytes[start] ?? 0) & 0xc0) === 0x80) start += 1;
+    return {
+      text: bytes.toString('utf8', start),
+      skippedBytes: size - length + start,
+      outputBytes,
+      outputFile: file,
+      running: false,
+    };
+  } catch {
+    return undefined;
+  } finally {
+    if (descriptor !== undefined) closeSync(descriptor);
+  }
 }

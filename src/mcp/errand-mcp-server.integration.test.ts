@@ -162,6 +162,43 @@ describe('createErrandMcpServer', () => {
     expect(text?.startsWith(`${root}\n[exit code: 0]`)).toBe(true);
   });
 
+  it("returns up to tasks.maxResultBytes of a task-augmented command's output, the newest kept", async () => {
+    const { client } = await connect();
+    // 20000 bytes of output, one line: all of it fits the default budget of 30000 bytes.
+    const command = "head -c 19999 /dev/zero | tr '\\0' a; echo; echo the-end >&2";
+    const created = await client.request(
+      { method: 'tools/call', params: { name: 'bash', arguments: { command }, task: { ttl: 60_000 } } },
+      CreateTaskResultSchema,
+    );
+    const result = (await client.experimental.tasks.getTaskResult(
+      created.task.taskId,
+      CallToolResultSchema,
+    )) as CallToolResult;
+    const [text = ''] = result.content.flatMap((block) => (block.type === 'text' ? [block.text] : []));
+    expect(text).toContain(`${'a'.repeat(19_999)}\nthe-end\n[exit code: 0]`);
+    expect(text).not.toContain('bytes skipped');
+
+    // 40000 bytes: the newest 30000 are kept, after a marker for the 10000 before them.
+    const longer = await client.request(
+      {
+        method: 'tools/call',
+        params: {
+          name: 'bash',
+          arguments: { command: "head -c 39991 /dev/zero | tr '\\0' b; echo; echo the-end" },
+          task: { ttl: 60_000 },
+        },
+      },
+      CreateTaskResultSchema,
+    );
+    const cut = (await client.experimental.tasks.getTaskResult(
+      longer.task.taskId,
+      CallToolResultSchema,
+    )) as CallToolResult;
+    const [cutText = ''] = cut.content.flatMap((block) => (block.type === 'text' ? [block.text] : []));
+    expect(cutText).toMatch(/^\[\.\.\. 10000 bytes skipped; full output: [^\n]+ \.\.\.\]\n/);
+    expect(cutText).toContain(`\n${'b'.repeat(29_991)}\nthe-end\n[exit code: 0]`);
+  });
+
   it('validates its options, naming the field', async () => {
     runtime = await createMcpRuntime({
       store: createMemorySessionStore(),

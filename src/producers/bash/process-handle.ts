@@ -218,8 +218,8 @@ export class ProcessHandle {
       logger: options.logger,
       ...(options.sendSignal ? { sendSignal: options.sendSignal } : {}),
     });
-    child.stdout?.on('data', (chunk: Buffer) => this.#onData('stdout', chunk));
-    child.stderr?.on('data', (chunk: Buffer) => this.#onData('stderr', chunk));
+    child.stdout?.on('data', (chunk: Buffer) => this.#onData('stdout', chunk, child.stdout!));
+    child.stderr?.on('data', (chunk: Buffer) => this.#onData('stderr', chunk, child.stderr!));
     child.once('spawn', () => this.#resolveSpawned(true));
     child.once('exit', (code, signal) => this.#onExit(code, signal));
     this.setTimeout(resolved.timeoutMs);
@@ -284,9 +284,11 @@ export class ProcessHandle {
     void this.#terminator.terminate();
   }
 
-  #onData(source: 'stdout' | 'stderr', chunk: Buffer): void {
+  #onData(source: 'stdout' | 'stderr', chunk: Buffer, stream: Readable): void {
     this.#lastActivity = this.#options.clock.now();
     this.#output?.push(source, chunk);
+    // Node resumes a child's pipes once it exits; a pause for the disk holds until the disk caught up.
+    if (this.#paused) stream.pause();
   }
 
   #pause(): void {
@@ -354,14 +356,18 @@ export class ProcessHandle {
     let report: TerminationReport | undefined;
     await closedWithin(this.#streamsClosed, options.clock, options.exitGraceMs);
     const terminator = this.#terminator;
-    if (terminator && (options.killProcessGroupOnExit || terminator.terminating)) {
-      report = await terminator.sweep();
+    const sweep = terminator !== undefined && (options.killProcessGroupOnExit || terminator.terminating);
+    if (sweep) report = await terminator.sweep();
+    // After a sweep the pipes may still hold output; without one they are read on only while output
+    // waits for the disk (the pipes are paused then, and what they hold is still the command's).
+    if (sweep || this.#paused) {
       await drainedWithin(
         this.#streamsClosed,
         options.clock,
         () => this.#lastActivity,
         options.exitGraceMs,
-        options.killGraceMs,
+        sweep ? options.killGraceMs : options.exitGraceMs,
+        () => this.#paused,
       );
     }
     for (const stream of this.#streams) stream.destroy();

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { runtimeForTest, settleEventLoop } from '../../test/support/session.js';
 import { lastUserText } from '../testing/index.js';
+import { defineTool } from '../tools/index.js';
 import type { SessionEvent } from './session-events.js';
 
 function notificationTexts(request: { messages: readonly { role: string; text?: string }[] }): string[] {
@@ -77,6 +79,34 @@ describe('session turns', () => {
     const session = runtime.createSession({ id: 's1' });
     await expect(session.send('hello')).resolves.toMatchObject({ reason: 'completed', text: '' });
     expect(session.messages().map((message) => message.role)).toEqual(['user']);
+    await runtime.dispose();
+  });
+
+  it('a tool that breaks its contract is answered with an error; no tool call is left without a result', async () => {
+    const { runtime, model } = runtimeForTest(
+      [{ toolCalls: [{ name: 'broken', input: {} }] }, { text: 'recovered' }],
+      {
+        tools: () => [
+          defineTool({
+            name: 'broken',
+            description: 'Returns nothing.',
+            inputSchema: z.object({}),
+            execute: async () => undefined as never,
+          }),
+        ],
+      },
+    );
+    const session = runtime.createSession({ id: 's1' });
+    await expect(session.send('go')).resolves.toMatchObject({ reason: 'completed', text: 'recovered' });
+    const tool = model.requests[1]!.messages.at(-1);
+    expect(tool?.role).toBe('tool');
+    expect(tool?.role === 'tool' && tool.results[0]).toMatchObject({ isError: true });
+    expect(session.messages().map((message) => message.role)).toEqual([
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+    ]);
     await runtime.dispose();
   });
 

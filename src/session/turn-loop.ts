@@ -117,7 +117,7 @@ async function executeCall(
       isError: true,
     };
   } else {
-    result = await executeTool(tool, call.input, context.toolContext(call.id));
+    result = await runToolCall(tool, call, context);
   }
   const text = boundText(result.text, context.limits.maxToolResultBytes);
   context.emit({
@@ -129,6 +129,25 @@ async function executeCall(
     text,
   });
   return { toolCallId: call.id, output: text, isError: result.isError };
+}
+
+/**
+ * The assistant message naming this call is already stored: whatever the tool does, the call gets a
+ * result, or every later request would carry a tool call without one.
+ */
+async function runToolCall(
+  tool: AnyToolDefinition,
+  call: ModelToolCall,
+  context: TurnContext,
+): Promise<ToolResult> {
+  try {
+    const result = await executeTool(tool, call.input, context.toolContext(call.id));
+    if (typeof result?.text === 'string' && typeof result.isError === 'boolean') return result;
+    throw new Error('it returned no { text, isError } result');
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    return { text: `Error [TOOL_FAILED]: the ${tool.name} tool failed: ${message}`, isError: true };
+  }
 }
 
 function validateResponse(response: ModelResponse): ModelResponse {

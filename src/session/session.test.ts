@@ -326,6 +326,27 @@ describe('rewind', () => {
     expect(entries.map((entry) => [entry.state, entry.reason])).toEqual([['discarded', 'branch_changed']]);
     await runtime.dispose();
   });
+  it('drops a stale notification that a person\u2019s input would carry as context, before persisting', async () => {
+    const { runtime, board, store } = runtimeForTest(
+      [
+        { toolCalls: [{ name: 'start_task', input: { label: 'old' } }] },
+        { text: 'started' },
+        { text: 'answered' },
+      ],
+      { notifications: { lanes: { scripted: 'quiet' } } },
+    );
+    const session = runtime.createSession({ id: 's1' });
+    await session.send('start');
+    board.get('old')!.settle();
+    await settleEventLoop(10);
+    expect(store.listQueued('s1')).toHaveLength(1);
+    // Another writer moves the branch behind the session's back; only the persist-time check can see it.
+    store.rewind('s1', 0);
+    await expect(session.send('next')).resolves.toMatchObject({ text: 'answered' });
+    const entries = store.listLedger('s1').filter((entry) => entry.kind === 'notification');
+    expect(entries.map((entry) => [entry.state, entry.reason])).toEqual([['discarded', 'branch_changed']]);
+    await runtime.dispose();
+  });
 });
 
 describe('user-prompt hooks', () => {

@@ -626,6 +626,9 @@ export class Session {
       if (result.ok) {
         delivered = true;
         this.#emit({ type: 'message', message: result.message });
+      } else if (result.code === 'LEDGER_ENTRY_STALE_BRANCH') {
+        // The branch moved in the store behind the session: the entry can never be delivered.
+        this.#discard([notification], 'branch_changed');
       }
     }
     return delivered;

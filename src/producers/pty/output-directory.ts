@@ -24,8 +24,15 @@ export class OutputDirectory {
 
   /** The directory's path, once created. */
   async path(): Promise<string> {
-    // mkdtemp creates the directory with mode 0700.
-    this.#path ??= mkdtemp(join(this.#root, 'errand-pty-'));
+    if (this.#path === undefined) {
+      // mkdtemp creates the directory with mode 0700.
+      const creating = mkdtemp(join(this.#root, 'errand-pty-'));
+      this.#path = creating;
+      // A failure (a missing parent, a full disk) is not remembered: the next program tries again.
+      creating.catch(() => {
+        if (this.#path === creating) this.#path = undefined;
+      });
+    }
     return this.#path;
   }
 

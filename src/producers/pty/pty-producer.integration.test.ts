@@ -1,4 +1,6 @@
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { PtyTestbed } from '../../../test/fixtures/pty/harness.js';
 import { expectScreen, fixture, fixtureCommand, ptyTestbed } from '../../../test/fixtures/pty/harness.js';
@@ -229,6 +231,23 @@ describe('pty tasks in the task service', () => {
     await expect(bed.producer.start({ command: 'true' })).rejects.toMatchObject({
       code: 'PTY_PRODUCER_DISPOSED',
     });
+  });
+
+  it('starts programs again once its output directory can be created, after a failure to', async () => {
+    const parent = mkdtempSync(join(tmpdir(), 'errand-pty-test-'));
+    try {
+      const root = join(parent, 'not-yet');
+      const bed = open({ outputRoot: root });
+      await expect(bed.producer.start({ command: 'true' })).rejects.toMatchObject({ code: 'ENOENT' });
+      mkdirSync(root);
+      const { taskId, outputFile } = await bed.producer.start({ command: 'printf "ok\\n"' });
+      expect((await settled(bed, taskId)).status).toBe('completed');
+      expect(outputFile.startsWith(`${root}/`)).toBe(true);
+    } finally {
+      await testbed?.close();
+      testbed = undefined;
+      rmSync(parent, { recursive: true, force: true });
+    }
   });
 
   it('removes its private output directory when disposed', async () => {

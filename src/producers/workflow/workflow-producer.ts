@@ -278,6 +278,8 @@ export class WorkflowProducer {
       readonly legacy: boolean;
     },
   ): Promise<StartedWorkflow> {
+    // Loading the script took a while: a disposal that began meanwhile would never stop this run.
+    this.#ensureOpen();
     const { store } = this.options;
     const detail: TaskDetail = {
       script: script.name,

@@ -468,6 +468,32 @@ describe('stopping workflow runs', () => {
     expect(h.clock.pending).toBe(0);
   });
 
+  it('a start, resume or amend still loading its script when the producer is disposed runs nothing', async () => {
+    const h = harness();
+    const failed = settled(h.tasks, 'workflow-1');
+    await h.workflows.start({
+      script: 'counted.mjs',
+      owner: h.session.owner,
+      args: { dir: h.dir, requireFlag: true },
+    });
+    await failed;
+    const starting = h.workflows.start({
+      script: 'gated.mjs',
+      owner: h.session.owner,
+      args: { gate: 'late' },
+    });
+    const resuming = h.workflows.resume('workflow-1', { caller: h.session.owner });
+    const amending = h.workflows.amend('workflow-1', { caller: h.session.owner, script: 'amended.mjs' });
+    await h.workflows.dispose();
+    for (const late of [starting, resuming, amending]) {
+      await expect(late).rejects.toMatchObject({ code: 'WORKFLOW_PRODUCER_DISPOSED' });
+    }
+    expect(h.tasks.list(h.session.owner).map((task) => [task.id, task.status])).toEqual([
+      ['workflow-1', 'failed'],
+    ]);
+    expect(h.store.getRun('workflow-1')).toMatchObject({ status: 'failed' });
+  });
+
   it('a legacy run cannot be cancelled: the stop dispatch answers cancel_not_supported', async () => {
     const h = harness();
     h.model.push({ text: 'ok' });

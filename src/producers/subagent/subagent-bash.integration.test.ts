@@ -199,6 +199,30 @@ describe('a subagent and its own background bash', () => {
     expect(existsSync(join(dir, 'go'))).toBe(true);
   });
 
+  it('a resume that is closing its lingering child when the producer is disposed runs nothing', async () => {
+    const h = harness(
+      [
+        { toolCalls: [{ name: 'bash', input: { command: 'exec sleep 600', run_in_background: true } }] },
+        { text: 'the watcher runs' },
+        { text: 'resumed' },
+      ],
+      { keepBackgroundWork: true },
+    );
+    const parent = h.runtime.createSession({ id: 'parent' });
+    const ended = settled(h.tasks, (snapshot) => snapshot.kind === 'agent');
+    const started = await h.subagents.start({ prompt: 'start the watcher', owner: parent.owner });
+    expect(await started.result).toMatchObject({ status: 'completed', lingering: true });
+    expect(await ended).toMatchObject({ status: 'completed' });
+    const [watcher] = bashTasks(h.tasks);
+    const resuming = h.subagents.resume(started.taskId, 'one more thing', { caller: parent.owner });
+    await h.subagents.dispose();
+    await expect(resuming).rejects.toMatchObject({ code: 'SUBAGENT_PRODUCER_DISPOSED' });
+    expect(h.tasks.get(started.taskId, parent.owner)).toMatchObject({ status: 'completed', attempt: 1 });
+    // The lingering child was closed: its command is gone, and so is its task.
+    expect(isAlive(watcher!.detail.pid as number)).toBe(false);
+    expect(bashTasks(h.tasks)).toEqual([]);
+  });
+
   it('background bash of a subagent gets the runtime cap', async () => {
     const blocked = deferred();
     const h = harness(

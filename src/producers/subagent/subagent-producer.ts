@@ -269,6 +269,8 @@ export class SubagentProducer {
       readonly resumeId?: TaskId;
     },
   ): Promise<StartedSubagent> {
+    // A resume waited for its lingering child to close: a disposal that began meanwhile would miss it.
+    this.#ensureOpen();
     let run: ChildRun | undefined;
     const detail: TaskDetail = {
       description: record.description ?? null,

@@ -16,6 +16,7 @@ export class OutputSpill {
   readonly #listeners = new Set<() => void>();
   #closed: Promise<void> | undefined;
   #error: string | undefined;
+  #exceeded = false;
 
   constructor(file: OutputFile, maxBytes: number, logger: Logger) {
     this.path = file.path;
@@ -48,21 +49,23 @@ export class OutputSpill {
   }
 
   /**
-   * Appends a chunk; what goes past the cap is dropped. Returns false once the cap is reached, so the
-   * caller can stop the program.
+   * Appends a chunk; what goes past the cap is dropped. Returns false once output went past the cap
+   * (reaching it exactly drops nothing), so the caller can stop the program.
    */
   append(chunk: Uint8Array): boolean {
-    if (this.#closed !== undefined || this.#error !== undefined) return this.#bytes < this.#maxBytes;
+    if (this.#closed !== undefined || this.#error !== undefined) return !this.#exceeded;
     const room = this.#maxBytes - this.#bytes;
-    if (room <= 0) return false;
+    if (chunk.byteLength > room) this.#exceeded = true;
     const part = chunk.byteLength <= room ? chunk : chunk.subarray(0, room);
-    this.#bytes += part.byteLength;
-    this.#pending += part.byteLength;
-    this.#stream.write(part, () => {
-      this.#pending -= part.byteLength;
-      for (const listener of [...this.#listeners]) listener();
-    });
-    return this.#bytes < this.#maxBytes;
+    if (part.byteLength > 0) {
+      this.#bytes += part.byteLength;
+      this.#pending += part.byteLength;
+      this.#stream.write(part, () => {
+        this.#pending -= part.byteLength;
+        for (const listener of [...this.#listeners]) listener();
+      });
+    }
+    return !this.#exceeded;
   }
 
   /** Calls `listener` after each queued write completes. Returns an unsubscribe. */

@@ -173,6 +173,18 @@ describe('a program in a pseudo-terminal', () => {
     expect(statSync(pty.outputFile).size).toBe(10_000);
   });
 
+  it('lets a program write exactly the output file cap and end on its own', async () => {
+    // No echo: the file holds exactly the ten digits; the program ends once it reads a line.
+    const pty = await spawn(`stty -echo; printf 0123456789; read -r line; exit 0`, {
+      settings: { maxOutputFileBytes: 10 },
+    });
+    await expectScreen(pty, '0123456789');
+    pty.writeInput('done', ['Enter']);
+    const exit = await pty.stopped;
+    expect(exit).toMatchObject({ reason: 'completed', exitCode: 0, stopSignals: [], outputBytes: 10 });
+    expect(readFileSync(pty.outputFile, 'latin1')).toBe('0123456789');
+  });
+
   it('stops a program that outlives its runtime cap, with reason timed_out', async () => {
     const pty = await spawn('sleep 300', { timeoutMs: 1 });
     const exit = await pty.stopped;

@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { NotificationLane } from '../notifications/index.js';
-import type { MessageRecord } from '../store/records.js';
+import type { LedgerEntry, MessageRecord } from '../store/records.js';
 import type { NewMessage, SessionStore } from '../store/session-store.js';
 import {
   createOwner,
@@ -32,6 +32,7 @@ import type {
   TurnOutcome,
   TurnSource,
 } from './session-events.js';
+import { SessionLedger } from './session-ledger.js';
 import type { ResolvedSessionLimits } from './session-options.js';
 import { runTurn, type TurnContext } from './turn-loop.js';
 
@@ -127,6 +128,7 @@ export class Session {
   readonly #logger: SessionLogger;
   readonly #now: () => number;
   readonly #queue: CommandQueue;
+  readonly #ledger: SessionLedger;
   readonly #listeners = new Set<SessionEventListener>();
   readonly #onShutdown: SessionDependencies['onShutdown'];
   readonly #beforeUserPrompt: SessionDependencies['beforeUserPrompt'];
@@ -165,6 +167,12 @@ export class Session {
     this.#onShutdown = dependencies.onShutdown;
     this.#beforeUserPrompt = dependencies.beforeUserPrompt;
     this.#queue = new CommandQueue(dependencies.limits.maxQueuedCommands);
+    this.#ledger = new SessionLedger({
+      sessionId: this.id,
+      store: this.#store,
+      branchGeneration: () => this.#branchGeneration,
+      emit: (event) => this.#emit(event),
+    });
     this.owner = createOwner(this.id, { branchGeneration: () => this.#branchGeneration });
     this.#tools = dependencies.tools(this);
   }
@@ -247,21 +255,15 @@ export class Session {
     }
     if (this.#closing) return Promise.reject(new SessionClosedError(this.id));
     let priority: QueuePriority;
-    let admission: ReturnType<SessionStore['admit']>;
+    let entry: LedgerEntry | undefined;
     try {
       // A bad option (the store checks the key) or a failing store rejects; send() never throws.
       priority = validatePriority(options?.priority);
-      admission = this.#store.admit({
-        sessionId: this.id,
-        kind: 'user_input',
-        idempotencyKey: options?.idempotencyKey ?? `user:${randomUUID()}`,
-        priority,
-        text,
-      });
+      entry = this.#ledger.admitInput(text, priority, options?.idempotencyKey ?? `user:${randomUUID()}`);
     } catch (error) {
       return Promise.reject(error);
     }
-    if (!admission.admitted) {
+    if (entry === undefined) {
       return Promise.reject(
         new InvalidArgumentError(
           'idempotencyKey',
@@ -270,11 +272,12 @@ export class Session {
         ),
       );
     }
+    const ledgerId = entry.id;
     return new Promise<TurnOutcome>((resolve, reject) => {
       const command: QueuedUserInput = {
         kind: 'user_input',
         priority,
-        ledgerId: admission.entry.id,
+        ledgerId,
         text,
         queuedAt: this.#now(),
         settle: (outcome, error) => (error === undefined ? resolve(outcome as TurnOutcome) : reject(error)),
@@ -282,7 +285,7 @@ export class Session {
       try {
         this.#queue.push(command);
       } catch (error) {
-        this.#store.markDiscarded([admission.entry.id], 'queue_full');
+        this.#ledger.discardEntries([ledgerId], 'queue_full');
         reject(error);
         return;
       }
@@ -339,22 +342,20 @@ export class Session {
     }
     const lane = notification.lane ?? 'wakeup';
     const priority = validatePriority(notification.priority);
-    const admission = this.#store.admit({
-      sessionId: this.id,
-      kind: 'notification',
-      idempotencyKey: notification.idempotencyKey,
-      priority,
-      lane,
-      branchGeneration: notification.branchGeneration,
+    const entry = this.#ledger.admitNotification({
       taskId: notification.taskId,
       text: notification.text,
+      lane,
+      priority,
+      branchGeneration: notification.branchGeneration,
+      idempotencyKey: notification.idempotencyKey,
     });
-    if (!admission.admitted) return { admitted: false, reason: 'duplicate' };
+    if (entry === undefined) return { admitted: false, reason: 'duplicate' };
     try {
       this.#queue.push({
         kind: 'notification',
         priority,
-        ledgerId: admission.entry.id,
+        ledgerId: entry.id,
         taskId: notification.taskId,
         label: notification.label,
         text: notification.text,
@@ -363,12 +364,12 @@ export class Session {
         queuedAt: this.#now(),
       });
     } catch (error) {
-      this.#store.markDiscarded([admission.entry.id], 'queue_full');
+      this.#ledger.discardEntries([entry.id], 'queue_full');
       throw error;
     }
     this.#emit({ type: 'notification-queued', taskId: notification.taskId, lane });
     if (lane === 'wakeup') this.#scheduleDrain();
-    return { admitted: true, ledgerId: admission.entry.id };
+    return { admitted: true, ledgerId: entry.id };
   }
 
   /**
@@ -391,7 +392,7 @@ export class Session {
     // While a drain works (a turn, or a configuration being applied) the drain delivers them, in order.
     if (this.#turn || this.#draining || this.#closing) return [];
     const taken = this.#queue.takeNotificationsBeforeBarrier('later', limit);
-    return this.#deliverBatch(taken, options.source).map((notification) => ({
+    return this.#ledger.deliverBatch(taken, options.source).map((notification) => ({
       ledgerId: notification.ledgerId,
       taskId: notification.taskId,
       label: notification.label,
@@ -435,7 +436,7 @@ export class Session {
     const stale = this.#queue.remove(
       (command) => command.kind === 'notification' && command.branchGeneration !== this.#branchGeneration,
     ) as QueuedNotification[];
-    this.#discard(stale, 'branch_changed');
+    this.#ledger.discard(stale, 'branch_changed');
     return this.#branchGeneration;
   }
 
@@ -537,8 +538,8 @@ export class Session {
     try {
       const delivered =
         source === 'user'
-          ? this.#deliverSeparately(notifications, 'task_notification_steer')
-          : this.#deliverBatch(notifications, 'background_task').length > 0;
+          ? this.#ledger.deliverEach(notifications, 'task_notification_steer')
+          : this.#ledger.deliverBatch(notifications, 'background_task').length > 0;
       if (input) this.#deliverUserInput(input);
       if (source === 'background_task' && !delivered) {
         // Every notification of the batch was stale or already delivered: nothing to wake the model for.
@@ -576,7 +577,7 @@ export class Session {
       messages: () => this.#store.listMessages(this.id),
       append: (message) => this.#append(message),
       injectQueuedNotifications: () =>
-        this.#deliverSeparately(this.#queue.takeNotificationsBeforeBarrier(), 'task_notification_steer'),
+        this.#ledger.deliverEach(this.#queue.takeNotificationsBeforeBarrier(), 'task_notification_steer'),
       toolContext: (toolCallId) => ({
         caller: this.owner,
         toolCallId,
@@ -600,89 +601,10 @@ export class Session {
       text = this.#beforeUserPrompt?.(input.text, this) ?? input.text;
     } catch (error) {
       // The input will never be delivered: its ledger entry must not stay queued.
-      this.#store.markDiscarded([input.ledgerId], 'delivery_failed');
+      this.#ledger.discardEntries([input.ledgerId], 'delivery_failed');
       throw error;
     }
-    const result = this.#store.commitDelivery(this.id, [input.ledgerId], {
-      role: 'user',
-      content: { text },
-      visibility: 'all',
-      source: 'user',
-    });
-    if (result.ok) this.#emit({ type: 'message', message: result.message });
-  }
-
-  /** Each notification as its own model-only message (mid-turn injection, context ahead of input). */
-  #deliverSeparately(notifications: QueuedNotification[], source: string): boolean {
-    let delivered = false;
-    for (const notification of this.#dropStale(notifications)) {
-      const result = this.#store.commitDelivery(this.id, [notification.ledgerId], {
-        role: 'user',
-        content: { text: notification.text },
-        visibility: 'model-only',
-        source,
-        branchGeneration: this.#branchGeneration,
-      });
-      if (result.ok) {
-        delivered = true;
-        this.#emit({ type: 'message', message: result.message });
-      } else if (result.code === 'LEDGER_ENTRY_STALE_BRANCH') {
-        // The branch moved in the store behind the session: the entry can never be delivered.
-        this.#discard([notification], 'branch_changed');
-      }
-    }
-    return delivered;
-  }
-
-  /**
-   * A batch as one model-only message: the XML blocks joined by a blank line. Returns the notifications
-   * it delivered.
-   */
-  #deliverBatch(notifications: QueuedNotification[], source: string): QueuedNotification[] {
-    let pending = this.#dropStale(notifications);
-    while (pending.length > 0) {
-      const result = this.#store.commitDelivery(
-        this.id,
-        pending.map((notification) => notification.ledgerId),
-        {
-          role: 'user',
-          content: { text: pending.map((notification) => notification.text).join('\n\n') },
-          visibility: 'model-only',
-          source,
-          branchGeneration: this.#branchGeneration,
-        },
-      );
-      if (result.ok) {
-        this.#emit({ type: 'message', message: result.message });
-        return pending;
-      }
-      // Some entry was already delivered, discarded or is stale: deliver the rest without it.
-      const blocked = new Set(result.conflicts.map((entry) => entry.id));
-      const stale = pending.filter((notification) => blocked.has(notification.ledgerId));
-      if (result.code === 'LEDGER_ENTRY_STALE_BRANCH') this.#discard(stale, 'branch_changed');
-      pending = pending.filter((notification) => !blocked.has(notification.ledgerId));
-    }
-    return [];
-  }
-
-  /** The second branch check, just before persisting. */
-  #dropStale(notifications: QueuedNotification[]): QueuedNotification[] {
-    const stale = notifications.filter(
-      (notification) => notification.branchGeneration !== this.#branchGeneration,
-    );
-    this.#discard(stale, 'branch_changed');
-    return notifications.filter((notification) => notification.branchGeneration === this.#branchGeneration);
-  }
-
-  #discard(notifications: readonly QueuedNotification[], reason: string): void {
-    if (notifications.length === 0) return;
-    this.#store.markDiscarded(
-      notifications.map((notification) => notification.ledgerId),
-      reason,
-    );
-    for (const notification of notifications) {
-      this.#emit({ type: 'notification-discarded', taskId: notification.taskId, reason });
-    }
+    this.#ledger.deliverInput(input, text);
   }
 
   // ---------------------------------------------------------------- shutdown
@@ -734,7 +656,7 @@ export class Session {
     }
     if (ledgerIds.length > 0) {
       await this.#closeStep('discarding its queued entries failed', () =>
-        this.#store.markDiscarded(ledgerIds, 'shutdown'),
+        this.#ledger.discardEntries(ledgerIds, 'shutdown'),
       );
     }
     // The interrupted turn may still be finishing a model request or a tool call that ignores the abort.

@@ -1,0 +1,158 @@
+/**
+ * A session's side of the input ledger: admits inputs and notifications, delivers them into the
+ * conversation exactly once (the message and the delivered marks in one store step), and discards what
+ * can no longer be delivered. Every admitted entry ends delivered or discarded through here.
+ */
+import type { NotificationLane } from '../notifications/index.js';
+import type { LedgerEntry } from '../store/records.js';
+import type { SessionStore } from '../store/session-store.js';
+import type { SessionId } from '../tasks/index.js';
+import type { QueuedNotification, QueuedUserInput, QueuePriority } from './command-queue.js';
+import type { SessionEvent } from './session-events.js';
+
+export interface SessionLedgerDependencies {
+  readonly sessionId: SessionId;
+  readonly store: SessionStore;
+  /** The session's current branch generation: notifications of another one are stale. */
+  readonly branchGeneration: () => number;
+  readonly emit: (event: SessionEvent) => void;
+}
+
+export interface NotificationEntry {
+  readonly taskId: string;
+  readonly text: string;
+  readonly lane: NotificationLane;
+  readonly priority: QueuePriority;
+  readonly branchGeneration: number;
+  readonly idempotencyKey: string;
+}
+
+export class SessionLedger {
+  readonly #sessionId: SessionId;
+  readonly #store: SessionStore;
+  readonly #branchGeneration: () => number;
+  readonly #emit: (event: SessionEvent) => void;
+
+  constructor(dependencies: SessionLedgerDependencies) {
+    this.#sessionId = dependencies.sessionId;
+    this.#store = dependencies.store;
+    this.#branchGeneration = dependencies.branchGeneration;
+    this.#emit = dependencies.emit;
+  }
+
+  /** Writes a person's input as queued; undefined when its idempotency key was used before. */
+  admitInput(text: string, priority: QueuePriority, idempotencyKey: string): LedgerEntry | undefined {
+    const admission = this.#store.admit({
+      sessionId: this.#sessionId,
+      kind: 'user_input',
+      idempotencyKey,
+      priority,
+      text,
+    });
+    return admission.admitted ? admission.entry : undefined;
+  }
+
+  /** Writes a notification as queued; undefined when the same key was admitted before. */
+  admitNotification(notification: NotificationEntry): LedgerEntry | undefined {
+    const admission = this.#store.admit({
+      sessionId: this.#sessionId,
+      kind: 'notification',
+      idempotencyKey: notification.idempotencyKey,
+      priority: notification.priority,
+      lane: notification.lane,
+      branchGeneration: notification.branchGeneration,
+      taskId: notification.taskId,
+      text: notification.text,
+    });
+    return admission.admitted ? admission.entry : undefined;
+  }
+
+  /** Discards entries by id, without events (queue full, shutdown, a failed delivery). */
+  discardEntries(ledgerIds: readonly number[], reason: string): void {
+    this.#store.markDiscarded(ledgerIds, reason);
+  }
+
+  /** Discards queued notifications and tells the session's viewers. */
+  discard(notifications: readonly QueuedNotification[], reason: string): void {
+    if (notifications.length === 0) return;
+    this.discardEntries(
+      notifications.map((notification) => notification.ledgerId),
+      reason,
+    );
+    for (const notification of notifications) {
+      this.#emit({ type: 'notification-discarded', taskId: notification.taskId, reason });
+    }
+  }
+
+  /** A person's input, as `text` (after the user-prompt hook). */
+  deliverInput(input: QueuedUserInput, text: string): void {
+    const result = this.#store.commitDelivery(this.#sessionId, [input.ledgerId], {
+      role: 'user',
+      content: { text },
+      visibility: 'all',
+      source: 'user',
+    });
+    if (result.ok) this.#emit({ type: 'message', message: result.message });
+  }
+
+  /** Each notification as its own model-only message (mid-turn injection, context ahead of input). */
+  deliverEach(notifications: QueuedNotification[], source: string): boolean {
+    let delivered = false;
+    for (const notification of this.dropStale(notifications)) {
+      const result = this.#store.commitDelivery(this.#sessionId, [notification.ledgerId], {
+        role: 'user',
+        content: { text: notification.text },
+        visibility: 'model-only',
+        source,
+        branchGeneration: this.#branchGeneration(),
+      });
+      if (result.ok) {
+        delivered = true;
+        this.#emit({ type: 'message', message: result.message });
+      } else if (result.code === 'LEDGER_ENTRY_STALE_BRANCH') {
+        // The branch moved in the store behind the session: the entry can never be delivered.
+        this.discard([notification], 'branch_changed');
+      }
+    }
+    return delivered;
+  }
+
+  /**
+   * A batch as one model-only message: the XML blocks joined by a blank line. Returns the notifications
+   * it delivered.
+   */
+  deliverBatch(notifications: QueuedNotification[], source: string): QueuedNotification[] {
+    let pending = this.dropStale(notifications);
+    while (pending.length > 0) {
+      const result = this.#store.commitDelivery(
+        this.#sessionId,
+        pending.map((notification) => notification.ledgerId),
+        {
+          role: 'user',
+          content: { text: pending.map((notification) => notification.text).join('\n\n') },
+          visibility: 'model-only',
+          source,
+          branchGeneration: this.#branchGeneration(),
+        },
+      );
+      if (result.ok) {
+        this.#emit({ type: 'message', message: result.message });
+        return pending;
+      }
+      // Some entry was already delivered, discarded or is stale: deliver the rest without it.
+      const blocked = new Set(result.conflicts.map((entry) => entry.id));
+      const stale = pending.filter((notification) => blocked.has(notification.ledgerId));
+      if (result.code === 'LEDGER_ENTRY_STALE_BRANCH') this.discard(stale, 'branch_changed');
+      pending = pending.filter((notification) => !blocked.has(notification.ledgerId));
+    }
+    return [];
+  }
+
+  /** The second branch check, just before persisting. */
+  dropStale(notifications: QueuedNotification[]): QueuedNotification[] {
+    const generation = this.#branchGeneration();
+    const stale = notifications.filter((notification) => notification.branchGeneration !== generation);
+    this.discard(stale, 'branch_changed');
+    return notifications.filter((notification) => notification.branchGeneration === generation);
+  }
+}

@@ -126,6 +126,38 @@ describe('createErrandMcpServer', () => {
     );
   });
 
+  it('offers no subagent tools by default: no model in the loop could run them', async () => {
+    const { client } = await connect();
+    const { tools } = await client.listTools();
+    expect(tools.map((tool) => tool.name).sort()).toEqual(['bash', 'task_kill', 'task_list', 'task_output']);
+    expect(runtime!.subagents).toBeUndefined();
+  });
+
+  it('offers subagent tools when the runtime is given a model for them', async () => {
+    const logger = capturingLogger();
+    runtime = await createMcpRuntime({
+      store: createMemorySessionStore(),
+      pty: false,
+      logger,
+      subagents: { model: scriptedModel([{ text: 'the subagent answers' }]) },
+    });
+    server = createErrandMcpServer({ runtime, logger });
+    const [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair();
+    const client = new Client({ name: 'in-process', version: '1' });
+    await Promise.all([server.connect(serverTransport), client.connect(clientTransport)]);
+    const { tools } = await client.listTools();
+    expect(tools.map((tool) => tool.name)).toEqual(expect.arrayContaining(['agent', 'agent_message']));
+    const result = (await client.callTool(
+      { name: 'agent', arguments: { prompt: 'answer', description: 'a question' } },
+      CallToolResultSchema,
+    )) as CallToolResult;
+    expect(result.isError).toBe(false);
+    expect(result.content[0]).toMatchObject({
+      type: 'text',
+      text: expect.stringContaining('the subagent answers'),
+    });
+  });
+
   it('runs commands in the launch directory when the client offers no roots', async () => {
     const { call, cwd } = await connect();
     expect(await call('bash', { command: 'pwd' })).toEqual([`${cwd}\n[exit code: 0]`]);

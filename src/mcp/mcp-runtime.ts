@@ -22,11 +22,17 @@ export const MCP_CLIENT_MODEL: ModelPort = Object.freeze({
 
 export type McpRuntimeOptions = Omit<ErrandRuntimeOptions, 'model'>;
 
-/** `createErrandRuntime` for an MCP server: the refusing model port, notifications never wake a turn. */
+/**
+ * `createErrandRuntime` for an MCP server: the refusing model port, notifications never wake a turn.
+ * Subagents need a model of their own: without `subagents.model` their tools are left out, since every
+ * subagent would fail on the refusing port.
+ */
 export function createMcpRuntime(options: McpRuntimeOptions = {}): Promise<ErrandRuntime> {
+  const subagents = options.subagents && options.subagents.model !== undefined ? options.subagents : false;
   return createErrandRuntime({
     ...options,
     model: MCP_CLIENT_MODEL,
+    subagents,
     notifications: { ...options.notifications, wakeBudget: 0 },
   });
 }

@@ -62,6 +62,18 @@ function positiveInteger(field: string, value: number | undefined, fallback: num
 }
 
 export function resolveTaskServiceOptions(options: TaskServiceOptions = {}): ResolvedTaskServiceOptions {
+  if (typeof options !== 'object' || options === null) {
+    throw new InvalidArgumentError('options', 'an object', options);
+  }
+  if (
+    options.logger !== undefined &&
+    (typeof options.logger !== 'object' ||
+      options.logger === null ||
+      typeof options.logger.warn !== 'function')
+  ) {
+    // A broken logger would throw from inside settlement, where listener failures are reported.
+    throw new InvalidArgumentError('logger', 'an object with a warn function', options.logger);
+  }
   if (options.requireController !== undefined && typeof options.requireController !== 'boolean') {
     throw new InvalidArgumentError('requireController', 'a boolean', options.requireController);
   }

@@ -259,4 +259,28 @@ describe('options', () => {
     expect(() => createTaskService({ maxLiveTasks: -5 })).toThrow(/maxLiveTasks/);
     expect(() => createTaskService({ now: 5 as never })).toThrow(/`now`/);
   });
+
+  it('rejects a logger without warn, and options that are not an object', () => {
+    expect(() => createTaskService({ logger: {} as never })).toThrow(
+      expect.objectContaining({
+        code: 'INVALID_ARGUMENT',
+        context: expect.objectContaining({ field: 'logger' }),
+      }),
+    );
+    expect(() => createTaskService(null as never)).toThrow(
+      expect.objectContaining({
+        code: 'INVALID_ARGUMENT',
+        context: expect.objectContaining({ field: 'options' }),
+      }),
+    );
+  });
+
+  it('createOwner rejects a branchGeneration that is not a function', () => {
+    expect(() => createOwner('s1', { branchGeneration: 3 as never })).toThrow(
+      expect.objectContaining({
+        code: 'INVALID_ARGUMENT',
+        context: expect.objectContaining({ field: 'branchGeneration' }),
+      }),
+    );
+  });
 });

@@ -109,5 +109,16 @@ class ScopedOwner implements Owner {
 }
 
 export function createOwner(sessionId: string, options: CreateOwnerOptions = {}): Owner {
-  return new ScopedOwner(validateSessionId(sessionId), options);
+  const id = validateSessionId(sessionId);
+  if (typeof options !== 'object' || options === null) {
+    throw new InvalidArgumentError('options', 'an object', options);
+  }
+  if (options.branchGeneration !== undefined && typeof options.branchGeneration !== 'function') {
+    throw new InvalidArgumentError(
+      'branchGeneration',
+      'a function returning the generation',
+      options.branchGeneration,
+    );
+  }
+  return new ScopedOwner(id, options);
 }

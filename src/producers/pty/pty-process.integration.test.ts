@@ -1,5 +1,5 @@
 import { readFileSync, statSync } from 'node:fs';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   capturingLogger,
   expectScreen,
@@ -8,6 +8,7 @@ import {
   fixtureCommand,
 } from '../../../test/fixtures/pty/harness.js';
 import { findMarkedProcesses, LEAK_MARK_VARIABLE } from '../../../test/setup/process-census.js';
+import { procfsSource } from '../bash/process-table.js';
 import { resolvePtyProducerOptions } from './options.js';
 import { OutputDirectory } from './output-directory.js';
 import { type PtyProcess, type PtyProcessSpec, spawnPtyProcess } from './pty-process.js';
@@ -53,6 +54,16 @@ async function spawn(
   });
   started.push(pty);
   return pty;
+}
+
+/** Whether `pid` has exited: gone from /proc, or a zombie. */
+function processEnded(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
+  } catch {
+    return true;
+  }
 }
 
 function leakedProcesses() {
@@ -200,6 +211,19 @@ describe('a program in a pseudo-terminal', () => {
     pty.writeInput('still here', ['Enter']);
     await expectScreen(pty, 'echo: still here');
     pty.writeInput('', ['Ctrl-D']);
+    expect(await pty.stopped).toMatchObject({ reason: 'completed', exitCode: 0, stopSignals: [] });
+  });
+
+  it('counts a program as ended once it exits, before its terminal closes: a late cancel does not kill it', async () => {
+    // Unmemoized, so the checks below see /proc as it is now.
+    const pty = await spawn(fixtureCommand('echo-repl.sh'), { settings: { processSource: procfsSource() } });
+    await expectScreen(pty, 'repl>');
+    pty.writeInput('', ['Ctrl-D']);
+    // The program ends at once; its terminal is closed (and its end reported) a while later.
+    await vi.waitFor(() => expect(processEnded(pty.pid!)).toBe(true), { timeout: 10_000, interval: 2 });
+    expect(pty.running).toBe(false);
+    expect(() => pty.write('x')).toThrow(expect.objectContaining({ code: 'PTY_CLOSED' }));
+    pty.cancel();
     expect(await pty.stopped).toMatchObject({ reason: 'completed', exitCode: 0, stopSignals: [] });
   });
 

@@ -10,7 +10,7 @@ import { closeSync, constants as fsConstants, openSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import type { Logger } from '../../registry/index.js';
 import type { CancelTimer, Clock } from '../bash/clock.js';
-import type { ProcessSource } from '../bash/process-table.js';
+import { isDead, type ProcessSource } from '../bash/process-table.js';
 import { type TerminationReport, TreeTerminator } from '../bash/process-terminator.js';
 import type { EnvironmentTag } from '../bash/process-tree.js';
 import { PtyClosedError } from './errors.js';
@@ -134,6 +134,8 @@ class PtyProcessHandle implements PtyProcess {
   #child: PtyChild | undefined;
   #terminator: TreeTerminator | undefined;
   #pid: number | undefined;
+  /** The program's pid and start time, when /proc is there to tell when it ended. */
+  #leader: { readonly pid: number; readonly startTime: number } | undefined;
   #leaderExited = false;
   #exit: PtyExit | undefined;
   #stopReason: PtyStopReason | undefined;
@@ -175,7 +177,7 @@ class PtyProcessHandle implements PtyProcess {
   }
 
   get running(): boolean {
-    return this.#child !== undefined && !this.#leaderExited;
+    return this.#child !== undefined && !this.#leaderExited && !this.#leaderEnded();
   }
 
   get exit(): PtyExit | undefined {
@@ -268,6 +270,7 @@ class PtyProcessHandle implements PtyProcess {
     if (root !== undefined) {
       // node-pty made the child a session (and group) leader: its pid names the whole tree.
       const rootIdentity = { pid: child.pid, startTime: root.startTime };
+      this.#leader = rootIdentity;
       this.#terminator = new TreeTerminator({
         root: rootIdentity,
         source,
@@ -382,6 +385,18 @@ class PtyProcessHandle implements PtyProcess {
       this.#stopSignals.push('SIGKILL');
       signalGroup(this.#pid, 'SIGKILL');
     });
+  }
+
+  /**
+   * Whether the program has already exited although node-pty has not said so yet: it reports the exit
+   * only once the terminal is closed, a grace (about 200 ms) later. Until then input would go nowhere
+   * and a stop would count a program that ended by itself as killed.
+   */
+  #leaderEnded(): boolean {
+    const leader = this.#leader;
+    if (leader === undefined) return false;
+    const entry = this.#settings.processSource.read(leader.pid);
+    return entry === undefined || entry.startTime !== leader.startTime || isDead(entry);
   }
 
   #onLeaderExit(exitCode: number, signalNumber: number | undefined): void {

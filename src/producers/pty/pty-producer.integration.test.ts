@@ -7,6 +7,7 @@ import { expectScreen, fixture, fixtureCommand, ptyTestbed } from '../../../test
 import { findMarkedProcesses, LEAK_MARK_VARIABLE } from '../../../test/setup/process-census.js';
 import { createOwner, ErrandError, type TaskSnapshot } from '../../tasks/index.js';
 import { scriptedTask } from '../../testing/index.js';
+import { procfsSource } from '../bash/process-table.js';
 
 let testbed: PtyTestbed | undefined;
 
@@ -65,6 +66,21 @@ describe('pty tasks in the task service', () => {
       stopSignals: [],
     });
     expect((await bed.tasks.read(started.taskId)).text).toBe('hello');
+  });
+
+  it('completes a program that ended just before a kill, and refuses input to it', async () => {
+    // Unmemoized, so the checks below see /proc as it is now.
+    const bed = open({ processSource: procfsSource() });
+    const { taskId, pid } = await bed.producer.start({ command: fixtureCommand('echo-repl.sh') });
+    await expectScreen(bed.producer.process(taskId, undefined), 'repl>');
+    bed.producer.write(taskId, { keys: ['Ctrl-D'] }, undefined);
+    // The program ends at once; its terminal is closed (and its end reported) a while later.
+    await vi.waitFor(() => expect(existsSync(`/proc/${pid}`)).toBe(false), { timeout: 10_000, interval: 2 });
+    expect(codeOf(() => bed.producer.write(taskId, { text: 'x' }, undefined))).toBe('TASK_NOT_RUNNING');
+    await bed.tasks.kill(taskId, undefined, 'too late');
+    const done = await settled(bed, taskId);
+    expect(done.status).toBe('completed');
+    expect(done.detail).toMatchObject({ reason: 'completed', exitCode: 0, stopSignals: [] });
   });
 
   it('fails a program that exits non-zero, keeping the exit code', async () => {

@@ -62,6 +62,7 @@ describe('delivery policy', () => {
       event: 'terminal',
       lane: 'wakeup',
       priority: 'next',
+      attempt: 1,
       branchGeneration: 0,
       toolUseId: 'call_1',
       createdAt: 42,
@@ -168,6 +169,38 @@ describe('delivery policy', () => {
     await flushMicrotasks();
     expect(h.queue).toEqual([]);
     expect(h.tasks.get(id, h.owner).reported).toBe(false);
+  });
+
+  it('never returns the claim of a newer attempt when an older notification fails after a resume', async () => {
+    let releaseTail: (() => void) | undefined;
+    const enqueued: TaskNotification[] = [];
+    const h = harness({
+      readOutputTail: (snapshot) =>
+        snapshot.attempt === 1
+          ? new Promise<string>((resolve) => (releaseTail = () => resolve('old')))
+          : 'new',
+      enqueue: (notification) => {
+        if (notification.attempt === 1) throw new Error('queue refused the old attempt');
+        enqueued.push(notification);
+      },
+    });
+    const first = await h.start();
+    first.task.settle();
+    await flushMicrotasks();
+    // While the first attempt's tail is read, the task is resumed and its second attempt ends.
+    const second = scriptedTask({
+      kind: 'bash',
+      label: 'npm test',
+      owner: h.owner,
+      spec: { resumeId: first.id as never },
+    });
+    await h.tasks.start(second.spec);
+    second.settle();
+    await flushMicrotasks();
+    releaseTail?.();
+    await flushMicrotasks(10);
+    expect(enqueued.map((notification) => notification.attempt)).toEqual([2]);
+    expect(h.tasks.get(first.id, h.owner)).toMatchObject({ attempt: 2, reported: true });
   });
 
   it('returns the claim and logs when enqueueing fails, so a reader can still take it', async () => {

@@ -300,6 +300,7 @@ export function createDeliveryPolicy(options: DeliveryPolicyOptions): DeliveryPo
       text,
       lane,
       priority: 'next' as const,
+      attempt: snapshot.attempt,
       branchGeneration: snapshot.branchGeneration,
       ...(toolUseId === undefined ? {} : { toolUseId }),
       createdAt: now(),
@@ -359,6 +360,8 @@ export function createDeliveryPolicy(options: DeliveryPolicyOptions): DeliveryPo
 
   const release = (snapshot: TaskSnapshot): void => {
     try {
+      // A resumed task is a new attempt: its claim is not this notification's to return.
+      if (tasks.get(snapshot.id, owner).attempt !== snapshot.attempt) return;
       tasks.releaseClaim(snapshot.id, owner);
     } catch (error) {
       logger.warn(`task ${snapshot.id}: returning its delivery claim failed`, {

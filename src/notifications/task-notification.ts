@@ -24,6 +24,8 @@ export interface TaskNotification {
   readonly lane: NotificationLane;
   /** Queue priority. Notifications are always `next`: after what the user queued now, before later work. */
   readonly priority: 'next';
+  /** Which registration of the task id this is about (a resumed task is a new attempt). */
+  readonly attempt: number;
   /** The branch generation the task was stamped with; the queue checks it again before persisting. */
   readonly branchGeneration: number;
   /** The tool call that started the task, when the producer recorded it. */

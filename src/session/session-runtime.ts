@@ -268,12 +268,8 @@ export class SessionRuntime {
   }
 
   #enqueue(session: Session, notification: TaskNotification): void {
-    let attempt = 0;
-    try {
-      attempt = this.tasks.get(notification.taskId, session.owner).attempt;
-    } catch {
-      // Forgotten meanwhile; the key still distinguishes the event.
-    }
+    // The notification's own attempt: a resume while it was being formatted must not borrow the new one.
+    const attempt = notification.attempt;
     const key =
       notification.event === 'terminal'
         ? `task:${this.#instance}:${notification.taskId}:${attempt}`

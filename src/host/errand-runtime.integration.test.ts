@@ -112,6 +112,26 @@ describe('the assembled runtime', () => {
       reason: 'not_running',
     });
   });
+
+  it('the dashboard backend does not stop foreground work it never shows', async () => {
+    runtime = await createErrandRuntime({
+      model: scriptedModel([]),
+      store: createMemorySessionStore(),
+      cwd: workdir(),
+      logger: capturingLogger(),
+    });
+    const session = runtime.createSession({ id: 'main' });
+    const started = await runtime.bash.start({
+      command: 'sleep 600',
+      owner: session.owner,
+      background: false,
+    });
+    expect(await runtime.dashboard.stopBackgroundWork(started.taskId)).toEqual({
+      ok: false,
+      reason: 'not_found',
+    });
+    expect(runtime.tasks.get(started.taskId, session.owner).status).toBe('running');
+  });
 });
 
 describe('subagents in the assembled runtime', () => {

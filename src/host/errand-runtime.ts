@@ -288,6 +288,9 @@ async function assembleRuntime(
       return record ? toDashboardSession(record) : undefined;
     },
     stopBackgroundWork: async (workId) => {
+      // The dashboard shows background work only; a foreground call belongs to its turn.
+      const shown = tasks.list(trusted).find((task) => task.id === workId);
+      if (!shown?.isBackgrounded) return { ok: false, reason: 'not_found' };
       const result = await taskTools.stop.stopBackgroundTask(workId, { initiator: 'user', caller: trusted });
       return result.ok ? { ok: true } : { ok: false, reason: result.reason };
     },

@@ -151,7 +151,17 @@ export class SessionRuntime {
       cwd,
       ...(options.title ? { title: options.title } : {}),
     });
-    return this.#open(record.id, parentId, cwd, options.env, record.branchGeneration);
+    try {
+      return this.#open(record.id, parentId, cwd, options.env, record.branchGeneration);
+    } catch (error) {
+      // A tools or model factory that throws leaves no session behind that looks open.
+      try {
+        this.store.updateSession(record.id, { state: 'closed' });
+      } catch {
+        // The original error says more.
+      }
+      throw error;
+    }
   }
 
   /**

@@ -349,6 +349,20 @@ describe('rewind', () => {
   });
 });
 
+describe('creating sessions', () => {
+  it('a tools factory that throws leaves the stored session closed, not open', async () => {
+    const { runtime, store } = runtimeForTest([], {
+      tools: () => {
+        throw new Error('tools unavailable');
+      },
+    });
+    expect(() => runtime.createSession({ id: 's1' })).toThrow('tools unavailable');
+    expect(store.getSession('s1')?.state).toBe('closed');
+    expect(runtime.getSession('s1')).toBeUndefined();
+    await runtime.dispose();
+  });
+});
+
 describe('user-prompt hooks', () => {
   it('run for a person\u2019s input and are skipped for background-task turns', async () => {
     const seen: string[] = [];

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -27,6 +27,20 @@ async function settled(bed: PtyTestbed, id: string, caller?: Parameters<PtyTestb
 
 function leakedProcesses() {
   return findMarkedProcesses(process.env[LEAK_MARK_VARIABLE]!);
+}
+
+/** Files under /proc this process holds open. */
+function openProcFiles(): string[] {
+  const open: string[] = [];
+  for (const fd of readdirSync('/proc/self/fd')) {
+    try {
+      const target = readlinkSync(`/proc/self/fd/${fd}`);
+      if (target.startsWith('/proc/')) open.push(target);
+    } catch {
+      // Closed meanwhile (the descriptor of the listing itself).
+    }
+  }
+  return open.sort();
 }
 
 function codeOf(action: () => unknown): string | undefined {
@@ -264,6 +278,19 @@ describe('pty tasks in the task service', () => {
       testbed = undefined;
       rmSync(parent, { recursive: true, force: true });
     }
+  });
+
+  it('closes what its process table source holds open when disposed', async () => {
+    const before = openProcFiles();
+    const bed = open();
+    const { taskId } = await bed.producer.start({ command: `printf 'ready\\n'; sleep 300` });
+    await expectScreen(bed.producer.process(taskId, undefined), 'ready');
+    // Stopping takes a census, which keeps the kernel's last-pid counter open for later ones.
+    await bed.tasks.kill(taskId);
+    await settled(bed, taskId);
+    await bed.close();
+    testbed = undefined;
+    expect(openProcFiles()).toEqual(before);
   });
 
   it('removes its private output directory when disposed', async () => {

@@ -242,6 +242,8 @@ class LocalPtyProducer implements PtyProducer {
       return entry.process.stopped;
     });
     await Promise.all(stopping);
+    // Nothing is left to take a census of: release what the process table source holds open.
+    this.options.processSource.close?.();
     if (!this.options.keepOutputFiles) await this.#directory.remove();
   }
 

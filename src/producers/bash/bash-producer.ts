@@ -9,6 +9,7 @@ import {
   createTrustedCaller,
   type Disposer,
   InvalidArgumentError,
+  InvalidTimeoutError,
   type Owner,
   type TaskHooks,
   type TaskId,
@@ -21,7 +22,7 @@ import {
 import { bashOutcome } from './bash-outcome.js';
 import { type Clock, systemClock } from './clock.js';
 import { DetailThrottle } from './detail-throttle.js';
-import type { BashExecutor } from './executor.js';
+import { type BashExecutor, MAX_COMMAND_TIMEOUT_MS } from './executor.js';
 import { integerOption, OUTPUT_SNAPSHOT_BYTES } from './executor-options.js';
 import type { OutputSnapshot, ProcessHandle } from './process-handle.js';
 import { withSkippedOutputMarker } from './skipped-output-marker.js';
@@ -64,7 +65,7 @@ export interface BashTaskRequest {
   readonly timeoutMs?: number;
   /**
    * The most a command may run in the background, from its start (expiry kills it with reason
-   * `timed_out`). Default: no cap. Subagents use `SUBAGENT_BACKGROUND_RUNTIME_CAP_MS`.
+   * `timed_out`), 1 to 2147483647 ms. Default: no cap. Subagents use `SUBAGENT_BACKGROUND_RUNTIME_CAP_MS`.
    */
   readonly backgroundRuntimeCapMs?: number;
 }
@@ -256,8 +257,12 @@ export function createBashProducer(options: BashProducerOptions): BashProducer {
   return new BashProducer(options);
 }
 
-function optionalDuration(field: string, value: number | undefined): number | undefined {
-  return value === undefined ? undefined : integerOption(field, value, 0, 1);
+/** A positive integer of milliseconds a deadline can express (at most 2^31 - 1), or undefined. */
+export function optionalDuration(field: string, value: number | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const duration = integerOption(field, value, 0, 1);
+  if (duration > MAX_COMMAND_TIMEOUT_MS) throw new InvalidTimeoutError(field, value, MAX_COMMAND_TIMEOUT_MS);
+  return duration;
 }
 
 function shorter(left: number | undefined, right: number | undefined): number | undefined {

@@ -154,6 +154,23 @@ describe('schema', () => {
     expect(spawns()).toBe(0);
   });
 
+  it('refuses a runtime cap longer than a deadline can be, naming the option', async () => {
+    const { producer, spawns } = setup();
+    const tooLong = 3_000_000_000;
+    const refused = expect.objectContaining({
+      code: 'INVALID_TIMEOUT',
+      context: expect.objectContaining({ field: 'backgroundRuntimeCapMs', value: tooLong }),
+    });
+    expect(() => createBashTool({ producer, backgroundRuntimeCapMs: tooLong })).toThrow(refused);
+    await expect(producer.start({ command: 'true', backgroundRuntimeCapMs: tooLong })).rejects.toEqual(
+      refused,
+    );
+    await expect(
+      producer.start({ command: 'true', background: false, backgroundRuntimeCapMs: tooLong }),
+    ).rejects.toEqual(refused);
+    expect(spawns()).toBe(0);
+  });
+
   it('validates timeout_ms against the maximum', async () => {
     const { tool, spawns } = setup();
     const result = await executeTool(tool, { command: 'true', timeout_ms: 600_001 }, context());

@@ -22,7 +22,7 @@ import {
   toolError,
   toolResult,
 } from '../../tools/index.js';
-import type { BashProducer, StartedBashTask } from './bash-producer.js';
+import { type BashProducer, optionalDuration, type StartedBashTask } from './bash-producer.js';
 import { type BashToolInput, bashToolSchema } from './bash-tool-schema.js';
 import { type CancelTimer, type Clock, systemClock } from './clock.js';
 import { RunInBackgroundDisabledError, SpawnFailedError } from './errors.js';
@@ -60,8 +60,8 @@ export interface BashToolOptions {
    */
   readonly autoBackgroundAfterMs?: number | false;
   /**
-   * The most a background command of this tool may run (from its start). Default: no cap. A subagent's
-   * tool uses `SUBAGENT_BACKGROUND_RUNTIME_CAP_MS` (one hour).
+   * The most a background command of this tool may run (from its start), 1 to 2147483647 ms. Default: no
+   * cap. A subagent's tool uses `SUBAGENT_BACKGROUND_RUNTIME_CAP_MS` (one hour).
    */
   readonly backgroundRuntimeCapMs?: number;
   readonly clock?: Clock;
@@ -148,10 +148,7 @@ export function createBashTool(options: BashToolOptions): BashTool {
       autoBackgroundAfterMs,
     );
   }
-  const backgroundRuntimeCapMs =
-    options.backgroundRuntimeCapMs === undefined
-      ? undefined
-      : integerOption('backgroundRuntimeCapMs', options.backgroundRuntimeCapMs, 0, 1);
+  const backgroundRuntimeCapMs = optionalDuration('backgroundRuntimeCapMs', options.backgroundRuntimeCapMs);
   const clock = options.clock ?? systemClock;
   const foreground = new Map<string, ForegroundCall>();
   const schema = bashToolSchema({

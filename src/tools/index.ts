@@ -1,5 +1,6 @@
 /** Model-facing tools: the tool definition type, the task tools, the output limit, the stop dispatch, the prompt. */
 export * from './errors.js';
+export * from './foreground-calls.js';
 export * from './output-limit.js';
 export * from './status-line.js';
 export * from './stop-dispatch.js';

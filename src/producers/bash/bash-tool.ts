@@ -15,6 +15,8 @@ import {
   type BackgroundToolValue,
   defineTool,
   describeToolError,
+  type ForegroundCall,
+  ForegroundCalls,
   ToolCallAbortedError,
   type ToolContext,
   type ToolDefinition,
@@ -78,12 +80,6 @@ export interface BashForegroundValue {
 }
 
 export type BashToolValue = BackgroundToolValue | BashForegroundValue;
-
-/** A running foreground call that can still be promoted. */
-export interface ForegroundCall {
-  readonly toolCallId: string;
-  readonly taskId: TaskId;
-}
 
 export interface BashTool extends ToolDefinition<BashToolInput, BashToolValue> {
   /**
@@ -150,7 +146,7 @@ export function createBashTool(options: BashToolOptions): BashTool {
   }
   const backgroundRuntimeCapMs = optionalDuration('backgroundRuntimeCapMs', options.backgroundRuntimeCapMs);
   const clock = options.clock ?? systemClock;
-  const foreground = new Map<string, ForegroundCall>();
+  const foreground = new ForegroundCalls();
   const schema = bashToolSchema({
     enableRunInBackground,
     defaultTimeoutMs,
@@ -223,8 +219,7 @@ export function createBashTool(options: BashToolOptions): BashTool {
   ): Promise<ToolResult<BashToolValue>> => {
     const { taskId } = started;
     const promoteAfterMs = plan.promoteAfterMs;
-    const call: ForegroundCall = { toolCallId: context.toolCallId, taskId };
-    foreground.set(context.toolCallId, call);
+    const untrack = foreground.track({ toolCallId: context.toolCallId, taskId });
     let autoPromoted = false;
     const cancelAuto: CancelTimer =
       promoteAfterMs === false
@@ -254,7 +249,7 @@ export function createBashTool(options: BashToolOptions): BashTool {
     } finally {
       cancelAuto();
       context.signal.removeEventListener('abort', onAbort);
-      if (foreground.get(context.toolCallId) === call) foreground.delete(context.toolCallId);
+      untrack();
     }
   };
 
@@ -345,13 +340,10 @@ export function createBashTool(options: BashToolOptions): BashTool {
   return Object.freeze({
     ...definition,
     promote(key: string) {
-      const call =
-        foreground.get(key) ?? [...foreground.values()].find((candidate) => candidate.taskId === key);
+      const call = foreground.find(key);
       return call ? requestBackground(call.taskId) : undefined;
     },
-    foregroundCalls() {
-      return [...foreground.values()];
-    },
+    foregroundCalls: () => foreground.list(),
   });
 }
 

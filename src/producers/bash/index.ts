@@ -20,7 +20,6 @@ export {
   type BashToolValue,
   createBashTool,
   exitLine,
-  type ForegroundCall,
 } from './bash-tool.js';
 export { type BashToolInput, type BashToolSchemaOptions, bashToolSchema } from './bash-tool-schema.js';
 export { type CancelTimer, type Clock, createManualClock, type ManualClock, systemClock } from './clock.js';

@@ -16,6 +16,8 @@ import {
   type BackgroundToolValue,
   defineTool,
   describeToolError,
+  type ForegroundCall,
+  ForegroundCalls,
   formatStatusLine,
   type ToolContext,
   type ToolDefinition,
@@ -82,7 +84,7 @@ export interface AgentTool extends ToolDefinition<AgentToolInput, AgentToolValue
   /** Moves a running foreground subagent to the background (a person's key); key: tool call id or task id. */
   promote(key: string): TaskSnapshot | undefined;
   /** The foreground calls running now, oldest first. */
-  foregroundCalls(): Array<{ readonly toolCallId: string; readonly taskId: TaskId }>;
+  foregroundCalls(): ForegroundCall[];
 }
 
 const trusted = createTrustedCaller('agent-tool');
@@ -179,7 +181,7 @@ export function createAgentTool(options: AgentToolOptions): AgentTool {
   if (messageTool !== false && typeof messageTool !== 'string') {
     throw new InvalidArgumentError('messageToolName', 'a tool name or false', messageTool);
   }
-  const foreground = new Map<string, { readonly toolCallId: string; readonly taskId: TaskId }>();
+  const foreground = new ForegroundCalls();
 
   const execute = async (
     input: AgentToolInput,
@@ -216,8 +218,7 @@ export function createAgentTool(options: AgentToolOptions): AgentTool {
   ): Promise<ToolResult<AgentToolValue>> => {
     const { taskId } = started;
     const tasks = producer.tasks;
-    const call = { toolCallId: context.toolCallId, taskId };
-    foreground.set(context.toolCallId, call);
+    const untrack = foreground.track({ toolCallId: context.toolCallId, taskId });
     // A foreground child follows the parent turn: interrupting the turn stops it.
     const onAbort = () => {
       tasks
@@ -256,7 +257,7 @@ export function createAgentTool(options: AgentToolOptions): AgentTool {
       stopWaiting.abort();
       cancelAuto();
       context.signal.removeEventListener('abort', onAbort);
-      if (foreground.get(context.toolCallId) === call) foreground.delete(context.toolCallId);
+      untrack();
     }
   };
 
@@ -321,12 +322,9 @@ export function createAgentTool(options: AgentToolOptions): AgentTool {
   return Object.freeze({
     ...definition,
     promote(key: string) {
-      const call =
-        foreground.get(key) ?? [...foreground.values()].find((candidate) => candidate.taskId === key);
+      const call = foreground.find(key);
       return call ? promoteTask(call.taskId) : undefined;
     },
-    foregroundCalls() {
-      return [...foreground.values()];
-    },
+    foregroundCalls: () => foreground.list(),
   });
 }

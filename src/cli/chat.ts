@@ -10,7 +10,7 @@ import { openAiChatModelFromEnvironment } from '../adapters/index.js';
 import { createErrandRuntime } from '../host/index.js';
 import type { ModelPort, SessionEvent } from '../session/index.js';
 import { createTrustedCaller, type TaskSnapshot } from '../tasks/index.js';
-import { formatBytes, TaskPanel } from './task-panel.js';
+import { formatBytes, SPINNER, TaskPanel } from './task-panel.js';
 
 const person = createTrustedCaller('chat-user');
 
@@ -26,8 +26,6 @@ export interface ChatOptions {
   /** Overrides the model from the environment (tests, embedding). */
   readonly model?: ModelPort;
 }
-
-const SPINNER = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 
 /** The prompt with a live summary of running background work: `⠋ 2 running: bash-1 12s 4.1 KiB … │ you> `. */
 export function statusLine(

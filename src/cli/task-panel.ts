@@ -5,7 +5,7 @@
 import type { Writable } from 'node:stream';
 import { createTrustedCaller, type TaskService, type TaskSnapshot } from '../tasks/index.js';
 
-const SPINNER = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+export const SPINNER = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 const caller = createTrustedCaller('task-panel');
 
 export interface TaskPanelOptions {

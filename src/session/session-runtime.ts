@@ -10,6 +10,7 @@ import {
   type TaskNotification,
 } from '../notifications/index.js';
 import { createTaskService } from '../registry/index.js';
+import { type JsonObject, jsonCopy } from '../store/json.js';
 import type { SessionStore } from '../store/session-store.js';
 import { taskRecordFromSnapshot } from '../store/task-record-from-snapshot.js';
 import {
@@ -315,7 +316,10 @@ export class SessionRuntime {
     if (reason === 'updated' || reason === 'removed' || task.ownerSessionId === undefined) return;
     if (!this.#sessions.has(task.ownerSessionId)) return;
     try {
-      this.store.upsertTask({ ...taskRecordFromSnapshot(task), detail: jsonDetail(task.detail) });
+      this.store.upsertTask({
+        ...taskRecordFromSnapshot(task),
+        detail: (jsonCopy(task.detail) ?? {}) as JsonObject,
+      });
     } catch (error) {
       this.#logger.warn(`task ${task.id}: persisting its record failed`, {
         error: error instanceof Error ? error.message : String(error),
@@ -423,14 +427,4 @@ export function lastSequences(store: SessionStore): Record<string, number> {
     if (parsed && parsed.sequence > (sequences[parsed.kind] ?? 0)) sequences[parsed.kind] = parsed.sequence;
   }
   return sequences;
-}
-
-function jsonDetail(
-  detail: Readonly<Record<string, unknown>>,
-): Record<string, import('../store/json.js').JsonValue> {
-  try {
-    return JSON.parse(JSON.stringify(detail)) as Record<string, import('../store/json.js').JsonValue>;
-  } catch {
-    return {};
-  }
 }

@@ -4,6 +4,7 @@
  * request, except while continuing a response cut off at the output limit.
  */
 
+import { jsonCopy } from '../store/json.js';
 import type { MessageRecord } from '../store/records.js';
 import type { NewMessage } from '../store/session-store.js';
 import { type AnyToolDefinition, executeTool, type ToolContext, type ToolResult } from '../tools/index.js';
@@ -71,7 +72,7 @@ export async function runTurn(context: TurnContext): Promise<TurnOutcome> {
                 toolCalls: response.toolCalls.map((call) => ({
                   id: call.id,
                   name: call.name,
-                  input: toJson(call.input),
+                  input: call.input === undefined ? null : (jsonCopy(call.input) ?? String(call.input)),
                 })),
               }),
         },
@@ -199,15 +200,6 @@ export function toModelMessages(records: readonly MessageRecord[]): ModelMessage
     }
   }
   return messages;
-}
-
-function toJson(value: unknown): import('../store/json.js').JsonValue {
-  if (value === undefined) return null;
-  try {
-    return JSON.parse(JSON.stringify(value)) as import('../store/json.js').JsonValue;
-  } catch {
-    return String(value);
-  }
 }
 
 /** A safety bound on one tool result: keeps the head and the tail, on character boundaries. */

@@ -22,7 +22,7 @@ export {
   StoreSchemaTooNewError,
   StoreStaleBranchError,
 } from './errors.js';
-export type { JsonObject, JsonPrimitive, JsonValue } from './json.js';
+export { type JsonObject, type JsonPrimitive, type JsonValue, jsonCopy } from './json.js';
 export { createMemorySessionStore, MemorySessionStore } from './memory-session-store.js';
 export { LATEST_SCHEMA_VERSION, type MigrationOutcome } from './migrations.js';
 export { type SessionStoreOptions, STORE_DEFAULTS, STORE_RETENTION_DEFAULTS } from './options.js';

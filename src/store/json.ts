@@ -19,6 +19,16 @@ function isPlainObject(value: object): boolean {
 }
 
 /** Throws `INVALID_ARGUMENT` naming the path of the first value JSON cannot represent exactly. */
+/** A JSON copy of `value` (what `JSON.stringify` keeps), or undefined when it cannot be serialized. */
+export function jsonCopy(value: unknown): JsonValue | undefined {
+  try {
+    const text = JSON.stringify(value);
+    return text === undefined ? undefined : (JSON.parse(text) as JsonValue);
+  } catch {
+    return undefined;
+  }
+}
+
 export function validateJson(field: string, value: unknown, depth = 0): asserts value is JsonValue {
   if (depth > MAX_JSON_DEPTH) {
     throw new InvalidArgumentError(field, `JSON nested at most ${MAX_JSON_DEPTH} levels deep`, value);

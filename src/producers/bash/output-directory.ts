@@ -8,15 +8,18 @@ import { chmodSync, constants, mkdtempSync, open, rmSync, unlinkSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-const CREATE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
+export const CREATE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
 
 export class OutputDirectory {
   readonly #parent: string;
+  readonly #prefix: string;
   #path: string | undefined;
   #disposed = false;
 
-  constructor(parent: string = tmpdir()) {
+  /** `prefix` names the directory (`<prefix>XXXXXX`) so a person can tell whose files it holds. */
+  constructor(parent: string = tmpdir(), prefix = 'errand-bash-') {
     this.#parent = parent;
+    this.#prefix = prefix;
   }
 
   /** The directory, once a file was created in it. */
@@ -29,8 +32,7 @@ export class OutputDirectory {
    * path until `open` creates it.
    */
   newPath(): string {
-    if (this.#disposed) throw new Error('the output directory was removed');
-    return join(this.#ensure(), `${randomUUID()}.log`);
+    return join(this.ensure(), `${randomUUID()}.log`);
   }
 
   /** Creates the file at `path` exclusively (mode 0600, never following a link), open for writing. */
@@ -54,9 +56,11 @@ export class OutputDirectory {
     rmSync(this.#path, { recursive: true, force: true });
   }
 
-  #ensure(): string {
+  /** The directory's path, creating it (mode 0700) on first use. */
+  ensure(): string {
+    if (this.#disposed) throw new Error('the output directory was removed');
     if (this.#path === undefined) {
-      const path = mkdtempSync(join(this.#parent, 'errand-bash-'));
+      const path = mkdtempSync(join(this.#parent, this.#prefix));
       // mkdtemp already uses 0700; say so explicitly in case of an unusual umask or platform.
       chmodSync(path, 0o700);
       this.#path = path;

@@ -1,12 +1,11 @@
 /**
- * The private per-runtime directory that holds pty output files: created lazily with mode 0700, files
- * created exclusively with mode 0600 under random names (never derived from task ids or labels, so a
- * predictable id cannot be used to guess, pre-create or symlink-attack a path).
+ * The private per-runtime directory that holds pty output files: the bash producer's output directory
+ * (mode 0700, created on first use; files created exclusively with mode 0600 under random names, never
+ * derived from task ids or labels), with files opened as handles for the pty's write stream.
  */
-import { randomBytes } from 'node:crypto';
-import { type FileHandle, mkdtemp, open, rm } from 'node:fs/promises';
+import { type FileHandle, open } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { CREATE_FLAGS, OutputDirectory as PrivateDirectory } from '../bash/output-directory.js';
 
 export interface OutputFile {
   readonly path: string;
@@ -14,40 +13,26 @@ export interface OutputFile {
 }
 
 export class OutputDirectory {
-  readonly #root: string;
-  #path: Promise<string> | undefined;
-  #removed = false;
+  readonly #directory: PrivateDirectory;
 
   constructor(root: string = tmpdir()) {
-    this.#root = root;
+    this.#directory = new PrivateDirectory(root, 'errand-pty-');
   }
 
   /** The directory's path, once created. */
   async path(): Promise<string> {
-    if (this.#path === undefined) {
-      // mkdtemp creates the directory with mode 0700.
-      const creating = mkdtemp(join(this.#root, 'errand-pty-'));
-      this.#path = creating;
-      // A failure (a missing parent, a full disk) is not remembered: the next program tries again.
-      creating.catch(() => {
-        if (this.#path === creating) this.#path = undefined;
-      });
-    }
-    return this.#path;
+    return this.#directory.ensure();
   }
 
+  /** Creates a new output file; a directory that could not be created is tried again next time. */
   async createFile(): Promise<OutputFile> {
-    const directory = await this.path();
-    const path = join(directory, `${randomBytes(12).toString('hex')}.log`);
-    const handle = await open(path, 'wx', 0o600);
+    const path = this.#directory.newPath();
+    const handle = await open(path, CREATE_FLAGS, 0o600);
     return { path, handle };
   }
 
   /** Removes the directory and every file in it. Idempotent. */
   async remove(): Promise<void> {
-    if (this.#path === undefined || this.#removed) return;
-    this.#removed = true;
-    const directory = await this.#path.catch(() => undefined);
-    if (directory !== undefined) await rm(directory, { recursive: true, force: true });
+    this.#directory.dispose(false);
   }
 }

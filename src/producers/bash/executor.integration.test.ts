@@ -15,6 +15,19 @@ import type { BashExecutorOptions } from './executor-options.js';
 
 let executors: BashExecutor[] = [];
 
+/** The one-letter state of a process in /proc (`T` when stopped), or undefined once it is gone. */
+function processState(pid: number): string | undefined {
+  try {
+    return /\) (\S)/.exec(readFileSync(`/proc/${pid}/stat`, 'utf8'))?.[1];
+  } catch {
+    return undefined;
+  }
+}
+
+async function waitUntil(condition: () => boolean): Promise<void> {
+  while (!condition()) await new Promise((resolve) => setTimeout(resolve, 5));
+}
+
 function executor(options: BashExecutorOptions = {}): BashExecutor {
   const created = new BashExecutor({ logger: capturingLogger(), killGraceMs: 500, ...options });
   executors.push(created);
@@ -128,6 +141,19 @@ describe('process trees', () => {
     const facts = await handle.stopped;
     expect(facts).toMatchObject({ reason: 'cancelled', escalated: true, signal: 'SIGKILL', survivors: [] });
   });
+
+  it('continues a stopped process after SIGTERM, so its handler runs instead of a SIGKILL', async () => {
+    // A 20 s grace: without SIGCONT the stopped shell would sit on SIGTERM until SIGKILL.
+    const handle = executor({ killGraceMs: 20_000 }).start({
+      command: `trap 'echo handled; exit 0' TERM; echo ready; kill -STOP $$; sleep 100`,
+    });
+    await waitForOutput(handle, 'ready');
+    await waitUntil(() => processState(handle.pid!) === 'T');
+    handle.cancel();
+    const facts = await handle.stopped;
+    expect(facts).toMatchObject({ reason: 'cancelled', escalated: false, exitCode: 0 });
+    expect(handle.read().text).toContain('handled');
+  }, 15_000);
 
   it('finds and kills a setsid escapee', async () => {
     const handle = executor().start({ command: fixtureCommand('setsid-escape') });

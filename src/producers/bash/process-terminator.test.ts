@@ -55,7 +55,9 @@ describe('TreeTerminator', () => {
     const report = await terminator.terminate();
     expect(system.signals).toEqual([
       [-100, 'SIGTERM'],
+      [-100, 'SIGCONT'],
       [102, 'SIGTERM'],
+      [102, 'SIGCONT'],
     ]);
     expect(report).toEqual({ signalled: 3, escalated: false, survivors: [] });
   });
@@ -126,5 +128,33 @@ describe('TreeTerminator', () => {
     }
     expect(await stopping).toMatchObject({ escalated: true, survivors: [101] });
     expect(logger.warnings).toHaveLength(1);
+  });
+
+  it('sends the polite signals it is given in order, each target then continued, and never continues after SIGKILL', async () => {
+    const system = fakeSystem([entry(100, 1, 100, 100, 5000)], [100]);
+    const clock = createManualClock();
+    const terminator = new TreeTerminator({
+      root,
+      source: system.source,
+      sendSignal: system.sendSignal,
+      clock,
+      killGraceMs: 100,
+      rootAlive: () => true,
+      newerPidsUntil: 0,
+      logger: capturingLogger(),
+      politeSignals: ['SIGHUP', 'SIGTERM'],
+    });
+    const stopping = terminator.terminate();
+    for (let step = 0; step < 20 && system.alive.size > 0; step += 1) {
+      clock.advance(50);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(await stopping).toMatchObject({ escalated: true, survivors: [] });
+    expect(system.signals).toEqual([
+      [-100, 'SIGHUP'],
+      [-100, 'SIGTERM'],
+      [-100, 'SIGCONT'],
+      [-100, 'SIGKILL'],
+    ]);
   });
 });

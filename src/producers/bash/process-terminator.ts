@@ -2,6 +2,9 @@
  * Stops a command's whole process tree: SIGTERM to the process group and to every member found outside
  * it, SIGKILL to whatever is left after a grace, then waits until nothing is left. Every signal goes
  * to a process the census attributed to the tree moments before, so a reused pid is never signalled.
+ *
+ * SIGCONT follows the polite signals: a stopped process (Ctrl-Z, SIGSTOP, a debugger) would otherwise
+ * hold SIGTERM pending through the whole grace and only ever meet SIGKILL.
  */
 import type { Clock } from './clock.js';
 import type { BashLogger } from './logger.js';
@@ -32,9 +35,17 @@ export interface TreeTerminatorOptions {
   readonly newerPidsUntil: number;
   readonly logger: BashLogger;
   readonly sendSignal?: SendSignal;
+  /**
+   * The signals that ask the tree to end, sent together before the grace. Default `['SIGTERM']`; a
+   * terminal sends `['SIGHUP', 'SIGTERM']`, since an interactive shell ignores SIGTERM but ends on a hangup.
+   */
+  readonly politeSignals?: readonly NodeJS.Signals[];
 }
 
+const DEFAULT_POLITE_SIGNALS: readonly NodeJS.Signals[] = Object.freeze(['SIGTERM']);
+
 const EMPTY_REPORT: TerminationReport = Object.freeze({ signalled: 0, escalated: false, survivors: [] });
+const KILL: readonly NodeJS.Signals[] = Object.freeze(['SIGKILL']);
 const POLL_FIRST_MS = 5;
 const POLL_MAX_MS = 50;
 
@@ -87,13 +98,14 @@ export class TreeTerminator {
 
   async #run(initial: TreeCensus | undefined): Promise<TerminationReport> {
     const { clock, killGraceMs } = this.#options;
-    this.#signal(initial ?? this.census(), 'SIGTERM');
-    let left = await this.#waitUntilGone(clock.now() + killGraceMs, 'SIGTERM');
+    const polite = this.#options.politeSignals ?? DEFAULT_POLITE_SIGNALS;
+    this.#signal(initial ?? this.census(), polite);
+    let left = await this.#waitUntilGone(clock.now() + killGraceMs, polite);
     let escalated = false;
     if (left.length > 0) {
       escalated = true;
-      this.#signal(this.census(), 'SIGKILL', true);
-      left = await this.#waitUntilGone(clock.now() + killGraceMs, 'SIGKILL');
+      this.#signal(this.census(), KILL, true);
+      left = await this.#waitUntilGone(clock.now() + killGraceMs, KILL);
     }
     const survivors = left.map((member) => member.pid);
     if (survivors.length > 0) {
@@ -106,14 +118,17 @@ export class TreeTerminator {
   }
 
   /** Polls (backing off to 50 ms) until the tree is empty or `deadline`; signals newcomers on the way. */
-  async #waitUntilGone(deadline: number, signal: NodeJS.Signals): Promise<readonly ProcessEntry[]> {
+  async #waitUntilGone(
+    deadline: number,
+    signals: readonly NodeJS.Signals[],
+  ): Promise<readonly ProcessEntry[]> {
     const { clock } = this.#options;
     let interval = POLL_FIRST_MS;
     for (;;) {
       const census = this.census();
       if (census.members.length === 0) return [];
       // Members that appeared since the last signal (forked by a trap handler, say) get it too.
-      this.#signal(census, signal, false, true);
+      this.#signal(census, signals, false, true);
       const remaining = deadline - clock.now();
       if (remaining <= 0) return census.members;
       // Polls land on multiples of the interval, so trees stopped together share one read of /proc.
@@ -123,7 +138,13 @@ export class TreeTerminator {
     }
   }
 
-  #signal(census: TreeCensus, signal: NodeJS.Signals, force = false, newcomersOnly = false): void {
+  /** Sends `signals` in order to each target; SIGCONT after polite ones, so stopped members act on them. */
+  #signal(
+    census: TreeCensus,
+    signals: readonly NodeJS.Signals[],
+    force = false,
+    newcomersOnly = false,
+  ): void {
     const { root, rootAlive } = this.#options;
     const send = this.#options.sendSignal ?? defaultSendSignal;
     const members = newcomersOnly
@@ -132,19 +153,23 @@ export class TreeTerminator {
     if (members.length === 0 && !force) return;
     const groupReachable =
       rootAlive() || (census.groupIsOurs && members.some((member) => member.pgid === root.pid));
-    if (groupReachable && !newcomersOnly) this.#send(send, -root.pid, signal);
+    if (groupReachable && !newcomersOnly) this.#send(send, -root.pid, signals);
     for (const member of members) {
       this.#signalled.add(member.pid);
       if (groupReachable && !newcomersOnly && member.pgid === root.pid) continue;
-      this.#send(send, member.pid, signal);
+      this.#send(send, member.pid, signals);
     }
   }
 
-  #send(send: SendSignal, pid: number, signal: NodeJS.Signals): void {
-    try {
-      send(pid, signal);
-    } catch {
-      // ESRCH: it is already gone; EPERM: not ours to signal after all.
+  #send(send: SendSignal, pid: number, signals: readonly NodeJS.Signals[]): void {
+    const sequence = signals === KILL ? signals : [...signals, 'SIGCONT' as const];
+    for (const signal of sequence) {
+      try {
+        send(pid, signal);
+      } catch {
+        // ESRCH: it is already gone; EPERM: not ours to signal after all.
+        return;
+      }
     }
   }
 }

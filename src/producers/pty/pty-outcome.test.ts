@@ -42,11 +42,16 @@ describe('pty exit facts → task outcome', () => {
   it.each(['cancelled', 'timed_out', 'output_limit'] as const)('maps %s to killed', (reason) => {
     expect(
       outcomeOf(
-        exit({ reason, exitCode: null, signal: 'SIGKILL', stopSignals: ['SIGINT', 'SIGTERM', 'SIGKILL'] }),
+        exit({
+          reason,
+          exitCode: null,
+          signal: 'SIGKILL',
+          stopSignals: ['SIGINT', 'SIGHUP', 'SIGTERM', 'SIGKILL'],
+        }),
       ),
     ).toMatchObject({
       status: 'killed',
-      detail: { reason, signal: 'SIGKILL', stopSignals: ['SIGINT', 'SIGTERM', 'SIGKILL'] },
+      detail: { reason, signal: 'SIGKILL', stopSignals: ['SIGINT', 'SIGHUP', 'SIGTERM', 'SIGKILL'] },
     });
   });
 

@@ -142,13 +142,13 @@ describe('a program in a pseudo-terminal', () => {
 
   it('escalates to SIGTERM then SIGKILL when the program ignores both, and records the escalation', async () => {
     const pty = await spawn(fixtureCommand('ignore-signals.sh'));
-    await expectScreen(pty, 'ignoring INT and TERM');
+    await expectScreen(pty, 'ignoring INT HUP and TERM');
     pty.cancel();
     const exit = await pty.stopped;
     expect(exit).toMatchObject({
       reason: 'cancelled',
       signal: 'SIGKILL',
-      stopSignals: ['SIGINT', 'SIGTERM', 'SIGKILL'],
+      stopSignals: ['SIGINT', 'SIGHUP', 'SIGTERM', 'SIGKILL'],
     });
     expect(leakedProcesses()).toEqual([]);
   });
@@ -255,4 +255,19 @@ describe('a program in a pseudo-terminal', () => {
     pty.writeInput('exit', ['Enter']);
     expect((await pty.stopped).reason).toBe('completed');
   });
+
+  it('ends an idle interactive shell with the hangup, before any SIGKILL', async () => {
+    // A 20 s grace: an interactive shell ignores SIGINT and SIGTERM, so only SIGHUP can end it in time.
+    const pty = await spawn(undefined, {
+      settings: { interactiveShellArgs: ['--norc', '--noprofile', '-i'], terminateGraceMs: 20_000 },
+      env: { ...(process.env as Record<string, string>), PS1: 'shell$ ' },
+    });
+    await expectScreen(pty, 'shell$');
+    pty.cancel();
+    expect(await pty.stopped).toMatchObject({
+      reason: 'cancelled',
+      signal: 'SIGHUP',
+      stopSignals: ['SIGINT', 'SIGHUP', 'SIGTERM'],
+    });
+  }, 15_000);
 });

@@ -36,7 +36,10 @@ export interface PtyExit {
   readonly exitCode: number | null;
   /** The signal that ended the program, e.g. `SIGINT`. */
   readonly signal: NodeJS.Signals | null;
-  /** Signals sent to stop it, in order: `SIGINT` (foreground job), `SIGTERM`, `SIGKILL` (whole tree). */
+  /**
+   * Signals sent to stop it, in order: `SIGINT` (foreground job), then `SIGHUP` and `SIGTERM`, then
+   * `SIGKILL` (whole tree).
+   */
   readonly stopSignals: readonly NodeJS.Signals[];
   /** Processes still running after the program ended on its own, which were then stopped. */
   readonly leftoverProcesses: number;
@@ -276,6 +279,7 @@ class PtyProcessHandle implements PtyProcess {
         source,
         clock: settings.clock,
         killGraceMs: settings.terminateGraceMs,
+        politeSignals: TERMINAL_POLITE_SIGNALS,
         tag,
         // Alive or a zombie: either way its pid, and so its group id, is still ours.
         rootAlive: () => source.read(rootIdentity.pid)?.startTime === rootIdentity.startTime,
@@ -370,16 +374,20 @@ class PtyProcessHandle implements PtyProcess {
     }
   }
 
-  /** SIGTERM to the whole tree, SIGKILL after the grace (the terminator's schedule). */
+  /**
+   * SIGHUP and SIGTERM to the whole tree, SIGKILL after the grace (the terminator's schedule). The
+   * hangup is what a closed terminal sends: it ends an interactive shell, which ignores SIGTERM.
+   */
   #terminate(): void {
     if (this.#leaderExited) return;
-    this.#stopSignals.push('SIGTERM');
+    this.#stopSignals.push(...TERMINAL_POLITE_SIGNALS);
     if (this.#terminator) {
       void this.#terminator.terminate();
       return;
     }
     // No /proc: the leader's process group is the reach there is.
-    signalGroup(this.#pid, 'SIGTERM');
+    for (const signal of TERMINAL_POLITE_SIGNALS) signalGroup(this.#pid, signal);
+    signalGroup(this.#pid, 'SIGCONT');
     this.#stopStep = this.#settings.clock.schedule(this.#settings.terminateGraceMs, () => {
       if (this.#leaderExited) return;
       this.#stopSignals.push('SIGKILL');
@@ -483,6 +491,8 @@ function closeQuietly(fd: number): void {
     // Already closed: nothing is held any more.
   }
 }
+
+const TERMINAL_POLITE_SIGNALS: readonly NodeJS.Signals[] = Object.freeze(['SIGHUP', 'SIGTERM']);
 
 function signalGroup(pid: number | undefined, signal: NodeJS.Signals): void {
   if (pid === undefined) return;

@@ -126,14 +126,14 @@ describe('pty tasks in the task service', () => {
   it('escalates to SIGKILL for a program that ignores SIGINT and SIGTERM, and records the escalation', async () => {
     const bed = open();
     const { taskId } = await bed.producer.start({ command: fixtureCommand('ignore-signals.sh') });
-    await expectScreen(bed.producer.process(taskId, undefined), 'ignoring INT and TERM');
+    await expectScreen(bed.producer.process(taskId, undefined), 'ignoring INT HUP and TERM');
     await bed.tasks.kill(taskId);
     const done = await settled(bed, taskId);
     expect(done.status).toBe('killed');
     expect(done.detail).toMatchObject({
       reason: 'cancelled',
       signal: 'SIGKILL',
-      stopSignals: ['SIGINT', 'SIGTERM', 'SIGKILL'],
+      stopSignals: ['SIGINT', 'SIGHUP', 'SIGTERM', 'SIGKILL'],
     });
     expect(leakedProcesses()).toEqual([]);
   });
@@ -192,7 +192,7 @@ describe('pty tasks in the task service', () => {
     const first = await bed.producer.start({ command: fixtureCommand('escapees.sh'), owner });
     const second = await bed.producer.start({ command: fixtureCommand('ignore-signals.sh'), owner });
     await expectScreen(bed.producer.process(first.taskId, owner), /escaped \d+ \d+/);
-    await expectScreen(bed.producer.process(second.taskId, owner), 'ignoring INT and TERM');
+    await expectScreen(bed.producer.process(second.taskId, owner), 'ignoring INT HUP and TERM');
     const finished: TaskSnapshot[] = [];
     bed.tasks.onTaskDone((snapshot) => void finished.push(snapshot), { owner });
     await owner.dispose();

@@ -116,6 +116,12 @@ class RunContext implements TaskRunContext {
   }
 }
 
+/** Stands in for the hooks of a settled task that has no `readOutput`: they are never called again. */
+const SETTLED_HOOKS: TaskHooks = Object.freeze({
+  cancel: () => {},
+  done: new Promise<TaskOutcome>(() => {}),
+});
+
 export function createTaskService(options?: TaskServiceOptions): TaskService {
   return new LocalTaskService(options);
 }
@@ -149,7 +155,7 @@ export class LocalTaskService implements TaskService {
   #startNow(spec: TaskSpec): TaskSnapshot {
     // Preflight: every step that can fail happens before run().
     if (this.#disposal) throw new ServiceDisposedError();
-    validateSpec(spec);
+    validateSpec(spec, typeof spec?.kind === 'string' && this.#sequences.has(spec.kind));
     if (this.#options.requireController && this.#controllers.size === 0)
       throw new NoControllerError(spec.kind);
     const owner = spec.owner;
@@ -384,6 +390,9 @@ export class LocalTaskService implements TaskService {
     this.#retain(record);
     this.#emitChange('settled', record);
     this.#notifyDone(record);
+    // A finished task keeps only what reads still need: without readOutput, nothing of the producer's
+    // hooks is used again, and letting them go keeps retained records small for the garbage collector.
+    if (record.hooks.readOutput === undefined) record.hooks = SETTLED_HOOKS;
   }
 
   #notifyDone(record: TaskRecord): void {

@@ -1,5 +1,5 @@
 /** Options of the in-process task service, their defaults and their validation. */
-import { InvalidArgumentError, type TaskKind } from '../tasks/index.js';
+import { InvalidArgumentError, isValidTaskKind, type TaskKind } from '../tasks/index.js';
 
 export interface Logger {
   warn(message: string, context?: Record<string, unknown>): void;
@@ -87,6 +87,9 @@ export function resolveTaskServiceOptions(options: TaskServiceOptions = {}): Res
     throw new InvalidArgumentError('initialSequences', 'an object of kind → number', initialSequences);
   }
   for (const [kind, sequence] of Object.entries(initialSequences)) {
+    if (!isValidTaskKind(kind)) {
+      throw new InvalidArgumentError('initialSequences', 'keys that are task kinds', kind);
+    }
     if (!Number.isSafeInteger(sequence) || sequence < 0) {
       throw new InvalidArgumentError(`initialSequences.${kind}`, 'a non-negative integer', sequence);
     }

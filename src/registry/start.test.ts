@@ -196,6 +196,37 @@ describe('start: preflight before run()', () => {
     expect((await tasks.start(scriptedTask({ kind: 'bash' }).spec)).id).toBe('bash-42');
     expect((await tasks.start(scriptedTask({ kind: 'agent' }).spec)).id).toBe('agent-1');
     expect(() => serviceForTest({ initialSequences: { bash: -1 } })).toThrow(/initialSequences.bash/);
+    expect(() => serviceForTest({ initialSequences: { 'Bad Kind': 1 } })).toThrow(
+      expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('Bad Kind') }),
+    );
+  });
+
+  it('still rejects a malformed kind once valid kinds have started', async () => {
+    const { tasks } = serviceForTest();
+    await tasks.start(scriptedTask({ kind: 'bash' }).spec);
+    await expect(
+      tasks.start({ ...scriptedTask({ kind: 'bash' }).spec, kind: 'Bash!' }),
+    ).rejects.toMatchObject({
+      code: 'INVALID_TASK_SPEC',
+    });
+  });
+
+  it("keeps a finished streaming task's readOutput, and a finished plain task behaves the same without its hooks", async () => {
+    const { tasks } = serviceForTest();
+    const plain = scriptedTask({ kind: 'bash', streaming: false });
+    const streaming = scriptedTask({ kind: 'bash' });
+    const first = await tasks.start(plain.spec);
+    const second = await tasks.start(streaming.spec);
+    streaming.push('abc');
+    plain.settle({ status: 'completed', output: 'final' });
+    streaming.settle();
+    await tasks.wait(first.id, 1000);
+    await tasks.wait(second.id, 1000);
+    expect(tasks.get(first.id)).toMatchObject({ status: 'completed', finalOutput: true });
+    expect(await tasks.kill(first.id)).toMatchObject({ status: 'completed' });
+    expect(plain.cancelReasons).toEqual([]);
+    expect((await tasks.read(first.id)).text).toBe('final');
+    expect((await tasks.read(second.id)).text).toBe('abc');
   });
 
   it('takes the id format from options', async () => {

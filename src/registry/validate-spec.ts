@@ -16,11 +16,12 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return prototype === Object.prototype || prototype === null;
 }
 
-export function validateSpec(spec: TaskSpec): void {
+/** `kindKnown`: the kind was validated before (the registry has a counter for it), so the pattern is skipped. */
+export function validateSpec(spec: TaskSpec, kindKnown = false): void {
   if (!isPlainObject(spec) && (typeof spec !== 'object' || spec === null)) {
     throw new InvalidTaskSpecError('spec', 'an object', spec);
   }
-  if (!isValidTaskKind(spec.kind)) {
+  if (!kindKnown && !isValidTaskKind(spec.kind)) {
     throw new InvalidTaskSpecError('kind', 'a lowercase kind of 1-32 letters, digits or "_"', spec.kind);
   }
   if (typeof spec.label !== 'string' || spec.label.trim() === '' || spec.label.length > MAX_LABEL_LENGTH) {

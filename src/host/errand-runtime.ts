@@ -91,7 +91,7 @@ export interface ErrandRuntimeOptions {
     readonly tool?: Omit<BashToolOptions, 'producer'>;
   };
   /** Options of the pty producer, or false to leave it out. Default: on when node-pty loads. */
-  readonly pty?: PtyProducerOptions | false;
+  readonly pty?: Omit<PtyProducerOptions, 'tasks'> | false;
   readonly taskTools?: Omit<TaskToolsOptions, 'tasks'>;
   /**
    * Subagents (the `agent` and `agent_message` tools), or false to leave them out. Their model defaults
@@ -184,7 +184,7 @@ async function assembleRuntime(
   const bashTool = createBashTool({ producer: bash, ...options.bash?.tool });
   const pty =
     options.pty !== false && (await isPtyAvailable())
-      ? createPtyProducer(tasks, options.pty || {})
+      ? createPtyProducer({ tasks, ...options.pty })
       : undefined;
   if (pty) built.push(() => pty.dispose());
   const ptyTools = pty ? createPtyTools(pty) : [];

@@ -1,11 +1,13 @@
 /** Options of the pty producer, their documented defaults, and their validation (before any side effect). */
 import { consoleLogger, type Logger } from '../../registry/index.js';
-import { InvalidArgumentError } from '../../tasks/index.js';
+import { InvalidArgumentError, type TaskService } from '../../tasks/index.js';
 import { type Clock, systemClock } from '../bash/clock.js';
 import { memoizedSource, type ProcessSource, procfsSource } from '../bash/process-table.js';
 import type { PtyModuleLoader } from './pty-runtime.js';
 
 export interface PtyProducerOptions {
+  /** The task service the producer registers its `pty` tasks with and authorizes every access through. */
+  readonly tasks: TaskService;
   /** The shell that runs a command line. Default `bash`. */
   readonly shell?: string;
   /** Arguments placed before the command line. Default `['-c']`. */
@@ -99,8 +101,8 @@ export const PTY_PRODUCER_DEFAULTS = Object.freeze({
 
 type Optional = 'outputRoot' | 'maxRuntimeMs' | 'outputLimitBytes' | 'loadPty';
 
-/** Every option with its default applied; the optional ones stay undefined when not given. */
-export type ResolvedPtyProducerOptions = Readonly<Required<Omit<PtyProducerOptions, Optional>>> & {
+/** Every option but the task service, with its default applied; the optional ones stay undefined when not given. */
+export type ResolvedPtyProducerOptions = Readonly<Required<Omit<PtyProducerOptions, 'tasks' | Optional>>> & {
   readonly [Key in Optional]: PtyProducerOptions[Key] | undefined;
 };
 
@@ -157,7 +159,10 @@ export function validateEnvironment(field: string, value: unknown): Readonly<Rec
   return value as Readonly<Record<string, string>>;
 }
 
-export function resolvePtyProducerOptions(options: PtyProducerOptions = {}): ResolvedPtyProducerOptions {
+/** Resolves every option but `tasks` (which `createPtyProducer` checks). */
+export function resolvePtyProducerOptions(
+  options: Omit<PtyProducerOptions, 'tasks'> = {},
+): ResolvedPtyProducerOptions {
   const defaults = PTY_PRODUCER_DEFAULTS;
   const maxCols = integer('maxCols', options.maxCols, defaults.maxCols, MIN_COLS);
   const maxRows = integer('maxRows', options.maxRows, defaults.maxRows, MIN_ROWS);

@@ -102,8 +102,12 @@ interface Entry {
   readonly context: TaskRunContext;
 }
 
-export function createPtyProducer(tasks: TaskService, options: PtyProducerOptions = {}): PtyProducer {
-  return new LocalPtyProducer(tasks, resolvePtyProducerOptions(options));
+export function createPtyProducer(options: PtyProducerOptions): PtyProducer {
+  if (typeof options?.tasks?.start !== 'function') {
+    throw new InvalidArgumentError('tasks', 'a TaskService', options?.tasks);
+  }
+  const { tasks, ...settings } = options;
+  return new LocalPtyProducer(tasks, resolvePtyProducerOptions(settings));
 }
 
 class LocalPtyProducer implements PtyProducer {

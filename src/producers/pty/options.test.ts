@@ -5,7 +5,7 @@ import { PTY_PRODUCER_DEFAULTS, resolvePtyProducerOptions } from './options.js';
 describe('pty producer options', () => {
   it('applies the documented defaults', () => {
     const resolved = resolvePtyProducerOptions({});
-    expect(resolved).toMatchObject({ ...PTY_PRODUCER_DEFAULTS, maxRuntimeMs: undefined, env: {} });
+    expect(resolved).toMatchObject({ ...PTY_PRODUCER_DEFAULTS, runtimeCapMs: undefined, env: {} });
     expect(resolved).toMatchObject({
       shell: 'bash',
       shellArgs: ['-c'],
@@ -15,7 +15,7 @@ describe('pty producer options', () => {
       maxScreenBytes: 8192,
       maxOutputFileBytes: 1024 ** 3,
       interruptGraceMs: 1000,
-      terminateGraceMs: 2000,
+      killGraceMs: 2000,
       inheritProcessEnv: true,
     });
     expect(resolved.clock).toBe(systemClock);
@@ -27,6 +27,8 @@ describe('pty producer options', () => {
       'Expected `maxScreenBytes` to be an integer from 256 to 8192, got 9000 (number)',
     ],
     [{ interruptGraceMs: -1 }, 'Expected `interruptGraceMs` to be an integer at least 0, got -1 (number)'],
+    [{ killGraceMs: -1 }, 'Expected `killGraceMs` to be an integer at least 0, got -1 (number)'],
+    [{ runtimeCapMs: 0 }, 'Expected `runtimeCapMs` to be an integer at least 1, got 0 (number)'],
     [{ defaultCols: 600 }, 'Expected `defaultCols` to be an integer from 10 to 500, got 600 (number)'],
     [
       { maxOutputFileBytes: 1.5 },

@@ -38,11 +38,15 @@ export interface PtyProducerOptions {
   readonly interruptGraceMs?: number;
   /**
    * After SIGTERM, how long to wait before SIGKILL, and again for killed processes to disappear. Processes
-   * a program leaves behind when it exits get the same SIGTERM, grace, SIGKILL. Default 2000 ms.
+   * a program leaves behind when it exits get the same SIGTERM, grace, SIGKILL. Named like the bash
+   * executor's grace. Default 2000 ms.
    */
-  readonly terminateGraceMs?: number;
-  /** Runtime cap of a task; past it the program is stopped (`timed_out`). Default none. */
-  readonly maxRuntimeMs?: number;
+  readonly killGraceMs?: number;
+  /**
+   * Runtime cap of a task; past it the program is stopped (`timed_out`). A request's `timeoutMs` overrides
+   * it. Default none.
+   */
+  readonly runtimeCapMs?: number;
   /** Largest input one write accepts, in UTF-8 bytes. Default 65536. */
   readonly maxInputBytes?: number;
   /** `pty_write` returns once the screen has been quiet this long after the input. Default 150 ms. */
@@ -89,7 +93,7 @@ export const PTY_PRODUCER_DEFAULTS = Object.freeze({
   keepOutputFiles: false,
   flowControlHighWaterBytes: 1024 ** 2,
   interruptGraceMs: 1000,
-  terminateGraceMs: 2000,
+  killGraceMs: 2000,
   maxInputBytes: 65536,
   settleQuietMs: 150,
   settleTimeoutMs: 2000,
@@ -99,7 +103,7 @@ export const PTY_PRODUCER_DEFAULTS = Object.freeze({
   inheritProcessEnv: true,
 });
 
-type Optional = 'outputRoot' | 'maxRuntimeMs' | 'outputLimitBytes' | 'loadPty';
+type Optional = 'outputRoot' | 'runtimeCapMs' | 'outputLimitBytes' | 'loadPty';
 
 /** Every option but the task service, with its default applied; the optional ones stay undefined when not given. */
 export type ResolvedPtyProducerOptions = Readonly<Required<Omit<PtyProducerOptions, 'tasks' | Optional>>> & {
@@ -239,9 +243,9 @@ export function resolvePtyProducerOptions(
       4096,
     ),
     interruptGraceMs: integer('interruptGraceMs', options.interruptGraceMs, defaults.interruptGraceMs, 0),
-    terminateGraceMs: integer('terminateGraceMs', options.terminateGraceMs, defaults.terminateGraceMs, 0),
-    maxRuntimeMs:
-      options.maxRuntimeMs === undefined ? undefined : integer('maxRuntimeMs', options.maxRuntimeMs, 0, 1),
+    killGraceMs: integer('killGraceMs', options.killGraceMs, defaults.killGraceMs, 0),
+    runtimeCapMs:
+      options.runtimeCapMs === undefined ? undefined : integer('runtimeCapMs', options.runtimeCapMs, 0, 1),
     maxInputBytes: integer('maxInputBytes', options.maxInputBytes, defaults.maxInputBytes, 1),
     settleQuietMs: integer('settleQuietMs', options.settleQuietMs, defaults.settleQuietMs, 1),
     settleTimeoutMs: integer(

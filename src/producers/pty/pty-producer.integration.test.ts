@@ -138,6 +138,16 @@ describe('pty tasks in the task service', () => {
     expect(leakedProcesses()).toEqual([]);
   });
 
+  it('stops a program past runtimeCapMs (timed_out), unless the request gives its own timeoutMs', async () => {
+    const bed = open({ runtimeCapMs: 1 });
+    const capped = await bed.producer.start({ command: 'sleep 300' });
+    const done = await settled(bed, capped.taskId);
+    expect(done.status).toBe('killed');
+    expect(done.detail).toMatchObject({ reason: 'timed_out' });
+    const own = await bed.producer.start({ command: 'printf "ok\\n"', timeoutMs: 600_000 });
+    expect((await settled(bed, own.taskId)).status).toBe('completed');
+  });
+
   it('fails with spawn_error when the working directory does not exist', async () => {
     const bed = open();
     const missing = fixture('missing-directory');

@@ -284,7 +284,7 @@ class LocalPtyProducer implements PtyProducer {
     const cols = request.cols ?? this.options.defaultCols;
     const rows = request.rows ?? this.options.defaultRows;
     this.#validateSize(cols, rows);
-    const timeoutMs = request.timeoutMs ?? this.options.maxRuntimeMs;
+    const timeoutMs = request.timeoutMs ?? this.options.runtimeCapMs;
     if (timeoutMs !== undefined && (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1)) {
       throw new InvalidArgumentError('timeoutMs', 'a positive integer of milliseconds', timeoutMs);
     }

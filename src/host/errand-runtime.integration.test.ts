@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { capturingLogger } from '../../test/support/registry.js';
 import { createMemorySessionStore } from '../store/index.js';
 import { lastUserText, scriptedModel } from '../testing/index.js';
@@ -51,6 +51,7 @@ describe('the assembled runtime', () => {
       cwd,
       logger: capturingLogger(),
     });
+    const snapshots = vi.spyOn(runtime.bash, 'snapshot');
     const session = runtime.createSession({ id: 'main' });
     await session.send('build it');
     await new Promise<void>((resolve) => {
@@ -69,10 +70,54 @@ describe('the assembled runtime', () => {
     expect(text).toContain('<exit-code>0</exit-code>');
     expect(text).toContain('finished');
     expect(text).toMatch(/<output-file>\/.+<\/output-file>/);
+    // The notification's tail was read with the default size.
+    expect(snapshots).toHaveBeenCalledWith(expect.stringMatching(/^bash-\d+$/), expect.anything(), 4096);
     const toolMessage = model.requests[3]!.messages.at(-1);
     expect(toolMessage?.role === 'tool' && toolMessage.results[0]?.output).toContain('[status: completed');
     const delivered = runtime.store.listLedger('main').filter((entry) => entry.kind === 'notification');
     expect(delivered.map((entry) => entry.state)).toEqual(['delivered']);
+  });
+
+  it('reads notificationTailReadBytes of the output for the notification tail', async () => {
+    const model = scriptedModel([
+      {
+        toolCalls: [
+          {
+            name: 'bash',
+            input: {
+              command: "head -c 300 /dev/zero | tr '\\0' a; echo; echo last-line",
+              run_in_background: true,
+            },
+          },
+        ],
+      },
+      { text: 'started' },
+      { text: 'notified' },
+    ]);
+    runtime = await createErrandRuntime({
+      model,
+      store: createMemorySessionStore(),
+      cwd: workdir(),
+      logger: capturingLogger(),
+      notificationTailReadBytes: 16,
+    });
+    const snapshots = vi.spyOn(runtime.bash, 'snapshot');
+    const session = runtime.createSession({ id: 'main' });
+    const notified = new Promise<void>((resolve) => {
+      const stop = session.on((event) => {
+        if (event.type === 'turn-end' && event.text === 'notified') {
+          stop();
+          resolve();
+        }
+      });
+    });
+    await session.send('run it');
+    await notified;
+    expect(snapshots).toHaveBeenCalledWith(expect.stringMatching(/^bash-\d+$/), expect.anything(), 16);
+    const text = lastUserText(model.requests[2]!);
+    const tail = /<output-tail>\n?([\s\S]*?)<\/output-tail>/.exec(text)?.[1] ?? '';
+    expect(tail).toContain('last-line');
+    expect(Buffer.byteLength(tail.trim())).toBeLessThanOrEqual(16);
   });
 
   it('a person stops a running command through the dashboard backend; the model is told', async () => {

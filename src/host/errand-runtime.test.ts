@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { capturingLogger } from '../../test/support/registry.js';
 import { createMemorySessionStore } from '../store/index.js';
 import { scriptedModel } from '../testing/index.js';
-import { createErrandRuntime, type ErrandRuntimeOptions } from './errand-runtime.js';
+import { createErrandRuntime, ERRAND_RUNTIME_DEFAULTS, type ErrandRuntimeOptions } from './errand-runtime.js';
 
 const directories: string[] = [];
 
@@ -31,6 +31,7 @@ describe('creating the assembled runtime', () => {
     ['an executor option', { bash: { executor: { killGraceMs: -1 } } }, 'killGraceMs'],
     ['a delivery-policy option', { notifications: { wakeBudget: -1 } }, 'wakeBudget'],
     ['a subagent model', { model: () => scriptedModel() }, 'subagents.model'],
+    ['a notification tail read size', { notificationTailReadBytes: 0 }, 'notificationTailReadBytes'],
   ])('fails on %s without leaving its own store open', async (_, options, field) => {
     const directory = home();
     await expect(
@@ -43,6 +44,30 @@ describe('creating the assembled runtime', () => {
       }),
     ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', context: expect.objectContaining({ field }) });
     expect(openDatabaseFiles(directory)).toEqual([]);
+  });
+});
+
+describe('notificationTailReadBytes', () => {
+  it('defaults to 4096 bytes', () => {
+    expect(ERRAND_RUNTIME_DEFAULTS.notificationTailReadBytes).toBe(4096);
+  });
+
+  it.each([
+    [9000, 'Expected `notificationTailReadBytes` to be an integer from 1 to 8192, got 9000 (number)'],
+    [1.5, 'Expected `notificationTailReadBytes` to be an integer from 1 to 8192, got 1.5 (number)'],
+    ['4096', 'Expected `notificationTailReadBytes` to be an integer from 1 to 8192, got "4096" (string)'],
+  ])('refuses %o, naming the field and the value, before opening a store', async (value, message) => {
+    const directory = home();
+    const creating = createErrandRuntime({
+      model: scriptedModel(),
+      home: directory,
+      pty: false,
+      logger: capturingLogger(),
+      notificationTailReadBytes: value as never,
+    });
+    await expect(creating).rejects.toThrow(message);
+    await expect(creating).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', fault: 'caller' });
+    expect(readdirSync(directory)).toEqual([]);
   });
 });
 

@@ -15,7 +15,7 @@ import {
 } from '../producers/bash/bash-producer.js';
 import { type BashTool, type BashToolOptions, createBashTool } from '../producers/bash/bash-tool.js';
 import { BashExecutor } from '../producers/bash/executor.js';
-import type { BashExecutorOptions } from '../producers/bash/executor-options.js';
+import { type BashExecutorOptions, OUTPUT_SNAPSHOT_BYTES } from '../producers/bash/executor-options.js';
 import {
   createPtyProducer,
   createPtyTools,
@@ -71,6 +71,11 @@ import {
 
 const trusted = createTrustedCaller('errand-runtime');
 
+/** Defaults of the runtime's own options (the parts' options have their own defaults). */
+export const ERRAND_RUNTIME_DEFAULTS = Object.freeze({
+  notificationTailReadBytes: 4096,
+});
+
 export interface ErrandRuntimeOptions {
   /** The model every session talks to, or a factory per session. */
   readonly model: ModelPort | ((session: Session) => ModelPort);
@@ -91,7 +96,7 @@ export interface ErrandRuntimeOptions {
     readonly tool?: Omit<BashToolOptions, 'producer'>;
   };
   /** Options of the pty producer, or false to leave it out. Default: on when node-pty loads. */
-  readonly pty?: PtyProducerOptions | false;
+  readonly pty?: Omit<PtyProducerOptions, 'tasks'> | false;
   readonly taskTools?: Omit<TaskToolsOptions, 'tasks'>;
   /**
    * Subagents (the `agent` and `agent_message` tools), or false to leave them out. Their model defaults
@@ -110,6 +115,12 @@ export interface ErrandRuntimeOptions {
   >;
   /** Delivery-policy options. Default: workflows stopped by the model are notified (they read "amend it"). */
   readonly notifications?: PolicyOptions;
+  /**
+   * How much of a finished bash task's newest output is read for its notification's `<output-tail>`, in
+   * bytes (1 to 8192, the most a non-consuming read returns); `notifications.outputTail` then trims it. A
+   * pty task's tail is its final screen, bounded by the pty producer's `maxScreenBytes`. Default 4096.
+   */
+  readonly notificationTailReadBytes?: number;
   readonly limits?: SessionLimits;
   readonly events?: Omit<BackgroundEventFeedOptions, 'tasks'>;
   /** More tools for a session (a harness's own), after Errand's. */
@@ -149,12 +160,26 @@ export async function createErrandRuntime(options: ErrandRuntimeOptions): Promis
   if (typeof options !== 'object' || options === null) {
     throw new InvalidArgumentError('options', 'an object', options);
   }
+  const tailReadBytes =
+    options.notificationTailReadBytes ?? ERRAND_RUNTIME_DEFAULTS.notificationTailReadBytes;
+  if (!Number.isSafeInteger(tailReadBytes) || tailReadBytes < 1 || tailReadBytes > OUTPUT_SNAPSHOT_BYTES) {
+    throw new InvalidArgumentError(
+      'notificationTailReadBytes',
+      `an integer from 1 to ${OUTPUT_SNAPSHOT_BYTES}`,
+      options.notificationTailReadBytes,
+    );
+  }
   const ownsStore = options.store === undefined;
   const store =
     options.store ?? openSqliteSessionStore(options.home === undefined ? {} : { home: options.home });
   const built: Array<() => unknown> = ownsStore ? [() => store.close()] : [];
   try {
-    return await assembleRuntime(options, store, ownsStore, built);
+    return await assembleRuntime(
+      { ...options, notificationTailReadBytes: tailReadBytes },
+      store,
+      ownsStore,
+      built,
+    );
   } catch (error) {
     // Creation failed midway: release what was built, newest first, and the store this call opened.
     for (const release of built.reverse()) {
@@ -170,7 +195,7 @@ export async function createErrandRuntime(options: ErrandRuntimeOptions): Promis
 
 /** Builds the parts in dependency order, recording in `built` how to release each one. */
 async function assembleRuntime(
-  options: ErrandRuntimeOptions,
+  options: ErrandRuntimeOptions & { readonly notificationTailReadBytes: number },
   store: SessionStore,
   ownsStore: boolean,
   built: Array<() => unknown>,
@@ -184,7 +209,7 @@ async function assembleRuntime(
   const bashTool = createBashTool({ producer: bash, ...options.bash?.tool });
   const pty =
     options.pty !== false && (await isPtyAvailable())
-      ? createPtyProducer(tasks, options.pty || {})
+      ? createPtyProducer({ tasks, ...options.pty })
       : undefined;
   if (pty) built.push(() => pty.dispose());
   const ptyTools = pty ? createPtyTools(pty) : [];
@@ -264,7 +289,8 @@ async function assembleRuntime(
     ...(options.limits ? { limits: options.limits } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
     notifications: {
-      readOutputTail: (snapshot: TaskSnapshot) => outputSnapshot(snapshot.id, 4096)?.text,
+      readOutputTail: (snapshot: TaskSnapshot) =>
+        outputSnapshot(snapshot.id, options.notificationTailReadBytes)?.text,
       notifyModelStops: ['workflow'],
       ...options.notifications,
     },

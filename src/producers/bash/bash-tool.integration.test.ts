@@ -205,6 +205,32 @@ describe('foreground', () => {
     expect(result.text).toContain('"/tmp/missing-directory" does not exist');
   });
 
+  it.each([
+    [undefined, 10_000],
+    [2500, 2500],
+  ])('waits spawnFailureWaitMs (%o) for a command that cannot start to settle', async (option, waitMs) => {
+    const { tool, tasks } = setup(option === undefined ? {} : { tool: { spawnFailureWaitMs: option } });
+    const waits = vi.spyOn(tasks, 'wait');
+    const result = await tool.execute({ command: 'true', workdir: '/nonexistent/errand' }, context());
+    expect(result.text).toContain('SPAWN_FAILED');
+    expect(waits).toHaveBeenCalledWith('bash-1', waitMs, expect.anything());
+  });
+
+  it.each([
+    [0, 'INVALID_ARGUMENT', 'Expected `spawnFailureWaitMs` to be an integer of at least 1, got 0 (number)'],
+    [
+      3_000_000_000,
+      'INVALID_TIMEOUT',
+      'Expected `spawnFailureWaitMs` to be a positive finite number of milliseconds no greater than 2147483647, got 3000000000 (number)',
+    ],
+  ])('refuses spawnFailureWaitMs %o, naming the field and the value', (value, code, message) => {
+    const { producer } = setup();
+    expect(() => createBashTool({ producer, spawnFailureWaitMs: value })).toThrow(message);
+    expect(() => createBashTool({ producer, spawnFailureWaitMs: value })).toThrow(
+      expect.objectContaining({ code, fault: 'caller' }),
+    );
+  });
+
   it('runs in the workdir, relative to the session directory, with the session environment', async () => {
     const { tool } = setup();
     const result = await tool.execute(

@@ -38,6 +38,7 @@ export const BASH_TOOL_DEFAULTS = Object.freeze({
   defaultTimeoutMs: 120_000,
   maxTimeoutMs: 600_000,
   autoBackgroundAfterMs: 15_000,
+  spawnFailureWaitMs: 10_000,
 });
 
 export interface BashToolOptions {
@@ -66,6 +67,11 @@ export interface BashToolOptions {
    * cap. A subagent's tool uses `SUBAGENT_BACKGROUND_RUNTIME_CAP_MS` (one hour).
    */
   readonly backgroundRuntimeCapMs?: number;
+  /**
+   * When a command cannot start, how long the call waits for its task to settle, so the failure is
+   * reported by the call's result and not by a second notification. 1 to 2147483647 ms. Default 10000 ms.
+   */
+  readonly spawnFailureWaitMs?: number;
   readonly clock?: Clock;
 }
 
@@ -145,6 +151,9 @@ export function createBashTool(options: BashToolOptions): BashTool {
     );
   }
   const backgroundRuntimeCapMs = optionalDuration('backgroundRuntimeCapMs', options.backgroundRuntimeCapMs);
+  const spawnFailureWaitMs =
+    optionalDuration('spawnFailureWaitMs', options.spawnFailureWaitMs) ??
+    BASH_TOOL_DEFAULTS.spawnFailureWaitMs;
   const clock = options.clock ?? systemClock;
   const foreground = new ForegroundCalls();
   const schema = bashToolSchema({
@@ -318,7 +327,7 @@ export function createBashTool(options: BashToolOptions): BashTool {
   const spawnFailure = async (started: StartedBashTask): Promise<ToolResult<BashToolValue>> => {
     const facts = await started.handle.stopped;
     // The model learns of the failure here; the task's end needs no second notification.
-    await producer.tasks.wait(started.taskId, 10_000, trusted).catch(() => undefined);
+    await producer.tasks.wait(started.taskId, spawnFailureWaitMs, trusted).catch(() => undefined);
     const error = new SpawnFailedError(`Task ${started.taskId} ${describeFailure(facts)}`, {
       fault: facts.errorCode === 'ENOENT' || facts.errorCode === 'ENOTDIR' ? 'caller' : 'system',
       context: { taskId: started.taskId, errorCode: facts.errorCode },

@@ -5,7 +5,7 @@ import { PTY_PRODUCER_DEFAULTS, resolvePtyProducerOptions } from './options.js';
 describe('pty producer options', () => {
   it('applies the documented defaults', () => {
     const resolved = resolvePtyProducerOptions({});
-    expect(resolved).toMatchObject({ ...PTY_PRODUCER_DEFAULTS, maxRuntimeMs: undefined, env: {} });
+    expect(resolved).toMatchObject({ ...PTY_PRODUCER_DEFAULTS, runtimeCapMs: undefined, env: {} });
     expect(resolved).toMatchObject({
       shell: 'bash',
       shellArgs: ['-c'],
@@ -15,7 +15,10 @@ describe('pty producer options', () => {
       maxScreenBytes: 8192,
       maxOutputFileBytes: 1024 ** 3,
       interruptGraceMs: 1000,
-      terminateGraceMs: 2000,
+      killGraceMs: 2000,
+      flowControlHighWaterBytes: 1024 ** 2,
+      maxCommandChars: 100_000,
+      maxLabelChars: 200,
       inheritProcessEnv: true,
     });
     expect(resolved.clock).toBe(systemClock);
@@ -27,6 +30,8 @@ describe('pty producer options', () => {
       'Expected `maxScreenBytes` to be an integer from 256 to 8192, got 9000 (number)',
     ],
     [{ interruptGraceMs: -1 }, 'Expected `interruptGraceMs` to be an integer at least 0, got -1 (number)'],
+    [{ killGraceMs: -1 }, 'Expected `killGraceMs` to be an integer at least 0, got -1 (number)'],
+    [{ runtimeCapMs: 0 }, 'Expected `runtimeCapMs` to be an integer at least 1, got 0 (number)'],
     [{ defaultCols: 600 }, 'Expected `defaultCols` to be an integer from 10 to 500, got 600 (number)'],
     [
       { maxOutputFileBytes: 1.5 },
@@ -45,6 +50,22 @@ describe('pty producer options', () => {
       'Expected `settleTimeoutMs` to be an integer from 1 to 30000, got 40000 (number)',
     ],
     [{ loadPty: 'node-pty' }, 'Expected `loadPty` to be a function, got "node-pty" (string)'],
+    [
+      { flowControlHighWaterBytes: 128 * 1024 ** 2 },
+      'Expected `flowControlHighWaterBytes` to be an integer from 4096 to 67108864, got 134217728 (number)',
+    ],
+    [
+      { flowControlHighWaterBytes: 1024 },
+      'Expected `flowControlHighWaterBytes` to be an integer from 4096 to 67108864, got 1024 (number)',
+    ],
+    [
+      { maxCommandChars: 200_000 },
+      'Expected `maxCommandChars` to be an integer from 1 to 131071, got 200000 (number)',
+    ],
+    [{ maxCommandChars: 0 }, 'Expected `maxCommandChars` to be an integer from 1 to 131071, got 0 (number)'],
+    [{ maxLabelChars: 4 }, 'Expected `maxLabelChars` to be an integer from 8 to 2000, got 4 (number)'],
+    [{ maxLabelChars: 2001 }, 'Expected `maxLabelChars` to be an integer from 8 to 2000, got 2001 (number)'],
+    [{ maxLabelChars: '40' }, 'Expected `maxLabelChars` to be an integer from 8 to 2000, got "40" (string)'],
   ])('rejects %o, naming the field and the value', (options, message) => {
     expect(() => resolvePtyProducerOptions(options as never)).toThrow(message);
     try {
@@ -52,6 +73,20 @@ describe('pty producer options', () => {
     } catch (error) {
       expect(error).toMatchObject({ code: 'INVALID_ARGUMENT', fault: 'caller' });
     }
+  });
+
+  it('takes custom values of the length and flow-control limits', () => {
+    expect(
+      resolvePtyProducerOptions({
+        maxCommandChars: 131_071,
+        maxLabelChars: 8,
+        flowControlHighWaterBytes: 64 * 1024 ** 2,
+      }),
+    ).toMatchObject({
+      maxCommandChars: 131_071,
+      maxLabelChars: 8,
+      flowControlHighWaterBytes: 64 * 1024 ** 2,
+    });
   });
 
   it('keeps defaults within a lowered maximum', () => {

@@ -1,11 +1,14 @@
 /** Options of the pty producer, their documented defaults, and their validation (before any side effect). */
 import { consoleLogger, type Logger } from '../../registry/index.js';
-import { InvalidArgumentError } from '../../tasks/index.js';
+import { MAX_LABEL_LENGTH } from '../../registry/validate-spec.js';
+import { InvalidArgumentError, type TaskService } from '../../tasks/index.js';
 import { type Clock, systemClock } from '../bash/clock.js';
 import { memoizedSource, type ProcessSource, procfsSource } from '../bash/process-table.js';
 import type { PtyModuleLoader } from './pty-runtime.js';
 
 export interface PtyProducerOptions {
+  /** The task service the producer registers its `pty` tasks with and authorizes every access through. */
+  readonly tasks: TaskService;
   /** The shell that runs a command line. Default `bash`. */
   readonly shell?: string;
   /** Arguments placed before the command line. Default `['-c']`. */
@@ -30,19 +33,36 @@ export interface PtyProducerOptions {
   readonly outputRoot?: string;
   /** Keep the output directory when the producer is disposed. Default false (it is removed). */
   readonly keepOutputFiles?: boolean;
-  /** Unwritten plus unrendered bytes above which the terminal is paused (back-pressure). Default 1 MiB. */
+  /**
+   * Unwritten plus unrendered bytes above which the terminal is paused (back-pressure). 4096 to 64 MiB.
+   * Default 1 MiB.
+   */
   readonly flowControlHighWaterBytes?: number;
   /** After the interrupt (SIGINT to the foreground job), how long to wait before SIGTERM. Default 1000 ms. */
   readonly interruptGraceMs?: number;
   /**
    * After SIGTERM, how long to wait before SIGKILL, and again for killed processes to disappear. Processes
-   * a program leaves behind when it exits get the same SIGTERM, grace, SIGKILL. Default 2000 ms.
+   * a program leaves behind when it exits get the same SIGTERM, grace, SIGKILL. Named like the bash
+   * executor's grace. Default 2000 ms.
    */
-  readonly terminateGraceMs?: number;
-  /** Runtime cap of a task; past it the program is stopped (`timed_out`). Default none. */
-  readonly maxRuntimeMs?: number;
+  readonly killGraceMs?: number;
+  /**
+   * Runtime cap of a task; past it the program is stopped (`timed_out`). A request's `timeoutMs` overrides
+   * it. Default none.
+   */
+  readonly runtimeCapMs?: number;
   /** Largest input one write accepts, in UTF-8 bytes. Default 65536. */
   readonly maxInputBytes?: number;
+  /**
+   * Longest command line `start` accepts, in characters; a longer one is refused. 1 to 131071 (Linux
+   * passes no longer argument to a program). Default 100000.
+   */
+  readonly maxCommandChars?: number;
+  /**
+   * A task's label (its description, else its command, on one line) is shortened to this many characters.
+   * 8 to 2000 (the longest label the task service accepts). Default 200.
+   */
+  readonly maxLabelChars?: number;
   /** `pty_write` returns once the screen has been quiet this long after the input. Default 150 ms. */
   readonly settleQuietMs?: number;
   /** `pty_write`'s default bound on that wait (and on `wait_for`). Default 2000 ms. */
@@ -71,6 +91,10 @@ export interface PtyProducerOptions {
 export const MAX_SCREEN_BYTES = 8192;
 export const MIN_COLS = 10;
 export const MIN_ROWS = 2;
+/** The longest single argument Linux passes to a program (MAX_ARG_STRLEN, 128 KiB, less its NUL). */
+const MAX_COMMAND_CHARS = 131_071;
+/** The most bytes waiting to be written or rendered that `flowControlHighWaterBytes` may allow. */
+const MAX_FLOW_CONTROL_HIGH_WATER_BYTES = 64 * 1024 ** 2;
 
 export const PTY_PRODUCER_DEFAULTS = Object.freeze({
   shell: 'bash',
@@ -87,8 +111,10 @@ export const PTY_PRODUCER_DEFAULTS = Object.freeze({
   keepOutputFiles: false,
   flowControlHighWaterBytes: 1024 ** 2,
   interruptGraceMs: 1000,
-  terminateGraceMs: 2000,
+  killGraceMs: 2000,
   maxInputBytes: 65536,
+  maxCommandChars: 100_000,
+  maxLabelChars: 200,
   settleQuietMs: 150,
   settleTimeoutMs: 2000,
   maxSettleTimeoutMs: 30_000,
@@ -97,10 +123,10 @@ export const PTY_PRODUCER_DEFAULTS = Object.freeze({
   inheritProcessEnv: true,
 });
 
-type Optional = 'outputRoot' | 'maxRuntimeMs' | 'outputLimitBytes' | 'loadPty';
+type Optional = 'outputRoot' | 'runtimeCapMs' | 'outputLimitBytes' | 'loadPty';
 
-/** Every option with its default applied; the optional ones stay undefined when not given. */
-export type ResolvedPtyProducerOptions = Readonly<Required<Omit<PtyProducerOptions, Optional>>> & {
+/** Every option but the task service, with its default applied; the optional ones stay undefined when not given. */
+export type ResolvedPtyProducerOptions = Readonly<Required<Omit<PtyProducerOptions, 'tasks' | Optional>>> & {
   readonly [Key in Optional]: PtyProducerOptions[Key] | undefined;
 };
 
@@ -157,7 +183,10 @@ export function validateEnvironment(field: string, value: unknown): Readonly<Rec
   return value as Readonly<Record<string, string>>;
 }
 
-export function resolvePtyProducerOptions(options: PtyProducerOptions = {}): ResolvedPtyProducerOptions {
+/** Resolves every option but `tasks` (which `createPtyProducer` checks). */
+export function resolvePtyProducerOptions(
+  options: Omit<PtyProducerOptions, 'tasks'> = {},
+): ResolvedPtyProducerOptions {
   const defaults = PTY_PRODUCER_DEFAULTS;
   const maxCols = integer('maxCols', options.maxCols, defaults.maxCols, MIN_COLS);
   const maxRows = integer('maxRows', options.maxRows, defaults.maxRows, MIN_ROWS);
@@ -232,12 +261,27 @@ export function resolvePtyProducerOptions(options: PtyProducerOptions = {}): Res
       options.flowControlHighWaterBytes,
       defaults.flowControlHighWaterBytes,
       4096,
+      MAX_FLOW_CONTROL_HIGH_WATER_BYTES,
     ),
     interruptGraceMs: integer('interruptGraceMs', options.interruptGraceMs, defaults.interruptGraceMs, 0),
-    terminateGraceMs: integer('terminateGraceMs', options.terminateGraceMs, defaults.terminateGraceMs, 0),
-    maxRuntimeMs:
-      options.maxRuntimeMs === undefined ? undefined : integer('maxRuntimeMs', options.maxRuntimeMs, 0, 1),
+    killGraceMs: integer('killGraceMs', options.killGraceMs, defaults.killGraceMs, 0),
+    runtimeCapMs:
+      options.runtimeCapMs === undefined ? undefined : integer('runtimeCapMs', options.runtimeCapMs, 0, 1),
     maxInputBytes: integer('maxInputBytes', options.maxInputBytes, defaults.maxInputBytes, 1),
+    maxCommandChars: integer(
+      'maxCommandChars',
+      options.maxCommandChars,
+      defaults.maxCommandChars,
+      1,
+      MAX_COMMAND_CHARS,
+    ),
+    maxLabelChars: integer(
+      'maxLabelChars',
+      options.maxLabelChars,
+      defaults.maxLabelChars,
+      8,
+      MAX_LABEL_LENGTH,
+    ),
     settleQuietMs: integer('settleQuietMs', options.settleQuietMs, defaults.settleQuietMs, 1),
     settleTimeoutMs: integer(
       'settleTimeoutMs',

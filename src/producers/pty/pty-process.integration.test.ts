@@ -259,7 +259,7 @@ describe('a program in a pseudo-terminal', () => {
   it('ends an idle interactive shell with the hangup, before any SIGKILL', async () => {
     // A 20 s grace: an interactive shell ignores SIGINT and SIGTERM, so only SIGHUP can end it in time.
     const pty = await spawn(undefined, {
-      settings: { interactiveShellArgs: ['--norc', '--noprofile', '-i'], terminateGraceMs: 20_000 },
+      settings: { interactiveShellArgs: ['--norc', '--noprofile', '-i'], killGraceMs: 20_000 },
       env: { ...(process.env as Record<string, string>), PS1: 'shell$ ' },
     });
     await expectScreen(pty, 'shell$');

@@ -62,7 +62,7 @@ export interface PtyProcessSettings {
   readonly maxOutputFileBytes: number;
   readonly flowControlHighWaterBytes: number;
   readonly interruptGraceMs: number;
-  readonly terminateGraceMs: number;
+  readonly killGraceMs: number;
   readonly logger: Logger;
   readonly clock: Clock;
   readonly processSource: ProcessSource;
@@ -278,7 +278,7 @@ class PtyProcessHandle implements PtyProcess {
         root: rootIdentity,
         source,
         clock: settings.clock,
-        killGraceMs: settings.terminateGraceMs,
+        killGraceMs: settings.killGraceMs,
         politeSignals: TERMINAL_POLITE_SIGNALS,
         tag,
         // Alive or a zombie: either way its pid, and so its group id, is still ours.
@@ -388,7 +388,7 @@ class PtyProcessHandle implements PtyProcess {
     // No /proc: the leader's process group is the reach there is.
     for (const signal of TERMINAL_POLITE_SIGNALS) signalGroup(this.#pid, signal);
     signalGroup(this.#pid, 'SIGCONT');
-    this.#stopStep = this.#settings.clock.schedule(this.#settings.terminateGraceMs, () => {
+    this.#stopStep = this.#settings.clock.schedule(this.#settings.killGraceMs, () => {
       if (this.#leaderExited) return;
       this.#stopSignals.push('SIGKILL');
       signalGroup(this.#pid, 'SIGKILL');

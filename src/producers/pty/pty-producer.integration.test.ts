@@ -138,6 +138,28 @@ describe('pty tasks in the task service', () => {
     expect(leakedProcesses()).toEqual([]);
   });
 
+  it('stops a program past runtimeCapMs (timed_out), unless the request gives its own timeoutMs', async () => {
+    const bed = open({ runtimeCapMs: 1 });
+    const capped = await bed.producer.start({ command: 'sleep 300' });
+    const done = await settled(bed, capped.taskId);
+    expect(done.status).toBe('killed');
+    expect(done.detail).toMatchObject({ reason: 'timed_out' });
+    const own = await bed.producer.start({ command: 'printf "ok\\n"', timeoutMs: 600_000 });
+    expect((await settled(bed, own.taskId)).status).toBe('completed');
+  });
+
+  it.each([
+    [undefined, 200],
+    [20, 20],
+  ])('shortens a label to maxLabelChars (%o: %i characters)', async (option, limit) => {
+    const bed = open(option === undefined ? {} : { maxLabelChars: option });
+    const description = 'd'.repeat(limit + 50);
+    const { taskId, snapshot } = await bed.producer.start({ command: 'true', description });
+    expect(snapshot.label).toBe(`${'d'.repeat(limit - 1)}…`);
+    expect(snapshot.detail).toMatchObject({ description });
+    await settled(bed, taskId);
+  });
+
   it('fails with spawn_error when the working directory does not exist', async () => {
     const bed = open();
     const missing = fixture('missing-directory');

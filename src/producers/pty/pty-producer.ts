@@ -41,9 +41,6 @@ import type { ScreenView } from './terminal-screen.js';
 
 export const PTY_TASK_KIND = 'pty';
 
-const MAX_COMMAND_LENGTH = 100_000;
-const MAX_LABEL_CHARS = 200;
-
 export interface PtyStartRequest {
   /** A command line for the configured shell. Absent: an interactive shell. */
   readonly command?: string;
@@ -102,8 +99,12 @@ interface Entry {
   readonly context: TaskRunContext;
 }
 
-export function createPtyProducer(tasks: TaskService, options: PtyProducerOptions = {}): PtyProducer {
-  return new LocalPtyProducer(tasks, resolvePtyProducerOptions(options));
+export function createPtyProducer(options: PtyProducerOptions): PtyProducer {
+  if (typeof options?.tasks?.start !== 'function') {
+    throw new InvalidArgumentError('tasks', 'a TaskService', options?.tasks);
+  }
+  const { tasks, ...settings } = options;
+  return new LocalPtyProducer(tasks, resolvePtyProducerOptions(settings));
 }
 
 class LocalPtyProducer implements PtyProducer {
@@ -154,7 +155,7 @@ class LocalPtyProducer implements PtyProducer {
     const command = request.command;
     const label = shortenText(
       toSingleLine(request.description ?? command ?? 'interactive shell'),
-      MAX_LABEL_CHARS,
+      this.options.maxLabelChars,
     );
     const detail: TaskDetail = {
       command: command ?? [this.options.shell, ...this.options.interactiveShellArgs].join(' '),
@@ -254,16 +255,17 @@ class LocalPtyProducer implements PtyProducer {
       throw new InvalidArgumentError('request', 'an object', request);
     }
     const { command, description, cwd, toolUseId } = request;
+    const { maxCommandChars } = this.options;
     if (
       command !== undefined &&
       (typeof command !== 'string' ||
         command.trim() === '' ||
-        command.length > MAX_COMMAND_LENGTH ||
+        command.length > maxCommandChars ||
         command.includes('\0'))
     ) {
       throw new InvalidArgumentError(
         'command',
-        `a non-empty string of at most ${MAX_COMMAND_LENGTH} characters without NUL`,
+        `a non-empty string of at most maxCommandChars (${maxCommandChars}) characters without NUL`,
         command,
       );
     }
@@ -280,7 +282,7 @@ class LocalPtyProducer implements PtyProducer {
     const cols = request.cols ?? this.options.defaultCols;
     const rows = request.rows ?? this.options.defaultRows;
     this.#validateSize(cols, rows);
-    const timeoutMs = request.timeoutMs ?? this.options.maxRuntimeMs;
+    const timeoutMs = request.timeoutMs ?? this.options.runtimeCapMs;
     if (timeoutMs !== undefined && (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1)) {
       throw new InvalidArgumentError('timeoutMs', 'a positive integer of milliseconds', timeoutMs);
     }

@@ -77,6 +77,41 @@ describe('waitForScreen', () => {
     expect(await stopped).toBe(false);
     expect(fake.listeners.size).toBe(0);
   });
+  it('rejects with the error of a predicate that throws on a change, without throwing into the notifier', async () => {
+    const clock = createManualClock();
+    const fake = fakePty();
+    const broken = new Error('predicate failed');
+    const waiting = waitForScreen(
+      fake.pty,
+      (screen) => {
+        if (screen.text === 'boom') throw broken;
+        return false;
+      },
+      { timeoutMs: 1000, clock },
+    );
+    expect(() => fake.show('boom')).not.toThrow();
+    await expect(waiting).rejects.toBe(broken);
+    expect(fake.listeners.size).toBe(0);
+    expect(clock.pending).toBe(0);
+    // Later changes reach nothing of the finished wait.
+    expect(() => fake.show('boom')).not.toThrow();
+  });
+
+  it('rejects with the error of a predicate that throws on its first look, cleaning up', async () => {
+    const clock = createManualClock();
+    const fake = fakePty();
+    const controller = new AbortController();
+    const waiting = waitForScreen(
+      fake.pty,
+      () => {
+        throw new TypeError('bad predicate');
+      },
+      { timeoutMs: 1000, clock, signal: controller.signal },
+    );
+    await expect(waiting).rejects.toThrow('bad predicate');
+    expect(fake.listeners.size).toBe(0);
+    expect(clock.pending).toBe(0);
+  });
 });
 
 describe('waitForQuiet', () => {

@@ -14,30 +14,43 @@ export interface ScreenWaitOptions {
   readonly clock?: Clock;
 }
 
-/** Resolves to true as soon as `predicate` holds for the screen, false on timeout, abort or stop. */
+/**
+ * Resolves to true as soon as `predicate` holds for the screen, false on timeout, abort or stop. A
+ * predicate that throws ends the wait: the promise rejects with its error, which never escapes into the
+ * terminal's change callback.
+ */
 export function waitForScreen(
   pty: PtyProcess,
   predicate: (screen: ScreenView) => boolean,
   options: ScreenWaitOptions,
 ): Promise<boolean> {
-  return new Promise((resolve) => {
+  return new Promise((resolve, reject) => {
     let finished = false;
-    const finish = (matched: boolean) => {
+    const finish = (settle: () => void) => {
       if (finished) return;
       finished = true;
       cancelTimeout();
       unsubscribe();
       options.signal?.removeEventListener('abort', onAbort);
-      resolve(matched);
+      settle();
     };
     const check = () => {
-      if (predicate(pty.screen())) finish(true);
-      else if (pty.exit !== undefined) finish(false);
+      let matched: boolean;
+      try {
+        matched = predicate(pty.screen());
+      } catch (error) {
+        finish(() => reject(error));
+        return;
+      }
+      if (matched) finish(() => resolve(true));
+      else if (pty.exit !== undefined) finish(() => resolve(false));
     };
-    const onAbort = () => finish(false);
+    const onAbort = () => finish(() => resolve(false));
     const unsubscribe = pty.onChange(check);
-    const cancelTimeout = (options.clock ?? systemClock).schedule(options.timeoutMs, () => finish(false));
-    if (options.signal?.aborted) finish(false);
+    const cancelTimeout = (options.clock ?? systemClock).schedule(options.timeoutMs, () =>
+      finish(() => resolve(false)),
+    );
+    if (options.signal?.aborted) finish(() => resolve(false));
     else options.signal?.addEventListener('abort', onAbort, { once: true });
     check();
   });

@@ -1,0 +1,59 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { createTaskService } from '../../registry/index.js';
+import type { PtyProducerOptions } from './options.js';
+import { createPtyProducer, type PtyProducer } from './pty-producer.js';
+
+let cleanups: Array<() => Promise<void> | void> = [];
+
+afterEach(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup();
+  cleanups = [];
+});
+
+/** A producer whose node-pty never loads: a request that passes validation fails with PTY_UNAVAILABLE. */
+function withoutNodePty(options: Omit<PtyProducerOptions, 'tasks' | 'loadPty'> = {}): PtyProducer {
+  const tasks = createTaskService();
+  const producer = createPtyProducer({
+    tasks,
+    loadPty: async () => {
+      throw new Error("Cannot find package 'node-pty'");
+    },
+    ...options,
+  });
+  cleanups.push(
+    () => tasks.dispose(),
+    () => producer.dispose(),
+  );
+  return producer;
+}
+
+describe('createPtyProducer', () => {
+  it.each([
+    [undefined, 'Expected `tasks` to be a TaskService, got undefined'],
+    [{}, 'Expected `tasks` to be a TaskService, got undefined'],
+    [{ tasks: 'tasks' }, 'Expected `tasks` to be a TaskService, got "tasks" (string)'],
+  ])('refuses %o without a task service, naming the field', (options, message) => {
+    expect(() => createPtyProducer(options as never)).toThrow(message);
+    expect(() => createPtyProducer(options as never)).toThrow(
+      expect.objectContaining({ code: 'INVALID_ARGUMENT', fault: 'caller' }),
+    );
+  });
+});
+
+describe('maxCommandChars', () => {
+  it.each([
+    [undefined, 100_000],
+    [10, 10],
+  ])('with %o, accepts a command of %i characters and refuses a longer one', async (option, limit) => {
+    const producer = withoutNodePty(option === undefined ? {} : { maxCommandChars: option });
+    expect(producer.options.maxCommandChars).toBe(limit);
+    await expect(producer.start({ command: 'x'.repeat(limit) })).rejects.toMatchObject({
+      code: 'PTY_UNAVAILABLE',
+    });
+    const refused = producer.start({ command: 'x'.repeat(limit + 1) });
+    await expect(refused).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', fault: 'caller' });
+    await expect(refused).rejects.toThrow(
+      `Expected \`command\` to be a non-empty string of at most maxCommandChars (${limit}) characters without NUL`,
+    );
+  });
+});

@@ -3,7 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { capturingLogger } from '../../test/support/registry.js';
+import { waitForScreen } from '../producers/pty/index.js';
 import { createMemorySessionStore } from '../store/index.js';
+import { createTrustedCaller } from '../tasks/index.js';
 import { lastUserText, scriptedModel } from '../testing/index.js';
 import { createErrandRuntime, type ErrandRuntime } from './errand-runtime.js';
 
@@ -118,6 +120,28 @@ describe('the assembled runtime', () => {
     const tail = /<output-tail>\n?([\s\S]*?)<\/output-tail>/.exec(text)?.[1] ?? '';
     expect(tail).toContain('last-line');
     expect(Buffer.byteLength(tail.trim())).toBeLessThanOrEqual(16);
+  });
+
+  it("bounds a pty task's output snapshot to maxBytes, keeping the end of the screen", async () => {
+    runtime = await createErrandRuntime({
+      model: scriptedModel([]),
+      store: createMemorySessionStore(),
+      cwd: workdir(),
+      logger: capturingLogger(),
+    });
+    const pty = runtime.pty;
+    if (pty === undefined) return; // node-pty is optional; without it the runtime has no pty tasks.
+    const started = await pty.start({
+      command: `printf 'first-line\\n%.0s' 1 2 3 4 5 6 7 8; echo last-line; sleep 30`,
+    });
+    const screen = pty.process(started.taskId, createTrustedCaller('test'));
+    await waitForScreen(screen, (view) => view.text.includes('last-line'), { timeoutMs: 10_000 });
+    const whole = runtime.outputSnapshot(started.taskId)!;
+    expect(whole.text).toContain('first-line');
+    const bounded = runtime.outputSnapshot(started.taskId, 12)!;
+    expect(Buffer.byteLength(bounded.text)).toBeLessThanOrEqual(12);
+    expect(whole.text.endsWith(bounded.text)).toBe(true);
+    expect(bounded.totalBytes).toBe(Buffer.byteLength(whole.text));
   });
 
   it('a person stops a running command through the dashboard backend; the model is told', async () => {

@@ -60,6 +60,7 @@ import {
   type TaskService,
   type TaskSnapshot,
 } from '../tasks/index.js';
+import { truncateUtf8Tail, utf8ByteLength } from '../text/index.js';
 import {
   type AnyToolDefinition,
   createTaskTools,
@@ -150,7 +151,11 @@ export interface ErrandRuntime {
   readonly systemPrompt: string;
   createSession(options?: CreateSessionOptions): Session;
   resumeSession(id: string): Session;
-  /** The newest output of a bash or pty task, at most `maxBytes`, without consuming it. */
+  /**
+   * The newest output of a bash or pty task, at most `maxBytes` (default 8192) on a UTF-8 boundary,
+   * without consuming it. For a pty task it is the end of the rendered screen, and `totalBytes` the
+   * screen's size.
+   */
   outputSnapshot(taskId: string, maxBytes?: number): { text: string; totalBytes?: number } | undefined;
   /** Closes every session (stopping their work), then the producers, the service and an owned store. */
   dispose(): Promise<void>;
@@ -270,7 +275,7 @@ async function assembleRuntime(
     if (kind === 'pty' && pty) {
       try {
         const screen = pty.screen(taskId, trusted);
-        return { text: screen.text };
+        return { text: truncateUtf8Tail(screen.text, maxBytes), totalBytes: utf8ByteLength(screen.text) };
       } catch {
         return undefined;
       }

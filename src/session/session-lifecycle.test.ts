@@ -243,6 +243,88 @@ describe('closing', () => {
   });
 });
 
+describe('closing from inside the session’s own turn', () => {
+  it('a tool that awaits close() of its own session does not hang: the turn is interrupted and the session closes', async () => {
+    const order: string[] = [];
+    const { runtime, store, model } = runtimeForTest(
+      [{ toolCalls: [{ name: 'end_session', input: {} }] }, { text: 'never asked' }],
+      {
+        tools: (session) => [
+          defineTool({
+            name: 'end_session',
+            description: 'Closes the session it runs in.',
+            inputSchema: z.object({}),
+            async execute(_input, context) {
+              await session.close();
+              order.push(`close resolved (signal aborted: ${context.signal.aborted})`);
+              return { text: 'closed', isError: false, value: undefined };
+            },
+          }),
+        ],
+      },
+    );
+    const session = runtime.createSession({ id: 's1' });
+    const reply = session.send('bye');
+    await vi.waitFor(() => expect(order).toHaveLength(1));
+    expect(order).toEqual(['close resolved (signal aborted: true)']);
+    await expect(reply).resolves.toMatchObject({ reason: 'interrupted' });
+    await session.close();
+    expect(session.state).toBe('closed');
+    expect(store.getSession('s1')?.state).toBe('closed');
+    expect(model.requests).toHaveLength(1);
+    expect(runtime.getSession('s1')).toBeUndefined();
+    await runtime.dispose();
+  });
+
+  it('a tool that awaits close() after a close from outside began does not hang either', async () => {
+    const gate = deferred();
+    const events: string[] = [];
+    const { runtime } = runtimeForTest([{ toolCalls: [{ name: 'linger', input: {} }] }], {
+      tools: (session) => [
+        defineTool({
+          name: 'linger',
+          description: 'Ignores the abort, then closes its session.',
+          inputSchema: z.object({}),
+          async execute() {
+            events.push('tool started');
+            await gate.promise;
+            await session.close();
+            events.push(`tool saw ${session.state}`);
+            return { text: 'done', isError: false, value: undefined };
+          },
+        }),
+      ],
+    });
+    const session = runtime.createSession({ id: 's1' });
+    const reply = session.send('go');
+    await vi.waitFor(() => expect(events).toEqual(['tool started']));
+    const closing = session.close().then(() => events.push('outside close resolved'));
+    gate.resolve();
+    await closing;
+    // The tool's close resolved before the turn unwound; the outside one only once the session was closed.
+    expect(events).toEqual(['tool started', 'tool saw shutting_down', 'outside close resolved']);
+    expect(session.state).toBe('closed');
+    await expect(reply).resolves.toMatchObject({ reason: 'interrupted' });
+    await runtime.dispose();
+  });
+
+  it('a configuration whose apply awaits close() of its own session does not hang', async () => {
+    const { runtime, store } = runtimeForTest([]);
+    const session = runtime.createSession({ id: 's1' });
+    let closedInside = false;
+    const configured = session.configure('shut down', async () => {
+      await session.close();
+      closedInside = true;
+    });
+    await vi.waitFor(() => expect(closedInside).toBe(true));
+    await expect(configured).resolves.toBeUndefined();
+    await session.close();
+    expect(session.state).toBe('closed');
+    expect(store.getSession('s1')?.state).toBe('closed');
+    await runtime.dispose();
+  });
+});
+
 describe('argument validation', () => {
   it('configure names a bad label or apply function', async () => {
     const { runtime } = runtimeForTest([]);

@@ -2,6 +2,7 @@
  * A session: one conversation with its owner scope, command queue, input ledger and turn loop. Tasks the
  * session starts are owned by it; their notifications come back through its queue, exactly once.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import type { NotificationLane } from '../notifications/index.js';
 import type { LedgerEntry, MessageRecord } from '../store/records.js';
@@ -116,6 +117,19 @@ export interface SessionDependencies {
   readonly beforeUserPrompt?: (text: string, session: Session) => string | undefined;
 }
 
+/**
+ * The turns the current code runs inside, innermost first: a turn's model request and tool calls (and
+ * whatever they start) run in its frame, so `close()` can tell that it was called from the session's own
+ * turn. Frames chain because a tool may run another session's turn (a subagent) inside its own.
+ */
+interface TurnFrame {
+  readonly session: Session;
+  readonly turnId: number;
+  readonly outer: TurnFrame | undefined;
+}
+
+const turnFrames = new AsyncLocalStorage<TurnFrame>();
+
 export class Session {
   readonly id: SessionId;
   readonly parentId: SessionId | undefined;
@@ -149,6 +163,8 @@ export class Session {
   #drainHolds = 0;
   #sealed = false;
   #closing: Promise<void> | undefined;
+  /** Resolves once every shutdown step ran except waiting for the turn (what a close from the turn gets). */
+  #closingSteps: Promise<void> | undefined;
   #idleWaiters: Array<() => void> = [];
 
   constructor(dependencies: SessionDependencies) {
@@ -545,7 +561,8 @@ export class Session {
         // Every notification of the batch was stale or already delivered: nothing to wake the model for.
         outcome = { turnId, reason: 'completed', text: '' };
       } else {
-        outcome = await runTurn(this.#turnContext(turnId, controller.signal));
+        const frame: TurnFrame = { session: this, turnId, outer: turnFrames.getStore() };
+        outcome = await turnFrames.run(frame, () => runTurn(this.#turnContext(turnId, controller.signal)));
       }
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
@@ -612,7 +629,13 @@ export class Session {
   /**
    * Closes the session: blocks new notifications, interrupts the turn, runs the shutdown sweeps (workflow
    * runs first), cancels every task the session owns and waits for them, discards what is still queued,
-   * and marks the session closed. Idempotent.
+   * and marks the session closed once the turn has ended. Idempotent.
+   *
+   * Called from inside the session's own running turn (a tool's `execute`, or anything it awaits or
+   * started), it cannot wait for that turn, which waits for the caller: it begins the same shutdown (the
+   * turn's signal aborts with `session closing`) and resolves once every other step has run — tasks
+   * cancelled and awaited, the queue discarded. The session reaches `closed` as soon as the turn unwinds;
+   * a `close()` from outside the turn resolves only then.
    */
   close(): Promise<void> {
     return this.beginShutdown();
@@ -620,7 +643,8 @@ export class Session {
 
   /**
    * Begins shutdown: from this call on no notification is admitted, then the sweeps of `close()` run.
-   * Resolves when the session is closed. Idempotent; `close()` is the same step.
+   * Resolves when the session is closed (from inside the session's own turn: when every step but waiting
+   * for that turn ran, see `close()`). Idempotent; `close()` is the same step.
    */
   beginShutdown(): Promise<void> {
     if (this.#closing === undefined) {
@@ -628,14 +652,44 @@ export class Session {
       const started = new Promise<void>((resolve) => {
         begin = resolve;
       });
+      let stepsDone!: () => void;
+      this.#closingSteps = new Promise<void>((resolve) => {
+        stepsDone = resolve;
+      });
       // Set before any sweep runs, so whatever the sweeps trigger already sees a closing session.
-      this.#closing = started.then(() => this.#closeNow());
+      this.#closing = started.then(() => this.#closeNow(stepsDone));
       begin();
     }
+    if (this.#calledFromOwnTurn() && this.#closingSteps) return this.#closingSteps;
     return this.#closing;
   }
 
-  async #closeNow(): Promise<void> {
+  /** True when the caller runs inside this session's turn that is still running. */
+  #calledFromOwnTurn(): boolean {
+    const turn = this.#turn;
+    if (turn === undefined) return false;
+    for (let frame = turnFrames.getStore(); frame; frame = frame.outer) {
+      if (frame.session === this && frame.turnId === turn.id) return true;
+    }
+    return false;
+  }
+
+  async #closeNow(stepsDone: () => void): Promise<void> {
+    try {
+      await this.#runShutdownSteps();
+    } finally {
+      stepsDone();
+    }
+    // The interrupted turn may still be finishing a model request or a tool call that ignores the abort.
+    while (this.#turn) await this.#turn.ended;
+    await this.#closeStep('storing it as closed failed', () =>
+      this.#store.updateSession(this.id, { state: 'closed' }),
+    );
+    this.#setState('closed');
+    this.#listeners.clear();
+  }
+
+  async #runShutdownSteps(): Promise<void> {
     this.#setState('shutting_down');
     if (this.#drainTimer) clearTimeout(this.#drainTimer);
     this.#drainTimer = undefined;
@@ -659,13 +713,6 @@ export class Session {
         this.#ledger.discardEntries(ledgerIds, 'shutdown'),
       );
     }
-    // The interrupted turn may still be finishing a model request or a tool call that ignores the abort.
-    while (this.#turn) await this.#turn.ended;
-    await this.#closeStep('storing it as closed failed', () =>
-      this.#store.updateSession(this.id, { state: 'closed' }),
-    );
-    this.#setState('closed');
-    this.#listeners.clear();
   }
 
   async #closeStep(failure: string, step: () => unknown): Promise<void> {

@@ -25,6 +25,7 @@ import {
   type QueuePriority,
 } from './command-queue.js';
 import type { ModelPort } from './model-port.js';
+import { NOTIFICATION_DELIVERY_FAILED, NotificationDeliveryError } from './notification-delivery-error.js';
 import type {
   SessionEvent,
   SessionEventListener,
@@ -161,6 +162,8 @@ export class Session {
   #drainTimer: NodeJS.Timeout | undefined;
   #drainWindowStart = 0;
   #drainHolds = 0;
+  /** Deliveries in a row that the store failed to record; sets the delay of the next retry. */
+  #deliveryFailures = 0;
   #sealed = false;
   #closing: Promise<void> | undefined;
   /** Resolves once every shutdown step ran except waiting for the turn (what a close from the turn gets). */
@@ -395,7 +398,9 @@ export class Session {
    * configuration barrier), drops stale ones, and commits the rest to the ledger as delivered in one
    * model-only message with `source`: each is delivered once, here or by a turn, never both. Returns
    * what was delivered, in queue order; nothing while a turn runs or a configuration is being applied
-   * (the drain delivers them, in order) or once shutdown began.
+   * (the drain delivers them, in order) or once shutdown began. If the store fails to record the delivery,
+   * it throws `NOTIFICATION_DELIVERY_FAILED`: nothing was delivered and the notifications stay queued,
+   * in order, for the next call.
    */
   takeQueuedNotifications(options: TakeQueuedNotificationsOptions): DeliveredNotification[] {
     if (typeof options?.source !== 'string' || options.source === '') {
@@ -408,12 +413,14 @@ export class Session {
     // While a drain works (a turn, or a configuration being applied) the drain delivers them, in order.
     if (this.#turn || this.#draining || this.#closing) return [];
     const taken = this.#queue.takeNotificationsBeforeBarrier('later', limit);
-    return this.#ledger.deliverBatch(taken, options.source).map((notification) => ({
-      ledgerId: notification.ledgerId,
-      taskId: notification.taskId,
-      label: notification.label,
-      text: notification.text,
-    }));
+    return this.#deliverQueued(() => this.#ledger.deliverBatch(taken, options.source)).map(
+      (notification) => ({
+        ledgerId: notification.ledgerId,
+        taskId: notification.taskId,
+        label: notification.label,
+        text: notification.text,
+      }),
+    );
   }
 
   // ---------------------------------------------------------------- control
@@ -492,6 +499,25 @@ export class Session {
     else clearTimeout(this.#drainTimer);
     const { idleDrainQuietMs, idleDrainMaxDelayMs } = this.#limits;
     const delay = Math.min(idleDrainQuietMs, Math.max(0, this.#drainWindowStart + idleDrainMaxDelayMs - now));
+    this.#setDrainTimer(delay);
+  }
+
+  /**
+   * After the store failed to record a delivery: the drain looks at the queue again after
+   * `deliveryRetryMs`, doubling with each failure in a row up to `deliveryRetryMaxMs`. A new arrival
+   * drains sooner, as usual.
+   */
+  #scheduleDrainRetry(): void {
+    if (this.#closing) return;
+    const { deliveryRetryMs, deliveryRetryMaxMs } = this.#limits;
+    const doublings = Math.min(this.#deliveryFailures - 1, 30);
+    const delay = Math.min(deliveryRetryMaxMs, deliveryRetryMs * 2 ** Math.max(0, doublings));
+    if (this.#drainTimer !== undefined) clearTimeout(this.#drainTimer);
+    this.#drainWindowStart = performance.now() + delay;
+    this.#setDrainTimer(delay);
+  }
+
+  #setDrainTimer(delay: number): void {
     this.#drainScheduled = true;
     this.#drainTimer = setTimeout(() => {
       this.#drainTimer = undefined;
@@ -523,11 +549,18 @@ export class Session {
           this.#queue.take(head);
           // Queued notifications (quiet ones included) become context ahead of the person's words.
           const context = this.#queue.takeNotificationsBeforeBarrier();
-          await this.#startTurn('user', context, head);
+          if (await this.#startTurn('user', context, head)) {
+            // The store failed to record a delivery: the next turn would fail the same way at once.
+            this.#scheduleDrainRetry();
+            break;
+          }
           continue;
         }
         const batch = this.#queue.takeNotificationsBeforeBarrier(head.priority);
-        await this.#startTurn('background_task', batch, undefined);
+        if (await this.#startTurn('background_task', batch, undefined)) {
+          this.#scheduleDrainRetry();
+          break;
+        }
       }
     } finally {
       this.#draining = false;
@@ -535,11 +568,12 @@ export class Session {
     this.#wakeIdleWaiters();
   }
 
+  /** Runs one turn; true when it ended because the store failed to record a delivery of notifications. */
   async #startTurn(
     source: TurnSource,
     notifications: QueuedNotification[],
     input: QueuedUserInput | undefined,
-  ): Promise<void> {
+  ): Promise<boolean> {
     const turnId = ++this.#turnCount;
     const controller = new AbortController();
     let markEnded!: () => void;
@@ -551,12 +585,17 @@ export class Session {
     const title = input ? firstLine(input.text) : batchTitle(notifications);
     this.#emit({ type: 'turn-start', turnId, source, title });
     let outcome: TurnOutcome;
+    let inputDelivered = false;
+    let deliveryFailed = false;
     try {
       const delivered =
         source === 'user'
-          ? this.#ledger.deliverEach(notifications, 'task_notification_steer')
-          : this.#ledger.deliverBatch(notifications, 'background_task').length > 0;
-      if (input) this.#deliverUserInput(input);
+          ? this.#deliverQueued(() => this.#ledger.deliverEach(notifications, 'task_notification_steer'))
+          : this.#deliverQueued(() => this.#ledger.deliverBatch(notifications, 'background_task')).length > 0;
+      if (input) {
+        this.#deliverUserInput(input);
+        inputDelivered = true;
+      }
       if (source === 'background_task' && !delivered) {
         // Every notification of the batch was stale or already delivered: nothing to wake the model for.
         outcome = { turnId, reason: 'completed', text: '' };
@@ -566,8 +605,14 @@ export class Session {
       }
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
-      this.#logger.warn(`session ${this.id}: turn ${turnId} failed`, { error: message });
+      deliveryFailed = ErrandError.hasCode(error, NOTIFICATION_DELIVERY_FAILED);
+      this.#logger.warn(`session ${this.id}: turn ${turnId} failed`, {
+        error: message,
+        ...(ErrandError.isInstance(error) ? { code: error.code } : {}),
+      });
       outcome = { turnId, reason: 'error', text: '', error: message };
+      // The input will never be delivered (its turn failed before it): its ledger entry must not stay queued.
+      if (input && !inputDelivered) this.#discardUndeliveredInput(input);
     } finally {
       this.#turn = undefined;
       markEnded();
@@ -581,6 +626,7 @@ export class Session {
     });
     input?.settle(outcome);
     if (!this.#closing) this.#setState('idle');
+    return deliveryFailed;
   }
 
   #turnContext(turnId: number, signal: AbortSignal): TurnContext {
@@ -593,8 +639,10 @@ export class Session {
       limits: this.#limits,
       messages: () => this.#store.listMessages(this.id),
       append: (message) => this.#append(message),
-      injectQueuedNotifications: () =>
-        this.#ledger.deliverEach(this.#queue.takeNotificationsBeforeBarrier(), 'task_notification_steer'),
+      injectQueuedNotifications: () => {
+        const queued = this.#queue.takeNotificationsBeforeBarrier();
+        return this.#deliverQueued(() => this.#ledger.deliverEach(queued, 'task_notification_steer'));
+      },
       toolContext: (toolCallId) => ({
         caller: this.owner,
         toolCallId,
@@ -613,15 +661,41 @@ export class Session {
   }
 
   #deliverUserInput(input: QueuedUserInput): void {
-    let text: string;
+    const text = this.#beforeUserPrompt?.(input.text, this) ?? input.text;
+    this.#ledger.deliverInput(input, text);
+  }
+
+  #discardUndeliveredInput(input: QueuedUserInput): void {
     try {
-      text = this.#beforeUserPrompt?.(input.text, this) ?? input.text;
-    } catch (error) {
-      // The input will never be delivered: its ledger entry must not stay queued.
       this.#ledger.discardEntries([input.ledgerId], 'delivery_failed');
+    } catch (error) {
+      // A resume discards it (`session_resumed`); it is never delivered either way.
+      this.#logger.warn(`session ${this.id}: discarding an undelivered input failed`, {
+        ledgerId: input.ledgerId,
+        error: describeError(error),
+      });
+    }
+  }
+
+  /**
+   * Runs one ledger delivery of queued notifications. If the store fails to record it, the notifications
+   * it did not deliver go back to the head of the queue, in order, so the queue and the ledger agree: the
+   * next turn, idle drain or surface delivers them, once. The error is rethrown for the caller to report.
+   */
+  #deliverQueued<T>(deliver: () => T): T {
+    try {
+      const delivered = deliver();
+      this.#deliveryFailures = 0;
+      return delivered;
+    } catch (error) {
+      if (error instanceof NotificationDeliveryError) {
+        this.#queue.requeue(error.undelivered);
+        this.#deliveryFailures += 1;
+        // A drain that runs a turn schedules the retry once the turn has ended.
+        if (!this.#draining) this.#scheduleDrainRetry();
+      }
       throw error;
     }
-    this.#ledger.deliverInput(input, text);
   }
 
   // ---------------------------------------------------------------- shutdown

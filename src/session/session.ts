@@ -68,6 +68,27 @@ export interface DeliveredNotification {
   readonly text: string;
 }
 
+/**
+ * Notifications a surface took out of the queue to hand over itself, not yet recorded as delivered (see
+ * `Session.reserveQueuedNotifications`). Until it is committed or released, no turn and no other surface
+ * sees them; they are still `queued` in the ledger.
+ */
+export interface NotificationReservation {
+  /** The reserved notifications, in queue order (stale ones already dropped). */
+  readonly notifications: readonly DeliveredNotification[];
+  /** `reserved` until `commit` recorded them or `release` (or the session's shutdown) gave them back. */
+  readonly state: 'reserved' | 'committed' | 'released';
+  /**
+   * Records them as delivered: one model-only message with the reservation's `source`, and the ledger
+   * entries marked delivered, in one store step. Returns those delivered (an entry delivered or discarded
+   * meanwhile is left out). If the store fails it throws `NOTIFICATION_DELIVERY_FAILED` and the
+   * reservation stays reserved: commit again, or release. Returns nothing once committed or released.
+   */
+  commit(): DeliveredNotification[];
+  /** Puts them back at the head of the queue, in order, for the next turn or surface. Idempotent. */
+  release(): void;
+}
+
 export interface TakeQueuedNotificationsOptions {
   /** The `source` of the message that records the delivery, e.g. `mcp_tool_result`. */
   readonly source: string;
@@ -168,6 +189,8 @@ export class Session {
   #closing: Promise<void> | undefined;
   /** Resolves once every shutdown step ran except waiting for the turn (what a close from the turn gets). */
   #closingSteps: Promise<void> | undefined;
+  /** Notifications a surface holds between reserving and committing or releasing them. */
+  readonly #reservations = new Set<Reserved>();
   #idleWaiters: Array<() => void> = [];
 
   constructor(dependencies: SessionDependencies) {
@@ -403,6 +426,28 @@ export class Session {
    * in order, for the next call.
    */
   takeQueuedNotifications(options: TakeQueuedNotificationsOptions): DeliveredNotification[] {
+    const reservation = this.reserveQueuedNotifications(options);
+    try {
+      return reservation.commit();
+    } catch (error) {
+      reservation.release();
+      if (ErrandError.hasCode(error, NOTIFICATION_DELIVERY_FAILED)) {
+        this.#deliveryFailures += 1;
+        this.#scheduleDrainRetry();
+      }
+      throw error;
+    }
+  }
+
+  /**
+   * The first half of `takeQueuedNotifications`, for a surface that learns only later whether what it
+   * sent arrived (the MCP server hands a tool result to its transport after this call): takes the same
+   * notifications out of the queue, drops stale ones, and returns them reserved. `commit()` once they were
+   * handed over records them as delivered; `release()` if they were not puts them back at the head of the
+   * queue, so they are delivered once, later. Reserves nothing while a turn runs, a configuration is
+   * being applied, or once shutdown began; shutdown discards what is still reserved (`shutdown`).
+   */
+  reserveQueuedNotifications(options: TakeQueuedNotificationsOptions): NotificationReservation {
     if (typeof options?.source !== 'string' || options.source === '') {
       throw new InvalidArgumentError('source', 'a non-empty string', options?.source);
     }
@@ -411,16 +456,56 @@ export class Session {
       throw new InvalidArgumentError('limit', 'a positive integer', options.limit);
     }
     // While a drain works (a turn, or a configuration being applied) the drain delivers them, in order.
-    if (this.#turn || this.#draining || this.#closing) return [];
+    if (this.#turn || this.#draining || this.#closing) return this.#reserve([], options.source);
     const taken = this.#queue.takeNotificationsBeforeBarrier('later', limit);
-    return this.#deliverQueued(() => this.#ledger.deliverBatch(taken, options.source)).map(
-      (notification) => ({
-        ledgerId: notification.ledgerId,
-        taskId: notification.taskId,
-        label: notification.label,
-        text: notification.text,
-      }),
-    );
+    let fresh: QueuedNotification[];
+    try {
+      fresh = this.#ledger.dropStale(taken);
+    } catch (error) {
+      this.#queue.requeue(taken);
+      throw new NotificationDeliveryError(this.id, taken, error);
+    }
+    return this.#reserve(fresh, options.source);
+  }
+
+  #reserve(notifications: QueuedNotification[], source: string): NotificationReservation {
+    let pending = notifications;
+    let state: NotificationReservation['state'] = notifications.length === 0 ? 'committed' : 'reserved';
+    const reservation: Reserved = {
+      get state() {
+        return state;
+      },
+      notifications: notifications.map(toDelivered),
+      pending: () => (state === 'reserved' ? pending : []),
+      drop: () => {
+        state = 'released';
+        this.#reservations.delete(reservation);
+      },
+      commit: () => {
+        if (state !== 'reserved') return [];
+        let delivered: QueuedNotification[];
+        try {
+          delivered = this.#ledger.deliverBatch(pending, source);
+        } catch (error) {
+          // Recorded in part (a conflict moved some out of the way) or not at all: the rest stay reserved.
+          if (error instanceof NotificationDeliveryError) pending = [...error.undelivered];
+          throw error;
+        }
+        state = 'committed';
+        this.#reservations.delete(reservation);
+        this.#deliveryFailures = 0;
+        return delivered.map(toDelivered);
+      },
+      release: () => {
+        if (state !== 'reserved') return;
+        state = 'released';
+        this.#reservations.delete(reservation);
+        this.#queue.requeue(pending);
+        this.#scheduleDrain();
+      },
+    };
+    if (state === 'reserved') this.#reservations.add(reservation);
+    return reservation;
   }
 
   // ---------------------------------------------------------------- control
@@ -774,6 +859,11 @@ export class Session {
     await this.#closeStep('disposing its owner failed (a cleanup threw)', () => this.owner.dispose());
     const leftover = this.#queue.remove(() => true);
     const ledgerIds: number[] = [];
+    // What a surface still holds reserved is not delivered: a commit after this finds it discarded.
+    for (const reservation of [...this.#reservations]) {
+      for (const notification of reservation.pending()) ledgerIds.push(notification.ledgerId);
+      reservation.drop();
+    }
     for (const command of leftover) {
       if (command.kind === 'notification') ledgerIds.push(command.ledgerId);
       if (command.kind === 'user_input') {
@@ -796,6 +886,23 @@ export class Session {
       this.#logger.warn(`session ${this.id}: ${failure}`, { error: describeError(error) });
     }
   }
+}
+
+/** A reservation with the session's own handles on it. */
+interface Reserved extends NotificationReservation {
+  /** What is still reserved (nothing once committed or released). */
+  pending(): readonly QueuedNotification[];
+  /** Forgets it without requeueing (shutdown discards its entries). */
+  drop(): void;
+}
+
+function toDelivered(notification: QueuedNotification): DeliveredNotification {
+  return {
+    ledgerId: notification.ledgerId,
+    taskId: notification.taskId,
+    label: notification.label,
+    text: notification.text,
+  };
 }
 
 function describeError(error: unknown): string {

@@ -93,4 +93,63 @@ describe('Session.takeQueuedNotifications (a surface delivering outside a model 
     expect(session.messages().filter((message) => message.source === 'surface_result')).toHaveLength(1);
     await runtime.dispose();
   });
+
+  it('reserveQueuedNotifications holds them out of the queue until commit records them or release puts them back in order', async () => {
+    const { runtime, board, store } = runtimeForTest(
+      [
+        { toolCalls: [{ name: 'start_task', input: { label: 'a' } }] },
+        { toolCalls: [{ name: 'start_task', input: { label: 'b' } }] },
+        { toolCalls: [{ name: 'start_task', input: { label: 'c' } }] },
+        { text: 'started' },
+      ],
+      { notifications: { wakeBudget: 0 } },
+    );
+    const session = runtime.createSession({ id: 's1' });
+    await session.send('start three');
+    for (const label of ['a', 'b']) board.get(label)!.settle({ status: 'completed' });
+    await settleEventLoop();
+    await session.whenIdle();
+
+    const held = session.reserveQueuedNotifications({ source: 'surface_result' });
+    expect(held.state).toBe('reserved');
+    expect(held.notifications.map((notification) => notification.taskId)).toEqual([
+      'scripted-1',
+      'scripted-2',
+    ]);
+    expect(session.queuedCommands).toBe(0);
+    expect(session.takeQueuedNotifications({ source: 'surface_result' })).toEqual([]);
+    // Still queued in the ledger: nothing is delivered until the surface commits.
+    expect(store.listQueued('s1')).toHaveLength(2);
+
+    board.get('c')!.settle({ status: 'completed' });
+    await settleEventLoop();
+    expect(session.queuedCommands).toBe(1);
+    held.release();
+    expect(held.state).toBe('released');
+    expect(held.commit()).toEqual([]);
+
+    const again = session.reserveQueuedNotifications({ source: 'surface_result', limit: 2 });
+    expect(again.notifications.map((notification) => notification.taskId)).toEqual([
+      'scripted-1',
+      'scripted-2',
+    ]);
+    expect(again.commit().map((notification) => notification.taskId)).toEqual(['scripted-1', 'scripted-2']);
+    expect(again.state).toBe('committed');
+    again.release();
+    expect(session.queuedCommands).toBe(1);
+
+    // Shutdown discards what a surface still holds; a late commit records nothing.
+    const late = session.reserveQueuedNotifications({ source: 'surface_result' });
+    await session.close();
+    expect(late.state).toBe('released');
+    expect(late.commit()).toEqual([]);
+    expect(
+      store
+        .listLedger('s1')
+        .filter((entry) => entry.kind === 'notification')
+        .map((entry) => entry.state),
+    ).toEqual(['delivered', 'delivered', 'discarded']);
+    expect(session.messages().filter((message) => message.source === 'surface_result')).toHaveLength(1);
+    await runtime.dispose();
+  });
 });

@@ -27,13 +27,13 @@ import {
   taskToolsPrompt,
 } from '../tools/index.js';
 import { ErrandTaskStore } from './errand-task-store.js';
-import { appendQueuedNotifications } from './in-band-notifications.js';
 import {
   type ErrandMcpServerOptions,
   type ResolvedMcpServerOptions,
   resolveMcpServerOptions,
 } from './mcp-server-options.js';
 import { forwardNotificationsAsLogs } from './notification-log.js';
+import { ResultDeliveries } from './result-delivery.js';
 import { WorkingDirectory } from './working-directory.js';
 
 export interface ErrandMcpServer {
@@ -109,7 +109,17 @@ export function createErrandMcpServer(options: ErrandMcpServerOptions): ErrandMc
     env: session.env,
   });
 
-  /** Runs a tool and answers with its bounded text and, unless the call was cancelled, queued notifications. */
+  // Queued notifications ride on tool results, recorded as delivered once a result was actually sent.
+  const deliveries = new ResultDeliveries({
+    inbox: session,
+    transport: () => server.server.transport,
+    logger,
+  });
+
+  /**
+   * Runs a tool and answers with its bounded text and, unless the call was cancelled, queued
+   * notifications: they count as delivered only once this answer was handed to the transport.
+   */
   const callTool = async (
     definition: AnyToolDefinition,
     args: unknown,
@@ -119,9 +129,7 @@ export function createErrandMcpServer(options: ErrandMcpServerOptions): ErrandMc
     await workingDirectory.whenReady();
     const result = await executeTool(definition, args, toolContext(requestId, signal));
     const answer = toCallToolResult(limitToolResult(result, resolved.maxToolResultBytes));
-    // A cancelled request's answer is never sent: its notifications stay queued for the next one.
-    if (signal.aborted) return answer;
-    return appendQueuedNotifications(answer, session, resolved.maxNotificationsPerResult);
+    return deliveries.attach(answer, requestId, signal, resolved.maxNotificationsPerResult);
   };
 
   for (const definition of session.tools) {
@@ -193,6 +201,7 @@ export function createErrandMcpServer(options: ErrandMcpServerOptions): ErrandMc
         try {
           await server.close();
         } finally {
+          deliveries.releaseAll();
           await session.close();
           taskStore?.dispose();
         }

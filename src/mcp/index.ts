@@ -19,8 +19,12 @@ export {
 } from './errors.js';
 export {
   appendQueuedNotifications,
+  carriesNotificationBlock,
   MCP_TOOL_RESULT_SOURCE,
   type NotificationInbox,
+  type ReservedResult,
+  type ReservingNotificationInbox,
+  reserveQueuedNotificationsFor,
 } from './in-band-notifications.js';
 export { createMcpRuntime, MCP_CLIENT_MODEL, type McpRuntimeOptions } from './mcp-runtime.js';
 export {
@@ -34,6 +38,7 @@ export {
   MCP_LOGGER_NAME,
   type NotificationLogOptions,
 } from './notification-log.js';
+export { ResultDeliveries, type ResultDeliveriesDependencies } from './result-delivery.js';
 export { type StdioMcpServer, type StdioMcpServerOptions, startStdioMcpServer } from './stdio-server.js';
 export {
   ERRAND_TASK_STORE_DEFAULTS,

@@ -106,6 +106,18 @@ export class CommandQueue {
     return taken;
   }
 
+  /**
+   * Puts commands that were taken but not handled back at the head of their priority lanes, in the given
+   * order, ahead of whatever arrived meanwhile. They were admitted once: the length limit does not apply.
+   */
+  requeue(commands: readonly QueuedCommand[]): void {
+    for (const priority of QUEUE_PRIORITIES) {
+      const returning = commands.filter((command) => command.priority === priority);
+      if (returning.length > 0) this.#lanes[priority] = [...returning, ...this.#lanes[priority]];
+    }
+    this.#length += commands.length;
+  }
+
   /** Removes one command. */
   take(command: QueuedCommand): void {
     const lane = this.#lanes[command.priority];

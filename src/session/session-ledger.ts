@@ -8,6 +8,7 @@ import type { LedgerEntry } from '../store/records.js';
 import type { SessionStore } from '../store/session-store.js';
 import type { SessionId } from '../tasks/index.js';
 import type { QueuedNotification, QueuedUserInput, QueuePriority } from './command-queue.js';
+import { NotificationDeliveryError } from './notification-delivery-error.js';
 import type { SessionEvent } from './session-events.js';
 
 export interface SessionLedgerDependencies {
@@ -95,57 +96,93 @@ export class SessionLedger {
     if (result.ok) this.#emit({ type: 'message', message: result.message });
   }
 
-  /** Each notification as its own model-only message (mid-turn injection, context ahead of input). */
+  /**
+   * Each notification as its own model-only message (mid-turn injection, context ahead of input). A store
+   * that throws stops the delivery: `NotificationDeliveryError` names the notifications not delivered
+   * (the caller puts them back in the queue).
+   */
   deliverEach(notifications: QueuedNotification[], source: string): boolean {
+    const settled = new Set<number>();
     let delivered = false;
-    for (const notification of this.dropStale(notifications)) {
-      const result = this.#store.commitDelivery(this.#sessionId, [notification.ledgerId], {
-        role: 'user',
-        content: { text: notification.text },
-        visibility: 'model-only',
-        source,
-        branchGeneration: this.#branchGeneration(),
-      });
-      if (result.ok) {
-        delivered = true;
-        this.#emit({ type: 'message', message: result.message });
-      } else if (result.code === 'LEDGER_ENTRY_STALE_BRANCH') {
-        // The branch moved in the store behind the session: the entry can never be delivered.
-        this.discard([notification], 'branch_changed');
+    try {
+      for (const notification of this.#dropStale(notifications, settled)) {
+        const result = this.#store.commitDelivery(this.#sessionId, [notification.ledgerId], {
+          role: 'user',
+          content: { text: notification.text },
+          visibility: 'model-only',
+          source,
+          branchGeneration: this.#branchGeneration(),
+        });
+        if (result.ok) {
+          settled.add(notification.ledgerId);
+          delivered = true;
+          this.#emit({ type: 'message', message: result.message });
+        } else if (result.code === 'LEDGER_ENTRY_STALE_BRANCH') {
+          // The branch moved in the store behind the session: the entry can never be delivered.
+          this.discard([notification], 'branch_changed');
+          settled.add(notification.ledgerId);
+        } else {
+          // Already delivered or discarded: nothing to deliver.
+          settled.add(notification.ledgerId);
+        }
       }
+    } catch (error) {
+      throw this.#failure(notifications, settled, error);
     }
     return delivered;
   }
 
   /**
    * A batch as one model-only message: the XML blocks joined by a blank line. Returns the notifications
-   * it delivered.
+   * it delivered. A store that throws delivers none: `NotificationDeliveryError` names them.
    */
   deliverBatch(notifications: QueuedNotification[], source: string): QueuedNotification[] {
-    let pending = this.dropStale(notifications);
-    while (pending.length > 0) {
-      const result = this.#store.commitDelivery(
-        this.#sessionId,
-        pending.map((notification) => notification.ledgerId),
-        {
-          role: 'user',
-          content: { text: pending.map((notification) => notification.text).join('\n\n') },
-          visibility: 'model-only',
-          source,
-          branchGeneration: this.#branchGeneration(),
-        },
-      );
-      if (result.ok) {
-        this.#emit({ type: 'message', message: result.message });
-        return pending;
+    const settled = new Set<number>();
+    try {
+      let pending = this.#dropStale(notifications, settled);
+      while (pending.length > 0) {
+        const result = this.#store.commitDelivery(
+          this.#sessionId,
+          pending.map((notification) => notification.ledgerId),
+          {
+            role: 'user',
+            content: { text: pending.map((notification) => notification.text).join('\n\n') },
+            visibility: 'model-only',
+            source,
+            branchGeneration: this.#branchGeneration(),
+          },
+        );
+        if (result.ok) {
+          this.#emit({ type: 'message', message: result.message });
+          return pending;
+        }
+        // Some entry was already delivered, discarded or is stale: deliver the rest without it.
+        const blocked = new Set(result.conflicts.map((entry) => entry.id));
+        const stale = pending.filter((notification) => blocked.has(notification.ledgerId));
+        if (result.code === 'LEDGER_ENTRY_STALE_BRANCH') this.discard(stale, 'branch_changed');
+        for (const id of blocked) settled.add(id);
+        pending = pending.filter((notification) => !blocked.has(notification.ledgerId));
       }
-      // Some entry was already delivered, discarded or is stale: deliver the rest without it.
-      const blocked = new Set(result.conflicts.map((entry) => entry.id));
-      const stale = pending.filter((notification) => blocked.has(notification.ledgerId));
-      if (result.code === 'LEDGER_ENTRY_STALE_BRANCH') this.discard(stale, 'branch_changed');
-      pending = pending.filter((notification) => !blocked.has(notification.ledgerId));
+    } catch (error) {
+      throw this.#failure(notifications, settled, error);
     }
     return [];
+  }
+
+  #failure(notifications: QueuedNotification[], settled: ReadonlySet<number>, error: unknown): unknown {
+    // An error of ours (a bug, not the store) still names what was not delivered.
+    const undelivered = notifications.filter((notification) => !settled.has(notification.ledgerId));
+    if (undelivered.length === 0) return error;
+    return new NotificationDeliveryError(this.#sessionId, undelivered, error);
+  }
+
+  #dropStale(notifications: QueuedNotification[], settled: Set<number>): QueuedNotification[] {
+    const fresh = this.dropStale(notifications);
+    const kept = new Set(fresh.map((notification) => notification.ledgerId));
+    for (const notification of notifications) {
+      if (!kept.has(notification.ledgerId)) settled.add(notification.ledgerId);
+    }
+    return fresh;
   }
 
   /** The second branch check, just before persisting. */

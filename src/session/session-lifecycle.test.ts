@@ -5,6 +5,7 @@ import {
   runtimeForTest,
   settleEventLoop,
   startTaskTool,
+  switchableStore,
   type TaskBoard,
 } from '../../test/support/session.js';
 import { createMemorySessionStore, type SessionStore } from '../store/index.js';
@@ -161,6 +162,159 @@ describe('interrupting a turn', () => {
   });
 });
 
+describe('a store that fails while queued notifications are delivered', () => {
+  /** A turn whose tool waits on `gate` while the task `job` it started ends, so its notification is injected mid-turn. */
+  function midTurnScenario(
+    steps: Parameters<typeof runtimeForTest>[0],
+    options: Parameters<typeof runtimeForTest>[1] = {},
+  ) {
+    const board: TaskBoard = new Map();
+    const gate = deferred();
+    const { store, failing } = switchableStore();
+    let slowStarted = false;
+    const test = runtimeForTest(steps, {
+      store,
+      limits: { deliveryRetryMs: 1 },
+      ...options,
+      tools: (session) => [
+        startTaskTool(session, board),
+        defineTool({
+          name: 'slow',
+          description: 'Waits for the test.',
+          inputSchema: z.object({}),
+          async execute() {
+            slowStarted = true;
+            await gate.promise;
+            return { text: 'slow done', isError: false, value: undefined };
+          },
+        }),
+      ],
+    });
+    return { ...test, board, gate, failing, started: () => slowStarted };
+  }
+
+  it('mid-turn: the turn ends with the error, the notification stays queued in memory and in the ledger, and is delivered once when the store works again', async () => {
+    const { runtime, model, store, logger, board, gate, failing, started } = midTurnScenario([
+      {
+        toolCalls: [
+          { name: 'start_task', input: { label: 'job' } },
+          { name: 'slow', input: {} },
+        ],
+      },
+      { text: 'the job finished' },
+    ]);
+    const session = runtime.createSession({ id: 's1' });
+    const reply = session.send('go');
+    await vi.waitFor(() => expect(started()).toBe(true));
+    board.get('job')!.settle({ status: 'completed' });
+    await vi.waitFor(() => expect(session.queuedCommands).toBe(1));
+    failing.add('commitDelivery');
+    gate.resolve();
+
+    const outcome = await reply;
+    expect(outcome).toMatchObject({ reason: 'error' });
+    expect(outcome.error).toContain('store unavailable (commitDelivery)');
+    expect(outcome.error).toContain('scripted-1');
+    expect(model.requests).toHaveLength(1);
+    const warning = logger.warnings.find((entry) => entry.message.includes('turn 1 failed'));
+    expect(String(warning?.context?.error)).toContain('store unavailable');
+    // The queue and the ledger agree: the notification is still waiting in both.
+    expect(session.queuedCommands).toBe(1);
+    expect(store.listQueued('s1').map((entry) => entry.taskId)).toEqual(['scripted-1']);
+
+    failing.delete('commitDelivery');
+    await vi.waitFor(() => expect(model.requests).toHaveLength(2));
+    await session.whenIdle();
+    const notifications = session
+      .messages()
+      .filter((message) => message.content.text?.includes('<task-id>scripted-1'));
+    expect(notifications).toHaveLength(1);
+    expect(
+      store
+        .listLedger('s1')
+        .filter((entry) => entry.kind === 'notification')
+        .map((entry) => entry.state),
+    ).toEqual(['delivered']);
+    expect(session.queuedCommands).toBe(0);
+    await runtime.dispose();
+  });
+
+  it('ahead of a person’s input: the turn fails, the input is discarded, the notification waits for the next turn', async () => {
+    const { runtime, model, store, board, failing } = midTurnScenario(
+      [
+        { toolCalls: [{ name: 'start_task', input: { label: 'job' } }] },
+        { text: 'started' },
+        { text: 'answer with the job as context' },
+      ],
+      // Quiet: only a person's input takes it.
+      { notifications: { defaultLane: 'quiet' } },
+    );
+    const session = runtime.createSession({ id: 's1' });
+    await session.send('start');
+    board.get('job')!.settle({ status: 'completed' });
+    await vi.waitFor(() => expect(session.queuedCommands).toBe(1));
+    failing.add('commitDelivery');
+    const outcome = await session.send('what happened?');
+    expect(outcome).toMatchObject({ reason: 'error' });
+    expect(outcome.error).toContain('store unavailable (commitDelivery)');
+    expect(model.requests).toHaveLength(2);
+    failing.delete('commitDelivery');
+    expect(store.listLedger('s1').map((entry) => [entry.kind, entry.state, entry.reason ?? null])).toEqual([
+      ['user_input', 'delivered', null],
+      ['notification', 'queued', null],
+      ['user_input', 'discarded', 'delivery_failed'],
+    ]);
+    expect(session.queuedCommands).toBe(1);
+    await expect(session.send('and now?')).resolves.toMatchObject({ reason: 'completed' });
+    const last = model.requests[2]!.messages.slice(-2);
+    expect(last.map((message) => message.role === 'user' && message.text)).toEqual([
+      expect.stringContaining('<task-id>scripted-1</task-id>'),
+      'and now?',
+    ]);
+    expect(
+      store
+        .listLedger('s1')
+        .filter((entry) => entry.kind === 'notification')
+        .map((entry) => entry.state),
+    ).toEqual(['delivered']);
+    expect(session.queuedCommands).toBe(0);
+    await runtime.dispose();
+  });
+
+  it('at the start of a background turn: the batch goes back to the queue and the next turn delivers it once', async () => {
+    const { runtime, model, store, board, failing } = midTurnScenario([
+      { toolCalls: [{ name: 'start_task', input: { label: 'job' } }] },
+      { text: 'started' },
+      { text: 'noted the job' },
+      { text: 'hello again' },
+    ]);
+    const session = runtime.createSession({ id: 's1' });
+    await session.send('start');
+    failing.add('commitDelivery');
+    board.get('job')!.settle({ status: 'completed' });
+    // The wake-up turn fails to record the batch, and the retries fail too while the store is down.
+    await vi.waitFor(() => expect(store.listQueued('s1')).toHaveLength(1));
+    await vi.waitFor(() =>
+      expect(
+        runtime.store.listMessages('s1').filter((message) => message.source === 'background_task'),
+      ).toEqual([]),
+    );
+    expect(session.queuedCommands).toBe(1);
+    expect(model.requests).toHaveLength(2);
+    failing.delete('commitDelivery');
+    await vi.waitFor(() => expect(model.requests).toHaveLength(3));
+    await session.whenIdle();
+    expect(session.messages().filter((message) => message.source === 'background_task')).toHaveLength(1);
+    expect(
+      store
+        .listLedger('s1')
+        .filter((entry) => entry.kind === 'notification')
+        .map((entry) => entry.state),
+    ).toEqual(['delivered']);
+    await runtime.dispose();
+  });
+});
+
 describe('closing', () => {
   it('waits for a turn that ignores the abort without polling the event loop', async () => {
     const reply = deferred<ModelResponse>();
@@ -240,6 +394,88 @@ describe('closing', () => {
         run: () => ({ cancel() {}, done: new Promise(() => {}) }),
       }),
     ).rejects.toMatchObject({ code: 'SERVICE_DISPOSED' });
+  });
+});
+
+describe('closing from inside the session’s own turn', () => {
+  it('a tool that awaits close() of its own session does not hang: the turn is interrupted and the session closes', async () => {
+    const order: string[] = [];
+    const { runtime, store, model } = runtimeForTest(
+      [{ toolCalls: [{ name: 'end_session', input: {} }] }, { text: 'never asked' }],
+      {
+        tools: (session) => [
+          defineTool({
+            name: 'end_session',
+            description: 'Closes the session it runs in.',
+            inputSchema: z.object({}),
+            async execute(_input, context) {
+              await session.close();
+              order.push(`close resolved (signal aborted: ${context.signal.aborted})`);
+              return { text: 'closed', isError: false, value: undefined };
+            },
+          }),
+        ],
+      },
+    );
+    const session = runtime.createSession({ id: 's1' });
+    const reply = session.send('bye');
+    await vi.waitFor(() => expect(order).toHaveLength(1));
+    expect(order).toEqual(['close resolved (signal aborted: true)']);
+    await expect(reply).resolves.toMatchObject({ reason: 'interrupted' });
+    await session.close();
+    expect(session.state).toBe('closed');
+    expect(store.getSession('s1')?.state).toBe('closed');
+    expect(model.requests).toHaveLength(1);
+    expect(runtime.getSession('s1')).toBeUndefined();
+    await runtime.dispose();
+  });
+
+  it('a tool that awaits close() after a close from outside began does not hang either', async () => {
+    const gate = deferred();
+    const events: string[] = [];
+    const { runtime } = runtimeForTest([{ toolCalls: [{ name: 'linger', input: {} }] }], {
+      tools: (session) => [
+        defineTool({
+          name: 'linger',
+          description: 'Ignores the abort, then closes its session.',
+          inputSchema: z.object({}),
+          async execute() {
+            events.push('tool started');
+            await gate.promise;
+            await session.close();
+            events.push(`tool saw ${session.state}`);
+            return { text: 'done', isError: false, value: undefined };
+          },
+        }),
+      ],
+    });
+    const session = runtime.createSession({ id: 's1' });
+    const reply = session.send('go');
+    await vi.waitFor(() => expect(events).toEqual(['tool started']));
+    const closing = session.close().then(() => events.push('outside close resolved'));
+    gate.resolve();
+    await closing;
+    // The tool's close resolved before the turn unwound; the outside one only once the session was closed.
+    expect(events).toEqual(['tool started', 'tool saw shutting_down', 'outside close resolved']);
+    expect(session.state).toBe('closed');
+    await expect(reply).resolves.toMatchObject({ reason: 'interrupted' });
+    await runtime.dispose();
+  });
+
+  it('a configuration whose apply awaits close() of its own session does not hang', async () => {
+    const { runtime, store } = runtimeForTest([]);
+    const session = runtime.createSession({ id: 's1' });
+    let closedInside = false;
+    const configured = session.configure('shut down', async () => {
+      await session.close();
+      closedInside = true;
+    });
+    await vi.waitFor(() => expect(closedInside).toBe(true));
+    await expect(configured).resolves.toBeUndefined();
+    await session.close();
+    expect(session.state).toBe('closed');
+    expect(store.getSession('s1')?.state).toBe('closed');
+    await runtime.dispose();
   });
 });
 

@@ -17,6 +17,13 @@ export interface SessionLimits {
   readonly idleDrainQuietMs?: number;
   /** However busy the arrivals, a turn starts at most this long after the first queued one. Default 100 ms. */
   readonly idleDrainMaxDelayMs?: number;
+  /**
+   * When the store fails to record a delivery of queued notifications, they go back to the queue and the
+   * session looks at it again after this long, doubling with each failure in a row. Default 1000 ms.
+   */
+  readonly deliveryRetryMs?: number;
+  /** The longest wait between two such retries. Default 60000 ms (at least `deliveryRetryMs`). */
+  readonly deliveryRetryMaxMs?: number;
 }
 
 export type ResolvedSessionLimits = Required<SessionLimits>;
@@ -27,6 +34,8 @@ export const SESSION_LIMIT_DEFAULTS: ResolvedSessionLimits = Object.freeze({
   maxToolResultBytes: 64 * 1024,
   idleDrainQuietMs: 1,
   idleDrainMaxDelayMs: 100,
+  deliveryRetryMs: 1000,
+  deliveryRetryMaxMs: 60_000,
 });
 
 export function resolveSessionLimits(limits: SessionLimits = {}): ResolvedSessionLimits {
@@ -52,6 +61,13 @@ export function resolveSessionLimits(limits: SessionLimits = {}): ResolvedSessio
       'limits.idleDrainMaxDelayMs',
       `at least limits.idleDrainQuietMs (${resolved.idleDrainQuietMs})`,
       resolved.idleDrainMaxDelayMs,
+    );
+  }
+  if (resolved.deliveryRetryMaxMs < resolved.deliveryRetryMs) {
+    throw new InvalidArgumentError(
+      'limits.deliveryRetryMaxMs',
+      `at least limits.deliveryRetryMs (${resolved.deliveryRetryMs})`,
+      resolved.deliveryRetryMaxMs,
     );
   }
   return resolved;

@@ -2,6 +2,7 @@
  * A session: one conversation with its owner scope, command queue, input ledger and turn loop. Tasks the
  * session starts are owned by it; their notifications come back through its queue, exactly once.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import type { NotificationLane } from '../notifications/index.js';
 import type { LedgerEntry, MessageRecord } from '../store/records.js';
@@ -24,6 +25,7 @@ import {
   type QueuePriority,
 } from './command-queue.js';
 import type { ModelPort } from './model-port.js';
+import { NOTIFICATION_DELIVERY_FAILED, NotificationDeliveryError } from './notification-delivery-error.js';
 import type {
   SessionEvent,
   SessionEventListener,
@@ -64,6 +66,27 @@ export interface DeliveredNotification {
   readonly label: string;
   /** The `<task-notification>` text. */
   readonly text: string;
+}
+
+/**
+ * Notifications a surface took out of the queue to hand over itself, not yet recorded as delivered (see
+ * `Session.reserveQueuedNotifications`). Until it is committed or released, no turn and no other surface
+ * sees them; they are still `queued` in the ledger.
+ */
+export interface NotificationReservation {
+  /** The reserved notifications, in queue order (stale ones already dropped). */
+  readonly notifications: readonly DeliveredNotification[];
+  /** `reserved` until `commit` recorded them or `release` (or the session's shutdown) gave them back. */
+  readonly state: 'reserved' | 'committed' | 'released';
+  /**
+   * Records them as delivered: one model-only message with the reservation's `source`, and the ledger
+   * entries marked delivered, in one store step. Returns those delivered (an entry delivered or discarded
+   * meanwhile is left out). If the store fails it throws `NOTIFICATION_DELIVERY_FAILED` and the
+   * reservation stays reserved: commit again, or release. Returns nothing once committed or released.
+   */
+  commit(): DeliveredNotification[];
+  /** Puts them back at the head of the queue, in order, for the next turn or surface. Idempotent. */
+  release(): void;
 }
 
 export interface TakeQueuedNotificationsOptions {
@@ -116,6 +139,19 @@ export interface SessionDependencies {
   readonly beforeUserPrompt?: (text: string, session: Session) => string | undefined;
 }
 
+/**
+ * The turns the current code runs inside, innermost first: a turn's model request and tool calls (and
+ * whatever they start) run in its frame, so `close()` can tell that it was called from the session's own
+ * turn. Frames chain because a tool may run another session's turn (a subagent) inside its own.
+ */
+interface TurnFrame {
+  readonly session: Session;
+  readonly turnId: number;
+  readonly outer: TurnFrame | undefined;
+}
+
+const turnFrames = new AsyncLocalStorage<TurnFrame>();
+
 export class Session {
   readonly id: SessionId;
   readonly parentId: SessionId | undefined;
@@ -147,8 +183,14 @@ export class Session {
   #drainTimer: NodeJS.Timeout | undefined;
   #drainWindowStart = 0;
   #drainHolds = 0;
+  /** Deliveries in a row that the store failed to record; sets the delay of the next retry. */
+  #deliveryFailures = 0;
   #sealed = false;
   #closing: Promise<void> | undefined;
+  /** Resolves once every shutdown step ran except waiting for the turn (what a close from the turn gets). */
+  #closingSteps: Promise<void> | undefined;
+  /** Notifications a surface holds between reserving and committing or releasing them. */
+  readonly #reservations = new Set<Reserved>();
   #idleWaiters: Array<() => void> = [];
 
   constructor(dependencies: SessionDependencies) {
@@ -379,9 +421,33 @@ export class Session {
    * configuration barrier), drops stale ones, and commits the rest to the ledger as delivered in one
    * model-only message with `source`: each is delivered once, here or by a turn, never both. Returns
    * what was delivered, in queue order; nothing while a turn runs or a configuration is being applied
-   * (the drain delivers them, in order) or once shutdown began.
+   * (the drain delivers them, in order) or once shutdown began. If the store fails to record the delivery,
+   * it throws `NOTIFICATION_DELIVERY_FAILED`: nothing was delivered and the notifications stay queued,
+   * in order, for the next call.
    */
   takeQueuedNotifications(options: TakeQueuedNotificationsOptions): DeliveredNotification[] {
+    const reservation = this.reserveQueuedNotifications(options);
+    try {
+      return reservation.commit();
+    } catch (error) {
+      reservation.release();
+      if (ErrandError.hasCode(error, NOTIFICATION_DELIVERY_FAILED)) {
+        this.#deliveryFailures += 1;
+        this.#scheduleDrainRetry();
+      }
+      throw error;
+    }
+  }
+
+  /**
+   * The first half of `takeQueuedNotifications`, for a surface that learns only later whether what it
+   * sent arrived (the MCP server hands a tool result to its transport after this call): takes the same
+   * notifications out of the queue, drops stale ones, and returns them reserved. `commit()` once they were
+   * handed over records them as delivered; `release()` if they were not puts them back at the head of the
+   * queue, so they are delivered once, later. Reserves nothing while a turn runs, a configuration is
+   * being applied, or once shutdown began; shutdown discards what is still reserved (`shutdown`).
+   */
+  reserveQueuedNotifications(options: TakeQueuedNotificationsOptions): NotificationReservation {
     if (typeof options?.source !== 'string' || options.source === '') {
       throw new InvalidArgumentError('source', 'a non-empty string', options?.source);
     }
@@ -390,14 +456,56 @@ export class Session {
       throw new InvalidArgumentError('limit', 'a positive integer', options.limit);
     }
     // While a drain works (a turn, or a configuration being applied) the drain delivers them, in order.
-    if (this.#turn || this.#draining || this.#closing) return [];
+    if (this.#turn || this.#draining || this.#closing) return this.#reserve([], options.source);
     const taken = this.#queue.takeNotificationsBeforeBarrier('later', limit);
-    return this.#ledger.deliverBatch(taken, options.source).map((notification) => ({
-      ledgerId: notification.ledgerId,
-      taskId: notification.taskId,
-      label: notification.label,
-      text: notification.text,
-    }));
+    let fresh: QueuedNotification[];
+    try {
+      fresh = this.#ledger.dropStale(taken);
+    } catch (error) {
+      this.#queue.requeue(taken);
+      throw new NotificationDeliveryError(this.id, taken, error);
+    }
+    return this.#reserve(fresh, options.source);
+  }
+
+  #reserve(notifications: QueuedNotification[], source: string): NotificationReservation {
+    let pending = notifications;
+    let state: NotificationReservation['state'] = notifications.length === 0 ? 'committed' : 'reserved';
+    const reservation: Reserved = {
+      get state() {
+        return state;
+      },
+      notifications: notifications.map(toDelivered),
+      pending: () => (state === 'reserved' ? pending : []),
+      drop: () => {
+        state = 'released';
+        this.#reservations.delete(reservation);
+      },
+      commit: () => {
+        if (state !== 'reserved') return [];
+        let delivered: QueuedNotification[];
+        try {
+          delivered = this.#ledger.deliverBatch(pending, source);
+        } catch (error) {
+          // Recorded in part (a conflict moved some out of the way) or not at all: the rest stay reserved.
+          if (error instanceof NotificationDeliveryError) pending = [...error.undelivered];
+          throw error;
+        }
+        state = 'committed';
+        this.#reservations.delete(reservation);
+        this.#deliveryFailures = 0;
+        return delivered.map(toDelivered);
+      },
+      release: () => {
+        if (state !== 'reserved') return;
+        state = 'released';
+        this.#reservations.delete(reservation);
+        this.#queue.requeue(pending);
+        this.#scheduleDrain();
+      },
+    };
+    if (state === 'reserved') this.#reservations.add(reservation);
+    return reservation;
   }
 
   // ---------------------------------------------------------------- control
@@ -476,6 +584,25 @@ export class Session {
     else clearTimeout(this.#drainTimer);
     const { idleDrainQuietMs, idleDrainMaxDelayMs } = this.#limits;
     const delay = Math.min(idleDrainQuietMs, Math.max(0, this.#drainWindowStart + idleDrainMaxDelayMs - now));
+    this.#setDrainTimer(delay);
+  }
+
+  /**
+   * After the store failed to record a delivery: the drain looks at the queue again after
+   * `deliveryRetryMs`, doubling with each failure in a row up to `deliveryRetryMaxMs`. A new arrival
+   * drains sooner, as usual.
+   */
+  #scheduleDrainRetry(): void {
+    if (this.#closing) return;
+    const { deliveryRetryMs, deliveryRetryMaxMs } = this.#limits;
+    const doublings = Math.min(this.#deliveryFailures - 1, 30);
+    const delay = Math.min(deliveryRetryMaxMs, deliveryRetryMs * 2 ** Math.max(0, doublings));
+    if (this.#drainTimer !== undefined) clearTimeout(this.#drainTimer);
+    this.#drainWindowStart = performance.now() + delay;
+    this.#setDrainTimer(delay);
+  }
+
+  #setDrainTimer(delay: number): void {
     this.#drainScheduled = true;
     this.#drainTimer = setTimeout(() => {
       this.#drainTimer = undefined;
@@ -507,11 +634,18 @@ export class Session {
           this.#queue.take(head);
           // Queued notifications (quiet ones included) become context ahead of the person's words.
           const context = this.#queue.takeNotificationsBeforeBarrier();
-          await this.#startTurn('user', context, head);
+          if (await this.#startTurn('user', context, head)) {
+            // The store failed to record a delivery: the next turn would fail the same way at once.
+            this.#scheduleDrainRetry();
+            break;
+          }
           continue;
         }
         const batch = this.#queue.takeNotificationsBeforeBarrier(head.priority);
-        await this.#startTurn('background_task', batch, undefined);
+        if (await this.#startTurn('background_task', batch, undefined)) {
+          this.#scheduleDrainRetry();
+          break;
+        }
       }
     } finally {
       this.#draining = false;
@@ -519,11 +653,12 @@ export class Session {
     this.#wakeIdleWaiters();
   }
 
+  /** Runs one turn; true when it ended because the store failed to record a delivery of notifications. */
   async #startTurn(
     source: TurnSource,
     notifications: QueuedNotification[],
     input: QueuedUserInput | undefined,
-  ): Promise<void> {
+  ): Promise<boolean> {
     const turnId = ++this.#turnCount;
     const controller = new AbortController();
     let markEnded!: () => void;
@@ -535,22 +670,34 @@ export class Session {
     const title = input ? firstLine(input.text) : batchTitle(notifications);
     this.#emit({ type: 'turn-start', turnId, source, title });
     let outcome: TurnOutcome;
+    let inputDelivered = false;
+    let deliveryFailed = false;
     try {
       const delivered =
         source === 'user'
-          ? this.#ledger.deliverEach(notifications, 'task_notification_steer')
-          : this.#ledger.deliverBatch(notifications, 'background_task').length > 0;
-      if (input) this.#deliverUserInput(input);
+          ? this.#deliverQueued(() => this.#ledger.deliverEach(notifications, 'task_notification_steer'))
+          : this.#deliverQueued(() => this.#ledger.deliverBatch(notifications, 'background_task')).length > 0;
+      if (input) {
+        this.#deliverUserInput(input);
+        inputDelivered = true;
+      }
       if (source === 'background_task' && !delivered) {
         // Every notification of the batch was stale or already delivered: nothing to wake the model for.
         outcome = { turnId, reason: 'completed', text: '' };
       } else {
-        outcome = await runTurn(this.#turnContext(turnId, controller.signal));
+        const frame: TurnFrame = { session: this, turnId, outer: turnFrames.getStore() };
+        outcome = await turnFrames.run(frame, () => runTurn(this.#turnContext(turnId, controller.signal)));
       }
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
-      this.#logger.warn(`session ${this.id}: turn ${turnId} failed`, { error: message });
+      deliveryFailed = ErrandError.hasCode(error, NOTIFICATION_DELIVERY_FAILED);
+      this.#logger.warn(`session ${this.id}: turn ${turnId} failed`, {
+        error: message,
+        ...(ErrandError.isInstance(error) ? { code: error.code } : {}),
+      });
       outcome = { turnId, reason: 'error', text: '', error: message };
+      // The input will never be delivered (its turn failed before it): its ledger entry must not stay queued.
+      if (input && !inputDelivered) this.#discardUndeliveredInput(input);
     } finally {
       this.#turn = undefined;
       markEnded();
@@ -564,6 +711,7 @@ export class Session {
     });
     input?.settle(outcome);
     if (!this.#closing) this.#setState('idle');
+    return deliveryFailed;
   }
 
   #turnContext(turnId: number, signal: AbortSignal): TurnContext {
@@ -576,8 +724,10 @@ export class Session {
       limits: this.#limits,
       messages: () => this.#store.listMessages(this.id),
       append: (message) => this.#append(message),
-      injectQueuedNotifications: () =>
-        this.#ledger.deliverEach(this.#queue.takeNotificationsBeforeBarrier(), 'task_notification_steer'),
+      injectQueuedNotifications: () => {
+        const queued = this.#queue.takeNotificationsBeforeBarrier();
+        return this.#deliverQueued(() => this.#ledger.deliverEach(queued, 'task_notification_steer'));
+      },
       toolContext: (toolCallId) => ({
         caller: this.owner,
         toolCallId,
@@ -596,15 +746,41 @@ export class Session {
   }
 
   #deliverUserInput(input: QueuedUserInput): void {
-    let text: string;
+    const text = this.#beforeUserPrompt?.(input.text, this) ?? input.text;
+    this.#ledger.deliverInput(input, text);
+  }
+
+  #discardUndeliveredInput(input: QueuedUserInput): void {
     try {
-      text = this.#beforeUserPrompt?.(input.text, this) ?? input.text;
-    } catch (error) {
-      // The input will never be delivered: its ledger entry must not stay queued.
       this.#ledger.discardEntries([input.ledgerId], 'delivery_failed');
+    } catch (error) {
+      // A resume discards it (`session_resumed`); it is never delivered either way.
+      this.#logger.warn(`session ${this.id}: discarding an undelivered input failed`, {
+        ledgerId: input.ledgerId,
+        error: describeError(error),
+      });
+    }
+  }
+
+  /**
+   * Runs one ledger delivery of queued notifications. If the store fails to record it, the notifications
+   * it did not deliver go back to the head of the queue, in order, so the queue and the ledger agree: the
+   * next turn, idle drain or surface delivers them, once. The error is rethrown for the caller to report.
+   */
+  #deliverQueued<T>(deliver: () => T): T {
+    try {
+      const delivered = deliver();
+      this.#deliveryFailures = 0;
+      return delivered;
+    } catch (error) {
+      if (error instanceof NotificationDeliveryError) {
+        this.#queue.requeue(error.undelivered);
+        this.#deliveryFailures += 1;
+        // A drain that runs a turn schedules the retry once the turn has ended.
+        if (!this.#draining) this.#scheduleDrainRetry();
+      }
       throw error;
     }
-    this.#ledger.deliverInput(input, text);
   }
 
   // ---------------------------------------------------------------- shutdown
@@ -612,7 +788,13 @@ export class Session {
   /**
    * Closes the session: blocks new notifications, interrupts the turn, runs the shutdown sweeps (workflow
    * runs first), cancels every task the session owns and waits for them, discards what is still queued,
-   * and marks the session closed. Idempotent.
+   * and marks the session closed once the turn has ended. Idempotent.
+   *
+   * Called from inside the session's own running turn (a tool's `execute`, or anything it awaits or
+   * started), it cannot wait for that turn, which waits for the caller: it begins the same shutdown (the
+   * turn's signal aborts with `session closing`) and resolves once every other step has run — tasks
+   * cancelled and awaited, the queue discarded. The session reaches `closed` as soon as the turn unwinds;
+   * a `close()` from outside the turn resolves only then.
    */
   close(): Promise<void> {
     return this.beginShutdown();
@@ -620,7 +802,8 @@ export class Session {
 
   /**
    * Begins shutdown: from this call on no notification is admitted, then the sweeps of `close()` run.
-   * Resolves when the session is closed. Idempotent; `close()` is the same step.
+   * Resolves when the session is closed (from inside the session's own turn: when every step but waiting
+   * for that turn ran, see `close()`). Idempotent; `close()` is the same step.
    */
   beginShutdown(): Promise<void> {
     if (this.#closing === undefined) {
@@ -628,14 +811,44 @@ export class Session {
       const started = new Promise<void>((resolve) => {
         begin = resolve;
       });
+      let stepsDone!: () => void;
+      this.#closingSteps = new Promise<void>((resolve) => {
+        stepsDone = resolve;
+      });
       // Set before any sweep runs, so whatever the sweeps trigger already sees a closing session.
-      this.#closing = started.then(() => this.#closeNow());
+      this.#closing = started.then(() => this.#closeNow(stepsDone));
       begin();
     }
+    if (this.#calledFromOwnTurn() && this.#closingSteps) return this.#closingSteps;
     return this.#closing;
   }
 
-  async #closeNow(): Promise<void> {
+  /** True when the caller runs inside this session's turn that is still running. */
+  #calledFromOwnTurn(): boolean {
+    const turn = this.#turn;
+    if (turn === undefined) return false;
+    for (let frame = turnFrames.getStore(); frame; frame = frame.outer) {
+      if (frame.session === this && frame.turnId === turn.id) return true;
+    }
+    return false;
+  }
+
+  async #closeNow(stepsDone: () => void): Promise<void> {
+    try {
+      await this.#runShutdownSteps();
+    } finally {
+      stepsDone();
+    }
+    // The interrupted turn may still be finishing a model request or a tool call that ignores the abort.
+    while (this.#turn) await this.#turn.ended;
+    await this.#closeStep('storing it as closed failed', () =>
+      this.#store.updateSession(this.id, { state: 'closed' }),
+    );
+    this.#setState('closed');
+    this.#listeners.clear();
+  }
+
+  async #runShutdownSteps(): Promise<void> {
     this.#setState('shutting_down');
     if (this.#drainTimer) clearTimeout(this.#drainTimer);
     this.#drainTimer = undefined;
@@ -646,6 +859,11 @@ export class Session {
     await this.#closeStep('disposing its owner failed (a cleanup threw)', () => this.owner.dispose());
     const leftover = this.#queue.remove(() => true);
     const ledgerIds: number[] = [];
+    // What a surface still holds reserved is not delivered: a commit after this finds it discarded.
+    for (const reservation of [...this.#reservations]) {
+      for (const notification of reservation.pending()) ledgerIds.push(notification.ledgerId);
+      reservation.drop();
+    }
     for (const command of leftover) {
       if (command.kind === 'notification') ledgerIds.push(command.ledgerId);
       if (command.kind === 'user_input') {
@@ -659,13 +877,6 @@ export class Session {
         this.#ledger.discardEntries(ledgerIds, 'shutdown'),
       );
     }
-    // The interrupted turn may still be finishing a model request or a tool call that ignores the abort.
-    while (this.#turn) await this.#turn.ended;
-    await this.#closeStep('storing it as closed failed', () =>
-      this.#store.updateSession(this.id, { state: 'closed' }),
-    );
-    this.#setState('closed');
-    this.#listeners.clear();
   }
 
   async #closeStep(failure: string, step: () => unknown): Promise<void> {
@@ -675,6 +886,23 @@ export class Session {
       this.#logger.warn(`session ${this.id}: ${failure}`, { error: describeError(error) });
     }
   }
+}
+
+/** A reservation with the session's own handles on it. */
+interface Reserved extends NotificationReservation {
+  /** What is still reserved (nothing once committed or released). */
+  pending(): readonly QueuedNotification[];
+  /** Forgets it without requeueing (shutdown discards its entries). */
+  drop(): void;
+}
+
+function toDelivered(notification: QueuedNotification): DeliveredNotification {
+  return {
+    ledgerId: notification.ledgerId,
+    taskId: notification.taskId,
+    label: notification.label,
+    text: notification.text,
+  };
 }
 
 function describeError(error: unknown): string {

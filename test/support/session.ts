@@ -1,7 +1,7 @@
 /** Session test helpers: a runtime on the in-memory store with a tool that starts scripted tasks. */
 import { z } from 'zod';
 import { createSessionRuntime, type Session, type SessionRuntimeOptions } from '../../src/session/index.js';
-import { createMemorySessionStore } from '../../src/store/index.js';
+import { createMemorySessionStore, type SessionStore } from '../../src/store/index.js';
 import {
   type ScriptedModel,
   type ScriptedTask,
@@ -56,4 +56,25 @@ export async function settleEventLoop(rounds = 5): Promise<void> {
   for (let round = 0; round < rounds; round += 1) {
     await new Promise((resolve) => setImmediate(resolve));
   }
+}
+
+/**
+ * A store whose named methods throw while they are listed in `failing` (add and delete names to switch a
+ * failure on and off); everything else reaches the in-memory store.
+ */
+export function switchableStore(inner: SessionStore = createMemorySessionStore()) {
+  const failing = new Set<keyof SessionStore>();
+  const store = new Proxy(inner, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver);
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) => {
+        if (failing.has(property as keyof SessionStore)) {
+          throw new Error(`store unavailable (${String(property)})`);
+        }
+        return Reflect.apply(value, target, args);
+      };
+    },
+  }) as SessionStore;
+  return { store, failing };
 }

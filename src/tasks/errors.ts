@@ -195,3 +195,30 @@ export class MessagesNotSupportedError extends ErrandError {
     });
   }
 }
+
+/**
+ * An options object carries a key its options type does not have: a typo or an old name, which would
+ * otherwise silently do nothing. The message names the key and suggests the closest known one, or lists them.
+ */
+export class UnknownOptionError extends ErrandError {
+  constructor(
+    where: string,
+    key: string,
+    value: unknown,
+    known: readonly string[],
+    suggestion: string | undefined,
+    others: readonly string[] = [],
+  ) {
+    const quote = (name: string) => `\`${name}\``;
+    const hint =
+      suggestion === undefined
+        ? known.length === 0
+          ? '; it takes no options'
+          : `; known options: ${known.map(quote).join(', ')}`
+        : ` (did you mean ${quote(suggestion)}?)`;
+    const more = others.length === 0 ? '' : `; also unknown: ${others.map(quote).join(', ')}`;
+    super('UNKNOWN_OPTION', 'caller', `Unknown option ${quote(key)} for ${where}${hint}${more}`, {
+      context: { field: key, value, where, suggestion, known, others },
+    });
+  }
+}

@@ -1,5 +1,6 @@
 /** Options of the in-process task service, their defaults and their validation. */
 import { InvalidArgumentError, isValidTaskKind, type TaskKind } from '../tasks/index.js';
+import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
 
 export interface Logger {
   warn(message: string, context?: Record<string, unknown>): void;
@@ -12,6 +13,7 @@ export const consoleLogger: Logger = {
   },
 };
 
+/** Options of `createTaskService`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
 export interface TaskServiceOptions {
   /** Live (running + stopping) tasks one session may own at once. Default 10. */
   readonly maxLiveTasksPerOwner?: number;
@@ -35,6 +37,18 @@ export interface TaskServiceOptions {
   readonly formatId?: (kind: TaskKind, sequence: number) => string;
   readonly logger?: Logger;
 }
+
+/** Every key of `TaskServiceOptions`; any other key is rejected with `UNKNOWN_OPTION`. */
+export const TASK_SERVICE_OPTION_KEYS = optionKeys<TaskServiceOptions>()({
+  maxLiveTasksPerOwner: true,
+  maxLiveTasks: true,
+  maxRetainedTasksPerOwner: true,
+  requireController: true,
+  now: true,
+  initialSequences: true,
+  formatId: true,
+  logger: true,
+});
 
 export interface ResolvedTaskServiceOptions {
   readonly maxLiveTasksPerOwner: number;
@@ -65,6 +79,7 @@ export function resolveTaskServiceOptions(options: TaskServiceOptions = {}): Res
   if (typeof options !== 'object' || options === null) {
     throw new InvalidArgumentError('options', 'an object', options);
   }
+  rejectUnknownOptions(options, TASK_SERVICE_OPTION_KEYS, { where: 'createTaskService' });
   if (
     options.logger !== undefined &&
     (typeof options.logger !== 'object' ||

@@ -306,6 +306,22 @@ describe('options', () => {
     );
   });
 
+  it('rejects an unknown key, suggesting the close one', () => {
+    expect(() => createTaskService({ maxLiveTask: 5 } as never)).toThrow(
+      expect.objectContaining({
+        code: 'UNKNOWN_OPTION',
+        message: 'Unknown option `maxLiveTask` for createTaskService (did you mean `maxLiveTasks`?)',
+      }),
+    );
+    expect(() => createTaskService({ maxLiveTasks: undefined })).not.toThrow();
+  });
+
+  it('createOwner rejects an unknown key', () => {
+    expect(() => createOwner('s1', { branchGen: () => 0 } as never)).toThrow(
+      expect.objectContaining({ code: 'UNKNOWN_OPTION', message: expect.stringContaining('`branchGen`') }),
+    );
+  });
+
   it('createOwner rejects a branchGeneration that is not a function', () => {
     expect(() => createOwner('s1', { branchGeneration: 3 as never })).toThrow(
       expect.objectContaining({

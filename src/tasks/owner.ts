@@ -4,6 +4,7 @@
  */
 import { InvalidArgumentError } from './errors.js';
 import { asSessionId, type SessionId } from './ids.js';
+import { optionKeys, rejectUnknownOptions } from './option-keys.js';
 
 export type Cleanup = () => void | Promise<void>;
 
@@ -39,10 +40,13 @@ export function isTrustedCaller(caller: Caller): caller is TrustedCaller {
   return caller !== undefined && 'trusted' in caller && caller.trusted === true;
 }
 
+/** Options of `createOwner`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
 export interface CreateOwnerOptions {
   /** Reads the session's branch generation; defaults to a constant 0. */
   readonly branchGeneration?: () => number;
 }
+
+const OWNER_OPTION_KEYS = optionKeys<CreateOwnerOptions>()({ branchGeneration: true });
 
 const SESSION_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 
@@ -113,6 +117,7 @@ export function createOwner(sessionId: string, options: CreateOwnerOptions = {})
   if (typeof options !== 'object' || options === null) {
     throw new InvalidArgumentError('options', 'an object', options);
   }
+  rejectUnknownOptions(options, OWNER_OPTION_KEYS, { where: 'createOwner' });
   if (options.branchGeneration !== undefined && typeof options.branchGeneration !== 'function') {
     throw new InvalidArgumentError(
       'branchGeneration',

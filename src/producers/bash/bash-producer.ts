@@ -19,6 +19,7 @@ import {
   type TaskService,
   type TaskSnapshot,
 } from '../../tasks/index.js';
+import { optionKeys, rejectUnknownOptions } from '../../tasks/option-keys.js';
 import { bashOutcome } from './bash-outcome.js';
 import { type Clock, systemClock } from './clock.js';
 import { DetailThrottle } from './detail-throttle.js';
@@ -33,6 +34,7 @@ export const SUBAGENT_BACKGROUND_RUNTIME_CAP_MS = 3_600_000;
 const MAX_LABEL_CHARACTERS = 200;
 const MAX_COMMAND_DETAIL_CHARACTERS = 4096;
 
+/** Options of `createBashProducer`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
 export interface BashProducerOptions {
   readonly tasks: TaskService;
   readonly executor: BashExecutor;
@@ -45,6 +47,15 @@ export interface BashProducerOptions {
   readonly detailIntervalMs?: number;
   readonly clock?: Clock;
 }
+
+/** Every key of `BashProducerOptions`; any other key is rejected with `UNKNOWN_OPTION`. */
+export const BASH_PRODUCER_OPTION_KEYS = optionKeys<BashProducerOptions>()({
+  tasks: true,
+  executor: true,
+  outputLimitBytes: true,
+  detailIntervalMs: true,
+  clock: true,
+});
 
 export interface BashTaskRequest {
   readonly command: string;
@@ -94,6 +105,7 @@ export class BashProducer {
   readonly #unsubscribe: Disposer;
 
   constructor(options: BashProducerOptions) {
+    rejectUnknownOptions(options, BASH_PRODUCER_OPTION_KEYS, { where: 'createBashProducer' });
     if (typeof options?.tasks?.start !== 'function') {
       throw new InvalidArgumentError('tasks', 'a TaskService', options?.tasks);
     }

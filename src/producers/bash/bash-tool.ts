@@ -11,6 +11,7 @@ import {
   type TaskId,
   type TaskSnapshot,
 } from '../../tasks/index.js';
+import { optionKeys, rejectUnknownOptions } from '../../tasks/option-keys.js';
 import {
   type BackgroundToolValue,
   defineTool,
@@ -41,6 +42,7 @@ export const BASH_TOOL_DEFAULTS = Object.freeze({
   spawnFailureWaitMs: 10_000,
 });
 
+/** Options of `createBashTool`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
 export interface BashToolOptions {
   readonly producer: BashProducer;
   /**
@@ -74,6 +76,18 @@ export interface BashToolOptions {
   readonly spawnFailureWaitMs?: number;
   readonly clock?: Clock;
 }
+
+/** Every key of `BashToolOptions`; any other key is rejected with `UNKNOWN_OPTION`. */
+export const BASH_TOOL_OPTION_KEYS = optionKeys<BashToolOptions>()({
+  producer: true,
+  enableRunInBackground: true,
+  defaultTimeoutMs: true,
+  maxTimeoutMs: true,
+  autoBackgroundAfterMs: true,
+  backgroundRuntimeCapMs: true,
+  spawnFailureWaitMs: true,
+  clock: true,
+});
 
 /** The canonical value of a foreground call that ran to its end. */
 export interface BashForegroundValue {
@@ -109,6 +123,7 @@ interface DeadlinePlan {
 }
 
 export function createBashTool(options: BashToolOptions): BashTool {
+  rejectUnknownOptions(options, BASH_TOOL_OPTION_KEYS, { where: 'createBashTool' });
   const producer = options.producer;
   const enableRunInBackground = booleanOption(
     'enableRunInBackground',

@@ -3,6 +3,7 @@ import type { ChildProcess, SpawnOptions } from 'node:child_process';
 import { spawn as nodeSpawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { InvalidArgumentError } from '../../tasks/index.js';
+import { optionKeys, rejectUnknownOptions } from '../../tasks/option-keys.js';
 import { type Clock, systemClock } from './clock.js';
 import { type BashLogger, consoleBashLogger } from './logger.js';
 import { memoizedSource, type ProcessSource, procfsSource } from './process-table.js';
@@ -17,6 +18,7 @@ export const OUTPUT_SNAPSHOT_BYTES = 8192;
 /** The environment variable that tags every process of a command (finds escaped daemons). */
 export const PROCESS_TAG_VARIABLE = 'ERRAND_PROCESS_TAG';
 
+/** Options of `new BashExecutor()`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
 export interface BashExecutorOptions {
   /** The shell, run as `<shell> -c <command>`. A bare name is looked up in the command's PATH. Default `bash`. */
   readonly shell?: string;
@@ -55,6 +57,26 @@ export interface BashExecutorOptions {
   readonly sendSignal?: SendSignal;
   readonly logger?: BashLogger;
 }
+
+/** Every key of `BashExecutorOptions`; any other key is rejected with `UNKNOWN_OPTION`. */
+export const BASH_EXECUTOR_OPTION_KEYS = optionKeys<BashExecutorOptions>()({
+  shell: true,
+  outputDirectoryParent: true,
+  maxBufferedBytes: true,
+  maxReadBytes: true,
+  maxOutputFileBytes: true,
+  spillHighWaterMarkBytes: true,
+  killGraceMs: true,
+  exitGraceMs: true,
+  killProcessGroupOnExit: true,
+  tagEnvironment: true,
+  keepOutputFiles: true,
+  clock: true,
+  spawn: true,
+  processSource: true,
+  sendSignal: true,
+  logger: true,
+});
 
 export interface ResolvedExecutorOptions {
   readonly shell: string;
@@ -117,6 +139,7 @@ function functionOption<T>(field: string, value: T | undefined): T | undefined {
 }
 
 export function resolveExecutorOptions(options: BashExecutorOptions = {}): ResolvedExecutorOptions {
+  rejectUnknownOptions(options, BASH_EXECUTOR_OPTION_KEYS, { where: 'BashExecutor' });
   const defaults = BASH_EXECUTOR_DEFAULTS;
   const maxBufferedBytes = integerOption(
     'maxBufferedBytes',

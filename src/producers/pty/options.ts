@@ -2,10 +2,15 @@
 import { consoleLogger, type Logger } from '../../registry/index.js';
 import { MAX_LABEL_LENGTH } from '../../registry/validate-spec.js';
 import { InvalidArgumentError, type TaskService } from '../../tasks/index.js';
+import { optionKeys } from '../../tasks/option-keys.js';
 import { type Clock, systemClock } from '../bash/clock.js';
 import { memoizedSource, type ProcessSource, procfsSource } from '../bash/process-table.js';
 import type { PtyModuleLoader } from './pty-runtime.js';
 
+/**
+ * Options of `createPtyProducer`. A key not listed here is rejected with `UNKNOWN_OPTION`; the old names
+ * `maxRuntimeMs` and `terminateGraceMs` are answered with their new ones, `runtimeCapMs` and `killGraceMs`.
+ */
 export interface PtyProducerOptions {
   /** The task service the producer registers its `pty` tasks with and authorizes every access through. */
   readonly tasks: TaskService;
@@ -87,6 +92,49 @@ export interface PtyProducerOptions {
   /** Where processes are looked up (the stop census). Default: /proc, memoized per event-loop turn. */
   readonly processSource?: ProcessSource;
 }
+
+/** Every key of `PtyProducerOptions`; any other key is rejected with `UNKNOWN_OPTION`. */
+export const PTY_PRODUCER_OPTION_KEYS = optionKeys<PtyProducerOptions>()({
+  tasks: true,
+  shell: true,
+  shellArgs: true,
+  interactiveShellArgs: true,
+  terminalName: true,
+  defaultCols: true,
+  defaultRows: true,
+  maxCols: true,
+  maxRows: true,
+  scrollbackLines: true,
+  maxScreenBytes: true,
+  maxOutputFileBytes: true,
+  outputRoot: true,
+  keepOutputFiles: true,
+  flowControlHighWaterBytes: true,
+  interruptGraceMs: true,
+  killGraceMs: true,
+  runtimeCapMs: true,
+  maxInputBytes: true,
+  maxCommandChars: true,
+  maxLabelChars: true,
+  settleQuietMs: true,
+  settleTimeoutMs: true,
+  maxSettleTimeoutMs: true,
+  detailIntervalMs: true,
+  retainFinishedScreens: true,
+  inheritProcessEnv: true,
+  env: true,
+  outputLimitBytes: true,
+  loadPty: true,
+  logger: true,
+  clock: true,
+  processSource: true,
+});
+
+/** Options renamed since they were published: the old name → the new one, for the `UNKNOWN_OPTION` hint. */
+export const PTY_RENAMED_OPTIONS: Readonly<Record<string, string>> = Object.freeze({
+  maxRuntimeMs: 'runtimeCapMs',
+  terminateGraceMs: 'killGraceMs',
+});
 
 export const MAX_SCREEN_BYTES = 8192;
 export const MIN_COLS = 10;
@@ -183,7 +231,7 @@ export function validateEnvironment(field: string, value: unknown): Readonly<Rec
   return value as Readonly<Record<string, string>>;
 }
 
-/** Resolves every option but `tasks` (which `createPtyProducer` checks). */
+/** Resolves every option but `tasks` (`createPtyProducer` checks it, and rejects unknown keys). */
 export function resolvePtyProducerOptions(
   options: Omit<PtyProducerOptions, 'tasks'> = {},
 ): ResolvedPtyProducerOptions {

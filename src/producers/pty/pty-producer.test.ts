@@ -40,6 +40,38 @@ describe('createPtyProducer', () => {
   });
 });
 
+describe('unknown options', () => {
+  it.each([
+    ['maxRuntimeMs', 'Unknown option `maxRuntimeMs` for createPtyProducer (did you mean `runtimeCapMs`?)'],
+    [
+      'terminateGraceMs',
+      'Unknown option `terminateGraceMs` for createPtyProducer (did you mean `killGraceMs`?)',
+    ],
+    [
+      'maxScreenByte',
+      'Unknown option `maxScreenByte` for createPtyProducer (did you mean `maxScreenBytes`?)',
+    ],
+  ])('rejects %s, suggesting the option it means', (key, message) => {
+    const tasks = createTaskService();
+    cleanups.push(() => tasks.dispose());
+    const create = () => createPtyProducer({ tasks, [key]: 1000 } as never);
+    expect(create).toThrow(expect.objectContaining({ code: 'UNKNOWN_OPTION', fault: 'caller' }));
+    expect(create).toThrow(message);
+  });
+
+  it('checks the keys before the task service', () => {
+    expect(() => createPtyProducer({ task: {} } as never)).toThrow(
+      'Unknown option `task` for createPtyProducer (did you mean `tasks`?)',
+    );
+  });
+
+  it('accepts undefined values of known options', () => {
+    expect(withoutNodePty({ runtimeCapMs: undefined, killGraceMs: undefined }).options.killGraceMs).toBe(
+      2000,
+    );
+  });
+});
+
 describe('maxCommandChars', () => {
   it.each([
     [undefined, 100_000],

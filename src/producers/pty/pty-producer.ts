@@ -21,6 +21,7 @@ import {
   type TaskSnapshot,
   type TaskStatus,
 } from '../../tasks/index.js';
+import { rejectUnknownOptions } from '../../tasks/option-keys.js';
 import { shortenText, toSingleLine } from '../../text/index.js';
 import { DetailThrottle } from '../bash/detail-throttle.js';
 import { PtyProducerDisposedError } from './errors.js';
@@ -28,6 +29,8 @@ import { isPtyKeyName, type PtyKeyName } from './keys.js';
 import {
   MIN_COLS,
   MIN_ROWS,
+  PTY_PRODUCER_OPTION_KEYS,
+  PTY_RENAMED_OPTIONS,
   type PtyProducerOptions,
   type ResolvedPtyProducerOptions,
   resolvePtyProducerOptions,
@@ -100,6 +103,10 @@ interface Entry {
 }
 
 export function createPtyProducer(options: PtyProducerOptions): PtyProducer {
+  rejectUnknownOptions(options, PTY_PRODUCER_OPTION_KEYS, {
+    where: 'createPtyProducer',
+    renamed: PTY_RENAMED_OPTIONS,
+  });
   if (typeof options?.tasks?.start !== 'function') {
     throw new InvalidArgumentError('tasks', 'a TaskService', options?.tasks);
   }

@@ -1,6 +1,7 @@
 /** The live `backgroundWorks` projection of a feed: current state, selectors, and change subscriptions. */
 import { consoleLogger, type Logger } from '../registry/index.js';
 import type { Disposer } from '../tasks/index.js';
+import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
 import type { BackgroundEventFeed } from './background-event-feed.js';
 import {
   type BackgroundWork,
@@ -36,14 +37,19 @@ export interface BackgroundWorksStore {
   dispose(): void;
 }
 
+/** Options of `createBackgroundWorksStore`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
 export interface BackgroundWorksStoreOptions {
+  /** Told about a listener that throws. Default: the console logger. */
   readonly logger?: Logger;
 }
+
+const BACKGROUND_WORKS_STORE_OPTION_KEYS = optionKeys<BackgroundWorksStoreOptions>()({ logger: true });
 
 export function createBackgroundWorksStore(
   feed: BackgroundEventFeed,
   options: BackgroundWorksStoreOptions = {},
 ): BackgroundWorksStore {
+  rejectUnknownOptions(options, BACKGROUND_WORKS_STORE_OPTION_KEYS, { where: 'createBackgroundWorksStore' });
   const logger = options.logger ?? consoleLogger;
   const listeners = new Set<BackgroundWorksListener>();
   let state = reduceWithDelta(EMPTY_BACKGROUND_WORKS, feed.level()).state;

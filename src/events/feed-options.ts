@@ -8,6 +8,7 @@ import {
   type TaskService,
   type TaskSnapshot,
 } from '../tasks/index.js';
+import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
 import { readDetailFacts, type ViewerFacts, type ViewerFactsReader } from './background-task-facts.js';
 
 /**
@@ -18,6 +19,7 @@ export type ViewerFactsSampler = (
   task: TaskSnapshot,
 ) => ViewerFacts | undefined | Promise<ViewerFacts | undefined>;
 
+/** Options of `createBackgroundEventFeed`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
 export interface BackgroundEventFeedOptions {
   /** The task service whose change feed the events are derived from. */
   readonly tasks: TaskService;
@@ -44,6 +46,21 @@ export interface BackgroundEventFeedOptions {
   readonly now?: () => number;
   readonly logger?: Logger;
 }
+
+/** Every key of `BackgroundEventFeedOptions`; any other key is rejected with `UNKNOWN_OPTION`. */
+export const BACKGROUND_EVENT_FEED_OPTION_KEYS = optionKeys<BackgroundEventFeedOptions>()({
+  tasks: true,
+  caller: true,
+  ringSize: true,
+  tailMaxBytes: true,
+  readFacts: true,
+  sampler: true,
+  sampleIntervalMs: true,
+  maxSampledTasks: true,
+  streamId: true,
+  now: true,
+  logger: true,
+});
 
 export interface ResolvedFeedOptions {
   readonly tasks: TaskService;
@@ -87,6 +104,7 @@ export function resolveFeedOptions(options: BackgroundEventFeedOptions): Resolve
   if (typeof options !== 'object' || options === null) {
     throw new InvalidArgumentError('options', 'an object', options);
   }
+  rejectUnknownOptions(options, BACKGROUND_EVENT_FEED_OPTION_KEYS, { where: 'createBackgroundEventFeed' });
   const tasks = options.tasks;
   if (typeof tasks !== 'object' || tasks === null || typeof tasks.onTasksChanged !== 'function') {
     throw new InvalidArgumentError('tasks', 'a TaskService', tasks);

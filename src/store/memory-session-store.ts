@@ -4,6 +4,7 @@
  * changes anything, so each call is all-or-nothing like a transaction.
  */
 import { InvalidArgumentError, type SessionId } from '../tasks/index.js';
+import { rejectUnknownOptions } from '../tasks/option-keys.js';
 import {
   StoreClosedError,
   StoreRecordExistsError,
@@ -14,6 +15,7 @@ import {
   type ResolvedSessionStoreOptions,
   resolvePruneOptions,
   resolveSessionStoreOptions,
+  SESSION_STORE_OPTION_KEYS,
   type SessionStoreOptions,
 } from './options.js';
 import { readLedgerEntry, readMessage, readRun, readSession, readStep, readTask } from './read-records.js';
@@ -126,6 +128,7 @@ export class MemorySessionStore implements SessionStore {
   #closed = false;
 
   constructor(options: SessionStoreOptions = {}) {
+    rejectUnknownOptions(options, SESSION_STORE_OPTION_KEYS, { where: 'createMemorySessionStore' });
     this.#options = resolveSessionStoreOptions(options);
   }
 

@@ -1,7 +1,12 @@
 /** Options every session store takes, the retention defaults, and their validation. */
 import { InvalidArgumentError } from '../tasks/index.js';
+import { optionKeys, rejectUnknownOptions, type UnknownOptionsCheck } from '../tasks/option-keys.js';
 import type { PruneOptions } from './session-store.js';
 
+/**
+ * Options of `createMemorySessionStore` (and part of `openSqliteSessionStore`'s). A key not listed here (or
+ * in the provider's own options) is rejected with `UNKNOWN_OPTION`.
+ */
 export interface SessionStoreOptions {
   /** The clock, in epoch milliseconds. Default `Date.now`. */
   readonly now?: () => number;
@@ -12,6 +17,20 @@ export interface SessionStoreOptions {
    */
   readonly maxFieldBytes?: number;
 }
+
+/** Every key of `SessionStoreOptions`; any other key is rejected with `UNKNOWN_OPTION`. */
+export const SESSION_STORE_OPTION_KEYS = optionKeys<SessionStoreOptions>()({
+  now: true,
+  maxFieldBytes: true,
+});
+
+/** Every key of `PruneOptions`; any other key is rejected with `UNKNOWN_OPTION`. */
+export const PRUNE_OPTION_KEYS = optionKeys<PruneOptions>()({
+  keepClosedSessions: true,
+  settledLedgerMaxAgeMs: true,
+  abandonedMessageMaxAgeMs: true,
+  finishedRecordMaxAgeMs: true,
+});
 
 export interface ResolvedSessionStoreOptions {
   readonly now: () => number;
@@ -54,10 +73,15 @@ export function resolveSessionStoreOptions(options: SessionStoreOptions = {}): R
   return { now: options.now ?? Date.now, maxFieldBytes };
 }
 
-export function resolvePruneOptions(options: PruneOptions = {}): Required<PruneOptions> {
+/** `where` names the caller for an `UNKNOWN_OPTION` error (with `path` when the options are nested). */
+export function resolvePruneOptions(
+  options: PruneOptions = {},
+  check: UnknownOptionsCheck = { where: 'SessionStore.prune' },
+): Required<PruneOptions> {
   if (typeof options !== 'object' || options === null) {
-    throw new InvalidArgumentError('options', 'an object', options);
+    throw new InvalidArgumentError(check.path ?? 'options', 'an object', options);
   }
+  rejectUnknownOptions(options, PRUNE_OPTION_KEYS, check);
   const resolved = { ...STORE_RETENTION_DEFAULTS };
   for (const field of Object.keys(STORE_RETENTION_DEFAULTS) as (keyof PruneOptions)[]) {
     const value = options[field];

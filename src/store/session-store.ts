@@ -313,7 +313,10 @@ export interface WorkflowJournal {
 
 // ---- bounds ---------------------------------------------------------------------------------------
 
-/** What `prune` removes. Every field has a default (`STORE_RETENTION_DEFAULTS`). */
+/**
+ * What `prune` removes. Every field has a default (`STORE_RETENTION_DEFAULTS`); a key not listed here is
+ * rejected with `UNKNOWN_OPTION`.
+ */
 export interface PruneOptions {
   /** Closed sessions kept (newest by `updatedAt`); older closed sessions go with all their records. Default 100. */
   readonly keepClosedSessions?: number;

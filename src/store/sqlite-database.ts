@@ -10,6 +10,7 @@
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { ErrandError, InvalidArgumentError } from '../tasks/index.js';
+import { optionKeys } from '../tasks/option-keys.js';
 import {
   DATABASE_FILE_NAME,
   ensureDatabaseFile,
@@ -22,6 +23,11 @@ import type { PruneOptions } from './session-store.js';
 
 export type SynchronousMode = 'full' | 'normal';
 
+/**
+ * Options of `openSqliteSessionStore`: the options every store takes, where the data directory is found
+ * (`env`, `homedir`, `home`, `file`) and how the file is opened. A key not listed here is rejected with
+ * `UNKNOWN_OPTION`, as is one inside `pruneOnOpen` that `PruneOptions` lacks.
+ */
 export interface SqliteSessionStoreOptions extends SessionStoreOptions, HomeEnvironment {
   /** The data directory. Default `$ERRAND_HOME`, else `~/.errand`; created with mode 0700. */
   readonly home?: string;
@@ -34,6 +40,19 @@ export interface SqliteSessionStoreOptions extends SessionStoreOptions, HomeEnvi
   /** Prune right after opening, with these options or (`true`) the defaults. Default true. */
   readonly pruneOnOpen?: PruneOptions | boolean;
 }
+
+/** Every key of `SqliteSessionStoreOptions`; any other key is rejected with `UNKNOWN_OPTION`. */
+export const SQLITE_SESSION_STORE_OPTION_KEYS = optionKeys<SqliteSessionStoreOptions>()({
+  now: true,
+  maxFieldBytes: true,
+  env: true,
+  homedir: true,
+  home: true,
+  file: true,
+  synchronous: true,
+  busyTimeoutMs: true,
+  pruneOnOpen: true,
+});
 
 export const SQLITE_STORE_DEFAULTS = Object.freeze({
   synchronous: 'full' as SynchronousMode,
@@ -77,7 +96,7 @@ export function resolveSqliteOptions(options: SqliteSessionStoreOptions): Resolv
   if (prune === false) pruneOnOpen = false;
   else if (prune === true) pruneOnOpen = {};
   else {
-    resolvePruneOptions(prune);
+    resolvePruneOptions(prune, { where: 'openSqliteSessionStore', path: 'pruneOnOpen' });
     pruneOnOpen = prune;
   }
   return { file: resolveDatabaseFile(options), synchronous, busyTimeoutMs, pruneOnOpen };

@@ -4,6 +4,7 @@
  */
 import type Database from 'better-sqlite3';
 import { InvalidArgumentError, type SessionId } from '../tasks/index.js';
+import { rejectUnknownOptions } from '../tasks/option-keys.js';
 import {
   StoreBusyError,
   StoreClosedError,
@@ -61,6 +62,7 @@ import {
   openFailure,
   openSqliteDatabase,
   resolveSqliteOptions,
+  SQLITE_SESSION_STORE_OPTION_KEYS,
   type SqliteSessionStoreOptions,
 } from './sqlite-database.js';
 import { prepareStatements, type Statements } from './sqlite-statements.js';
@@ -132,6 +134,7 @@ export class SqliteSessionStore implements SessionStore {
 
   /** Opens (creating and migrating as needed) the store the options name. */
   static open(options: SqliteSessionStoreOptions = {}): SqliteSessionStore {
+    rejectUnknownOptions(options, SQLITE_SESSION_STORE_OPTION_KEYS, { where: 'openSqliteSessionStore' });
     const resolved = resolveSessionStoreOptions(options);
     const sqlite = resolveSqliteOptions(options);
     const database = openSqliteDatabase(sqlite);

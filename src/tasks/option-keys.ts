@@ -57,11 +57,11 @@ export function rejectUnknownOptions(
 
 /**
  * The one known key closest to `key`: equal ignoring case, else within a small edit distance (1 for keys
- * up to 4 characters, 2 up to 8, else 3). Undefined when none is that close, or two are equally close.
+ * up to 4 characters, 2 up to 7, else 3). Undefined when none is that close, or two are equally close.
  */
 export function closestKey(key: string, known: readonly string[]): string | undefined {
   const lower = key.toLowerCase();
-  const limit = key.length <= 4 ? 1 : key.length <= 8 ? 2 : 3;
+  const limit = key.length <= 4 ? 1 : key.length <= 7 ? 2 : 3;
   let best: string | undefined;
   let bestDistance = limit + 1;
   let tied = false;

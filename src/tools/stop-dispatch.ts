@@ -21,6 +21,7 @@ import {
   type TaskService,
   type TaskSnapshot,
 } from '../tasks/index.js';
+import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
 
 export type StopFailureReason = 'not_found' | 'not_running' | 'cancel_not_supported';
 
@@ -67,11 +68,14 @@ export interface StopDispatch {
   registerStrategy(kind: TaskKind, strategy: StopStrategy): Disposer;
 }
 
+/** Options of `createStopDispatch`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
 export interface StopDispatchOptions {
   readonly tasks: TaskService;
   /** Strategies per kind; kinds without one use the default. */
   readonly strategies?: Readonly<Partial<Record<TaskKind, StopStrategy>>>;
 }
+
+const STOP_DISPATCH_OPTION_KEYS = optionKeys<StopDispatchOptions>()({ tasks: true, strategies: true });
 
 const INITIATORS: readonly StopInitiator[] = ['user', 'model', 'system'];
 
@@ -110,6 +114,7 @@ export async function killWithInitiator(
 }
 
 export function createStopDispatch(options: StopDispatchOptions): StopDispatch {
+  rejectUnknownOptions(options, STOP_DISPATCH_OPTION_KEYS, { where: 'createStopDispatch' });
   if (typeof options?.tasks?.kill !== 'function') {
     throw new InvalidArgumentError('tasks', 'a TaskService', options?.tasks);
   }

@@ -1,10 +1,12 @@
 /** Options of the task tools, their defaults and their validation. */
 import { InvalidArgumentError, type TaskService } from '../tasks/index.js';
+import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
 import type { StopDispatch } from './stop-dispatch.js';
 
 /** The longest wait a timer can express (the registry's bound). */
 const TIMER_MAX_MS = 2_147_483_647;
 
+/** Options of `createTaskTools`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
 export interface TaskToolsOptions {
   readonly tasks: TaskService;
   /** How long `task_output` with `wait: true` waits when the call gives no `timeout_ms`. Default 30000. */
@@ -29,6 +31,20 @@ export interface TaskToolsOptions {
   /** The name the tools attach as a task controller. Default `task-tools`. */
   readonly controllerName?: string;
 }
+
+/** Every key of `TaskToolsOptions`; any other key is rejected with `UNKNOWN_OPTION`. */
+export const TASK_TOOLS_OPTION_KEYS = optionKeys<TaskToolsOptions>()({
+  tasks: true,
+  defaultWaitMs: true,
+  maxWaitMs: true,
+  killSettleMs: true,
+  defaultOutputLimitBytes: true,
+  listOutputLimitBytes: true,
+  maxListedTasks: true,
+  maxLabelChars: true,
+  stop: true,
+  controllerName: true,
+});
 
 export interface ResolvedTaskToolsOptions {
   readonly defaultWaitMs: number;
@@ -69,6 +85,7 @@ export function resolveTaskToolsOptions(options: TaskToolsOptions): ResolvedTask
   if (typeof options !== 'object' || options === null) {
     throw new InvalidArgumentError('options', 'an object', options);
   }
+  rejectUnknownOptions(options, TASK_TOOLS_OPTION_KEYS, { where: 'createTaskTools' });
   const tasks = options.tasks as Partial<TaskService> | undefined;
   if (typeof tasks !== 'object' || tasks === null || typeof tasks.read !== 'function') {
     throw new InvalidArgumentError('tasks', 'a TaskService', options.tasks);

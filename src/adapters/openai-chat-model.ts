@@ -4,7 +4,9 @@
  */
 import type { ModelMessage, ModelPort, ModelRequest, ModelResponse } from '../session/index.js';
 import { ErrandError, InvalidArgumentError } from '../tasks/index.js';
+import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
 
+/** Options of `createOpenAiChatModel`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
 export interface OpenAiChatModelOptions {
   /** The API root, e.g. `https://api.openai.com/v1` or `http://127.0.0.1:8080/v1`. */
   readonly baseUrl: string;
@@ -15,10 +17,24 @@ export interface OpenAiChatModelOptions {
   readonly timeoutMs?: number;
   /** `max_tokens` of each response. Default: the endpoint's. */
   readonly maxTokens?: number;
+  /** `temperature` of each request. Default: the endpoint's. */
   readonly temperature?: number;
+  /** More request headers (over `Content-Type` and the bearer token). Default none. */
   readonly headers?: Readonly<Record<string, string>>;
+  /** The `fetch` requests go through. Default: the global `fetch`. */
   readonly fetch?: typeof fetch;
 }
+
+const OPENAI_CHAT_MODEL_OPTION_KEYS = optionKeys<OpenAiChatModelOptions>()({
+  baseUrl: true,
+  model: true,
+  apiKey: true,
+  timeoutMs: true,
+  maxTokens: true,
+  temperature: true,
+  headers: true,
+  fetch: true,
+});
 
 export class ModelRequestError extends ErrandError {
   constructor(message: string, context: Record<string, unknown>, cause?: unknown) {
@@ -90,6 +106,7 @@ const FINISH_REASONS: Record<string, ModelResponse['finishReason']> = {
 };
 
 export function createOpenAiChatModel(options: OpenAiChatModelOptions): ModelPort {
+  rejectUnknownOptions(options, OPENAI_CHAT_MODEL_OPTION_KEYS, { where: 'createOpenAiChatModel' });
   if (typeof options?.baseUrl !== 'string' || !/^https?:\/\//.test(options.baseUrl)) {
     throw new InvalidArgumentError('baseUrl', 'an http(s) URL', options?.baseUrl);
   }

@@ -402,4 +402,24 @@ describe('delivery policy', () => {
     ).toThrow(/outputTail\.maxLines/);
     expect(() => createDeliveryPolicy({ tasks, owner, enqueue: 'no' as never })).toThrow(/enqueue/);
   });
+
+  it('rejects unknown option keys, also inside outputTail', () => {
+    const { tasks } = serviceForTest();
+    const owner = createOwner('s');
+    const enqueue = () => {};
+    expect(() => createDeliveryPolicy({ tasks, owner, enqueue, wakeBugdet: 1 } as never)).toThrow(
+      expect.objectContaining({
+        code: 'UNKNOWN_OPTION',
+        message: 'Unknown option `wakeBugdet` for createDeliveryPolicy (did you mean `wakeBudget`?)',
+      }),
+    );
+    expect(() =>
+      createDeliveryPolicy({ tasks, owner, enqueue, outputTail: { maxLines: 5, lines: 5 } } as never),
+    ).toThrow(
+      expect.objectContaining({
+        code: 'UNKNOWN_OPTION',
+        context: expect.objectContaining({ field: 'outputTail.lines' }),
+      }),
+    );
+  });
 });

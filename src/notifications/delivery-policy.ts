@@ -15,6 +15,7 @@ import {
   type TaskService,
   type TaskSnapshot,
 } from '../tasks/index.js';
+import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
 import { formatGenericNotification } from './format-generic.js';
 import { formatterFor } from './format-notification.js';
 import { formatWorkflowProgressNotification, type WorkflowProgressEvent } from './format-workflow.js';
@@ -37,6 +38,10 @@ export type OutputTailSource = (snapshot: TaskSnapshot) => string | undefined | 
 /** The default tail source: what the producer published as `detail.outputTail`. */
 export const detailOutputTail: OutputTailSource = (snapshot) => detailString(snapshot, 'outputTail');
 
+/**
+ * Options of `createDeliveryPolicy`. A key not listed here (or in `outputTail`) is rejected with
+ * `UNKNOWN_OPTION`.
+ */
 export interface DeliveryPolicyOptions {
   readonly tasks: TaskService;
   /** The session whose tasks this policy notifies — exactly this instance, not a reused session id. */
@@ -84,6 +89,30 @@ export interface DeliveryPolicyOptions {
   readonly logger?: Logger;
 }
 
+/** Every key of `DeliveryPolicyOptions`; any other key is rejected with `UNKNOWN_OPTION`. */
+export const DELIVERY_POLICY_OPTION_KEYS = optionKeys<DeliveryPolicyOptions>()({
+  tasks: true,
+  owner: true,
+  enqueue: true,
+  currentBranchGeneration: true,
+  isShuttingDown: true,
+  isSealed: true,
+  defaultLane: true,
+  lanes: true,
+  laneOf: true,
+  wakeBudget: true,
+  wakeCounting: true,
+  maxNotificationBytes: true,
+  outputTail: true,
+  readOutputTail: true,
+  formatters: true,
+  notifyModelStops: true,
+  now: true,
+  logger: true,
+});
+
+const OUTPUT_TAIL_OPTION_KEYS = optionKeys<OutputTailLimits>()({ maxLines: true, maxBytes: true });
+
 export const DELIVERY_POLICY_DEFAULTS = Object.freeze({
   defaultLane: 'wakeup' as NotificationLane,
   wakeBudget: 3,
@@ -130,6 +159,7 @@ function validateOptions(options: DeliveryPolicyOptions): void {
   if (typeof options !== 'object' || options === null) {
     throw new InvalidArgumentError('options', 'an object', options);
   }
+  rejectUnknownOptions(options, DELIVERY_POLICY_OPTION_KEYS, { where: 'createDeliveryPolicy' });
   if (
     typeof options.tasks !== 'object' ||
     options.tasks === null ||
@@ -181,6 +211,13 @@ function validateOptions(options: DeliveryPolicyOptions): void {
   }
   const tail = options.outputTail;
   if (tail !== undefined && tail !== false) {
+    if (typeof tail !== 'object' || tail === null) {
+      throw new InvalidArgumentError('outputTail', 'an object of limits, or false', tail);
+    }
+    rejectUnknownOptions(tail, OUTPUT_TAIL_OPTION_KEYS, {
+      where: 'createDeliveryPolicy',
+      path: 'outputTail',
+    });
     for (const field of ['maxLines', 'maxBytes'] as const) {
       if (!Number.isSafeInteger(tail[field]) || tail[field] < 1) {
         throw new InvalidArgumentError(`outputTail.${field}`, 'a positive integer', tail[field]);

@@ -1,6 +1,8 @@
 /** Limits of the session runtime, their defaults and their validation. */
 import { InvalidArgumentError } from '../tasks/index.js';
+import { optionKeys, rejectUnknownOptions, type UnknownOptionsCheck } from '../tasks/option-keys.js';
 
+/** The `limits` of the session runtime. A key not listed here is rejected with `UNKNOWN_OPTION`. */
 export interface SessionLimits {
   /** Model requests in one turn before it ends with `max_steps`. Default 50. */
   readonly maxStepsPerTurn?: number;
@@ -28,6 +30,17 @@ export interface SessionLimits {
 
 export type ResolvedSessionLimits = Required<SessionLimits>;
 
+/** Every key of `SessionLimits`; any other key is rejected with `UNKNOWN_OPTION`. */
+export const SESSION_LIMIT_KEYS = optionKeys<SessionLimits>()({
+  maxStepsPerTurn: true,
+  maxQueuedCommands: true,
+  maxToolResultBytes: true,
+  idleDrainQuietMs: true,
+  idleDrainMaxDelayMs: true,
+  deliveryRetryMs: true,
+  deliveryRetryMaxMs: true,
+});
+
 export const SESSION_LIMIT_DEFAULTS: ResolvedSessionLimits = Object.freeze({
   maxStepsPerTurn: 50,
   maxQueuedCommands: 1000,
@@ -38,10 +51,15 @@ export const SESSION_LIMIT_DEFAULTS: ResolvedSessionLimits = Object.freeze({
   deliveryRetryMaxMs: 60_000,
 });
 
-export function resolveSessionLimits(limits: SessionLimits = {}): ResolvedSessionLimits {
+/** `check` names the function the limits were handed to, for an `UNKNOWN_OPTION` error. */
+export function resolveSessionLimits(
+  limits: SessionLimits = {},
+  check: UnknownOptionsCheck = { where: 'createSessionRuntime', path: 'limits' },
+): ResolvedSessionLimits {
   if (typeof limits !== 'object' || limits === null) {
     throw new InvalidArgumentError('limits', 'an object of session limits', limits);
   }
+  rejectUnknownOptions(limits, SESSION_LIMIT_KEYS, check);
   const resolved = { ...SESSION_LIMIT_DEFAULTS };
   for (const field of Object.keys(SESSION_LIMIT_DEFAULTS) as Array<keyof ResolvedSessionLimits>) {
     const value = limits[field];

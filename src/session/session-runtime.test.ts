@@ -57,4 +57,48 @@ describe('session runtime options', () => {
     expect(store.listSessions()).toEqual([]);
     await runtime.dispose();
   });
+
+  it.each<[string, Record<string, unknown>, string]>([
+    ['systemPromt', { systemPromt: 'x' }, 'did you mean `systemPrompt`?'],
+    ['limits.maxSteps', { limits: { maxSteps: 3 } }, 'known options: `limits.maxStepsPerTurn`'],
+    [
+      'notifications.wakebudget',
+      { notifications: { wakebudget: 1 } },
+      'did you mean `notifications.wakeBudget`?',
+    ],
+    // The runtime sets the policy's owner itself: a caller's one is not an option of `notifications`.
+    ['notifications.owner', { notifications: { owner: {} } }, 'known options: `notifications.defaultLane`'],
+  ])('rejects the unknown key %s before attaching to the service', async (field, options, hint) => {
+    const store = createMemorySessionStore();
+    const tasks = createTaskService();
+    const create = () => createSessionRuntime({ store, tasks, model: scriptedModel(), ...options });
+    expect(create).toThrow(
+      expect.objectContaining({ code: 'UNKNOWN_OPTION', context: expect.objectContaining({ field }) }),
+    );
+    expect(create).toThrow(`Unknown option \`${field}\` for createSessionRuntime`);
+    expect(create).toThrow(hint);
+    await expect(tasks.start(scriptedTask().spec)).rejects.toMatchObject({ code: 'NO_CONTROLLER' });
+    await tasks.dispose();
+  });
+
+  it('createSession and resumeSession reject unknown keys before writing anything', async () => {
+    const store = createMemorySessionStore();
+    const runtime = createSessionRuntime({ store, model: scriptedModel() });
+    expect(() => runtime.createSession({ id: 's1', titel: 'x' } as never)).toThrow(
+      expect.objectContaining({
+        code: 'UNKNOWN_OPTION',
+        message: 'Unknown option `titel` for createSession (did you mean `title`?)',
+      }),
+    );
+    expect(store.listSessions()).toEqual([]);
+    store.createSession({ id: 's2', cwd: '/' });
+    expect(() => runtime.resumeSession('s2', { cwd: '/' } as never)).toThrow(
+      expect.objectContaining({
+        code: 'UNKNOWN_OPTION',
+        message: expect.stringContaining('`cwd` for resumeSession'),
+      }),
+    );
+    expect(runtime.getSession('s2')).toBeUndefined();
+    await runtime.dispose();
+  });
 });

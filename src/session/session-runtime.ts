@@ -25,6 +25,7 @@ import {
   type TaskSnapshot,
   validateSessionId,
 } from '../tasks/index.js';
+import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
 import type { AnyToolDefinition } from '../tools/index.js';
 import type { ModelPort } from './model-port.js';
 import { Session, type SessionLogger } from './session.js';
@@ -38,6 +39,24 @@ export type PolicyOptions = Omit<
   'tasks' | 'owner' | 'enqueue' | 'currentBranchGeneration' | 'isShuttingDown' | 'isSealed' | 'logger' | 'now'
 >;
 
+/** Every key of `PolicyOptions`; any other key of `notifications` is rejected with `UNKNOWN_OPTION`. */
+export const POLICY_OPTION_KEYS = optionKeys<PolicyOptions>()({
+  defaultLane: true,
+  lanes: true,
+  laneOf: true,
+  wakeBudget: true,
+  wakeCounting: true,
+  maxNotificationBytes: true,
+  outputTail: true,
+  readOutputTail: true,
+  formatters: true,
+  notifyModelStops: true,
+});
+
+/**
+ * Options of `createSessionRuntime`. A key not listed here (or in `limits` or `notifications`) is rejected
+ * with `UNKNOWN_OPTION`.
+ */
 export interface SessionRuntimeOptions {
   readonly store: SessionStore;
   /** The model every session talks to, or a factory per session. */
@@ -62,13 +81,52 @@ export interface SessionRuntimeOptions {
   readonly now?: () => number;
 }
 
+/** Every key of `SessionRuntimeOptions`; any other key is rejected with `UNKNOWN_OPTION`. */
+export const SESSION_RUNTIME_OPTION_KEYS = optionKeys<SessionRuntimeOptions>()({
+  store: true,
+  model: true,
+  tasks: true,
+  tools: true,
+  systemPrompt: true,
+  cwd: true,
+  env: true,
+  notifications: true,
+  limits: true,
+  beforeUserPrompt: true,
+  onSessionShutdown: true,
+  logger: true,
+  now: true,
+});
+
+/** Options of `createSession`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
 export interface CreateSessionOptions {
+  /** The session's id. Default `session-<uuid>`. */
   readonly id?: string;
+  /** The session that started this one (a subagent's parent). */
   readonly parentId?: string;
+  /** Working directory. Default: the runtime's `cwd`, else `process.cwd()`. */
   readonly cwd?: string;
+  /** Environment. Default: the runtime's `env`, else `process.env`. */
   readonly env?: Readonly<Record<string, string>>;
+  /** A title for people (dashboards, session lists). Default none. */
   readonly title?: string;
 }
+
+const CREATE_SESSION_OPTION_KEYS = optionKeys<CreateSessionOptions>()({
+  id: true,
+  parentId: true,
+  cwd: true,
+  env: true,
+  title: true,
+});
+
+/** Options of `resumeSession`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
+export interface ResumeSessionOptions {
+  /** Environment of the resumed session. Default: the runtime's `env`, else `process.env`. */
+  readonly env?: Readonly<Record<string, string>>;
+}
+
+const RESUME_SESSION_OPTION_KEYS = optionKeys<ResumeSessionOptions>()({ env: true });
 
 export class SessionNotFoundError extends ErrandError {
   constructor(sessionId: string) {
@@ -139,6 +197,7 @@ export class SessionRuntime {
 
   createSession(options: CreateSessionOptions = {}): Session {
     this.#ensureOpen();
+    rejectUnknownOptions(options, CREATE_SESSION_OPTION_KEYS, { where: 'createSession' });
     const id =
       options.id === undefined ? asSessionId(`session-${randomUUID()}`) : validateSessionId(options.id, 'id');
     if (this.#sessions.has(id)) throw new SessionExistsError(id);
@@ -170,8 +229,9 @@ export class SessionRuntime {
    * notifications are discarded with `session_resumed` (none is delivered twice) and live task records
    * become `lost`.
    */
-  resumeSession(id: string, options: { readonly env?: Readonly<Record<string, string>> } = {}): Session {
+  resumeSession(id: string, options: ResumeSessionOptions = {}): Session {
     this.#ensureOpen();
+    rejectUnknownOptions(options, RESUME_SESSION_OPTION_KEYS, { where: 'resumeSession' });
     const sessionId = validateSessionId(id, 'id');
     validateEnvironment('env', options.env);
     if (this.#sessions.has(sessionId)) throw new SessionExistsError(sessionId);
@@ -358,6 +418,7 @@ function validateRuntimeOptions(options: SessionRuntimeOptions): void {
   if (typeof options !== 'object' || options === null) {
     throw new InvalidArgumentError('options', 'an object', options);
   }
+  rejectUnknownOptions(options, SESSION_RUNTIME_OPTION_KEYS, { where: 'createSessionRuntime' });
   if (typeof options.store !== 'object' || options.store === null) {
     throw new InvalidArgumentError('store', 'a SessionStore', options.store);
   }
@@ -410,6 +471,11 @@ function validatePolicyOptions(notifications: PolicyOptions | undefined): void {
   if (typeof notifications !== 'object' || notifications === null) {
     throw new InvalidArgumentError('notifications', 'an object of delivery-policy options', notifications);
   }
+  // Checked here: the policy itself would accept its own keys (`tasks`, `owner`) that the runtime sets.
+  rejectUnknownOptions(notifications, POLICY_OPTION_KEYS, {
+    where: 'createSessionRuntime',
+    path: 'notifications',
+  });
   const noTasks = { onTaskDone: () => () => {} } as unknown as TaskService;
   createDeliveryPolicy({
     ...notifications,

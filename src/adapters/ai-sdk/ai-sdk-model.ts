@@ -11,13 +11,17 @@ import {
   tool,
 } from 'ai';
 import type { ModelMessage, ModelPort, ModelRequest, ModelResponse } from '../../session/index.js';
+import { optionKeys, rejectUnknownOptions } from '../../tasks/option-keys.js';
 
+/** Options of `createAiSdkModel`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
 export interface AiSdkModelOptions {
   /** A name for logs and the UI. Default `ai-sdk`. */
   readonly name?: string;
   /** Retries of a failed request inside the SDK. Default 2. */
   readonly maxRetries?: number;
 }
+
+const AI_SDK_MODEL_OPTION_KEYS = optionKeys<AiSdkModelOptions>()({ name: true, maxRetries: true });
 
 export function toSdkMessages(messages: readonly ModelMessage[]): SdkMessage[] {
   const sdk: SdkMessage[] = [];
@@ -70,6 +74,7 @@ const FINISH_REASONS: Record<string, ModelResponse['finishReason']> = {
 };
 
 export function createAiSdkModel(model: LanguageModel, options: AiSdkModelOptions = {}): ModelPort {
+  rejectUnknownOptions(options, AI_SDK_MODEL_OPTION_KEYS, { where: 'createAiSdkModel' });
   return {
     name: options.name ?? 'ai-sdk',
     async generate(request: ModelRequest, signal: AbortSignal): Promise<ModelResponse> {

@@ -13,12 +13,18 @@
 import { type Experimental_Steering, experimental_createSteering } from 'ai';
 import {
   createDeliveryPolicy,
+  DELIVERY_POLICY_OPTION_KEYS,
   type DeliveryPolicy,
   type DeliveryPolicyOptions,
   type TaskNotification,
 } from '../../notifications/index.js';
 import { consoleLogger } from '../../registry/index.js';
+import { optionKeys, rejectUnknownOptions } from '../../tasks/option-keys.js';
 
+/**
+ * Options of `createAiSdkNotificationBridge`: the delivery policy's (but `enqueue`) and the bridge's own. A
+ * key not listed here is rejected with `UNKNOWN_OPTION`.
+ */
 export interface AiSdkNotificationBridgeOptions extends Omit<DeliveryPolicyOptions, 'enqueue'> {
   /** Called when a `wakeup` notification arrives while no generation runs: start one to deliver it. */
   readonly onWakeup?: (notification: TaskNotification) => void;
@@ -27,6 +33,20 @@ export interface AiSdkNotificationBridgeOptions extends Omit<DeliveryPolicyOptio
   /** Creates each generation's steering object. Default: the SDK's `experimental_createSteering`. */
   readonly createSteering?: () => Experimental_Steering;
 }
+
+/** The bridge's own options; the rest go to the delivery policy. */
+const BRIDGE_OWN_OPTION_KEYS = optionKeys<
+  Omit<AiSdkNotificationBridgeOptions, keyof DeliveryPolicyOptions>
+>()({
+  onWakeup: true,
+  onSteer: true,
+  createSteering: true,
+});
+
+const BRIDGE_OPTION_KEYS: readonly string[] = [
+  ...DELIVERY_POLICY_OPTION_KEYS.filter((key) => key !== 'enqueue'),
+  ...BRIDGE_OWN_OPTION_KEYS,
+];
 
 export interface AiSdkNotificationBridge {
   /**
@@ -45,6 +65,7 @@ export interface AiSdkNotificationBridge {
 export function createAiSdkNotificationBridge(
   options: AiSdkNotificationBridgeOptions,
 ): AiSdkNotificationBridge {
+  rejectUnknownOptions(options, BRIDGE_OPTION_KEYS, { where: 'createAiSdkNotificationBridge' });
   const logger = options.logger ?? consoleLogger;
   const createSteering = options.createSteering ?? experimental_createSteering;
   const currentGeneration = options.currentBranchGeneration ?? (() => options.owner.branchGeneration);
@@ -70,8 +91,14 @@ export function createAiSdkNotificationBridge(
     if (notification.lane === 'wakeup') options.onWakeup?.(notification);
   };
 
+  const {
+    onWakeup: _onWakeup,
+    onSteer: _onSteer,
+    createSteering: _createSteering,
+    ...policyOptions
+  } = options;
   const policy = createDeliveryPolicy({
-    ...options,
+    ...policyOptions,
     enqueue(notification) {
       if (current !== undefined && notification.lane === 'wakeup') steer(current, notification);
       else hold(notification);

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { InvalidArgumentError } from '../../tasks/index.js';
+import { optionKeys, rejectUnknownOptions } from '../../tasks/option-keys.js';
 import {
   type BackgroundToolValue,
   defineTool,
@@ -19,11 +20,14 @@ import type { SubagentProducer } from './subagent-producer.js';
 
 export const AGENT_MESSAGE_TOOL_NAME = 'agent_message';
 
+/** Options of `createAgentMessageTool`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
 export interface AgentMessageToolOptions {
   readonly producer: SubagentProducer;
   /** The tool's name. Default `agent_message`. */
   readonly name?: string;
 }
+
+const AGENT_MESSAGE_TOOL_OPTION_KEYS = optionKeys<AgentMessageToolOptions>()({ producer: true, name: true });
 
 export interface AgentMessageInput {
   readonly task_id: string;
@@ -49,6 +53,7 @@ const DESCRIPTION = [
 export function createAgentMessageTool(
   options: AgentMessageToolOptions,
 ): ToolDefinition<AgentMessageInput, AgentMessageValue & Partial<BackgroundToolValue>> {
+  rejectUnknownOptions(options, AGENT_MESSAGE_TOOL_OPTION_KEYS, { where: 'createAgentMessageTool' });
   const producer = options.producer;
   if (typeof producer?.message !== 'function') {
     throw new InvalidArgumentError('producer', 'a SubagentProducer', producer);

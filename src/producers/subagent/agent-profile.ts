@@ -4,10 +4,12 @@
  */
 import type { ModelPort } from '../../session/index.js';
 import { InvalidArgumentError } from '../../tasks/index.js';
+import { optionKeys, rejectUnknownOptions } from '../../tasks/option-keys.js';
 
 /** A model, or a factory that produces one when a child starts (it may be asynchronous). */
 export type ModelSource = ModelPort | (() => ModelPort | Promise<ModelPort>);
 
+/** A named child configuration. A key not listed here is rejected with `UNKNOWN_OPTION`. */
 export interface AgentProfile {
   /** 1-64 letters, digits, `_` or `-`; what the `profile` parameter names. */
   readonly name: string;
@@ -22,6 +24,15 @@ export interface AgentProfile {
   /** Whether a finished run can be resumed with a follow-up message under the same task id. Default true. */
   readonly continuable?: boolean;
 }
+
+const AGENT_PROFILE_KEYS = optionKeys<AgentProfile>()({
+  name: true,
+  description: true,
+  systemPrompt: true,
+  model: true,
+  tools: true,
+  continuable: true,
+});
 
 const PROFILE_NAME_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 
@@ -38,6 +49,7 @@ export function indexProfiles(
     if (typeof profile !== 'object' || profile === null) {
       throw new InvalidArgumentError(field, 'an agent profile object', profile);
     }
+    rejectUnknownOptions(profile, AGENT_PROFILE_KEYS, { where: 'createSubagentProducer', path: field });
     if (typeof profile.name !== 'string' || !PROFILE_NAME_PATTERN.test(profile.name)) {
       throw new InvalidArgumentError(
         `${field}.name`,

@@ -12,6 +12,7 @@ import {
   type TaskId,
   type TaskSnapshot,
 } from '../../tasks/index.js';
+import { optionKeys, rejectUnknownOptions } from '../../tasks/option-keys.js';
 import {
   type BackgroundToolValue,
   defineTool,
@@ -40,6 +41,7 @@ export const AGENT_TOOL_DEFAULTS = Object.freeze({
   autoBackgroundMs: false as number | false,
 });
 
+/** Options of `createAgentTool`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
 export interface AgentToolOptions {
   readonly producer: SubagentProducer;
   /**
@@ -63,6 +65,15 @@ export interface AgentToolOptions {
   /** The tool's name. Default `agent`. */
   readonly name?: string;
 }
+
+const AGENT_TOOL_OPTION_KEYS = optionKeys<AgentToolOptions>()({
+  producer: true,
+  enableRunInBackground: true,
+  autoBackgroundMs: true,
+  clock: true,
+  messageToolName: true,
+  name: true,
+});
 
 export interface AgentToolInput {
   readonly prompt: string;
@@ -163,6 +174,7 @@ function describeTool(
 }
 
 export function createAgentTool(options: AgentToolOptions): AgentTool {
+  rejectUnknownOptions(options, AGENT_TOOL_OPTION_KEYS, { where: 'createAgentTool' });
   const producer = options.producer;
   if (typeof producer?.start !== 'function') {
     throw new InvalidArgumentError('producer', 'a SubagentProducer', producer);

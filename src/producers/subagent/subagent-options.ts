@@ -1,10 +1,18 @@
 /** Options of the subagent producer, their defaults and their validation. */
 import type { DeliveryPolicy } from '../../notifications/index.js';
 import { consoleLogger, type Logger } from '../../registry/index.js';
-import type { PolicyOptions, Session, SessionLimits } from '../../session/index.js';
+import {
+  POLICY_OPTION_KEYS,
+  type PolicyOptions,
+  resolveSessionLimits,
+  type Session,
+  type SessionLimits,
+} from '../../session/index.js';
 import type { SessionStore } from '../../store/index.js';
 import { InvalidArgumentError, type TaskService } from '../../tasks/index.js';
+import { optionKeys, rejectUnknownOptions } from '../../tasks/option-keys.js';
 import type { AnyToolDefinition } from '../../tools/index.js';
+import { BASH_TOOL_OPTION_KEYS } from '../bash/bash-tool.js';
 import type { BashProducer, BashToolOptions } from '../bash/index.js';
 import { type Clock, SUBAGENT_BACKGROUND_RUNTIME_CAP_MS, systemClock } from '../bash/index.js';
 import { type AgentProfile, indexProfiles, isModelSource, type ModelSource } from './agent-profile.js';
@@ -21,6 +29,10 @@ export interface SubagentChildContext {
   readonly backgroundBashRuntimeCapMs: number;
 }
 
+/**
+ * Options of `createSubagentProducer`. A key not listed here (or in `bashTool`, `limits`, `notifications` or
+ * a profile) is rejected with `UNKNOWN_OPTION`.
+ */
 export interface SubagentProducerOptions {
   readonly tasks: TaskService;
   /** Where child sessions and their history live (the parent's store). */
@@ -74,6 +86,34 @@ export interface SubagentProducerOptions {
   readonly clock?: Clock;
   readonly logger?: Logger;
 }
+
+/** Every key of `SubagentProducerOptions`; any other key is rejected with `UNKNOWN_OPTION`. */
+export const SUBAGENT_PRODUCER_OPTION_KEYS = optionKeys<SubagentProducerOptions>()({
+  tasks: true,
+  store: true,
+  model: true,
+  systemPrompt: true,
+  profiles: true,
+  tools: true,
+  bash: true,
+  bashTool: true,
+  backgroundBashRuntimeCapMs: true,
+  taskTools: true,
+  maxDepth: true,
+  keepBackgroundWork: true,
+  stopSettleMs: true,
+  policyOf: true,
+  limits: true,
+  notifications: true,
+  outputLimitBytes: true,
+  clock: true,
+  logger: true,
+});
+
+/** The keys `bashTool` takes: the bash tool's, but the producer and the cap, which the children's tool gets. */
+const CHILD_BASH_TOOL_OPTION_KEYS = BASH_TOOL_OPTION_KEYS.filter(
+  (key) => key !== 'producer' && key !== 'backgroundRuntimeCapMs',
+);
 
 export const SUBAGENT_DEFAULTS = Object.freeze({
   backgroundBashRuntimeCapMs: SUBAGENT_BACKGROUND_RUNTIME_CAP_MS,
@@ -137,6 +177,15 @@ export function resolveSubagentOptions(options: SubagentProducerOptions): Resolv
   if (typeof options !== 'object' || options === null) {
     throw new InvalidArgumentError('options', 'an object', options);
   }
+  const where = 'createSubagentProducer';
+  rejectUnknownOptions(options, SUBAGENT_PRODUCER_OPTION_KEYS, { where });
+  if (options.bashTool !== undefined && (typeof options.bashTool !== 'object' || options.bashTool === null)) {
+    throw new InvalidArgumentError('bashTool', 'an object of bash tool options', options.bashTool);
+  }
+  rejectUnknownOptions(options.bashTool, CHILD_BASH_TOOL_OPTION_KEYS, { where, path: 'bashTool' });
+  // Child runtimes are created later; their limits and notification options are checked now.
+  if (options.limits !== undefined) resolveSessionLimits(options.limits, { where, path: 'limits' });
+  rejectUnknownOptions(options.notifications, POLICY_OPTION_KEYS, { where, path: 'notifications' });
   if (typeof options.tasks?.start !== 'function') {
     throw new InvalidArgumentError('tasks', 'a TaskService', options.tasks);
   }

@@ -16,12 +16,14 @@
  */
 import type { DeliveryPolicy } from '../../notifications/index.js';
 import { ErrandError, isTerminalStatus, type TaskSnapshot } from '../../tasks/index.js';
+import { optionKeys, rejectUnknownOptions } from '../../tasks/option-keys.js';
 import type { StopResult, StopStrategy, StopStrategyContext } from '../../tools/index.js';
 import { StopNotificationFailedError } from './errors.js';
 
 /** The registry's longest wait. */
 const MAX_WAIT_MS = 2_147_483_647;
 
+/** Options of `createSubagentStopStrategy`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
 export interface SubagentStopStrategyOptions {
   /** The delivery policy of the parent session that owns a subagent task. */
   readonly policyOf: ((sessionId: string) => DeliveryPolicy | undefined) | undefined;
@@ -29,7 +31,13 @@ export interface SubagentStopStrategyOptions {
   readonly stopSettleMs: number;
 }
 
+const SUBAGENT_STOP_STRATEGY_OPTION_KEYS = optionKeys<SubagentStopStrategyOptions>()({
+  policyOf: true,
+  stopSettleMs: true,
+});
+
 export function createSubagentStopStrategy(options: SubagentStopStrategyOptions): StopStrategy {
+  rejectUnknownOptions(options, SUBAGENT_STOP_STRATEGY_OPTION_KEYS, { where: 'createSubagentStopStrategy' });
   return async (context) => {
     const { snapshot, request } = context;
     const owner = snapshot.ownerSessionId;

@@ -3,10 +3,12 @@ import type { DeliveryPolicy } from '../../notifications/index.js';
 import { consoleLogger, type Logger } from '../../registry/index.js';
 import type { SessionStore } from '../../store/index.js';
 import { InvalidArgumentError, type TaskService } from '../../tasks/index.js';
+import { optionKeys, rejectUnknownOptions } from '../../tasks/option-keys.js';
 import type { BashExecutor } from '../bash/index.js';
 import { type Clock, systemClock } from '../bash/index.js';
 import type { SubagentProducer } from '../subagent/index.js';
 
+/** Options of `createWorkflowProducer`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
 export interface WorkflowProducerOptions {
   readonly tasks: TaskService;
   /** Where runs and their step journals are kept; resuming, even after a crash, reads them from here. */
@@ -34,9 +36,29 @@ export interface WorkflowProducerOptions {
   readonly outputLimitBytes?: number;
   /** The working directory of runs whose caller gives none. Default `process.cwd()`. */
   readonly cwd?: string;
+  /** Schedules stall checks and cancel graces. Default: the system clock. */
   readonly clock?: Clock;
+  /** Told about failures no caller sees (recording a run's end, a stop in the background). Default: the console logger. */
   readonly logger?: Logger;
 }
+
+/** Every key of `WorkflowProducerOptions`; any other key is rejected with `UNKNOWN_OPTION`. */
+export const WORKFLOW_PRODUCER_OPTION_KEYS = optionKeys<WorkflowProducerOptions>()({
+  tasks: true,
+  store: true,
+  directory: true,
+  subagents: true,
+  executor: true,
+  policyOf: true,
+  stallAfterMs: true,
+  cancelGraceMs: true,
+  commandOutputLimitBytes: true,
+  commandTimeoutMs: true,
+  outputLimitBytes: true,
+  cwd: true,
+  clock: true,
+  logger: true,
+});
 
 export const WORKFLOW_DEFAULTS = Object.freeze({
   stallAfterMs: 300_000,
@@ -95,6 +117,7 @@ export function resolveWorkflowOptions(options: WorkflowProducerOptions): Resolv
   if (typeof options !== 'object' || options === null) {
     throw new InvalidArgumentError('options', 'an object', options);
   }
+  rejectUnknownOptions(options, WORKFLOW_PRODUCER_OPTION_KEYS, { where: 'createWorkflowProducer' });
   if (typeof options.tasks?.start !== 'function')
     throw new InvalidArgumentError('tasks', 'a TaskService', options.tasks);
   if (typeof options.store?.createRun !== 'function') {

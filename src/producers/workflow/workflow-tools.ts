@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { InvalidArgumentError } from '../../tasks/index.js';
+import { optionKeys, rejectUnknownOptions } from '../../tasks/option-keys.js';
 import {
   type AnyToolDefinition,
   type BackgroundToolValue,
@@ -26,9 +27,13 @@ export const WORKFLOW_TOOL_NAMES = Object.freeze({
   answer: 'workflow_answer',
 });
 
+/** Options of `createWorkflowTools`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
 export interface WorkflowToolsOptions {
+  /** The producer the tools start, resume and amend runs on. */
   readonly producer: WorkflowProducer;
 }
+
+const WORKFLOW_TOOLS_OPTION_KEYS = optionKeys<WorkflowToolsOptions>()({ producer: true });
 
 export interface WorkflowRunInput {
   readonly script: string;
@@ -97,6 +102,7 @@ function started(taskId: string, what: string): string {
 }
 
 export function createWorkflowTools(options: WorkflowToolsOptions): WorkflowTools {
+  rejectUnknownOptions(options, WORKFLOW_TOOLS_OPTION_KEYS, { where: 'createWorkflowTools' });
   const producer = options.producer;
   if (typeof producer?.start !== 'function') {
     throw new InvalidArgumentError('producer', 'a WorkflowProducer', producer);

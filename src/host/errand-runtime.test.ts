@@ -47,6 +47,50 @@ describe('creating the assembled runtime', () => {
   });
 });
 
+describe('unknown option keys', () => {
+  it.each<[string, Record<string, unknown>, string]>([
+    ['systemPromt', { systemPromt: 'x' }, '(did you mean `systemPrompt`?)'],
+    ['tasks.maxLiveTask', { tasks: { maxLiveTask: 1 } }, '(did you mean `tasks.maxLiveTasks`?)'],
+    ['bash.executer', { bash: { executer: {} } }, '(did you mean `bash.executor`?)'],
+    [
+      'bash.executor.killGrace',
+      { bash: { executor: { killGrace: 1 } } },
+      'did you mean `bash.executor.killGraceMs`?',
+    ],
+    ['bash.producer.outputLimitByte', { bash: { producer: { outputLimitByte: 1 } } }, 'outputLimitBytes'],
+    // The runtime gives the producer its executor: a caller's one is not an option there.
+    ['bash.producer.executor', { bash: { producer: { executor: {} } } }, 'known options:'],
+    ['bash.tool.maxTimeout', { bash: { tool: { maxTimeout: 1 } } }, 'bash.tool.maxTimeoutMs'],
+    ['pty.maxRuntimeMs', { pty: { maxRuntimeMs: 1000 } }, '(did you mean `pty.runtimeCapMs`?)'],
+    ['pty.terminateGraceMs', { pty: { terminateGraceMs: 1000 } }, '(did you mean `pty.killGraceMs`?)'],
+    ['pty.tasks', { pty: { tasks: {} } }, 'known options: `pty.shell`'],
+    ['taskTools.maxWait', { taskTools: { maxWait: 1 } }, 'taskTools.maxWaitMs'],
+    ['subagents.maxDepht', { subagents: { maxDepht: 2 } }, 'subagents.maxDepth'],
+    ['subagents.limits.maxSteps', { subagents: { limits: { maxSteps: 2 } } }, 'known options:'],
+    ['subagents.profiles[0].prompt', { subagents: { profiles: [{ name: 'p', prompt: 'x' }] } }, 'known'],
+    ['workflows.directroy', { workflows: { directroy: '/tmp' } }, 'workflows.directory'],
+    ['notifications.wakeBudjet', { notifications: { wakeBudjet: 1 } }, 'notifications.wakeBudget'],
+    ['limits.maxStep', { limits: { maxStep: 1 } }, 'known options: `limits.maxStepsPerTurn`'],
+    ['events.ringsize', { events: { ringsize: 1 } }, 'events.ringSize'],
+  ])('rejects %s before opening the store', async (field, options, hint) => {
+    const directory = home();
+    const creating = createErrandRuntime({
+      model: scriptedModel(),
+      home: directory,
+      logger: capturingLogger(),
+      ...options,
+    } as ErrandRuntimeOptions);
+    await expect(creating).rejects.toMatchObject({
+      code: 'UNKNOWN_OPTION',
+      fault: 'caller',
+      context: expect.objectContaining({ field }),
+    });
+    await expect(creating).rejects.toThrow(`Unknown option \`${field}\` for createErrandRuntime`);
+    await expect(creating).rejects.toThrow(hint);
+    expect(readdirSync(directory)).toEqual([]);
+  });
+});
+
 describe('notificationTailReadBytes', () => {
   it('defaults to 4096 bytes', () => {
     expect(ERRAND_RUNTIME_DEFAULTS.notificationTailReadBytes).toBe(4096);

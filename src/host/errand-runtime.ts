@@ -3,19 +3,32 @@
  * pty producers with their tools, the task tools and stop dispatch, the background event feed and a
  * dashboard backend. The MCP server, `errand serve`, `errand demo` and `errand chat` are built on it.
  */
+
+import { BACKGROUND_EVENT_FEED_OPTION_KEYS } from '../events/feed-options.js';
 import {
   type BackgroundEventFeed,
   type BackgroundEventFeedOptions,
   createBackgroundEventFeed,
 } from '../events/index.js';
+import { rejectUnknownPolicyOptions } from '../notifications/index.js';
 import {
+  BASH_PRODUCER_OPTION_KEYS,
   type BashProducer,
   type BashProducerOptions,
   createBashProducer,
 } from '../producers/bash/bash-producer.js';
-import { type BashTool, type BashToolOptions, createBashTool } from '../producers/bash/bash-tool.js';
+import {
+  BASH_TOOL_OPTION_KEYS,
+  type BashTool,
+  type BashToolOptions,
+  createBashTool,
+} from '../producers/bash/bash-tool.js';
 import { BashExecutor } from '../producers/bash/executor.js';
-import { type BashExecutorOptions, OUTPUT_SNAPSHOT_BYTES } from '../producers/bash/executor-options.js';
+import {
+  BASH_EXECUTOR_OPTION_KEYS,
+  type BashExecutorOptions,
+  OUTPUT_SNAPSHOT_BYTES,
+} from '../producers/bash/executor-options.js';
 import {
   createPtyProducer,
   createPtyTools,
@@ -23,6 +36,7 @@ import {
   type PtyProducer,
   type PtyProducerOptions,
 } from '../producers/pty/index.js';
+import { PTY_PRODUCER_OPTION_KEYS, PTY_RENAMED_OPTIONS } from '../producers/pty/options.js';
 import {
   type AgentTool,
   createAgentMessageTool,
@@ -33,20 +47,28 @@ import {
   type SubagentProducerOptions,
 } from '../producers/subagent/index.js';
 import {
+  rejectUnknownSubagentOptions,
+  SUBAGENT_PRODUCER_OPTION_KEYS,
+} from '../producers/subagent/subagent-options.js';
+import {
   createWorkflowProducer,
   createWorkflowTools,
   type WorkflowProducer,
   type WorkflowProducerOptions,
   workflowShutdownSweep,
 } from '../producers/workflow/index.js';
+import { WORKFLOW_PRODUCER_OPTION_KEYS } from '../producers/workflow/workflow-options.js';
 import { createTaskService, type TaskServiceOptions } from '../registry/index.js';
+import { TASK_SERVICE_OPTION_KEYS } from '../registry/options.js';
 import type { DashboardBackend, DashboardSession } from '../server/index.js';
 import {
   type CreateSessionOptions,
   createSessionRuntime,
   lastSequences,
   type ModelPort,
+  POLICY_OPTION_KEYS,
   type PolicyOptions,
+  SESSION_LIMIT_KEYS,
   type Session,
   type SessionLimits,
   type SessionLogger,
@@ -60,11 +82,13 @@ import {
   type TaskService,
   type TaskSnapshot,
 } from '../tasks/index.js';
+import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
 import { truncateUtf8Tail, utf8ByteLength } from '../text/index.js';
 import {
   type AnyToolDefinition,
   createTaskTools,
   type StopDispatch,
+  TASK_TOOLS_OPTION_KEYS,
   type TaskTools,
   type TaskToolsOptions,
   taskToolsPrompt,
@@ -77,6 +101,12 @@ export const ERRAND_RUNTIME_DEFAULTS = Object.freeze({
   notificationTailReadBytes: 4096,
 });
 
+/**
+ * Options of `createErrandRuntime`. A key not listed here, or one its part's options lack inside `tasks`,
+ * `bash`, `pty`, `taskTools`, `subagents`, `workflows`, `notifications`, `limits` or `events`, is rejected
+ * with `UNKNOWN_OPTION` before anything is opened. Keys the runtime sets itself (a part's `tasks`, `store`,
+ * `executor`, ...) are not options of those objects.
+ */
 export interface ErrandRuntimeOptions {
   /** The model every session talks to, or a factory per session. */
   readonly model: ModelPort | ((session: Session) => ModelPort);
@@ -129,6 +159,72 @@ export interface ErrandRuntimeOptions {
   readonly logger?: SessionLogger;
 }
 
+const ERRAND_RUNTIME_OPTION_KEYS = optionKeys<ErrandRuntimeOptions>()({
+  model: true,
+  store: true,
+  home: true,
+  systemPrompt: true,
+  cwd: true,
+  env: true,
+  tasks: true,
+  bash: true,
+  pty: true,
+  taskTools: true,
+  subagents: true,
+  workflows: true,
+  notifications: true,
+  notificationTailReadBytes: true,
+  limits: true,
+  events: true,
+  tools: true,
+  logger: true,
+});
+
+const BASH_PART_KEYS = optionKeys<NonNullable<ErrandRuntimeOptions['bash']>>()({
+  executor: true,
+  producer: true,
+  tool: true,
+});
+
+/** A part's option keys less those the runtime sets itself. */
+function without<Key extends string>(keys: readonly Key[], ...omitted: Key[]): readonly Key[] {
+  return keys.filter((key) => !omitted.includes(key));
+}
+
+/** The keys each part takes from the runtime's options (the runtime supplies the rest). */
+const PART_KEYS = {
+  tasks: TASK_SERVICE_OPTION_KEYS,
+  'bash.executor': BASH_EXECUTOR_OPTION_KEYS,
+  'bash.producer': without(BASH_PRODUCER_OPTION_KEYS, 'tasks', 'executor'),
+  'bash.tool': without(BASH_TOOL_OPTION_KEYS, 'producer'),
+  pty: without(PTY_PRODUCER_OPTION_KEYS, 'tasks'),
+  taskTools: without(TASK_TOOLS_OPTION_KEYS, 'tasks'),
+  subagents: [
+    ...without(SUBAGENT_PRODUCER_OPTION_KEYS, 'tasks', 'store', 'bash', 'policyOf'),
+    'autoBackgroundMs',
+  ],
+  workflows: without(WORKFLOW_PRODUCER_OPTION_KEYS, 'tasks', 'store', 'subagents', 'executor', 'policyOf'),
+  events: without(BACKGROUND_EVENT_FEED_OPTION_KEYS, 'tasks'),
+} as const;
+
+/** Rejects an unknown key of the runtime's options or of a part's, before anything is opened. */
+function rejectUnknownRuntimeOptions(options: ErrandRuntimeOptions): void {
+  const where = 'createErrandRuntime';
+  rejectUnknownOptions(options, ERRAND_RUNTIME_OPTION_KEYS, { where });
+  rejectUnknownOptions(options.tasks, PART_KEYS.tasks, { where, path: 'tasks' });
+  rejectUnknownOptions(options.bash, BASH_PART_KEYS, { where, path: 'bash' });
+  rejectUnknownOptions(options.bash?.executor, PART_KEYS['bash.executor'], { where, path: 'bash.executor' });
+  rejectUnknownOptions(options.bash?.producer, PART_KEYS['bash.producer'], { where, path: 'bash.producer' });
+  rejectUnknownOptions(options.bash?.tool, PART_KEYS['bash.tool'], { where, path: 'bash.tool' });
+  rejectUnknownOptions(options.pty, PART_KEYS.pty, { where, path: 'pty', renamed: PTY_RENAMED_OPTIONS });
+  rejectUnknownOptions(options.taskTools, PART_KEYS.taskTools, { where, path: 'taskTools' });
+  rejectUnknownSubagentOptions(options.subagents, PART_KEYS.subagents, { where, path: 'subagents' });
+  rejectUnknownOptions(options.workflows, PART_KEYS.workflows, { where, path: 'workflows' });
+  rejectUnknownPolicyOptions(options.notifications, POLICY_OPTION_KEYS, { where, path: 'notifications' });
+  rejectUnknownOptions(options.limits, SESSION_LIMIT_KEYS, { where, path: 'limits' });
+  rejectUnknownOptions(options.events, PART_KEYS.events, { where, path: 'events' });
+}
+
 export interface ErrandRuntime {
   readonly tasks: TaskService;
   readonly store: SessionStore;
@@ -165,6 +261,7 @@ export async function createErrandRuntime(options: ErrandRuntimeOptions): Promis
   if (typeof options !== 'object' || options === null) {
     throw new InvalidArgumentError('options', 'an object', options);
   }
+  rejectUnknownRuntimeOptions(options);
   const tailReadBytes =
     options.notificationTailReadBytes ?? ERRAND_RUNTIME_DEFAULTS.notificationTailReadBytes;
   if (!Number.isSafeInteger(tailReadBytes) || tailReadBytes < 1 || tailReadBytes > OUTPUT_SNAPSHOT_BYTES) {

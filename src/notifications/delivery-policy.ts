@@ -15,7 +15,7 @@ import {
   type TaskService,
   type TaskSnapshot,
 } from '../tasks/index.js';
-import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
+import { optionKeys, rejectUnknownOptions, type UnknownOptionsCheck } from '../tasks/option-keys.js';
 import { formatGenericNotification } from './format-generic.js';
 import { formatterFor } from './format-notification.js';
 import { formatWorkflowProgressNotification, type WorkflowProgressEvent } from './format-workflow.js';
@@ -113,6 +113,22 @@ export const DELIVERY_POLICY_OPTION_KEYS = optionKeys<DeliveryPolicyOptions>()({
 
 const OUTPUT_TAIL_OPTION_KEYS = optionKeys<OutputTailLimits>()({ maxLines: true, maxBytes: true });
 
+/**
+ * Rejects keys of delivery-policy options (or of their `outputTail`) that `known` lacks. Runtimes that
+ * hand a caller's policy options on check them with the keys the caller may give (`POLICY_OPTION_KEYS`).
+ */
+export function rejectUnknownPolicyOptions(
+  options: unknown,
+  known: readonly string[],
+  check: UnknownOptionsCheck,
+): void {
+  rejectUnknownOptions(options, known, check);
+  const tail = (options as { readonly outputTail?: unknown } | null | undefined)?.outputTail;
+  if (typeof tail !== 'object' || tail === null) return;
+  const path = check.path === undefined ? 'outputTail' : `${check.path}.outputTail`;
+  rejectUnknownOptions(tail, OUTPUT_TAIL_OPTION_KEYS, { where: check.where, path });
+}
+
 export const DELIVERY_POLICY_DEFAULTS = Object.freeze({
   defaultLane: 'wakeup' as NotificationLane,
   wakeBudget: 3,
@@ -159,7 +175,7 @@ function validateOptions(options: DeliveryPolicyOptions): void {
   if (typeof options !== 'object' || options === null) {
     throw new InvalidArgumentError('options', 'an object', options);
   }
-  rejectUnknownOptions(options, DELIVERY_POLICY_OPTION_KEYS, { where: 'createDeliveryPolicy' });
+  rejectUnknownPolicyOptions(options, DELIVERY_POLICY_OPTION_KEYS, { where: 'createDeliveryPolicy' });
   if (
     typeof options.tasks !== 'object' ||
     options.tasks === null ||
@@ -214,10 +230,6 @@ function validateOptions(options: DeliveryPolicyOptions): void {
     if (typeof tail !== 'object' || tail === null) {
       throw new InvalidArgumentError('outputTail', 'an object of limits, or false', tail);
     }
-    rejectUnknownOptions(tail, OUTPUT_TAIL_OPTION_KEYS, {
-      where: 'createDeliveryPolicy',
-      path: 'outputTail',
-    });
     for (const field of ['maxLines', 'maxBytes'] as const) {
       if (!Number.isSafeInteger(tail[field]) || tail[field] < 1) {
         throw new InvalidArgumentError(`outputTail.${field}`, 'a positive integer', tail[field]);

@@ -66,6 +66,11 @@ describe('session runtime options', () => {
       { notifications: { wakebudget: 1 } },
       'did you mean `notifications.wakeBudget`?',
     ],
+    [
+      'notifications.outputTail.lines',
+      { notifications: { outputTail: { maxLines: 1, maxBytes: 1, lines: 1 } } },
+      'known options: `notifications.outputTail.maxLines`',
+    ],
     // The runtime sets the policy's owner itself: a caller's one is not an option of `notifications`.
     ['notifications.owner', { notifications: { owner: {} } }, 'known options: `notifications.defaultLane`'],
   ])('rejects the unknown key %s before attaching to the service', async (field, options, hint) => {

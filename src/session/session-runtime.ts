@@ -7,6 +7,7 @@ import {
   createDeliveryPolicy,
   type DeliveryPolicy,
   type DeliveryPolicyOptions,
+  rejectUnknownPolicyOptions,
   type TaskNotification,
 } from '../notifications/index.js';
 import { createTaskService } from '../registry/index.js';
@@ -472,7 +473,7 @@ function validatePolicyOptions(notifications: PolicyOptions | undefined): void {
     throw new InvalidArgumentError('notifications', 'an object of delivery-policy options', notifications);
   }
   // Checked here: the policy itself would accept its own keys (`tasks`, `owner`) that the runtime sets.
-  rejectUnknownOptions(notifications, POLICY_OPTION_KEYS, {
+  rejectUnknownPolicyOptions(notifications, POLICY_OPTION_KEYS, {
     where: 'createSessionRuntime',
     path: 'notifications',
   });

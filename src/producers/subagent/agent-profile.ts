@@ -4,7 +4,7 @@
  */
 import type { ModelPort } from '../../session/index.js';
 import { InvalidArgumentError } from '../../tasks/index.js';
-import { optionKeys, rejectUnknownOptions } from '../../tasks/option-keys.js';
+import { optionKeys } from '../../tasks/option-keys.js';
 
 /** A model, or a factory that produces one when a child starts (it may be asynchronous). */
 export type ModelSource = ModelPort | (() => ModelPort | Promise<ModelPort>);
@@ -25,7 +25,8 @@ export interface AgentProfile {
   readonly continuable?: boolean;
 }
 
-const AGENT_PROFILE_KEYS = optionKeys<AgentProfile>()({
+/** Every key of `AgentProfile`; any other key is rejected with `UNKNOWN_OPTION` (by the producer). */
+export const AGENT_PROFILE_KEYS = optionKeys<AgentProfile>()({
   name: true,
   description: true,
   systemPrompt: true,
@@ -49,7 +50,6 @@ export function indexProfiles(
     if (typeof profile !== 'object' || profile === null) {
       throw new InvalidArgumentError(field, 'an agent profile object', profile);
     }
-    rejectUnknownOptions(profile, AGENT_PROFILE_KEYS, { where: 'createSubagentProducer', path: field });
     if (typeof profile.name !== 'string' || !PROFILE_NAME_PATTERN.test(profile.name)) {
       throw new InvalidArgumentError(
         `${field}.name`,

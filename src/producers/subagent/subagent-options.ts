@@ -1,21 +1,28 @@
 /** Options of the subagent producer, their defaults and their validation. */
-import type { DeliveryPolicy } from '../../notifications/index.js';
+import { type DeliveryPolicy, rejectUnknownPolicyOptions } from '../../notifications/index.js';
 import { consoleLogger, type Logger } from '../../registry/index.js';
 import {
   POLICY_OPTION_KEYS,
   type PolicyOptions,
   resolveSessionLimits,
+  SESSION_LIMIT_KEYS,
   type Session,
   type SessionLimits,
 } from '../../session/index.js';
 import type { SessionStore } from '../../store/index.js';
 import { InvalidArgumentError, type TaskService } from '../../tasks/index.js';
-import { optionKeys, rejectUnknownOptions } from '../../tasks/option-keys.js';
+import { optionKeys, rejectUnknownOptions, type UnknownOptionsCheck } from '../../tasks/option-keys.js';
 import type { AnyToolDefinition } from '../../tools/index.js';
 import { BASH_TOOL_OPTION_KEYS } from '../bash/bash-tool.js';
 import type { BashProducer, BashToolOptions } from '../bash/index.js';
 import { type Clock, SUBAGENT_BACKGROUND_RUNTIME_CAP_MS, systemClock } from '../bash/index.js';
-import { type AgentProfile, indexProfiles, isModelSource, type ModelSource } from './agent-profile.js';
+import {
+  AGENT_PROFILE_KEYS,
+  type AgentProfile,
+  indexProfiles,
+  isModelSource,
+  type ModelSource,
+} from './agent-profile.js';
 
 /** What the `tools` factory knows about the child it builds tools for. */
 export interface SubagentChildContext {
@@ -145,6 +152,31 @@ export interface ResolvedSubagentOptions {
   readonly logger: Logger;
 }
 
+/**
+ * Rejects keys of subagent producer options that `known` lacks, and unknown keys inside `bashTool`, `limits`,
+ * `notifications` and each profile. A runtime that hands a caller's subagent options on checks them with
+ * the keys the caller may give.
+ */
+export function rejectUnknownSubagentOptions(
+  options: unknown,
+  known: readonly string[],
+  check: UnknownOptionsCheck,
+): void {
+  rejectUnknownOptions(options, known, check);
+  if (typeof options !== 'object' || options === null) return;
+  const { bashTool, limits, notifications, profiles } = options as Partial<SubagentProducerOptions>;
+  const { where } = check;
+  const at = (key: string) => (check.path === undefined ? key : `${check.path}.${key}`);
+  rejectUnknownOptions(bashTool, CHILD_BASH_TOOL_OPTION_KEYS, { where, path: at('bashTool') });
+  rejectUnknownOptions(limits, SESSION_LIMIT_KEYS, { where, path: at('limits') });
+  rejectUnknownPolicyOptions(notifications, POLICY_OPTION_KEYS, { where, path: at('notifications') });
+  if (Array.isArray(profiles)) {
+    profiles.forEach((profile: unknown, position) => {
+      rejectUnknownOptions(profile, AGENT_PROFILE_KEYS, { where, path: at(`profiles[${position}]`) });
+    });
+  }
+}
+
 export function positiveInteger(field: string, value: unknown, fallback: number): number {
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
@@ -178,14 +210,12 @@ export function resolveSubagentOptions(options: SubagentProducerOptions): Resolv
     throw new InvalidArgumentError('options', 'an object', options);
   }
   const where = 'createSubagentProducer';
-  rejectUnknownOptions(options, SUBAGENT_PRODUCER_OPTION_KEYS, { where });
+  rejectUnknownSubagentOptions(options, SUBAGENT_PRODUCER_OPTION_KEYS, { where });
   if (options.bashTool !== undefined && (typeof options.bashTool !== 'object' || options.bashTool === null)) {
     throw new InvalidArgumentError('bashTool', 'an object of bash tool options', options.bashTool);
   }
-  rejectUnknownOptions(options.bashTool, CHILD_BASH_TOOL_OPTION_KEYS, { where, path: 'bashTool' });
-  // Child runtimes are created later; their limits and notification options are checked now.
+  // Child runtimes are created later; their limits are checked now.
   if (options.limits !== undefined) resolveSessionLimits(options.limits, { where, path: 'limits' });
-  rejectUnknownOptions(options.notifications, POLICY_OPTION_KEYS, { where, path: 'notifications' });
   if (typeof options.tasks?.start !== 'function') {
     throw new InvalidArgumentError('tasks', 'a TaskService', options.tasks);
   }

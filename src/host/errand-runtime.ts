@@ -82,7 +82,7 @@ import {
   type TaskService,
   type TaskSnapshot,
 } from '../tasks/index.js';
-import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
+import { optionKeys, rejectUnknownOptions, type UnknownOptionsCheck } from '../tasks/option-keys.js';
 import { truncateUtf8Tail, utf8ByteLength } from '../text/index.js';
 import {
   type AnyToolDefinition,
@@ -159,7 +159,8 @@ export interface ErrandRuntimeOptions {
   readonly logger?: SessionLogger;
 }
 
-const ERRAND_RUNTIME_OPTION_KEYS = optionKeys<ErrandRuntimeOptions>()({
+/** Every key of `ErrandRuntimeOptions`; any other key is rejected with `UNKNOWN_OPTION`. */
+export const ERRAND_RUNTIME_OPTION_KEYS = optionKeys<ErrandRuntimeOptions>()({
   model: true,
   store: true,
   home: true,
@@ -207,22 +208,33 @@ const PART_KEYS = {
   events: without(BACKGROUND_EVENT_FEED_OPTION_KEYS, 'tasks'),
 } as const;
 
-/** Rejects an unknown key of the runtime's options or of a part's, before anything is opened. */
-function rejectUnknownRuntimeOptions(options: ErrandRuntimeOptions): void {
-  const where = 'createErrandRuntime';
-  rejectUnknownOptions(options, ERRAND_RUNTIME_OPTION_KEYS, { where });
-  rejectUnknownOptions(options.tasks, PART_KEYS.tasks, { where, path: 'tasks' });
-  rejectUnknownOptions(options.bash, BASH_PART_KEYS, { where, path: 'bash' });
-  rejectUnknownOptions(options.bash?.executor, PART_KEYS['bash.executor'], { where, path: 'bash.executor' });
-  rejectUnknownOptions(options.bash?.producer, PART_KEYS['bash.producer'], { where, path: 'bash.producer' });
-  rejectUnknownOptions(options.bash?.tool, PART_KEYS['bash.tool'], { where, path: 'bash.tool' });
-  rejectUnknownOptions(options.pty, PART_KEYS.pty, { where, path: 'pty', renamed: PTY_RENAMED_OPTIONS });
-  rejectUnknownOptions(options.taskTools, PART_KEYS.taskTools, { where, path: 'taskTools' });
-  rejectUnknownSubagentOptions(options.subagents, PART_KEYS.subagents, { where, path: 'subagents' });
-  rejectUnknownOptions(options.workflows, PART_KEYS.workflows, { where, path: 'workflows' });
-  rejectUnknownPolicyOptions(options.notifications, POLICY_OPTION_KEYS, { where, path: 'notifications' });
-  rejectUnknownOptions(options.limits, SESSION_LIMIT_KEYS, { where, path: 'limits' });
-  rejectUnknownOptions(options.events, PART_KEYS.events, { where, path: 'events' });
+/**
+ * Rejects an unknown key of runtime options (`known`: the keys the caller may give) or of a part's, before
+ * anything is opened. `check.path` places the options inside the caller's own (`runtime`).
+ */
+export function rejectUnknownRuntimeOptions(
+  options: unknown,
+  known: readonly string[],
+  check: UnknownOptionsCheck,
+): void {
+  rejectUnknownOptions(options, known, check);
+  if (typeof options !== 'object' || options === null) return;
+  const parts = options as ErrandRuntimeOptions;
+  const { where } = check;
+  const at = (key: string) => (check.path === undefined ? key : `${check.path}.${key}`);
+  rejectUnknownOptions(parts.tasks, PART_KEYS.tasks, { where, path: at('tasks') });
+  rejectUnknownOptions(parts.bash, BASH_PART_KEYS, { where, path: at('bash') });
+  const bash = typeof parts.bash === 'object' && parts.bash !== null ? parts.bash : {};
+  rejectUnknownOptions(bash.executor, PART_KEYS['bash.executor'], { where, path: at('bash.executor') });
+  rejectUnknownOptions(bash.producer, PART_KEYS['bash.producer'], { where, path: at('bash.producer') });
+  rejectUnknownOptions(bash.tool, PART_KEYS['bash.tool'], { where, path: at('bash.tool') });
+  rejectUnknownOptions(parts.pty, PART_KEYS.pty, { where, path: at('pty'), renamed: PTY_RENAMED_OPTIONS });
+  rejectUnknownOptions(parts.taskTools, PART_KEYS.taskTools, { where, path: at('taskTools') });
+  rejectUnknownSubagentOptions(parts.subagents, PART_KEYS.subagents, { where, path: at('subagents') });
+  rejectUnknownOptions(parts.workflows, PART_KEYS.workflows, { where, path: at('workflows') });
+  rejectUnknownPolicyOptions(parts.notifications, POLICY_OPTION_KEYS, { where, path: at('notifications') });
+  rejectUnknownOptions(parts.limits, SESSION_LIMIT_KEYS, { where, path: at('limits') });
+  rejectUnknownOptions(parts.events, PART_KEYS.events, { where, path: at('events') });
 }
 
 export interface ErrandRuntime {
@@ -261,7 +273,7 @@ export async function createErrandRuntime(options: ErrandRuntimeOptions): Promis
   if (typeof options !== 'object' || options === null) {
     throw new InvalidArgumentError('options', 'an object', options);
   }
-  rejectUnknownRuntimeOptions(options);
+  rejectUnknownRuntimeOptions(options, ERRAND_RUNTIME_OPTION_KEYS, { where: 'createErrandRuntime' });
   const tailReadBytes =
     options.notificationTailReadBytes ?? ERRAND_RUNTIME_DEFAULTS.notificationTailReadBytes;
   if (!Number.isSafeInteger(tailReadBytes) || tailReadBytes < 1 || tailReadBytes > OUTPUT_SNAPSHOT_BYTES) {

@@ -3,7 +3,13 @@
  * — so sessions get a model port that refuses, and every notification takes the quiet lane: it waits in
  * the session's queue until the MCP layer appends it to a tool result, and never starts a model turn.
  */
-import { createErrandRuntime, type ErrandRuntime, type ErrandRuntimeOptions } from '../host/index.js';
+import {
+  createErrandRuntime,
+  ERRAND_RUNTIME_OPTION_KEYS,
+  type ErrandRuntime,
+  type ErrandRuntimeOptions,
+  rejectUnknownRuntimeOptions,
+} from '../host/index.js';
 import type { ModelPort } from '../session/index.js';
 import { ErrandError } from '../tasks/index.js';
 
@@ -20,14 +26,23 @@ export const MCP_CLIENT_MODEL: ModelPort = Object.freeze({
     ),
 });
 
+/**
+ * Options of `createMcpRuntime`: the runtime's, but `model`. A key not listed there (or in a part's options)
+ * is rejected with `UNKNOWN_OPTION`.
+ */
 export type McpRuntimeOptions = Omit<ErrandRuntimeOptions, 'model'>;
+
+/** The keys `McpRuntimeOptions` takes: the runtime's, but `model` (the client is the model). */
+export const MCP_RUNTIME_OPTION_KEYS = ERRAND_RUNTIME_OPTION_KEYS.filter((key) => key !== 'model');
 
 /**
  * `createErrandRuntime` for an MCP server: the refusing model port, notifications never wake a turn.
  * Subagents need a model of their own: without `subagents.model` their tools are left out, since every
  * subagent would fail on the refusing port.
  */
-export function createMcpRuntime(options: McpRuntimeOptions = {}): Promise<ErrandRuntime> {
+export async function createMcpRuntime(options: McpRuntimeOptions = {}): Promise<ErrandRuntime> {
+  // Checked here: subagents without a model of their own are dropped below, unchecked otherwise.
+  rejectUnknownRuntimeOptions(options, MCP_RUNTIME_OPTION_KEYS, { where: 'createMcpRuntime' });
   const subagents = options.subagents && options.subagents.model !== undefined ? options.subagents : false;
   return createErrandRuntime({
     ...options,

@@ -2,6 +2,7 @@
 import { readFileSync } from 'node:fs';
 import type { ErrandRuntime } from '../host/index.js';
 import { InvalidArgumentError } from '../tasks/index.js';
+import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
 import {
   type ErrandTaskStoreOptions,
   integerOption,
@@ -12,6 +13,10 @@ export interface McpServerLogger {
   warn(message: string, context?: Record<string, unknown>): void;
 }
 
+/**
+ * Options of `createErrandMcpServer`. A key not listed here (or in `tasks`) is rejected with
+ * `UNKNOWN_OPTION`.
+ */
 export interface ErrandMcpServerOptions {
   /**
    * The runtime the connection's session lives in. Create it with `createMcpRuntime` (or with
@@ -43,6 +48,23 @@ export interface ErrandMcpServerOptions {
   /** Where warnings go (never stdout: it belongs to the protocol). Default: `process.emitWarning`. */
   readonly logger?: McpServerLogger;
 }
+
+/** Every key of `ErrandMcpServerOptions`; any other key is rejected with `UNKNOWN_OPTION`. */
+export const ERRAND_MCP_SERVER_OPTION_KEYS = optionKeys<ErrandMcpServerOptions>()({
+  runtime: true,
+  name: true,
+  version: true,
+  cwd: true,
+  launchDirectory: true,
+  useRoots: true,
+  rootsTimeoutMs: true,
+  maxNotificationsPerResult: true,
+  maxToolResultBytes: true,
+  logNotifications: true,
+  tasks: true,
+  sessionTitle: true,
+  logger: true,
+});
 
 export interface ResolvedMcpServerOptions {
   readonly name: string;
@@ -103,6 +125,7 @@ export function resolveMcpServerOptions(options: ErrandMcpServerOptions): Resolv
   if (typeof options !== 'object' || options === null) {
     throw new InvalidArgumentError('options', 'an object', options);
   }
+  rejectUnknownOptions(options, ERRAND_MCP_SERVER_OPTION_KEYS, { where: 'createErrandMcpServer' });
   const runtime = options.runtime;
   if (typeof runtime?.createSession !== 'function' || typeof runtime.tasks?.get !== 'function') {
     throw new InvalidArgumentError('runtime', 'an ErrandRuntime', runtime);
@@ -113,7 +136,7 @@ export function resolveMcpServerOptions(options: ErrandMcpServerOptions): Resolv
   let tasks: ErrandTaskStoreOptions | false = {};
   if (options.tasks === false) tasks = false;
   else if (options.tasks !== undefined) {
-    resolveErrandTaskStoreOptions(options.tasks, 'tasks.');
+    resolveErrandTaskStoreOptions(options.tasks, 'tasks.', 'createErrandMcpServer');
     tasks = options.tasks;
   }
   const defaults = MCP_SERVER_DEFAULTS;

@@ -6,21 +6,29 @@
  */
 import type { Readable, Writable } from 'node:stream';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import type { ErrandRuntime } from '../host/index.js';
+import { type ErrandRuntime, rejectUnknownRuntimeOptions } from '../host/index.js';
 import {
   createDashboardServer,
   type DashboardAddress,
   type DashboardLogger,
   type DashboardServer,
 } from '../server/index.js';
+import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
 import { createErrandMcpServer, type ErrandMcpServer } from './errand-mcp-server.js';
-import { createMcpRuntime, type McpRuntimeOptions } from './mcp-runtime.js';
+import { createMcpRuntime, MCP_RUNTIME_OPTION_KEYS, type McpRuntimeOptions } from './mcp-runtime.js';
 import {
+  ERRAND_MCP_SERVER_OPTION_KEYS,
   type ErrandMcpServerOptions,
   emitWarningLogger,
   type McpServerLogger,
 } from './mcp-server-options.js';
+import { ERRAND_TASK_STORE_OPTION_KEYS } from './task-store-options.js';
 
+/**
+ * Options of `startStdioMcpServer`: the MCP server's (but `runtime`) and its own. A key not listed (or one
+ * inside `runtime`, `dashboard` or `tasks` that those lack) is rejected with `UNKNOWN_OPTION` before the
+ * runtime is created.
+ */
 export interface StdioMcpServerOptions extends Omit<ErrandMcpServerOptions, 'runtime'> {
   /** Options of the runtime the server creates (its store's `home`, limits, producers). */
   readonly runtime?: McpRuntimeOptions;
@@ -30,6 +38,31 @@ export interface StdioMcpServerOptions extends Omit<ErrandMcpServerOptions, 'run
   readonly stdin?: Readable;
   /** Default `process.stdout`. */
   readonly stdout?: Writable;
+}
+
+const STDIO_OWN_OPTION_KEYS = optionKeys<Omit<StdioMcpServerOptions, keyof ErrandMcpServerOptions>>()({
+  dashboard: true,
+  stdin: true,
+  stdout: true,
+});
+
+/** The MCP server's keys (its `runtime` is replaced by runtime options) and the stdio server's own. */
+const STDIO_MCP_SERVER_OPTION_KEYS: readonly string[] = [
+  ...ERRAND_MCP_SERVER_OPTION_KEYS,
+  ...STDIO_OWN_OPTION_KEYS,
+];
+
+const DASHBOARD_OPTION_KEYS = optionKeys<Exclude<NonNullable<StdioMcpServerOptions['dashboard']>, false>>()({
+  port: true,
+  host: true,
+});
+
+function rejectUnknownStdioOptions(options: StdioMcpServerOptions): void {
+  const where = 'startStdioMcpServer';
+  rejectUnknownOptions(options, STDIO_MCP_SERVER_OPTION_KEYS, { where });
+  rejectUnknownRuntimeOptions(options?.runtime, MCP_RUNTIME_OPTION_KEYS, { where, path: 'runtime' });
+  rejectUnknownOptions(options?.dashboard, DASHBOARD_OPTION_KEYS, { where, path: 'dashboard' });
+  rejectUnknownOptions(options?.tasks, ERRAND_TASK_STORE_OPTION_KEYS, { where, path: 'tasks' });
 }
 
 export interface StdioMcpServer {
@@ -44,6 +77,7 @@ export interface StdioMcpServer {
 }
 
 export async function startStdioMcpServer(options: StdioMcpServerOptions = {}): Promise<StdioMcpServer> {
+  rejectUnknownStdioOptions(options);
   const { runtime: runtimeOptions, dashboard: dashboardOptions, stdin, stdout, ...serverOptions } = options;
   const logger: McpServerLogger = serverOptions.logger ?? emitWarningLogger;
   const input = stdin ?? process.stdin;

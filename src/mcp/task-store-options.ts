@@ -1,6 +1,8 @@
 /** Options of the Errand-backed MCP task store, their defaults and their validation. */
 import { InvalidArgumentError } from '../tasks/index.js';
+import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
 
+/** Options of `createErrandTaskStore`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
 export interface ErrandTaskStoreOptions {
   /**
    * MCP tasks kept at once, running and finished. To make room the oldest finished one is dropped; when
@@ -22,6 +24,18 @@ export interface ErrandTaskStoreOptions {
   /** Epoch-milliseconds clock. Default `Date.now`. */
   readonly now?: () => number;
 }
+
+/** Every key of `ErrandTaskStoreOptions`; any other key is rejected with `UNKNOWN_OPTION`. */
+export const ERRAND_TASK_STORE_OPTION_KEYS = optionKeys<ErrandTaskStoreOptions>()({
+  maxTasks: true,
+  defaultTtlMs: true,
+  maxTtlMs: true,
+  pollIntervalMs: true,
+  maxResultBytes: true,
+  cancelSettleMs: true,
+  listPageSize: true,
+  now: true,
+});
 
 export interface ResolvedErrandTaskStoreOptions {
   readonly maxTasks: number;
@@ -67,13 +81,20 @@ export function integerOption(
   return value;
 }
 
+/** `prefix` places the options inside the caller's (`tasks.`), named `where` in an `UNKNOWN_OPTION` error. */
 export function resolveErrandTaskStoreOptions(
   options: ErrandTaskStoreOptions = {},
   prefix = '',
+  where = 'createErrandTaskStore',
 ): ResolvedErrandTaskStoreOptions {
+  const path = prefix === '' ? undefined : prefix.slice(0, -1);
   if (typeof options !== 'object' || options === null) {
-    throw new InvalidArgumentError(prefix === '' ? 'options' : prefix.slice(0, -1), 'an object', options);
+    throw new InvalidArgumentError(path ?? 'options', 'an object', options);
   }
+  rejectUnknownOptions(options, ERRAND_TASK_STORE_OPTION_KEYS, {
+    where,
+    ...(path === undefined ? {} : { path }),
+  });
   if (options.now !== undefined && typeof options.now !== 'function') {
     throw new InvalidArgumentError(`${prefix}now`, 'a function', options.now);
   }

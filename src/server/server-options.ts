@@ -1,6 +1,7 @@
 /** Options of the dashboard server, their defaults and their validation. */
 import { fileURLToPath } from 'node:url';
 import { InvalidArgumentError } from '../tasks/index.js';
+import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
 import { generateAccessToken, MIN_TOKEN_LENGTH } from './access-token.js';
 import type { DashboardBackend } from './dashboard-backend.js';
 
@@ -15,6 +16,7 @@ export const consoleDashboardLogger: DashboardLogger = {
   },
 };
 
+/** Options of `createDashboardServer`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
 export interface DashboardServerOptions {
   readonly backend: DashboardBackend;
   /** The interface to bind. Default `127.0.0.1`. Anything not loopback needs `allowRemote`. */
@@ -49,8 +51,28 @@ export interface DashboardServerOptions {
   readonly maxEventClients?: number;
   /** The directory holding the page (`index.html`, `app.js`, `app.css`). Default: the package's `web/`. */
   readonly assetsDirectory?: string;
+  /** Told about failed requests, failed stops and dropped clients. Default: `consoleDashboardLogger`. */
   readonly logger?: DashboardLogger;
 }
+
+/** Every key of `DashboardServerOptions`; any other key is rejected with `UNKNOWN_OPTION`. */
+export const DASHBOARD_SERVER_OPTION_KEYS = optionKeys<DashboardServerOptions>()({
+  backend: true,
+  host: true,
+  port: true,
+  allowRemote: true,
+  token: true,
+  allowedHosts: true,
+  allowedOrigins: true,
+  maxBodyBytes: true,
+  outputSnapshotMaxBytes: true,
+  maxParentDepth: true,
+  heartbeatMs: true,
+  maxClientBufferBytes: true,
+  maxEventClients: true,
+  assetsDirectory: true,
+  logger: true,
+});
 
 export interface ResolvedDashboardOptions {
   readonly backend: DashboardBackend;
@@ -115,6 +137,7 @@ export function resolveDashboardOptions(options: DashboardServerOptions): Resolv
   if (typeof options !== 'object' || options === null) {
     throw new InvalidArgumentError('options', 'an object', options);
   }
+  rejectUnknownOptions(options, DASHBOARD_SERVER_OPTION_KEYS, { where: 'createDashboardServer' });
   const backend = options.backend;
   for (const method of ['listSessions', 'getSession', 'stopBackgroundWork', 'outputSnapshot'] as const) {
     if (typeof backend?.[method] !== 'function') {

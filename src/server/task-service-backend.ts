@@ -2,6 +2,8 @@
  * A DashboardBackend over a bare TaskService and a session directory: for hosts without a session
  * runtime, for `errand serve` on its own, and for tests. Stops go straight to `kill` as the user.
  */
+
+import { BACKGROUND_EVENT_FEED_OPTION_KEYS } from '../events/feed-options.js';
 import {
   type BackgroundEventFeed,
   type BackgroundEventFeedOptions,
@@ -16,6 +18,7 @@ import {
   type TaskService,
   type TaskSnapshot,
 } from '../tasks/index.js';
+import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
 import type {
   DashboardBackend,
   MaybePromise,
@@ -24,8 +27,14 @@ import type {
 } from './dashboard-backend.js';
 import type { SessionDirectory } from './session-directory.js';
 
+/**
+ * Options of `createTaskServiceBackend`. A key not listed here (or one of `feed` the event feed lacks) is
+ * rejected with `UNKNOWN_OPTION`.
+ */
 export interface TaskServiceBackendOptions {
+  /** The task service whose background work the dashboard shows and stops. */
   readonly tasks: TaskService;
+  /** The sessions the dashboard lists. */
   readonly sessions: SessionDirectory;
   /**
    * Reads a non-consuming output snapshot of a work held by `sessionId` (for example a bash process
@@ -42,6 +51,17 @@ export interface TaskServiceBackendOptions {
   readonly stopReason?: string;
 }
 
+const TASK_SERVICE_BACKEND_OPTION_KEYS = optionKeys<TaskServiceBackendOptions>()({
+  tasks: true,
+  sessions: true,
+  readOutput: true,
+  feed: true,
+  stopReason: true,
+});
+
+/** The feed's options but `tasks`, which is the backend's. */
+const FEED_KEYS = BACKGROUND_EVENT_FEED_OPTION_KEYS.filter((key) => key !== 'tasks');
+
 export interface TaskServiceBackend extends DashboardBackend {
   readonly events: BackgroundEventFeed;
   /** Disposes the event feed it created. The task service stays the caller's. */
@@ -55,6 +75,8 @@ const STOP_ERROR_REASONS: Record<string, StopBackgroundWorkResult> = {
 };
 
 export function createTaskServiceBackend(options: TaskServiceBackendOptions): TaskServiceBackend {
+  rejectUnknownOptions(options, TASK_SERVICE_BACKEND_OPTION_KEYS, { where: 'createTaskServiceBackend' });
+  rejectUnknownOptions(options?.feed, FEED_KEYS, { where: 'createTaskServiceBackend', path: 'feed' });
   const { tasks, sessions } = options;
   if (typeof tasks?.kill !== 'function') throw new InvalidArgumentError('tasks', 'a TaskService', tasks);
   if (typeof sessions?.list !== 'function' || typeof sessions.get !== 'function') {

@@ -7,11 +7,15 @@
 import type { LoggingMessageNotification } from '@modelcontextprotocol/sdk/types.js';
 import type { Session } from '../session/index.js';
 import type { SessionStore } from '../store/index.js';
+import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
 
 export const MCP_LOGGER_NAME = 'errand';
 
+/** Options of `forwardNotificationsAsLogs`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
 export interface NotificationLogOptions {
+  /** The session whose queued notifications are forwarded. */
   readonly session: Pick<Session, 'id' | 'on'>;
+  /** The store the queued notifications are read from. */
   readonly store: Pick<SessionStore, 'listQueued'>;
   /** Sends one logging message (the server's `sendLoggingMessage`). */
   readonly send: (params: LoggingMessageNotification['params']) => Promise<void>;
@@ -19,8 +23,16 @@ export interface NotificationLogOptions {
   readonly onError?: (error: unknown) => void;
 }
 
+const NOTIFICATION_LOG_OPTION_KEYS = optionKeys<NotificationLogOptions>()({
+  session: true,
+  store: true,
+  send: true,
+  onError: true,
+});
+
 /** Starts forwarding; returns the function that stops it. */
 export function forwardNotificationsAsLogs(options: NotificationLogOptions): () => void {
+  rejectUnknownOptions(options, NOTIFICATION_LOG_OPTION_KEYS, { where: 'forwardNotificationsAsLogs' });
   // Ledger ids increase in admission order: everything at or below this one was sent.
   let lastSent = 0;
   return options.session.on((event) => {

@@ -5,7 +5,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createErrandMcpServer } from './errand-mcp-server.js';
 import { createErrandTaskStore } from './errand-task-store.js';
 import { createMcpRuntime } from './mcp-runtime.js';
+import { forwardNotificationsAsLogs } from './notification-log.js';
 import { startStdioMcpServer } from './stdio-server.js';
+import { WorkingDirectory } from './working-directory.js';
 
 const home = mkdtempSync(join(tmpdir(), 'errand-mcp-options-'));
 
@@ -32,6 +34,23 @@ describe('unknown option keys of the MCP server', () => {
       'createErrandMcpServer tasks',
       () => createErrandMcpServer({ runtime, tasks: { ttlMs: 5 } } as never),
       'Unknown option `tasks.ttlMs` for createErrandMcpServer',
+    ],
+    [
+      'WorkingDirectory',
+      () =>
+        new WorkingDirectory({
+          fallback: home,
+          timeoutMs: 1,
+          logger: { warn: () => {} },
+          timeout: 1,
+        } as never),
+      'Unknown option `timeout` for WorkingDirectory (did you mean `timeoutMs`?)',
+    ],
+    [
+      'forwardNotificationsAsLogs',
+      () =>
+        forwardNotificationsAsLogs({ session: {}, store: {}, send: () => {}, onErorr: () => {} } as never),
+      'Unknown option `onErorr` for forwardNotificationsAsLogs (did you mean `onError`?)',
     ],
   ])('%s rejects an unknown key', (_name, create, message) => {
     expect(create).toThrow(expect.objectContaining({ code: 'UNKNOWN_OPTION', fault: 'caller' }));

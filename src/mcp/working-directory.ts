@@ -5,6 +5,7 @@
  */
 import { statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
 
 export interface McpRoot {
   readonly uri: string;
@@ -15,6 +16,7 @@ export interface WorkingDirectoryLogger {
   warn(message: string, context?: Record<string, unknown>): void;
 }
 
+/** Options of `new WorkingDirectory()`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
 export interface WorkingDirectoryOptions {
   /** A directory that wins over the client's roots (the `--cwd` flag). */
   readonly fixed?: string | undefined;
@@ -22,8 +24,16 @@ export interface WorkingDirectoryOptions {
   readonly fallback: string;
   /** How long a tool call waits for the first `roots/list` answer, and how long that request may take. */
   readonly timeoutMs: number;
+  /** Told about roots that cannot be used and `roots/list` requests that failed. */
   readonly logger: WorkingDirectoryLogger;
 }
+
+const WORKING_DIRECTORY_OPTION_KEYS = optionKeys<WorkingDirectoryOptions>()({
+  fixed: true,
+  fallback: true,
+  timeoutMs: true,
+  logger: true,
+});
 
 export type WorkingDirectorySource = 'fixed' | 'root' | 'launch';
 
@@ -36,6 +46,7 @@ export class WorkingDirectory {
   #generation = 0;
 
   constructor(options: WorkingDirectoryOptions) {
+    rejectUnknownOptions(options, WORKING_DIRECTORY_OPTION_KEYS, { where: 'WorkingDirectory' });
     this.#options = options;
     this.#current = options.fixed ?? options.fallback;
     this.#source = options.fixed === undefined ? 'launch' : 'fixed';

@@ -17,7 +17,7 @@ describe('pty producer options', () => {
       interruptGraceMs: 1000,
       killGraceMs: 2000,
       flowControlHighWaterBytes: 1024 ** 2,
-      maxCommandChars: 100_000,
+      maxCommandBytes: 100_000,
       maxLabelChars: 200,
       inheritProcessEnv: true,
     });
@@ -59,10 +59,10 @@ describe('pty producer options', () => {
       'Expected `flowControlHighWaterBytes` to be an integer from 4096 to 67108864, got 1024 (number)',
     ],
     [
-      { maxCommandChars: 200_000 },
-      'Expected `maxCommandChars` to be an integer from 1 to 131071, got 200000 (number)',
+      { maxCommandBytes: 200_000 },
+      'Expected `maxCommandBytes` to be an integer from 1 to 131071, got 200000 (number)',
     ],
-    [{ maxCommandChars: 0 }, 'Expected `maxCommandChars` to be an integer from 1 to 131071, got 0 (number)'],
+    [{ maxCommandBytes: 0 }, 'Expected `maxCommandBytes` to be an integer from 1 to 131071, got 0 (number)'],
     [{ maxLabelChars: 4 }, 'Expected `maxLabelChars` to be an integer from 8 to 2000, got 4 (number)'],
     [{ maxLabelChars: 2001 }, 'Expected `maxLabelChars` to be an integer from 8 to 2000, got 2001 (number)'],
     [{ maxLabelChars: '40' }, 'Expected `maxLabelChars` to be an integer from 8 to 2000, got "40" (string)'],
@@ -78,12 +78,12 @@ describe('pty producer options', () => {
   it('takes custom values of the length and flow-control limits', () => {
     expect(
       resolvePtyProducerOptions({
-        maxCommandChars: 131_071,
+        maxCommandBytes: 131_071,
         maxLabelChars: 8,
         flowControlHighWaterBytes: 64 * 1024 ** 2,
       }),
     ).toMatchObject({
-      maxCommandChars: 131_071,
+      maxCommandBytes: 131_071,
       maxLabelChars: 8,
       flowControlHighWaterBytes: 64 * 1024 ** 2,
     });

@@ -59,10 +59,10 @@ export interface PtyProducerOptions {
   /** Largest input one write accepts, in UTF-8 bytes. Default 65536. */
   readonly maxInputBytes?: number;
   /**
-   * Longest command line `start` accepts, in characters; a longer one is refused. 1 to 131071 (Linux
+   * Longest command line `start` accepts, in UTF-8 bytes; a longer one is refused. 1 to 131071 (Linux
    * passes no longer argument to a program). Default 100000.
    */
-  readonly maxCommandChars?: number;
+  readonly maxCommandBytes?: number;
   /**
    * A task's label (its description, else its command, on one line) is shortened to this many characters.
    * 8 to 2000 (the longest label the task service accepts). Default 200.
@@ -114,7 +114,7 @@ export const PTY_PRODUCER_OPTION_KEYS = optionKeys<PtyProducerOptions>()({
   killGraceMs: true,
   runtimeCapMs: true,
   maxInputBytes: true,
-  maxCommandChars: true,
+  maxCommandBytes: true,
   maxLabelChars: true,
   settleQuietMs: true,
   settleTimeoutMs: true,
@@ -140,7 +140,7 @@ export const MAX_SCREEN_BYTES = 8192;
 export const MIN_COLS = 10;
 export const MIN_ROWS = 2;
 /** The longest single argument Linux passes to a program (MAX_ARG_STRLEN, 128 KiB, less its NUL). */
-const MAX_COMMAND_CHARS = 131_071;
+const MAX_COMMAND_BYTES = 131_071;
 /** The most bytes waiting to be written or rendered that `flowControlHighWaterBytes` may allow. */
 const MAX_FLOW_CONTROL_HIGH_WATER_BYTES = 64 * 1024 ** 2;
 
@@ -161,7 +161,7 @@ export const PTY_PRODUCER_DEFAULTS = Object.freeze({
   interruptGraceMs: 1000,
   killGraceMs: 2000,
   maxInputBytes: 65536,
-  maxCommandChars: 100_000,
+  maxCommandBytes: 100_000,
   maxLabelChars: 200,
   settleQuietMs: 150,
   settleTimeoutMs: 2000,
@@ -316,12 +316,12 @@ export function resolvePtyProducerOptions(
     runtimeCapMs:
       options.runtimeCapMs === undefined ? undefined : integer('runtimeCapMs', options.runtimeCapMs, 0, 1),
     maxInputBytes: integer('maxInputBytes', options.maxInputBytes, defaults.maxInputBytes, 1),
-    maxCommandChars: integer(
-      'maxCommandChars',
-      options.maxCommandChars,
-      defaults.maxCommandChars,
+    maxCommandBytes: integer(
+      'maxCommandBytes',
+      options.maxCommandBytes,
+      defaults.maxCommandBytes,
       1,
-      MAX_COMMAND_CHARS,
+      MAX_COMMAND_BYTES,
     ),
     maxLabelChars: integer(
       'maxLabelChars',

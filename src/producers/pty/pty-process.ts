@@ -160,6 +160,8 @@ class PtyProcessHandle implements PtyProcess {
       rows: spec.rows,
       scrollbackLines: spec.settings.scrollbackLines,
       maxViewBytes: spec.settings.maxScreenBytes,
+      onListenerError: (error) =>
+        spec.settings.logger.warn('pty: a screen change listener failed', { error: messageOf(error) }),
     });
     this.#spill = new OutputSpill(spec.outputFile, spec.settings.maxOutputFileBytes, spec.settings.logger);
     this.#screen.onChange(() => this.#changed());

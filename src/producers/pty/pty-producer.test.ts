@@ -72,20 +72,27 @@ describe('unknown options', () => {
   });
 });
 
-describe('maxCommandChars', () => {
+describe('maxCommandBytes', () => {
   it.each([
     [undefined, 100_000],
     [10, 10],
-  ])('with %o, accepts a command of %i characters and refuses a longer one', async (option, limit) => {
-    const producer = withoutNodePty(option === undefined ? {} : { maxCommandChars: option });
-    expect(producer.options.maxCommandChars).toBe(limit);
+  ])('with %o, accepts a command of %i bytes and refuses a longer one', async (option, limit) => {
+    const producer = withoutNodePty(option === undefined ? {} : { maxCommandBytes: option });
+    expect(producer.options.maxCommandBytes).toBe(limit);
     await expect(producer.start({ command: 'x'.repeat(limit) })).rejects.toMatchObject({
       code: 'PTY_UNAVAILABLE',
     });
     const refused = producer.start({ command: 'x'.repeat(limit + 1) });
     await expect(refused).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', fault: 'caller' });
     await expect(refused).rejects.toThrow(
-      `Expected \`command\` to be a non-empty string of at most maxCommandChars (${limit}) characters without NUL`,
+      `Expected \`command\` to be a non-empty string of at most maxCommandBytes (${limit}) UTF-8 bytes without NUL`,
     );
+  });
+
+  it('counts UTF-8 bytes, not characters: the kernel limits an argument in bytes', async () => {
+    const producer = withoutNodePty({ maxCommandBytes: 10 });
+    // Five characters, eleven bytes.
+    await expect(producer.start({ command: 'éééé€' })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(producer.start({ command: 'ééé' })).rejects.toMatchObject({ code: 'PTY_UNAVAILABLE' });
   });
 });

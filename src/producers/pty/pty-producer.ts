@@ -262,17 +262,17 @@ class LocalPtyProducer implements PtyProducer {
       throw new InvalidArgumentError('request', 'an object', request);
     }
     const { command, description, cwd, toolUseId } = request;
-    const { maxCommandChars } = this.options;
+    const { maxCommandBytes } = this.options;
     if (
       command !== undefined &&
       (typeof command !== 'string' ||
         command.trim() === '' ||
-        command.length > maxCommandChars ||
+        Buffer.byteLength(command, 'utf8') > maxCommandBytes ||
         command.includes('\0'))
     ) {
       throw new InvalidArgumentError(
         'command',
-        `a non-empty string of at most maxCommandChars (${maxCommandChars}) characters without NUL`,
+        `a non-empty string of at most maxCommandBytes (${maxCommandBytes}) UTF-8 bytes without NUL`,
         command,
       );
     }

@@ -22,6 +22,32 @@ function screen(
 }
 
 describe('TerminalScreen', () => {
+  it('isolates change listeners: one that throws is reported and the others still run', async () => {
+    const errors: unknown[] = [];
+    const terminal = new TerminalScreen(Terminal, {
+      cols: 20,
+      rows: 5,
+      scrollbackLines: 100,
+      maxViewBytes: 8192,
+      onListenerError: (error) => errors.push(error),
+    });
+    let calls = 0;
+    terminal.onChange(() => {
+      throw new Error('listener broke');
+    });
+    terminal.onChange(() => {
+      calls += 1;
+    });
+    terminal.write(Buffer.from('hello\r\n', 'utf8'));
+    await terminal.flush();
+    terminal.write(Buffer.from('again\r\n', 'utf8'));
+    await terminal.flush();
+    expect(calls).toBeGreaterThanOrEqual(2);
+    expect(errors.length).toBe(calls);
+    expect(String(errors[0])).toContain('listener broke');
+    expect(terminal.view().text).toContain('again');
+  });
+
   it('renders what a person would see: no colours, carriage returns overwrite, cursor moves land', async () => {
     const { terminal, feed } = screen();
     await feed('\u001b[1;31mred\u001b[0m text\r\n');

@@ -47,6 +47,8 @@ export interface TerminalScreenOptions {
   readonly scrollbackLines: number;
   /** The budget of `view().text`, in UTF-8 bytes. */
   readonly maxViewBytes: number;
+  /** Told when a change listener throws; the other listeners still run. Default: ignored. */
+  readonly onListenerError?: (error: unknown) => void;
 }
 
 interface LogicalLine {
@@ -58,6 +60,7 @@ interface LogicalLine {
 export class TerminalScreen {
   #terminal: Terminal | undefined;
   readonly #maxViewBytes: number;
+  readonly #onListenerError: ((error: unknown) => void) | undefined;
   #pendingBytes = 0;
   readonly #listeners = new Set<() => void>();
   /** The first line the next read considers (the top of the screen at the last read). */
@@ -70,6 +73,7 @@ export class TerminalScreen {
 
   constructor(Terminal: HeadlessTerminalConstructor, options: TerminalScreenOptions) {
     this.#maxViewBytes = options.maxViewBytes;
+    this.#onListenerError = options.onListenerError;
     this.#terminal = new Terminal({
       cols: options.cols,
       rows: options.rows,
@@ -192,8 +196,19 @@ export class TerminalScreen {
     terminal.dispose();
   }
 
+  /** Runs every listener; one that throws neither reaches the terminal's parser nor stops the others. */
   #notify(): void {
-    for (const listener of [...this.#listeners]) listener();
+    for (const listener of [...this.#listeners]) {
+      try {
+        listener();
+      } catch (error) {
+        try {
+          this.#onListenerError?.(error);
+        } catch {
+          // A failing error reporter has nowhere left to report to.
+        }
+      }
+    }
   }
 
   #watchMarker(marker: IMarker | undefined): void {

@@ -479,6 +479,46 @@ describe('closing from inside the session’s own turn', () => {
   });
 });
 
+describe('configuring from inside the session’s own turn', () => {
+  it('a tool that awaits configure() of its own session does not hang: the change applies right after the turn', async () => {
+    const steps: string[] = [];
+    const { runtime, model, logger } = runtimeForTest(
+      [{ toolCalls: [{ name: 'switch', input: {} }] }, { text: 'switched' }, { text: 'second turn' }],
+      {
+        tools: (session) => [
+          defineTool({
+            name: 'switch',
+            description: 'Queues a configuration change and awaits it.',
+            inputSchema: z.object({}),
+            async execute() {
+              await session.configure('switch prompt', () => {
+                steps.push('applied');
+                session.setSystemPrompt('after the switch');
+              });
+              steps.push('configure resolved');
+              await session.configure('broken', () => {
+                throw new Error('apply broke');
+              });
+              return { text: 'queued', isError: false, value: undefined };
+            },
+          }),
+        ],
+      },
+    );
+    const session = runtime.createSession({ id: 's1' });
+    await expect(session.send('switch it')).resolves.toMatchObject({ reason: 'completed' });
+    // Resolved while queued; applied only once the turn had ended.
+    expect(steps[0]).toBe('configure resolved');
+    await vi.waitFor(() => expect(steps).toEqual(['configure resolved', 'applied']));
+    await vi.waitFor(() =>
+      expect(logger.warnings.some((entry) => entry.message.includes('"broken" failed to apply'))).toBe(true),
+    );
+    await session.send('again');
+    expect(JSON.stringify(model.requests.at(-1))).toContain('after the switch');
+    await runtime.dispose();
+  });
+});
+
 describe('argument validation', () => {
   it('configure names a bad label or apply function', async () => {
     const { runtime } = runtimeForTest([]);

@@ -337,7 +337,9 @@ export class Session {
 
   /**
    * Queues a configuration change (a model switch, a new system prompt). It is a barrier: notifications
-   * queued after it wait until it is applied between turns, in order.
+   * queued after it wait until it is applied between turns, in order. Resolves once applied — except when
+   * called from inside this session's own running turn (a tool): it cannot apply before that turn ends,
+   * so it resolves once queued, and an apply that fails is logged.
    */
   configure(
     label: string,
@@ -351,6 +353,10 @@ export class Session {
       return Promise.reject(new InvalidArgumentError('apply', 'a function', apply));
     }
     if (this.#closing) return Promise.reject(new SessionClosedError(this.id));
+    // From inside this session's own turn (a tool switching the model), waiting for the apply would wait
+    // for the turn that waits for the tool: the promise then says the change is queued, and an apply
+    // that fails later is logged.
+    const fromOwnTurn = this.#calledFromOwnTurn();
     return new Promise((resolve, reject) => {
       this.#queue.push({
         kind: 'configure',
@@ -358,8 +364,17 @@ export class Session {
         label,
         apply,
         queuedAt: this.#now(),
-        settle: (error) => (error === undefined ? resolve() : reject(error)),
+        settle: fromOwnTurn
+          ? (error) => {
+              if (error !== undefined && !(error instanceof SessionClosedError)) {
+                this.#logger.warn(`session ${this.id}: configuration "${label}" failed to apply`, {
+                  error: error instanceof Error ? error.message : String(error),
+                });
+              }
+            }
+          : (error) => (error === undefined ? resolve() : reject(error)),
       });
+      if (fromOwnTurn) resolve();
       this.#scheduleDrain();
     });
   }

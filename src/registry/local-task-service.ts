@@ -209,6 +209,7 @@ export class LocalTaskService implements TaskService {
       record.outputLimitBytes = spec.outputLimitBytes;
       record.status = 'running';
       record.reported = false;
+      record.claimHolders = 0;
       record.detail = context.pendingDetail;
       record.isBackgrounded = spec.background ?? true;
       record.branchGeneration = branchGeneration;
@@ -365,6 +366,8 @@ export class LocalTaskService implements TaskService {
       record.waiters = undefined;
       if (waiters.size > 0 && !record.reported) {
         record.reported = true;
+        // Every waiter receives the end: the claim is theirs jointly.
+        record.claimHolders = waiters.size;
         touch(record);
       }
       const snapshot = snapshotOf(record);
@@ -623,6 +626,7 @@ export class LocalTaskService implements TaskService {
   #claimRecord(record: TaskRecord): boolean {
     if (isLive(record) || record.reported) return false;
     record.reported = true;
+    record.claimHolders = 1;
     touch(record);
     this.#emitChange('claimed', record);
     return true;
@@ -631,7 +635,13 @@ export class LocalTaskService implements TaskService {
   releaseClaim(id: string, caller?: Caller): void {
     const record = this.#authorize(id, caller);
     if (!record.reported) return;
+    if (record.claimHolders > 1) {
+      // Another waiter received the same end: the result was reported to it all the same.
+      record.claimHolders -= 1;
+      return;
+    }
     record.reported = false;
+    record.claimHolders = 0;
     touch(record);
     this.#emitChange('unclaimed', record);
   }

@@ -196,6 +196,24 @@ describe('claims', () => {
     expect(tasks.get(id).reported).toBe(false);
     expect(tasks.claim(id)).toBe(true);
   });
+
+  it('a claim that settlement handed to several waiters stays taken until each of them returned it', async () => {
+    const { tasks } = serviceForTest();
+    const task = scriptedTask();
+    const { id } = await tasks.start(task.spec);
+    const first = tasks.wait(id, 60_000);
+    const second = tasks.wait(id, 60_000);
+    task.settle();
+    expect(await first).toMatchObject({ status: 'completed', reported: true });
+    expect(await second).toMatchObject({ status: 'completed', reported: true });
+    // One waiter returns its share: the other still received the end, so nobody may notify it.
+    tasks.releaseClaim(id);
+    expect(tasks.get(id).reported).toBe(true);
+    expect(tasks.claim(id)).toBe(false);
+    tasks.releaseClaim(id);
+    expect(tasks.get(id).reported).toBe(false);
+    expect(tasks.claim(id)).toBe(true);
+  });
 });
 
 describe('background flag', () => {

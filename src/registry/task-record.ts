@@ -48,6 +48,11 @@ export class TaskRecord {
   outputLimitBytes: number | undefined;
   status: TaskStatus = 'running';
   reported = false;
+  /**
+   * How many parties hold the claim: settlement hands it to every live waiter at once. One of them
+   * returning its share (`releaseClaim`) does not un-tell the others.
+   */
+  claimHolders = 0;
   detail: TaskDetail;
   isBackgrounded: boolean;
   branchGeneration: number;

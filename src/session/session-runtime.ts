@@ -169,8 +169,10 @@ export class SessionRuntime {
   readonly #now: () => number;
   readonly #detachController: () => void;
   readonly #stopRecording: () => void;
-  /** Distinguishes this process's notifications in the ledger from an earlier one's with the same task ids. */
+  /** Distinguishes this runtime's notifications in the ledger from an earlier one's with the same task ids. */
   readonly #instance = randomUUID().slice(0, 8);
+  /** Sessions opened so far: each opening gets its own admission scope (see `#enqueue`). */
+  #openings = 0;
   #disposal: Promise<void> | undefined;
 
   constructor(options: SessionRuntimeOptions) {
@@ -278,6 +280,10 @@ export class SessionRuntime {
     let modelFactory: ((session: Session) => ModelPort) | undefined;
     if (typeof options.model === 'function') modelFactory = options.model;
     const placeholder: ModelPort = options.model as ModelPort;
+    // A session closed and re-opened (resumed) in this runtime starts a new admission scope: the registry
+    // forgot its tasks at close, so a task re-registered under an old id (a resumed workflow run) starts
+    // again at attempt 1, and its end must not be mistaken for the earlier one's notification.
+    const scope = `${this.#instance}.${++this.#openings}`;
     const session = new Session({
       id,
       parentId,
@@ -310,7 +316,7 @@ export class SessionRuntime {
       isSealed: () => session.sealed,
       logger: this.#logger,
       now: this.#now,
-      enqueue: (notification) => this.#enqueue(session, notification),
+      enqueue: (notification) => this.#enqueue(session, scope, notification),
     });
     const stopForwarding = session.on((event) => {
       if (event.type === 'turn-start') {
@@ -339,13 +345,13 @@ export class SessionRuntime {
     return session;
   }
 
-  #enqueue(session: Session, notification: TaskNotification): void {
+  #enqueue(session: Session, scope: string, notification: TaskNotification): void {
     // The notification's own attempt: a resume while it was being formatted must not borrow the new one.
     const attempt = notification.attempt;
     const key =
       notification.event === 'terminal'
-        ? `task:${this.#instance}:${notification.taskId}:${attempt}`
-        : `task:${this.#instance}:${notification.taskId}:${attempt}:${notification.event}:${notification.createdAt}`;
+        ? `task:${scope}:${notification.taskId}:${attempt}`
+        : `task:${scope}:${notification.taskId}:${attempt}:${notification.event}:${notification.createdAt}`;
     const admission = session.deliverNotification({
       taskId: notification.taskId,
       label: notification.label,

@@ -108,6 +108,8 @@ export function createAiSdkNotificationBridge(
   const releaseClaim = (notification: TaskNotification): void => {
     if (notification.event !== 'terminal') return;
     try {
+      // A resumed task is a new attempt: its claim is not this notification's to return.
+      if (options.tasks.get(notification.taskId, options.owner).attempt !== notification.attempt) return;
       options.tasks.releaseClaim(notification.taskId, options.owner);
     } catch (error) {
       logger.warn(`task ${notification.taskId}: returning the claim of an undelivered notification failed`, {

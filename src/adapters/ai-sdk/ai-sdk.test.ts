@@ -231,6 +231,32 @@ describe('AI SDK adapter', () => {
     expect(tasks.get('bash-1', owner).reported).toBe(false);
   });
 
+  it("returns on dispose only the claim of the attempt it holds, never a resumed attempt's", async () => {
+    const { tasks, owner } = world();
+    const bridge = createAiSdkNotificationBridge({
+      tasks,
+      owner,
+      logger: capturingLogger(),
+      lanes: { bash: 'quiet' },
+    });
+    const first = scriptedTask({ kind: 'bash', label: 'lint', owner });
+    const { id } = await tasks.start(first.spec);
+    first.settle();
+    await flushMicrotasks();
+    // Attempt 1's notification waits for a generation, holding its claim.
+    expect(bridge.pending.map((notification) => notification.attempt)).toEqual([1]);
+    // The task is re-registered under its id; a waiter receives attempt 2's end and so takes its claim.
+    const second = scriptedTask({ kind: 'bash', label: 'lint', owner, spec: { resumeId: id } });
+    await tasks.start(second.spec);
+    const waited = tasks.wait(id, 60_000, owner);
+    second.settle();
+    expect(await waited).toMatchObject({ attempt: 2, reported: true });
+    await flushMicrotasks();
+    bridge.dispose();
+    // Attempt 1's claim is not attempt 2's to return: the waiter already reported that end.
+    expect(tasks.get(id, owner)).toMatchObject({ attempt: 2, reported: true });
+  });
+
   it('answers a failing call as error text the model sees', async () => {
     const { tasks } = serviceForTest();
     const taskTools = createTaskTools({ tasks });

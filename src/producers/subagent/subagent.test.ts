@@ -710,6 +710,34 @@ describe('stopping a subagent through the stop dispatch', () => {
     await queued;
   });
 
+  it("a person's stop while the model waits on the subagent tells the model once (the wait answers it)", async () => {
+    const requested = deferred();
+    const h = harness(
+      [],
+      [
+        async () => {
+          requested.resolve();
+          return new Promise(() => {});
+        },
+      ],
+    );
+    const started = await h.subagents.start({ prompt: 'p', description: 'watched', owner: h.session.owner });
+    await requested.promise;
+    // The model is blocked in task_output with wait: true when the person presses Stop.
+    const modelWait = h.tasks.wait(started.taskId, 60_000, h.session.owner);
+    const result = await h.taskTools.stop.stopBackgroundTask(started.taskId, {
+      initiator: 'user',
+      caller: h.session.owner,
+    });
+    expect(result).toMatchObject({ ok: true, snapshot: { status: 'killed' } });
+    expect(await modelWait).toMatchObject({ status: 'killed', stopInitiator: 'user' });
+    await h.session.whenIdle();
+    // The model's wait received the end: no notification may tell it a second time.
+    expect(notifications(h.session)).toEqual([]);
+    expect(h.store.listLedger(h.session.id).filter((entry) => entry.kind === 'notification')).toEqual([]);
+    expect(h.tasks.get(started.taskId, h.session.owner).reported).toBe(true);
+  });
+
   it('a stop by the model takes the default path (task_kill reports it)', async () => {
     const requested = deferred();
     const h = harness(

@@ -9,7 +9,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { WORKFLOW_NEXT_STEPS, WORKFLOW_PROGRESS_NEXT_STEPS } from '../../notifications/index.js';
 import { createTaskService, type Logger } from '../../registry/index.js';
 import {
@@ -264,6 +264,44 @@ describe('workflow runs', () => {
     expect(h.tasks.list(h.session.owner).map((task) => task.id)).toEqual(['workflow-1']);
   });
 
+  it('a run resumed after its session was closed and resumed in the same runtime is notified again', async () => {
+    const h = harness();
+    h.model.push({ text: 'it failed' }, { text: 'it worked' });
+    const failed = settled(h.tasks, 'workflow-1');
+    const notified = nextEvent(h.session, (event) => event.type === 'turn-end');
+    await h.workflows.start({
+      script: 'counted.mjs',
+      owner: h.session.owner,
+      args: { dir: h.dir, requireFlag: true },
+    });
+    expect(await failed).toMatchObject({ status: 'failed' });
+    await notified;
+    expect(notifications(h.session)).toHaveLength(1);
+
+    // The conversation is closed, then re-opened by the same long-running runtime.
+    await h.session.close();
+    const session = h.runtime.resumeSession('main');
+    writeFileSync(join(h.dir, 'flag'), '');
+    const ended = settled(h.tasks, 'workflow-1');
+    const resumed = await executeTool(h.tools.resume, { task_id: 'workflow-1' }, context(session.owner));
+    expect(resumed.value).toEqual({ kind: 'background', taskId: 'workflow-1' });
+    expect(await ended).toMatchObject({ status: 'completed' });
+    // The new end is admitted to the ledger (not mistaken for the first run's notification) and delivered.
+    await vi.waitFor(() =>
+      expect(h.store.listLedger('main').filter((entry) => entry.kind === 'notification')).toHaveLength(2),
+    );
+    await session.whenIdle();
+    const texts = notifications(session);
+    expect(texts).toHaveLength(2);
+    expect(texts[1]).toContain('completed');
+    expect(
+      h.store
+        .listLedger('main')
+        .filter((entry) => entry.kind === 'notification')
+        .map((entry) => entry.state),
+    ).toEqual(['delivered', 'delivered']);
+  });
+
   it('resume refuses a changed script, a completed run and a running one', async () => {
     const directory = temporaryDirectory();
     copyFileSync(join(fixtures, 'counted.mjs'), join(directory, 'flow.mjs'));
@@ -484,9 +522,16 @@ describe('stopping workflow runs', () => {
     });
     const resuming = h.workflows.resume('workflow-1', { caller: h.session.owner });
     const amending = h.workflows.amend('workflow-1', { caller: h.session.owner, script: 'amended.mjs' });
+    // Handled at once: each may reject while the disposal (or another of them) is still awaited.
+    const outcomes = [starting, resuming, amending].map((late) =>
+      late.then(
+        () => undefined,
+        (error: unknown) => error,
+      ),
+    );
     await h.workflows.dispose();
-    for (const late of [starting, resuming, amending]) {
-      await expect(late).rejects.toMatchObject({ code: 'WORKFLOW_PRODUCER_DISPOSED' });
+    for (const outcome of await Promise.all(outcomes)) {
+      expect(outcome).toMatchObject({ code: 'WORKFLOW_PRODUCER_DISPOSED' });
     }
     expect(h.tasks.list(h.session.owner).map((task) => [task.id, task.status])).toEqual([
       ['workflow-1', 'failed'],

@@ -83,6 +83,21 @@ describe('createErrandMcpServer', () => {
     expect(await call('task_list')).toHaveLength(1);
   });
 
+  it('does not append the notification of a task whose end the client already read with task_output', async () => {
+    const { call, waitForLogs } = await connect();
+    const [started] = await call('bash', { command: 'exec sleep 600', run_in_background: true });
+    const id = /bash-\d+/.exec(started ?? '')![0];
+    await runtime!.stop.stopAll({ initiator: 'user', caller: server!.session.owner });
+    await waitForLogs(1);
+    expect(server!.session.queuedCommands).toBe(1);
+    const read = await call('task_output', { task_id: id });
+    // The answer shows the end itself; the notification queued for it is withdrawn, not appended.
+    expect(read).toHaveLength(1);
+    expect(read[0]).toContain('[status: killed');
+    expect(server!.session.queuedCommands).toBe(0);
+    expect(await call('task_list')).toHaveLength(1);
+  });
+
   it('keeps the session queue-only: a notification never starts a model turn', async () => {
     const { call, waitForLogs, logger } = await connect();
     const turns: string[] = [];

@@ -22,6 +22,7 @@ import {
   type AnyToolDefinition,
   executeTool,
   limitToolResult,
+  reportedTaskEnd,
   type ToolContext,
   type ToolResult,
   taskToolsPrompt,
@@ -128,6 +129,9 @@ export function createErrandMcpServer(options: ErrandMcpServerOptions): ErrandMc
   ): Promise<CallToolResult> => {
     await workingDirectory.whenReady();
     const result = await executeTool(definition, args, toolContext(requestId, signal));
+    // The answer shows how a task ended: its notification would tell the client a second time.
+    const ended = reportedTaskEnd(result);
+    if (ended) session.taskEndReported(ended);
     const answer = toCallToolResult(limitToolResult(result, resolved.maxToolResultBytes));
     return deliveries.attach(answer, requestId, signal, resolved.maxNotificationsPerResult);
   };

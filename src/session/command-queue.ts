@@ -17,6 +17,8 @@ export interface QueuedNotification {
   readonly text: string;
   readonly lane: NotificationLane;
   readonly branchGeneration: number;
+  /** The task's attempt the notification is about, when known. */
+  readonly attempt?: number | undefined;
   readonly queuedAt: number;
 }
 

@@ -360,8 +360,10 @@ export class SessionRuntime {
       priority: notification.priority,
       branchGeneration: notification.branchGeneration,
       idempotencyKey: key,
+      attempt,
     });
-    if (!admission.admitted && admission.reason !== 'duplicate') {
+    // A duplicate was admitted before; an end the model already read needs no notification: both keep the claim.
+    if (!admission.admitted && admission.reason !== 'duplicate' && admission.reason !== 'result_read') {
       throw new ErrandError(
         'NOTIFICATION_NOT_ADMITTED',
         'system',

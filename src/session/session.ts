@@ -15,7 +15,7 @@ import {
   type SessionId,
   type TaskService,
 } from '../tasks/index.js';
-import type { AnyToolDefinition } from '../tools/index.js';
+import type { AnyToolDefinition, ReportedTaskEnd } from '../tools/index.js';
 import {
   CommandQueue,
   QUEUE_PRIORITIES,
@@ -53,11 +53,19 @@ export interface SessionNotification {
   readonly branchGeneration: number;
   /** Defaults to `task:<id>:<attempt>`-style keys from the policy; identical keys are admitted once. */
   readonly idempotencyKey: string;
+  /**
+   * The task's attempt this notification is about. With it, a notification whose end the model already
+   * read (`task_output`, `task_kill`) is not admitted (`result_read`).
+   */
+  readonly attempt?: number | undefined;
 }
 
 export type NotificationAdmission =
   | { readonly admitted: true; readonly ledgerId: number }
-  | { readonly admitted: false; readonly reason: 'shutting_down' | 'branch_changed' | 'duplicate' };
+  | {
+      readonly admitted: false;
+      readonly reason: 'shutting_down' | 'branch_changed' | 'duplicate' | 'result_read';
+    };
 
 /** A notification a surface delivered outside a model turn (see `Session.takeQueuedNotifications`). */
 export interface DeliveredNotification {
@@ -152,6 +160,12 @@ interface TurnFrame {
 
 const turnFrames = new AsyncLocalStorage<TurnFrame>();
 
+/**
+ * How many task ends read by the model a session remembers, to refuse their notifications that were
+ * still being formatted. That window is a few milliseconds; the bound only caps memory.
+ */
+const MAX_REPORTED_ENDS = 256;
+
 export class Session {
   readonly id: SessionId;
   readonly parentId: SessionId | undefined;
@@ -162,6 +176,8 @@ export class Session {
   readonly #store: SessionStore;
   readonly #limits: ResolvedSessionLimits;
   readonly #logger: SessionLogger;
+  /** Task id → the highest attempt whose end a tool result showed the model (oldest first). */
+  readonly #reportedEnds = new Map<string, number>();
   readonly #now: () => number;
   readonly #queue: CommandQueue;
   readonly #ledger: SessionLedger;
@@ -397,6 +413,10 @@ export class Session {
       this.#emit({ type: 'notification-discarded', taskId: notification.taskId, reason: 'branch_changed' });
       return { admitted: false, reason: 'branch_changed' };
     }
+    if (this.#wasReported(notification.taskId, notification.attempt)) {
+      this.#emit({ type: 'notification-discarded', taskId: notification.taskId, reason: 'result_read' });
+      return { admitted: false, reason: 'result_read' };
+    }
     const lane = notification.lane ?? 'wakeup';
     const priority = validatePriority(notification.priority);
     const entry = this.#ledger.admitNotification({
@@ -418,6 +438,7 @@ export class Session {
         text: notification.text,
         lane,
         branchGeneration: notification.branchGeneration,
+        attempt: notification.attempt,
         queuedAt: this.#now(),
       });
     } catch (error) {
@@ -545,6 +566,45 @@ export class Session {
       this.#drainHolds -= 1;
       this.#scheduleDrain();
     };
+  }
+
+  /**
+   * Tells the session that a tool result showed the model how `taskId` ended (attempt `attempt`, when
+   * known). Its queued notification is withdrawn (discarded as `result_read`), and one still being
+   * formatted is not admitted: the model read it once already. The turn loop calls this for every tool
+   * result; a surface that runs tools outside turns (the MCP server) calls it itself.
+   */
+  taskEndReported(end: { readonly taskId: string; readonly attempt?: number | undefined }): void {
+    this.#taskEndReported({ taskId: end.taskId, attempt: end.attempt });
+  }
+
+  #taskEndReported(end: ReportedTaskEnd): void {
+    if (end.attempt !== undefined) {
+      const known = this.#reportedEnds.get(end.taskId);
+      this.#reportedEnds.delete(end.taskId);
+      this.#reportedEnds.set(end.taskId, Math.max(known ?? 0, end.attempt));
+      if (this.#reportedEnds.size > MAX_REPORTED_ENDS) {
+        const oldest = this.#reportedEnds.keys().next().value;
+        if (oldest !== undefined) this.#reportedEnds.delete(oldest);
+      }
+    }
+    const withdrawn = this.#queue.remove(
+      (command) =>
+        command.kind === 'notification' &&
+        command.taskId === end.taskId &&
+        (end.attempt === undefined || command.attempt === undefined || command.attempt <= end.attempt),
+    ) as QueuedNotification[];
+    if (withdrawn.length === 0) return;
+    this.#ledger.discard(withdrawn, 'result_read');
+    for (const notification of withdrawn) {
+      this.#emit({ type: 'notification-discarded', taskId: notification.taskId, reason: 'result_read' });
+    }
+  }
+
+  #wasReported(taskId: string, attempt: number | undefined): boolean {
+    if (attempt === undefined) return false;
+    const reported = this.#reportedEnds.get(taskId);
+    return reported !== undefined && attempt <= reported;
   }
 
   /**
@@ -743,6 +803,7 @@ export class Session {
         const queued = this.#queue.takeNotificationsBeforeBarrier();
         return this.#deliverQueued(() => this.#ledger.deliverEach(queued, 'task_notification_steer'));
       },
+      taskEndReported: (end) => this.#taskEndReported(end),
       toolContext: (toolCallId) => ({
         caller: this.owner,
         toolCallId,

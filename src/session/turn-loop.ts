@@ -7,7 +7,14 @@
 import { jsonCopy } from '../store/json.js';
 import type { MessageRecord } from '../store/records.js';
 import type { NewMessage } from '../store/session-store.js';
-import { type AnyToolDefinition, executeTool, type ToolContext, type ToolResult } from '../tools/index.js';
+import {
+  type AnyToolDefinition,
+  executeTool,
+  type ReportedTaskEnd,
+  reportedTaskEnd,
+  type ToolContext,
+  type ToolResult,
+} from '../tools/index.js';
 import type { ModelMessage, ModelPort, ModelResponse, ModelToolCall } from './model-port.js';
 import type { SessionEvent, TurnOutcome } from './session-events.js';
 import type { ResolvedSessionLimits } from './session-options.js';
@@ -23,6 +30,8 @@ export interface TurnContext {
   append(message: NewMessage): MessageRecord;
   /** Delivers queued notifications into the conversation; true if any was delivered. */
   injectQueuedNotifications(): boolean;
+  /** A tool result showed the model how a task ended: its notification would repeat it. */
+  taskEndReported(end: ReportedTaskEnd): void;
   toolContext(toolCallId: string): ToolContext;
   emit(event: SessionEvent): void;
 }
@@ -119,6 +128,8 @@ async function executeCall(
     };
   } else {
     result = await runToolCall(tool, call, context);
+    const ended = reportedTaskEnd(result);
+    if (ended) context.taskEndReported(ended);
   }
   const text = boundText(result.text, context.limits.maxToolResultBytes);
   context.emit({

@@ -96,6 +96,7 @@ export type DiscardReason =
   | 'superseded'
   | 'shutdown'
   | 'sealed'
+  | 'result_read'
   | (string & {});
 
 export interface LedgerEntry {

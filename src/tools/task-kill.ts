@@ -33,6 +33,8 @@ export interface TaskKillInput {
 export interface TaskKillValue {
   readonly taskId: string;
   readonly status: TaskSnapshot['status'];
+  /** The task's attempt (a resumed task's later run has a higher one). */
+  readonly attempt: number;
   /** True when this call requested the stop. */
   readonly stopped: boolean;
 }
@@ -56,7 +58,7 @@ function answer(
   return {
     text: limitToolText(`${text}\n${formatStatusLine(snapshot)}`, limit),
     isError: false,
-    value: { taskId: snapshot.id, status: snapshot.status, stopped },
+    value: { taskId: snapshot.id, status: snapshot.status, attempt: snapshot.attempt, stopped },
   };
 }
 

@@ -28,6 +28,8 @@ export interface TaskOutputInput {
 export interface TaskOutputValue {
   readonly taskId: string;
   readonly status: TaskSnapshot['status'];
+  /** The task's attempt (a resumed task's later run has a higher one). */
+  readonly attempt: number;
 }
 
 export const TASK_OUTPUT_TOOL_NAME = 'task_output';
@@ -111,7 +113,7 @@ export function createTaskOutputTool(
         return {
           text: limitToolText(whole, limit, outputFile === undefined ? {} : { outputFile }),
           isError: false,
-          value: { taskId: after.id, status: after.status },
+          value: { taskId: after.id, status: after.status, attempt: after.attempt },
         };
       } catch (error) {
         return taskError(error, snapshot, limitFor(runtime, snapshot));

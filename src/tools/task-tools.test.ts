@@ -104,7 +104,7 @@ describe('task_output', () => {
     expect(await h.call('task_output', { task_id: id })).toEqual({
       text: 'line 1\n[status: running]',
       isError: false,
-      value: { taskId: id, status: 'running' },
+      value: { taskId: id, status: 'running', attempt: 1 },
     });
     expect((await h.call('task_output', { task_id: id })).text).toBe('(no new output)\n[status: running]');
     task.push('line 2');
@@ -355,7 +355,7 @@ describe('task_kill', () => {
     expect(answer).toEqual({
       isError: false,
       text: `Stopped task ${id}.\n[status: killed (stopped by the model)]`,
-      value: { taskId: id, status: 'killed', stopped: true },
+      value: { taskId: id, status: 'killed', attempt: 1, stopped: true },
     });
     expect(task.cancelReasons).toEqual(['superseded by a faster run']);
     expect(h.tasks.get(id, h.owner)).toMatchObject({ stopInitiator: 'model', reported: true });
@@ -370,7 +370,7 @@ describe('task_kill', () => {
     expect(await h.call('task_kill', { task_id: id })).toEqual({
       isError: false,
       text: `Task ${id} has already ended; nothing was stopped.\n[status: completed (exit code 0)]`,
-      value: { taskId: id, status: 'completed', stopped: false },
+      value: { taskId: id, status: 'completed', attempt: 1, stopped: false },
     });
     expect(h.tasks.get(id, h.owner).reported).toBe(false);
     expect((await h.call('task_output', { task_id: id })).text).toBe(

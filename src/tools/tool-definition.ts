@@ -3,7 +3,13 @@
  * Schema, and `execute`. Adapters turn the same definition into AI SDK, OpenAI, Anthropic and MCP tools.
  */
 import { type ZodType, z } from 'zod';
-import { ErrandError, InvalidArgumentError, type Owner } from '../tasks/index.js';
+import {
+  ErrandError,
+  InvalidArgumentError,
+  isTerminalStatus,
+  type Owner,
+  type TaskStatus,
+} from '../tasks/index.js';
 import { ToolCallAbortedError } from './errors.js';
 import { limitToolResult } from './output-limit.js';
 
@@ -158,4 +164,24 @@ async function runTool<Input, Value>(
   } catch (error) {
     return toolError(describeToolError(error));
   }
+}
+
+/** A task end a tool result showed the model; `attempt` when the result named it. */
+export interface ReportedTaskEnd {
+  readonly taskId: string;
+  readonly attempt: number | undefined;
+}
+
+/**
+ * The task whose end a tool result showed the model (`task_output` or `task_kill` answering with a
+ * terminal status), or undefined. A session then drops that task's notification: the model already read
+ * what it would say.
+ */
+export function reportedTaskEnd(result: ToolResult): ReportedTaskEnd | undefined {
+  const value = result.value as { taskId?: unknown; status?: unknown; attempt?: unknown } | undefined;
+  if (result.isError || typeof value !== 'object' || value === null) return undefined;
+  if (typeof value.taskId !== 'string' || typeof value.status !== 'string') return undefined;
+  if (!isTerminalStatus(value.status as TaskStatus)) return undefined;
+  const attempt = Number.isSafeInteger(value.attempt) ? (value.attempt as number) : undefined;
+  return { taskId: value.taskId, attempt };
 }

@@ -1,0 +1,70 @@
+/**
+ * A task end the model read with task_output or task_kill is not told again: a notification still queued
+ * is withdrawn (`result_read` in the ledger), and one still being formatted is not admitted.
+ */
+import { describe, expect, it, vi } from 'vitest';
+import { flushMicrotasks } from '../../test/support/registry.js';
+import { runtimeForTest, startTaskTool, type TaskBoard } from '../../test/support/session.js';
+import { createTaskTools } from '../tools/index.js';
+
+describe('an end the model already read', () => {
+  it('withdraws the queued notification of a task the model read mid-turn, so the next request has no repeat', async () => {
+    const board: TaskBoard = new Map();
+    let taskTools: ReturnType<typeof createTaskTools> | undefined;
+    const { runtime, model, store } = runtimeForTest(
+      [
+        { toolCalls: [{ name: 'start_task', input: { label: 'build' } }] },
+        async () => {
+          // The task ends while the model thinks: its notification is queued for the next request.
+          board.get('build')!.settle({ status: 'completed', output: 'built' });
+          await vi.waitFor(() => expect(session.queuedCommands).toBe(1));
+          return { toolCalls: [{ name: 'task_output', input: { task_id: 'scripted-1' } }] };
+        },
+        { text: 'done' },
+      ],
+      {
+        tools: (session) => {
+          taskTools ??= createTaskTools({ tasks: session.tasks });
+          return [startTaskTool(session, board), ...taskTools.tools];
+        },
+      },
+    );
+    const session = runtime.createSession({ id: 's1' });
+    await expect(session.send('build it')).resolves.toMatchObject({ reason: 'completed', text: 'done' });
+    expect(JSON.stringify(model.requests[2])).toContain('[status: completed]');
+    expect(JSON.stringify(model.requests[2])).not.toContain('<task-notification>');
+    expect(store.listLedger('s1').filter((entry) => entry.kind === 'notification')).toEqual([
+      expect.objectContaining({ taskId: 'scripted-1', state: 'discarded', reason: 'result_read' }),
+    ]);
+    await flushMicrotasks();
+    expect(session.queuedCommands).toBe(0);
+    taskTools?.dispose();
+    await runtime.dispose();
+  });
+
+  it('does not admit a notification of an attempt the model already read, and admits a later attempt', async () => {
+    const { runtime, store } = runtimeForTest([]);
+    const session = runtime.createSession({ id: 's1' });
+    const notification = {
+      taskId: 'bash-7',
+      label: 'build',
+      text: '<task-notification>…</task-notification>',
+      lane: 'quiet' as const,
+      branchGeneration: session.branchGeneration,
+    };
+    session.taskEndReported({ taskId: 'bash-7', attempt: 1 });
+    expect(session.deliverNotification({ ...notification, attempt: 1, idempotencyKey: 'k1' })).toEqual({
+      admitted: false,
+      reason: 'result_read',
+    });
+    expect(session.deliverNotification({ ...notification, attempt: 2, idempotencyKey: 'k2' })).toMatchObject({
+      admitted: true,
+    });
+    // Without an attempt nothing can be matched, so the notification is admitted.
+    expect(session.deliverNotification({ ...notification, idempotencyKey: 'k3' })).toMatchObject({
+      admitted: true,
+    });
+    expect(store.listLedger('s1').map((entry) => entry.idempotencyKey)).toEqual(['k2', 'k3']);
+    await runtime.dispose();
+  });
+});

@@ -5,6 +5,7 @@ import { utf8ByteLength } from '../text/index.js';
 import {
   formatBashNotification,
   formatGenericNotification,
+  formatLostTaskNotification,
   formatSubagentNotification,
   formatTaskNotification,
   formatWorkflowNotification,
@@ -453,6 +454,46 @@ describe('budget', () => {
           }
         }
       }),
+    );
+  });
+});
+
+describe('the lost-task form', () => {
+  it('says what was lost and why, escapes the label, and gives no way to read it', () => {
+    const text = formatLostTaskNotification({
+      taskId: 'bash-4',
+      kind: 'bash',
+      label: 'npm run <dev>\nserver',
+      error: 'The runtime that ran this task stopped.',
+      outputFile: '/tmp/out.log',
+    });
+    expect(text).toBe(
+      [
+        '<task-notification>',
+        '<task-id>bash-4</task-id>',
+        '<output-file>/tmp/out.log</output-file>',
+        '<status>lost</status>',
+        '<summary>Background command "npm run &lt;dev&gt; server" was lost: the runtime that ran it stopped before it ended, so its result is unknown. It is not running any more; start it again if it is still needed.</summary>',
+        '<error>The runtime that ran this task stopped.</error>',
+        '</task-notification>',
+      ].join('\n'),
+    );
+    expect(text).not.toContain('task_output');
+  });
+
+  it('names the kind and keeps its stable fields within a small budget', () => {
+    const text = formatLostTaskNotification({
+      taskId: 'agent-2',
+      kind: 'agent',
+      label: 'x'.repeat(500),
+      error: 'e'.repeat(500),
+      budgetBytes: 300,
+    });
+    expect(utf8ByteLength(text)).toBeLessThanOrEqual(300);
+    expect(text).toContain('<task-id>agent-2</task-id>');
+    expect(text).toContain('<status>lost</status>');
+    expect(formatLostTaskNotification({ taskId: 'pty-1', kind: 'pty', label: 'top' })).toContain(
+      'Background pty task "top" was lost',
     );
   });
 });

@@ -3,6 +3,7 @@ export * from './delivery-policy.js';
 export * from './envelope.js';
 export * from './format-bash.js';
 export * from './format-generic.js';
+export * from './format-lost.js';
 export * from './format-notification.js';
 export * from './format-subagent.js';
 export * from './format-workflow.js';

@@ -71,7 +71,12 @@ describe('resume after a crash', () => {
       ['delivered', null],
       ['discarded', 'session_resumed'],
       ['discarded', 'session_resumed'],
+      // The task that was running when the process died: the model is told, quietly, that it is lost.
+      ['queued', null],
     ]);
+    expect(entries.at(-1)).toMatchObject({ taskId: 'scripted-6', lane: 'quiet' });
+    expect(entries.at(-1)?.text).toContain('<status>lost</status>');
+    expect(entries.at(-1)?.text).not.toContain('task_output');
     // Every delivered entry points at a stored message that carries it, and no task is delivered twice.
     const messages = store.listMessages('s1');
     for (const entry of entries.filter((candidate) => candidate.state === 'delivered')) {
@@ -90,7 +95,12 @@ describe('resume after a crash', () => {
     // The resumed session keeps working, and new ids never reuse the old ones.
     const outcome = await session.send('continue');
     expect(outcome.text).toBe('resumed');
-    expect(model.requests[0]!.messages.filter((message) => message.role === 'user')).toHaveLength(5);
+    // The lost task's notification reached the model once, with the first request after the resume.
+    const lostTold = JSON.stringify(model.requests[0]).split('<task-id>scripted-6</task-id>').length - 1;
+    expect(lostTold).toBe(1);
+    const told = store.listLedger('s1').filter((entry) => entry.taskId === 'scripted-6');
+    expect(told).toEqual([expect.objectContaining({ state: 'delivered', lane: 'quiet' })]);
+    expect(model.requests[0]!.messages.filter((message) => message.role === 'user')).toHaveLength(6);
     expect(runtime.tasks.list(session.owner).map((task) => task.id)).toEqual(['scripted-7']);
     await runtime.dispose();
     store.close();

@@ -5,13 +5,16 @@
 import { randomUUID } from 'node:crypto';
 import {
   createDeliveryPolicy,
+  DELIVERY_POLICY_DEFAULTS,
   type DeliveryPolicy,
   type DeliveryPolicyOptions,
+  formatLostTaskNotification,
   rejectUnknownPolicyOptions,
   type TaskNotification,
 } from '../notifications/index.js';
 import { createTaskService } from '../registry/index.js';
 import { type JsonObject, jsonCopy } from '../store/json.js';
+import type { StoredTask } from '../store/records.js';
 import type { SessionStore } from '../store/session-store.js';
 import { taskRecordFromSnapshot } from '../store/task-record-from-snapshot.js';
 import {
@@ -241,12 +244,48 @@ export class SessionRuntime {
     const record = this.store.getSession(sessionId);
     if (!record) throw new SessionNotFoundError(sessionId);
     this.store.discardQueued(sessionId, 'session_resumed');
-    this.store.markLiveAsLost({
+    const lost = this.store.markLiveAsLost({
       sessionId,
       error: 'The runtime that ran this task stopped; its process did not survive the restart.',
     });
     if (record.state === 'closed') this.store.updateSession(sessionId, { state: 'active' });
-    return this.#open(sessionId, record.parentId, record.cwd, options.env, record.branchGeneration);
+    const session = this.#open(sessionId, record.parentId, record.cwd, options.env, record.branchGeneration);
+    this.#tellLost(session, lost);
+    return session;
+  }
+
+  /**
+   * Queues, quietly (no turn starts for them), one notification per task of the session that was lost
+   * with the old runtime, so the model learns with its next request that the work it started is gone.
+   * Tasks of an abandoned conversation branch stay untold, as their other notifications would.
+   */
+  #tellLost(session: Session, lost: readonly StoredTask[]): void {
+    const budgetBytes =
+      this.#options.notifications?.maxNotificationBytes ?? DELIVERY_POLICY_DEFAULTS.maxNotificationBytes;
+    for (const task of lost) {
+      if (task.sessionId !== session.id || task.branchGeneration !== session.branchGeneration) continue;
+      try {
+        session.deliverNotification({
+          taskId: task.id,
+          label: task.label,
+          text: formatLostTaskNotification({
+            taskId: task.id,
+            kind: task.kind,
+            label: task.label,
+            error: task.error,
+            outputFile: task.outputFile,
+            budgetBytes,
+          }),
+          lane: 'quiet',
+          branchGeneration: task.branchGeneration,
+          idempotencyKey: `lost:${task.id}:${task.startedAt}`,
+        });
+      } catch (error) {
+        this.#logger.warn(`task ${task.id}: queueing the notification that it was lost failed`, {
+          error: error instanceof Error ? error.message : String(error),
+        });
+      }
+    }
   }
 
   getSession(id: string): Session | undefined {

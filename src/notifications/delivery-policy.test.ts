@@ -63,6 +63,7 @@ describe('delivery policy', () => {
       lane: 'wakeup',
       priority: 'next',
       attempt: 1,
+      startedAt: 1000,
       branchGeneration: 0,
       toolUseId: 'call_1',
       createdAt: 42,

@@ -350,6 +350,7 @@ export function createDeliveryPolicy(options: DeliveryPolicyOptions): DeliveryPo
       lane,
       priority: 'next' as const,
       attempt: snapshot.attempt,
+      startedAt: snapshot.startedAt,
       branchGeneration: snapshot.branchGeneration,
       ...(toolUseId === undefined ? {} : { toolUseId }),
       createdAt: now(),

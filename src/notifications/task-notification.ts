@@ -26,6 +26,11 @@ export interface TaskNotification {
   readonly priority: 'next';
   /** Which registration of the task id this is about (a resumed task is a new attempt). */
   readonly attempt: number;
+  /**
+   * When the task was registered (epoch ms). With `attempt` it names one registration even after the
+   * registry forgot the task and registered its id afresh (a resumed workflow run), at attempt 1 again.
+   */
+  readonly startedAt: number;
   /** The branch generation the task was stamped with; the queue checks it again before persisting. */
   readonly branchGeneration: number;
   /** The tool call that started the task, when the producer recorded it. */

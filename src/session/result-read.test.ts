@@ -1,10 +1,13 @@
 /**
- * A task end the model read with task_output or task_kill is not told again: a notification still queued
- * is withdrawn (`result_read` in the ledger), and one still being formatted is not admitted.
+ * Exactly once at the edges: a task end the model read with task_output or task_kill is not told again (a
+ * notification still queued is withdrawn, `result_read` in the ledger; one still being formatted is not
+ * admitted), and a task id registered afresh after the registry forgot it is told again.
  */
 import { describe, expect, it, vi } from 'vitest';
 import { flushMicrotasks } from '../../test/support/registry.js';
 import { runtimeForTest, startTaskTool, type TaskBoard } from '../../test/support/session.js';
+import { createTaskService } from '../registry/index.js';
+import { scriptedTask } from '../testing/index.js';
 import { createTaskTools } from '../tools/index.js';
 
 describe('an end the model already read', () => {
@@ -65,6 +68,37 @@ describe('an end the model already read', () => {
       admitted: true,
     });
     expect(store.listLedger('s1').map((entry) => entry.idempotencyKey)).toEqual(['k2', 'k3']);
+    await runtime.dispose();
+  });
+});
+
+describe('a task id registered afresh after the registry forgot it', () => {
+  it('is notified again: the key names the registration, not only the id and attempt', async () => {
+    let clock = 1_000;
+    const tasks = createTaskService({ maxRetainedTasksPerOwner: 1, now: () => (clock += 1) });
+    tasks.attachController('test');
+    const { runtime, store } = runtimeForTest([], { tasks });
+    const session = runtime.createSession({ id: 's1' });
+    const first = scriptedTask({ kind: 'scripted', label: 'run', owner: session.owner });
+    const { id } = await tasks.start(first.spec);
+    first.settle({ status: 'failed', error: 'broke' });
+    // Another finished task pushes the first out of the registry (one retained per session).
+    const other = scriptedTask({ kind: 'scripted', label: 'other', owner: session.owner });
+    await tasks.start(other.spec);
+    other.settle();
+    await vi.waitFor(() => expect(() => tasks.get(id, session.owner)).toThrow());
+    // The same id registered again, as a resumed run restored from its journal would be: attempt 1 again.
+    const again = scriptedTask({
+      kind: 'scripted',
+      label: 'run',
+      owner: session.owner,
+      spec: { resumeId: id },
+    });
+    expect((await tasks.start(again.spec)).attempt).toBe(1);
+    again.settle({ status: 'completed' });
+    await vi.waitFor(() =>
+      expect(store.listLedger('s1').filter((entry) => entry.taskId === id)).toHaveLength(2),
+    );
     await runtime.dispose();
   });
 });

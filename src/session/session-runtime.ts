@@ -389,8 +389,8 @@ export class SessionRuntime {
     const attempt = notification.attempt;
     const key =
       notification.event === 'terminal'
-        ? `task:${scope}:${notification.taskId}:${attempt}`
-        : `task:${scope}:${notification.taskId}:${attempt}:${notification.event}:${notification.createdAt}`;
+        ? `task:${scope}:${notification.taskId}:${attempt}:${notification.startedAt}`
+        : `task:${scope}:${notification.taskId}:${attempt}:${notification.startedAt}:${notification.event}:${notification.createdAt}`;
     const admission = session.deliverNotification({
       taskId: notification.taskId,
       label: notification.label,

@@ -18,6 +18,12 @@ afterEach(() => {
 
 /** Runs the child until it says READY, then kills it with SIGKILL. */
 async function runAndKill(file: string): Promise<void> {
+  const kill = await runUntilReady(file);
+  await kill();
+}
+
+/** Runs the child until it says READY; resolves to a function that kills it (SIGKILL) and waits for it. */
+async function runUntilReady(file: string): Promise<() => Promise<void>> {
   const process_ = spawn(process.execPath, [child, file], { stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   process_.stderr.on('data', (chunk: Buffer) => {
@@ -29,9 +35,12 @@ async function runAndKill(file: string): Promise<void> {
     });
     process_.on('exit', (code) => reject(new Error(`child exited early (${code}): ${stderr}`)));
   });
+  process_.removeAllListeners('exit');
   const exited = new Promise((resolve) => process_.on('exit', resolve));
-  process_.kill('SIGKILL');
-  await exited;
+  return async () => {
+    process_.kill('SIGKILL');
+    await exited;
+  };
 }
 
 describe('resume after a crash', () => {
@@ -102,6 +111,36 @@ describe('resume after a crash', () => {
     expect(told).toEqual([expect.objectContaining({ state: 'delivered', lane: 'quiet' })]);
     expect(model.requests[0]!.messages.filter((message) => message.role === 'user')).toHaveLength(6);
     expect(runtime.tasks.list(session.owner).map((task) => task.id)).toEqual(['scripted-7']);
+    await runtime.dispose();
+    store.close();
+  });
+
+  it('refuses to resume a session another live process has open, and takes it over once that process died', async () => {
+    const directory = mkdtempSync(join(tmpdir(), 'errand-resume-'));
+    directories.push(directory);
+    const file = join(directory, 'errand.sqlite');
+    const kill = await runUntilReady(file);
+    const store = openSqliteSessionStore({ file });
+    const runtime = createSessionRuntime({ store, model: scriptedModel([]), logger: capturingLogger() });
+    try {
+      const before = store.listLedger('s1');
+      expect(() => runtime.resumeSession('s1')).toThrow(
+        expect.objectContaining({
+          code: 'SESSION_IN_USE',
+          message: expect.stringContaining('another runtime'),
+        }),
+      );
+      // Nothing of the live session was touched: its queue and its running task are as they were.
+      expect(store.listLedger('s1')).toEqual(before);
+      expect(store.getTask('scripted-6', 's1')).toMatchObject({ status: 'running' });
+    } finally {
+      await kill();
+    }
+    const session = runtime.resumeSession('s1');
+    expect(store.getSession('s1')?.holder).toMatchObject({ pid: process.pid });
+    expect(store.getTask('scripted-6', 's1')).toMatchObject({ status: 'lost' });
+    await session.close();
+    expect(store.getSession('s1')?.holder).toBeUndefined();
     await runtime.dispose();
     store.close();
   });

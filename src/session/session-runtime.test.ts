@@ -107,3 +107,44 @@ describe('session runtime options', () => {
     await runtime.dispose();
   });
 });
+
+describe('one runtime per open session', () => {
+  it('refuses to resume a session another runtime of this process has open, until it closes or is disposed', async () => {
+    const store = createMemorySessionStore();
+    const first = createSessionRuntime({ store, model: scriptedModel([]) });
+    const second = createSessionRuntime({ store, model: scriptedModel([]) });
+    const session = first.createSession({ id: 's1' });
+    first.createSession({ id: 's2' });
+    const { id } = await first.tasks.start(scriptedTask({ kind: 'bash', owner: session.owner }).spec);
+    expect(() => second.resumeSession('s1')).toThrow(
+      expect.objectContaining({
+        code: 'SESSION_IN_USE',
+        context: expect.objectContaining({ sessionId: 's1' }),
+      }),
+    );
+    // The running task was not marked lost by the refused resume.
+    expect(store.getTask(id, 's1')).toMatchObject({ status: 'running' });
+    await session.close();
+    expect(store.getSession('s1')?.holder).toBeUndefined();
+    const resumed = second.resumeSession('s1');
+    expect(() => first.resumeSession('s1')).toThrow(expect.objectContaining({ code: 'SESSION_IN_USE' }));
+    // A disposed runtime holds nothing: its sessions were closed, and a holder it left is stale.
+    await first.dispose();
+    expect(second.resumeSession('s2').id).toBe('s2');
+    await resumed.close();
+    await second.dispose();
+  });
+
+  it('replaces a holder its process left behind (a crash) and one of a runtime that is gone', async () => {
+    const store = createMemorySessionStore();
+    store.createSession({ id: 's1', cwd: '/' });
+    // A pid that no process has (beyond pid_max) and a runtime of this process that is not registered.
+    store.acquireSession('s1', { runtime: 'gone', pid: 4_194_304 + 7, acquiredAt: 0 }, () => false);
+    const runtime = createSessionRuntime({ store, model: scriptedModel([]) });
+    expect(runtime.resumeSession('s1').id).toBe('s1');
+    await runtime.closeSession('s1');
+    store.acquireSession('s1', { runtime: 'gone', pid: process.pid, acquiredAt: 0 }, () => false);
+    expect(runtime.resumeSession('s1').id).toBe('s1');
+    await runtime.dispose();
+  });
+});

@@ -34,6 +34,7 @@ import type { AnyToolDefinition } from '../tools/index.js';
 import type { ModelPort } from './model-port.js';
 import { Session, type SessionLogger } from './session.js';
 import type { SessionEvent } from './session-events.js';
+import { holderFor, isHolderLive, registerLiveRuntime } from './session-holder.js';
 import { resolveSessionLimits, type SessionLimits } from './session-options.js';
 
 const runtimeCaller = createTrustedCaller('session-runtime');
@@ -174,6 +175,7 @@ export class SessionRuntime {
   readonly #stopRecording: () => void;
   /** Distinguishes this runtime's notifications in the ledger from an earlier one's with the same task ids. */
   readonly #instance = randomUUID().slice(0, 8);
+  readonly #unregister: () => void;
   /** Sessions opened so far: each opening gets its own admission scope (see `#enqueue`). */
   #openings = 0;
   #disposal: Promise<void> | undefined;
@@ -191,6 +193,7 @@ export class SessionRuntime {
     this.#stopRecording = this.tasks.onTasksChanged((change) => this.#record(change.reason, change.task), {
       caller: runtimeCaller,
     });
+    this.#unregister = registerLiveRuntime(this.#instance);
   }
 
   /** Subscribes to the events of every session of this runtime. */
@@ -218,6 +221,7 @@ export class SessionRuntime {
       ...(options.title ? { title: options.title } : {}),
     });
     try {
+      this.store.acquireSession(record.id, holderFor(this.#instance, this.#now()), isHolderLive);
       return this.#open(record.id, parentId, cwd, options.env, record.branchGeneration);
     } catch (error) {
       // A tools or model factory that throws leaves no session behind that looks open.
@@ -243,6 +247,8 @@ export class SessionRuntime {
     if (this.#sessions.has(sessionId)) throw new SessionExistsError(sessionId);
     const record = this.store.getSession(sessionId);
     if (!record) throw new SessionNotFoundError(sessionId);
+    // Before anything is discarded or marked lost: a runtime that still has it open keeps it (SESSION_IN_USE).
+    this.store.acquireSession(sessionId, holderFor(this.#instance, this.#now()), isHolderLive);
     this.store.discardQueued(sessionId, 'session_resumed');
     const lost = this.store.markLiveAsLost({
       sessionId,
@@ -417,6 +423,14 @@ export class SessionRuntime {
     if (!entry) return;
     entry.detach();
     this.#sessions.delete(id);
+    try {
+      this.store.releaseSession(id, this.#instance);
+    } catch (error) {
+      // Left behind, the holder is stale once this runtime is disposed: a later resume replaces it.
+      this.#logger.warn(`session ${id}: clearing its holder failed`, {
+        error: error instanceof Error ? error.message : String(error),
+      });
+    }
   }
 
   /** Keeps the store's task records in step with the registry, so a restart still knows what ran. */
@@ -444,6 +458,7 @@ export class SessionRuntime {
   dispose(): Promise<void> {
     this.#disposal ??= (async () => {
       await Promise.all(this.listSessions().map((session) => session.close()));
+      this.#unregister();
       this.#stopRecording();
       this.#detachController();
       if (this.#ownsTasks) await this.tasks.dispose();

@@ -97,6 +97,18 @@ export class StoreRecordNotFoundError extends ErrandError {
   }
 }
 
+/** Another runtime, still alive, has the session open. */
+export class SessionInUseError extends ErrandError {
+  constructor(sessionId: string, holder: { readonly runtime: string; readonly pid: number }) {
+    super(
+      'SESSION_IN_USE',
+      'caller',
+      `Session ${JSON.stringify(sessionId)} is open in another runtime (process ${holder.pid}); close it there first`,
+      { context: { sessionId, holderPid: holder.pid, holderRuntime: holder.runtime } },
+    );
+  }
+}
+
 /** A record with this key already exists (a session or workflow run created twice). */
 export class StoreRecordExistsError extends ErrandError {
   constructor(record: string, key: string) {

@@ -25,6 +25,7 @@ import {
   type MessageRecord,
   RECORD_SCHEMA_VERSION,
   SESSION_STATES,
+  type SessionHolder,
   type SessionRecord,
   type StoredTask,
   type WorkflowRun,
@@ -59,6 +60,8 @@ import type {
   WorkflowRunPatch,
 } from './session-store.js';
 import {
+  applyAcquire,
+  applyRelease,
   applyRunPatch,
   applySessionPatch,
   findDeliveryConflicts,
@@ -69,6 +72,7 @@ import {
   type NormalizedMessage,
   readClock,
   validateCount,
+  validateHolder,
   validateLedgerEntryId,
   validateLedgerIds,
   validateLedgerStates,
@@ -237,6 +241,27 @@ export class MemorySessionStore implements SessionStore {
     const next = applySessionPatch(this.#sessionRow(key), normalized, this.#now());
     this.#sessions.set(key, next);
     return readSession(next);
+  }
+
+  acquireSession(
+    id: SessionId | string,
+    holder: SessionHolder,
+    isLive: (current: SessionHolder) => boolean,
+  ): SessionRecord {
+    this.#open('acquire a session');
+    const key = validateSessionKey('id', id);
+    const valid = validateHolder(holder, isLive);
+    const next = applyAcquire(this.#sessionRow(key), valid, isLive);
+    this.#sessions.set(key, next);
+    return readSession(next);
+  }
+
+  releaseSession(id: SessionId | string, runtime: string): void {
+    this.#open('release a session');
+    const key = validateSessionKey('id', id);
+    const row = this.#sessions.get(key);
+    const next = row === undefined ? undefined : applyRelease(row, runtime);
+    if (next !== undefined) this.#sessions.set(key, next);
   }
 
   // ---- messages -----------------------------------------------------------------------------------

@@ -152,6 +152,13 @@ export const MIGRATIONS: readonly Migration[] = Object.freeze([
       ) STRICT, WITHOUT ROWID;
     `,
   },
+  {
+    version: 4,
+    name: 'session holders',
+    sql: `
+      ALTER TABLE sessions ADD COLUMN holder TEXT;
+    `,
+  },
 ]);
 
 /** The newest schema version this code understands. */

@@ -16,6 +16,7 @@ import {
   type MessageRecord,
   RECORD_SCHEMA_VERSION,
   SESSION_STATES,
+  type SessionHolder,
   type SessionRecord,
   type StoredTask,
   WORKFLOW_RUN_STATUSES,
@@ -88,7 +89,35 @@ export function readSession(row: SessionRow): SessionRecord {
     createdAt: row.createdAt,
     updatedAt: row.updatedAt,
     metadata: parseJsonObjectColumn({ table: 'sessions', key: row.id, column: 'metadata' }, row.metadata),
+    holder: readHolder(row),
   };
+}
+
+/** A holder column that is not a well-formed holder reads as none: it cannot keep anyone out. */
+function readHolder(row: SessionRow): SessionHolder | undefined {
+  if (row.holder === null || row.holder === undefined) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(row.holder);
+  } catch {
+    return undefined;
+  }
+  const holder = value as Partial<SessionHolder> | null;
+  if (
+    typeof holder !== 'object' ||
+    holder === null ||
+    typeof holder.runtime !== 'string' ||
+    !Number.isSafeInteger(holder.pid) ||
+    typeof holder.acquiredAt !== 'number'
+  ) {
+    return undefined;
+  }
+  return Object.freeze({
+    runtime: holder.runtime,
+    pid: holder.pid as number,
+    processStart: typeof holder.processStart === 'string' ? holder.processStart : undefined,
+    acquiredAt: holder.acquiredAt,
+  });
 }
 
 export function readMessage(row: MessageRow): MessageRecord {

@@ -25,6 +25,22 @@ export interface SessionRecord {
   readonly createdAt: number;
   readonly updatedAt: number;
   readonly metadata: JsonObject;
+  /** The runtime that has the session open now, if any (see `SessionStore.acquireSession`). */
+  readonly holder: SessionHolder | undefined;
+}
+
+/**
+ * Who has a session open: a runtime instance in a process. A second runtime may not open the session while
+ * its holder lives; a holder whose process died (or whose runtime is gone) is stale and is replaced.
+ */
+export interface SessionHolder {
+  /** The runtime instance: unique per runtime, never reused. */
+  readonly runtime: string;
+  readonly pid: number;
+  /** The process's start time as the OS reports it (Linux: /proc/<pid>/stat field 22), to tell a reused pid. */
+  readonly processStart?: string | undefined;
+  /** Epoch milliseconds. */
+  readonly acquiredAt: number;
 }
 
 export type MessageRole = 'system' | 'user' | 'assistant' | 'tool';

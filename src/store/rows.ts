@@ -17,6 +17,8 @@ export interface SessionRow {
   metadata: string;
   createdAt: number;
   updatedAt: number;
+  /** JSON of the runtime that has the session open (`SessionHolder`), or null. */
+  holder: string | null;
 }
 
 export interface MessageRow {

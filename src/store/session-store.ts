@@ -20,6 +20,7 @@ import type {
   MessageRole,
   MessageSource,
   MessageVisibility,
+  SessionHolder,
   SessionRecord,
   SessionState,
   StoredTask,
@@ -66,6 +67,18 @@ export interface SessionRecords {
   /** Oldest first. */
   listSessions(filter?: SessionFilter): SessionRecord[];
   updateSession(id: SessionId | string, patch: SessionPatch): SessionRecord;
+  /**
+   * Makes `holder` the runtime that has the session open, in one write (two processes racing for one
+   * session cannot both win). The current holder is replaced when it is `holder.runtime` itself or when
+   * `isLive(current)` says it is gone; otherwise this throws `SESSION_IN_USE` naming it.
+   */
+  acquireSession(
+    id: SessionId | string,
+    holder: SessionHolder,
+    isLive: (current: SessionHolder) => boolean,
+  ): SessionRecord;
+  /** Clears the holder if it is still `runtime` (a later holder is left alone). */
+  releaseSession(id: SessionId | string, runtime: string): void;
 }
 
 // ---- conversation messages ------------------------------------------------------------------------

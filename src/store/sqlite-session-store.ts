@@ -25,6 +25,7 @@ import {
   type MessageRecord,
   RECORD_SCHEMA_VERSION,
   SESSION_STATES,
+  type SessionHolder,
   type SessionRecord,
   type StoredTask,
   type WorkflowRun,
@@ -67,6 +68,8 @@ import {
 } from './sqlite-database.js';
 import { prepareStatements, type Statements } from './sqlite-statements.js';
 import {
+  applyAcquire,
+  applyRelease,
   applyRunPatch,
   applySessionPatch,
   findDeliveryConflicts,
@@ -77,6 +80,7 @@ import {
   type NormalizedMessage,
   readClock,
   validateCount,
+  validateHolder,
   validateLedgerEntryId,
   validateLedgerIds,
   validateLedgerStates,
@@ -256,6 +260,30 @@ export class SqliteSessionStore implements SessionStore {
       const next = applySessionPatch(this.#sessionRow(key), normalized, time);
       this.#statements.updateSession.run(next);
       return readSession(next);
+    });
+  }
+
+  acquireSession(
+    id: SessionId | string,
+    holder: SessionHolder,
+    isLive: (current: SessionHolder) => boolean,
+  ): SessionRecord {
+    const key = validateSessionKey('id', id);
+    const valid = validateHolder(holder, isLive);
+    // One immediate transaction: of two processes acquiring at once, the second sees the first's holder.
+    return this.#write('acquire a session', () => {
+      const next = applyAcquire(this.#sessionRow(key), valid, isLive);
+      this.#statements.updateSession.run(next);
+      return readSession(next);
+    });
+  }
+
+  releaseSession(id: SessionId | string, runtime: string): void {
+    const key = validateSessionKey('id', id);
+    this.#write('release a session', () => {
+      const row = this.#statements.getSession.get(key);
+      const next = row === undefined ? undefined : applyRelease(row, runtime);
+      if (next !== undefined) this.#statements.updateSession.run(next);
     });
   }
 

@@ -19,6 +19,7 @@ const SESSION_FIELDS: Fields<SessionRow> = {
   metadata: true,
   createdAt: true,
   updatedAt: true,
+  holder: true,
 };
 const MESSAGE_FIELDS: Fields<MessageRow> = {
   sessionId: true,

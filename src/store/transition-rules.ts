@@ -2,7 +2,9 @@
  * The rules a state change must pass, shared by every provider so they refuse the same things: branch
  * generations only grow, finished runs stay finished, and a delivery takes only queued, current entries.
  */
-import { StoreInvalidTransitionError } from './errors.js';
+import { SessionInUseError, StoreInvalidTransitionError } from './errors.js';
+import { readSession } from './read-records.js';
+import type { SessionHolder } from './records.js';
 import type { LedgerRow, RunRow, SessionRow } from './rows.js';
 import type { DeliveryResult } from './session-store.js';
 import type { NormalizedRunPatch, NormalizedSessionPatch } from './validate-input.js';
@@ -29,6 +31,24 @@ export function applySessionPatch(row: SessionRow, patch: NormalizedSessionPatch
     metadata: patch.metadata ?? row.metadata,
     updatedAt: time,
   };
+}
+
+/** The row with `holder` in it, unless a different, live holder has the session (`SESSION_IN_USE`). */
+export function applyAcquire(
+  row: SessionRow,
+  holder: SessionHolder,
+  isLive: (current: SessionHolder) => boolean,
+): SessionRow {
+  const current = readSession(row).holder;
+  if (current !== undefined && current.runtime !== holder.runtime && isLive(current)) {
+    throw new SessionInUseError(row.id, current);
+  }
+  return { ...row, holder: JSON.stringify(holder) };
+}
+
+/** The row without its holder if that is still `runtime`; undefined when nothing changes. */
+export function applyRelease(row: SessionRow, runtime: string): SessionRow | undefined {
+  return readSession(row).holder?.runtime === runtime ? { ...row, holder: null } : undefined;
 }
 
 export type DeliveryConflict = Extract<DeliveryResult, { ok: false }>['code'];

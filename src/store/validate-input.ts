@@ -23,6 +23,7 @@ import {
   type MessageVisibility,
   RECORD_SCHEMA_VERSION,
   SESSION_STATES,
+  type SessionHolder,
   type SessionState,
   WORKFLOW_RUN_STATUSES,
   WORKFLOW_STEP_STATES,
@@ -146,6 +147,7 @@ export function validateNewSession(input: NewSession, time: number, maxFieldByte
     metadata: serializeJson('metadata', metadata, maxFieldBytes),
     createdAt: time,
     updatedAt: time,
+    holder: null,
   };
 }
 
@@ -429,5 +431,40 @@ export function validateNewStep(
     error: optionalText('error', step.error, maxFieldBytes),
     startedAt: validateTimestamp('startedAt', step.startedAt),
     endedAt: validateTimestamp('endedAt', step.endedAt),
+  };
+}
+
+/** A session holder as `acquireSession` takes it, and its liveness check. */
+export function validateHolder(holder: SessionHolder, isLive: unknown): SessionHolder {
+  validateObject('holder', holder);
+  if (typeof holder.runtime !== 'string' || holder.runtime === '' || holder.runtime.length > 200) {
+    throw new InvalidArgumentError(
+      'holder.runtime',
+      'a non-empty string of at most 200 characters',
+      holder.runtime,
+    );
+  }
+  if (!Number.isSafeInteger(holder.pid) || holder.pid < 1) {
+    throw new InvalidArgumentError('holder.pid', 'a positive integer', holder.pid);
+  }
+  if (
+    holder.processStart !== undefined &&
+    (typeof holder.processStart !== 'string' || holder.processStart.length > 64)
+  ) {
+    throw new InvalidArgumentError(
+      'holder.processStart',
+      'a string of at most 64 characters',
+      holder.processStart,
+    );
+  }
+  if (typeof holder.acquiredAt !== 'number' || !Number.isFinite(holder.acquiredAt)) {
+    throw new InvalidArgumentError('holder.acquiredAt', 'a finite number', holder.acquiredAt);
+  }
+  if (typeof isLive !== 'function') throw new InvalidArgumentError('isLive', 'a function', isLive);
+  return {
+    runtime: holder.runtime,
+    pid: holder.pid,
+    ...(holder.processStart === undefined ? {} : { processStart: holder.processStart }),
+    acquiredAt: holder.acquiredAt,
   };
 }

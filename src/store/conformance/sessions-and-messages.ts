@@ -24,6 +24,56 @@ export function describeSessionsAndMessages(openStore: OpenSessionStore): void {
       expect(harness.store.getSession('session-2')).toBeUndefined();
     });
 
+    it('gives a session one holder: a live other holder keeps it, a stale one or the same runtime does not', () => {
+      harness.store.createSession({ id: 's', cwd: '/' });
+      const first = { runtime: 'runtime-a', pid: 101, processStart: '7', acquiredAt: START_TIME };
+      expect(harness.store.acquireSession('s', first, () => true).holder).toEqual(first);
+      // The same runtime acquiring again is not a conflict.
+      expect(
+        harness.store.acquireSession('s', { ...first, acquiredAt: START_TIME + 1 }, () => true).holder,
+      ).toEqual({
+        ...first,
+        acquiredAt: START_TIME + 1,
+      });
+      const second = { runtime: 'runtime-b', pid: 202, acquiredAt: START_TIME + 2 };
+      const seen: unknown[] = [];
+      const inUse = expectErrandError(
+        () =>
+          harness.store.acquireSession('s', second, (current) => {
+            seen.push(current);
+            return true;
+          }),
+        'SESSION_IN_USE',
+      );
+      expect(inUse.message).toContain('process 101');
+      expect(seen).toEqual([{ ...first, acquiredAt: START_TIME + 1 }]);
+      expect(harness.store.getSession('s')?.holder?.runtime).toBe('runtime-a');
+      // A holder whose process is gone is replaced.
+      expect(harness.store.acquireSession('s', second, () => false).holder).toEqual(second);
+      // Releasing is only for the current holder.
+      harness.store.releaseSession('s', 'runtime-a');
+      expect(harness.store.getSession('s')?.holder?.runtime).toBe('runtime-b');
+      harness.store.releaseSession('s', 'runtime-b');
+      expect(harness.store.getSession('s')?.holder).toBeUndefined();
+      harness.store.releaseSession('missing', 'runtime-b');
+    });
+
+    it('refuses a malformed holder and an unknown session', () => {
+      harness.store.createSession({ id: 's', cwd: '/' });
+      const holder = { runtime: 'r', pid: 1, acquiredAt: START_TIME };
+      const badPid = expectErrandError(
+        () => harness.store.acquireSession('s', { ...holder, pid: -3 }, () => true),
+        'INVALID_ARGUMENT',
+      );
+      expect(badPid.message).toContain('`holder.pid`');
+      expectErrandError(() => harness.store.acquireSession('s', holder, 'no' as never), 'INVALID_ARGUMENT');
+      expectErrandError(
+        () => harness.store.acquireSession('missing', holder, () => true),
+        'STORE_RECORD_NOT_FOUND',
+      );
+      expect(harness.store.getSession('s')?.holder).toBeUndefined();
+    });
+
     it('keeps metadata as JSON and hands out copies', () => {
       const metadata = { model: 'scripted', tags: ['a', 'b'], nested: { depth: 1, flag: true, none: null } };
       const created = harness.store.createSession({ id: 's', cwd: '/', title: 'Title', metadata });

@@ -2,13 +2,23 @@ import { MockLanguageModelV4 } from 'ai/test';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createTaskService } from '../registry/index.js';
 import { createOwner } from '../tasks/index.js';
-import { createAiSdkModel, createAiSdkNotificationBridge } from './ai-sdk/index.js';
+import { createTaskTools } from '../tools/index.js';
+import {
+  createAiSdkModel,
+  createAiSdkNotificationBridge,
+  toAiSdkTool,
+  toAiSdkTools,
+} from './ai-sdk/index.js';
 import { createOpenAiChatModel } from './openai-chat-model.js';
 
 const tasks = createTaskService({ requireController: false });
 const owner = createOwner('s');
+const taskTools = createTaskTools({ tasks });
 
-afterAll(() => tasks.dispose());
+afterAll(() => {
+  taskTools.dispose();
+  tasks.dispose();
+});
 
 describe('unknown option keys of the adapters', () => {
   it.each([
@@ -32,6 +42,16 @@ describe('unknown option keys of the adapters', () => {
       'createAiSdkNotificationBridge (enqueue)',
       () => createAiSdkNotificationBridge({ tasks, owner, enqueue: () => {} } as never),
       'Unknown option `enqueue` for createAiSdkNotificationBridge',
+    ],
+    [
+      'toAiSdkTools',
+      () => toAiSdkTools([], { notification: {} } as never),
+      'Unknown option `notification` for toAiSdkTools (did you mean `notifications`?)',
+    ],
+    [
+      'toAiSdkTool',
+      () => toAiSdkTool(taskTools.taskOutput, { owner } as never),
+      'Unknown option `owner` for toAiSdkTool; known options: `policy`, `caller`, `notifications`',
     ],
   ])('%s rejects an unknown key', (_name, create, message) => {
     expect(create).toThrow(expect.objectContaining({ code: 'UNKNOWN_OPTION', fault: 'caller' }));

@@ -1,16 +1,32 @@
 /**
  * Vercel AI SDK tools from Errand tool definitions. Each call runs through `executeTool` — validation,
- * policy, output limit — and reaches the model as text, or as error text when `isError` is set.
+ * policy, output limit — and reaches the model as text, or as error text when `isError` is set. Given the
+ * notification bridge, a result that shows how a task ended withdraws that task's waiting notification.
  */
 import { jsonSchema, type Tool, type ToolExecutionOptions, type ToolSet, tool } from 'ai';
 import type { Owner } from '../../tasks/index.js';
+import { optionKeys, rejectUnknownOptions } from '../../tasks/option-keys.js';
 import type { AnyToolDefinition, ExecuteToolOptions, ToolResult } from '../../tools/index.js';
-import { executeTool } from '../../tools/index.js';
+import { executeTool, reportedTaskEnd } from '../../tools/index.js';
+import type { AiSdkNotificationBridge } from './ai-sdk-notifications.js';
 
+/** Options of `toAiSdkTool` / `toAiSdkTools`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
 export interface AiSdkToolsOptions extends ExecuteToolOptions {
   /** The session the calls act for, or how to find it from the SDK's execution options. */
   readonly caller?: Owner | ((options: ToolExecutionOptions<unknown>) => Owner | undefined);
+  /**
+   * The notification bridge of the same session. After every call whose result shows the model how a
+   * task ended (`task_output`, `task_kill` on a finished task), `notifications.taskEndReported` drops
+   * that task's waiting notification, so the model is not told twice. Default: none.
+   */
+  readonly notifications?: Pick<AiSdkNotificationBridge, 'taskEndReported'>;
 }
+
+const AI_SDK_TOOLS_OPTION_KEYS = optionKeys<AiSdkToolsOptions>()({
+  policy: true,
+  caller: true,
+  notifications: true,
+});
 
 const neverAborted = new AbortController().signal;
 
@@ -23,12 +39,17 @@ export function toAiSdkTool(
   definition: AnyToolDefinition,
   options: AiSdkToolsOptions = {},
 ): Tool<unknown, ToolResult> {
+  rejectUnknownOptions(options, AI_SDK_TOOLS_OPTION_KEYS, { where: 'toAiSdkTool' });
+  return adapt(definition, options);
+}
+
+function adapt(definition: AnyToolDefinition, options: AiSdkToolsOptions): Tool<unknown, ToolResult> {
   return tool<unknown, ToolResult, never>({
     description: definition.description,
     // No validator here: executeTool validates with the zod schema and answers the model in Errand's words.
     inputSchema: jsonSchema<unknown>(definition.jsonSchema as Parameters<typeof jsonSchema>[0]),
-    execute: (input, execution) =>
-      executeTool(
+    execute: async (input, execution) => {
+      const result = await executeTool(
         definition,
         input,
         {
@@ -36,8 +57,13 @@ export function toAiSdkTool(
           toolCallId: execution.toolCallId,
           signal: execution.abortSignal ?? neverAborted,
         },
-        options,
-      ),
+        { ...(options.policy === undefined ? {} : { policy: options.policy }) },
+      );
+      // The result shows how a task ended: its waiting notification would tell the model a second time.
+      const ended = reportedTaskEnd(result);
+      if (ended !== undefined) options.notifications?.taskEndReported(ended);
+      return result;
+    },
     toModelOutput: ({ output }) =>
       output.isError ? { type: 'error-text', value: output.text } : { type: 'text', value: output.text },
   }) as Tool<unknown, ToolResult>;
@@ -48,7 +74,6 @@ export function toAiSdkTools(
   definitions: readonly AnyToolDefinition[],
   options: AiSdkToolsOptions = {},
 ): ToolSet {
-  return Object.fromEntries(
-    definitions.map((definition) => [definition.name, toAiSdkTool(definition, options)]),
-  );
+  rejectUnknownOptions(options, AI_SDK_TOOLS_OPTION_KEYS, { where: 'toAiSdkTools' });
+  return Object.fromEntries(definitions.map((definition) => [definition.name, adapt(definition, options)]));
 }

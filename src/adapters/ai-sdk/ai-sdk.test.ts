@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { capturingLogger, flushMicrotasks, serviceForTest } from '../../../test/support/registry.js';
 import { createOwner, type TaskService } from '../../tasks/index.js';
 import { type ScriptedTask, scriptedTask } from '../../testing/index.js';
-import { createTaskTools, defineTool, type TaskTools } from '../../tools/index.js';
+import { type AnyToolDefinition, createTaskTools, defineTool, type TaskTools } from '../../tools/index.js';
 import { createAiSdkNotificationBridge, toAiSdkTool, toAiSdkTools } from './index.js';
 
 const usage = {
@@ -63,6 +63,7 @@ function world(): {
   taskTools: TaskTools;
   jobs: ScriptedTask[];
   tools: ReturnType<typeof toAiSdkTools>;
+  definitions: readonly AnyToolDefinition[];
   owner: ReturnType<typeof createOwner>;
 } {
   const { tasks } = serviceForTest();
@@ -102,12 +103,13 @@ function world(): {
       return { text: 'Refactored the parser.', isError: false };
     },
   });
-  const tools = toAiSdkTools([startJob, keepWorking, ...taskTools.tools], { caller: owner });
+  const definitions = [startJob, keepWorking, ...taskTools.tools];
+  const tools = toAiSdkTools(definitions, { caller: owner });
   toDispose.push(
     () => taskTools.dispose(),
     () => tasks.dispose(),
   );
-  return { tasks, taskTools, jobs, tools, owner };
+  return { tasks, taskTools, jobs, tools, definitions, owner };
 }
 
 describe('AI SDK adapter', () => {
@@ -255,6 +257,254 @@ describe('AI SDK adapter', () => {
     bridge.dispose();
     // Attempt 1's claim is not attempt 2's to return: the waiter already reported that end.
     expect(tasks.get(id, owner)).toMatchObject({ attempt: 2, reported: true });
+  });
+
+  describe('an end the model read with a tool call is not told again', () => {
+    it('drops the waiting notification once task_output shows the end: the next generation carries none', async () => {
+      const { tasks, owner, definitions } = world();
+      const bridge = createAiSdkNotificationBridge({
+        tasks,
+        owner,
+        logger: capturingLogger(),
+        lanes: { bash: 'quiet' },
+      });
+      toDispose.push(() => bridge.dispose());
+      const tools = toAiSdkTools(definitions, { caller: owner, notifications: bridge });
+      const held: number[] = [];
+      const first = new MockLanguageModelV4({
+        doGenerate: async () => {
+          switch (first.doGenerateCalls.length) {
+            case 1:
+              return toolCall('call_start', 'start_job', { description: 'npm test' });
+            case 2:
+              return toolCall('call_work', 'keep_working', {});
+            case 3:
+              // The quiet notification waits in the bridge for the next generation.
+              held.push(bridge.pending.length);
+              return toolCall('call_read', 'task_output', { task_id: 'bash-1' });
+            default:
+              return answer('The tests pass.');
+          }
+        },
+      });
+      const run = await generateText({
+        model: first,
+        tools,
+        prompt: 'Run the tests in the background and refactor the parser meanwhile.',
+        stopWhen: isStepCount(10),
+        experimental_steering: bridge.nextSteering(),
+      });
+      expect(run.text).toBe('The tests pass.');
+      expect(held).toEqual([1]);
+      expect((run.steps[2]?.toolResults[0]?.output as { text: string } | undefined)?.text).toBe(
+        '3 passed\n[status: completed (exit code 0)]',
+      );
+      expect(bridge.pending).toEqual([]);
+
+      const second = new MockLanguageModelV4({ doGenerate: answer('Anything else?') });
+      const next = await generateText({
+        model: second,
+        prompt: 'What now?',
+        experimental_steering: bridge.nextSteering(),
+      });
+      expect(next.steps[0]?.experimental_steeringMessages).toBeUndefined();
+      expect(promptText(second.doGenerateCalls[0] as LanguageModelV4CallOptions)).not.toContain(
+        '<task-notification>',
+      );
+    });
+
+    it('takes a steered notification out at the step boundary with prepareStep when the step read the end', async () => {
+      const { tasks, owner, jobs, definitions } = world();
+      const bridge = createAiSdkNotificationBridge({ tasks, owner, logger: capturingLogger() });
+      toDispose.push(() => bridge.dispose());
+      const tools = toAiSdkTools(definitions, { caller: owner, notifications: bridge });
+      const steered: string[] = [];
+      const model = new MockLanguageModelV4({
+        doGenerate: async () => {
+          switch (model.doGenerateCalls.length) {
+            case 1:
+              return toolCall('call_start', 'start_job', { description: 'npm test' });
+            case 2:
+              // The job ends while the model thinks: its notification is steered into this generation.
+              jobs[0]?.push('3 passed\n');
+              jobs[0]?.settle({ status: 'completed', detail: { exitCode: 0, outputTail: '3 passed' } });
+              await flushMicrotasks();
+              steered.push(...bridge.pending.map((notification) => notification.taskId));
+              return toolCall('call_read', 'task_output', { task_id: 'bash-1' });
+            default:
+              return answer('The tests pass.');
+          }
+        },
+      });
+      const run = await generateText({
+        model,
+        tools,
+        prompt: 'Run the tests in the background.',
+        stopWhen: isStepCount(10),
+        experimental_steering: bridge.nextSteering(),
+        prepareStep: bridge.prepareStep,
+      });
+      expect(run.text).toBe('The tests pass.');
+      // Not waiting in the bridge: handed to the running generation's steering.
+      expect(steered).toEqual([]);
+      const third = promptText(model.doGenerateCalls[2] as LanguageModelV4CallOptions);
+      expect(third).toContain('3 passed\n[status: completed (exit code 0)]');
+      expect(third).not.toContain('<task-notification>');
+      expect(run.steps.map((step) => step.experimental_steeringMessages)).toEqual([
+        undefined,
+        undefined,
+        undefined,
+      ]);
+      expect(bridge.pending).toEqual([]);
+      expect(tasks.get('bash-1', owner).reported).toBe(true);
+    });
+
+    it('keeps the claim of the dropped notification taken: no second notification, none returned on dispose', async () => {
+      const { tasks, owner, jobs, definitions } = world();
+      const bridge = createAiSdkNotificationBridge({
+        tasks,
+        owner,
+        logger: capturingLogger(),
+        lanes: { bash: 'quiet' },
+      });
+      const tools = toAiSdkTools(definitions, { caller: owner, notifications: bridge });
+      const execution = { messages: [], context: {} };
+      await tools.start_job?.execute?.({ description: 'lint' }, { toolCallId: 'call_1', ...execution });
+      jobs[0]?.settle();
+      await flushMicrotasks();
+      expect(bridge.pending.map((notification) => notification.taskId)).toEqual(['bash-1']);
+
+      const read = await tools.task_output?.execute?.(
+        { task_id: 'bash-1' },
+        { toolCallId: 'c2', ...execution },
+      );
+      expect(read).toMatchObject({
+        isError: false,
+        value: { taskId: 'bash-1', status: 'completed', attempt: 1 },
+      });
+      expect(bridge.pending).toEqual([]);
+      expect(tasks.get('bash-1', owner).reported).toBe(true);
+      // The policy asked again (a resume sweep) finds the end reported and tells nobody.
+      expect(await bridge.policy.deliver(tasks.get('bash-1', owner))).toEqual({
+        delivered: false,
+        reason: 'already_reported',
+      });
+      expect(bridge.pending).toEqual([]);
+      bridge.dispose();
+      // The model read the end: its claim is not returned for someone else to report it again.
+      expect(tasks.get('bash-1', owner).reported).toBe(true);
+    });
+
+    it('drops a notification of the reported attempt that arrives later, and delivers a later attempt', async () => {
+      const { tasks, owner } = world();
+      const woken: Array<[string, number]> = [];
+      // The notifier claims the end at settlement and hands the notification on only after reading the
+      // output tail; this one waits until the test lets it go.
+      let releaseTail: (tail: string) => void = () => {};
+      const tail = new Promise<string>((resolve) => {
+        releaseTail = resolve;
+      });
+      const bridge = createAiSdkNotificationBridge({
+        tasks,
+        owner,
+        logger: capturingLogger(),
+        readOutputTail: () => tail,
+        onWakeup: (notification) => woken.push([notification.taskId, notification.attempt]),
+      });
+      toDispose.push(() => bridge.dispose());
+      const first = scriptedTask({ kind: 'bash', label: 'build', owner });
+      const { id } = await tasks.start(first.spec);
+      first.settle();
+      await flushMicrotasks();
+      // Claimed, still being formatted: the model reads the end in between.
+      expect(tasks.get(id, owner)).toMatchObject({ attempt: 1, reported: true });
+      expect(bridge.pending).toEqual([]);
+      bridge.taskEndReported({ taskId: id, attempt: 1 });
+      releaseTail('ok');
+      await flushMicrotasks();
+      expect(bridge.pending).toEqual([]);
+      expect(woken).toEqual([]);
+      expect(tasks.get(id, owner).reported).toBe(true);
+
+      // A resumed task is a new attempt: its end is told as usual.
+      const second = scriptedTask({ kind: 'bash', label: 'build', owner, spec: { resumeId: id } });
+      await tasks.start(second.spec);
+      second.settle({ status: 'failed', detail: { exitCode: 1 } });
+      await flushMicrotasks();
+      expect(bridge.pending.map((notification) => [notification.taskId, notification.attempt])).toEqual([
+        [id, 2],
+      ]);
+      expect(woken).toEqual([[id, 2]]);
+    });
+
+    it('drops waiting notifications up to the reported attempt, all of them when no attempt is known', async () => {
+      const { tasks, owner } = world();
+      const bridge = createAiSdkNotificationBridge({
+        tasks,
+        owner,
+        logger: capturingLogger(),
+        lanes: { bash: 'quiet' },
+      });
+      toDispose.push(() => bridge.dispose());
+      const first = scriptedTask({ kind: 'bash', label: 'build', owner });
+      const { id } = await tasks.start(first.spec);
+      first.settle();
+      await flushMicrotasks();
+      const second = scriptedTask({ kind: 'bash', label: 'build', owner, spec: { resumeId: id } });
+      await tasks.start(second.spec);
+      second.settle();
+      await flushMicrotasks();
+      const other = scriptedTask({ kind: 'bash', label: 'lint', owner });
+      const { id: otherId } = await tasks.start(other.spec);
+      other.settle();
+      await flushMicrotasks();
+      const held = () => bridge.pending.map((notification) => [notification.taskId, notification.attempt]);
+      expect(held()).toEqual([
+        [id, 1],
+        [id, 2],
+        [otherId, 1],
+      ]);
+
+      bridge.taskEndReported({ taskId: id, attempt: 1 });
+      expect(held()).toEqual([
+        [id, 2],
+        [otherId, 1],
+      ]);
+      bridge.taskEndReported({ taskId: id });
+      expect(held()).toEqual([[otherId, 1]]);
+    });
+
+    it('remembers the reported ends of the last 256 task ids', async () => {
+      const { tasks, owner } = world();
+      const bridge = createAiSdkNotificationBridge({ tasks, owner, logger: capturingLogger() });
+      toDispose.push(() => bridge.dispose());
+      const oldest = scriptedTask({ kind: 'bash', label: 'build', owner });
+      const { id: oldestId } = await tasks.start(oldest.spec);
+      const kept = scriptedTask({ kind: 'bash', label: 'lint', owner });
+      const { id: keptId } = await tasks.start(kept.spec);
+      bridge.taskEndReported({ taskId: oldestId, attempt: 1 });
+      bridge.taskEndReported({ taskId: keptId, attempt: 1 });
+      for (let index = 0; index < 255; index += 1) {
+        bridge.taskEndReported({ taskId: `other-${index}`, attempt: 1 });
+      }
+      // 257 task ids: the oldest was forgotten, so its notification is delivered; the next is still known.
+      oldest.settle();
+      kept.settle();
+      await flushMicrotasks();
+      expect(bridge.pending.map((notification) => notification.taskId)).toEqual([oldestId]);
+    });
+
+    it('rejects a report without a task id', () => {
+      const { tasks, owner } = world();
+      const bridge = createAiSdkNotificationBridge({ tasks, owner, logger: capturingLogger() });
+      toDispose.push(() => bridge.dispose());
+      expect(() => bridge.taskEndReported({ taskId: 7 } as never)).toThrow(
+        expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
+      );
+      expect(() => bridge.taskEndReported({ taskId: 'bash-1', attempt: 1.5 })).toThrow(
+        'Expected `attempt` to be an integer or undefined, got 1.5 (number)',
+      );
+    });
   });
 
   it('answers a failing call as error text the model sees', async () => {

@@ -46,6 +46,27 @@ function harness(options: Partial<DeliveryPolicyOptions> = {}): Harness {
 }
 
 describe('delivery policy', () => {
+  it('returns no claim and logs nothing when the task was forgotten before its refused notification', async () => {
+    const owner = createOwner('session-1');
+    let forget: (() => Promise<void>) | undefined;
+    const h = harness({
+      owner,
+      enqueue: async () => {
+        // The session closes while the notification is handed over: its tasks are forgotten, the queue refuses.
+        await forget?.();
+        throw new Error('the session is closed');
+      },
+    });
+    const { id, task } = await h.start();
+    forget = () => owner.dispose();
+    task.settle({ status: 'completed' });
+    await flushMicrotasks(20);
+    expect(() => h.tasks.get(id, owner)).toThrow(expect.objectContaining({ code: 'TASK_NOT_FOUND' }));
+    expect(h.logger.warnings.map((warning) => warning.message)).toEqual([
+      `task ${id}: enqueueing its notification failed; the claim was returned`,
+    ]);
+  });
+
   it('delivers one notification for a terminal task, with its routing facts', async () => {
     const h = harness();
     const { id, task } = await h.start({

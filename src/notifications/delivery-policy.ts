@@ -414,6 +414,8 @@ export function createDeliveryPolicy(options: DeliveryPolicyOptions): DeliveryPo
       if (tasks.get(snapshot.id, owner).attempt !== snapshot.attempt) return;
       tasks.releaseClaim(snapshot.id, owner);
     } catch (error) {
+      // Forgotten meanwhile (its session closed, or retention dropped it): there is no claim left to return.
+      if (ErrandError.hasCode(error, 'TASK_NOT_FOUND')) return;
       logger.warn(`task ${snapshot.id}: returning its delivery claim failed`, {
         taskId: snapshot.id,
         error: describeError(error),

@@ -97,6 +97,8 @@ async function handOn(
 ): Promise<unknown> {
   if (ended === undefined || !isTerminalStatus(ended.status)) return undefined;
   try {
+    // Resumed meanwhile: the claim now belongs to the newer attempt, not to our waiter.
+    if (tasks.get(ended.id, caller).attempt !== ended.attempt) return undefined;
     tasks.releaseClaim(ended.id, caller);
   } catch (error) {
     if (ErrandError.hasCode(error, 'TASK_NOT_FOUND')) return undefined;

@@ -8,6 +8,7 @@ import {
   switchableStore,
   type TaskBoard,
 } from '../../test/support/session.js';
+import { deferred } from '../../test/support/waiting.js';
 import { createMemorySessionStore, type SessionStore } from '../store/index.js';
 import { defineTool } from '../tools/index.js';
 import type { ModelPort, ModelResponse } from './model-port.js';
@@ -15,15 +16,6 @@ import type { ModelPort, ModelResponse } from './model-port.js';
 afterEach(() => {
   vi.useRealTimers();
 });
-
-/** A promise a test settles by hand. */
-function deferred<T = void>() {
-  let resolve!: (value: T) => void;
-  const promise = new Promise<T>((done) => {
-    resolve = done;
-  });
-  return { promise, resolve };
-}
 
 describe('the configuration barrier', () => {
   it('an input queued behind a configuration that is still applying waits for it', async () => {

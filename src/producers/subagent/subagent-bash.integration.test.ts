@@ -2,6 +2,8 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { isAlive } from '../../../test/fixtures/bash/index.js';
+import { deferred, settled } from '../../../test/support/waiting.js';
 import { createTaskService, type Logger } from '../../registry/index.js';
 import { createSessionRuntime, type SessionRuntime } from '../../session/index.js';
 import { createMemorySessionStore, type SessionStore } from '../../store/index.js';
@@ -19,19 +21,6 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
   for (const directory of directories.splice(0)) rmSync(directory, { recursive: true, force: true });
 });
-
-interface Deferred {
-  readonly promise: Promise<void>;
-  resolve(): void;
-}
-
-function deferred(): Deferred {
-  let resolve!: () => void;
-  const promise = new Promise<void>((done) => {
-    resolve = done;
-  });
-  return { promise, resolve };
-}
 
 interface Harness {
   readonly store: SessionStore;
@@ -67,26 +56,6 @@ function harness(childSteps: ScriptedStep[], options: Partial<SubagentProducerOp
     await tasks.dispose();
   });
   return { store, tasks, runtime, subagents, dir };
-}
-
-function settled(tasks: TaskService, predicate: (snapshot: TaskSnapshot) => boolean): Promise<TaskSnapshot> {
-  return new Promise((resolve) => {
-    const stop = tasks.onTaskDone((snapshot) => {
-      if (predicate(snapshot)) {
-        stop();
-        resolve(snapshot);
-      }
-    });
-  });
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function bashTasks(tasks: TaskService): TaskSnapshot[] {

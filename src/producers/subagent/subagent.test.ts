@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { deferred, nextEvent, notifications, settled } from '../../../test/support/waiting.js';
 import { createTaskService, type Logger } from '../../registry/index.js';
 import {
   createSessionRuntime,
@@ -25,19 +26,6 @@ import {
   type SubagentProducer,
   type SubagentProducerOptions,
 } from './index.js';
-
-interface Deferred<T> {
-  readonly promise: Promise<T>;
-  resolve(value: T): void;
-}
-
-function deferred<T = void>(): Deferred<T> {
-  let resolve!: (value: T) => void;
-  const promise = new Promise<T>((done) => {
-    resolve = done;
-  });
-  return { promise, resolve };
-}
 
 const quietLogger: Logger & { warnings: string[] } = {
   warnings: [],
@@ -123,36 +111,6 @@ function harness(
   };
   opened.push(created);
   return created;
-}
-
-function nextEvent(session: Session, predicate: (event: SessionEvent) => boolean): Promise<SessionEvent> {
-  return new Promise((resolve) => {
-    const stop = session.on((event) => {
-      if (predicate(event)) {
-        stop();
-        resolve(event);
-      }
-    });
-  });
-}
-
-/** Resolves with the terminal snapshot of `id` without taking its delivery claim. */
-function settled(tasks: TaskService, id: string): Promise<TaskSnapshot> {
-  return new Promise((resolve) => {
-    const stop = tasks.onTaskDone((snapshot) => {
-      if (snapshot.id === id) {
-        stop();
-        resolve(snapshot);
-      }
-    });
-  });
-}
-
-function notifications(session: Session): string[] {
-  return session
-    .messages()
-    .map((message) => message.content.text ?? '')
-    .filter((text) => text.includes('<task-notification>'));
 }
 
 function toolNames(request: ModelRequest): string[] {

@@ -3,15 +3,11 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { isAlive } from '../../../test/fixtures/bash/index.js';
+import { nextEvent, settled } from '../../../test/support/waiting.js';
 import { createTaskService, type Logger } from '../../registry/index.js';
-import {
-  createSessionRuntime,
-  type Session,
-  type SessionEvent,
-  type SessionRuntime,
-} from '../../session/index.js';
+import { createSessionRuntime, type SessionRuntime } from '../../session/index.js';
 import { createMemorySessionStore, openSqliteSessionStore, type SessionStore } from '../../store/index.js';
-import type { TaskService, TaskSnapshot } from '../../tasks/index.js';
 import { scriptedModel } from '../../testing/index.js';
 import { BashExecutor, systemClock } from '../bash/index.js';
 import { createSubagentProducer, type SubagentProducer } from '../subagent/index.js';
@@ -38,37 +34,6 @@ function temporaryDirectory(): string {
 function count(dir: string, step: string): number {
   const file = join(dir, `${step}.count`);
   return existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean).length : 0;
-}
-
-function settled(tasks: TaskService, id: string): Promise<TaskSnapshot> {
-  return new Promise((resolve) => {
-    const stop = tasks.onTaskDone((snapshot) => {
-      if (snapshot.id === id) {
-        stop();
-        resolve(snapshot);
-      }
-    });
-  });
-}
-
-function nextEvent(session: Session, predicate: (event: SessionEvent) => boolean): Promise<SessionEvent> {
-  return new Promise((resolve) => {
-    const stop = session.on((event) => {
-      if (predicate(event)) {
-        stop();
-        resolve(event);
-      }
-    });
-  });
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** Resolves once `file` exists (a fixture signals readiness by writing it). */

@@ -10,6 +10,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { nextEvent, notifications, settled } from '../../../test/support/waiting.js';
 import { WORKFLOW_NEXT_STEPS, WORKFLOW_PROGRESS_NEXT_STEPS } from '../../notifications/index.js';
 import { createTaskService, type Logger } from '../../registry/index.js';
 import {
@@ -19,7 +20,7 @@ import {
   type SessionRuntime,
 } from '../../session/index.js';
 import { createMemorySessionStore, type SessionStore } from '../../store/index.js';
-import { ErrandError, type Owner, type TaskService, type TaskSnapshot } from '../../tasks/index.js';
+import { ErrandError, type Owner, type TaskService } from '../../tasks/index.js';
 import { scriptedModel } from '../../testing/index.js';
 import { createTaskTools, executeTool, type ToolContext } from '../../tools/index.js';
 import { createManualClock, type ManualClock } from '../bash/index.js';
@@ -132,36 +133,6 @@ function harness(
 
 function context(owner: Owner, id = 'call_1'): ToolContext {
   return { caller: owner, toolCallId: id, signal: new AbortController().signal };
-}
-
-/** The terminal snapshot of `id`, without taking its delivery claim. */
-function settled(tasks: TaskService, id: string): Promise<TaskSnapshot> {
-  return new Promise((resolve) => {
-    const stop = tasks.onTaskDone((snapshot) => {
-      if (snapshot.id === id) {
-        stop();
-        resolve(snapshot);
-      }
-    });
-  });
-}
-
-function nextEvent(session: Session, predicate: (event: SessionEvent) => boolean): Promise<SessionEvent> {
-  return new Promise((resolve) => {
-    const stop = session.on((event) => {
-      if (predicate(event)) {
-        stop();
-        resolve(event);
-      }
-    });
-  });
-}
-
-function notifications(session: Session): string[] {
-  return session
-    .messages()
-    .map((message) => message.content.text ?? '')
-    .filter((text) => text.includes('<task-notification>'));
 }
 
 function count(dir: string, step: string): number {

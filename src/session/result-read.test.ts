@@ -102,3 +102,29 @@ describe('a task id registered afresh after the registry forgot it', () => {
     await runtime.dispose();
   });
 });
+
+describe('sealing a session', () => {
+  it('discards the notifications still queued, so a finished run starts no turn for them', async () => {
+    const { runtime, store, model } = runtimeForTest([{ text: 'never asked' }]);
+    const session = runtime.createSession({ id: 's1' });
+    const admitted = session.deliverNotification({
+      taskId: 'bash-1',
+      label: 'build',
+      text: '<task-notification>…</task-notification>',
+      lane: 'wakeup',
+      branchGeneration: session.branchGeneration,
+      idempotencyKey: 'k1',
+      attempt: 1,
+    });
+    expect(admitted).toMatchObject({ admitted: true });
+    // Sealed before the scheduled idle drain runs.
+    session.seal();
+    await session.whenIdle();
+    await flushMicrotasks();
+    expect(model.requests).toHaveLength(0);
+    expect(store.listLedger('s1')).toEqual([
+      expect.objectContaining({ taskId: 'bash-1', state: 'discarded', reason: 'sealed' }),
+    ]);
+    await runtime.dispose();
+  });
+});

@@ -261,8 +261,19 @@ export class Session {
     return this.#sealed;
   }
 
+  /**
+   * Seals the session: no more background notifications are admitted, and those still queued are
+   * discarded (`sealed`) — a finished run starts no turn for them, even one already scheduled.
+   */
   seal(): void {
+    if (this.#sealed) return;
     this.#sealed = true;
+    const queued = this.#queue.remove((command) => command.kind === 'notification') as QueuedNotification[];
+    if (queued.length === 0) return;
+    this.#ledger.discard(queued, 'sealed');
+    for (const notification of queued) {
+      this.#emit({ type: 'notification-discarded', taskId: notification.taskId, reason: 'sealed' });
+    }
   }
 
   /** Commands waiting in the queue. */

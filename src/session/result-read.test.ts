@@ -5,7 +5,12 @@
  */
 import { describe, expect, it, vi } from 'vitest';
 import { flushMicrotasks } from '../../test/support/registry.js';
-import { runtimeForTest, startTaskTool, type TaskBoard } from '../../test/support/session.js';
+import {
+  runtimeForTest,
+  startTaskTool,
+  switchableStore,
+  type TaskBoard,
+} from '../../test/support/session.js';
 import { createTaskService } from '../registry/index.js';
 import { scriptedTask } from '../testing/index.js';
 import { createTaskTools } from '../tools/index.js';
@@ -125,6 +130,53 @@ describe('sealing a session', () => {
     expect(store.listLedger('s1')).toEqual([
       expect.objectContaining({ taskId: 'bash-1', state: 'discarded', reason: 'sealed' }),
     ]);
+    await runtime.dispose();
+  });
+});
+
+describe('the wake budget', () => {
+  it('is spent by a background turn that delivered its results, not by one the store refused', async () => {
+    const { store, failing } = switchableStore();
+    const board: TaskBoard = new Map();
+    const { runtime, model } = runtimeForTest(
+      [
+        {
+          toolCalls: [
+            { name: 'start_task', input: { label: 'one' } },
+            { name: 'start_task', input: { label: 'two' } },
+          ],
+        },
+        { text: 'started' },
+        { text: 'one is done' },
+        { text: 'two is done' },
+      ],
+      {
+        store,
+        limits: { deliveryRetryMs: 1 },
+        notifications: { wakeBudget: 2 },
+        tools: (session) => [startTaskTool(session, board)],
+      },
+    );
+    const session = runtime.createSession({ id: 's1' });
+    await session.send('start both');
+    failing.add('commitDelivery');
+    board.get('one')!.settle({ status: 'completed' });
+    // The background turn fails to record its delivery, so nothing reached the model and no wake-up is spent.
+    await vi.waitFor(() =>
+      expect(store.listLedger('s1').some((entry) => entry.state === 'queued')).toBe(true),
+    );
+    await vi.waitFor(() => expect(model.requests.length).toBe(2));
+    failing.delete('commitDelivery');
+    await vi.waitFor(() => expect(model.requests.length).toBe(3));
+    // One wake-up spent of two: the second result still wakes the agent.
+    board.get('two')!.settle({ status: 'completed' });
+    await vi.waitFor(() => expect(model.requests.length).toBe(4));
+    expect(
+      store
+        .listLedger('s1')
+        .filter((entry) => entry.kind === 'notification')
+        .map((entry) => entry.lane),
+    ).toEqual(['wakeup', 'wakeup']);
     await runtime.dispose();
   });
 });

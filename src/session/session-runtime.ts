@@ -364,10 +364,10 @@ export class SessionRuntime {
       enqueue: (notification) => this.#enqueue(session, scope, notification),
     });
     const stopForwarding = session.on((event) => {
-      if (event.type === 'turn-start') {
-        if (event.source === 'user') policy.noteUserInput();
-        else policy.noteWake();
-      }
+      if (event.type === 'turn-start' && event.source === 'user') policy.noteUserInput();
+      // A wake-up is spent when background results reach the model in a turn of their own: the message
+      // that delivers them. A turn whose batch was all stale, or whose delivery the store refused, spends none.
+      if (event.type === 'message' && event.message.source === 'background_task') policy.noteWake();
       for (const listener of [...this.#listeners]) {
         try {
           listener(id, event);

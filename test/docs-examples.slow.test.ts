@@ -15,6 +15,7 @@ interface Example {
   readonly source: string;
   readonly line: number;
   readonly code: string;
+  readonly language: string;
 }
 
 function examplesOf(file: string): Example[] {
@@ -22,19 +23,23 @@ function examplesOf(file: string): Example[] {
   const examples: Example[] = [];
   let start: number | undefined;
   let body: string[] = [];
-  let checked = false;
+  let language = '';
   lines.forEach((text, index) => {
     if (start === undefined) {
       const fence = /^```(\S*)(.*)$/.exec(text);
       if (fence) {
         start = index + 1;
         body = [];
-        checked = (fence[1] === 'ts' || fence[1] === 'typescript') && !/\bfragment\b/.test(fence[2] ?? '');
+        language = /\bfragment\b/.test(fence[2] ?? '')
+          ? 'fragment'
+          : fence[1] === 'typescript'
+            ? 'ts'
+            : (fence[1] ?? '');
       }
       return;
     }
     if (text.startsWith('```')) {
-      if (checked) examples.push({ source: relative(root, file), line: start, code: body.join('\n') });
+      examples.push({ source: relative(root, file), line: start, code: body.join('\n'), language });
       start = undefined;
       return;
     }
@@ -64,7 +69,8 @@ const documents = [
     .filter((name) => name.endsWith('.md'))
     .map((name) => join(root, 'docs', name)),
 ];
-const examples = documents.flatMap(examplesOf);
+const blocks = documents.flatMap(examplesOf);
+const examples = blocks.filter((block) => block.language === 'ts');
 const directory = mkdtempSync(join(root, '.errand-test-docs-'));
 
 afterAll(() => {
@@ -74,6 +80,21 @@ afterAll(() => {
 describe('documentation examples', () => {
   it('finds the examples it checks', () => {
     expect(examples.length).toBeGreaterThanOrEqual(10);
+  });
+
+  it('in JSON parse', () => {
+    const broken = blocks
+      .filter((block) => block.language === 'json')
+      .flatMap((block) => {
+        try {
+          JSON.parse(block.code);
+          return [];
+        } catch (error) {
+          return [`${block.source}:${block.line}: ${(error as Error).message}`];
+        }
+      });
+    expect(blocks.filter((block) => block.language === 'json').length).toBeGreaterThan(0);
+    expect(broken).toEqual([]);
   });
 
   it('type-check against the current sources', () => {

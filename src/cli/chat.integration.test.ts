@@ -9,6 +9,8 @@ import {
   fakeOpenAiEndpoint,
   lastMessageText,
 } from '../../test/support/fake-openai.js';
+import { createErrandRuntime } from '../host/index.js';
+import { scriptedModel } from '../testing/index.js';
 
 const main = new URL('../../dist/cli/main.js', import.meta.url).pathname;
 let endpoint: FakeEndpoint | undefined;
@@ -156,5 +158,34 @@ describe('errand chat on a terminal', () => {
     await seen('(stopping bash-1)');
     terminal.write('/quit\r');
     expect(await exited).toBe(0);
+  });
+
+  it('refuses to resume a session another live runtime has open, or one that does not exist, and exits 1', async () => {
+    const home = mkdtempSync(join(tmpdir(), 'errand-chat-busy-'));
+    directories.push(home);
+    const holder = await createErrandRuntime({ model: scriptedModel([]), home, cwd: home, pty: false });
+    try {
+      holder.createSession({ id: 'busy' });
+      const run = (id: string) =>
+        new Promise<{ code: number | null; stderr: string }>((resolve) => {
+          const child = spawn(process.execPath, [main, 'chat', '--home', home, '--resume', id], {
+            env: { ...process.env, ERRAND_MODEL: 'test-model', ERRAND_BASE_URL: 'http://127.0.0.1:9/v1' },
+            stdio: ['pipe', 'pipe', 'pipe'],
+          });
+          let stderr = '';
+          child.stderr.on('data', (chunk: Buffer) => {
+            stderr += chunk.toString();
+          });
+          child.on('exit', (code) => resolve({ code, stderr }));
+        });
+      const busy = await run('busy');
+      expect(busy.code).toBe(1);
+      expect(busy.stderr).toContain(`is open in another runtime (process ${process.pid})`);
+      const missing = await run('missing');
+      expect(missing.code).toBe(1);
+      expect(missing.stderr).toMatch(/errand chat: .*missing/);
+    } finally {
+      await holder.dispose();
+    }
   });
 });

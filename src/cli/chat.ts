@@ -8,7 +8,7 @@ import { createInterface } from 'node:readline/promises';
 import type { Readable, Writable } from 'node:stream';
 import { openAiChatModelFromEnvironment } from '../adapters/index.js';
 import { createErrandRuntime } from '../host/index.js';
-import type { ModelPort, SessionEvent } from '../session/index.js';
+import type { ModelPort, Session, SessionEvent } from '../session/index.js';
 import { createTrustedCaller, type TaskSnapshot } from '../tasks/index.js';
 import { formatBytes, SPINNER, TaskPanel } from './task-panel.js';
 
@@ -82,9 +82,17 @@ export async function runChat(options: ChatOptions): Promise<number> {
     out.write(text);
     lines.prompt(true);
   };
-  const session = options.resume
-    ? runtime.resumeSession(options.resume)
-    : runtime.createSession({ cwd: options.cwd });
+  let session: Session;
+  try {
+    session = options.resume
+      ? runtime.resumeSession(options.resume)
+      : runtime.createSession({ cwd: options.cwd });
+  } catch (error) {
+    // An unknown session, or one another runtime still has open (SESSION_IN_USE): say so and leave cleanly.
+    options.err.write(`errand chat: ${error instanceof Error ? error.message : String(error)}\n`);
+    await runtime.dispose();
+    return 1;
+  }
   print(`errand chat — model ${model.name}, session ${session.id}\n${HELP}\n`);
 
   const printEvent = (event: SessionEvent) => {

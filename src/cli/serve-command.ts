@@ -1,13 +1,12 @@
 /**
- * `errand serve`: the dashboard on 127.0.0.1 for a runtime of its own. Its session list is the store's
- * (every session recorded in the data directory); live work, output and Stop exist only for work this
- * process runs — a dashboard shows the live work of the process that serves it, so an MCP server's work
- * is watched with `errand mcp --dashboard`. Prints the URL (token included) on stdout and runs until
- * SIGINT / SIGTERM, then closes the server and disposes the runtime, leaving no process behind.
+ * `errand serve`: the dashboard on 127.0.0.1 over the data directory. It shows the sessions and the
+ * background work of every runtime recording into that store — `errand mcp`, `errand chat`, other
+ * processes — by polling the store (`createStoreDashboardBackend`); Stop reaches the runtime holding the
+ * work as a command through the store. Prints the URL (token included) on stdout and runs until
+ * SIGINT / SIGTERM, then closes the server and the store, leaving no process behind.
  */
-import { createErrandRuntime } from '../host/index.js';
-import { createDashboardServer } from '../server/index.js';
-import type { ModelPort } from '../session/index.js';
+import { createDashboardServer, createStoreDashboardBackend } from '../server/index.js';
+import { openSqliteSessionStore } from '../store/index.js';
 import { describeFlags, type FlagSpecs, parseFlags, UsageError } from './args.js';
 import { type CommandIo, processIo } from './mcp-command.js';
 import { onShutdownSignal } from './shutdown-signals.js';
@@ -21,25 +20,19 @@ export const SERVE_FLAGS: FlagSpecs = {
   home: {
     type: 'path',
     placeholder: '<dir>',
-    description: 'the data directory whose sessions are listed (default: $ERRAND_HOME, else ~/.errand)',
+    description: 'the data directory whose sessions and work are shown (default: $ERRAND_HOME, else ~/.errand)',
   },
 };
 
 export const SERVE_USAGE = `Usage: errand serve [options]
 
 Serves the Errand dashboard on 127.0.0.1 until SIGINT or SIGTERM. The URL it prints carries the access
-token. It lists the sessions of the data directory; live work is shown by the process that runs it
-(use \`errand mcp --dashboard\` to watch an MCP server's work).
+token. It shows the sessions and background work of every Errand process using the data directory
+(errand mcp, errand chat, ...), read from its store every second, and stops work through that store.
 
 Options:
 ${describeFlags(SERVE_FLAGS)}
 `;
-
-/** `errand serve` runs no conversation: a model request would be a bug, and is refused. */
-const NO_MODEL: ModelPort = Object.freeze({
-  name: 'none',
-  generate: () => Promise.reject(new Error('errand serve runs no model')),
-});
 
 export async function runServeCommand(argv: readonly string[], io: CommandIo = processIo()): Promise<number> {
   let values: Record<string, unknown>;
@@ -61,14 +54,14 @@ export async function runServeCommand(argv: readonly string[], io: CommandIo = p
   const warn = (message: string, context?: Record<string, unknown>) => {
     io.stderr.write(`errand serve: warning: ${message}${context ? ` ${JSON.stringify(context)}` : ''}\n`);
   };
-  const runtime = await createErrandRuntime({
-    model: NO_MODEL,
-    pty: false,
-    logger: { warn },
-    ...(typeof values.home === 'string' ? { home: values.home } : {}),
-  });
+  const store = openSqliteSessionStore(typeof values.home === 'string' ? { home: values.home } : {});
+  const backend = createStoreDashboardBackend({ store, logger: { warn } });
+  const release = () => {
+    backend.dispose();
+    store.close();
+  };
   const server = createDashboardServer({
-    backend: runtime.dashboard,
+    backend,
     host: '127.0.0.1',
     ...(typeof values.port === 'number' ? { port: values.port } : {}),
     logger: { warn },
@@ -78,7 +71,7 @@ export async function runServeCommand(argv: readonly string[], io: CommandIo = p
     io.stdout.write(`Errand dashboard: ${address.url}\n`);
   } catch (error) {
     await server.close();
-    await runtime.dispose();
+    release();
     throw error;
   }
 
@@ -92,7 +85,7 @@ export async function runServeCommand(argv: readonly string[], io: CommandIo = p
   try {
     await stopped;
     await server.close();
-    await runtime.dispose();
+    release();
   } finally {
     stopListening();
   }

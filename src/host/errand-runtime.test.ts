@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { capturingLogger } from '../../test/support/registry.js';
 import { createMemorySessionStore } from '../store/index.js';
-import { scriptedModel } from '../testing/index.js';
+import { createTrustedCaller } from '../tasks/index.js';
+import { scriptedModel, scriptedTask } from '../testing/index.js';
 import { createErrandRuntime, ERRAND_RUNTIME_DEFAULTS, type ErrandRuntimeOptions } from './errand-runtime.js';
 
 const directories: string[] = [];
@@ -152,5 +153,113 @@ describe('disposing the assembled runtime', () => {
     expect(parent.requests).toHaveLength(2);
     // Nor is the stop admitted as a notification at all: the session was already shutting down.
     expect(runtime.store.listLedger('main').filter((entry) => entry.kind === 'notification')).toEqual([]);
+  });
+});
+
+describe('commands addressed to the runtime through the store', () => {
+  const trustedCaller = createTrustedCaller('test');
+  async function runtimeWithWork(options: Partial<ErrandRuntimeOptions> = {}) {
+    const store = createMemorySessionStore();
+    const runtime = await createErrandRuntime({
+      model: scriptedModel(),
+      store,
+      pty: false,
+      logger: capturingLogger(),
+      commandPollMs: 3_600_000,
+      ...options,
+    });
+    const session = runtime.createSession();
+    const task = scriptedTask({ kind: 'bash', label: 'sleep 30', owner: session.owner, background: true });
+    const started = await runtime.tasks.start(task.spec);
+    return { store, runtime, session, taskId: started.id };
+  }
+
+  it('stops the work as the person on a cancel_background_work and answers acknowledged', async () => {
+    const { store, runtime, session, taskId } = await runtimeWithWork();
+    try {
+      const command = store.submitCommand({
+        sessionId: session.id,
+        runtime: runtime.sessions.instanceId,
+        type: 'cancel_background_work',
+        workId: taskId,
+      });
+      await runtime.pollCommands();
+      expect(store.getCommand(command.id)).toMatchObject({ state: 'acknowledged' });
+      await vi.waitFor(() => expect(runtime.tasks.get(taskId, trustedCaller).status).toBe('killed'));
+      expect(runtime.tasks.get(taskId, trustedCaller).stopInitiator).toBe('user');
+      expect(store.getTask(taskId, session.id)).toMatchObject({ status: 'killed', stopInitiator: 'user' });
+
+      const again = store.submitCommand({
+        sessionId: session.id,
+        runtime: runtime.sessions.instanceId,
+        type: 'cancel_background_work',
+        workId: taskId,
+      });
+      const unknown = store.submitCommand({
+        sessionId: session.id,
+        runtime: runtime.sessions.instanceId,
+        type: 'cancel_background_work',
+        workId: 'bash-999',
+      });
+      const elsewhere = store.submitCommand({
+        sessionId: session.id,
+        runtime: 'another-runtime',
+        type: 'cancel_background_work',
+        workId: taskId,
+      });
+      await runtime.pollCommands();
+      expect(store.getCommand(again.id)).toMatchObject({ state: 'rejected', reason: 'not_running' });
+      expect(store.getCommand(unknown.id)).toMatchObject({ state: 'rejected', reason: 'not_found' });
+      expect(store.getCommand(elsewhere.id)).toMatchObject({ state: 'pending' });
+    } finally {
+      await runtime.dispose();
+    }
+  });
+
+  it('expires a command older than commandMaxAgeMs instead of running it', async () => {
+    const { store, runtime, session, taskId } = await runtimeWithWork({ commandMaxAgeMs: 1 });
+    try {
+      const now = vi.spyOn(Date, 'now');
+      const command = store.submitCommand({
+        sessionId: session.id,
+        runtime: runtime.sessions.instanceId,
+        type: 'cancel_background_work',
+        workId: taskId,
+      });
+      now.mockReturnValue(command.createdAt + 1000);
+      await runtime.pollCommands();
+      now.mockRestore();
+      expect(store.getCommand(command.id)).toMatchObject({ state: 'expired' });
+      expect(runtime.tasks.get(taskId, trustedCaller).status).toBe('running');
+    } finally {
+      await runtime.dispose();
+    }
+  });
+
+  it('does not poll a memory store unless asked, and validates its options', async () => {
+    const store = createMemorySessionStore();
+    const runtime = await createErrandRuntime({ model: scriptedModel(), store, pty: false });
+    try {
+      const session = runtime.createSession();
+      const command = store.submitCommand({
+        sessionId: session.id,
+        runtime: runtime.sessions.instanceId,
+        type: 'cancel_background_work',
+        workId: 'bash-1',
+      });
+      await runtime.pollCommands();
+      expect(store.getCommand(command.id)?.state).toBe('pending');
+    } finally {
+      await runtime.dispose();
+    }
+    for (const [field, value] of [
+      ['commandPollMs', 0],
+      ['commandPollMs', true],
+      ['commandMaxAgeMs', 0],
+    ] as const) {
+      await expect(
+        createErrandRuntime({ model: scriptedModel(), store, pty: false, [field]: value }),
+      ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', context: expect.objectContaining({ field }) });
+    }
   });
 });

@@ -74,7 +74,7 @@ import {
   type SessionLogger,
   type SessionRuntime,
 } from '../session/index.js';
-import { openSqliteSessionStore, type SessionStore } from '../store/index.js';
+import { MemorySessionStore, openSqliteSessionStore, type SessionStore } from '../store/index.js';
 import {
   createTrustedCaller,
   InvalidArgumentError,
@@ -93,12 +93,15 @@ import {
   type TaskToolsOptions,
   taskToolsPrompt,
 } from '../tools/index.js';
+import { startCommandPoller } from './command-poller.js';
 
 const trusted = createTrustedCaller('errand-runtime');
 
 /** Defaults of the runtime's own options (the parts' options have their own defaults). */
 export const ERRAND_RUNTIME_DEFAULTS = Object.freeze({
   notificationTailReadBytes: 4096,
+  commandPollMs: 500,
+  commandMaxAgeMs: 60_000,
 });
 
 /**
@@ -153,6 +156,18 @@ export interface ErrandRuntimeOptions {
    */
   readonly notificationTailReadBytes?: number;
   readonly limits?: SessionLimits;
+  /**
+   * How often the runtime reads the store for commands a person addressed to it from another process
+   * (`errand serve`'s Stop), in ms (1 to 3600000), or false for never. Each read is one indexed SELECT.
+   * Default 500 — except on a `MemorySessionStore`, which no other process can write: there the default
+   * is false.
+   */
+  readonly commandPollMs?: number | false;
+  /**
+   * A command read later than this after it was submitted is expired instead of run (whoever asked gave
+   * up long before), in ms (at least 1). Default 60000.
+   */
+  readonly commandMaxAgeMs?: number;
   readonly events?: Omit<BackgroundEventFeedOptions, 'tasks'>;
   /** More tools for a session (a harness's own), after Errand's. */
   readonly tools?: (session: Session, runtime: ErrandRuntime) => readonly AnyToolDefinition[];
@@ -176,6 +191,8 @@ export const ERRAND_RUNTIME_OPTION_KEYS = optionKeys<ErrandRuntimeOptions>()({
   notifications: true,
   notificationTailReadBytes: true,
   limits: true,
+  commandPollMs: true,
+  commandMaxAgeMs: true,
   events: true,
   tools: true,
   logger: true,
@@ -265,6 +282,11 @@ export interface ErrandRuntime {
    * screen's size.
    */
   outputSnapshot(taskId: string, maxBytes?: number): { text: string; totalBytes?: number } | undefined;
+  /**
+   * Reads and answers the commands addressed to this runtime now (what each `commandPollMs` tick does);
+   * resolves once they are answered. Does nothing when polling is off or the runtime is disposed.
+   */
+  pollCommands(): Promise<void>;
   /** Closes every session (stopping their work), then the producers, the service and an owned store. */
   dispose(): Promise<void>;
 }
@@ -283,13 +305,30 @@ export async function createErrandRuntime(options: ErrandRuntimeOptions): Promis
       options.notificationTailReadBytes,
     );
   }
+  const commandPollMs =
+    options.commandPollMs ??
+    (options.store instanceof MemorySessionStore ? false : ERRAND_RUNTIME_DEFAULTS.commandPollMs);
+  if (
+    commandPollMs !== false &&
+    (!Number.isSafeInteger(commandPollMs) || commandPollMs < 1 || commandPollMs > 3_600_000)
+  ) {
+    throw new InvalidArgumentError(
+      'commandPollMs',
+      'an integer from 1 to 3600000, or false',
+      options.commandPollMs,
+    );
+  }
+  const commandMaxAgeMs = options.commandMaxAgeMs ?? ERRAND_RUNTIME_DEFAULTS.commandMaxAgeMs;
+  if (!Number.isSafeInteger(commandMaxAgeMs) || commandMaxAgeMs < 1) {
+    throw new InvalidArgumentError('commandMaxAgeMs', 'a positive integer', options.commandMaxAgeMs);
+  }
   const ownsStore = options.store === undefined;
   const store =
     options.store ?? openSqliteSessionStore(options.home === undefined ? {} : { home: options.home });
   const built: Array<() => unknown> = ownsStore ? [() => store.close()] : [];
   try {
     return await assembleRuntime(
-      { ...options, notificationTailReadBytes: tailReadBytes },
+      { ...options, notificationTailReadBytes: tailReadBytes, commandPollMs, commandMaxAgeMs },
       store,
       ownsStore,
       built,
@@ -309,7 +348,11 @@ export async function createErrandRuntime(options: ErrandRuntimeOptions): Promis
 
 /** Builds the parts in dependency order, recording in `built` how to release each one. */
 async function assembleRuntime(
-  options: ErrandRuntimeOptions & { readonly notificationTailReadBytes: number },
+  options: ErrandRuntimeOptions & {
+    readonly notificationTailReadBytes: number;
+    readonly commandPollMs: number | false;
+    readonly commandMaxAgeMs: number;
+  },
   store: SessionStore,
   ownsStore: boolean,
   built: Array<() => unknown>,
@@ -441,6 +484,28 @@ async function assembleRuntime(
     },
   };
 
+  const commands =
+    options.commandPollMs === false
+      ? undefined
+      : startCommandPoller({
+          store,
+          runtime: sessions.instanceId,
+          intervalMs: options.commandPollMs,
+          maxAgeMs: options.commandMaxAgeMs,
+          holdsSession: (sessionId) => sessions.getSession(sessionId) !== undefined,
+          ownerOf: (workId) => tasks.list(trusted).find((task) => task.id === workId)?.ownerSessionId,
+          stop: (workId) => dashboard.stopBackgroundWork(workId),
+          now: () => Date.now(),
+          logger: options.logger ?? {
+            warn: (message, context) =>
+              process.emitWarning(
+                `${message}${context ? ` ${JSON.stringify(context)}` : ''}`,
+                'ErrandWarning',
+              ),
+          },
+        });
+  if (commands) built.push(() => commands.stop());
+
   let disposal: Promise<void> | undefined;
   runtime = {
     tasks,
@@ -461,8 +526,10 @@ async function assembleRuntime(
     createSession: (sessionOptions) => sessions.createSession(sessionOptions),
     resumeSession: (id) => sessions.resumeSession(id),
     outputSnapshot,
+    pollCommands: () => commands?.poll() ?? Promise.resolve(),
     dispose() {
       disposal ??= (async () => {
+        commands?.stop();
         // Sessions first: their shutdown blocks notifications, so the work stopped below wakes no agent.
         await sessions.dispose();
         await workflows?.dispose();

@@ -39,6 +39,15 @@ export {
 } from './session-directory.js';
 export { DashboardAssetsMissingError } from './static-assets.js';
 export {
+  createStoreDashboardBackend,
+  readFileTail,
+  STORE_DASHBOARD_DEFAULTS,
+  StopFailedError,
+  StopNotAnsweredError,
+  type StoreDashboardBackend,
+  type StoreDashboardBackendOptions,
+} from './store-dashboard-backend.js';
+export {
   createTaskServiceBackend,
   type TaskServiceBackend,
   type TaskServiceBackendOptions,

@@ -23,6 +23,7 @@ import {
   createTrustedCaller,
   ErrandError,
   InvalidArgumentError,
+  isTerminalStatus,
   parseTaskId,
   type SessionId,
   type TaskService,
@@ -176,6 +177,8 @@ export class SessionRuntime {
   /** Distinguishes this runtime's notifications in the ledger from an earlier one's with the same task ids. */
   readonly #instance = randomUUID().slice(0, 8);
   readonly #unregister: () => void;
+  /** Per task (session and id): the viewer facts last persisted, so a detail update writes only when they change. */
+  readonly #persisted = new Map<string, string>();
   /** Sessions opened so far: each opening gets its own admission scope (see `#enqueue`). */
   #openings = 0;
   #disposal: Promise<void> | undefined;
@@ -194,6 +197,14 @@ export class SessionRuntime {
       caller: runtimeCaller,
     });
     this.#unregister = registerLiveRuntime(this.#instance);
+  }
+
+  /**
+   * This runtime's instance id: what the store records as the holder of its sessions, and the address of
+   * the commands (a person's stop from another process) this runtime answers.
+   */
+  get instanceId(): string {
+    return this.#instance;
   }
 
   /** Subscribes to the events of every session of this runtime. */
@@ -433,10 +444,24 @@ export class SessionRuntime {
     }
   }
 
-  /** Keeps the store's task records in step with the registry, so a restart still knows what ran. */
+  /**
+   * Keeps the store's task records in step with the registry, so a restart still knows what ran and a
+   * viewer in another process sees it: every change but a detail update, and a detail update only when
+   * the pid or the output file changed (never per byte: a viewer reads the byte count off the file).
+   */
   #record(reason: string, task: TaskSnapshot): void {
-    if (reason === 'updated' || reason === 'removed' || task.ownerSessionId === undefined) return;
+    if (task.ownerSessionId === undefined) return;
+    const key = `${task.ownerSessionId}\u0000${task.id}`;
+    if (reason === 'removed') {
+      this.#persisted.delete(key);
+      return;
+    }
     if (!this.#sessions.has(task.ownerSessionId)) return;
+    const facts = `${String(task.detail.pid)}\u0000${String(task.detail.outputFile)}`;
+    const ended = isTerminalStatus(task.status);
+    if (reason === 'updated' && (ended || this.#persisted.get(key) === facts)) return;
+    if (ended) this.#persisted.delete(key);
+    else this.#persisted.set(key, facts);
     try {
       this.store.upsertTask({
         ...taskRecordFromSnapshot(task),

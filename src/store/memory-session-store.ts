@@ -24,6 +24,7 @@ import {
   type LedgerEntry,
   type MessageRecord,
   RECORD_SCHEMA_VERSION,
+  type RuntimeCommand,
   SESSION_STATES,
   type SessionHolder,
   type SessionRecord,
@@ -31,10 +32,20 @@ import {
   type WorkflowRun,
   type WorkflowStep,
 } from './records.js';
-import type { LedgerRow, MessageRow, RunRow, SessionRow, StepRow, TaskRow } from './rows.js';
+import type { CommandRow, LedgerRow, MessageRow, RunRow, SessionRow, StepRow, TaskRow } from './rows.js';
 import { taskScope } from './rows.js';
+import {
+  applyAnswer,
+  readCommand,
+  validateCommandAnswer,
+  validateCommandId,
+  validateCommandLimit,
+  validateNewCommand,
+} from './runtime-commands.js';
 import type {
   AdmitResult,
+  AnswerCommandResult,
+  CommandAnswer,
   DeliveryResult,
   DiscardQueuedOptions,
   DiscardResult,
@@ -43,6 +54,7 @@ import type {
   MarkLostOptions,
   NewLedgerEntry,
   NewMessage,
+  NewRuntimeCommand,
   NewSession,
   NewWorkflowRun,
   NewWorkflowStep,
@@ -129,6 +141,9 @@ export class MemorySessionStore implements SessionStore {
   readonly #runs = new Map<string, RunRow>();
   /** Per run, by step name. */
   readonly #steps = new Map<string, Map<string, StepRow>>();
+  /** In id order (insertion order). */
+  readonly #commands = new Map<number, CommandRow>();
+  #lastCommandId = 0;
   #closed = false;
 
   constructor(options: SessionStoreOptions = {}) {
@@ -198,6 +213,7 @@ export class MemorySessionStore implements SessionStore {
       this.#runs.delete(runId);
       this.#steps.delete(runId);
     }
+    for (const [id, row] of this.#commands) if (row.sessionId === sessionId) this.#commands.delete(id);
   }
 
   // ---- sessions -----------------------------------------------------------------------------------
@@ -603,6 +619,63 @@ export class MemorySessionStore implements SessionStore {
     return [...(steps?.values() ?? [])].sort((a, b) => a.seq - b.seq).map(readStep);
   }
 
+  // ---- runtime commands ---------------------------------------------------------------------------
+
+  submitCommand(input: NewRuntimeCommand): RuntimeCommand {
+    this.#open('submit a command');
+    const fields = validateNewCommand(input, this.#now());
+    this.#sessionRow(fields.sessionId);
+    this.#lastCommandId += 1;
+    const row: CommandRow = { ...fields, id: this.#lastCommandId };
+    this.#commands.set(row.id, row);
+    return readCommand(row);
+  }
+
+  getCommand(id: number): RuntimeCommand | undefined {
+    this.#open('read a command');
+    const row = this.#commands.get(validateCommandId('id', id));
+    return row ? readCommand(row) : undefined;
+  }
+
+  listPendingCommands(runtime: string, limit?: number): RuntimeCommand[] {
+    this.#open('list pending commands');
+    const key = validateName('runtime', runtime);
+    const count = validateCommandLimit(limit);
+    const pending: RuntimeCommand[] = [];
+    for (const row of this.#commands.values()) {
+      if (pending.length >= count) break;
+      if (row.runtime === key && row.state === 'pending') pending.push(readCommand(row));
+    }
+    return pending;
+  }
+
+  answerCommand(id: number, answer: CommandAnswer): AnswerCommandResult {
+    this.#open('answer a command');
+    const key = validateCommandId('id', id);
+    const normalized = validateCommandAnswer(answer);
+    const time = this.#now();
+    const row = this.#commands.get(key);
+    if (!row) throw new StoreRecordNotFoundError('command', key);
+    const next = applyAnswer(row, normalized, time);
+    if (next === undefined) return { command: readCommand(row), answered: false };
+    this.#commands.set(key, next);
+    return { command: readCommand(next), answered: true };
+  }
+
+  expireCommands(createdBefore: number): RuntimeCommand[] {
+    this.#open('expire commands');
+    const cutoff = validateCount('createdBefore', createdBefore);
+    const time = this.#now();
+    const expired: RuntimeCommand[] = [];
+    for (const row of this.#commands.values()) {
+      if (row.state !== 'pending' || row.createdAt >= cutoff) continue;
+      const next: CommandRow = { ...row, state: 'expired', answeredAt: time };
+      this.#commands.set(row.id, next);
+      expired.push(readCommand(next));
+    }
+    return expired;
+  }
+
   // ---- bounds -------------------------------------------------------------------------------------
 
   prune(options: PruneOptions = {}): PruneResult {
@@ -655,7 +728,14 @@ export class MemorySessionStore implements SessionStore {
       this.#steps.delete(runId);
       workflowRuns += 1;
     }
-    return { sessions: closed.length, messages, ledgerEntries, tasks, workflowRuns };
+    let commands = 0;
+    const commandCutoff = time - retention.commandMaxAgeMs;
+    for (const [id, row] of this.#commands) {
+      if ((row.answeredAt ?? row.createdAt) >= commandCutoff) continue;
+      this.#commands.delete(id);
+      commands += 1;
+    }
+    return { sessions: closed.length, messages, ledgerEntries, tasks, workflowRuns, commands };
   }
 
   close(): void {

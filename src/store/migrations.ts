@@ -159,6 +159,37 @@ export const MIGRATIONS: readonly Migration[] = Object.freeze([
       ALTER TABLE sessions ADD COLUMN holder TEXT;
     `,
   },
+  {
+    version: 5,
+    name: 'runtime commands',
+    sql: `
+      CREATE TABLE commands (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        schema_version INTEGER NOT NULL,
+        runtime TEXT NOT NULL,
+        type TEXT NOT NULL CHECK (type IN ('cancel_background_work')),
+        work_id TEXT NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('pending', 'acknowledged', 'rejected', 'expired')),
+        reason TEXT,
+        created_at INTEGER NOT NULL,
+        answered_at INTEGER,
+        CHECK ((state = 'pending') = (answered_at IS NULL)),
+        CHECK ((state = 'rejected') = (reason IS NOT NULL))
+      ) STRICT;
+      -- The holder's poll: its pending commands, oldest first.
+      CREATE INDEX commands_pending ON commands (runtime, id) WHERE state = 'pending';
+      CREATE INDEX commands_by_age ON commands (created_at);
+
+      -- An answer is final, whatever code writes to the file.
+      CREATE TRIGGER commands_final_states
+      BEFORE UPDATE OF state ON commands
+      WHEN OLD.state <> 'pending' AND NEW.state IS NOT OLD.state
+      BEGIN
+        SELECT RAISE(ABORT, 'commands: an answered command never changes state');
+      END;
+    `,
+  },
 ]);
 
 /** The newest schema version this code understands. */

@@ -30,6 +30,7 @@ export const PRUNE_OPTION_KEYS = optionKeys<PruneOptions>()({
   settledLedgerMaxAgeMs: true,
   abandonedMessageMaxAgeMs: true,
   finishedRecordMaxAgeMs: true,
+  commandMaxAgeMs: true,
 });
 
 export interface ResolvedSessionStoreOptions {
@@ -48,6 +49,7 @@ export const STORE_RETENTION_DEFAULTS: Readonly<Required<PruneOptions>> = Object
   settledLedgerMaxAgeMs: 7 * DAY_MS,
   abandonedMessageMaxAgeMs: 7 * DAY_MS,
   finishedRecordMaxAgeMs: 30 * DAY_MS,
+  commandMaxAgeMs: DAY_MS,
 });
 
 export function validateNonNegativeInteger(field: string, value: unknown): number {

@@ -203,3 +203,41 @@ export interface WorkflowStep {
   readonly startedAt: number;
   readonly endedAt: number;
 }
+
+/** What a person may ask the runtime that holds a session to do. */
+export type RuntimeCommandType = 'cancel_background_work';
+export const RUNTIME_COMMAND_TYPES: readonly RuntimeCommandType[] = ['cancel_background_work'];
+
+/**
+ * `pending` until the addressed runtime answers (`acknowledged` or `rejected`) or the asker gives up
+ * (`expired`); every state but `pending` is final.
+ */
+export type RuntimeCommandState = 'pending' | 'acknowledged' | 'rejected' | 'expired';
+export const RUNTIME_COMMAND_STATES: readonly RuntimeCommandState[] = [
+  'pending',
+  'acknowledged',
+  'rejected',
+  'expired',
+];
+
+/**
+ * A person's command addressed to the runtime that holds a session (a dashboard in another process stops a
+ * background work through it). The holder polls for its pending commands and answers each once.
+ */
+export interface RuntimeCommand {
+  readonly schemaVersion: RecordSchemaVersion;
+  /** Assigned by the store, increasing in submission order. */
+  readonly id: number;
+  readonly sessionId: SessionId;
+  /** The runtime instance addressed (the session's holder when the command was submitted). */
+  readonly runtime: string;
+  readonly type: RuntimeCommandType;
+  /** The task the command is about. */
+  readonly workId: string;
+  readonly state: RuntimeCommandState;
+  /** Why it was rejected (`not_found`, `not_running`, `cancel_not_supported`, ...); set exactly then. */
+  readonly reason: string | undefined;
+  readonly createdAt: number;
+  /** When it left `pending`. */
+  readonly answeredAt: number | undefined;
+}

@@ -104,6 +104,19 @@ export interface StepRow {
   endedAt: number;
 }
 
+export interface CommandRow {
+  id: number;
+  sessionId: string;
+  schemaVersion: number;
+  runtime: string;
+  type: string;
+  workId: string;
+  state: string;
+  reason: string | null;
+  createdAt: number;
+  answeredAt: number | null;
+}
+
 /** The scope part of a task record's key. */
 export function taskScope(sessionId: string | null | undefined): string {
   return sessionId ?? '';

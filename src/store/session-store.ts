@@ -20,6 +20,8 @@ import type {
   MessageRole,
   MessageSource,
   MessageVisibility,
+  RuntimeCommand,
+  RuntimeCommandType,
   SessionHolder,
   SessionRecord,
   SessionState,
@@ -324,6 +326,46 @@ export interface WorkflowJournal {
   getSteps(runId: string): WorkflowStep[];
 }
 
+// ---- runtime commands ---------------------------------------------------------------------------
+
+export interface NewRuntimeCommand {
+  /** Must name an existing session. */
+  readonly sessionId: SessionId | string;
+  /** The runtime instance addressed: the session's holder. */
+  readonly runtime: string;
+  readonly type: RuntimeCommandType;
+  /** The task the command is about. */
+  readonly workId: string;
+}
+
+/** How a command leaves `pending`: the addressed runtime answers, or the asker gives up (`expired`). */
+export type CommandAnswer =
+  | { readonly state: 'acknowledged' }
+  | { readonly state: 'rejected'; readonly reason: string }
+  | { readonly state: 'expired' };
+
+export interface AnswerCommandResult {
+  /** The command as stored after the call. */
+  readonly command: RuntimeCommand;
+  /** False when it was already answered: `command` is unchanged (the first answer stands). */
+  readonly answered: boolean;
+}
+
+export interface RuntimeCommands {
+  /** Inserts a pending command. Throws `STORE_RECORD_NOT_FOUND` for an unknown session. */
+  submitCommand(input: NewRuntimeCommand): RuntimeCommand;
+  getCommand(id: number): RuntimeCommand | undefined;
+  /**
+   * The pending commands addressed to `runtime`, oldest first, at most `limit` (default 32, at most
+   * 1000). Reading does not change them: the runtime answers each with `answerCommand`.
+   */
+  listPendingCommands(runtime: string, limit?: number): RuntimeCommand[];
+  /** Moves a pending command to its answer, once; a later answer leaves the first one standing. */
+  answerCommand(id: number, answer: CommandAnswer): AnswerCommandResult;
+  /** Expires every pending command created before `createdBefore` (epoch ms) and returns them. */
+  expireCommands(createdBefore: number): RuntimeCommand[];
+}
+
 // ---- bounds ---------------------------------------------------------------------------------------
 
 /**
@@ -339,6 +381,11 @@ export interface PruneOptions {
   readonly abandonedMessageMaxAgeMs?: number;
   /** Terminal task records and finished workflow runs (with their steps) older than this go. Default 30 days. */
   readonly finishedRecordMaxAgeMs?: number;
+  /**
+   * Runtime commands answered longer ago than this go, and so do pending ones submitted longer ago (their
+   * runtime never answered). Default 1 day.
+   */
+  readonly commandMaxAgeMs?: number;
 }
 
 export interface PruneResult {
@@ -347,9 +394,16 @@ export interface PruneResult {
   readonly ledgerEntries: number;
   readonly tasks: number;
   readonly workflowRuns: number;
+  readonly commands: number;
 }
 
-export interface SessionStore extends SessionRecords, MessageLog, InputLedger, TaskRecords, WorkflowJournal {
+export interface SessionStore
+  extends SessionRecords,
+    MessageLog,
+    InputLedger,
+    TaskRecords,
+    WorkflowJournal,
+    RuntimeCommands {
   /** Deletes old settled data so the store stays bounded. Active sessions and their live branch stay. */
   prune(options?: PruneOptions): PruneResult;
   /** Releases the store; later calls throw `STORE_CLOSED`. Idempotent. */

@@ -24,6 +24,7 @@ import {
   type LedgerEntry,
   type MessageRecord,
   RECORD_SCHEMA_VERSION,
+  type RuntimeCommand,
   SESSION_STATES,
   type SessionHolder,
   type SessionRecord,
@@ -33,8 +34,18 @@ import {
 } from './records.js';
 import type { LedgerRow, MessageRow, RunRow, SessionRow, StepRow } from './rows.js';
 import { taskScope } from './rows.js';
+import {
+  applyAnswer,
+  readCommand,
+  validateCommandAnswer,
+  validateCommandId,
+  validateCommandLimit,
+  validateNewCommand,
+} from './runtime-commands.js';
 import type {
   AdmitResult,
+  AnswerCommandResult,
+  CommandAnswer,
   DeliveryResult,
   DiscardQueuedOptions,
   DiscardResult,
@@ -43,6 +54,7 @@ import type {
   MarkLostOptions,
   NewLedgerEntry,
   NewMessage,
+  NewRuntimeCommand,
   NewSession,
   NewWorkflowRun,
   NewWorkflowStep,
@@ -620,6 +632,58 @@ export class SqliteSessionStore implements SessionStore {
     return this.#read('list workflow steps', () => this.#statements.getSteps.all(key).map(readStep));
   }
 
+  // ---- runtime commands ---------------------------------------------------------------------------
+
+  submitCommand(input: NewRuntimeCommand): RuntimeCommand {
+    const row = validateNewCommand(input, this.#now());
+    return this.#write('submit a command', () => {
+      this.#sessionRow(row.sessionId);
+      const { lastInsertRowid } = this.#statements.insertCommand.run(row);
+      return readCommand({ ...row, id: Number(lastInsertRowid) });
+    });
+  }
+
+  getCommand(id: number): RuntimeCommand | undefined {
+    const key = validateCommandId('id', id);
+    return this.#read('read a command', () => {
+      const row = this.#statements.getCommand.get(key);
+      return row ? readCommand(row) : undefined;
+    });
+  }
+
+  listPendingCommands(runtime: string, limit?: number): RuntimeCommand[] {
+    const key = validateName('runtime', runtime);
+    const count = validateCommandLimit(limit);
+    return this.#read('list pending commands', () =>
+      this.#statements.listPendingCommands.all(key, count).map(readCommand),
+    );
+  }
+
+  answerCommand(id: number, answer: CommandAnswer): AnswerCommandResult {
+    const key = validateCommandId('id', id);
+    const normalized = validateCommandAnswer(answer);
+    const time = this.#now();
+    return this.#write('answer a command', () => {
+      const row = this.#statements.getCommand.get(key);
+      if (!row) throw new StoreRecordNotFoundError('command', key);
+      const next = applyAnswer(row, normalized, time);
+      if (next === undefined) return { command: readCommand(row), answered: false };
+      this.#statements.answerCommand.run(next.state, next.reason, time, key);
+      return { command: readCommand(next), answered: true };
+    });
+  }
+
+  expireCommands(createdBefore: number): RuntimeCommand[] {
+    const cutoff = validateCount('createdBefore', createdBefore);
+    const time = this.#now();
+    return this.#write('expire commands', () =>
+      this.#statements.expireCommands
+        .all(time, cutoff)
+        .sort((a, b) => a.id - b.id)
+        .map(readCommand),
+    );
+  }
+
   // ---- bounds -------------------------------------------------------------------------------------
 
   prune(options: PruneOptions = {}): PruneResult {
@@ -632,6 +696,7 @@ export class SqliteSessionStore implements SessionStore {
         .changes,
       tasks: this.#statements.pruneFinishedTasks.run(time - retention.finishedRecordMaxAgeMs).changes,
       workflowRuns: this.#statements.pruneFinishedRuns.run(time - retention.finishedRecordMaxAgeMs).changes,
+      commands: this.#statements.pruneCommands.run(time - retention.commandMaxAgeMs).changes,
     }));
   }
 

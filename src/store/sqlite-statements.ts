@@ -3,7 +3,7 @@
  * shared row shapes (`rows.ts`): snake_case columns aliased to camelCase fields.
  */
 import type Database from 'better-sqlite3';
-import type { LedgerRow, MessageRow, RunRow, SessionRow, StepRow, TaskRow } from './rows.js';
+import type { CommandRow, LedgerRow, MessageRow, RunRow, SessionRow, StepRow, TaskRow } from './rows.js';
 
 type Fields<Row> = Record<keyof Row, true>;
 
@@ -98,6 +98,19 @@ const STEP_FIELDS: Fields<StepRow> = {
   endedAt: true,
 };
 
+const COMMAND_FIELDS: Fields<CommandRow> = {
+  id: true,
+  sessionId: true,
+  schemaVersion: true,
+  runtime: true,
+  type: true,
+  workId: true,
+  state: true,
+  reason: true,
+  createdAt: true,
+  answeredAt: true,
+};
+
 function column(field: string): string {
   return field.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`);
 }
@@ -142,6 +155,7 @@ export function prepareStatements(database: Database.Database) {
   const tasks = select(TASK_FIELDS);
   const runs = select(RUN_FIELDS);
   const steps = select(STEP_FIELDS);
+  const commands = select(COMMAND_FIELDS);
   const prepare = <Parameters extends unknown[], Row = unknown>(
     sql: string,
   ): PreparedStatement<Parameters, Row> => database.prepare<Parameters, Row>(sql);
@@ -216,6 +230,21 @@ export function prepareStatements(database: Database.Database) {
     ),
     insertStep: prepare<[StepRow]>(insert('workflow_steps', STEP_FIELDS)),
     updateStep: prepare<[StepRow]>(updateAll('workflow_steps', STEP_FIELDS, ['runId', 'name'])),
+
+    insertCommand: prepare<[Omit<CommandRow, 'id'>]>(insert('commands', COMMAND_FIELDS, ['id'])),
+    getCommand: prepare<[number], CommandRow>(`SELECT ${commands} FROM commands WHERE id = ?`),
+    // Served by the partial index commands_pending: the holder's poll reads only its pending rows.
+    listPendingCommands: prepare<[string, number], CommandRow>(
+      `SELECT ${commands} FROM commands WHERE runtime = ? AND state = 'pending' ORDER BY id LIMIT ?`,
+    ),
+    answerCommand: prepare<[string, string | null, number, number]>(
+      `UPDATE commands SET state = ?, reason = ?, answered_at = ? WHERE id = ? AND state = 'pending'`,
+    ),
+    expireCommands: prepare<[number, number], CommandRow>(
+      `UPDATE commands SET state = 'expired', answered_at = ? WHERE state = 'pending' AND created_at < ?
+       RETURNING ${commands}`,
+    ),
+    pruneCommands: prepare<[number]>('DELETE FROM commands WHERE coalesce(answered_at, created_at) < ?'),
 
     pruneClosedSessions: prepare<[number]>(
       `DELETE FROM sessions WHERE state = 'closed' AND id NOT IN

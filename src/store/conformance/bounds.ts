@@ -98,6 +98,7 @@ export function describeBounds(openStore: OpenSessionStore): void {
         ledgerEntries: 0,
         tasks: 0,
         workflowRuns: 0,
+        commands: 0,
       });
       expect(harness.store.listSessions().map((session) => session.id)).toEqual(['active', 'c3']);
       for (const id of ['c1', 'c2']) {
@@ -213,6 +214,7 @@ export function describeBounds(openStore: OpenSessionStore): void {
         ledgerEntries: 0,
         tasks: 0,
         workflowRuns: 0,
+        commands: 0,
       });
       expect(harness.store.listQueued('s')).toHaveLength(1);
       const error = expectErrandError(

@@ -8,6 +8,7 @@ import { describeBounds } from './bounds.js';
 import type { OpenSessionStore } from './harness.js';
 import { describeInputLedger } from './input-ledger.js';
 import { describeLedgerModel } from './ledger-model.js';
+import { describeRuntimeCommands } from './runtime-commands.js';
 import { describeSessionsAndMessages } from './sessions-and-messages.js';
 import { describeTasksAndWorkflows } from './tasks-and-workflows.js';
 
@@ -29,6 +30,7 @@ export function describeSessionStoreConformance(
     describe('ledger', () => describeInputLedger(openStore));
     describe('tasks', () => describeTasksAndWorkflows(openStore));
     describe('bounds', () => describeBounds(openStore));
+    describe('runtime commands', () => describeRuntimeCommands(openStore));
     describeLedgerModel(openStore, options.modelRuns ?? 100);
   });
 }

@@ -1,0 +1,106 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createMemorySessionStore, type MemorySessionStore } from '../store/index.js';
+import {
+  createStoreDashboardBackend,
+  readFileTail,
+  type StoreDashboardBackend,
+} from './store-dashboard-backend.js';
+
+const directories: string[] = [];
+const backends: StoreDashboardBackend[] = [];
+
+afterEach(() => {
+  for (const backend of backends.splice(0)) backend.dispose();
+  for (const directory of directories.splice(0)) rmSync(directory, { recursive: true, force: true });
+});
+
+function setup(live: boolean, options: { stopTimeoutMs?: number } = {}) {
+  const store: MemorySessionStore = createMemorySessionStore();
+  store.createSession({ id: 's', cwd: '/' });
+  store.acquireSession('s', { runtime: 'rt-1', pid: 4242, acquiredAt: 0 }, () => false);
+  store.upsertTask({
+    id: 'bash-1',
+    sessionId: 's',
+    kind: 'bash',
+    label: 'sleep',
+    status: 'running',
+    detail: { pid: 77 },
+    isBackgrounded: true,
+    branchGeneration: 0,
+    startedAt: 1,
+    reported: false,
+  });
+  const backend = createStoreDashboardBackend({
+    store,
+    pollMs: 3_600_000,
+    stopPollMs: 1,
+    isHolderLive: () => live,
+    logger: { warn() {} },
+    ...options,
+  });
+  backends.push(backend);
+  return { store, backend };
+}
+
+describe('the store-backed dashboard backend', () => {
+  it('throws a clear error and expires the command when the holder does not answer in time', async () => {
+    const { store, backend } = setup(true, { stopTimeoutMs: 20 });
+    const error = await backend.stopBackgroundWork('bash-1').then(
+      () => undefined,
+      (thrown: unknown) => thrown,
+    );
+    expect(error).toMatchObject({ code: 'STOP_NOT_ANSWERED' });
+    expect((error as Error).message).toContain('did not answer the stop of "bash-1" within 20 ms');
+    expect(store.getCommand(1)).toMatchObject({ state: 'expired', runtime: 'rt-1', workId: 'bash-1' });
+  });
+
+  it('passes a rejection through, and refuses a work whose holder is gone', async () => {
+    const { store, backend } = setup(true);
+    const answering = setInterval(() => {
+      for (const command of store.listPendingCommands('rt-1')) {
+        store.answerCommand(command.id, { state: 'rejected', reason: 'cancel_not_supported' });
+      }
+    }, 1);
+    try {
+      expect(await backend.stopBackgroundWork('bash-1')).toEqual({
+        ok: false,
+        reason: 'cancel_not_supported',
+      });
+    } finally {
+      clearInterval(answering);
+    }
+    const dead = setup(false);
+    expect(dead.backend.events.find('bash-1')).toMatchObject({ status: 'lost', pid: 77 });
+    expect(await dead.backend.stopBackgroundWork('bash-1')).toEqual({ ok: false, reason: 'not_running' });
+    expect(dead.store.getCommand(1)).toBeUndefined();
+  });
+
+  it('has no output for a task without a file', () => {
+    const { backend } = setup(true);
+    expect(backend.outputSnapshot('s', 'bash-1', 100)).toBeUndefined();
+    expect(backend.outputSnapshot('s', 'bash-404', 100)).toBeUndefined();
+  });
+
+  it('validates its options', () => {
+    const store = createMemorySessionStore();
+    expect(() => createStoreDashboardBackend({ store, pollMs: 0 })).toThrow(/`pollMs`/);
+    expect(() => createStoreDashboardBackend({ store, stopTimeoutMs: -1 })).toThrow(/`stopTimeoutMs`/);
+    expect(() => createStoreDashboardBackend({ store, polMs: 5 } as never)).toThrow(/Unknown option `polMs`/);
+  });
+});
+
+describe('readFileTail', () => {
+  it('keeps the end of a file within the budget without splitting a character', () => {
+    const directory = mkdtempSync(join(tmpdir(), 'errand-tail-'));
+    directories.push(directory);
+    const file = join(directory, 'out');
+    writeFileSync(file, 'abcé€z');
+    expect(readFileTail(file, 100)).toEqual({ text: 'abcé€z', totalBytes: 9 });
+    expect(readFileTail(file, 4)).toEqual({ text: '€z', totalBytes: 9 });
+    expect(readFileTail(file, 3)).toEqual({ text: 'z', totalBytes: 9 });
+    expect(readFileTail(join(directory, 'missing'), 10)).toBeUndefined();
+  });
+});

@@ -20,7 +20,8 @@ export const SERVE_FLAGS: FlagSpecs = {
   home: {
     type: 'path',
     placeholder: '<dir>',
-    description: 'the data directory whose sessions and work are shown (default: $ERRAND_HOME, else ~/.errand)',
+    description:
+      'the data directory whose sessions and work are shown (default: $ERRAND_HOME, else ~/.errand)',
   },
 };
 

@@ -73,6 +73,7 @@ import {
   type SessionLimits,
   type SessionLogger,
   type SessionRuntime,
+  storeSequenceBlocks,
 } from '../session/index.js';
 import { MemorySessionStore, openSqliteSessionStore, type SessionStore } from '../store/index.js';
 import {
@@ -357,7 +358,11 @@ async function assembleRuntime(
   ownsStore: boolean,
   built: Array<() => unknown>,
 ): Promise<ErrandRuntime> {
-  const tasks = createTaskService({ initialSequences: lastSequences(store), ...options.tasks });
+  const tasks = createTaskService({
+    initialSequences: lastSequences(store),
+    sequenceBlocks: storeSequenceBlocks(store),
+    ...options.tasks,
+  });
   built.push(() => tasks.dispose());
   const executor = new BashExecutor(options.bash?.executor);
   built.push(() => executor.dispose());

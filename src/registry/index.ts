@@ -1,3 +1,10 @@
 /** The in-process TaskService provider. */
 export { createTaskService, LocalTaskService, MAX_WAIT_MS } from './local-task-service.js';
-export { consoleLogger, type Logger, TASK_SERVICE_DEFAULTS, type TaskServiceOptions } from './options.js';
+export {
+  consoleLogger,
+  type Logger,
+  type SequenceBlock,
+  type SequenceBlocks,
+  TASK_SERVICE_DEFAULTS,
+  type TaskServiceOptions,
+} from './options.js';

@@ -9,6 +9,7 @@ import {
   CancelFailedError,
   CancelNotSupportedError,
   type Disposer,
+  ErrandError,
   formatTaskId,
   InvalidArgumentError,
   InvalidTimeoutError,
@@ -46,6 +47,7 @@ import {
 import {
   type ResolvedTaskServiceOptions,
   resolveTaskServiceOptions,
+  type SequenceBlock,
   type TaskServiceOptions,
 } from './options.js';
 import {
@@ -130,6 +132,8 @@ export class LocalTaskService implements TaskService {
   readonly #options: ResolvedTaskServiceOptions;
   readonly #records = new Map<string, TaskRecord>();
   readonly #sequences = new Map<string, number>();
+  /** Reserved sequence blocks per kind (with `sequenceBlocks`). */
+  readonly #blocks = new Map<string, SequenceBlock>();
   readonly #owners = new Map<Owner, OwnerState>();
   /** Live counts and finished tasks per owning session ('' for ownerless tasks). */
   readonly #buckets = new Map<string, SessionBucket>();
@@ -179,10 +183,16 @@ export class LocalTaskService implements TaskService {
     if (owner) this.#ownerState(owner);
 
     const current = this.#sequences.get(spec.kind) ?? 0;
-    const sequence =
-      spec.resumeId === undefined
-        ? current + 1
-        : Math.max(current, parseTaskId(spec.resumeId)?.sequence ?? 0);
+    let sequence: number;
+    try {
+      sequence =
+        spec.resumeId === undefined
+          ? this.#nextSequence(spec.kind, current)
+          : Math.max(current, parseTaskId(spec.resumeId)?.sequence ?? 0);
+    } catch (error) {
+      this.#dropBucketIfEmpty(bucket);
+      throw error;
+    }
     const id = spec.resumeId ?? this.#formatId(spec.kind, sequence);
     const context = new RunContext(
       id,
@@ -284,6 +294,35 @@ export class LocalTaskService implements TaskService {
     if (!this.#isVisible(existing, spec.owner)) throw new TaskNotFoundError(resumeId);
     if (isLive(existing)) throw new TaskNotResumableError(resumeId, existing.status);
     return existing;
+  }
+
+  /** The next sequence of `kind`: one more, within this service's reserved block when blocks are used. */
+  #nextSequence(kind: TaskKind, current: number): number {
+    const blocks = this.#options.sequenceBlocks;
+    if (blocks === undefined) return current + 1;
+    const block = this.#blocks.get(kind);
+    if (block !== undefined) {
+      const next = Math.max(current + 1, block.first);
+      if (next <= block.last) return next;
+    }
+    const fresh = blocks.reserve(kind, current);
+    if (
+      typeof fresh !== 'object' ||
+      fresh === null ||
+      !Number.isSafeInteger(fresh.first) ||
+      !Number.isSafeInteger(fresh.last) ||
+      fresh.first <= current ||
+      fresh.last < fresh.first
+    ) {
+      throw new ErrandError(
+        'SEQUENCE_BLOCK_INVALID',
+        'system',
+        `sequenceBlocks.reserve returned ${JSON.stringify(fresh)} for ${kind}; expected { first > ${current}, last >= first }`,
+        { context: { kind } },
+      );
+    }
+    this.#blocks.set(kind, { first: fresh.first, last: fresh.last });
+    return fresh.first;
   }
 
   #formatId(kind: TaskKind, sequence: number): TaskId {
@@ -811,6 +850,24 @@ export class LocalTaskService implements TaskService {
     await Promise.all(live.map(whenTerminal));
     for (const state of this.#owners.values()) state.detach();
     this.#owners.clear();
+    this.#releaseSequenceBlocks();
+  }
+
+  /** Gives back the unused ends of the reserved blocks, so the next service continues right after. */
+  #releaseSequenceBlocks(): void {
+    const release = this.#options.sequenceBlocks?.release;
+    if (release === undefined) return;
+    for (const [kind, block] of this.#blocks) {
+      const lastUsed = Math.max(block.first - 1, Math.min(block.last, this.#sequences.get(kind) ?? 0));
+      try {
+        release.call(this.#options.sequenceBlocks, kind, block, lastUsed);
+      } catch (error) {
+        this.#options.logger.warn(`releasing the unused ${kind} ids failed`, {
+          error: error instanceof Error ? error.message : String(error),
+        });
+      }
+    }
+    this.#blocks.clear();
   }
 
   // ---------------------------------------------------------------- authorization

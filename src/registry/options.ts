@@ -35,7 +35,26 @@ export interface TaskServiceOptions {
   readonly initialSequences?: Readonly<Record<string, number>>;
   /** Formats the id of the `sequence`-th task of `kind`. Default `<kind>-<sequence>`. */
   readonly formatId?: (kind: TaskKind, sequence: number) => string;
+  /**
+   * Where sequence numbers come from when several services share one store (processes on one data
+   * directory): blocks reserved there, so two services never hand out the same id. Default: none, each
+   * service counts on its own from `initialSequences`.
+   */
+  readonly sequenceBlocks?: SequenceBlocks;
   readonly logger?: Logger;
+}
+
+/** A range of sequence numbers reserved for one service, both ends included. */
+export interface SequenceBlock {
+  readonly first: number;
+  readonly last: number;
+}
+
+export interface SequenceBlocks {
+  /** Reserves numbers of `kind` above `after` for this service (a throw rejects the start that asked). */
+  reserve(kind: TaskKind, after: number): SequenceBlock;
+  /** Gives back the unused end of `block` when the service is disposed (`lastUsed`: the last one used). */
+  release?(kind: TaskKind, block: SequenceBlock, lastUsed: number): void;
 }
 
 /** Every key of `TaskServiceOptions`; any other key is rejected with `UNKNOWN_OPTION`. */
@@ -47,6 +66,7 @@ export const TASK_SERVICE_OPTION_KEYS = optionKeys<TaskServiceOptions>()({
   now: true,
   initialSequences: true,
   formatId: true,
+  sequenceBlocks: true,
   logger: true,
 });
 
@@ -57,6 +77,7 @@ export interface ResolvedTaskServiceOptions {
   readonly requireController: boolean;
   readonly now: () => number;
   readonly formatId: ((kind: TaskKind, sequence: number) => string) | undefined;
+  readonly sequenceBlocks: SequenceBlocks | undefined;
   readonly initialSequences: Readonly<Record<string, number>>;
   readonly logger: Logger;
 }
@@ -125,6 +146,18 @@ export function resolveTaskServiceOptions(options: TaskServiceOptions = {}): Res
     requireController: options.requireController ?? true,
     now: options.now ?? Date.now,
     formatId: options.formatId,
+    sequenceBlocks: validateSequenceBlocks(options.sequenceBlocks),
     logger: options.logger ?? consoleLogger,
   };
+}
+
+function validateSequenceBlocks(blocks: SequenceBlocks | undefined): SequenceBlocks | undefined {
+  if (blocks === undefined) return undefined;
+  if (typeof blocks !== 'object' || blocks === null || typeof blocks.reserve !== 'function') {
+    throw new InvalidArgumentError('sequenceBlocks', 'an object with a reserve function', blocks);
+  }
+  if (blocks.release !== undefined && typeof blocks.release !== 'function') {
+    throw new InvalidArgumentError('sequenceBlocks.release', 'a function', blocks.release);
+  }
+  return blocks;
 }

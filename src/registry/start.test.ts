@@ -229,6 +229,53 @@ describe('start: preflight before run()', () => {
     expect((await tasks.read(second.id)).text).toBe('abc');
   });
 
+  it('takes sequence numbers from reserved blocks, reserving another when one runs out, and gives back the rest', async () => {
+    const reserved: Array<[string, number]> = [];
+    const released: Array<[string, { first: number; last: number }, number]> = [];
+    let next = 40;
+    const { tasks } = serviceForTest({
+      sequenceBlocks: {
+        reserve: (kind, after) => {
+          reserved.push([kind, after]);
+          const block = { first: Math.max(next, after) + 1, last: Math.max(next, after) + 2 };
+          next = block.last + 10;
+          return block;
+        },
+        release: (kind, block, lastUsed) => void released.push([kind, block, lastUsed]),
+      },
+    });
+    const ids: string[] = [];
+    for (let index = 0; index < 3; index += 1)
+      ids.push((await tasks.start(scriptedTask({ kind: 'bash' }).spec)).id);
+    expect(ids).toEqual(['bash-41', 'bash-42', 'bash-53']);
+    expect(reserved).toEqual([
+      ['bash', 0],
+      ['bash', 42],
+    ]);
+    await tasks.dispose();
+    expect(released).toEqual([['bash', { first: 53, last: 54 }, 53]]);
+  });
+
+  it('rejects a start whose block cannot be reserved, before anything runs, and a malformed block', async () => {
+    let answer: unknown = new Error('store unavailable');
+    const { tasks } = serviceForTest({
+      sequenceBlocks: {
+        reserve: () => {
+          if (answer instanceof Error) throw answer;
+          return answer as never;
+        },
+      },
+    });
+    const task = scriptedTask({ kind: 'bash' });
+    await expect(tasks.start(task.spec)).rejects.toThrow('store unavailable');
+    answer = { first: 0, last: 5 };
+    await expect(tasks.start(task.spec)).rejects.toMatchObject({ code: 'SEQUENCE_BLOCK_INVALID' });
+    expect(task.runCalls).toBe(0);
+    answer = { first: 7, last: 9 };
+    expect((await tasks.start(task.spec)).id).toBe('bash-7');
+    expect(() => serviceForTest({ sequenceBlocks: { reserve: 1 } as never })).toThrow(/sequenceBlocks/);
+  });
+
   it('takes the id format from options', async () => {
     const { tasks } = serviceForTest({ formatId: (kind, sequence) => `${kind}-${sequence + 100}` });
     expect((await tasks.start(scriptedTask({ kind: 'bash' }).spec)).id).toBe('bash-101');

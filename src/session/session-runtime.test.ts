@@ -148,3 +148,29 @@ describe('one runtime per open session', () => {
     await runtime.dispose();
   });
 });
+
+describe('task ids across runtimes on one store', () => {
+  it('never repeats an id between runtimes running at once, and continues after the last one used', async () => {
+    const store = createMemorySessionStore();
+    const first = createSessionRuntime({ store, model: scriptedModel([]) });
+    const second = createSessionRuntime({ store, model: scriptedModel([]) });
+    const a = first.createSession({ id: 'a' });
+    const b = second.createSession({ id: 'b' });
+    const ids: string[] = [];
+    for (let index = 0; index < 3; index += 1) {
+      ids.push((await first.tasks.start(scriptedTask({ kind: 'bash', owner: a.owner }).spec)).id);
+      ids.push((await second.tasks.start(scriptedTask({ kind: 'bash', owner: b.owner }).spec)).id);
+    }
+    expect(new Set(ids).size).toBe(6);
+    expect(ids.slice(0, 2)).toEqual(['bash-1', 'bash-101']);
+    // The second runtime ends: its block was the newest, so what it did not use goes back.
+    await second.dispose();
+    const third = createSessionRuntime({ store, model: scriptedModel([]) });
+    const c = third.createSession({ id: 'c' });
+    expect((await third.tasks.start(scriptedTask({ kind: 'bash', owner: c.owner }).spec)).id).toBe(
+      'bash-104',
+    );
+    await first.dispose();
+    await third.dispose();
+  });
+});

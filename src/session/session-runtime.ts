@@ -12,7 +12,7 @@ import {
   rejectUnknownPolicyOptions,
   type TaskNotification,
 } from '../notifications/index.js';
-import { createTaskService } from '../registry/index.js';
+import { createTaskService, type SequenceBlocks } from '../registry/index.js';
 import { type JsonObject, jsonCopy } from '../store/json.js';
 import type { StoredTask } from '../store/records.js';
 import type { SessionStore } from '../store/session-store.js';
@@ -191,7 +191,12 @@ export class SessionRuntime {
     this.#logger = options.logger ?? defaultLogger;
     this.#now = options.now ?? Date.now;
     this.#ownsTasks = options.tasks === undefined;
-    this.tasks = options.tasks ?? createTaskService({ initialSequences: lastSequences(options.store) });
+    this.tasks =
+      options.tasks ??
+      createTaskService({
+        initialSequences: lastSequences(options.store),
+        sequenceBlocks: storeSequenceBlocks(options.store),
+      });
     this.#detachController = this.tasks.attachController('session-runtime');
     this.#stopRecording = this.tasks.onTasksChanged((change) => this.#record(change.reason, change.task), {
       caller: runtimeCaller,
@@ -571,6 +576,21 @@ function validatePolicyOptions(notifications: PolicyOptions | undefined): void {
     owner: createOwner('options-check'),
     enqueue: () => {},
   }).dispose();
+}
+
+/** How many ids of one kind a task service reserves in the store at a time. */
+export const TASK_ID_BLOCK_SIZE = 100;
+
+/**
+ * Task id blocks reserved in `store` (`TaskServiceOptions.sequenceBlocks`): services of several processes
+ * on one data directory never hand out the same id, and a service that ends gives back what it did not
+ * use, so the next one continues right after its last id.
+ */
+export function storeSequenceBlocks(store: SessionStore, blockSize = TASK_ID_BLOCK_SIZE): SequenceBlocks {
+  return {
+    reserve: (kind, after) => store.reserveTaskSequences(kind, after, blockSize),
+    release: (kind, block, lastUsed) => store.releaseTaskSequences(kind, block, lastUsed),
+  };
 }
 
 /** The highest sequence per kind among stored task ids, so new ids never reuse old ones. */

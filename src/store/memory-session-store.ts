@@ -69,6 +69,7 @@ import type {
   SupersedeResult,
   TaskFilter,
   TaskRecordInput,
+  TaskSequenceBlock,
   WorkflowRunPatch,
 } from './session-store.js';
 import {
@@ -78,6 +79,7 @@ import {
   applySessionPatch,
   findDeliveryConflicts,
   LOST_TASK_ERROR,
+  releasedSequence,
   supersedeRunRow,
 } from './transition-rules.js';
 import {
@@ -99,6 +101,8 @@ import {
   validateReason,
   validateRunPatch,
   validateRunStatuses,
+  validateSequenceRelease,
+  validateSequenceReservation,
   validateSessionKey,
   validateSessionPatch,
   validateTaskIdList,
@@ -143,6 +147,8 @@ export class MemorySessionStore implements SessionStore {
   readonly #steps = new Map<string, Map<string, StepRow>>();
   /** In id order (insertion order). */
   readonly #commands = new Map<number, CommandRow>();
+  /** The highest task id number reserved per kind. */
+  readonly #taskSequences = new Map<string, number>();
   #lastCommandId = 0;
   #closed = false;
 
@@ -674,6 +680,23 @@ export class MemorySessionStore implements SessionStore {
       expired.push(readCommand(next));
     }
     return expired;
+  }
+
+  // ---- task id sequences --------------------------------------------------------------------------
+
+  reserveTaskSequences(kind: string, after: number, count: number): TaskSequenceBlock {
+    this.#open('reserve task ids');
+    validateSequenceReservation(kind, after, count);
+    const base = Math.max(this.#taskSequences.get(kind) ?? 0, after);
+    this.#taskSequences.set(kind, base + count);
+    return { first: base + 1, last: base + count };
+  }
+
+  releaseTaskSequences(kind: string, block: TaskSequenceBlock, lastUsed: number): void {
+    this.#open('release task ids');
+    validateSequenceRelease(kind, block, lastUsed);
+    const next = releasedSequence(this.#taskSequences.get(kind) ?? 0, block, lastUsed);
+    if (next !== undefined) this.#taskSequences.set(kind, next);
   }
 
   // ---- bounds -------------------------------------------------------------------------------------

@@ -190,6 +190,17 @@ export const MIGRATIONS: readonly Migration[] = Object.freeze([
       END;
     `,
   },
+  {
+    version: 6,
+    name: 'task sequences',
+    sql: `
+      -- The highest task id number reserved per kind, by every task service on this store.
+      CREATE TABLE task_sequences (
+        kind TEXT PRIMARY KEY,
+        last INTEGER NOT NULL CHECK (last >= 0)
+      ) STRICT, WITHOUT ROWID;
+    `,
+  },
 ]);
 
 /** The newest schema version this code understands. */

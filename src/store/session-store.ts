@@ -366,6 +366,31 @@ export interface RuntimeCommands {
   expireCommands(createdBefore: number): RuntimeCommand[];
 }
 
+// ---- task id sequences ----------------------------------------------------------------------------
+
+/** Sequence numbers of one task kind reserved for one task service, both ends included. */
+export interface TaskSequenceBlock {
+  readonly first: number;
+  readonly last: number;
+}
+
+/**
+ * Task id sequences shared by every task service on this store (processes on one data directory), so
+ * no two hand out the same id: each reserves blocks of numbers.
+ */
+export interface TaskSequences {
+  /**
+   * Reserves `count` numbers of `kind` above both `after` and every number reserved before, in one write
+   * (two processes reserving at once get different blocks).
+   */
+  reserveTaskSequences(kind: string, after: number, count: number): TaskSequenceBlock;
+  /**
+   * Gives back the unused end of `block` (after `lastUsed`) if no later block was reserved since, so the
+   * next service continues right after the last id used.
+   */
+  releaseTaskSequences(kind: string, block: TaskSequenceBlock, lastUsed: number): void;
+}
+
 // ---- bounds ---------------------------------------------------------------------------------------
 
 /**
@@ -403,7 +428,8 @@ export interface SessionStore
     InputLedger,
     TaskRecords,
     WorkflowJournal,
-    RuntimeCommands {
+    RuntimeCommands,
+    TaskSequences {
   /** Deletes old settled data so the store stays bounded. Active sessions and their live branch stay. */
   prune(options?: PruneOptions): PruneResult;
   /** Releases the store; later calls throw `STORE_CLOSED`. Idempotent. */

@@ -69,6 +69,7 @@ import type {
   SupersedeResult,
   TaskFilter,
   TaskRecordInput,
+  TaskSequenceBlock,
   WorkflowRunPatch,
 } from './session-store.js';
 import {
@@ -86,6 +87,7 @@ import {
   applySessionPatch,
   findDeliveryConflicts,
   LOST_TASK_ERROR,
+  releasedSequence,
   supersedeRunRow,
 } from './transition-rules.js';
 import {
@@ -107,6 +109,8 @@ import {
   validateReason,
   validateRunPatch,
   validateRunStatuses,
+  validateSequenceRelease,
+  validateSequenceReservation,
   validateSessionKey,
   validateSessionPatch,
   validateTaskIdList,
@@ -682,6 +686,26 @@ export class SqliteSessionStore implements SessionStore {
         .sort((a, b) => a.id - b.id)
         .map(readCommand),
     );
+  }
+
+  // ---- task id sequences --------------------------------------------------------------------------
+
+  reserveTaskSequences(kind: string, after: number, count: number): TaskSequenceBlock {
+    validateSequenceReservation(kind, after, count);
+    // One immediate transaction: two processes reserving at once get different blocks.
+    return this.#write('reserve task ids', () => {
+      const base = Math.max(this.#statements.getTaskSequence.get(kind)?.last ?? 0, after);
+      this.#statements.setTaskSequence.run(kind, base + count);
+      return { first: base + 1, last: base + count };
+    });
+  }
+
+  releaseTaskSequences(kind: string, block: TaskSequenceBlock, lastUsed: number): void {
+    validateSequenceRelease(kind, block, lastUsed);
+    this.#write('release task ids', () => {
+      const next = releasedSequence(this.#statements.getTaskSequence.get(kind)?.last ?? 0, block, lastUsed);
+      if (next !== undefined) this.#statements.setTaskSequence.run(kind, next);
+    });
   }
 
   // ---- bounds -------------------------------------------------------------------------------------

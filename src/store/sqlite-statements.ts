@@ -245,6 +245,10 @@ export function prepareStatements(database: Database.Database) {
        RETURNING ${commands}`,
     ),
     pruneCommands: prepare<[number]>('DELETE FROM commands WHERE coalesce(answered_at, created_at) < ?'),
+    getTaskSequence: prepare<[string], { last: number }>('SELECT last FROM task_sequences WHERE kind = ?'),
+    setTaskSequence: prepare<[string, number]>(
+      'INSERT INTO task_sequences (kind, last) VALUES (?, ?) ON CONFLICT (kind) DO UPDATE SET last = excluded.last',
+    ),
 
     pruneClosedSessions: prepare<[number]>(
       `DELETE FROM sessions WHERE state = 'closed' AND id NOT IN

@@ -6,7 +6,7 @@ import { SessionInUseError, StoreInvalidTransitionError } from './errors.js';
 import { readSession } from './read-records.js';
 import type { SessionHolder } from './records.js';
 import type { LedgerRow, RunRow, SessionRow } from './rows.js';
-import type { DeliveryResult } from './session-store.js';
+import type { DeliveryResult, TaskSequenceBlock } from './session-store.js';
 import type { NormalizedRunPatch, NormalizedSessionPatch } from './validate-input.js';
 
 /** The diagnosis `markLiveAsLost` writes when the caller gives none. */
@@ -101,4 +101,14 @@ export function supersedeRunRow(row: RunRow, replacementRunId: string, time: num
     throw new StoreInvalidTransitionError('workflow run', row.runId, 'status', row.status, 'superseded');
   }
   return { ...row, status: 'superseded', supersededBy: replacementRunId, updatedAt: time };
+}
+
+/** The reserved counter after giving back `block` beyond `lastUsed`; undefined when a later block exists. */
+export function releasedSequence(
+  reserved: number,
+  block: TaskSequenceBlock,
+  lastUsed: number,
+): number | undefined {
+  if (reserved !== block.last) return undefined;
+  return Math.min(block.last, Math.max(block.first - 1, lastUsed));
 }

@@ -468,3 +468,27 @@ export function validateHolder(holder: SessionHolder, isLive: unknown): SessionH
     acquiredAt: holder.acquiredAt,
   };
 }
+
+/** The arguments of `reserveTaskSequences`: a task kind, a count of numbers already used, a block size. */
+export function validateSequenceReservation(kind: unknown, after: unknown, count: unknown): void {
+  if (typeof kind !== 'string' || !/^[a-z][a-z0-9_]{0,31}$/.test(kind)) {
+    throw new InvalidArgumentError('kind', 'a task kind', kind);
+  }
+  validateCount('after', after);
+  if (!Number.isSafeInteger(count) || (count as number) < 1 || (count as number) > 1_000_000) {
+    throw new InvalidArgumentError('count', 'an integer from 1 to 1000000', count);
+  }
+}
+
+export function validateSequenceRelease(kind: unknown, block: unknown, lastUsed: unknown): void {
+  validateSequenceReservation(kind, 0, 1);
+  validateObject('block', block);
+  const { first, last } = block as { first: unknown; last: unknown };
+  if (!Number.isSafeInteger(first) || (first as number) < 1) {
+    throw new InvalidArgumentError('block.first', 'a positive integer', first);
+  }
+  if (!Number.isSafeInteger(last) || (last as number) < (first as number)) {
+    throw new InvalidArgumentError('block.last', `an integer of at least block.first (${first})`, last);
+  }
+  validateCount('lastUsed', lastUsed);
+}

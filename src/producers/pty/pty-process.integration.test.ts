@@ -201,8 +201,9 @@ describe('a program in a pseudo-terminal', () => {
     const exit = await pty.stopped;
     expect(exit.reason).toBe('timed_out');
     expect(exit.stopSignals[0]).toBe('SIGINT');
-    // The cap may fire while the program is still being born: then a later step of the stop ends it.
-    expect(exit.signal).toBe(exit.stopSignals.at(-1));
+    // The cap may fire while the program is still being born: then a later step of the stop ends it,
+    // and SIGHUP and SIGTERM go out together, so either may be the one that ended it.
+    expect(exit.stopSignals).toContain(exit.signal);
   });
 
   it('keeps a runtime cap longer than one timer can express (2^31 - 1 ms) instead of expiring at once', async () => {

@@ -150,6 +150,47 @@ export function describeTasksAndWorkflows(openStore: OpenSessionStore): void {
     });
   });
 
+  describe('task id sequences', () => {
+    it('hands out disjoint blocks above every earlier block and above the ids already used', () => {
+      const store = harness.store;
+      expect(store.reserveTaskSequences('bash', 0, 100)).toEqual({ first: 1, last: 100 });
+      // A second service on the same store: the next block, whatever it thinks it has used.
+      expect(store.reserveTaskSequences('bash', 0, 100)).toEqual({ first: 101, last: 200 });
+      expect(store.reserveTaskSequences('bash', 450, 10)).toEqual({ first: 451, last: 460 });
+      // Kinds count separately.
+      expect(store.reserveTaskSequences('agent', 3, 5)).toEqual({ first: 4, last: 8 });
+    });
+
+    it('takes back the unused end of the newest block only', () => {
+      const store = harness.store;
+      const first = store.reserveTaskSequences('bash', 0, 100);
+      const second = store.reserveTaskSequences('bash', 0, 100);
+      // The older block is not the newest: giving it back would hand out numbers of the second again.
+      store.releaseTaskSequences('bash', first, 7);
+      expect(store.reserveTaskSequences('pty', 0, 1)).toEqual({ first: 1, last: 1 });
+      store.releaseTaskSequences('bash', second, 104);
+      expect(store.reserveTaskSequences('bash', 0, 100)).toEqual({ first: 105, last: 204 });
+      // Nothing used: the whole block goes back.
+      const unused = store.reserveTaskSequences('bash', 0, 100);
+      store.releaseTaskSequences('bash', unused, 0);
+      expect(store.reserveTaskSequences('bash', 0, 1)).toEqual({ first: 205, last: 205 });
+    });
+
+    it('refuses a malformed kind, count or block', () => {
+      const store = harness.store;
+      expect(
+        expectErrandError(() => store.reserveTaskSequences('Bad Kind', 0, 1), 'INVALID_ARGUMENT').message,
+      ).toContain('`kind`');
+      expectErrandError(() => store.reserveTaskSequences('bash', -1, 1), 'INVALID_ARGUMENT');
+      expectErrandError(() => store.reserveTaskSequences('bash', 0, 0), 'INVALID_ARGUMENT');
+      expectErrandError(
+        () => store.releaseTaskSequences('bash', { first: 5, last: 2 }, 0),
+        'INVALID_ARGUMENT',
+      );
+      expect(store.reserveTaskSequences('bash', 0, 1)).toEqual({ first: 1, last: 1 });
+    });
+  });
+
   describe('workflow journals', () => {
     it('creates, reads and lists runs', () => {
       harness.store.createSession({ id: 's', cwd: '/' });

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, type Mock, vi } from 'vitest';
 import { createTaskService } from '../registry/index.js';
-import { createOwner, type Owner, type TaskService } from '../tasks/index.js';
+import { createOwner, ErrandError, type Owner, type TaskService } from '../tasks/index.js';
 import { type ScriptedTask, type ScriptedTaskOptions, scriptedTask } from '../testing/index.js';
 import type { DashboardBackend } from './dashboard-backend.js';
 import { createDashboardServer, type DashboardAddress, type DashboardServer } from './dashboard-server.js';
@@ -595,6 +595,37 @@ describe('commands', () => {
     expect(reply.json()).toMatchObject({ ok: false, fault: 'fault.command.backgroundWorkCancelFailed' });
     expect(fixture.logger.warn).toHaveBeenCalledWith(`stopping ${id} failed`, expect.anything());
     expect(fixture.service.get(id, fixture.owner('main')).status).toBe('running');
+  });
+
+  it("passes an Errand error's own words to the viewer (a holder that did not answer), and hides others'", async () => {
+    const answers: unknown[] = [
+      new ErrandError(
+        'STOP_NOT_ANSWERED',
+        'system',
+        'The runtime holding session "s" did not answer in 5000 ms',
+      ),
+      new Error('internal detail'),
+    ];
+    const fixture = await startFixture({
+      backend: (backend) => ({
+        ...backend,
+        events: backend.events,
+        stopBackgroundWork: async () => {
+          throw answers.shift();
+        },
+      }),
+    });
+    const first = await command(fixture, { type: 'cancelBackgroundWork', workId: 'bash-1' });
+    expect(first.status).toBe(500);
+    expect(first.json()).toMatchObject({
+      ok: false,
+      fault: 'fault.command.backgroundWorkCancelFailed',
+      code: 'STOP_NOT_ANSWERED',
+      message: expect.stringContaining('did not answer in 5000 ms'),
+    });
+    const second = await command(fixture, { type: 'cancelBackgroundWork', workId: 'bash-1' });
+    expect(second.json()).toMatchObject({ message: 'The stop failed; the work may still be running' });
+    expect(JSON.stringify(second.json())).not.toContain('internal detail');
   });
 
   it('answers bad requests with 400 and a stable code', async () => {

@@ -273,7 +273,11 @@ class HttpDashboardServer implements DashboardServer {
           workId: command.workId,
           ok: false,
           fault: 'fault.command.backgroundWorkCancelFailed',
-          message: 'The stop failed; the work may still be running',
+          // Errand's own errors are written to be shown (a holder that did not answer in time, say).
+          message: ErrandError.isInstance(error)
+            ? error.message
+            : 'The stop failed; the work may still be running',
+          ...(ErrandError.isInstance(error) ? { code: error.code } : {}),
         });
         return;
       }

@@ -5,11 +5,12 @@
  * that have no event.
  */
 import { type Disposer, isTerminalStatus, type TaskChange, type TaskSnapshot } from '../tasks/index.js';
-import type {
-  BackgroundEvent,
-  BackgroundTaskEvent,
-  BackgroundTaskEventType,
-  BackgroundWorksLevel,
+import {
+  type BackgroundEvent,
+  type BackgroundTaskEvent,
+  type BackgroundTaskEventType,
+  type BackgroundWorksLevel,
+  worksLevel,
 } from './background-events.js';
 import {
   type BackgroundTaskFacts,
@@ -95,16 +96,8 @@ class LocalBackgroundEventFeed implements BackgroundEventFeed {
   }
 
   level(sessionId?: string | null): BackgroundWorksLevel {
-    const scoped = sessionId !== undefined;
     const tasks = this.#levelFacts(this.#options.tasks.list(this.#options.caller), sessionId);
-    return Object.freeze({
-      type: 'BackgroundWorksLevel' as const,
-      id: this.latestId,
-      at: this.#options.now(),
-      scope: scoped ? ('session' as const) : ('all' as const),
-      sessionId: scoped ? sessionId : null,
-      tasks,
-    });
+    return worksLevel(tasks, sessionId, this.latestId, this.#options.now());
   }
 
   find(taskId: string): BackgroundTaskFacts | undefined {

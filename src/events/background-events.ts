@@ -48,6 +48,24 @@ export interface BackgroundWorksLevel extends EventEnvelope {
 
 export type BackgroundEvent = BackgroundTaskEvent | BackgroundWorksLevel;
 
+/** A level signal of `tasks`: every work of `sessionId` when one is given (null: ownerless), else all. */
+export function worksLevel(
+  tasks: readonly BackgroundTaskFacts[],
+  sessionId: string | null | undefined,
+  id: number,
+  at: number,
+): BackgroundWorksLevel {
+  const scoped = sessionId !== undefined;
+  return Object.freeze({
+    type: 'BackgroundWorksLevel' as const,
+    id,
+    at,
+    scope: scoped ? ('session' as const) : ('all' as const),
+    sessionId: scoped ? sessionId : null,
+    tasks,
+  });
+}
+
 export function isBackgroundTaskEvent(event: BackgroundEvent): event is BackgroundTaskEvent {
   return event.type !== 'BackgroundWorksLevel';
 }

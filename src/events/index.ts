@@ -13,6 +13,7 @@ export {
   type BackgroundTaskUpdated,
   type BackgroundWorksLevel,
   isBackgroundTaskEvent,
+  worksLevel,
 } from './background-events.js';
 export {
   type BackgroundTaskFacts,

@@ -111,7 +111,8 @@ export function isLoopbackHost(host: string): boolean {
   return LOOPBACK_HOSTS.has(host.toLowerCase()) || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
 }
 
-function integerInRange(
+/** An integer option from `minimum` to `maximum`, or `fallback` when absent. */
+export function integerInRange(
   field: string,
   value: unknown,
   fallback: number,

@@ -21,6 +21,7 @@ import {
   EventRing,
   type ReplayResult,
   sameFacts,
+  worksLevel,
 } from '../events/index.js';
 import { isHolderLive } from '../session/session-holder.js';
 import type { SessionHolder, SessionRecord, SessionStore, StoredTask } from '../store/index.js';
@@ -33,7 +34,7 @@ import type {
   StopBackgroundWorkResult,
   StopRejectionReason,
 } from './dashboard-backend.js';
-import { consoleDashboardLogger, type DashboardLogger } from './server-options.js';
+import { consoleDashboardLogger, type DashboardLogger, integerInRange } from './server-options.js';
 
 /** Options of `createStoreDashboardBackend`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
 export interface StoreDashboardBackendOptions {
@@ -111,20 +112,6 @@ const REJECTION_REASONS: readonly StopRejectionReason[] = [
   'cancel_not_supported',
 ];
 
-function integerIn(
-  field: string,
-  value: unknown,
-  fallback: number,
-  minimum: number,
-  maximum: number,
-): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < minimum || value > maximum) {
-    throw new InvalidArgumentError(field, `an integer from ${minimum} to ${maximum}`, value);
-  }
-  return value;
-}
-
 function isLive(task: StoredTask): boolean {
   return task.status === 'running' || task.status === 'stopping';
 }
@@ -185,10 +172,16 @@ export function createStoreDashboardBackend(options: StoreDashboardBackendOption
     throw new InvalidArgumentError('store', 'a SessionStore', store);
   }
   const defaults = STORE_DASHBOARD_DEFAULTS;
-  const pollMs = integerIn('pollMs', options.pollMs, defaults.pollMs, 1, 3_600_000);
-  const stopTimeoutMs = integerIn('stopTimeoutMs', options.stopTimeoutMs, defaults.stopTimeoutMs, 1, 600_000);
-  const stopPollMs = integerIn('stopPollMs', options.stopPollMs, defaults.stopPollMs, 1, 60_000);
-  const ringSize = integerIn('ringSize', options.ringSize, defaults.ringSize, 1, 1_000_000);
+  const pollMs = integerInRange('pollMs', options.pollMs, defaults.pollMs, 1, 3_600_000);
+  const stopTimeoutMs = integerInRange(
+    'stopTimeoutMs',
+    options.stopTimeoutMs,
+    defaults.stopTimeoutMs,
+    1,
+    600_000,
+  );
+  const stopPollMs = integerInRange('stopPollMs', options.stopPollMs, defaults.stopPollMs, 1, 60_000);
+  const ringSize = integerInRange('ringSize', options.ringSize, defaults.ringSize, 1, 1_000_000);
   for (const field of ['isHolderLive', 'now'] as const) {
     if (options[field] !== undefined && typeof options[field] !== 'function') {
       throw new InvalidArgumentError(field, 'a function', options[field]);
@@ -327,16 +320,10 @@ class StoreEventFeed implements BackgroundEventFeed {
   }
 
   level(sessionId?: string | null): BackgroundWorksLevel {
-    const scoped = sessionId !== undefined;
-    const tasks = [...this.#facts.values()].filter((facts) => !scoped || facts.sessionId === sessionId);
-    return Object.freeze({
-      type: 'BackgroundWorksLevel' as const,
-      id: this.latestId,
-      at: this.#parts.now(),
-      scope: scoped ? ('session' as const) : ('all' as const),
-      sessionId: scoped ? sessionId : null,
-      tasks,
-    });
+    const tasks = [...this.#facts.values()].filter(
+      (facts) => sessionId === undefined || facts.sessionId === sessionId,
+    );
+    return worksLevel(tasks, sessionId, this.latestId, this.#parts.now());
   }
 
   find(taskId: string): BackgroundTaskFacts | undefined {

@@ -129,9 +129,10 @@ export function createErrandMcpServer(options: ErrandMcpServerOptions): ErrandMc
   ): Promise<CallToolResult> => {
     await workingDirectory.whenReady();
     const result = await executeTool(definition, args, toolContext(requestId, signal));
-    // The answer shows how a task ended: its notification would tell the client a second time.
+    // The answer shows how a task ended: its notification would tell the client a second time. A cancelled
+    // request's answer is never sent, so the client has not read that end: its notification stays.
     const ended = reportedTaskEnd(result);
-    if (ended) session.taskEndReported(ended);
+    if (ended && !signal.aborted) session.taskEndReported(ended);
     const answer = toCallToolResult(limitToolResult(result, resolved.maxToolResultBytes));
     return deliveries.attach(answer, requestId, signal, resolved.maxNotificationsPerResult);
   };

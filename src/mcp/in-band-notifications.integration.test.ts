@@ -12,9 +12,12 @@ import {
   LoggingMessageNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { capturingLogger } from '../../test/support/registry.js';
-import { switchableStore } from '../../test/support/session.js';
+import { settleEventLoop, switchableStore } from '../../test/support/session.js';
+import { deferred } from '../../test/support/waiting.js';
 import type { ErrandRuntime } from '../host/index.js';
+import { defineTool } from '../tools/index.js';
 import { createErrandMcpServer, type ErrandMcpServer } from './errand-mcp-server.js';
 import { MCP_TOOL_RESULT_SOURCE } from './in-band-notifications.js';
 import { createMcpRuntime } from './mcp-runtime.js';
@@ -181,5 +184,51 @@ describe('in-band notifications on a dying connection', () => {
     expect(texts[1]).toContain('<task-id>bash-1</task-id>');
     await expect.poll(() => ledgerStates(errand, mcp)).toEqual(['delivered']);
     expect(recordedDeliveries(mcp)).toHaveLength(1);
+  });
+});
+
+describe('an end read in a result that is never sent', () => {
+  it('a cancelled call whose result shows how a task ended does not withdraw that task’s notification', async () => {
+    const logger = capturingLogger();
+    const entered = deferred();
+    // Like task_output whose wait was interrupted: it answers with the task's terminal status anyway.
+    const lateRead = defineTool({
+      name: 'late_read',
+      description: 'Reports how a task ended once the call is cancelled.',
+      inputSchema: z.object({ task_id: z.string() }),
+      execute: async (input, context) => {
+        entered.resolve();
+        await new Promise<void>((resolve) => context.signal.addEventListener('abort', () => resolve()));
+        return {
+          text: '[status: killed]',
+          isError: false,
+          value: { taskId: input.task_id, status: 'killed', attempt: 1 },
+        };
+      },
+    });
+    runtime = await createMcpRuntime({
+      store: switchableStore().store,
+      pty: false,
+      logger,
+      tools: () => [lateRead],
+    });
+    server = createErrandMcpServer({ runtime, logger });
+    const connection = await connectClient(server);
+    await queueOneNotification(server, runtime, connection);
+
+    const abort = new AbortController();
+    const cancelled = connection.client.callTool(
+      { name: 'late_read', arguments: { task_id: 'bash-1' } },
+      CallToolResultSchema,
+      { signal: abort.signal },
+    );
+    await entered.promise;
+    abort.abort();
+    await expect(cancelled).rejects.toThrow();
+    await settleEventLoop();
+    // The client never got that answer: the notification is still the model's to read.
+    expect(server.session.queuedCommands).toBe(1);
+    const texts = await connection.call('task_list');
+    expect(texts[1]).toContain('<task-id>bash-1</task-id>');
   });
 });

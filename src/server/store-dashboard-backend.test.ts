@@ -1,4 +1,5 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { closeSync, constants, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -102,5 +103,20 @@ describe('readFileTail', () => {
     expect(readFileTail(file, 4)).toEqual({ text: '€z', totalBytes: 9 });
     expect(readFileTail(file, 3)).toEqual({ text: 'z', totalBytes: 9 });
     expect(readFileTail(join(directory, 'missing'), 10)).toBeUndefined();
+  });
+
+  it('reads only regular files: a directory or a named pipe put where the output was is no output', () => {
+    const directory = mkdtempSync(join(tmpdir(), 'errand-tail-'));
+    directories.push(directory);
+    expect(readFileTail(directory, 100)).toBeUndefined();
+    const fifo = join(directory, 'out.fifo');
+    execFileSync('mkfifo', [fifo]);
+    // Held open here, so a read that opens it does not block this test (with no writer it would block forever).
+    const held = openSync(fifo, constants.O_RDWR | constants.O_NONBLOCK);
+    try {
+      expect(readFileTail(fifo, 100)).toBeUndefined();
+    } finally {
+      closeSync(held);
+    }
   });
 });

@@ -9,7 +9,7 @@
  * for its answer: acknowledged, rejected with a reason, or — no answer in time — an error (the command is
  * expired), never a fake success.
  */
-import { closeSync, fstatSync, openSync, readSync, statSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync, statSync } from 'node:fs';
 import {
   type BackgroundEvent,
   type BackgroundEventFeed,
@@ -135,19 +135,25 @@ function fileSize(path: string | undefined): number | undefined {
   }
 }
 
-/** The end of a file, at most `maxBytes`, starting on a UTF-8 character boundary. */
+/**
+ * The end of a file, at most `maxBytes`, starting on a UTF-8 character boundary. Only a regular file is
+ * read: anything else where the output file was (a directory, a named pipe — opened without blocking) is
+ * no output.
+ */
 export function readFileTail(
   path: string,
   maxBytes: number,
 ): { text: string; totalBytes: number } | undefined {
   let fd: number;
   try {
-    fd = openSync(path, 'r');
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
   } catch {
     return undefined;
   }
   try {
-    const totalBytes = fstatSync(fd).size;
+    const stats = fstatSync(fd);
+    if (!stats.isFile()) return undefined;
+    const totalBytes = stats.size;
     const length = Math.min(totalBytes, Math.max(0, maxBytes));
     const buffer = Buffer.alloc(length);
     const read = readSync(fd, buffer, 0, length, totalBytes - length);

@@ -147,6 +147,31 @@ describe('one runtime per open session', () => {
     expect(runtime.resumeSession('s1').id).toBe('s1');
     await runtime.dispose();
   });
+
+  it('a createSession or resumeSession that fails after taking the holder leaves no holder behind', async () => {
+    const store = createMemorySessionStore();
+    let failTools = true;
+    const failing = createSessionRuntime({
+      store,
+      model: scriptedModel([]),
+      tools: () => {
+        if (failTools) throw new Error('tools unavailable');
+        return [];
+      },
+    });
+    const other = createSessionRuntime({ store, model: scriptedModel([]) });
+    expect(() => failing.createSession({ id: 's1' })).toThrow('tools unavailable');
+    expect(store.getSession('s1')?.holder).toBeUndefined();
+    // Nobody has the session open: another runtime may resume it while the failing one still lives.
+    const resumed = other.resumeSession('s1');
+    await resumed.close();
+    expect(() => failing.resumeSession('s1')).toThrow('tools unavailable');
+    expect(store.getSession('s1')?.holder).toBeUndefined();
+    expect(other.resumeSession('s1').id).toBe('s1');
+    failTools = false;
+    await other.dispose();
+    await failing.dispose();
+  });
 });
 
 describe('task ids across runtimes on one store', () => {

@@ -240,12 +240,13 @@ export class SessionRuntime {
       this.store.acquireSession(record.id, holderFor(this.#instance, this.#now()), isHolderLive);
       return this.#open(record.id, parentId, cwd, options.env, record.branchGeneration);
     } catch (error) {
-      // A tools or model factory that throws leaves no session behind that looks open.
+      // A tools or model factory that throws leaves no session behind that looks open, or held.
       try {
         this.store.updateSession(record.id, { state: 'closed' });
       } catch {
         // The original error says more.
       }
+      this.#releaseAfterFailedOpen(record.id);
       throw error;
     }
   }
@@ -270,10 +271,26 @@ export class SessionRuntime {
       sessionId,
       error: 'The runtime that ran this task stopped; its process did not survive the restart.',
     });
-    if (record.state === 'closed') this.store.updateSession(sessionId, { state: 'active' });
-    const session = this.#open(sessionId, record.parentId, record.cwd, options.env, record.branchGeneration);
+    let session: Session;
+    try {
+      if (record.state === 'closed') this.store.updateSession(sessionId, { state: 'active' });
+      session = this.#open(sessionId, record.parentId, record.cwd, options.env, record.branchGeneration);
+    } catch (error) {
+      // Not opened here: another runtime may resume it.
+      this.#releaseAfterFailedOpen(sessionId);
+      throw error;
+    }
     this.#tellLost(session, lost);
     return session;
+  }
+
+  /** Clears this runtime's holder of a session it failed to open (a no-op when another runtime holds it). */
+  #releaseAfterFailedOpen(id: SessionId): void {
+    try {
+      this.store.releaseSession(id, this.#instance);
+    } catch {
+      // The original error says more; a holder left behind is stale once this runtime is disposed.
+    }
   }
 
   /**

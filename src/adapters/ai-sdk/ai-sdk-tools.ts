@@ -60,8 +60,10 @@ function adapt(definition: AnyToolDefinition, options: AiSdkToolsOptions): Tool<
         { ...(options.policy === undefined ? {} : { policy: options.policy }) },
       );
       // The result shows how a task ended: its waiting notification would tell the model a second time.
+      // An aborted generation does not hand the result to the model: then the notification stays.
       const ended = reportedTaskEnd(result);
-      if (ended !== undefined) options.notifications?.taskEndReported(ended);
+      if (ended !== undefined && execution.abortSignal?.aborted !== true)
+        options.notifications?.taskEndReported(ended);
       return result;
     },
     toModelOutput: ({ output }) =>

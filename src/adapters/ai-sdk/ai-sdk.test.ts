@@ -505,6 +505,36 @@ describe('AI SDK adapter', () => {
         'Expected `attempt` to be an integer or undefined, got 1.5 (number)',
       );
     });
+
+    it('a call aborted while it ran reports no end: its result does not reach the model', async () => {
+      const reported: unknown[] = [];
+      const aborted = new AbortController();
+      const endReader = defineTool({
+        name: 'end_reader',
+        description: 'Answers with how a task ended, even when aborted.',
+        inputSchema: z.object({}),
+        execute: async () => {
+          // The generation is aborted while the tool runs (a wait that was interrupted still answers).
+          aborted.abort();
+          return {
+            text: '[status: completed]',
+            isError: false,
+            value: { taskId: 'bash-1', status: 'completed', attempt: 1 },
+          };
+        },
+      });
+      const tool = toAiSdkTool(endReader, {
+        caller: createOwner('s1'),
+        notifications: { taskEndReported: (end) => reported.push(end) },
+      });
+      await tool.execute?.(
+        {},
+        { toolCallId: 'call_1', messages: [], abortSignal: aborted.signal, context: undefined as never },
+      );
+      expect(reported).toEqual([]);
+      await tool.execute?.({}, { toolCallId: 'call_2', messages: [], context: undefined as never });
+      expect(reported).toEqual([{ taskId: 'bash-1', attempt: 1 }]);
+    });
   });
 
   it('answers a failing call as error text the model sees', async () => {

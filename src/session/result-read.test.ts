@@ -50,6 +50,37 @@ describe('an end the model already read', () => {
     await runtime.dispose();
   });
 
+  it('keeps the notification when the model only saw the status line (task_kill of a finished task)', async () => {
+    const board: TaskBoard = new Map();
+    let taskTools: ReturnType<typeof createTaskTools> | undefined;
+    const { runtime, model, store } = runtimeForTest(
+      [
+        { toolCalls: [{ name: 'start_task', input: { label: 'build' } }] },
+        async () => {
+          board.get('build')!.settle({ status: 'completed' });
+          await vi.waitFor(() => expect(session.queuedCommands).toBe(1));
+          return { toolCalls: [{ name: 'task_kill', input: { task_id: 'scripted-1' } }] };
+        },
+        { text: 'done' },
+      ],
+      {
+        tools: (session) => {
+          taskTools ??= createTaskTools({ tasks: session.tasks });
+          return [startTaskTool(session, board), ...taskTools.tools];
+        },
+      },
+    );
+    const session = runtime.createSession({ id: 's1' });
+    await expect(session.send('build it')).resolves.toMatchObject({ reason: 'completed' });
+    // The notification carries more than the status line (the output tail, a result): it still goes out.
+    expect(JSON.stringify(model.requests[2])).toContain('<task-notification>');
+    expect(store.listLedger('s1').filter((entry) => entry.kind === 'notification')).toEqual([
+      expect.objectContaining({ taskId: 'scripted-1', state: 'delivered' }),
+    ]);
+    taskTools?.dispose();
+    await runtime.dispose();
+  });
+
   it('does not admit a notification of an attempt the model already read, and admits a later attempt', async () => {
     const { runtime, store } = runtimeForTest([]);
     const session = runtime.createSession({ id: 's1' });

@@ -30,6 +30,8 @@ export interface TaskOutputValue {
   readonly status: TaskSnapshot['status'];
   /** The task's attempt (a resumed task's later run has a higher one). */
   readonly attempt: number;
+  /** True when this answer showed the task's end with its output or result (see `reportedTaskEnd`). */
+  readonly endRead: boolean;
 }
 
 export const TASK_OUTPUT_TOOL_NAME = 'task_output';
@@ -113,7 +115,12 @@ export function createTaskOutputTool(
         return {
           text: limitToolText(whole, limit, outputFile === undefined ? {} : { outputFile }),
           isError: false,
-          value: { taskId: after.id, status: after.status, attempt: after.attempt },
+          value: {
+            taskId: after.id,
+            status: after.status,
+            attempt: after.attempt,
+            endRead: isTerminalStatus(after.status),
+          },
         };
       } catch (error) {
         return taskError(error, snapshot, limitFor(runtime, snapshot));

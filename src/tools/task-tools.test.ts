@@ -104,7 +104,7 @@ describe('task_output', () => {
     expect(await h.call('task_output', { task_id: id })).toEqual({
       text: 'line 1\n[status: running]',
       isError: false,
-      value: { taskId: id, status: 'running', attempt: 1 },
+      value: { taskId: id, status: 'running', attempt: 1, endRead: false },
     });
     expect((await h.call('task_output', { task_id: id })).text).toBe('(no new output)\n[status: running]');
     task.push('line 2');

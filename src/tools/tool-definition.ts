@@ -173,15 +173,18 @@ export interface ReportedTaskEnd {
 }
 
 /**
- * The task whose end a tool result showed the model (`task_output` or `task_kill` answering with a
- * terminal status), or undefined. A session then drops that task's notification: the model already read
- * what it would say.
+ * The task whose end a tool result showed the model with its output or result — a `task_output` answer
+ * with a terminal status, whose value says `endRead: true` — or undefined. A session then drops that
+ * task's notification: the model already read what it would say. A status line alone (`task_kill` on a
+ * finished task, `task_list`) does not count: the notification carries more.
  */
 export function reportedTaskEnd(result: ToolResult): ReportedTaskEnd | undefined {
-  const value = result.value as { taskId?: unknown; status?: unknown; attempt?: unknown } | undefined;
+  const value = result.value as
+    | { taskId?: unknown; status?: unknown; attempt?: unknown; endRead?: unknown }
+    | undefined;
   if (result.isError || typeof value !== 'object' || value === null) return undefined;
   if (typeof value.taskId !== 'string' || typeof value.status !== 'string') return undefined;
-  if (!isTerminalStatus(value.status as TaskStatus)) return undefined;
+  if (value.endRead !== true || !isTerminalStatus(value.status as TaskStatus)) return undefined;
   const attempt = Number.isSafeInteger(value.attempt) ? (value.attempt as number) : undefined;
   return { taskId: value.taskId, attempt };
 }

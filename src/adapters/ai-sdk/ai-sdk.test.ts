@@ -519,7 +519,7 @@ describe('AI SDK adapter', () => {
           return {
             text: '[status: completed]',
             isError: false,
-            value: { taskId: 'bash-1', status: 'completed', attempt: 1 },
+            value: { taskId: 'bash-1', status: 'completed', attempt: 1, endRead: true },
           };
         },
       });

@@ -199,3 +199,45 @@ describe('task ids across runtimes on one store', () => {
     await third.dispose();
   });
 });
+
+describe('tasks lost with their runtime', () => {
+  it('tells the model once: again on the next resume if the session closed before it was told, never after', async () => {
+    const store = createMemorySessionStore();
+    store.createSession({ id: 's1', cwd: '/' });
+    store.upsertTask({
+      id: 'bash-3',
+      sessionId: 's1',
+      kind: 'bash',
+      label: 'dev server',
+      status: 'running',
+      detail: {},
+      isBackgrounded: true,
+      branchGeneration: 0,
+      startedAt: 1_000,
+      reported: false,
+    });
+    const lostEntries = () => store.listLedger('s1').filter((entry) => entry.taskId === 'bash-3');
+
+    // Resumed and closed again before any turn: the quiet notification never reached the model.
+    const first = createSessionRuntime({ store, model: scriptedModel([]) });
+    await first.resumeSession('s1').close();
+    expect(lostEntries().map((entry) => [entry.state, entry.reason ?? null])).toEqual([
+      ['discarded', 'shutdown'],
+    ]);
+    await first.dispose();
+
+    // The next resume tells it again, and this time a turn delivers it.
+    const model = scriptedModel([{ text: 'noted' }]);
+    const second = createSessionRuntime({ store, model });
+    await second.resumeSession('s1').send('what happened?');
+    expect(JSON.stringify(model.requests[0])).toContain('<status>lost</status>');
+    expect(lostEntries().map((entry) => entry.state)).toEqual(['discarded', 'delivered']);
+    await second.dispose();
+
+    // Told once: a third resume adds nothing.
+    const third = createSessionRuntime({ store, model: scriptedModel([]) });
+    third.resumeSession('s1');
+    expect(lostEntries()).toHaveLength(2);
+    await third.dispose();
+  });
+});

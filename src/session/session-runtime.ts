@@ -14,7 +14,6 @@ import {
 } from '../notifications/index.js';
 import { createTaskService, type SequenceBlocks } from '../registry/index.js';
 import { type JsonObject, jsonCopy } from '../store/json.js';
-import type { StoredTask } from '../store/records.js';
 import type { SessionStore } from '../store/session-store.js';
 import { taskRecordFromSnapshot } from '../store/task-record-from-snapshot.js';
 import {
@@ -267,10 +266,7 @@ export class SessionRuntime {
     // Before anything is discarded or marked lost: a runtime that still has it open keeps it (SESSION_IN_USE).
     this.store.acquireSession(sessionId, holderFor(this.#instance, this.#now()), isHolderLive);
     this.store.discardQueued(sessionId, 'session_resumed');
-    const lost = this.store.markLiveAsLost({
-      sessionId,
-      error: 'The runtime that ran this task stopped; its process did not survive the restart.',
-    });
+    this.store.markLiveAsLost({ sessionId, error: LOST_ON_RESUME_ERROR });
     let session: Session;
     try {
       if (record.state === 'closed') this.store.updateSession(sessionId, { state: 'active' });
@@ -280,7 +276,7 @@ export class SessionRuntime {
       this.#releaseAfterFailedOpen(sessionId);
       throw error;
     }
-    this.#tellLost(session, lost);
+    this.#tellLost(session);
     return session;
   }
 
@@ -295,14 +291,32 @@ export class SessionRuntime {
 
   /**
    * Queues, quietly (no turn starts for them), one notification per task of the session that was lost
-   * with the old runtime, so the model learns with its next request that the work it started is gone.
-   * Tasks of an abandoned conversation branch stay untold, as their other notifications would.
+   * with a runtime that stopped, so the model learns with its next request that the work it started is
+   * gone: those just marked lost, and those of an earlier resume whose notification never reached the
+   * model (the session closed again first). Tasks of an abandoned conversation branch stay untold, as
+   * their other notifications would.
    */
-  #tellLost(session: Session, lost: readonly StoredTask[]): void {
+  #tellLost(session: Session): void {
     const budgetBytes =
       this.#options.notifications?.maxNotificationBytes ?? DELIVERY_POLICY_DEFAULTS.maxNotificationBytes;
+    const lost = this.store
+      .listTasks({ sessionId: session.id, statuses: ['lost'] })
+      .filter(
+        (task) => task.error === LOST_ON_RESUME_ERROR && task.branchGeneration === session.branchGeneration,
+      );
+    if (lost.length === 0) return;
+    // Earlier "lost" notifications, by task: delivered ones are not told again.
+    const earlier = new Map<string, { delivered: boolean; count: number }>();
+    for (const entry of this.store.listLedger(session.id)) {
+      const match = /^lost:([^:]+):(\d+):\d+$/.exec(entry.idempotencyKey);
+      if (match === null) continue;
+      const key = `${match[1]}:${match[2]}`;
+      const known = earlier.get(key) ?? { delivered: false, count: 0 };
+      earlier.set(key, { delivered: known.delivered || entry.state === 'delivered', count: known.count + 1 });
+    }
     for (const task of lost) {
-      if (task.sessionId !== session.id || task.branchGeneration !== session.branchGeneration) continue;
+      const told = earlier.get(`${task.id}:${task.startedAt}`);
+      if (told?.delivered) continue;
       try {
         session.deliverNotification({
           taskId: task.id,
@@ -317,7 +331,7 @@ export class SessionRuntime {
           }),
           lane: 'quiet',
           branchGeneration: task.branchGeneration,
-          idempotencyKey: `lost:${task.id}:${task.startedAt}`,
+          idempotencyKey: `lost:${task.id}:${task.startedAt}:${(told?.count ?? 0) + 1}`,
         });
       } catch (error) {
         this.#logger.warn(`task ${task.id}: queueing the notification that it was lost failed`, {
@@ -594,6 +608,10 @@ function validatePolicyOptions(notifications: PolicyOptions | undefined): void {
     enqueue: () => {},
   }).dispose();
 }
+
+/** The diagnosis of a task found running when its session is resumed: its runtime stopped first. */
+const LOST_ON_RESUME_ERROR =
+  'The runtime that ran this task stopped; its process did not survive the restart.';
 
 /** How many ids of one kind a task service reserves in the store at a time. */
 export const TASK_ID_BLOCK_SIZE = 100;

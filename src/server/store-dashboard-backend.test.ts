@@ -47,6 +47,41 @@ function setup(live: boolean, options: { stopTimeoutMs?: number } = {}) {
 }
 
 describe('the store-backed dashboard backend', () => {
+  it('reads only what changed between polls, and the whole table again every 60 polls', () => {
+    const { store, backend } = setup(true);
+    const seen: string[] = [];
+    backend.events.subscribe((event) => {
+      if (event.type !== 'BackgroundWorksLevel') seen.push(`${event.type} ${event.taskId} ${event.status}`);
+    });
+    const reads: Array<number | undefined> = [];
+    const listTasks = store.listTasks.bind(store);
+    store.listTasks = (filter) => {
+      reads.push(filter?.updatedSince);
+      return listTasks(filter);
+    };
+    store.upsertTask({
+      id: 'bash-1',
+      sessionId: 's',
+      kind: 'bash',
+      label: 'sleep',
+      status: 'completed',
+      detail: { exitCode: 0 },
+      isBackgrounded: true,
+      branchGeneration: 0,
+      startedAt: 1,
+      endedAt: 2,
+      reported: false,
+    });
+    backend.refresh();
+    expect(seen).toEqual(['BackgroundTaskCompleted bash-1 completed']);
+    // Between full reads, the store is asked only for records written since the newest one it knows.
+    expect(reads).toEqual([expect.any(Number)]);
+    for (let poll = 0; poll < 60; poll += 1) backend.refresh();
+    // A full read (no updatedSince) also drops records pruned meanwhile.
+    expect(reads.filter((since) => since === undefined)).toHaveLength(1);
+    expect(reads).toHaveLength(61);
+  });
+
   it('throws a clear error and expires the command when the holder does not answer in time', async () => {
     const { store, backend } = setup(true, { stopTimeoutMs: 20 });
     const error = await backend.stopBackgroundWork('bash-1').then(

@@ -106,6 +106,9 @@ export class StopFailedError extends ErrandError {
   }
 }
 
+/** Every this many polls the whole task table is read again (dropping pruned records); between, only changes. */
+const FULL_READ_EVERY = 60;
+
 const REJECTION_REASONS: readonly StopRejectionReason[] = [
   'not_found',
   'not_running',
@@ -303,6 +306,10 @@ class StoreEventFeed implements BackgroundEventFeed {
   readonly #ring: EventRing<BackgroundEvent>;
   readonly #facts = new Map<string, BackgroundTaskFacts>();
   readonly #listeners = new Set<BackgroundEventListener>();
+  /** The task records known so far, by scope and id, and the newest write time among them. */
+  readonly #known = new Map<string, StoredTask>();
+  #watermark = 0;
+  #polls = 0;
   #nextId = 1;
   #disposed = false;
 
@@ -399,10 +406,27 @@ class StoreEventFeed implements BackgroundEventFeed {
     }
   }
 
+  /**
+   * The task records, read incrementally: only what was written since the last read (`updatedSince`),
+   * and the whole table every `FULL_READ_EVERY` polls, which also drops records pruned meanwhile.
+   */
+  #records(): Iterable<StoredTask> {
+    const store = this.#parts.store;
+    const full = this.#polls % FULL_READ_EVERY === 0;
+    this.#polls += 1;
+    const changed = full ? store.listTasks() : store.listTasks({ updatedSince: this.#watermark });
+    if (full) this.#known.clear();
+    for (const task of changed) {
+      this.#known.set(`${task.sessionId ?? ''}/${task.id}`, task);
+      if (task.updatedAt > this.#watermark) this.#watermark = task.updatedAt;
+    }
+    return this.#known.values();
+  }
+
   /** Every background task record as a viewer sees it, one per task id (the newest, a live one first). */
   #read(): BackgroundTaskFacts[] {
     const byId = new Map<string, StoredTask>();
-    for (const task of this.#parts.store.listTasks()) {
+    for (const task of [...this.#records()].sort((a, b) => a.startedAt - b.startedAt)) {
       if (!task.isBackgrounded || task.sessionId === undefined) continue;
       const current = byId.get(task.id);
       // Listed oldest start first: a later record replaces an earlier one unless that one is live.

@@ -513,7 +513,10 @@ export class MemorySessionStore implements SessionStore {
         : taskScope(filter.sessionId === null ? null : validateSessionKey('sessionId', filter.sessionId));
     const statuses =
       filter.statuses === undefined ? undefined : new Set<string>(validateTaskStatuses(filter.statuses));
-    return this.#selectTasks(scope, statuses).map(readTask);
+    const since = filter.updatedSince === undefined ? 0 : validateCount('updatedSince', filter.updatedSince);
+    return this.#selectTasks(scope, statuses)
+      .filter((row) => row.updatedAt >= since)
+      .map(readTask);
   }
 
   markLiveAsLost(options: MarkLostOptions = {}): StoredTask[] {

@@ -236,6 +236,8 @@ export interface TaskFilter {
   /** A session's tasks; `null` for ownerless tasks; absent for all. */
   readonly sessionId?: SessionId | string | null;
   readonly statuses?: readonly TaskStatus[];
+  /** Only records written at or after this time (epoch ms): what changed since an earlier read. */
+  readonly updatedSince?: number;
 }
 
 export interface MarkLostOptions {

@@ -523,8 +523,9 @@ export class SqliteSessionStore implements SessionStore {
     const statuses = jsonList(
       filter.statuses === undefined ? undefined : validateTaskStatuses(filter.statuses),
     );
+    const since = filter.updatedSince === undefined ? 0 : validateCount('updatedSince', filter.updatedSince);
     return this.#read('list task records', () =>
-      this.#statements.listTasks.all(scoped ? 1 : 0, scope, statuses, statuses).map(readTask),
+      this.#statements.listTasks.all(scoped ? 1 : 0, scope, statuses, statuses, since).map(readTask),
     );
   }
 
@@ -538,7 +539,7 @@ export class SqliteSessionStore implements SessionStore {
     return this.#write('mark live tasks lost', () => {
       const live = '["running","stopping"]';
       const rows = this.#statements.listTasks
-        .all(sessionId === undefined ? 0 : 1, taskScope(sessionId), live, live)
+        .all(sessionId === undefined ? 0 : 1, taskScope(sessionId), live, live, 0)
         .filter((row) => !keep.has(row.id))
         .map((row) => ({ ...row, status: 'lost', error, endedAt: row.endedAt ?? time, updatedAt: time }));
       for (const row of rows) this.#statements.updateTask.run(row);

@@ -204,8 +204,8 @@ export function prepareStatements(database: Database.Database) {
         .join(', ')}`,
     ),
     getTask: prepare<[string, string], TaskRow>(`SELECT ${tasks} FROM tasks WHERE scope = ? AND id = ?`),
-    listTasks: prepare<[number, string, string | null, string | null], TaskRow>(
-      `SELECT ${tasks} FROM tasks WHERE (? = 0 OR scope = ?) AND ${inList('status')}
+    listTasks: prepare<[number, string, string | null, string | null, number], TaskRow>(
+      `SELECT ${tasks} FROM tasks WHERE (? = 0 OR scope = ?) AND ${inList('status')} AND updated_at >= ?
        ORDER BY started_at, scope, id`,
     ),
     updateTask: prepare<[TaskRow]>(updateAll('tasks', TASK_FIELDS, ['scope', 'id'])),

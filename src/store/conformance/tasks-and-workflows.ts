@@ -150,6 +150,29 @@ export function describeTasksAndWorkflows(openStore: OpenSessionStore): void {
     });
   });
 
+  describe('task records changed since', () => {
+    it('lists only the records written at or after updatedSince, and refuses a bad time', () => {
+      const store = harness.store;
+      store.createSession({ id: 's', cwd: '/' });
+      store.upsertTask(task({ id: 'bash-1' }));
+      harness.advance(10);
+      store.upsertTask(task({ id: 'bash-2' }));
+      expect(store.listTasks({ updatedSince: START_TIME + 10 }).map((record) => record.id)).toEqual([
+        'bash-2',
+      ]);
+      expect(store.listTasks({ updatedSince: START_TIME }).map((record) => record.id)).toEqual([
+        'bash-1',
+        'bash-2',
+      ]);
+      harness.advance(10);
+      store.upsertTask(task({ id: 'bash-1', status: 'completed', endedAt: START_TIME + 20 }));
+      expect(store.listTasks({ updatedSince: START_TIME + 20 }).map((record) => record.status)).toEqual([
+        'completed',
+      ]);
+      expectErrandError(() => store.listTasks({ updatedSince: -1 }), 'INVALID_ARGUMENT');
+    });
+  });
+
   describe('task id sequences', () => {
     it('hands out disjoint blocks above every earlier block and above the ids already used', () => {
       const store = harness.store;

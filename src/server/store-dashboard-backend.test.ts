@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { closeSync, constants, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createMemorySessionStore, type MemorySessionStore } from '../store/index.js';
 import {
   createStoreDashboardBackend,
@@ -91,6 +91,18 @@ describe('the store-backed dashboard backend', () => {
     expect(error).toMatchObject({ code: 'STOP_NOT_ANSWERED' });
     expect((error as Error).message).toContain('did not answer the stop of "bash-1" within 20 ms');
     expect(store.getCommand(1)).toMatchObject({ state: 'expired', runtime: 'rt-1', workId: 'bash-1' });
+  });
+
+  it('stops waiting for an answer when disposed, and expires the command', async () => {
+    const { store, backend } = setup(true, { stopTimeoutMs: 600_000 });
+    const stopping = backend.stopBackgroundWork('bash-1').then(
+      () => undefined,
+      (thrown: unknown) => thrown,
+    );
+    await vi.waitFor(() => expect(store.getCommand(1)).toMatchObject({ state: 'pending' }));
+    backend.dispose();
+    expect(await stopping).toMatchObject({ code: 'STOP_NOT_ANSWERED' });
+    expect(store.getCommand(1)).toMatchObject({ state: 'expired' });
   });
 
   it('passes a rejection through, and refuses a work whose holder is gone', async () => {

@@ -229,13 +229,15 @@ export function createStoreDashboardBackend(options: StoreDashboardBackendOption
     createdAt: record.createdAt,
   });
 
+  let disposed = false;
+  /** The command once answered; still pending at the deadline, or once the backend is disposed. */
   const waitForAnswer = async (commandId: number) => {
     const deadline = Date.now() + stopTimeoutMs;
     for (;;) {
       const command = store.getCommand(commandId);
       if (command === undefined || command.state !== 'pending') return command;
       const left = deadline - Date.now();
-      if (left <= 0) return command;
+      if (left <= 0 || disposed) return command;
       await new Promise((resolve) => setTimeout(resolve, Math.min(stopPollMs, left)));
     }
   };
@@ -251,7 +253,8 @@ export function createStoreDashboardBackend(options: StoreDashboardBackendOption
     async stopBackgroundWork(workId): Promise<StopBackgroundWorkResult> {
       const records = store.listTasks().filter((task) => task.id === workId && task.isBackgrounded);
       if (records.length === 0) return { ok: false, reason: 'not_found' };
-      // Ids are unique per runtime, not across runtimes: the newest running record with this id is meant.
+      // Ids are unique across the runtimes of one store (reserved blocks); records from before that may
+      // repeat an id: the newest running record with it is meant.
       const task = records.filter((record) => record.status === 'running').at(-1);
       if (task?.sessionId === undefined) return { ok: false, reason: 'not_running' };
       const holder = store.getSession(task.sessionId)?.holder;
@@ -286,6 +289,7 @@ export function createStoreDashboardBackend(options: StoreDashboardBackendOption
       return readFileTail(outputFile, maxBytes);
     },
     dispose() {
+      disposed = true;
       clearInterval(timer);
       feed.dispose();
     },

@@ -1,7 +1,9 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
+import { z } from 'zod';
 import { createTaskService } from '../registry/index.js';
 import { createMemorySessionStore } from '../store/index.js';
 import { scriptedModel, scriptedTask } from '../testing/index.js';
+import { defineTool } from '../tools/index.js';
 import { createSessionRuntime, type SessionRuntimeOptions } from './session-runtime.js';
 
 describe('session runtime options', () => {
@@ -239,5 +241,40 @@ describe('tasks lost with their runtime', () => {
     third.resumeSession('s1');
     expect(lostEntries()).toHaveLength(2);
     await third.dispose();
+  });
+});
+
+describe('disposing a runtime from inside a session turn', () => {
+  it('keeps holding the session until its turn unwinds, then lets another runtime resume it', async () => {
+    const store = createMemorySessionStore();
+    const other = createSessionRuntime({ store, model: scriptedModel([]) });
+    let seenInside: unknown;
+    const runtime = createSessionRuntime({
+      store,
+      model: scriptedModel([{ toolCalls: [{ name: 'shutdown', input: {} }] }, { text: 'never asked' }]),
+      tools: () => [
+        defineTool({
+          name: 'shutdown',
+          description: 'Disposes the runtime it runs in.',
+          inputSchema: z.object({}),
+          async execute() {
+            await runtime.dispose();
+            // The session is still closing (this turn has not unwound): nobody else may take it yet.
+            try {
+              other.resumeSession('s1');
+            } catch (error) {
+              seenInside = error;
+            }
+            return { text: 'disposed', isError: false, value: undefined };
+          },
+        }),
+      ],
+    });
+    const session = runtime.createSession({ id: 's1' });
+    await expect(session.send('stop everything')).resolves.toMatchObject({ reason: 'interrupted' });
+    expect(seenInside).toMatchObject({ code: 'SESSION_IN_USE' });
+    await vi.waitFor(() => expect(session.state).toBe('closed'));
+    expect(other.resumeSession('s1').id).toBe('s1');
+    await other.dispose();
   });
 });

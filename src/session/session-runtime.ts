@@ -470,6 +470,7 @@ export class SessionRuntime {
     if (!entry) return;
     entry.detach();
     this.#sessions.delete(id);
+    if (this.#disposal !== undefined && this.#sessions.size === 0) this.#unregister();
     try {
       this.store.releaseSession(id, this.#instance);
     } catch (error) {
@@ -519,7 +520,9 @@ export class SessionRuntime {
   dispose(): Promise<void> {
     this.#disposal ??= (async () => {
       await Promise.all(this.listSessions().map((session) => session.close()));
-      this.#unregister();
+      // A close from inside a session's own turn resolves before that turn unwinds: the runtime keeps
+      // holding the session (live, for other runtimes) until it is closed, and deregisters after.
+      if (this.#sessions.size === 0) this.#unregister();
       this.#stopRecording();
       this.#detachController();
       if (this.#ownsTasks) await this.tasks.dispose();

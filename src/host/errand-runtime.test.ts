@@ -2,10 +2,12 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { z } from 'zod';
 import { capturingLogger } from '../../test/support/registry.js';
-import { createMemorySessionStore } from '../store/index.js';
+import { createMemorySessionStore, openSqliteSessionStore } from '../store/index.js';
 import { createTrustedCaller } from '../tasks/index.js';
 import { scriptedModel, scriptedTask } from '../testing/index.js';
+import { defineTool } from '../tools/index.js';
 import { createErrandRuntime, ERRAND_RUNTIME_DEFAULTS, type ErrandRuntimeOptions } from './errand-runtime.js';
 
 const directories: string[] = [];
@@ -260,6 +262,46 @@ describe('commands addressed to the runtime through the store', () => {
       await expect(
         createErrandRuntime({ model: scriptedModel(), store, pty: false, [field]: value }),
       ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', context: expect.objectContaining({ field }) });
+    }
+  });
+});
+
+describe('disposing from inside a session turn', () => {
+  it('closes its own store only after that session wrote its end', async () => {
+    const home = mkdtempSync(join(tmpdir(), 'errand-host-self-dispose-'));
+    try {
+      const logger = capturingLogger();
+      const runtime = await createErrandRuntime({
+        model: scriptedModel([{ toolCalls: [{ name: 'shutdown', input: {} }] }, { text: 'never asked' }]),
+        home,
+        pty: false,
+        logger,
+        tools: (_session, assembled) => [
+          defineTool({
+            name: 'shutdown',
+            description: 'Disposes the runtime it runs in.',
+            inputSchema: z.object({}),
+            async execute() {
+              await assembled.dispose();
+              return { text: 'disposed', isError: false, value: undefined };
+            },
+          }),
+        ],
+      });
+      const session = runtime.createSession({ id: 's1' });
+      await expect(session.send('stop everything')).resolves.toMatchObject({ reason: 'interrupted' });
+      await vi.waitFor(() => expect(session.state).toBe('closed'));
+      const store = openSqliteSessionStore({ home });
+      try {
+        await vi.waitFor(() =>
+          expect(store.getSession('s1')).toMatchObject({ state: 'closed', holder: undefined }),
+        );
+      } finally {
+        store.close();
+      }
+      expect(logger.warnings).toEqual([]);
+    } finally {
+      rmSync(home, { recursive: true, force: true });
     }
   });
 });

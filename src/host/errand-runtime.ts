@@ -545,7 +545,10 @@ async function assembleRuntime(
         bash.dispose();
         await tasks.dispose();
         await executor.dispose();
-        if (ownsStore) store.close();
+        // A session closing from inside its own turn (a tool that disposed the runtime) still writes
+        // its end to the store once that turn unwinds: the store closes after it.
+        if (ownsStore && sessions.listSessions().length === 0) store.close();
+        else if (ownsStore) void sessions.whenAllClosed().then(() => store.close());
       })();
       return disposal;
     },

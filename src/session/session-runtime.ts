@@ -176,6 +176,7 @@ export class SessionRuntime {
   /** Distinguishes this runtime's notifications in the ledger from an earlier one's with the same task ids. */
   readonly #instance = randomUUID().slice(0, 8);
   readonly #unregister: () => void;
+  readonly #allClosedWaiters: Array<() => void> = [];
   /** Per task (session and id): the viewer facts last persisted, so a detail update writes only when they change. */
   readonly #persisted = new Map<string, string>();
   /** Sessions opened so far: each opening gets its own admission scope (see `#enqueue`). */
@@ -345,6 +346,15 @@ export class SessionRuntime {
     return this.#sessions.get(id)?.session;
   }
 
+  /**
+   * Resolves once no session is open in this runtime. After `dispose()` that is at once — unless it was
+   * called from inside a session's own turn, which closes only once that turn unwinds.
+   */
+  whenAllClosed(): Promise<void> {
+    if (this.#sessions.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#allClosedWaiters.push(resolve));
+  }
+
   /** Sessions open in this runtime. */
   listSessions(): Session[] {
     return [...this.#sessions.values()].map((entry) => entry.session);
@@ -471,6 +481,7 @@ export class SessionRuntime {
     entry.detach();
     this.#sessions.delete(id);
     if (this.#disposal !== undefined && this.#sessions.size === 0) this.#unregister();
+    if (this.#sessions.size === 0) for (const wake of this.#allClosedWaiters.splice(0)) wake();
     try {
       this.store.releaseSession(id, this.#instance);
     } catch (error) {

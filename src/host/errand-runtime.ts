@@ -83,7 +83,12 @@ import {
   type TaskService,
   type TaskSnapshot,
 } from '../tasks/index.js';
-import { optionKeys, rejectUnknownOptions, type UnknownOptionsCheck } from '../tasks/option-keys.js';
+import {
+  nestedCheck,
+  optionKeys,
+  rejectUnknownOptions,
+  type UnknownOptionsCheck,
+} from '../tasks/option-keys.js';
 import { truncateUtf8Tail, utf8ByteLength } from '../text/index.js';
 import {
   type AnyToolDefinition,
@@ -238,21 +243,20 @@ export function rejectUnknownRuntimeOptions(
   rejectUnknownOptions(options, known, check);
   if (typeof options !== 'object' || options === null) return;
   const parts = options as ErrandRuntimeOptions;
-  const { where } = check;
-  const at = (key: string) => (check.path === undefined ? key : `${check.path}.${key}`);
-  rejectUnknownOptions(parts.tasks, PART_KEYS.tasks, { where, path: at('tasks') });
-  rejectUnknownOptions(parts.bash, BASH_PART_KEYS, { where, path: at('bash') });
+  const at = (key: string) => nestedCheck(check, key);
+  rejectUnknownOptions(parts.tasks, PART_KEYS.tasks, at('tasks'));
+  rejectUnknownOptions(parts.bash, BASH_PART_KEYS, at('bash'));
   const bash = typeof parts.bash === 'object' && parts.bash !== null ? parts.bash : {};
-  rejectUnknownOptions(bash.executor, PART_KEYS['bash.executor'], { where, path: at('bash.executor') });
-  rejectUnknownOptions(bash.producer, PART_KEYS['bash.producer'], { where, path: at('bash.producer') });
-  rejectUnknownOptions(bash.tool, PART_KEYS['bash.tool'], { where, path: at('bash.tool') });
-  rejectUnknownOptions(parts.pty, PART_KEYS.pty, { where, path: at('pty'), renamed: PTY_RENAMED_OPTIONS });
-  rejectUnknownOptions(parts.taskTools, PART_KEYS.taskTools, { where, path: at('taskTools') });
-  rejectUnknownSubagentOptions(parts.subagents, PART_KEYS.subagents, { where, path: at('subagents') });
-  rejectUnknownOptions(parts.workflows, PART_KEYS.workflows, { where, path: at('workflows') });
-  rejectUnknownPolicyOptions(parts.notifications, POLICY_OPTION_KEYS, { where, path: at('notifications') });
-  rejectUnknownOptions(parts.limits, SESSION_LIMIT_KEYS, { where, path: at('limits') });
-  rejectUnknownOptions(parts.events, PART_KEYS.events, { where, path: at('events') });
+  rejectUnknownOptions(bash.executor, PART_KEYS['bash.executor'], at('bash.executor'));
+  rejectUnknownOptions(bash.producer, PART_KEYS['bash.producer'], at('bash.producer'));
+  rejectUnknownOptions(bash.tool, PART_KEYS['bash.tool'], at('bash.tool'));
+  rejectUnknownOptions(parts.pty, PART_KEYS.pty, { ...at('pty'), renamed: PTY_RENAMED_OPTIONS });
+  rejectUnknownOptions(parts.taskTools, PART_KEYS.taskTools, at('taskTools'));
+  rejectUnknownSubagentOptions(parts.subagents, PART_KEYS.subagents, at('subagents'));
+  rejectUnknownOptions(parts.workflows, PART_KEYS.workflows, at('workflows'));
+  rejectUnknownPolicyOptions(parts.notifications, POLICY_OPTION_KEYS, at('notifications'));
+  rejectUnknownOptions(parts.limits, SESSION_LIMIT_KEYS, at('limits'));
+  rejectUnknownOptions(parts.events, PART_KEYS.events, at('events'));
 }
 
 export interface ErrandRuntime {

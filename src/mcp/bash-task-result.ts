@@ -3,13 +3,13 @@
  * its result — the newest output (bounded, never consuming the model's read cursor) and the exit line
  * a foreground `bash` call ends with.
  */
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import type { CallToolResult, TaskStatus as McpTaskStatus } from '@modelcontextprotocol/sdk/types.js';
 import { exitLine } from '../producers/bash/bash-tool.js';
 import type { ExitFacts } from '../producers/bash/exit-facts.js';
 import type { OutputSnapshot } from '../producers/bash/process-handle.js';
 import { withSkippedOutputMarker } from '../producers/bash/skipped-output-marker.js';
 import { isTerminalStatus, type TaskSnapshot } from '../tasks/index.js';
+import { readFileTail } from '../text/index.js';
 import { limitToolText } from '../tools/index.js';
 
 /** The parts of a bash process handle a result needs (a seam: tests and other producers can supply it). */
@@ -78,37 +78,19 @@ function newestOutput(output: CommandOutput, maxBytes: number): OutputSnapshot {
   const view = output.snapshot(maxBytes);
   if (view.skippedBytes === 0 || view.outputFile === null) return view;
   if (Buffer.byteLength(view.text) >= maxBytes) return view;
-  return readFileTail(view.outputFile, maxBytes, view.outputBytes) ?? view;
+  return completeFileTail(view.outputFile, maxBytes, view.outputBytes) ?? view;
 }
 
 /** The last `maxBytes` of a complete output file, starting on a character boundary; undefined if unreadable. */
-function readFileTail(file: string, maxBytes: number, outputBytes: number): OutputSnapshot | undefined {
-  let descriptor: number | undefined;
-  try {
-    descriptor = openSync(file, 'r');
-    const size = fstatSync(descriptor).size;
-    // A file that could not be written in full does not hold the newest output.
-    if (size !== outputBytes) return undefined;
-    const length = Math.min(maxBytes, size);
-    const bytes = Buffer.alloc(length);
-    let filled = 0;
-    while (filled < length) {
-      const read = readSync(descriptor, bytes, filled, length - filled, size - length + filled);
-      if (read === 0) return undefined;
-      filled += read;
-    }
-    let start = 0;
-    while (start < Math.min(3, length) && ((bytes[start] ?? 0) & 0xc0) === 0x80) start += 1;
-    return {
-      text: bytes.toString('utf8', start),
-      skippedBytes: size - length + start,
-      outputBytes,
-      outputFile: file,
-      running: false,
-    };
-  } catch {
-    return undefined;
-  } finally {
-    if (descriptor !== undefined) closeSync(descriptor);
-  }
+function completeFileTail(file: string, maxBytes: number, outputBytes: number): OutputSnapshot | undefined {
+  const tail = readFileTail(file, maxBytes);
+  // A file that could not be written in full does not hold the newest output.
+  if (tail === undefined || tail.totalBytes !== outputBytes) return undefined;
+  return {
+    text: tail.text,
+    skippedBytes: tail.totalBytes - Buffer.byteLength(tail.text),
+    outputBytes,
+    outputFile: file,
+    running: false,
+  };
 }

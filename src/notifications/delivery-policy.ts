@@ -15,7 +15,12 @@ import {
   type TaskService,
   type TaskSnapshot,
 } from '../tasks/index.js';
-import { optionKeys, rejectUnknownOptions, type UnknownOptionsCheck } from '../tasks/option-keys.js';
+import {
+  nestedCheck,
+  optionKeys,
+  rejectUnknownOptions,
+  type UnknownOptionsCheck,
+} from '../tasks/option-keys.js';
 import { formatGenericNotification } from './format-generic.js';
 import { formatterFor } from './format-notification.js';
 import { formatWorkflowProgressNotification, type WorkflowProgressEvent } from './format-workflow.js';
@@ -125,8 +130,7 @@ export function rejectUnknownPolicyOptions(
   rejectUnknownOptions(options, known, check);
   const tail = (options as { readonly outputTail?: unknown } | null | undefined)?.outputTail;
   if (typeof tail !== 'object' || tail === null) return;
-  const path = check.path === undefined ? 'outputTail' : `${check.path}.outputTail`;
-  rejectUnknownOptions(tail, OUTPUT_TAIL_OPTION_KEYS, { where: check.where, path });
+  rejectUnknownOptions(tail, OUTPUT_TAIL_OPTION_KEYS, nestedCheck(check, 'outputTail'));
 }
 
 export const DELIVERY_POLICY_DEFAULTS = Object.freeze({

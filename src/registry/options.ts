@@ -1,6 +1,6 @@
 /** Options of the in-process task service, their defaults and their validation. */
 import { InvalidArgumentError, isValidTaskKind, type TaskKind } from '../tasks/index.js';
-import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
+import { optionKeys, rejectUnknownOptions, validateLoggerOption } from '../tasks/option-keys.js';
 
 export interface Logger {
   warn(message: string, context?: Record<string, unknown>): void;
@@ -101,15 +101,8 @@ export function resolveTaskServiceOptions(options: TaskServiceOptions = {}): Res
     throw new InvalidArgumentError('options', 'an object', options);
   }
   rejectUnknownOptions(options, TASK_SERVICE_OPTION_KEYS, { where: 'createTaskService' });
-  if (
-    options.logger !== undefined &&
-    (typeof options.logger !== 'object' ||
-      options.logger === null ||
-      typeof options.logger.warn !== 'function')
-  ) {
-    // A broken logger would throw from inside settlement, where listener failures are reported.
-    throw new InvalidArgumentError('logger', 'an object with a warn function', options.logger);
-  }
+  // A broken logger would throw from inside settlement, where listener failures are reported.
+  validateLoggerOption(options.logger);
   if (options.requireController !== undefined && typeof options.requireController !== 'boolean') {
     throw new InvalidArgumentError('requireController', 'a boolean', options.requireController);
   }

@@ -9,7 +9,7 @@
  * for its answer: acknowledged, rejected with a reason, or — no answer in time — an error (the command is
  * expired), never a fake success.
  */
-import { closeSync, constants, fstatSync, openSync, readSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import {
   type BackgroundEvent,
   type BackgroundEventFeed,
@@ -27,6 +27,7 @@ import { isHolderLive } from '../session/session-holder.js';
 import type { SessionHolder, SessionRecord, SessionStore, StoredTask } from '../store/index.js';
 import { ErrandError, InvalidArgumentError, isTerminalStatus } from '../tasks/index.js';
 import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
+import { readFileTail } from '../text/index.js';
 import type {
   DashboardBackend,
   DashboardSession,
@@ -138,36 +139,7 @@ function fileSize(path: string | undefined): number | undefined {
   }
 }
 
-/**
- * The end of a file, at most `maxBytes`, starting on a UTF-8 character boundary. Only a regular file is
- * read: anything else where the output file was (a directory, a named pipe — opened without blocking) is
- * no output.
- */
-export function readFileTail(
-  path: string,
-  maxBytes: number,
-): { text: string; totalBytes: number } | undefined {
-  let fd: number;
-  try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
-  } catch {
-    return undefined;
-  }
-  try {
-    const stats = fstatSync(fd);
-    if (!stats.isFile()) return undefined;
-    const totalBytes = stats.size;
-    const length = Math.min(totalBytes, Math.max(0, maxBytes));
-    const buffer = Buffer.alloc(length);
-    const read = readSync(fd, buffer, 0, length, totalBytes - length);
-    let start = 0;
-    // A cut inside a character leaves continuation bytes (10xxxxxx) at the start: skip them.
-    if (totalBytes > length) while (start < read && ((buffer[start] ?? 0) & 0xc0) === 0x80) start += 1;
-    return { text: buffer.subarray(start, read).toString('utf8'), totalBytes };
-  } finally {
-    closeSync(fd);
-  }
-}
+export { readFileTail };
 
 export function createStoreDashboardBackend(options: StoreDashboardBackendOptions): StoreDashboardBackend {
   if (typeof options !== 'object' || options === null) {

@@ -29,7 +29,7 @@ import {
   type TaskSnapshot,
   validateSessionId,
 } from '../tasks/index.js';
-import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
+import { optionKeys, rejectUnknownOptions, validateLoggerOption } from '../tasks/option-keys.js';
 import type { AnyToolDefinition } from '../tools/index.js';
 import type { ModelPort } from './model-port.js';
 import { Session, type SessionLogger } from './session.js';
@@ -585,14 +585,7 @@ function validateRuntimeOptions(options: SessionRuntimeOptions): void {
     throw new InvalidArgumentError('cwd', 'a non-empty path', options.cwd);
   }
   validateEnvironment('env', options.env);
-  if (
-    options.logger !== undefined &&
-    (typeof options.logger !== 'object' ||
-      options.logger === null ||
-      typeof options.logger.warn !== 'function')
-  ) {
-    throw new InvalidArgumentError('logger', 'an object with a warn function', options.logger);
-  }
+  validateLoggerOption(options.logger);
   resolveSessionLimits(options.limits);
   validatePolicyOptions(options.notifications);
 }

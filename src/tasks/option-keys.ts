@@ -3,7 +3,7 @@
  * `optionKeys<T>()` (compiler-checked against the options type) and calls `rejectUnknownOptions` before any
  * side effect, so a typo or an old name fails with `UNKNOWN_OPTION` instead of silently doing nothing.
  */
-import { UnknownOptionError } from './errors.js';
+import { InvalidArgumentError, UnknownOptionError } from './errors.js';
 
 /** Every key of `T`, each mapped to `true`: leaving a key out, or adding one `T` lacks, is a type error. */
 export type OptionKeyRecord<T> = { readonly [K in keyof T]-?: true };
@@ -26,6 +26,22 @@ export interface UnknownOptionsCheck {
   readonly path?: string;
   /** Old names mapped to their new ones, suggested whatever their spelling distance. */
   readonly renamed?: Readonly<Record<string, string>>;
+}
+
+/** The check of an options object nested at `key` inside the one `check` describes. */
+export function nestedCheck(check: UnknownOptionsCheck, key: string): UnknownOptionsCheck {
+  return { where: check.where, path: check.path === undefined ? key : `${check.path}.${key}` };
+}
+
+/**
+ * Refuses a `logger` option that is given but has no `warn` function: a broken logger would otherwise
+ * throw later, from wherever a warning is reported.
+ */
+export function validateLoggerOption(logger: unknown): void {
+  if (logger === undefined) return;
+  if (typeof (logger as { warn?: unknown } | null)?.warn !== 'function') {
+    throw new InvalidArgumentError('logger', 'an object with a warn function', logger);
+  }
 }
 
 /**

@@ -1,4 +1,5 @@
-/** Text utilities with no dependencies: UTF-8 budgets, line helpers, XML escaping, truncation markers. */
+/** Text utilities: UTF-8 budgets and file tails, line helpers, XML escaping, truncation markers. */
+export * from './file-tail.js';
 export * from './fit-tail.js';
 export * from './lines.js';
 export * from './truncation-marker.js';

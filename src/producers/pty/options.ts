@@ -2,7 +2,7 @@
 import { consoleLogger, type Logger } from '../../registry/index.js';
 import { MAX_LABEL_LENGTH } from '../../registry/validate-spec.js';
 import { InvalidArgumentError, type TaskService } from '../../tasks/index.js';
-import { optionKeys } from '../../tasks/option-keys.js';
+import { optionKeys, validateLoggerOption } from '../../tasks/option-keys.js';
 import { type Clock, systemClock } from '../bash/clock.js';
 import { memoizedSource, type ProcessSource, procfsSource } from '../bash/process-table.js';
 import type { PtyModuleLoader } from './pty-runtime.js';
@@ -247,9 +247,7 @@ export function resolvePtyProducerOptions(
   if (options.loadPty !== undefined && typeof options.loadPty !== 'function') {
     throw new InvalidArgumentError('loadPty', 'a function', options.loadPty);
   }
-  if (options.logger !== undefined && typeof options.logger?.warn !== 'function') {
-    throw new InvalidArgumentError('logger', 'an object with a warn function', options.logger);
-  }
+  validateLoggerOption(options.logger);
   if (options.outputRoot !== undefined) text('outputRoot', options.outputRoot, '');
   if (options.clock !== undefined && typeof options.clock?.schedule !== 'function') {
     throw new InvalidArgumentError('clock', 'an object with now and schedule functions', options.clock);

@@ -11,7 +11,12 @@ import {
 } from '../../session/index.js';
 import type { SessionStore } from '../../store/index.js';
 import { InvalidArgumentError, type TaskService } from '../../tasks/index.js';
-import { optionKeys, rejectUnknownOptions, type UnknownOptionsCheck } from '../../tasks/option-keys.js';
+import {
+  nestedCheck,
+  optionKeys,
+  rejectUnknownOptions,
+  type UnknownOptionsCheck,
+} from '../../tasks/option-keys.js';
 import type { AnyToolDefinition } from '../../tools/index.js';
 import { BASH_TOOL_OPTION_KEYS } from '../bash/bash-tool.js';
 import type { BashProducer, BashToolOptions } from '../bash/index.js';
@@ -165,14 +170,13 @@ export function rejectUnknownSubagentOptions(
   rejectUnknownOptions(options, known, check);
   if (typeof options !== 'object' || options === null) return;
   const { bashTool, limits, notifications, profiles } = options as Partial<SubagentProducerOptions>;
-  const { where } = check;
-  const at = (key: string) => (check.path === undefined ? key : `${check.path}.${key}`);
-  rejectUnknownOptions(bashTool, CHILD_BASH_TOOL_OPTION_KEYS, { where, path: at('bashTool') });
-  rejectUnknownOptions(limits, SESSION_LIMIT_KEYS, { where, path: at('limits') });
-  rejectUnknownPolicyOptions(notifications, POLICY_OPTION_KEYS, { where, path: at('notifications') });
+  const at = (key: string) => nestedCheck(check, key);
+  rejectUnknownOptions(bashTool, CHILD_BASH_TOOL_OPTION_KEYS, at('bashTool'));
+  rejectUnknownOptions(limits, SESSION_LIMIT_KEYS, at('limits'));
+  rejectUnknownPolicyOptions(notifications, POLICY_OPTION_KEYS, at('notifications'));
   if (Array.isArray(profiles)) {
     profiles.forEach((profile: unknown, position) => {
-      rejectUnknownOptions(profile, AGENT_PROFILE_KEYS, { where, path: at(`profiles[${position}]`) });
+      rejectUnknownOptions(profile, AGENT_PROFILE_KEYS, at(`profiles[${position}]`));
     });
   }
 }

@@ -52,14 +52,15 @@ export function holderFor(instance: string, now: number): SessionHolder {
 }
 
 export function isHolderLive(holder: SessionHolder): boolean {
-  const facts = readProcess(holder.pid);
   if (holder.pid === process.pid && (holder.processStart === undefined || holder.processStart === ownStart)) {
     return liveRuntimes.has(holder.runtime);
   }
+  const facts = readProcess(holder.pid);
   if (facts !== undefined) {
     return !facts.zombie && (holder.processStart === undefined || facts.start === holder.processStart);
   }
-  if (existsProc()) return false;
+  // With /proc (our own entry was readable), a pid without an entry is gone.
+  if (ownStart !== undefined) return false;
   // No /proc (not Linux): the pid is all there is to go on.
   try {
     process.kill(holder.pid, 0);
@@ -67,8 +68,4 @@ export function isHolderLive(holder: SessionHolder): boolean {
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
-}
-
-function existsProc(): boolean {
-  return ownStart !== undefined;
 }

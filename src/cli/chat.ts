@@ -9,7 +9,7 @@ import type { Readable, Writable } from 'node:stream';
 import { openAiChatModelFromEnvironment } from '../adapters/index.js';
 import { createErrandRuntime } from '../host/index.js';
 import type { ModelPort, Session, SessionEvent } from '../session/index.js';
-import { createTrustedCaller, type TaskSnapshot } from '../tasks/index.js';
+import { createTrustedCaller, systemClock, type TaskSnapshot } from '../tasks/index.js';
 import { formatBytes, SPINNER, TaskPanel } from './task-panel.js';
 
 const person = createTrustedCaller('chat-user');
@@ -32,7 +32,7 @@ export function statusLine(
   tasks: readonly TaskSnapshot[],
   frame: number,
   columns = 100,
-  now = Date.now(),
+  now = systemClock.now(),
 ): string {
   const running = tasks.filter(
     (task) => task.isBackgrounded && (task.status === 'running' || task.status === 'stopping'),

@@ -3,7 +3,7 @@
  * redrawn in place on a TTY. Without a TTY it prints one line per status change instead.
  */
 import type { Writable } from 'node:stream';
-import { createTrustedCaller, type TaskService, type TaskSnapshot } from '../tasks/index.js';
+import { createTrustedCaller, systemClock, type TaskService, type TaskSnapshot } from '../tasks/index.js';
 
 export const SPINNER = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 const caller = createTrustedCaller('task-panel');
@@ -35,7 +35,7 @@ export class TaskPanel {
       live: options.out.isTTY === true,
       intervalMs: 100,
       maxRows: 8,
-      now: Date.now,
+      now: systemClock.now,
       ...options,
     };
     this.#unsubscribe = options.tasks.onTasksChanged((change) => this.#onChange(change.task), { caller });

@@ -1,6 +1,7 @@
 /** The live `backgroundWorks` projection of a feed: current state, selectors, and change subscriptions. */
-import { consoleLogger, type Logger } from '../registry/index.js';
+
 import type { Disposer } from '../tasks/index.js';
+import { consoleLogger, type Logger } from '../tasks/index.js';
 import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
 import type { BackgroundEventFeed } from './background-event-feed.js';
 import {

@@ -1,10 +1,12 @@
 /** Options of the background event feed, their defaults and their validation. */
 import { randomBytes } from 'node:crypto';
-import { consoleLogger, type Logger } from '../registry/index.js';
 import {
   type Caller,
+  consoleLogger,
   createTrustedCaller,
   InvalidArgumentError,
+  type Logger,
+  systemClock,
   type TaskService,
   type TaskSnapshot,
 } from '../tasks/index.js';
@@ -135,7 +137,7 @@ export function resolveFeedOptions(options: BackgroundEventFeedOptions): Resolve
       BACKGROUND_EVENT_FEED_DEFAULTS.maxSampledTasks,
     ),
     streamId,
-    now: optionalFunction('now', options.now) ?? Date.now,
+    now: optionalFunction('now', options.now) ?? systemClock.now,
     logger: options.logger ?? consoleLogger,
   };
 }

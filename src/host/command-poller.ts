@@ -5,8 +5,8 @@
  * store is the only channel. The timer is unref'd and stops with `stop()`.
  */
 import type { DashboardBackend, StopBackgroundWorkResult } from '../server/index.js';
-import type { SessionLogger } from '../session/index.js';
 import type { CommandAnswer, RuntimeCommand, SessionStore } from '../store/index.js';
+import type { Logger } from '../tasks/index.js';
 
 /** Pending commands handled per tick; the rest wait for the next one. */
 export const COMMANDS_PER_POLL = 16;
@@ -25,7 +25,7 @@ export interface CommandPollerOptions {
   /** The person's stop (initiator `user`). */
   readonly stop: DashboardBackend['stopBackgroundWork'];
   readonly now: () => number;
-  readonly logger: SessionLogger;
+  readonly logger: Logger;
 }
 
 export interface CommandPoller {

@@ -71,7 +71,6 @@ import {
   SESSION_LIMIT_KEYS,
   type Session,
   type SessionLimits,
-  type SessionLogger,
   type SessionRuntime,
   storeSequenceBlocks,
 } from '../session/index.js';
@@ -79,7 +78,9 @@ import { MemorySessionStore, openSqliteSessionStore, type SessionStore } from '.
 import {
   createTrustedCaller,
   InvalidArgumentError,
+  type Logger,
   parseTaskId,
+  systemClock,
   type TaskService,
   type TaskSnapshot,
 } from '../tasks/index.js';
@@ -177,7 +178,7 @@ export interface ErrandRuntimeOptions {
   readonly events?: Omit<BackgroundEventFeedOptions, 'tasks'>;
   /** More tools for a session (a harness's own), after Errand's. */
   readonly tools?: (session: Session, runtime: ErrandRuntime) => readonly AnyToolDefinition[];
-  readonly logger?: SessionLogger;
+  readonly logger?: Logger;
 }
 
 /** Every key of `ErrandRuntimeOptions`; any other key is rejected with `UNKNOWN_OPTION`. */
@@ -504,7 +505,7 @@ async function assembleRuntime(
           holdsSession: (sessionId) => sessions.getSession(sessionId) !== undefined,
           ownerOf: (workId) => tasks.list(trusted).find((task) => task.id === workId)?.ownerSessionId,
           stop: (workId) => dashboard.stopBackgroundWork(workId),
-          now: () => Date.now(),
+          now: systemClock.now,
           logger: options.logger ?? {
             warn: (message, context) =>
               process.emitWarning(

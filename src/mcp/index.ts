@@ -30,7 +30,6 @@ export { createMcpRuntime, MCP_CLIENT_MODEL, type McpRuntimeOptions } from './mc
 export {
   type ErrandMcpServerOptions,
   MCP_SERVER_DEFAULTS,
-  type McpServerLogger,
   type ResolvedMcpServerOptions,
 } from './mcp-server-options.js';
 export {

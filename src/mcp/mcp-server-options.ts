@@ -1,17 +1,13 @@
 /** Options of the Errand MCP server, their defaults and their validation. */
 import { readFileSync } from 'node:fs';
 import type { ErrandRuntime } from '../host/index.js';
-import { InvalidArgumentError } from '../tasks/index.js';
+import { InvalidArgumentError, type Logger } from '../tasks/index.js';
 import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
 import {
   type ErrandTaskStoreOptions,
   integerOption,
   resolveErrandTaskStoreOptions,
 } from './task-store-options.js';
-
-export interface McpServerLogger {
-  warn(message: string, context?: Record<string, unknown>): void;
-}
 
 /**
  * Options of `createErrandMcpServer`. A key not listed here (or in `tasks`) is rejected with
@@ -46,7 +42,7 @@ export interface ErrandMcpServerOptions {
   /** The session's title until the client says who it is. Default `MCP session`. */
   readonly sessionTitle?: string;
   /** Where warnings go (never stdout: it belongs to the protocol). Default: `process.emitWarning`. */
-  readonly logger?: McpServerLogger;
+  readonly logger?: Logger;
 }
 
 /** Every key of `ErrandMcpServerOptions`; any other key is rejected with `UNKNOWN_OPTION`. */
@@ -78,7 +74,7 @@ export interface ResolvedMcpServerOptions {
   readonly logNotifications: boolean;
   readonly tasks: ErrandTaskStoreOptions | false;
   readonly sessionTitle: string;
-  readonly logger: McpServerLogger;
+  readonly logger: Logger;
 }
 
 export const MCP_SERVER_DEFAULTS = Object.freeze({
@@ -91,7 +87,7 @@ export const MCP_SERVER_DEFAULTS = Object.freeze({
   sessionTitle: 'MCP session',
 });
 
-export const emitWarningLogger: McpServerLogger = {
+export const emitWarningLogger: Logger = {
   warn(message, context) {
     process.emitWarning(`${message}${context ? ` ${JSON.stringify(context)}` : ''}`, 'ErrandWarning');
   },

@@ -11,19 +11,19 @@
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { CallToolResult, JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
 import type { NotificationReservation } from '../session/index.js';
+import type { Logger } from '../tasks/index.js';
 import { ErrandError } from '../tasks/index.js';
 import {
   carriesNotificationBlock,
   type ReservingNotificationInbox,
   reserveQueuedNotificationsFor,
 } from './in-band-notifications.js';
-import type { McpServerLogger } from './mcp-server-options.js';
 
 export interface ResultDeliveriesDependencies {
   readonly inbox: ReservingNotificationInbox;
   /** The transport the server is connected to now; undefined once the connection closed. */
   readonly transport: () => Transport | undefined;
-  readonly logger: McpServerLogger;
+  readonly logger: Logger;
 }
 
 interface Delivery {
@@ -40,7 +40,7 @@ interface Delivery {
 export class ResultDeliveries {
   readonly #inbox: ReservingNotificationInbox;
   readonly #transport: () => Transport | undefined;
-  readonly #logger: McpServerLogger;
+  readonly #logger: Logger;
   /** Deliveries not done yet, per transport and request id. */
   readonly #open = new Map<Transport, Map<RequestId, Delivery>>();
   readonly #watched = new WeakSet<Transport>();

@@ -7,12 +7,8 @@
 import type { Readable, Writable } from 'node:stream';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { type ErrandRuntime, rejectUnknownRuntimeOptions } from '../host/index.js';
-import {
-  createDashboardServer,
-  type DashboardAddress,
-  type DashboardLogger,
-  type DashboardServer,
-} from '../server/index.js';
+import { createDashboardServer, type DashboardAddress, type DashboardServer } from '../server/index.js';
+import type { Logger } from '../tasks/index.js';
 import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
 import { createErrandMcpServer, type ErrandMcpServer } from './errand-mcp-server.js';
 import { createMcpRuntime, MCP_RUNTIME_OPTION_KEYS, type McpRuntimeOptions } from './mcp-runtime.js';
@@ -20,7 +16,6 @@ import {
   ERRAND_MCP_SERVER_OPTION_KEYS,
   type ErrandMcpServerOptions,
   emitWarningLogger,
-  type McpServerLogger,
 } from './mcp-server-options.js';
 import { ERRAND_TASK_STORE_OPTION_KEYS } from './task-store-options.js';
 
@@ -79,7 +74,7 @@ export interface StdioMcpServer {
 export async function startStdioMcpServer(options: StdioMcpServerOptions = {}): Promise<StdioMcpServer> {
   rejectUnknownStdioOptions(options);
   const { runtime: runtimeOptions, dashboard: dashboardOptions, stdin, stdout, ...serverOptions } = options;
-  const logger: McpServerLogger = serverOptions.logger ?? emitWarningLogger;
+  const logger: Logger = serverOptions.logger ?? emitWarningLogger;
   const input = stdin ?? process.stdin;
   const output = stdout ?? process.stdout;
   const runtime = await createMcpRuntime({
@@ -121,7 +116,7 @@ export async function startStdioMcpServer(options: StdioMcpServerOptions = {}): 
   try {
     mcp = createErrandMcpServer({ ...serverOptions, runtime, logger });
     if (dashboardOptions) {
-      const dashboardLogger: DashboardLogger = { warn: (message, context) => logger.warn(message, context) };
+      const dashboardLogger: Logger = { warn: (message, context) => logger.warn(message, context) };
       dashboard = createDashboardServer({
         backend: runtime.dashboard,
         ...(dashboardOptions.port === undefined ? {} : { port: dashboardOptions.port }),

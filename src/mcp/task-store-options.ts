@@ -1,5 +1,5 @@
 /** Options of the Errand-backed MCP task store, their defaults and their validation. */
-import { InvalidArgumentError } from '../tasks/index.js';
+import { InvalidArgumentError, systemClock } from '../tasks/index.js';
 import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
 
 /** Options of `createErrandTaskStore`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
@@ -21,7 +21,7 @@ export interface ErrandTaskStoreOptions {
   readonly cancelSettleMs?: number;
   /** Tasks per `tasks/list` page. Default 50. */
   readonly listPageSize?: number;
-  /** Epoch-milliseconds clock. Default `Date.now`. */
+  /** Epoch-milliseconds clock. Default: the system clock. */
   readonly now?: () => number;
 }
 
@@ -132,6 +132,6 @@ export function resolveErrandTaskStoreOptions(
       TIMER_MAX_MS,
     ),
     listPageSize: integerOption(`${prefix}listPageSize`, options.listPageSize, defaults.listPageSize, 1),
-    now: options.now ?? Date.now,
+    now: options.now ?? systemClock.now,
   });
 }

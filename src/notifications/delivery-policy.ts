@@ -4,13 +4,15 @@
  * claim (first come wins against readers, waiters and the model's own kill), formats, and hands the
  * notification to the session's queue — returning the claim if the queue refuses it. It owns no queue.
  */
-import { consoleLogger, type Logger } from '../registry/index.js';
 import {
+  consoleLogger,
   type Disposer,
   ErrandError,
   InvalidArgumentError,
   isTerminalStatus,
+  type Logger,
   type Owner,
+  systemClock,
   type TaskKind,
   type TaskService,
   type TaskSnapshot,
@@ -89,7 +91,7 @@ export interface DeliveryPolicyOptions {
    * tool, which then reads "amend it"). Default none: the model's own kill is reported by its tool result.
    */
   readonly notifyModelStops?: readonly TaskKind[];
-  /** Epoch-milliseconds clock. Default `Date.now`. */
+  /** Epoch-milliseconds clock. Default: the system clock. */
   readonly now?: () => number;
   readonly logger?: Logger;
 }
@@ -263,7 +265,7 @@ export function createDeliveryPolicy(options: DeliveryPolicyOptions): DeliveryPo
   validateOptions(options);
   const { tasks, owner, enqueue } = options;
   const logger = options.logger ?? consoleLogger;
-  const now = options.now ?? Date.now;
+  const now = options.now ?? systemClock.now;
   const currentGeneration = options.currentBranchGeneration ?? (() => owner.branchGeneration);
   const isShuttingDown = options.isShuttingDown ?? (() => false);
   const wakeBudget = options.wakeBudget ?? DELIVERY_POLICY_DEFAULTS.wakeBudget;

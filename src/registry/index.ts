@@ -1,8 +1,6 @@
 /** The in-process TaskService provider. */
 export { createTaskService, LocalTaskService, MAX_WAIT_MS } from './local-task-service.js';
 export {
-  consoleLogger,
-  type Logger,
   type SequenceBlock,
   type SequenceBlocks,
   TASK_SERVICE_DEFAULTS,

@@ -1,17 +1,13 @@
 /** Options of the in-process task service, their defaults and their validation. */
-import { InvalidArgumentError, isValidTaskKind, type TaskKind } from '../tasks/index.js';
+import {
+  consoleLogger,
+  InvalidArgumentError,
+  isValidTaskKind,
+  type Logger,
+  systemClock,
+  type TaskKind,
+} from '../tasks/index.js';
 import { optionKeys, rejectUnknownOptions, validateLoggerOption } from '../tasks/option-keys.js';
-
-export interface Logger {
-  warn(message: string, context?: Record<string, unknown>): void;
-}
-
-export const consoleLogger: Logger = {
-  warn(message, context) {
-    // biome-ignore lint/suspicious/noConsole: the default logger of a library with no logger injected
-    console.warn(`[errand] ${message}`, context ?? '');
-  },
-};
 
 /** Options of `createTaskService`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
 export interface TaskServiceOptions {
@@ -137,7 +133,7 @@ export function resolveTaskServiceOptions(options: TaskServiceOptions = {}): Res
       TASK_SERVICE_DEFAULTS.maxRetainedTasksPerOwner,
     ),
     requireController: options.requireController ?? true,
-    now: options.now ?? Date.now,
+    now: options.now ?? systemClock.now,
     formatId: options.formatId,
     sequenceBlocks: validateSequenceBlocks(options.sequenceBlocks),
     logger: options.logger ?? consoleLogger,

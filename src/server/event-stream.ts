@@ -12,15 +12,15 @@ import {
   isBackgroundTaskEvent,
   toBackgroundWork,
 } from '../events/index.js';
+import type { Logger } from '../tasks/index.js';
 import { DashboardRequestError, SECURITY_HEADERS } from './http-response.js';
-import type { DashboardLogger } from './server-options.js';
 
 export interface EventStreamOptions {
   readonly feed: BackgroundEventFeed;
   readonly heartbeatMs: number;
   readonly maxClientBufferBytes: number;
   readonly maxClients: number;
-  readonly logger: DashboardLogger;
+  readonly logger: Logger;
 }
 
 /** How long a browser waits before reconnecting a dropped stream. */

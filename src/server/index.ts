@@ -28,7 +28,6 @@ export type { WorkOutputSnapshot } from './output-snapshot.js';
 export {
   consoleDashboardLogger,
   DASHBOARD_SERVER_DEFAULTS,
-  type DashboardLogger,
   type DashboardServerOptions,
   DEFAULT_ASSETS_DIRECTORY,
 } from './server-options.js';

@@ -1,20 +1,11 @@
 /** Options of the dashboard server, their defaults and their validation. */
 import { fileURLToPath } from 'node:url';
-import { InvalidArgumentError } from '../tasks/index.js';
+import { createConsoleLogger, InvalidArgumentError, type Logger } from '../tasks/index.js';
 import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
 import { generateAccessToken, MIN_TOKEN_LENGTH } from './access-token.js';
 import type { DashboardBackend } from './dashboard-backend.js';
 
-export interface DashboardLogger {
-  warn(message: string, context?: Record<string, unknown>): void;
-}
-
-export const consoleDashboardLogger: DashboardLogger = {
-  warn(message, context) {
-    // biome-ignore lint/suspicious/noConsole: the default logger of a library with no logger injected
-    console.warn(`[errand dashboard] ${message}`, context ?? '');
-  },
-};
+export const consoleDashboardLogger: Logger = createConsoleLogger('errand dashboard');
 
 /** Options of `createDashboardServer`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
 export interface DashboardServerOptions {
@@ -52,7 +43,7 @@ export interface DashboardServerOptions {
   /** The directory holding the page (`index.html`, `app.js`, `app.css`). Default: the package's `web/`. */
   readonly assetsDirectory?: string;
   /** Told about failed requests, failed stops and dropped clients. Default: `consoleDashboardLogger`. */
-  readonly logger?: DashboardLogger;
+  readonly logger?: Logger;
 }
 
 /** Every key of `DashboardServerOptions`; any other key is rejected with `UNKNOWN_OPTION`. */
@@ -88,7 +79,7 @@ export interface ResolvedDashboardOptions {
   readonly maxClientBufferBytes: number;
   readonly maxEventClients: number;
   readonly assetsDirectory: string;
-  readonly logger: DashboardLogger;
+  readonly logger: Logger;
 }
 
 export const DASHBOARD_SERVER_DEFAULTS = Object.freeze({

@@ -25,7 +25,13 @@ import {
 } from '../events/index.js';
 import { isHolderLive } from '../session/session-holder.js';
 import type { SessionHolder, SessionRecord, SessionStore, StoredTask } from '../store/index.js';
-import { ErrandError, InvalidArgumentError, isTerminalStatus } from '../tasks/index.js';
+import {
+  ErrandError,
+  InvalidArgumentError,
+  isTerminalStatus,
+  type Logger,
+  systemClock,
+} from '../tasks/index.js';
 import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
 import { readFileTail } from '../text/index.js';
 import type {
@@ -35,7 +41,7 @@ import type {
   StopBackgroundWorkResult,
   StopRejectionReason,
 } from './dashboard-backend.js';
-import { consoleDashboardLogger, type DashboardLogger, integerInRange } from './server-options.js';
+import { consoleDashboardLogger, integerInRange } from './server-options.js';
 
 /** Options of `createStoreDashboardBackend`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
 export interface StoreDashboardBackendOptions {
@@ -51,10 +57,10 @@ export interface StoreDashboardBackendOptions {
   readonly ringSize?: number;
   /** Whether a session's holder still runs. Default: the holder check sessions use (pid and process start). */
   readonly isHolderLive?: (holder: SessionHolder) => boolean;
-  /** The clock, in epoch milliseconds. Default `Date.now`. */
+  /** The clock, in epoch milliseconds. Default: the system clock. */
   readonly now?: () => number;
   /** Told about failed polls. Default: `consoleDashboardLogger`. */
-  readonly logger?: DashboardLogger;
+  readonly logger?: Logger;
 }
 
 const STORE_DASHBOARD_BACKEND_OPTION_KEYS = optionKeys<StoreDashboardBackendOptions>()({
@@ -171,11 +177,12 @@ export function createStoreDashboardBackend(options: StoreDashboardBackendOption
   const logger = options.logger ?? consoleDashboardLogger;
   if (typeof logger?.warn !== 'function')
     throw new InvalidArgumentError('logger', 'an object with warn()', logger);
+  const now = options.now ?? systemClock.now;
   const feed = new StoreEventFeed({
     store,
     ringSize,
     holderLive: options.isHolderLive ?? isHolderLive,
-    now: options.now ?? Date.now,
+    now,
   });
   let failing = false;
   const refresh = () => {
@@ -204,11 +211,11 @@ export function createStoreDashboardBackend(options: StoreDashboardBackendOption
   let disposed = false;
   /** The command once answered; still pending at the deadline, or once the backend is disposed. */
   const waitForAnswer = async (commandId: number) => {
-    const deadline = Date.now() + stopTimeoutMs;
+    const deadline = now() + stopTimeoutMs;
     for (;;) {
       const command = store.getCommand(commandId);
       if (command === undefined || command.state !== 'pending') return command;
-      const left = deadline - Date.now();
+      const left = deadline - now();
       if (left <= 0 || disposed) return command;
       await new Promise((resolve) => setTimeout(resolve, Math.min(stopPollMs, left)));
     }

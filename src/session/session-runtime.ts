@@ -23,8 +23,10 @@ import {
   ErrandError,
   InvalidArgumentError,
   isTerminalStatus,
+  type Logger,
   parseTaskId,
   type SessionId,
+  systemClock,
   type TaskService,
   type TaskSnapshot,
   validateSessionId,
@@ -32,7 +34,7 @@ import {
 import { optionKeys, rejectUnknownOptions, validateLoggerOption } from '../tasks/option-keys.js';
 import type { AnyToolDefinition } from '../tools/index.js';
 import type { ModelPort } from './model-port.js';
-import { Session, type SessionLogger } from './session.js';
+import { Session } from './session.js';
 import type { SessionEvent } from './session-events.js';
 import { holderFor, isHolderLive, registerLiveRuntime } from './session-holder.js';
 import { resolveSessionLimits, type SessionLimits } from './session-options.js';
@@ -82,7 +84,7 @@ export interface SessionRuntimeOptions {
   readonly beforeUserPrompt?: (text: string, session: Session) => string | undefined;
   /** Shutdown sweeps that run before a closing session's tasks are cancelled (e.g. stop workflow runs). */
   readonly onSessionShutdown?: (session: Session) => Promise<void> | void;
-  readonly logger?: SessionLogger;
+  readonly logger?: Logger;
   readonly now?: () => number;
 }
 
@@ -156,7 +158,7 @@ export class SessionExistsError extends ErrandError {
 
 export type RuntimeEventListener = (sessionId: SessionId, event: SessionEvent) => void;
 
-const defaultLogger: SessionLogger = {
+const defaultLogger: Logger = {
   warn(message, context) {
     process.emitWarning(`${message}${context ? ` ${JSON.stringify(context)}` : ''}`, 'ErrandWarning');
   },
@@ -169,7 +171,7 @@ export class SessionRuntime {
   readonly #ownsTasks: boolean;
   readonly #sessions = new Map<string, { session: Session; policy: DeliveryPolicy; detach: () => void }>();
   readonly #listeners = new Set<RuntimeEventListener>();
-  readonly #logger: SessionLogger;
+  readonly #logger: Logger;
   readonly #now: () => number;
   readonly #detachController: () => void;
   readonly #stopRecording: () => void;
@@ -189,7 +191,7 @@ export class SessionRuntime {
     this.#options = options;
     this.store = options.store;
     this.#logger = options.logger ?? defaultLogger;
-    this.#now = options.now ?? Date.now;
+    this.#now = options.now ?? systemClock.now;
     this.#ownsTasks = options.tasks === undefined;
     this.tasks =
       options.tasks ??

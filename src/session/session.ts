@@ -11,6 +11,7 @@ import {
   createOwner,
   ErrandError,
   InvalidArgumentError,
+  type Logger,
   type Owner,
   type SessionId,
   type TaskService,
@@ -37,10 +38,6 @@ import type {
 import { SessionLedger } from './session-ledger.js';
 import type { ResolvedSessionLimits } from './session-options.js';
 import { runTurn, type TurnContext } from './turn-loop.js';
-
-export interface SessionLogger {
-  warn(message: string, context?: Record<string, unknown>): void;
-}
 
 /** A notification ready for the session's queue (formatted and claimed by the delivery policy). */
 export interface SessionNotification {
@@ -137,7 +134,7 @@ export interface SessionDependencies {
   readonly model: ModelPort;
   readonly systemPrompt: string | undefined;
   readonly limits: ResolvedSessionLimits;
-  readonly logger: SessionLogger;
+  readonly logger: Logger;
   readonly now: () => number;
   /** Builds this session's tools once its owner exists. */
   readonly tools: (session: Session) => readonly AnyToolDefinition[];
@@ -175,7 +172,7 @@ export class Session {
   readonly env: Readonly<Record<string, string>>;
   readonly #store: SessionStore;
   readonly #limits: ResolvedSessionLimits;
-  readonly #logger: SessionLogger;
+  readonly #logger: Logger;
   /** Task id → the highest attempt whose end a tool result showed the model (oldest first). */
   readonly #reportedEnds = new Map<string, number>();
   readonly #now: () => number;

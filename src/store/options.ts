@@ -1,5 +1,5 @@
 /** Options every session store takes, the retention defaults, and their validation. */
-import { InvalidArgumentError } from '../tasks/index.js';
+import { InvalidArgumentError, systemClock } from '../tasks/index.js';
 import { optionKeys, rejectUnknownOptions, type UnknownOptionsCheck } from '../tasks/option-keys.js';
 import type { PruneOptions } from './session-store.js';
 
@@ -8,7 +8,7 @@ import type { PruneOptions } from './session-store.js';
  * in the provider's own options) is rejected with `UNKNOWN_OPTION`.
  */
 export interface SessionStoreOptions {
-  /** The clock, in epoch milliseconds. Default `Date.now`. */
+  /** The clock, in epoch milliseconds. Default: the system clock. */
   readonly now?: () => number;
   /**
    * The largest single text or JSON field, in UTF-8 bytes of its stored form: a message's content, a
@@ -72,7 +72,7 @@ export function resolveSessionStoreOptions(options: SessionStoreOptions = {}): R
     if (maxFieldBytes < 1)
       throw new InvalidArgumentError('maxFieldBytes', 'a positive integer', maxFieldBytes);
   }
-  return { now: options.now ?? Date.now, maxFieldBytes };
+  return { now: options.now ?? systemClock.now, maxFieldBytes };
 }
 
 /** `where` names the caller for an `UNKNOWN_OPTION` error (with `path` when the options are nested). */

@@ -1,6 +1,12 @@
-/** The task contract: ids, statuses, errors, owners and the TaskService interface. Imports nothing of ours. */
+/**
+ * The task contract: ids, statuses, errors, owners, the clock and logger every part is given, and the
+ * TaskService interface. Imports nothing of ours.
+ */
+
+export * from './clock.js';
 export * from './errors.js';
 export * from './ids.js';
+export * from './logger.js';
 export * from './owner.js';
 export * from './status.js';
 export type * from './task-service.js';

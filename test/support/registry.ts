@@ -1,8 +1,8 @@
 /** Helpers shared by the registry's tests: a service with a controller attached and a capturing logger. */
 
 import { createTaskService } from '../../src/registry/local-task-service.js';
-import type { Logger, TaskServiceOptions } from '../../src/registry/options.js';
-import type { TaskService } from '../../src/tasks/index.js';
+import type { TaskServiceOptions } from '../../src/registry/options.js';
+import type { Logger, TaskService } from '../../src/tasks/index.js';
 
 export interface CapturedWarning {
   readonly message: string;

@@ -29,8 +29,7 @@ import {
   type DeliveryPolicyOptions,
   type TaskNotification,
 } from '../../notifications/index.js';
-import { consoleLogger } from '../../registry/index.js';
-import { InvalidArgumentError } from '../../tasks/index.js';
+import { consoleLogger, InvalidArgumentError } from '../../tasks/index.js';
 import { optionKeys, rejectUnknownOptions } from '../../tasks/option-keys.js';
 
 /**

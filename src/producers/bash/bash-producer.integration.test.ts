@@ -8,9 +8,9 @@ import {
   waitForOutput,
 } from '../../../test/fixtures/bash/index.js';
 import { createTaskService, type TaskServiceOptions } from '../../registry/index.js';
+import { createManualClock } from '../../tasks/clock.js';
 import { createOwner, createTrustedCaller, type TaskService, type TaskSnapshot } from '../../tasks/index.js';
 import { BashProducer, type BashProducerOptions } from './bash-producer.js';
-import { createManualClock } from './clock.js';
 import { BashExecutor } from './executor.js';
 import type { BashExecutorOptions } from './executor-options.js';
 

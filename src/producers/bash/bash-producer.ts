@@ -4,6 +4,8 @@
  * (no controller, an admission limit) never starts a process. Progress (pid, output bytes) is published
  * through `updateDetail`, throttled; output files are deleted when the task service forgets the task.
  */
+
+import { type Clock, systemClock } from '../../tasks/clock.js';
 import {
   type Caller,
   createTrustedCaller,
@@ -21,7 +23,6 @@ import {
 } from '../../tasks/index.js';
 import { optionKeys, rejectUnknownOptions } from '../../tasks/option-keys.js';
 import { bashOutcome } from './bash-outcome.js';
-import { type Clock, systemClock } from './clock.js';
 import { DetailThrottle } from './detail-throttle.js';
 import { type BashExecutor, MAX_COMMAND_TIMEOUT_MS } from './executor.js';
 import { integerOption, OUTPUT_SNAPSHOT_BYTES } from './executor-options.js';

@@ -3,11 +3,11 @@ import { existsSync } from 'node:fs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { capturingLogger, isAlive, waitForOutput } from '../../../test/fixtures/bash/index.js';
 import { createTaskService } from '../../registry/index.js';
+import { createManualClock } from '../../tasks/clock.js';
 import { createOwner, createTrustedCaller, type TaskService } from '../../tasks/index.js';
 import { executeTool, type ToolContext } from '../../tools/index.js';
 import { BashProducer } from './bash-producer.js';
 import { type BashToolOptions, createBashTool } from './bash-tool.js';
-import { createManualClock } from './clock.js';
 import { BashExecutor } from './executor.js';
 import type { BashExecutorOptions } from './executor-options.js';
 

@@ -5,6 +5,7 @@
  * same task id. Background calls return `{ kind: 'background', taskId }` at once.
  */
 import { resolve as resolvePath } from 'node:path';
+import { type CancelTimer, type Clock, systemClock } from '../../tasks/clock.js';
 import {
   createTrustedCaller,
   InvalidArgumentError,
@@ -27,7 +28,6 @@ import {
 } from '../../tools/index.js';
 import { type BashProducer, optionalDuration, type StartedBashTask } from './bash-producer.js';
 import { type BashToolInput, bashToolSchema } from './bash-tool-schema.js';
-import { type CancelTimer, type Clock, systemClock } from './clock.js';
 import { RunInBackgroundDisabledError, SpawnFailedError } from './errors.js';
 import { DEFAULT_STDERR_PREFIX } from './executor.js';
 import { booleanOption, integerOption } from './executor-options.js';

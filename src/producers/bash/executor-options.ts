@@ -2,10 +2,10 @@
 import type { ChildProcess, SpawnOptions } from 'node:child_process';
 import { spawn as nodeSpawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
+import { type Clock, systemClock } from '../../tasks/clock.js';
 import { InvalidArgumentError } from '../../tasks/index.js';
+import { createConsoleLogger, type Logger } from '../../tasks/logger.js';
 import { optionKeys, rejectUnknownOptions } from '../../tasks/option-keys.js';
-import { type Clock, systemClock } from './clock.js';
-import { type BashLogger, consoleBashLogger } from './logger.js';
 import { memoizedSource, type ProcessSource, procfsSource } from './process-table.js';
 import type { SendSignal } from './process-terminator.js';
 
@@ -17,6 +17,8 @@ export const OUTPUT_SNAPSHOT_BYTES = 8192;
 
 /** The environment variable that tags every process of a command (finds escaped daemons). */
 export const PROCESS_TAG_VARIABLE = 'ERRAND_PROCESS_TAG';
+
+const bashConsoleLogger = createConsoleLogger('errand:bash');
 
 /** Options of `new BashExecutor()`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
 export interface BashExecutorOptions {
@@ -55,7 +57,7 @@ export interface BashExecutorOptions {
   readonly processSource?: ProcessSource;
   /** Sends a signal to a pid (negative: a process group). Default `process.kill`. */
   readonly sendSignal?: SendSignal;
-  readonly logger?: BashLogger;
+  readonly logger?: Logger;
 }
 
 /** Every key of `BashExecutorOptions`; any other key is rejected with `UNKNOWN_OPTION`. */
@@ -94,7 +96,7 @@ export interface ResolvedExecutorOptions {
   readonly spawn: Spawner;
   readonly processSource: ProcessSource;
   readonly sendSignal: SendSignal | undefined;
-  readonly logger: BashLogger;
+  readonly logger: Logger;
 }
 
 export const BASH_EXECUTOR_DEFAULTS = Object.freeze({
@@ -193,6 +195,6 @@ export function resolveExecutorOptions(options: BashExecutorOptions = {}): Resol
     spawn: functionOption('spawn', options.spawn) ?? (nodeSpawn as Spawner),
     processSource: memoizedSource(options.processSource ?? procfsSource()),
     sendSignal: functionOption('sendSignal', options.sendSignal),
-    logger: options.logger ?? consoleBashLogger,
+    logger: options.logger ?? bashConsoleLogger,
   };
 }

@@ -2,6 +2,14 @@
  * The bash producer: an executor that runs commands in their own process groups with bounded output
  * and an output file, the producer that registers them as `bash` tasks, and the model-facing tool.
  */
+
+export {
+  type CancelTimer,
+  type Clock,
+  createManualClock,
+  type ManualClock,
+  systemClock,
+} from '../../tasks/clock.js';
 export { bashOutcome, bashTaskStatus, exitDetail } from './bash-outcome.js';
 export {
   type BashOutputView,
@@ -22,7 +30,6 @@ export {
   exitLine,
 } from './bash-tool.js';
 export { type BashToolInput, type BashToolSchemaOptions, bashToolSchema } from './bash-tool-schema.js';
-export { type CancelTimer, type Clock, createManualClock, type ManualClock, systemClock } from './clock.js';
 export {
   ExecutorDisposedError,
   ProcessIdInUseError,
@@ -46,7 +53,6 @@ export {
   type Spawner,
 } from './executor-options.js';
 export { describeExit, type ExitFacts, STOP_REASONS, type StopReason } from './exit-facts.js';
-export { type BashLogger, consoleBashLogger } from './logger.js';
 export {
   type OutputRead,
   type OutputSnapshot,

@@ -11,7 +11,7 @@ import {
   isAlive,
   strayProcesses,
 } from '../../../test/fixtures/bash/index.js';
-import { createManualClock } from './clock.js';
+import { createManualClock } from '../../tasks/clock.js';
 import { BashExecutor } from './executor.js';
 import type { BashExecutorOptions } from './executor-options.js';
 import type { ProcessHandle } from './process-handle.js';

@@ -5,7 +5,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import type { Readable } from 'node:stream';
-import type { CancelTimer } from './clock.js';
+import type { CancelTimer } from '../../tasks/clock.js';
 import { CommandOutput, type OutputRead } from './command-output.js';
 import {
   OUTPUT_SNAPSHOT_BYTES,

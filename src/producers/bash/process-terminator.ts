@@ -6,8 +6,8 @@
  * SIGCONT follows the polite signals: a stopped process (Ctrl-Z, SIGSTOP, a debugger) would otherwise
  * hold SIGTERM pending through the whole grace and only ever meet SIGKILL.
  */
-import type { Clock } from './clock.js';
-import type { BashLogger } from './logger.js';
+import type { Clock } from '../../tasks/clock.js';
+import type { Logger } from '../../tasks/logger.js';
 import type { ProcessEntry, ProcessSource } from './process-table.js';
 import { type EnvironmentTag, scanTree, type TreeCensus, type TreeRoot } from './process-tree.js';
 
@@ -33,7 +33,7 @@ export interface TreeTerminatorOptions {
   readonly rootAlive: () => boolean;
   /** Until this clock time a census may read only pids newer than the root's. */
   readonly newerPidsUntil: number;
-  readonly logger: BashLogger;
+  readonly logger: Logger;
   readonly sendSignal?: SendSignal;
   /**
    * The signals that ask the tree to end, sent together before the grace. Default `['SIGTERM']`; a

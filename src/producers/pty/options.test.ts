@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { systemClock } from '../bash/clock.js';
+import { systemClock } from '../../tasks/clock.js';
 import { PTY_PRODUCER_DEFAULTS, resolvePtyProducerOptions } from './options.js';
 
 describe('pty producer options', () => {

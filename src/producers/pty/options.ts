@@ -1,9 +1,9 @@
 /** Options of the pty producer, their documented defaults, and their validation (before any side effect). */
-import { consoleLogger, type Logger } from '../../registry/index.js';
+
 import { MAX_LABEL_LENGTH } from '../../registry/validate-spec.js';
-import { InvalidArgumentError, type TaskService } from '../../tasks/index.js';
+import { type Clock, systemClock } from '../../tasks/clock.js';
+import { consoleLogger, InvalidArgumentError, type Logger, type TaskService } from '../../tasks/index.js';
 import { optionKeys, validateLoggerOption } from '../../tasks/option-keys.js';
-import { type Clock, systemClock } from '../bash/clock.js';
 import { memoizedSource, type ProcessSource, procfsSource } from '../bash/process-table.js';
 import type { PtyModuleLoader } from './pty-runtime.js';
 

@@ -3,7 +3,7 @@
  * stream; `pendingBytes` lets the producer pause the terminal instead of buffering without bound.
  */
 import type { WriteStream } from 'node:fs';
-import type { Logger } from '../../registry/index.js';
+import type { Logger } from '../../tasks/index.js';
 import type { OutputFile } from './output-directory.js';
 
 export class OutputSpill {

@@ -8,8 +8,8 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, constants as fsConstants, openSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
-import type { Logger } from '../../registry/index.js';
-import type { CancelTimer, Clock } from '../bash/clock.js';
+import type { CancelTimer, Clock } from '../../tasks/clock.js';
+import type { Logger } from '../../tasks/index.js';
 import { isDead, type ProcessSource } from '../bash/process-table.js';
 import { type TerminationReport, TreeTerminator } from '../bash/process-terminator.js';
 import type { EnvironmentTag } from '../bash/process-tree.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createManualClock } from '../bash/clock.js';
+import { createManualClock } from '../../tasks/clock.js';
 import type { PtyExit, PtyProcess } from './pty-process.js';
 import { waitForQuiet, waitForScreen } from './screen-wait.js';
 import type { ScreenView } from './terminal-screen.js';

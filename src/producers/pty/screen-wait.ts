@@ -3,7 +3,7 @@
  * output has been quiet for a while. Both are bounded by a timeout and an optional abort signal, and both
  * return early when the program has stopped.
  */
-import { type Clock, systemClock } from '../bash/clock.js';
+import { type Clock, systemClock } from '../../tasks/clock.js';
 import type { PtyProcess } from './pty-process.js';
 import type { ScreenView } from './terminal-screen.js';
 

@@ -1,6 +1,5 @@
 /** Options of the subagent producer, their defaults and their validation. */
 import { type DeliveryPolicy, rejectUnknownPolicyOptions } from '../../notifications/index.js';
-import { consoleLogger, type Logger } from '../../registry/index.js';
 import {
   POLICY_OPTION_KEYS,
   type PolicyOptions,
@@ -10,7 +9,7 @@ import {
   type SessionLimits,
 } from '../../session/index.js';
 import type { SessionStore } from '../../store/index.js';
-import { InvalidArgumentError, type TaskService } from '../../tasks/index.js';
+import { consoleLogger, InvalidArgumentError, type Logger, type TaskService } from '../../tasks/index.js';
 import {
   nestedCheck,
   optionKeys,

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { deferred, nextEvent, notifications, settled } from '../../../test/support/waiting.js';
-import { createTaskService, type Logger } from '../../registry/index.js';
+import { createTaskService } from '../../registry/index.js';
 import {
   createSessionRuntime,
   type ModelRequest,
@@ -9,7 +9,7 @@ import {
   type SessionRuntime,
 } from '../../session/index.js';
 import { createMemorySessionStore, type SessionStore } from '../../store/index.js';
-import { ErrandError, type TaskService, type TaskSnapshot } from '../../tasks/index.js';
+import { ErrandError, type Logger, type TaskService, type TaskSnapshot } from '../../tasks/index.js';
 import { lastUserText, type ScriptedStep, scriptedModel } from '../../testing/index.js';
 import {
   type AnyToolDefinition,

@@ -4,8 +4,9 @@
  * task's `run()`, so a failure registers nothing. Carrying finished steps over to an amendment cannot
  * fail the registration: a step that does not copy only runs again.
  */
-import type { Logger } from '../../registry/index.js';
+
 import type { JsonValue, SessionStore } from '../../store/index.js';
+import type { Logger } from '../../tasks/index.js';
 import { type StepJournal, storeJournal } from './journal.js';
 import { describeError } from './run-text.js';
 

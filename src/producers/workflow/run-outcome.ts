@@ -3,9 +3,9 @@
  * keeps the `superseded` state the amendment gave it and carries `supersededBy` in its detail, which
  * keeps its end from being notified.
  */
-import type { Logger } from '../../registry/index.js';
+
 import type { SessionStore } from '../../store/index.js';
-import type { StopInitiator, TaskDetail, TaskOutcome } from '../../tasks/index.js';
+import type { Logger, StopInitiator, TaskDetail, TaskOutcome } from '../../tasks/index.js';
 import { describeError } from './run-text.js';
 import type { ExecutionOutcome } from './workflow-execution.js';
 

@@ -6,8 +6,8 @@
  * `done` settles after every command and subagent the execution started has stopped.
  */
 import type { WorkflowProgressEvent } from '../../notifications/index.js';
-import type { Logger } from '../../registry/index.js';
 import type { JsonValue } from '../../store/index.js';
+import type { Logger } from '../../tasks/index.js';
 import { InvalidArgumentError, type TaskDetail } from '../../tasks/index.js';
 import type { BashExecutor, Clock } from '../bash/index.js';
 import type { SubagentProducer } from '../subagent/index.js';

@@ -1,8 +1,7 @@
 /** Options of the workflow producer, their defaults and their validation. */
 import type { DeliveryPolicy } from '../../notifications/index.js';
-import { consoleLogger, type Logger } from '../../registry/index.js';
 import type { SessionStore } from '../../store/index.js';
-import { InvalidArgumentError, type TaskService } from '../../tasks/index.js';
+import { consoleLogger, InvalidArgumentError, type Logger, type TaskService } from '../../tasks/index.js';
 import { optionKeys, rejectUnknownOptions } from '../../tasks/option-keys.js';
 import type { BashExecutor } from '../bash/index.js';
 import { type Clock, systemClock } from '../bash/index.js';

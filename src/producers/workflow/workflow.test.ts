@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { nextEvent, notifications, settled } from '../../../test/support/waiting.js';
 import { WORKFLOW_NEXT_STEPS, WORKFLOW_PROGRESS_NEXT_STEPS } from '../../notifications/index.js';
-import { createTaskService, type Logger } from '../../registry/index.js';
+import { createTaskService } from '../../registry/index.js';
 import {
   createSessionRuntime,
   type Session,
@@ -20,7 +20,7 @@ import {
   type SessionRuntime,
 } from '../../session/index.js';
 import { createMemorySessionStore, type SessionStore } from '../../store/index.js';
-import { ErrandError, type Owner, type TaskService } from '../../tasks/index.js';
+import { ErrandError, type Logger, type Owner, type TaskService } from '../../tasks/index.js';
 import { scriptedModel } from '../../testing/index.js';
 import { createTaskTools, executeTool, type ToolContext } from '../../tools/index.js';
 import { createManualClock, type ManualClock } from '../bash/index.js';

@@ -1,6 +1,6 @@
 /**
- * The clock the bash producer reads and schedules with. Injected so throttles, deadlines and
- * auto-backgrounding can be driven by a test instead of by wall time.
+ * The clock Errand reads and schedules with. Injected so throttles, deadlines, debounces and retries can be
+ * driven by a test instead of by wall time; core code never reads `Date.now()` itself.
  */
 
 /** Cancels a scheduled callback; calling it after the callback ran (or twice) does nothing. */
@@ -17,7 +17,7 @@ export interface Clock {
  * The longest delay one `setTimeout` can express. Node runs a longer one after 1 ms, so longer delays
  * are waited out in legs of at most this length.
  */
-const MAX_TIMER_DELAY_MS = 2_147_483_647;
+export const MAX_TIMER_DELAY_MS = 2_147_483_647;
 
 export const systemClock: Clock = Object.freeze({
   now: () => Date.now(),

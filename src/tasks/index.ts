@@ -7,6 +7,7 @@ export * from './clock.js';
 export * from './errors.js';
 export * from './ids.js';
 export * from './logger.js';
+export * from './options.js';
 export * from './owner.js';
 export * from './status.js';
 export type * from './task-service.js';

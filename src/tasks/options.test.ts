@@ -1,0 +1,129 @@
+import { describe, expect, expectTypeOf, it } from 'vitest';
+import { ErrandError } from './errors.js';
+import { consoleLogger, type Logger } from './logger.js';
+import { defineOptions, describeIntegerRange, type OptionsInput, option } from './options.js';
+
+const limits = defineOptions('createLimits', {
+  /** How long to wait. Default 30000. */
+  waitMs: option.integer({ min: 1, max: 2_147_483_647, default: 30_000 }),
+  budget: option.integer({ min: 0 }),
+  wakeBudget: option.integer({ min: 0, default: 3, allowInfinity: true }),
+});
+
+const tool = defineOptions(
+  'createTool',
+  {
+    name: option.required(option.string()),
+    lane: option.oneOf(['wakeup', 'quiet'], { default: 'wakeup' }),
+    enabled: option.boolean({ default: true }),
+    logger: option.shaped<Logger>('an object with a warn function', ['warn'], { default: consoleLogger }),
+    format: option.func<(text: string) => string>(),
+    limits: option.nested(limits),
+    minMs: option.integer({ min: 0, default: 10 }),
+    maxMs: option.integer({ min: 0, default: 100 }),
+  },
+  {
+    renamed: { label: 'name' },
+    check(resolved, path) {
+      if (resolved.minMs > resolved.maxMs) {
+        throw new ErrandError('INVALID_ARGUMENT', 'caller', `${path('minMs')} above ${path('maxMs')}`);
+      }
+    },
+  },
+);
+
+function failure(run: () => unknown): ErrandError {
+  try {
+    run();
+  } catch (error) {
+    if (ErrandError.isInstance(error)) return error;
+    throw error;
+  }
+  throw new Error('expected a throw');
+}
+
+describe('defineOptions', () => {
+  it('fills in defaults and keeps given values, nested records included', () => {
+    const resolved = tool.resolve({ name: 'x', limits: { budget: 5 } });
+    expect(resolved).toMatchObject({
+      name: 'x',
+      lane: 'wakeup',
+      enabled: true,
+      logger: consoleLogger,
+      format: undefined,
+      limits: { waitMs: 30_000, budget: 5, wakeBudget: 3 },
+    });
+    expect(tool.resolve({ name: 'x' }).limits).toEqual({ waitMs: 30_000, budget: undefined, wakeBudget: 3 });
+    expect(limits.resolve({ wakeBudget: Number.POSITIVE_INFINITY }).wakeBudget).toBe(
+      Number.POSITIVE_INFINITY,
+    );
+  });
+
+  it('types what a caller passes and what resolve returns', () => {
+    type Input = OptionsInput<typeof tool.rules>;
+    const resolved = tool.resolve({ name: 'x' });
+    expectTypeOf(resolved.name).toEqualTypeOf<string>();
+    expectTypeOf(resolved.lane).toEqualTypeOf<'wakeup' | 'quiet'>();
+    expectTypeOf(resolved.format).toEqualTypeOf<((text: string) => string) | undefined>();
+    expectTypeOf(resolved.limits.budget).toEqualTypeOf<number | undefined>();
+    expectTypeOf(resolved.limits.waitMs).toEqualTypeOf<number>();
+    expectTypeOf<Input['name']>().toEqualTypeOf<string>();
+    expectTypeOf<Input['limits']>().toEqualTypeOf<OptionsInput<typeof limits.rules> | undefined>();
+    // @ts-expect-error: `name` is required
+    const missing: Input = { lane: 'quiet' };
+    expect(missing).toBeDefined();
+  });
+
+  it('lists keys and fixed defaults in declaration order', () => {
+    expect(limits.keys).toEqual(['waitMs', 'budget', 'wakeBudget']);
+    expect(limits.defaults).toEqual({ waitMs: 30_000, wakeBudget: 3 });
+  });
+
+  it('rejects an unknown key with a suggestion, under its full path', () => {
+    const error = failure(() => tool.resolve({ name: 'x', limits: { waitMS: 5 } }));
+    expect(error.code).toBe('UNKNOWN_OPTION');
+    expect(error.message).toBe(
+      'Unknown option `limits.waitMS` for createTool (did you mean `limits.waitMs`?)',
+    );
+    expect(failure(() => tool.resolve({ label: 'x' })).message).toContain('did you mean `name`?');
+    expect(failure(() => limits.resolve({ x: 1 }, { where: 'createHost', path: 'parts' })).message).toBe(
+      'Unknown option `parts.x` for createHost; known options: `parts.waitMs`, `parts.budget`, `parts.wakeBudget`',
+    );
+  });
+
+  it('names the field and the value of a bad one, with one wording per bound', () => {
+    expect(failure(() => tool.resolve({ name: 'x', limits: { waitMs: 0 } })).message).toBe(
+      'Expected `limits.waitMs` to be a positive integer no greater than 2147483647, got 0 (number)',
+    );
+    expect(failure(() => tool.resolve({ name: '' })).message).toBe(
+      'Expected `name` to be a non-empty string, got "" (string)',
+    );
+    expect(failure(() => tool.resolve({})).code).toBe('INVALID_ARGUMENT');
+    expect(failure(() => tool.resolve({ name: 'x', lane: 'loud' })).message).toContain(
+      'to be "wakeup" or "quiet"',
+    );
+    expect(failure(() => tool.resolve({ name: 'x', logger: {} })).message).toContain(
+      'Expected `logger` to be an object with a warn function',
+    );
+    expect(failure(() => tool.resolve({ name: 'x', limits: 3 })).message).toContain(
+      'Expected `limits` to be an object',
+    );
+    expect(failure(() => tool.resolve('nope')).message).toContain('Expected `options` to be an object');
+    expect(failure(() => tool.resolve({ name: 'x', minMs: 5, maxMs: 1 })).message).toBe('minMs above maxMs');
+  });
+
+  it('omits keys a host sets itself', () => {
+    const narrowed = tool.omit('name', 'format');
+    expect(narrowed.keys).not.toContain('name');
+    expect(narrowed.resolve({}).lane).toBe('wakeup');
+    expect(failure(() => narrowed.resolve({ name: 'x' })).code).toBe('UNKNOWN_OPTION');
+  });
+
+  it('words integer ranges one way', () => {
+    expect(describeIntegerRange(1, undefined)).toBe('a positive integer');
+    expect(describeIntegerRange(0, undefined)).toBe('a non-negative integer');
+    expect(describeIntegerRange(0, 100)).toBe('an integer from 0 to 100');
+    expect(describeIntegerRange(8, undefined)).toBe('an integer of at least 8');
+    expect(describeIntegerRange(undefined, undefined)).toBe('an integer');
+  });
+});

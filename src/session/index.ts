@@ -2,8 +2,24 @@
 export * from './command-queue.js';
 export * from './model-port.js';
 export * from './notification-delivery-error.js';
+export {
+  type DeliveredNotification,
+  type DeliveryForm,
+  type InboxLedger,
+  type NotificationAdmission,
+  NotificationInbox,
+  type NotificationInboxContext,
+  type NotificationReservation,
+  type ReserveNotificationsOptions,
+  type SessionNotification,
+  type TakeQueuedNotificationsOptions,
+  type TurnReservationOptions,
+  volatileInboxLedger,
+} from './notification-inbox.js';
 export * from './session.js';
+export { SessionBusyError, SessionClosedError } from './session-errors.js';
 export * from './session-events.js';
 export * from './session-options.js';
 export * from './session-runtime.js';
 export { toModelMessages } from './turn-loop.js';
+export { batchTitle } from './turn-runner.js';

@@ -519,7 +519,8 @@ describe('AI SDK adapter', () => {
           return {
             text: '[status: completed]',
             isError: false,
-            value: { taskId: 'bash-1', status: 'completed', attempt: 1, endRead: true },
+            value: { taskId: 'bash-1', status: 'completed', attempt: 1 },
+            taskEnds: [{ taskId: 'bash-1', attempt: 1 }],
           };
         },
       });

@@ -1,11 +1,15 @@
 /** The session runtime: sessions, the turn loop, the model port, the command queue. */
 export * from './command-queue.js';
+export {
+  type DeliveryForm,
+  type InboxLedger,
+  type NotificationEntry,
+  volatileInboxLedger,
+} from './inbox-ledger.js';
 export * from './model-port.js';
 export * from './notification-delivery-error.js';
 export {
   type DeliveredNotification,
-  type DeliveryForm,
-  type InboxLedger,
   type NotificationAdmission,
   NotificationInbox,
   type NotificationInboxContext,
@@ -14,7 +18,6 @@ export {
   type SessionNotification,
   type TakeQueuedNotificationsOptions,
   type TurnReservationOptions,
-  volatileInboxLedger,
 } from './notification-inbox.js';
 export * from './session.js';
 export { SessionBusyError, SessionClosedError } from './session-errors.js';

@@ -20,6 +20,7 @@ import {
   type QueuePriority,
   validateQueuePriority,
 } from './command-queue.js';
+import type { DeliveryForm, InboxLedger } from './inbox-ledger.js';
 import { NOTIFICATION_DELIVERY_FAILED, NotificationDeliveryError } from './notification-delivery-error.js';
 import type { SessionEvent } from './session-events.js';
 
@@ -105,35 +106,6 @@ export interface TurnReservationOptions {
   readonly form: DeliveryForm;
   /** The last priority taken (an idle turn takes its own priority and those above). Default `later`. */
   readonly upTo?: QueuePriority;
-}
-
-/** `batch`: one message for every notification delivered together. `each`: one message apiece. */
-export type DeliveryForm = 'batch' | 'each';
-
-/** A notification as the ledger records it when it is admitted. */
-export interface NotificationEntry {
-  readonly taskId: string;
-  readonly text: string;
-  readonly lane: NotificationLane;
-  readonly priority: QueuePriority;
-  readonly branchGeneration: number;
-  readonly idempotencyKey: string;
-}
-
-/**
- * Where an inbox records what it admits, delivers and discards. The session's `SessionLedger` writes the
- * store's input ledger; `volatileInboxLedger()` records nothing. The ledger owns no rule: it writes.
- */
-export interface InboxLedger {
-  /** Writes a notification as queued; its entry, or undefined when the same key was admitted before. */
-  admitNotification(entry: NotificationEntry): { readonly id: number } | undefined;
-  /**
-   * Records notifications as delivered in `form`; returns those it recorded (it skips entries the store
-   * settled meanwhile). Throws `NotificationDeliveryError` naming the ones it did not record.
-   */
-  deliver(notifications: QueuedNotification[], form: DeliveryForm, source: string): QueuedNotification[];
-  /** Marks entries discarded with `reason`. */
-  discardEntries(ledgerIds: readonly number[], reason: string): void;
 }
 
 /** What the inbox needs from its owner (a session, or the AI SDK bridge). */
@@ -429,19 +401,6 @@ export class NotificationInbox {
     if (state === 'reserved') this.#reservations.add(reservation);
     return reservation;
   }
-}
-
-/**
- * A ledger that records nothing, for an inbox whose owner keeps no store (the AI SDK bridge): entries
- * get increasing ids, every key is new, and a delivery always succeeds.
- */
-export function volatileInboxLedger(): InboxLedger {
-  let lastId = 0;
-  return {
-    admitNotification: () => ({ id: ++lastId }),
-    deliver: (notifications) => notifications,
-    discardEntries: () => {},
-  };
 }
 
 function validateReserveOptions(options: TakeQueuedNotificationsOptions): {

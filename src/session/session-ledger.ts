@@ -8,8 +8,8 @@ import type { LedgerEntry } from '../store/records.js';
 import type { SessionStore } from '../store/session-store.js';
 import type { SessionId } from '../tasks/index.js';
 import type { QueuedNotification, QueuedUserInput, QueuePriority } from './command-queue.js';
+import type { DeliveryForm, InboxLedger, NotificationEntry } from './inbox-ledger.js';
 import { NotificationDeliveryError } from './notification-delivery-error.js';
-import type { DeliveryForm, InboxLedger, NotificationEntry } from './notification-inbox.js';
 import type { SessionEvent } from './session-events.js';
 
 export interface SessionLedgerDependencies {

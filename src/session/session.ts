@@ -7,26 +7,18 @@
  * `SessionLedger` (the store's input ledger), `DrainScheduler` (debounce and retry back-off on the
  * injected clock), `TurnRunner` (one turn at a time) and `SessionShutdown` (the closing steps).
  */
-import { randomUUID } from 'node:crypto';
-import type { LedgerEntry, MessageRecord } from '../store/records.js';
+import type { MessageRecord } from '../store/records.js';
 import type { NewMessage, SessionStore } from '../store/session-store.js';
 import {
   type Clock,
   createOwner,
-  InvalidArgumentError,
   type Logger,
   type Owner,
   type SessionId,
   type TaskService,
 } from '../tasks/index.js';
 import type { AnyToolDefinition } from '../tools/index.js';
-import {
-  CommandQueue,
-  type QueuedCommand,
-  type QueuedUserInput,
-  type QueuePriority,
-  validateQueuePriority,
-} from './command-queue.js';
+import { CommandQueue, type QueuedCommand, type QueuePriority } from './command-queue.js';
 import { DrainScheduler } from './drain-scheduler.js';
 import type { ModelPort } from './model-port.js';
 import {
@@ -37,6 +29,7 @@ import {
   type SessionNotification,
   type TakeQueuedNotificationsOptions,
 } from './notification-inbox.js';
+import { QueueDrain } from './queue-drain.js';
 import { SessionBusyError, SessionClosedError } from './session-errors.js';
 import type {
   SessionEvent,
@@ -45,16 +38,11 @@ import type {
   TurnEndReason,
   TurnOutcome,
 } from './session-events.js';
+import { type SendOptions, SessionInput } from './session-input.js';
 import { SessionLedger } from './session-ledger.js';
 import type { ResolvedSessionLimits } from './session-options.js';
 import { SessionShutdown } from './session-shutdown.js';
-import { BACKGROUND_TURN_SOURCE, STEER_SOURCE, TurnRunner } from './turn-runner.js';
-
-export interface SendOptions {
-  readonly priority?: QueuePriority;
-  /** Makes a retried send idempotent. Default: a random key. */
-  readonly idempotencyKey?: string;
-}
+import { TurnRunner } from './turn-runner.js';
 
 export interface SessionDependencies {
   readonly id: SessionId;
@@ -96,6 +84,8 @@ export class Session {
   readonly #ledger: SessionLedger;
   readonly #scheduler: DrainScheduler;
   readonly #turns: TurnRunner;
+  readonly #drain: QueueDrain;
+  readonly #input: SessionInput;
   readonly #shutdown: SessionShutdown;
   readonly #listeners = new Set<SessionEventListener>();
   #model: ModelPort;
@@ -103,10 +93,7 @@ export class Session {
   #tools: readonly AnyToolDefinition[] = [];
   #branchGeneration: number;
   #state: SessionRunState = 'idle';
-  /** True while a drain applies a configuration or runs a turn: only one drain works the queue at a time. */
-  #draining = false;
   #sealed = false;
-  #idleWaiters: Array<() => void> = [];
 
   constructor(dependencies: SessionDependencies) {
     this.id = dependencies.id;
@@ -133,7 +120,7 @@ export class Session {
       clock: dependencies.clock,
       limits,
       isClosing: () => this.#shutdown.begun,
-      drain: () => void this.#drain(),
+      drain: () => void this.#drain.run(),
     });
     this.inbox = new NotificationInbox({
       sessionId: this.id,
@@ -142,14 +129,14 @@ export class Session {
       now: this.#now,
       branchGeneration: () => this.#branchGeneration,
       isClosing: () => this.#shutdown.begun,
-      isDraining: () => this.#turns.running || this.#draining,
+      isDraining: () => this.#turns.running || this.#drain.working,
       emit,
       wake: () => this.#scheduler.schedule(),
       deliverySucceeded: () => this.#scheduler.noteSuccess(),
       deliveryFailed: () => {
         this.#scheduler.noteFailure();
         // A drain that runs a turn schedules the retry once the turn has ended.
-        if (!this.#draining) this.#scheduler.retry();
+        if (!this.#drain.working) this.#scheduler.retry();
       },
     });
     this.#turns = new TurnRunner({
@@ -190,6 +177,24 @@ export class Session {
       calledFromOwnTurn: () => this.#turns.calledFromOwnTurn(),
       storeClosed: () => this.#store.updateSession(this.id, { state: 'closed' }),
       closed: () => this.#listeners.clear(),
+    });
+    this.#drain = new QueueDrain({
+      queue: this.#queue,
+      inbox: this.inbox,
+      turns: this.#turns,
+      scheduler: this.#scheduler,
+      isClosing: () => this.#shutdown.begun,
+      isClosed: () => this.#state === 'closed',
+    });
+    this.#input = new SessionInput({
+      sessionId: this.id,
+      logger: this.#logger,
+      queue: this.#queue,
+      ledger: this.#ledger,
+      now: this.#now,
+      isClosing: () => this.#shutdown.begun,
+      calledFromOwnTurn: () => this.#turns.calledFromOwnTurn(),
+      wake: () => this.#scheduler.schedule(),
     });
     this.owner = createOwner(this.id, { branchGeneration: () => this.#branchGeneration });
     this.#tools = dependencies.tools(this);
@@ -264,7 +269,7 @@ export class Session {
     if (this.#state === state) return;
     this.#state = state;
     this.#emit({ type: 'state', state });
-    if (state === 'idle' || state === 'closed') this.#wakeIdleWaiters();
+    if (state === 'idle' || state === 'closed') this.#drain.wakeIdleWaiters();
   }
 
   #append(message: NewMessage): MessageRecord {
@@ -273,54 +278,14 @@ export class Session {
     return record;
   }
 
-  // ---------------------------------------------------------------- input
+  // ---------------------------------------------------------------- input (see SessionInput)
 
   /**
    * Queues a person's input. It is written to the input ledger at once and delivered by its own turn,
    * after whatever is ahead of it. Resolves with that turn's outcome.
    */
   send(text: string, options: SendOptions = {}): Promise<TurnOutcome> {
-    if (typeof text !== 'string' || text.trim() === '') {
-      return Promise.reject(new InvalidArgumentError('text', 'a non-empty string', text));
-    }
-    if (this.#shutdown.begun) return Promise.reject(new SessionClosedError(this.id));
-    let priority: QueuePriority;
-    let entry: LedgerEntry | undefined;
-    try {
-      // A bad option (the store checks the key) or a failing store rejects; send() never throws.
-      priority = validateQueuePriority(options?.priority);
-      entry = this.#ledger.admitInput(text, priority, options?.idempotencyKey ?? `user:${randomUUID()}`);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    if (entry === undefined) {
-      return Promise.reject(
-        new InvalidArgumentError(
-          'idempotencyKey',
-          'a key not used before in this session',
-          options?.idempotencyKey,
-        ),
-      );
-    }
-    const ledgerId = entry.id;
-    return new Promise<TurnOutcome>((resolve, reject) => {
-      const command: QueuedUserInput = {
-        kind: 'user_input',
-        priority,
-        ledgerId,
-        text,
-        queuedAt: this.#now(),
-        settle: (outcome, error) => (error === undefined ? resolve(outcome as TurnOutcome) : reject(error)),
-      };
-      try {
-        this.#queue.push(command);
-      } catch (error) {
-        this.#ledger.discardEntries([ledgerId], 'queue_full');
-        reject(error);
-        return;
-      }
-      this.#scheduler.schedule();
-    });
+    return this.#input.send(text, options);
   }
 
   /**
@@ -334,37 +299,7 @@ export class Session {
     apply: () => void | Promise<void>,
     priority: QueuePriority = 'next',
   ): Promise<void> {
-    if (typeof label !== 'string' || label.trim() === '') {
-      return Promise.reject(new InvalidArgumentError('label', 'a non-empty string', label));
-    }
-    if (typeof apply !== 'function') {
-      return Promise.reject(new InvalidArgumentError('apply', 'a function', apply));
-    }
-    if (this.#shutdown.begun) return Promise.reject(new SessionClosedError(this.id));
-    // From inside this session's own turn (a tool switching the model), waiting for the apply would wait
-    // for the turn that waits for the tool: the promise then says the change is queued, and an apply
-    // that fails later is logged.
-    const fromOwnTurn = this.#turns.calledFromOwnTurn();
-    return new Promise((resolve, reject) => {
-      this.#queue.push({
-        kind: 'configure',
-        priority: validateQueuePriority(priority),
-        label,
-        apply,
-        queuedAt: this.#now(),
-        settle: fromOwnTurn
-          ? (error) => {
-              if (error !== undefined && !(error instanceof SessionClosedError)) {
-                this.#logger.warn(`session ${this.id}: configuration "${label}" failed to apply`, {
-                  error: error instanceof Error ? error.message : String(error),
-                });
-              }
-            }
-          : (error) => (error === undefined ? resolve() : reject(error)),
-      });
-      if (fromOwnTurn) resolve();
-      this.#scheduler.schedule();
-    });
+    return this.#input.configure(label, apply, priority);
   }
 
   setModel(model: ModelPort): void {
@@ -451,72 +386,7 @@ export class Session {
 
   /** Resolves when no turn runs and nothing that would start one is queued. */
   whenIdle(): Promise<void> {
-    if (this.#isSettledIdle()) return Promise.resolve();
-    return new Promise((resolve) => this.#idleWaiters.push(resolve));
-  }
-
-  #isSettledIdle(): boolean {
-    if (this.#state === 'closed') return true;
-    return (
-      !this.#turns.running &&
-      !this.#draining &&
-      !this.#scheduler.scheduled &&
-      (this.#scheduler.held || !this.#queue.peekWake())
-    );
-  }
-
-  #wakeIdleWaiters(): void {
-    if (!this.#isSettledIdle()) return;
-    const waiters = this.#idleWaiters;
-    this.#idleWaiters = [];
-    for (const wake of waiters) wake();
-  }
-
-  /** Works the queue, one command at a time, until nothing wakes the session (see DrainScheduler for when). */
-  async #drain(): Promise<void> {
-    // A drain that is applying a configuration looks at the queue again when it is done: a second one
-    // would start the next turn before the configuration it must run under.
-    if (this.#draining) return;
-    this.#draining = true;
-    try {
-      while (!this.#turns.running && !this.#shutdown.begun && !this.#scheduler.held) {
-        const head = this.#queue.peekWake();
-        if (!head) break;
-        if (head.kind === 'configure') {
-          this.#queue.take(head);
-          try {
-            await head.apply();
-            head.settle();
-          } catch (error) {
-            head.settle(error);
-          }
-          continue;
-        }
-        if (head.kind === 'user_input') {
-          this.#queue.take(head);
-          // Queued notifications (quiet ones included) become context ahead of the person's words.
-          const context = this.inbox.reserveForTurn({ source: STEER_SOURCE, form: 'each' });
-          if (await this.#turns.run('user', context, head)) {
-            // The store failed to record a delivery: the next turn would fail the same way at once.
-            this.#scheduler.retry();
-            break;
-          }
-          continue;
-        }
-        const batch = this.inbox.reserveForTurn({
-          source: BACKGROUND_TURN_SOURCE,
-          form: 'batch',
-          upTo: head.priority,
-        });
-        if (await this.#turns.run('background_task', batch, undefined)) {
-          this.#scheduler.retry();
-          break;
-        }
-      }
-    } finally {
-      this.#draining = false;
-    }
-    this.#wakeIdleWaiters();
+    return this.#drain.whenIdle();
   }
 
   // ---------------------------------------------------------------- shutdown (see SessionShutdown)
@@ -546,4 +416,4 @@ export class Session {
   }
 }
 
-export type { QueuedCommand, TurnEndReason };
+export type { QueuedCommand, SendOptions, TurnEndReason };

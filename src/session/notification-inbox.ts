@@ -14,6 +14,7 @@ import {
   validateReportedTaskEnd,
 } from '../notifications/index.js';
 import { ErrandError, InvalidArgumentError } from '../tasks/index.js';
+import type { ReportedTaskEnd } from '../tools/index.js';
 import {
   type CommandQueue,
   type QueuedNotification,
@@ -141,6 +142,8 @@ interface HeldReservation extends NotificationReservation {
   pending(): readonly QueuedNotification[];
   /** Forgets it without requeueing (shutdown discards its entries). */
   drop(): void;
+  /** A tool result showed the model this end: if the reservation is released, these are discarded. */
+  withdraw(end: ReportedTaskEnd): void;
 }
 
 export class NotificationInbox {
@@ -220,7 +223,8 @@ export class NotificationInbox {
    * A tool result showed the model how `taskId` ended (attempt `attempt`, when known): its queued
    * notifications of that attempt or an earlier one (all of them when no attempt is known) are withdrawn —
    * discarded as `result_read`, their claims kept taken — and one of that attempt that arrives later is
-   * refused. Reserved ones are left to their surface (they may be on their way to the model already).
+   * refused. A reserved one stays with its surface (it may be on its way to the model already); if the
+   * surface releases it, it is discarded instead of queued again.
    */
   withdraw(end: { readonly taskId: string; readonly attempt?: number | undefined }): void {
     const reported = validateReportedTaskEnd(end);
@@ -229,6 +233,8 @@ export class NotificationInbox {
       (command) => command.kind === 'notification' && endCovers(reported, command),
     ) as QueuedNotification[];
     this.#discard(withdrawn, 'result_read');
+    // A reserved one may already be on its way; if it comes back, it is not queued again.
+    for (const reservation of this.#reservations) reservation.withdraw(reported);
   }
 
   /** True when a tool result already showed the model the end this notification is about. */
@@ -361,6 +367,8 @@ export class NotificationInbox {
   #hold(notifications: QueuedNotification[], source: string, form: DeliveryForm): HeldReservation {
     let pending = notifications;
     let state: NotificationReservation['state'] = notifications.length === 0 ? 'committed' : 'reserved';
+    /** Ledger ids whose end the model read while they were reserved. */
+    const withdrawn = new Set<number>();
     const settle = (next: NotificationReservation['state']): void => {
       state = next;
       this.#reservations.delete(reservation);
@@ -372,6 +380,11 @@ export class NotificationInbox {
       notifications: notifications.map(toDelivered),
       pending: () => (state === 'reserved' ? pending : []),
       drop: () => settle('released'),
+      withdraw: (end) => {
+        for (const notification of pending) {
+          if (endCovers(end, notification)) withdrawn.add(notification.ledgerId);
+        }
+      },
       commit: () => {
         if (state !== 'reserved') return [];
         let delivered: QueuedNotification[];
@@ -389,7 +402,12 @@ export class NotificationInbox {
       release: () => {
         if (state !== 'reserved') return;
         settle('released');
-        this.#context.queue.requeue(pending);
+        // The model read these ends meanwhile: telling them now would be the second time.
+        this.#discard(
+          pending.filter((notification) => withdrawn.has(notification.ledgerId)),
+          'result_read',
+        );
+        this.#context.queue.requeue(pending.filter((notification) => !withdrawn.has(notification.ledgerId)));
         this.#context.wake();
       },
       discard: (reason) => {

@@ -180,7 +180,13 @@ async function runTool<Input, Value>(
  */
 export function reportedTaskEnds(result: ToolResult): readonly ReportedTaskEnd[] {
   if (result.isError || !Array.isArray(result.taskEnds)) return [];
-  return result.taskEnds;
+  const ends: ReportedTaskEnd[] = [];
+  for (const end of result.taskEnds as readonly Partial<ReportedTaskEnd>[]) {
+    // A producer's malformed entry names no task: it withdraws nothing rather than failing the turn.
+    if (typeof end?.taskId !== 'string' || end.taskId === '') continue;
+    ends.push({ taskId: end.taskId, attempt: Number.isSafeInteger(end.attempt) ? end.attempt : undefined });
+  }
+  return ends;
 }
 
 /** The first task end a tool result showed the model (see `reportedTaskEnds`), or undefined. */

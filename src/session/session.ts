@@ -2,10 +2,11 @@
  * A session: one conversation with its owner scope, command queue, input ledger and turns. Tasks the
  * session starts are owned by it; their notifications come back through its inbox, exactly once.
  *
- * The session wires five parts behind narrow contexts and keeps only what ties them together (state,
- * events, the drain loop): `NotificationInbox` (admit, withdraw, reserve / commit / release, discard),
- * `SessionLedger` (the store's input ledger), `DrainScheduler` (debounce and retry back-off on the
- * injected clock), `TurnRunner` (one turn at a time) and `SessionShutdown` (the closing steps).
+ * The session wires its parts behind narrow contexts and keeps only what ties them together (state,
+ * events, the public API): `NotificationInbox` (admit, withdraw, reserve / commit / release, discard),
+ * `SessionLedger` (the store's input ledger), `SessionInput` (inputs and configuration changes),
+ * `DrainScheduler` (debounce and retry back-off on the injected clock), `QueueDrain` (the drain loop),
+ * `TurnRunner` (one turn at a time) and `SessionShutdown` (the closing steps). See README.md.
  */
 import type { MessageRecord } from '../store/records.js';
 import type { NewMessage, SessionStore } from '../store/session-store.js';

@@ -5,17 +5,13 @@
  * channels that never touch the ledger.
  */
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type {
-  DeliveredNotification,
-  NotificationReservation,
-  NotificationInbox as SessionNotificationInbox,
-} from '../session/index.js';
+import type { DeliveredNotification, InboxSurface, NotificationReservation } from '../session/index.js';
 
 /** What in-band delivery needs of a session's inbox (`session.inbox`). */
-export type NotificationInbox = Pick<SessionNotificationInbox, 'take' | 'queued'>;
+export type NotificationInbox = Pick<InboxSurface, 'take' | 'queued'>;
 
 /** What delivery that commits only once the result was sent needs of a session's inbox (`session.inbox`). */
-export type ReservingNotificationInbox = Pick<SessionNotificationInbox, 'reserve' | 'queued'>;
+export type ReservingNotificationInbox = Pick<InboxSurface, 'reserve' | 'queued'>;
 
 /** The `source` of the conversation message that records a delivery on a tool result. */
 export const MCP_TOOL_RESULT_SOURCE = 'mcp_tool_result';

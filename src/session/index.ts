@@ -10,6 +10,7 @@ export * from './model-port.js';
 export * from './notification-delivery-error.js';
 export {
   type DeliveredNotification,
+  type InboxSurface,
   type NotificationAdmission,
   NotificationInbox,
   type NotificationInboxContext,

@@ -146,6 +146,15 @@ interface HeldReservation extends NotificationReservation {
   withdraw(end: ReportedTaskEnd): void;
 }
 
+/**
+ * What a surface sees of an inbox (`session.inbox`): admission, withdrawal, reservations and read-only
+ * views. The owner's own steps — its turns' reservations, discards, shutdown — stay with the owner.
+ */
+export type InboxSurface = Pick<
+  NotificationInbox,
+  'admit' | 'withdraw' | 'wasReported' | 'reserve' | 'take' | 'queued' | 'queuedNotifications'
+>;
+
 export class NotificationInbox {
   readonly #context: NotificationInboxContext;
   /** Ends the model read with a tool call: their notifications are withdrawn, and refused when late. */

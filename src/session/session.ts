@@ -24,6 +24,7 @@ import { DrainScheduler } from './drain-scheduler.js';
 import type { ModelPort } from './model-port.js';
 import {
   type DeliveredNotification,
+  type InboxSurface,
   type NotificationAdmission,
   NotificationInbox,
   type NotificationReservation,
@@ -77,7 +78,8 @@ export class Session {
   readonly cwd: string;
   readonly env: Readonly<Record<string, string>>;
   /** Where this session's notifications wait: the API every surface hands them to the model through. */
-  readonly inbox: NotificationInbox;
+  readonly inbox: InboxSurface;
+  readonly #inbox: NotificationInbox;
   readonly #store: SessionStore;
   readonly #logger: Logger;
   readonly #now: () => number;
@@ -123,7 +125,7 @@ export class Session {
       isClosing: () => this.#shutdown.begun,
       drain: () => void this.#drain.run(),
     });
-    this.inbox = new NotificationInbox({
+    this.#inbox = new NotificationInbox({
       sessionId: this.id,
       queue: this.#queue,
       ledger: this.#ledger,
@@ -140,11 +142,12 @@ export class Session {
         if (!this.#drain.working) this.#scheduler.retry();
       },
     });
+    this.inbox = this.#inbox;
     this.#turns = new TurnRunner({
       sessionId: this.id,
       logger: this.#logger,
       limits,
-      inbox: this.inbox,
+      inbox: this.#inbox,
       ledger: this.#ledger,
       model: () => this.#model,
       system: () => this.#systemPrompt,
@@ -172,7 +175,7 @@ export class Session {
       interrupt: (reason) => this.interrupt(reason),
       sweep: () => dependencies.onShutdown?.(this),
       disposeOwner: () => this.owner.dispose(),
-      dropReservations: () => this.inbox.dropReservations(),
+      dropReservations: () => this.#inbox.dropReservations(),
       discardEntries: (ledgerIds, reason) => this.#ledger.discardEntries(ledgerIds, reason),
       turnEnded: () => this.#turns.ended,
       calledFromOwnTurn: () => this.#turns.calledFromOwnTurn(),
@@ -181,7 +184,7 @@ export class Session {
     });
     this.#drain = new QueueDrain({
       queue: this.#queue,
-      inbox: this.inbox,
+      inbox: this.#inbox,
       turns: this.#turns,
       scheduler: this.#scheduler,
       isClosing: () => this.#shutdown.begun,
@@ -234,7 +237,7 @@ export class Session {
   seal(): void {
     if (this.#sealed) return;
     this.#sealed = true;
-    this.inbox.discardWhere(() => true, 'sealed');
+    this.#inbox.discardWhere(() => true, 'sealed');
   }
 
   /** Commands waiting in the queue. */
@@ -378,7 +381,7 @@ export class Session {
     if (this.#shutdown.begun) throw new SessionClosedError(this.id);
     const result = this.#store.rewind(this.id, toSeq);
     this.#branchGeneration = result.session.branchGeneration;
-    this.inbox.discardWhere(
+    this.#inbox.discardWhere(
       (notification) => notification.branchGeneration !== this.#branchGeneration,
       'branch_changed',
     );

@@ -538,6 +538,35 @@ describe('AI SDK adapter', () => {
     });
   });
 
+  it('holds at most maxPendingNotifications; one more is refused, its claim returned for task_output', async () => {
+    const { tasks, owner } = world();
+    const logger = capturingLogger();
+    const bridge = createAiSdkNotificationBridge({
+      tasks,
+      owner,
+      logger,
+      lanes: { bash: 'quiet' },
+      maxPendingNotifications: 1,
+    });
+    toDispose.push(() => bridge.dispose());
+    const first = scriptedTask({ kind: 'bash', label: 'build', owner });
+    const second = scriptedTask({ kind: 'bash', label: 'lint', owner });
+    const { id: firstId } = await tasks.start(first.spec);
+    const { id: secondId } = await tasks.start(second.spec);
+    first.settle();
+    second.settle();
+    await flushMicrotasks();
+    expect(bridge.pending.map((notification) => notification.taskId)).toEqual([firstId]);
+    expect(tasks.get(firstId, owner).reported).toBe(true);
+    expect(tasks.get(secondId, owner).reported).toBe(false);
+    expect(logger.warnings.map((warning) => warning.message)).toEqual([
+      `task ${secondId}: enqueueing its notification failed; the claim was returned`,
+    ]);
+    expect(() => createAiSdkNotificationBridge({ tasks, owner, logger, maxPendingNotifications: 0 })).toThrow(
+      'Expected `maxPendingNotifications` to be a positive integer, got 0 (number)',
+    );
+  });
+
   it('answers a failing call as error text the model sees', async () => {
     const { tasks } = serviceForTest();
     const taskTools = createTaskTools({ tasks });

@@ -22,7 +22,7 @@ import {
   type AnyToolDefinition,
   executeTool,
   limitToolResult,
-  reportedTaskEnd,
+  reportedTaskEnds,
   type ToolContext,
   type ToolResult,
   taskToolsPrompt,
@@ -112,7 +112,7 @@ export function createErrandMcpServer(options: ErrandMcpServerOptions): ErrandMc
 
   // Queued notifications ride on tool results, recorded as delivered once a result was actually sent.
   const deliveries = new ResultDeliveries({
-    inbox: session,
+    inbox: session.inbox,
     transport: () => server.server.transport,
     logger,
   });
@@ -131,8 +131,7 @@ export function createErrandMcpServer(options: ErrandMcpServerOptions): ErrandMc
     const result = await executeTool(definition, args, toolContext(requestId, signal));
     // The answer shows how a task ended: its notification would tell the client a second time. A cancelled
     // request's answer is never sent, so the client has not read that end: its notification stays.
-    const ended = reportedTaskEnd(result);
-    if (ended && !signal.aborted) session.taskEndReported(ended);
+    if (!signal.aborted) for (const end of reportedTaskEnds(result)) session.inbox.withdraw(end);
     const answer = toCallToolResult(limitToolResult(result, resolved.maxToolResultBytes));
     return deliveries.attach(answer, requestId, signal, resolved.maxNotificationsPerResult);
   };

@@ -5,25 +5,13 @@
  * channels that never touch the ledger.
  */
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type {
-  DeliveredNotification,
-  NotificationReservation,
-  TakeQueuedNotificationsOptions,
-} from '../session/index.js';
+import type { DeliveredNotification, InboxSurface, NotificationReservation } from '../session/index.js';
 
-/** What in-band delivery needs from a session (`Session` implements it). */
-export interface NotificationInbox {
-  takeQueuedNotifications(options: TakeQueuedNotificationsOptions): readonly DeliveredNotification[];
-  /** Commands still queued (for an MCP session: notifications only). */
-  readonly queuedCommands: number;
-}
+/** What in-band delivery needs of a session's inbox (`session.inbox`). */
+export type NotificationInbox = Pick<InboxSurface, 'take' | 'queued'>;
 
-/** What delivery that commits only once the result was sent needs from a session (`Session` implements it). */
-export interface ReservingNotificationInbox {
-  reserveQueuedNotifications(options: TakeQueuedNotificationsOptions): NotificationReservation;
-  /** Commands still queued (for an MCP session: notifications only). */
-  readonly queuedCommands: number;
-}
+/** What delivery that commits only once the result was sent needs of a session's inbox (`session.inbox`). */
+export type ReservingNotificationInbox = Pick<InboxSurface, 'reserve' | 'queued'>;
 
 /** The `source` of the conversation message that records a delivery on a tool result. */
 export const MCP_TOOL_RESULT_SOURCE = 'mcp_tool_result';
@@ -39,9 +27,9 @@ export function appendQueuedNotifications(
   inbox: NotificationInbox,
   limit: number,
 ): CallToolResult {
-  const delivered = inbox.takeQueuedNotifications({ source: MCP_TOOL_RESULT_SOURCE, limit });
+  const delivered = inbox.take({ source: MCP_TOOL_RESULT_SOURCE, limit });
   if (delivered.length === 0) return result;
-  return withNotificationBlock(result, notificationBlock(delivered, inbox.queuedCommands));
+  return withNotificationBlock(result, notificationBlock(delivered, inbox.queued));
 }
 
 export interface ReservedResult {
@@ -62,12 +50,12 @@ export function reserveQueuedNotificationsFor(
   inbox: ReservingNotificationInbox,
   limit: number,
 ): ReservedResult | undefined {
-  const reservation = inbox.reserveQueuedNotifications({ source: MCP_TOOL_RESULT_SOURCE, limit });
+  const reservation = inbox.reserve({ source: MCP_TOOL_RESULT_SOURCE, limit });
   if (reservation.notifications.length === 0) {
     reservation.release();
     return undefined;
   }
-  const block = notificationBlock(reservation.notifications, inbox.queuedCommands);
+  const block = notificationBlock(reservation.notifications, inbox.queued);
   return { result: withNotificationBlock(result, block), block, reservation };
 }
 

@@ -31,6 +31,7 @@ import {
   type NotificationFormatter,
   type OutputTailLimits,
 } from './notification-format.js';
+import { releaseAttemptClaim } from './release-attempt-claim.js';
 import { detailString } from './task-facts.js';
 import {
   NOTIFICATION_LANES,
@@ -416,12 +417,9 @@ export function createDeliveryPolicy(options: DeliveryPolicyOptions): DeliveryPo
 
   const release = (snapshot: TaskSnapshot): void => {
     try {
-      // A resumed task is a new attempt: its claim is not this notification's to return.
-      if (tasks.get(snapshot.id, owner).attempt !== snapshot.attempt) return;
-      tasks.releaseClaim(snapshot.id, owner);
+      // Only this attempt's claim, and none once the task was forgotten (see release-attempt-claim.ts).
+      releaseAttemptClaim(tasks, snapshot.id, snapshot.attempt, owner);
     } catch (error) {
-      // Forgotten meanwhile (its session closed, or retention dropped it): there is no claim left to return.
-      if (ErrandError.hasCode(error, 'TASK_NOT_FOUND')) return;
       logger.warn(`task ${snapshot.id}: returning its delivery claim failed`, {
         taskId: snapshot.id,
         error: describeError(error),

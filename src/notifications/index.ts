@@ -8,5 +8,7 @@ export * from './format-notification.js';
 export * from './format-subagent.js';
 export * from './format-workflow.js';
 export * from './notification-format.js';
+export * from './release-attempt-claim.js';
+export * from './reported-ends.js';
 export * from './task-facts.js';
 export * from './task-notification.js';

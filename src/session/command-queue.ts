@@ -3,10 +3,19 @@
  * drained in batches; a queued configuration command is a barrier that later commands wait behind.
  */
 import type { NotificationLane } from '../notifications/index.js';
-import { ErrandError } from '../tasks/index.js';
+import { ErrandError, InvalidArgumentError } from '../tasks/index.js';
 
 export type QueuePriority = 'now' | 'next' | 'later';
 export const QUEUE_PRIORITIES: readonly QueuePriority[] = ['now', 'next', 'later'];
+
+/** A caller's priority, `next` when none is given; anything else fails naming the field. */
+export function validateQueuePriority(priority: QueuePriority | undefined): QueuePriority {
+  if (priority === undefined) return 'next';
+  if (!QUEUE_PRIORITIES.includes(priority)) {
+    throw new InvalidArgumentError('priority', '"now", "next" or "later"', priority);
+  }
+  return priority;
+}
 
 export interface QueuedNotification {
   readonly kind: 'notification';
@@ -86,11 +95,12 @@ export class CommandQueue {
   /**
    * Every queued notification in queue order up to `lastPriority`, stopping at the first configuration
    * command: later notifications wait behind it, in order. User inputs stay queued for their own turns.
-   * At most `limit` are taken; the rest keep their places.
+   * At most `limit` are taken, of `lane` only when one is named; the rest keep their places.
    */
   takeNotificationsBeforeBarrier(
     lastPriority: QueuePriority = 'later',
     limit = Number.POSITIVE_INFINITY,
+    lane?: NotificationLane,
   ): QueuedNotification[] {
     const taken: QueuedNotification[] = [];
     for (const priority of QUEUE_PRIORITIES) {
@@ -98,7 +108,11 @@ export class CommandQueue {
       let barrier = false;
       for (const command of this.#lanes[priority]) {
         if (!barrier && command.kind === 'configure') barrier = true;
-        if (!barrier && command.kind === 'notification' && taken.length < limit) taken.push(command);
+        const wanted =
+          command.kind === 'notification' &&
+          (lane === undefined || command.lane === lane) &&
+          taken.length < limit;
+        if (!barrier && wanted) taken.push(command as QueuedNotification);
         else kept.push(command);
       }
       this.#lanes[priority] = kept;

@@ -12,7 +12,7 @@ import { switchableStore } from '../../test/support/session.js';
 import { type ScriptedTask, scriptedTask } from '../testing/index.js';
 import { defineTool } from '../tools/index.js';
 import type { ModelPort } from './model-port.js';
-import type { NotificationReservation } from './session.js';
+import type { NotificationReservation } from './notification-inbox.js';
 import { createSessionRuntime } from './session-runtime.js';
 
 afterEach(() => {

@@ -1,13 +1,14 @@
 /**
  * A session's side of the input ledger: admits inputs and notifications, delivers them into the
  * conversation exactly once (the message and the delivered marks in one store step), and discards what
- * can no longer be delivered. Every admitted entry ends delivered or discarded through here.
+ * can no longer be delivered. Every admitted entry ends delivered or discarded through here. For
+ * notifications it is the store-backed `InboxLedger` of the session's inbox, which owns the rules.
  */
-import type { NotificationLane } from '../notifications/index.js';
 import type { LedgerEntry } from '../store/records.js';
 import type { SessionStore } from '../store/session-store.js';
 import type { SessionId } from '../tasks/index.js';
 import type { QueuedNotification, QueuedUserInput, QueuePriority } from './command-queue.js';
+import type { DeliveryForm, InboxLedger, NotificationEntry } from './inbox-ledger.js';
 import { NotificationDeliveryError } from './notification-delivery-error.js';
 import type { SessionEvent } from './session-events.js';
 
@@ -19,16 +20,7 @@ export interface SessionLedgerDependencies {
   readonly emit: (event: SessionEvent) => void;
 }
 
-export interface NotificationEntry {
-  readonly taskId: string;
-  readonly text: string;
-  readonly lane: NotificationLane;
-  readonly priority: QueuePriority;
-  readonly branchGeneration: number;
-  readonly idempotencyKey: string;
-}
-
-export class SessionLedger {
+export class SessionLedger implements InboxLedger {
   readonly #sessionId: SessionId;
   readonly #store: SessionStore;
   readonly #branchGeneration: () => number;
@@ -97,74 +89,78 @@ export class SessionLedger {
   }
 
   /**
-   * Each notification as its own model-only message (mid-turn injection, context ahead of input). A store
-   * that throws stops the delivery: `NotificationDeliveryError` names the notifications not delivered
-   * (the caller puts them back in the queue).
+   * Records queued notifications as delivered: `batch` writes one model-only message (the XML blocks
+   * joined by a blank line), `each` one message per notification (mid-turn injection, context ahead of
+   * input). Entries the store finds delivered or discarded meanwhile are skipped; one the store finds on
+   * another branch is discarded (`branch_changed`). Returns those delivered. A store that throws stops the
+   * delivery: `NotificationDeliveryError` names the notifications not delivered.
    */
-  deliverEach(notifications: QueuedNotification[], source: string): boolean {
+  deliver(notifications: QueuedNotification[], form: DeliveryForm, source: string): QueuedNotification[] {
     const settled = new Set<number>();
-    let delivered = false;
     try {
-      for (const notification of this.#dropStale(notifications, settled)) {
-        const result = this.#store.commitDelivery(this.#sessionId, [notification.ledgerId], {
-          role: 'user',
-          content: { text: notification.text },
-          visibility: 'model-only',
-          source,
-          branchGeneration: this.#branchGeneration(),
-        });
-        if (result.ok) {
-          settled.add(notification.ledgerId);
-          delivered = true;
-          this.#emit({ type: 'message', message: result.message });
-        } else if (result.code === 'LEDGER_ENTRY_STALE_BRANCH') {
-          // The branch moved in the store behind the session: the entry can never be delivered.
-          this.discard([notification], 'branch_changed');
-          settled.add(notification.ledgerId);
-        } else {
-          // Already delivered or discarded: nothing to deliver.
-          settled.add(notification.ledgerId);
-        }
-      }
+      return form === 'batch'
+        ? this.#deliverBatch(notifications, source, settled)
+        : this.#deliverEach(notifications, source, settled);
     } catch (error) {
       throw this.#failure(notifications, settled, error);
+    }
+  }
+
+  #deliverEach(
+    notifications: QueuedNotification[],
+    source: string,
+    settled: Set<number>,
+  ): QueuedNotification[] {
+    const delivered: QueuedNotification[] = [];
+    for (const notification of notifications) {
+      const result = this.#store.commitDelivery(this.#sessionId, [notification.ledgerId], {
+        role: 'user',
+        content: { text: notification.text },
+        visibility: 'model-only',
+        source,
+        branchGeneration: this.#branchGeneration(),
+      });
+      settled.add(notification.ledgerId);
+      if (result.ok) {
+        delivered.push(notification);
+        this.#emit({ type: 'message', message: result.message });
+      } else if (result.code === 'LEDGER_ENTRY_STALE_BRANCH') {
+        // The branch moved in the store behind the session: the entry can never be delivered.
+        this.discard([notification], 'branch_changed');
+      }
+      // Otherwise already delivered or discarded: nothing to deliver.
     }
     return delivered;
   }
 
-  /**
-   * A batch as one model-only message: the XML blocks joined by a blank line. Returns the notifications
-   * it delivered. A store that throws delivers none: `NotificationDeliveryError` names them.
-   */
-  deliverBatch(notifications: QueuedNotification[], source: string): QueuedNotification[] {
-    const settled = new Set<number>();
-    try {
-      let pending = this.#dropStale(notifications, settled);
-      while (pending.length > 0) {
-        const result = this.#store.commitDelivery(
-          this.#sessionId,
-          pending.map((notification) => notification.ledgerId),
-          {
-            role: 'user',
-            content: { text: pending.map((notification) => notification.text).join('\n\n') },
-            visibility: 'model-only',
-            source,
-            branchGeneration: this.#branchGeneration(),
-          },
-        );
-        if (result.ok) {
-          this.#emit({ type: 'message', message: result.message });
-          return pending;
-        }
-        // Some entry was already delivered, discarded or is stale: deliver the rest without it.
-        const blocked = new Set(result.conflicts.map((entry) => entry.id));
-        const stale = pending.filter((notification) => blocked.has(notification.ledgerId));
-        if (result.code === 'LEDGER_ENTRY_STALE_BRANCH') this.discard(stale, 'branch_changed');
-        for (const id of blocked) settled.add(id);
-        pending = pending.filter((notification) => !blocked.has(notification.ledgerId));
+  #deliverBatch(
+    notifications: QueuedNotification[],
+    source: string,
+    settled: Set<number>,
+  ): QueuedNotification[] {
+    let pending = notifications;
+    while (pending.length > 0) {
+      const result = this.#store.commitDelivery(
+        this.#sessionId,
+        pending.map((notification) => notification.ledgerId),
+        {
+          role: 'user',
+          content: { text: pending.map((notification) => notification.text).join('\n\n') },
+          visibility: 'model-only',
+          source,
+          branchGeneration: this.#branchGeneration(),
+        },
+      );
+      if (result.ok) {
+        this.#emit({ type: 'message', message: result.message });
+        return pending;
       }
-    } catch (error) {
-      throw this.#failure(notifications, settled, error);
+      // Some entry was already delivered, discarded or is stale: deliver the rest without it.
+      const blocked = new Set(result.conflicts.map((entry) => entry.id));
+      const stale = pending.filter((notification) => blocked.has(notification.ledgerId));
+      if (result.code === 'LEDGER_ENTRY_STALE_BRANCH') this.discard(stale, 'branch_changed');
+      for (const id of blocked) settled.add(id);
+      pending = pending.filter((notification) => !blocked.has(notification.ledgerId));
     }
     return [];
   }
@@ -174,22 +170,5 @@ export class SessionLedger {
     const undelivered = notifications.filter((notification) => !settled.has(notification.ledgerId));
     if (undelivered.length === 0) return error;
     return new NotificationDeliveryError(this.#sessionId, undelivered, error);
-  }
-
-  #dropStale(notifications: QueuedNotification[], settled: Set<number>): QueuedNotification[] {
-    const fresh = this.dropStale(notifications);
-    const kept = new Set(fresh.map((notification) => notification.ledgerId));
-    for (const notification of notifications) {
-      if (!kept.has(notification.ledgerId)) settled.add(notification.ledgerId);
-    }
-    return fresh;
-  }
-
-  /** The second branch check, just before persisting. */
-  dropStale(notifications: QueuedNotification[]): QueuedNotification[] {
-    const generation = this.#branchGeneration();
-    const stale = notifications.filter((notification) => notification.branchGeneration !== generation);
-    this.discard(stale, 'branch_changed');
-    return notifications.filter((notification) => notification.branchGeneration === generation);
   }
 }

@@ -18,6 +18,7 @@ import type { SessionStore } from '../store/session-store.js';
 import { taskRecordFromSnapshot } from '../store/task-record-from-snapshot.js';
 import {
   asSessionId,
+  type Clock,
   createOwner,
   createTrustedCaller,
   ErrandError,
@@ -85,7 +86,10 @@ export interface SessionRuntimeOptions {
   /** Shutdown sweeps that run before a closing session's tasks are cancelled (e.g. stop workflow runs). */
   readonly onSessionShutdown?: (session: Session) => Promise<void> | void;
   readonly logger?: Logger;
+  /** Epoch milliseconds for the records sessions write. Default: the clock's `now`. */
   readonly now?: () => number;
+  /** Schedules each session's idle drain and delivery retries. Default: the system clock. */
+  readonly clock?: Clock;
 }
 
 /** Every key of `SessionRuntimeOptions`; any other key is rejected with `UNKNOWN_OPTION`. */
@@ -103,6 +107,7 @@ export const SESSION_RUNTIME_OPTION_KEYS = optionKeys<SessionRuntimeOptions>()({
   onSessionShutdown: true,
   logger: true,
   now: true,
+  clock: true,
 });
 
 /** Options of `createSession`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
@@ -173,6 +178,7 @@ export class SessionRuntime {
   readonly #listeners = new Set<RuntimeEventListener>();
   readonly #logger: Logger;
   readonly #now: () => number;
+  readonly #clock: Clock;
   readonly #detachController: () => void;
   readonly #stopRecording: () => void;
   /** Distinguishes this runtime's notifications in the ledger from an earlier one's with the same task ids. */
@@ -191,7 +197,8 @@ export class SessionRuntime {
     this.#options = options;
     this.store = options.store;
     this.#logger = options.logger ?? defaultLogger;
-    this.#now = options.now ?? systemClock.now;
+    this.#clock = options.clock ?? systemClock;
+    this.#now = options.now ?? (() => this.#clock.now());
     this.#ownsTasks = options.tasks === undefined;
     this.tasks =
       options.tasks ??
@@ -401,6 +408,7 @@ export class SessionRuntime {
       limits: resolveSessionLimits(options.limits),
       logger: this.#logger,
       now: this.#now,
+      clock: this.#clock,
       tools: (created) => options.tools?.(created) ?? [],
       ...(options.beforeUserPrompt ? { beforeUserPrompt: options.beforeUserPrompt } : {}),
       onShutdown: async (closing) => {
@@ -579,6 +587,10 @@ function validateRuntimeOptions(options: SessionRuntimeOptions): void {
     if (options[field] !== undefined && typeof options[field] !== 'function') {
       throw new InvalidArgumentError(field, 'a function', options[field]);
     }
+  }
+  const clock = options.clock as Partial<Clock> | undefined;
+  if (clock !== undefined && (typeof clock?.now !== 'function' || typeof clock.schedule !== 'function')) {
+    throw new InvalidArgumentError('clock', 'a Clock ({ now, schedule })', options.clock);
   }
   if (options.systemPrompt !== undefined && typeof options.systemPrompt !== 'string') {
     throw new InvalidArgumentError('systemPrompt', 'a string', options.systemPrompt);

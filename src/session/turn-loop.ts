@@ -11,7 +11,7 @@ import {
   type AnyToolDefinition,
   executeTool,
   type ReportedTaskEnd,
-  reportedTaskEnd,
+  reportedTaskEnds,
   type ToolContext,
   type ToolResult,
 } from '../tools/index.js';
@@ -128,8 +128,8 @@ async function executeCall(
     };
   } else {
     result = await runToolCall(tool, call, context);
-    const ended = reportedTaskEnd(result);
-    if (ended) context.taskEndReported(ended);
+    // The result shows how tasks ended: their notifications would tell the model a second time.
+    for (const end of reportedTaskEnds(result)) context.taskEndReported(end);
   }
   const text = boundText(result.text, context.limits.maxToolResultBytes);
   context.emit({

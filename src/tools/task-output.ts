@@ -30,8 +30,6 @@ export interface TaskOutputValue {
   readonly status: TaskSnapshot['status'];
   /** The task's attempt (a resumed task's later run has a higher one). */
   readonly attempt: number;
-  /** True when this answer showed the task's end with its output or result (see `reportedTaskEnd`). */
-  readonly endRead: boolean;
 }
 
 export const TASK_OUTPUT_TOOL_NAME = 'task_output';
@@ -115,12 +113,11 @@ export function createTaskOutputTool(
         return {
           text: limitToolText(whole, limit, outputFile === undefined ? {} : { outputFile }),
           isError: false,
-          value: {
-            taskId: after.id,
-            status: after.status,
-            attempt: after.attempt,
-            endRead: isTerminalStatus(after.status),
-          },
+          value: { taskId: after.id, status: after.status, attempt: after.attempt },
+          // The answer shows how the task ended, with its output or result: its notification would repeat it.
+          ...(isTerminalStatus(after.status)
+            ? { taskEnds: [{ taskId: after.id, attempt: after.attempt }] }
+            : {}),
         };
       } catch (error) {
         return taskError(error, snapshot, limitFor(runtime, snapshot));

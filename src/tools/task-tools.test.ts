@@ -104,15 +104,19 @@ describe('task_output', () => {
     expect(await h.call('task_output', { task_id: id })).toEqual({
       text: 'line 1\n[status: running]',
       isError: false,
-      value: { taskId: id, status: 'running', attempt: 1, endRead: false },
+      value: { taskId: id, status: 'running', attempt: 1 },
     });
     expect((await h.call('task_output', { task_id: id })).text).toBe('(no new output)\n[status: running]');
     task.push('line 2');
     task.settle({ status: 'completed', detail: { exitCode: 0 } });
     await flushMicrotasks();
-    expect((await h.call('task_output', { task_id: id })).text).toBe(
-      'line 2\n[status: completed (exit code 0)]',
-    );
+    expect(await h.call('task_output', { task_id: id })).toEqual({
+      text: 'line 2\n[status: completed (exit code 0)]',
+      isError: false,
+      value: { taskId: id, status: 'completed', attempt: 1 },
+      // The answer showed the end: the typed field says so, for every surface to withdraw its notification.
+      taskEnds: [{ taskId: id, attempt: 1 }],
+    });
   });
 
   it('takes the delivery claim when it reads a finished task', async () => {

@@ -3,13 +3,7 @@
  * Schema, and `execute`. Adapters turn the same definition into AI SDK, OpenAI, Anthropic and MCP tools.
  */
 import { type ZodType, z } from 'zod';
-import {
-  ErrandError,
-  InvalidArgumentError,
-  isTerminalStatus,
-  type Owner,
-  type TaskStatus,
-} from '../tasks/index.js';
+import { ErrandError, InvalidArgumentError, type Owner } from '../tasks/index.js';
 import { ToolCallAbortedError } from './errors.js';
 import { limitToolResult } from './output-limit.js';
 
@@ -33,6 +27,20 @@ export interface ToolResult<Value = unknown> {
   readonly isError: boolean;
   /** The canonical value, for example `{ kind: 'background', taskId }`. */
   readonly value?: Value;
+  /**
+   * The task ends this result shows the model with their output or result (`task_output` on a finished
+   * task). Every surface that hands the result to the model tells its notification inbox, which withdraws
+   * those tasks' queued notifications: the model already read what they would say. A status line alone
+   * (`task_kill` on a finished task, `task_list`) does not count: the notification carries more.
+   * Ignored on an error result.
+   */
+  readonly taskEnds?: readonly ReportedTaskEnd[];
+}
+
+/** A task end a tool result showed the model; `attempt` when the result named it. */
+export interface ReportedTaskEnd {
+  readonly taskId: string;
+  readonly attempt: number | undefined;
 }
 
 /** The canonical value of a call that started background work. */
@@ -166,25 +174,22 @@ async function runTool<Input, Value>(
   }
 }
 
-/** A task end a tool result showed the model; `attempt` when the result named it. */
-export interface ReportedTaskEnd {
-  readonly taskId: string;
-  readonly attempt: number | undefined;
+/**
+ * The task ends a tool result showed the model (its `taskEnds`), none for an error result. Every reader —
+ * the turn loop, the MCP server, the AI SDK tools — goes through here.
+ */
+export function reportedTaskEnds(result: ToolResult): readonly ReportedTaskEnd[] {
+  if (result.isError || !Array.isArray(result.taskEnds)) return [];
+  const ends: ReportedTaskEnd[] = [];
+  for (const end of result.taskEnds as readonly Partial<ReportedTaskEnd>[]) {
+    // A producer's malformed entry names no task: it withdraws nothing rather than failing the turn.
+    if (typeof end?.taskId !== 'string' || end.taskId === '') continue;
+    ends.push({ taskId: end.taskId, attempt: Number.isSafeInteger(end.attempt) ? end.attempt : undefined });
+  }
+  return ends;
 }
 
-/**
- * The task whose end a tool result showed the model with its output or result — a `task_output` answer
- * with a terminal status, whose value says `endRead: true` — or undefined. A session then drops that
- * task's notification: the model already read what it would say. A status line alone (`task_kill` on a
- * finished task, `task_list`) does not count: the notification carries more.
- */
+/** The first task end a tool result showed the model (see `reportedTaskEnds`), or undefined. */
 export function reportedTaskEnd(result: ToolResult): ReportedTaskEnd | undefined {
-  const value = result.value as
-    | { taskId?: unknown; status?: unknown; attempt?: unknown; endRead?: unknown }
-    | undefined;
-  if (result.isError || typeof value !== 'object' || value === null) return undefined;
-  if (typeof value.taskId !== 'string' || typeof value.status !== 'string') return undefined;
-  if (value.endRead !== true || !isTerminalStatus(value.status as TaskStatus)) return undefined;
-  const attempt = Number.isSafeInteger(value.attempt) ? (value.attempt as number) : undefined;
-  return { taskId: value.taskId, attempt };
+  return reportedTaskEnds(result)[0];
 }

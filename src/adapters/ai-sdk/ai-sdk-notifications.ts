@@ -10,11 +10,16 @@
  * delivered (the run ended first) waits for the next generation too; the delivery claim stays held
  * until the bridge is disposed, when undelivered notifications return their claims.
  *
- * When a tool result shows the model how a task ended (`task_output`, or `task_kill` on a finished task),
+ * When a tool result shows the model how a task ended (its `taskEnds`: `task_output` on a finished task),
  * `taskEndReported` drops that task's waiting notification (its claim stays taken: the model did learn
  * of the end) and one of that attempt that arrives later. `toAiSdkTools({ notifications })` calls it.
  * One already steered into the running generation but not yet sent is taken out by `prepareStep`, when
  * the harness passes it to the generation.
+ *
+ * The waiting notifications live in a `NotificationInbox`, the one a session delivers through, over a
+ * ledger that records nothing: a steered message is a reservation, committed when the SDK reports it
+ * delivered, released to the head of the queue when the run ended first, discarded when the model read
+ * the end meanwhile.
  */
 import {
   type Experimental_Steering,
@@ -27,9 +32,19 @@ import {
   DELIVERY_POLICY_OPTION_KEYS,
   type DeliveryPolicy,
   type DeliveryPolicyOptions,
+  endCovers,
+  type NotificationLane,
+  releaseAttemptClaim,
   type TaskNotification,
+  validateReportedTaskEnd,
 } from '../../notifications/index.js';
-import { consoleLogger, InvalidArgumentError } from '../../tasks/index.js';
+import {
+  CommandQueue,
+  NotificationInbox,
+  type NotificationReservation,
+  volatileInboxLedger,
+} from '../../session/index.js';
+import { consoleLogger, InvalidArgumentError, systemClock } from '../../tasks/index.js';
 import { optionKeys, rejectUnknownOptions } from '../../tasks/option-keys.js';
 
 /**
@@ -43,6 +58,11 @@ export interface AiSdkNotificationBridgeOptions extends Omit<DeliveryPolicyOptio
   readonly onSteer?: (notification: TaskNotification) => void;
   /** Creates each generation's steering object. Default: the SDK's `experimental_createSteering`. */
   readonly createSteering?: () => Experimental_Steering;
+  /**
+   * The most notifications that may wait for a generation; one more is refused (its claim is returned
+   * and a warning logged). Default 1000.
+   */
+  readonly maxPendingNotifications?: number;
 }
 
 /** The bridge's own options; the rest go to the delivery policy. */
@@ -52,6 +72,7 @@ const BRIDGE_OWN_OPTION_KEYS = optionKeys<
   onWakeup: true,
   onSteer: true,
   createSteering: true,
+  maxPendingNotifications: true,
 });
 
 const BRIDGE_OPTION_KEYS: readonly string[] = [
@@ -59,14 +80,16 @@ const BRIDGE_OPTION_KEYS: readonly string[] = [
   ...BRIDGE_OWN_OPTION_KEYS,
 ];
 
-/** How many task ids the bridge remembers a reported end for (the oldest is forgotten first). */
-const MAX_REPORTED_ENDS = 256;
-
 /** A task end a tool result showed the model; `attempt` when the result named it. */
 export interface AiSdkReportedTaskEnd {
   readonly taskId: string;
   readonly attempt?: number | undefined;
 }
+
+/** The `source` the bridge's inbox records a steered delivery with. */
+export const AI_SDK_STEERING_SOURCE = 'ai_sdk_steering';
+
+export const AI_SDK_BRIDGE_DEFAULTS = Object.freeze({ maxPendingNotifications: 1000 });
 
 export interface AiSdkNotificationBridge {
   /**
@@ -76,7 +99,7 @@ export interface AiSdkNotificationBridge {
   nextSteering(): Experimental_Steering;
   /**
    * Tells the bridge that a tool result showed the model how `taskId` ended (attempt `attempt`, when
-   * known; `reportedTaskEnd(result)` finds it). Its waiting notifications of that attempt or an earlier one
+   * known; a result's `taskEnds` lists them). Its waiting notifications of that attempt or an earlier one
    * (all of them when no attempt is known) are dropped, their delivery claims kept taken — the model
    * read the end once already — and a notification of that attempt that arrives later is dropped too
    * (the last 256 task ids are remembered). A later attempt of a resumed task is delivered as usual.
@@ -106,26 +129,65 @@ export function createAiSdkNotificationBridge(
   options: AiSdkNotificationBridgeOptions,
 ): AiSdkNotificationBridge {
   rejectUnknownOptions(options, BRIDGE_OPTION_KEYS, { where: 'createAiSdkNotificationBridge' });
+  const maxPending = options.maxPendingNotifications ?? AI_SDK_BRIDGE_DEFAULTS.maxPendingNotifications;
+  if (!Number.isSafeInteger(maxPending) || maxPending < 1) {
+    throw new InvalidArgumentError('maxPendingNotifications', 'a positive integer', maxPending);
+  }
   const logger = options.logger ?? consoleLogger;
   const createSteering = options.createSteering ?? experimental_createSteering;
   const currentGeneration = options.currentBranchGeneration ?? (() => options.owner.branchGeneration);
-  let pending: TaskNotification[] = [];
   let current: Experimental_Steering | undefined;
+  let disposed = false;
   let sequence = 0;
-  /** Task id → the highest attempt whose end a tool result showed the model (oldest first). */
-  const reportedEnds = new Map<string, number>();
-
+  /** Ledger id in the inbox → the policy's notification. */
+  const notifications = new Map<number, TaskNotification>();
   /** Steered messages the generation has not resolved yet, and their notifications. */
   const inFlight = new Map<UserModelMessage, TaskNotification>();
   /** Steered messages whose task end a tool result showed meanwhile: `prepareStep` takes them out. */
   const withdrawn = new Set<UserModelMessage>();
 
-  const wasReported = (notification: TaskNotification): boolean => {
-    const reported = reportedEnds.get(notification.taskId);
-    return reported !== undefined && notification.attempt <= reported;
+  const returnClaim = (notification: TaskNotification): void => {
+    if (notification.event !== 'terminal') return;
+    try {
+      // Only this attempt's claim: a resumed task's belongs to whoever received that end.
+      releaseAttemptClaim(options.tasks, notification.taskId, notification.attempt, options.owner);
+    } catch (error) {
+      logger.warn(`task ${notification.taskId}: returning the claim of an undelivered notification failed`, {
+        taskId: notification.taskId,
+        error: error instanceof Error ? error.message : String(error),
+      });
+    }
   };
 
-  const steer = (steering: Experimental_Steering, notification: TaskNotification): void => {
+  // The same inbox a session delivers through, on a ledger that records nothing: its rules decide what
+  // waits, what a tool result withdrew, and what goes back to the queue when a generation missed it.
+  const inbox = new NotificationInbox({
+    sessionId: options.owner.sessionId,
+    queue: new CommandQueue(maxPending),
+    ledger: volatileInboxLedger(),
+    now: options.now ?? systemClock.now,
+    branchGeneration: currentGeneration,
+    isClosing: () => disposed,
+    isDraining: () => false,
+    emit: () => {},
+    wake: () => {},
+    deliverySucceeded: () => {},
+    deliveryFailed: () => {},
+    discarded(queued, reason) {
+      for (const entry of queued) {
+        const notification = notifications.get(entry.ledgerId);
+        notifications.delete(entry.ledgerId);
+        // The model read the end with a tool call: the claim stays taken. Otherwise it was never told.
+        if (notification !== undefined && reason !== 'result_read') returnClaim(notification);
+      }
+    },
+  });
+
+  const steer = (
+    steering: Experimental_Steering,
+    reservation: NotificationReservation,
+    notification: TaskNotification,
+  ): void => {
     sequence += 1;
     // Our own message object: `prepareStep` finds it among the step's messages by identity.
     const message: UserModelMessage = { role: 'user', content: notification.text };
@@ -135,89 +197,89 @@ export function createAiSdkNotificationBridge(
     void outcome.then((outcome) => {
       inFlight.delete(message);
       const taken = withdrawn.delete(message);
-      if (outcome.type === 'delivered') return;
+      if (outcome.type === 'delivered') {
+        // Forgotten first: the model has it, so nothing the commit finds can return its claim.
+        for (const entry of reservation.notifications) notifications.delete(entry.ledgerId);
+        reservation.commit();
+        return;
+      }
       // The model read the end with a tool call meanwhile: it is not told again (the claim stays taken).
-      if (taken || wasReported(notification)) return;
-      // The run ended (or prepareStep dropped it) before delivery: wait for the next generation.
+      if (taken || inbox.wasReported(notification)) {
+        reservation.discard('result_read');
+        return;
+      }
+      // The run ended (or prepareStep dropped it) before delivery: the next generation takes it.
       if (current === steering) current = undefined;
-      if (current === undefined) hold(notification);
-      else steer(current, notification);
+      if (current !== undefined) {
+        steer(current, reservation, notification);
+        return;
+      }
+      reservation.release();
+      if (notification.lane === 'wakeup') options.onWakeup?.(notification);
     });
   };
 
-  const hold = (notification: TaskNotification): void => {
-    pending.push(notification);
-    if (notification.lane === 'wakeup') options.onWakeup?.(notification);
+  /** Reserves one queued notification (of `lane`, when named) and steers it into `steering`. */
+  const steerNext = (steering: Experimental_Steering, lane?: NotificationLane): void => {
+    const reservation = inbox.reserve({
+      source: AI_SDK_STEERING_SOURCE,
+      limit: 1,
+      ...(lane ? { lane } : {}),
+    });
+    const entry = reservation.notifications[0];
+    const notification = entry === undefined ? undefined : notifications.get(entry.ledgerId);
+    if (notification !== undefined) steer(steering, reservation, notification);
   };
 
   const {
     onWakeup: _onWakeup,
     onSteer: _onSteer,
     createSteering: _createSteering,
+    maxPendingNotifications: _maxPendingNotifications,
     ...policyOptions
   } = options;
   const policy = createDeliveryPolicy({
     ...policyOptions,
     enqueue(notification) {
-      // The model already read this end with a tool call: the claim stays taken, nothing is told.
-      if (wasReported(notification)) return;
-      if (current !== undefined && notification.lane === 'wakeup') steer(current, notification);
-      else hold(notification);
+      const admission = inbox.admit({
+        taskId: notification.taskId,
+        label: notification.label,
+        text: notification.text,
+        lane: notification.lane,
+        priority: notification.priority,
+        branchGeneration: notification.branchGeneration,
+        attempt: notification.attempt,
+        idempotencyKey: `${notification.taskId}:${notification.attempt}:${notification.event}:${++sequence}`,
+      });
+      if (!admission.admitted) {
+        // The model already read this end with a tool call: the claim stays taken, nothing is told.
+        if (admission.reason === 'result_read') return;
+        // A late result of an abandoned branch: it is never told, so its claim goes back.
+        returnClaim(notification);
+        return;
+      }
+      notifications.set(admission.ledgerId, notification);
+      if (notification.lane !== 'wakeup') return;
+      if (current !== undefined) steerNext(current, 'wakeup');
+      else options.onWakeup?.(notification);
     },
   });
-
-  const releaseClaim = (notification: TaskNotification): void => {
-    if (notification.event !== 'terminal') return;
-    try {
-      // A resumed task is a new attempt: its claim is not this notification's to return.
-      if (options.tasks.get(notification.taskId, options.owner).attempt !== notification.attempt) return;
-      options.tasks.releaseClaim(notification.taskId, options.owner);
-    } catch (error) {
-      logger.warn(`task ${notification.taskId}: returning the claim of an undelivered notification failed`, {
-        taskId: notification.taskId,
-        error: error instanceof Error ? error.message : String(error),
-      });
-    }
-  };
 
   return {
     nextSteering() {
       const steering = createSteering();
       current = steering;
-      const waiting = pending;
-      pending = [];
-      for (const notification of waiting) {
-        // A rewind since it was queued makes it a late result of an abandoned branch.
-        if (notification.branchGeneration !== currentGeneration()) {
-          releaseClaim(notification);
-          continue;
-        }
-        steer(steering, notification);
-      }
+      // One reservation per message: each has its own outcome. Stale ones are dropped on the way.
+      for (let left = inbox.queued; left > 0; left -= 1) steerNext(steering);
       return steering;
     },
     taskEndReported(end) {
-      const { taskId, attempt } = end;
-      if (typeof taskId !== 'string' || taskId === '') {
-        throw new InvalidArgumentError('taskId', 'a task id', taskId);
+      inbox.withdraw(end);
+      const reported = validateReportedTaskEnd(end);
+      // A steered one still in the generation's steering: `prepareStep` takes it out at the step boundary.
+      for (const [message, notification] of inFlight) {
+        if (endCovers(reported, notification)) withdrawn.add(message);
       }
-      if (attempt !== undefined && !Number.isSafeInteger(attempt)) {
-        throw new InvalidArgumentError('attempt', 'an integer or undefined', attempt);
-      }
-      if (attempt !== undefined) {
-        const known = reportedEnds.get(taskId);
-        reportedEnds.delete(taskId);
-        reportedEnds.set(taskId, Math.max(known ?? 0, attempt));
-        if (reportedEnds.size > MAX_REPORTED_ENDS) {
-          const oldest = reportedEnds.keys().next().value;
-          if (oldest !== undefined) reportedEnds.delete(oldest);
-        }
-      }
-      const read = (notification: TaskNotification): boolean =>
-        notification.taskId === taskId && (attempt === undefined || notification.attempt <= attempt);
-      // Dropped, not released: the model learned of the end, so no one else may tell it again.
-      pending = pending.filter((notification) => !read(notification));
-      for (const [message, notification] of inFlight) if (read(notification)) withdrawn.add(message);
     },
     prepareStep({ messages }) {
       if (withdrawn.size === 0) return undefined;
@@ -225,14 +287,15 @@ export function createAiSdkNotificationBridge(
       return kept.length === messages.length ? undefined : { messages: kept };
     },
     get pending() {
-      return [...pending];
+      return inbox.queuedNotifications().flatMap((entry) => notifications.get(entry.ledgerId) ?? []);
     },
     policy,
     dispose() {
       policy.dispose();
       current = undefined;
-      for (const notification of pending) releaseClaim(notification);
-      pending = [];
+      // Never delivered: their claims go back (see `discarded` above).
+      inbox.discardWhere(() => true, 'disposed');
+      disposed = true;
     },
   };
 }

@@ -7,7 +7,7 @@ import { jsonSchema, type Tool, type ToolExecutionOptions, type ToolSet, tool } 
 import type { Owner } from '../../tasks/index.js';
 import { optionKeys, rejectUnknownOptions } from '../../tasks/option-keys.js';
 import type { AnyToolDefinition, ExecuteToolOptions, ToolResult } from '../../tools/index.js';
-import { executeTool, reportedTaskEnd } from '../../tools/index.js';
+import { executeTool, reportedTaskEnds } from '../../tools/index.js';
 import type { AiSdkNotificationBridge } from './ai-sdk-notifications.js';
 
 /** Options of `toAiSdkTool` / `toAiSdkTools`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
@@ -16,7 +16,7 @@ export interface AiSdkToolsOptions extends ExecuteToolOptions {
   readonly caller?: Owner | ((options: ToolExecutionOptions<unknown>) => Owner | undefined);
   /**
    * The notification bridge of the same session. After every call whose result shows the model how a
-   * task ended (`task_output`, `task_kill` on a finished task), `notifications.taskEndReported` drops
+   * task ended (its `taskEnds`: `task_output` on a finished task), `notifications.taskEndReported` drops
    * that task's waiting notification, so the model is not told twice. Default: none.
    */
   readonly notifications?: Pick<AiSdkNotificationBridge, 'taskEndReported'>;
@@ -61,9 +61,9 @@ function adapt(definition: AnyToolDefinition, options: AiSdkToolsOptions): Tool<
       );
       // The result shows how a task ended: its waiting notification would tell the model a second time.
       // An aborted generation does not hand the result to the model: then the notification stays.
-      const ended = reportedTaskEnd(result);
-      if (ended !== undefined && execution.abortSignal?.aborted !== true)
-        options.notifications?.taskEndReported(ended);
+      if (execution.abortSignal?.aborted !== true) {
+        for (const end of reportedTaskEnds(result)) options.notifications?.taskEndReported(end);
+      }
       return result;
     },
     toModelOutput: ({ output }) =>

@@ -519,7 +519,8 @@ describe('AI SDK adapter', () => {
           return {
             text: '[status: completed]',
             isError: false,
-            value: { taskId: 'bash-1', status: 'completed', attempt: 1, endRead: true },
+            value: { taskId: 'bash-1', status: 'completed', attempt: 1 },
+            taskEnds: [{ taskId: 'bash-1', attempt: 1 }],
           };
         },
       });
@@ -535,6 +536,35 @@ describe('AI SDK adapter', () => {
       await tool.execute?.({}, { toolCallId: 'call_2', messages: [], context: undefined as never });
       expect(reported).toEqual([{ taskId: 'bash-1', attempt: 1 }]);
     });
+  });
+
+  it('holds at most maxPendingNotifications; one more is refused, its claim returned for task_output', async () => {
+    const { tasks, owner } = world();
+    const logger = capturingLogger();
+    const bridge = createAiSdkNotificationBridge({
+      tasks,
+      owner,
+      logger,
+      lanes: { bash: 'quiet' },
+      maxPendingNotifications: 1,
+    });
+    toDispose.push(() => bridge.dispose());
+    const first = scriptedTask({ kind: 'bash', label: 'build', owner });
+    const second = scriptedTask({ kind: 'bash', label: 'lint', owner });
+    const { id: firstId } = await tasks.start(first.spec);
+    const { id: secondId } = await tasks.start(second.spec);
+    first.settle();
+    second.settle();
+    await flushMicrotasks();
+    expect(bridge.pending.map((notification) => notification.taskId)).toEqual([firstId]);
+    expect(tasks.get(firstId, owner).reported).toBe(true);
+    expect(tasks.get(secondId, owner).reported).toBe(false);
+    expect(logger.warnings.map((warning) => warning.message)).toEqual([
+      `task ${secondId}: enqueueing its notification failed; the claim was returned`,
+    ]);
+    expect(() => createAiSdkNotificationBridge({ tasks, owner, logger, maxPendingNotifications: 0 })).toThrow(
+      'Expected `maxPendingNotifications` to be a positive integer, got 0 (number)',
+    );
   });
 
   it('answers a failing call as error text the model sees', async () => {

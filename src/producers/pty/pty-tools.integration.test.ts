@@ -74,7 +74,8 @@ describe('the pty tools', () => {
     expect(ready.text).toMatch(/^repl>\n\[pty-1 running · 120x40 · cursor row 1, column 7\]$/);
     const answered = await executeTool(
       ptyWrite,
-      { task_id: 'pty-1', input: 'hello', keys: ['Enter'], wait_for: 'echo: hello' },
+      // Waits for the next prompt too: the echo alone can be on screen a moment before it.
+      { task_id: 'pty-1', input: 'hello', keys: ['Enter'], wait_for: 'echo: hello\nrepl>' },
       context(),
     );
     expect(answered.isError).toBe(false);

@@ -14,8 +14,8 @@
  *
  * A stop by the model is answered by task_kill's own result, so it takes the default path.
  */
-import type { DeliveryPolicy } from '../../notifications/index.js';
-import { ErrandError, isTerminalStatus, type TaskSnapshot } from '../../tasks/index.js';
+import { type DeliveryPolicy, releaseAttemptClaim } from '../../notifications/index.js';
+import { isTerminalStatus, type TaskSnapshot } from '../../tasks/index.js';
 import { optionKeys, rejectUnknownOptions } from '../../tasks/option-keys.js';
 import type { StopResult, StopStrategy, StopStrategyContext } from '../../tools/index.js';
 import { StopNotificationFailedError } from './errors.js';
@@ -96,14 +96,8 @@ async function handOn(
   ended: TaskSnapshot | undefined,
 ): Promise<unknown> {
   if (ended === undefined || !isTerminalStatus(ended.status)) return undefined;
-  try {
-    // Resumed meanwhile: the claim now belongs to the newer attempt, not to our waiter.
-    if (tasks.get(ended.id, caller).attempt !== ended.attempt) return undefined;
-    tasks.releaseClaim(ended.id, caller);
-  } catch (error) {
-    if (ErrandError.hasCode(error, 'TASK_NOT_FOUND')) return undefined;
-    throw error;
-  }
+  // Resumed meanwhile, the claim belongs to the newer attempt, not to our waiter; forgotten, there is none.
+  if (releaseAttemptClaim(tasks, ended.id, ended.attempt, caller) !== 'released') return undefined;
   const delivery = await policy.deliver(ended);
   if (!delivery.delivered && delivery.reason === 'enqueue_failed') return delivery.error ?? 'enqueue failed';
   return undefined;

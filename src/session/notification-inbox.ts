@@ -1,0 +1,454 @@
+/**
+ * The notification inbox: the queue side of exactly-once delivery, and the one API every surface uses to
+ * hand queued `<task-notification>`s to the model — the session's turns, the MCP server's tool results,
+ * the AI SDK bridge's steering. It admits a notification (shutdown, branch and reported-end checks, one
+ * ledger entry per key), withdraws one whose end a tool result showed, reserves notifications for a
+ * surface (commit once handed over, release if not, discard if the model learned the end another way),
+ * and discards what can no longer be delivered. Every rule lives here; where an entry is recorded is the
+ * `InboxLedger`'s business (the session's store, or nothing for a volatile inbox).
+ */
+import {
+  endCovers,
+  type NotificationLane,
+  ReportedEnds,
+  validateReportedTaskEnd,
+} from '../notifications/index.js';
+import { ErrandError, InvalidArgumentError } from '../tasks/index.js';
+import type { ReportedTaskEnd } from '../tools/index.js';
+import {
+  type CommandQueue,
+  type QueuedNotification,
+  type QueuePriority,
+  validateQueuePriority,
+} from './command-queue.js';
+import type { DeliveryForm, InboxLedger } from './inbox-ledger.js';
+import { NOTIFICATION_DELIVERY_FAILED, NotificationDeliveryError } from './notification-delivery-error.js';
+import type { SessionEvent } from './session-events.js';
+
+/** A notification ready for the session's queue (formatted and claimed by the delivery policy). */
+export interface SessionNotification {
+  readonly taskId: string;
+  readonly label: string;
+  readonly text: string;
+  readonly lane?: NotificationLane;
+  readonly priority?: QueuePriority;
+  /** The task's branch generation; a stale one is dropped. */
+  readonly branchGeneration: number;
+  /** Defaults to `task:<id>:<attempt>`-style keys from the policy; identical keys are admitted once. */
+  readonly idempotencyKey: string;
+  /**
+   * The task's attempt this notification is about. With it, a notification whose end the model already
+   * read (`task_output`) is not admitted (`result_read`).
+   */
+  readonly attempt?: number | undefined;
+}
+
+export type NotificationAdmission =
+  | { readonly admitted: true; readonly ledgerId: number }
+  | {
+      readonly admitted: false;
+      readonly reason: 'shutting_down' | 'branch_changed' | 'duplicate' | 'result_read';
+    };
+
+/** A notification a surface delivered outside a model turn (see `NotificationInbox.reserve`). */
+export interface DeliveredNotification {
+  readonly ledgerId: number;
+  readonly taskId: string;
+  readonly label: string;
+  /** The `<task-notification>` text. */
+  readonly text: string;
+}
+
+/**
+ * Notifications a surface took out of the queue to hand over itself, not yet recorded as delivered.
+ * Until it is committed, released or discarded, no turn and no other surface sees them; they are still
+ * `queued` in the ledger.
+ */
+export interface NotificationReservation {
+  /** The reserved notifications, in queue order (stale ones already dropped). */
+  readonly notifications: readonly DeliveredNotification[];
+  /**
+   * `reserved` until `commit` recorded them, `release` (or the session's shutdown) gave them back, or
+   * `discard` dropped them.
+   */
+  readonly state: 'reserved' | 'committed' | 'released' | 'discarded';
+  /**
+   * Records them as delivered: one model-only message with the reservation's `source`, and the ledger
+   * entries marked delivered, in one store step. Returns those delivered (an entry delivered or discarded
+   * meanwhile is left out). If the store fails it throws `NOTIFICATION_DELIVERY_FAILED` and the
+   * reservation stays reserved: commit again, or release. Returns nothing once no longer reserved.
+   */
+  commit(): DeliveredNotification[];
+  /** Puts them back at the head of the queue, in order, for the next turn or surface. Idempotent. */
+  release(): void;
+  /**
+   * Drops them without delivering them (the model read their ends with a tool call meanwhile: `reason`
+   * `result_read`): their entries become discarded. Idempotent.
+   */
+  discard(reason: string): void;
+}
+
+export interface TakeQueuedNotificationsOptions {
+  /** The `source` of the message that records the delivery, e.g. `mcp_tool_result`. */
+  readonly source: string;
+  /** The most notifications to take; the rest stay queued in order. Default: all. */
+  readonly limit?: number;
+}
+
+export interface ReserveNotificationsOptions extends TakeQueuedNotificationsOptions {
+  /** Only notifications of this lane (the others keep their places). Default: both lanes. */
+  readonly lane?: NotificationLane;
+}
+
+/** What a session's own turn reserves (`reserveForTurn`). */
+export interface TurnReservationOptions {
+  readonly source: string;
+  /** `batch`: one message for all of them (an idle turn's); `each`: one message apiece. */
+  readonly form: DeliveryForm;
+  /** The last priority taken (an idle turn takes its own priority and those above). Default `later`. */
+  readonly upTo?: QueuePriority;
+}
+
+/** What the inbox needs from its owner (a session, or the AI SDK bridge). */
+export interface NotificationInboxContext {
+  /** Names the owner in errors. */
+  readonly sessionId: string;
+  /** The queue the notifications wait in (a session's also holds inputs and configuration barriers). */
+  readonly queue: CommandQueue;
+  readonly ledger: InboxLedger;
+  /** Epoch milliseconds, for `queuedAt`. */
+  now(): number;
+  /** The owner's branch generation now: a notification of another one is stale. */
+  branchGeneration(): number;
+  /** True once shutdown began: nothing is admitted or reserved. */
+  isClosing(): boolean;
+  /** True while the owner's own drain works the queue: surfaces reserve nothing, the drain delivers in order. */
+  isDraining(): boolean;
+  /** Tells the viewers (`notification-queued`, `notification-discarded`). */
+  emit(event: SessionEvent): void;
+  /** A wakeup notification was admitted, or reserved ones came back to the queue: look at it again. */
+  wake(): void;
+  /** A delivery was recorded: the retry back-off starts over. */
+  deliverySucceeded(): void;
+  /** The store failed to record a delivery (the notifications are queued again): retry later. */
+  deliveryFailed(): void;
+  /** Every notification the inbox discards, after it did (the AI SDK bridge returns claims here). */
+  discarded?(notifications: readonly QueuedNotification[], reason: string): void;
+}
+
+/** A reservation with the inbox's own handles on it. */
+interface HeldReservation extends NotificationReservation {
+  /** What is still reserved (nothing once committed, released or discarded). */
+  pending(): readonly QueuedNotification[];
+  /** Forgets it without requeueing (shutdown discards its entries). */
+  drop(): void;
+  /** A tool result showed the model this end: if the reservation is released, these are discarded. */
+  withdraw(end: ReportedTaskEnd): void;
+}
+
+/**
+ * What a surface sees of an inbox (`session.inbox`): admission, withdrawal, reservations and read-only
+ * views. The owner's own steps — its turns' reservations, discards, shutdown — stay with the owner.
+ */
+export type InboxSurface = Pick<
+  NotificationInbox,
+  'admit' | 'withdraw' | 'wasReported' | 'reserve' | 'take' | 'queued' | 'queuedNotifications'
+>;
+
+export class NotificationInbox {
+  readonly #context: NotificationInboxContext;
+  /** Ends the model read with a tool call: their notifications are withdrawn, and refused when late. */
+  readonly #reportedEnds = new ReportedEnds();
+  /** Notifications a surface holds between reserving and committing, releasing or discarding them. */
+  readonly #reservations = new Set<HeldReservation>();
+
+  constructor(context: NotificationInboxContext) {
+    this.#context = context;
+  }
+
+  /** Notifications waiting in the queue (reserved ones not counted). */
+  get queued(): number {
+    return this.queuedNotifications().length;
+  }
+
+  /** The notifications waiting in the queue, in queue order. */
+  queuedNotifications(): QueuedNotification[] {
+    const queued: QueuedNotification[] = [];
+    for (const command of this.#context.queue) if (command.kind === 'notification') queued.push(command);
+    return queued;
+  }
+
+  /**
+   * Admits a notification: refused once shutdown began (`shutting_down`), when its branch generation is
+   * not the owner's (`branch_changed`), when a tool result already showed the model that end
+   * (`result_read`), or when its key was admitted before (`duplicate`). Otherwise it is written to the
+   * ledger and queued; a wakeup-lane one wakes the owner.
+   */
+  admit(notification: SessionNotification): NotificationAdmission {
+    const context = this.#context;
+    if (context.isClosing()) return { admitted: false, reason: 'shutting_down' };
+    if (notification.branchGeneration !== context.branchGeneration()) {
+      context.emit({ type: 'notification-discarded', taskId: notification.taskId, reason: 'branch_changed' });
+      return { admitted: false, reason: 'branch_changed' };
+    }
+    if (this.#reportedEnds.covers(notification)) {
+      context.emit({ type: 'notification-discarded', taskId: notification.taskId, reason: 'result_read' });
+      return { admitted: false, reason: 'result_read' };
+    }
+    const lane = notification.lane ?? 'wakeup';
+    const priority = validateQueuePriority(notification.priority);
+    const entry = context.ledger.admitNotification({
+      taskId: notification.taskId,
+      text: notification.text,
+      lane,
+      priority,
+      branchGeneration: notification.branchGeneration,
+      idempotencyKey: notification.idempotencyKey,
+    });
+    if (entry === undefined) return { admitted: false, reason: 'duplicate' };
+    try {
+      context.queue.push({
+        kind: 'notification',
+        priority,
+        ledgerId: entry.id,
+        taskId: notification.taskId,
+        label: notification.label,
+        text: notification.text,
+        lane,
+        branchGeneration: notification.branchGeneration,
+        attempt: notification.attempt,
+        queuedAt: context.now(),
+      });
+    } catch (error) {
+      context.ledger.discardEntries([entry.id], 'queue_full');
+      throw error;
+    }
+    context.emit({ type: 'notification-queued', taskId: notification.taskId, lane });
+    if (lane === 'wakeup') context.wake();
+    return { admitted: true, ledgerId: entry.id };
+  }
+
+  /**
+   * A tool result showed the model how `taskId` ended (attempt `attempt`, when known): its queued
+   * notifications of that attempt or an earlier one (all of them when no attempt is known) are withdrawn —
+   * discarded as `result_read`, their claims kept taken — and one of that attempt that arrives later is
+   * refused. A reserved one stays with its surface (it may be on its way to the model already); if the
+   * surface releases it, it is discarded instead of queued again.
+   */
+  withdraw(end: { readonly taskId: string; readonly attempt?: number | undefined }): void {
+    const reported = validateReportedTaskEnd(end);
+    this.#reportedEnds.note(reported);
+    const withdrawn = this.#context.queue.remove(
+      (command) => command.kind === 'notification' && endCovers(reported, command),
+    ) as QueuedNotification[];
+    this.#discard(withdrawn, 'result_read');
+    // A reserved one may already be on its way; if it comes back, it is not queued again.
+    for (const reservation of this.#reservations) reservation.withdraw(reported);
+  }
+
+  /** True when a tool result already showed the model the end this notification is about. */
+  wasReported(notification: { readonly taskId: string; readonly attempt?: number | undefined }): boolean {
+    return this.#reportedEnds.covers(notification);
+  }
+
+  /**
+   * Reserves queued notifications for a surface that hands them to the model itself: up to `limit` in
+   * queue order (quiet ones included, stopping at a configuration barrier), stale ones dropped. Reserves
+   * nothing while the owner's drain works the queue (a turn runs, or a configuration is being applied)
+   * or once shutdown began. See `NotificationReservation` for what the surface does next.
+   */
+  reserve(options: ReserveNotificationsOptions): NotificationReservation {
+    const { source, limit } = validateReserveOptions(options);
+    const context = this.#context;
+    if (context.isDraining() || context.isClosing()) return this.#hold([], source, 'batch');
+    const taken = context.queue.takeNotificationsBeforeBarrier('later', limit, options.lane);
+    let fresh: QueuedNotification[];
+    try {
+      // What the surface shows must not be a late result of an abandoned branch.
+      fresh = this.#dropStale(taken);
+    } catch (error) {
+      context.queue.requeue(taken);
+      throw new NotificationDeliveryError(context.sessionId, taken, error);
+    }
+    return this.#hold(fresh, source, 'batch');
+  }
+
+  /**
+   * `reserve` and `commit` in one step, for a surface that knows the notifications reach the model. If the
+   * store fails to record them it throws `NOTIFICATION_DELIVERY_FAILED`: nothing was delivered, and they
+   * stay queued, in order.
+   */
+  take(options: TakeQueuedNotificationsOptions): DeliveredNotification[] {
+    const reservation = this.reserve(options);
+    try {
+      return reservation.commit();
+    } catch (error) {
+      reservation.release();
+      if (ErrandError.hasCode(error, NOTIFICATION_DELIVERY_FAILED)) this.#context.deliveryFailed();
+      throw error;
+    }
+  }
+
+  /**
+   * Reserves every queued notification up to `upTo`, before a configuration barrier, for the owner's own
+   * turn — the one consumer that reserves while its drain works the queue. Commit it with
+   * `deliverReserved`.
+   */
+  reserveForTurn(options: TurnReservationOptions): NotificationReservation {
+    const taken = this.#context.queue.takeNotificationsBeforeBarrier(options.upTo ?? 'later');
+    return this.#hold(taken, options.source, options.form);
+  }
+
+  /**
+   * Commits a turn's reservation. If the store fails to record it, what was not delivered goes back to
+   * the head of the queue, in order, so the queue and the ledger agree — the next turn, idle drain or
+   * surface delivers it, once — and the error is rethrown for the turn to report.
+   */
+  deliverReserved(reservation: NotificationReservation): DeliveredNotification[] {
+    try {
+      const delivered = reservation.commit();
+      this.#context.deliverySucceeded();
+      return delivered;
+    } catch (error) {
+      if (error instanceof NotificationDeliveryError) {
+        reservation.release();
+        this.#context.deliveryFailed();
+      }
+      throw error;
+    }
+  }
+
+  /** Discards the queued notifications `select` picks, with `reason` (a seal, a rewind, a disposal). */
+  discardWhere(select: (notification: QueuedNotification) => boolean, reason: string): void {
+    const removed = this.#context.queue.remove(
+      (command) => command.kind === 'notification' && select(command),
+    ) as QueuedNotification[];
+    this.#discard(removed, reason);
+  }
+
+  /**
+   * Shutdown: forgets every reservation a surface still holds (a commit after this records nothing) and
+   * returns their ledger ids, for the shutdown to discard with the rest of the queue.
+   */
+  dropReservations(): number[] {
+    const ledgerIds: number[] = [];
+    for (const reservation of [...this.#reservations]) {
+      for (const notification of reservation.pending()) ledgerIds.push(notification.ledgerId);
+      reservation.drop();
+    }
+    return ledgerIds;
+  }
+
+  #discard(notifications: readonly QueuedNotification[], reason: string): void {
+    if (notifications.length === 0) return;
+    const context = this.#context;
+    context.ledger.discardEntries(
+      notifications.map((notification) => notification.ledgerId),
+      reason,
+    );
+    for (const notification of notifications) {
+      context.emit({ type: 'notification-discarded', taskId: notification.taskId, reason });
+    }
+    context.discarded?.(notifications, reason);
+  }
+
+  /** The second branch check, just before a surface shows them and again before they are persisted. */
+  #dropStale(notifications: QueuedNotification[]): QueuedNotification[] {
+    const generation = this.#context.branchGeneration();
+    this.#discard(
+      notifications.filter((notification) => notification.branchGeneration !== generation),
+      'branch_changed',
+    );
+    return notifications.filter((notification) => notification.branchGeneration === generation);
+  }
+
+  /** Records `notifications` as delivered; a failure names those not delivered (`NotificationDeliveryError`). */
+  #record(notifications: QueuedNotification[], source: string, form: DeliveryForm): QueuedNotification[] {
+    let fresh: QueuedNotification[];
+    try {
+      fresh = this.#dropStale(notifications);
+    } catch (error) {
+      throw new NotificationDeliveryError(this.#context.sessionId, notifications, error);
+    }
+    return this.#context.ledger.deliver(fresh, form, source);
+  }
+
+  #hold(notifications: QueuedNotification[], source: string, form: DeliveryForm): HeldReservation {
+    let pending = notifications;
+    let state: NotificationReservation['state'] = notifications.length === 0 ? 'committed' : 'reserved';
+    /** Ledger ids whose end the model read while they were reserved. */
+    const withdrawn = new Set<number>();
+    const settle = (next: NotificationReservation['state']): void => {
+      state = next;
+      this.#reservations.delete(reservation);
+    };
+    const reservation: HeldReservation = {
+      get state() {
+        return state;
+      },
+      notifications: notifications.map(toDelivered),
+      pending: () => (state === 'reserved' ? pending : []),
+      drop: () => settle('released'),
+      withdraw: (end) => {
+        for (const notification of pending) {
+          if (endCovers(end, notification)) withdrawn.add(notification.ledgerId);
+        }
+      },
+      commit: () => {
+        if (state !== 'reserved') return [];
+        let delivered: QueuedNotification[];
+        try {
+          delivered = this.#record(pending, source, form);
+        } catch (error) {
+          // Recorded in part (a conflict moved some out of the way) or not at all: the rest stay reserved.
+          pending = error instanceof NotificationDeliveryError ? [...error.undelivered] : [];
+          throw error;
+        }
+        settle('committed');
+        this.#context.deliverySucceeded();
+        return delivered.map(toDelivered);
+      },
+      release: () => {
+        if (state !== 'reserved') return;
+        settle('released');
+        // The model read these ends meanwhile: telling them now would be the second time.
+        this.#discard(
+          pending.filter((notification) => withdrawn.has(notification.ledgerId)),
+          'result_read',
+        );
+        this.#context.queue.requeue(pending.filter((notification) => !withdrawn.has(notification.ledgerId)));
+        this.#context.wake();
+      },
+      discard: (reason) => {
+        if (state !== 'reserved') return;
+        settle('discarded');
+        this.#discard(pending, reason);
+      },
+    };
+    if (state === 'reserved') this.#reservations.add(reservation);
+    return reservation;
+  }
+}
+
+function validateReserveOptions(options: TakeQueuedNotificationsOptions): {
+  source: string;
+  limit: number;
+} {
+  if (typeof options?.source !== 'string' || options.source === '') {
+    throw new InvalidArgumentError('source', 'a non-empty string', options?.source);
+  }
+  const limit = options.limit ?? Number.POSITIVE_INFINITY;
+  if (limit !== Number.POSITIVE_INFINITY && (!Number.isSafeInteger(limit) || limit < 1)) {
+    throw new InvalidArgumentError('limit', 'a positive integer', options.limit);
+  }
+  return { source: options.source, limit };
+}
+
+function toDelivered(notification: QueuedNotification): DeliveredNotification {
+  return {
+    ledgerId: notification.ledgerId,
+    taskId: notification.taskId,
+    label: notification.label,
+    text: notification.text,
+  };
+}

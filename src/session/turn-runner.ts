@@ -1,0 +1,207 @@
+/**
+ * Runs a session's turns one at a time: delivers what the turn carries (reserved notifications, a
+ * person's input) through the inbox and the ledger, runs the turn loop in the turn's frame, and answers
+ * with the outcome. The frame lets the session tell that a caller (a tool, or anything it started) runs
+ * inside its own turn, which a close or a configuration from there must not wait for.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { MessageRecord } from '../store/records.js';
+import type { NewMessage } from '../store/session-store.js';
+import { ErrandError, type Logger } from '../tasks/index.js';
+import type { AnyToolDefinition, ToolContext } from '../tools/index.js';
+import type { QueuedUserInput } from './command-queue.js';
+import type { ModelPort } from './model-port.js';
+import { NOTIFICATION_DELIVERY_FAILED } from './notification-delivery-error.js';
+import type { NotificationInbox, NotificationReservation } from './notification-inbox.js';
+import { describeError } from './session-errors.js';
+import type { SessionEvent, TurnOutcome, TurnSource } from './session-events.js';
+import type { SessionLedger } from './session-ledger.js';
+import type { ResolvedSessionLimits } from './session-options.js';
+import { runTurn, type TurnContext } from './turn-loop.js';
+
+/** The `source` of the message that delivers notifications mid-turn or ahead of a person's input. */
+export const STEER_SOURCE = 'task_notification_steer';
+/** The `source` of the message that delivers the batch an idle turn starts for. */
+export const BACKGROUND_TURN_SOURCE = 'background_task';
+
+/** What the runner needs from its session. */
+export interface TurnRunnerContext {
+  readonly sessionId: string;
+  readonly logger: Logger;
+  readonly limits: ResolvedSessionLimits;
+  readonly inbox: NotificationInbox;
+  readonly ledger: SessionLedger;
+  model(): ModelPort;
+  system(): string | undefined;
+  tools(): readonly AnyToolDefinition[];
+  messages(): MessageRecord[];
+  append(message: NewMessage): MessageRecord;
+  toolContext(toolCallId: string, signal: AbortSignal): ToolContext;
+  /** A person's input as it is delivered (after the user-prompt hook). */
+  beforeUserPrompt(text: string): string;
+  emit(event: SessionEvent): void;
+  /** The session runs a turn (`running`) or is idle again (`idle`, not sent once shutdown began). */
+  setState(state: 'running' | 'idle'): void;
+  isClosing(): boolean;
+}
+
+/**
+ * The turns the current code runs inside, innermost first. Frames chain because a tool may run another
+ * session's turn (a subagent) inside its own.
+ */
+interface TurnFrame {
+  readonly runner: TurnRunner;
+  readonly turnId: number;
+  readonly outer: TurnFrame | undefined;
+}
+
+const turnFrames = new AsyncLocalStorage<TurnFrame>();
+
+export class TurnRunner {
+  readonly #context: TurnRunnerContext;
+  #turn:
+    | { readonly id: number; readonly controller: AbortController; readonly ended: Promise<void> }
+    | undefined;
+  #turnCount = 0;
+
+  constructor(context: TurnRunnerContext) {
+    this.#context = context;
+  }
+
+  /** True while a turn runs. */
+  get running(): boolean {
+    return this.#turn !== undefined;
+  }
+
+  /** Resolves when the running turn has ended; undefined when none runs. */
+  get ended(): Promise<void> | undefined {
+    return this.#turn?.ended;
+  }
+
+  /** Aborts the running turn's signal with `reason`; false when none runs. */
+  interrupt(reason: string): boolean {
+    if (!this.#turn) return false;
+    this.#turn.controller.abort(new Error(reason));
+    return true;
+  }
+
+  /** True when the caller runs inside this session's turn that is still running. */
+  calledFromOwnTurn(): boolean {
+    const turn = this.#turn;
+    if (turn === undefined) return false;
+    for (let frame = turnFrames.getStore(); frame; frame = frame.outer) {
+      if (frame.runner === this && frame.turnId === turn.id) return true;
+    }
+    return false;
+  }
+
+  /**
+   * Runs one turn for `source`, delivering `notifications` (and `input`, for a person's turn) first.
+   * Resolves true when it ended because the store failed to record the delivery of notifications.
+   */
+  async run(
+    source: TurnSource,
+    notifications: NotificationReservation,
+    input: QueuedUserInput | undefined,
+  ): Promise<boolean> {
+    const context = this.#context;
+    const turnId = ++this.#turnCount;
+    const controller = new AbortController();
+    let markEnded!: () => void;
+    const ended = new Promise<void>((resolve) => {
+      markEnded = resolve;
+    });
+    this.#turn = { id: turnId, controller, ended };
+    context.setState('running');
+    const title = input ? firstLine(input.text) : batchTitle(notifications.notifications);
+    context.emit({ type: 'turn-start', turnId, source, title });
+    let outcome: TurnOutcome;
+    let inputDelivered = false;
+    let deliveryFailed = false;
+    try {
+      const delivered = context.inbox.deliverReserved(notifications);
+      if (input) {
+        context.ledger.deliverInput(input, context.beforeUserPrompt(input.text));
+        inputDelivered = true;
+      }
+      if (source === 'background_task' && delivered.length === 0) {
+        // Every notification of the batch was stale or already delivered: nothing to wake the model for.
+        outcome = { turnId, reason: 'completed', text: '' };
+      } else {
+        const frame: TurnFrame = { runner: this, turnId, outer: turnFrames.getStore() };
+        outcome = await turnFrames.run(frame, () => runTurn(this.#turnContext(turnId, controller.signal)));
+      }
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      deliveryFailed = ErrandError.hasCode(error, NOTIFICATION_DELIVERY_FAILED);
+      context.logger.warn(`session ${context.sessionId}: turn ${turnId} failed`, {
+        error: message,
+        ...(ErrandError.isInstance(error) ? { code: error.code } : {}),
+      });
+      outcome = { turnId, reason: 'error', text: '', error: message };
+      // The input will never be delivered (its turn failed before it): its ledger entry must not stay queued.
+      if (input && !inputDelivered) this.#discardUndeliveredInput(input);
+    } finally {
+      this.#turn = undefined;
+      markEnded();
+    }
+    context.emit({
+      type: 'turn-end',
+      turnId,
+      reason: outcome.reason,
+      text: outcome.text,
+      ...(outcome.error ? { error: outcome.error } : {}),
+    });
+    input?.settle(outcome);
+    if (!context.isClosing()) context.setState('idle');
+    return deliveryFailed;
+  }
+
+  #turnContext(turnId: number, signal: AbortSignal): TurnContext {
+    const context = this.#context;
+    return {
+      turnId,
+      signal,
+      model: context.model(),
+      system: context.system(),
+      tools: context.tools(),
+      limits: context.limits,
+      messages: () => context.messages(),
+      append: (message) => context.append(message),
+      injectQueuedNotifications: () => {
+        const reservation = context.inbox.reserveForTurn({ source: STEER_SOURCE, form: 'each' });
+        return context.inbox.deliverReserved(reservation).length > 0;
+      },
+      taskEndReported: (end) => context.inbox.withdraw(end),
+      toolContext: (toolCallId) => context.toolContext(toolCallId, signal),
+      emit: (event) => context.emit(event),
+    };
+  }
+
+  #discardUndeliveredInput(input: QueuedUserInput): void {
+    try {
+      this.#context.ledger.discardEntries([input.ledgerId], 'delivery_failed');
+    } catch (error) {
+      // A resume discards it (`session_resumed`); it is never delivered either way.
+      this.#context.logger.warn(
+        `session ${this.#context.sessionId}: discarding an undelivered input failed`,
+        {
+          ledgerId: input.ledgerId,
+          error: describeError(error),
+        },
+      );
+    }
+  }
+}
+
+/** First three task labels, then "+N" for the rest. */
+export function batchTitle(notifications: readonly { readonly label: string }[]): string {
+  const labels = notifications.slice(0, 3).map((notification) => notification.label);
+  const rest = notifications.length - labels.length;
+  return rest > 0 ? `${labels.join(', ')} +${rest}` : labels.join(', ');
+}
+
+function firstLine(text: string): string {
+  const line = text.split('\n', 1)[0] ?? '';
+  return line.length > 80 ? `${line.slice(0, 77)}...` : line;
+}

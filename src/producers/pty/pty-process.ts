@@ -163,7 +163,7 @@ class PtyProcessHandle implements PtyProcess {
   readonly stopped: Promise<PtyExit>;
   readonly #settings: PtyProcessSettings;
   readonly #screen: TerminalScreen;
-  readonly #spill: OutputFileWriter;
+  readonly #file: OutputFileWriter;
   readonly #listeners = new Set<() => void>();
   #resolveStopped!: (exit: PtyExit) => void;
   #child: PtyChild | undefined;
@@ -195,9 +195,9 @@ class PtyProcessHandle implements PtyProcess {
       onListenerError: (error) =>
         spec.settings.logger.warn('pty: a screen change listener failed', { error: messageOf(error) }),
     });
-    this.#spill = spec.outputFile;
+    this.#file = spec.outputFile;
     this.#screen.onChange(() => this.#changed());
-    this.#spill.onProgress(() => this.#maybeResume());
+    this.#file.onProgress(() => this.#maybeResume());
     this.#spawn(spec);
   }
 
@@ -222,7 +222,7 @@ class PtyProcessHandle implements PtyProcess {
   }
 
   get outputBytes(): number {
-    return this.#spill.bytes;
+    return this.#file.bytes;
   }
 
   write(data: string): void {
@@ -351,9 +351,9 @@ class PtyProcessHandle implements PtyProcess {
     if (this.#head.length < HEAD_BYTES)
       this.#head += Buffer.from(chunk.subarray(0, HEAD_BYTES)).toString('latin1');
     // The file takes what its cap leaves room for; the screen renders everything.
-    this.#spill.write(chunk);
+    this.#file.write(chunk);
     this.#screen.write(chunk);
-    if (this.#spill.full) this.cancel('output_limit');
+    if (this.#file.full) this.cancel('output_limit');
     if (!this.#paused && this.#backlog() > this.#settings.flowControlHighWaterBytes) {
       this.#paused = true;
       this.#child?.pause();
@@ -361,7 +361,7 @@ class PtyProcessHandle implements PtyProcess {
   }
 
   #backlog(): number {
-    return this.#spill.queuedBytes + this.#screen.pendingBytes;
+    return this.#file.queuedBytes + this.#screen.pendingBytes;
   }
 
   #maybeResume(): void {
@@ -486,10 +486,10 @@ class PtyProcessHandle implements PtyProcess {
     survivors: readonly number[],
   ): Promise<void> {
     await this.#screen.freeze();
-    await this.#spill.close();
+    await this.#file.close();
     const error =
       facts.error ??
-      (this.#spill.error === undefined ? undefined : `output file: ${this.#spill.error.message}`);
+      (this.#file.error === undefined ? undefined : `output file: ${this.#file.error.message}`);
     this.#exit = Object.freeze({
       reason: facts.reason,
       exitCode: facts.exitCode,
@@ -497,7 +497,7 @@ class PtyProcessHandle implements PtyProcess {
       stopSignals: Object.freeze([...this.#stopSignals]),
       leftoverProcesses,
       survivors: Object.freeze([...survivors]),
-      outputBytes: this.#spill.bytes,
+      outputBytes: this.#file.bytes,
       ...(error === undefined ? {} : { error }),
     });
     this.#resolveStopped(this.#exit);

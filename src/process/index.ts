@@ -48,3 +48,4 @@ export {
 } from './process-tree.js';
 export { checkSpawnable } from './spawn-check.js';
 export { diagnoseSpawnFailure, errnoOf } from './spawn-failure.js';
+export { type RequestedStopReason, STOP_REASONS, type StopReason } from './stop-reason.js';

@@ -16,7 +16,9 @@ import {
   type OutputFileWriter,
   type ProcessSource,
   ProcessTags,
+  type RequestedStopReason,
   readForegroundGroup,
+  type StopReason,
   type TerminationReport,
   TreeTerminator,
 } from '../../process/index.js';
@@ -32,10 +34,10 @@ export const PTY_TAG_VARIABLE = 'ERRAND_PTY_TAG';
 
 const tags = new ProcessTags(PTY_TAG_VARIABLE);
 
-/** Why a pty program ended. */
-export type PtyExitReason = 'completed' | 'cancelled' | 'timed_out' | 'spawn_error' | 'output_limit';
+/** Why a pty program ended: the process layer's stop reasons, as for a bash command. */
+export type PtyExitReason = StopReason;
 /** The reasons a stop can be requested for. */
-export type PtyStopReason = 'cancelled' | 'timed_out' | 'output_limit';
+export type PtyStopReason = RequestedStopReason;
 
 export interface PtyExit {
   readonly reason: PtyExitReason;

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// Enforces Errand's layering: imports only point down the layer list, and no module imports itself
-// through a circle. Prints each violation and exits non-zero when there is one.
+// Enforces Errand's layering: imports only point down the layer list, a producer imports a sibling
+// producer only through its index, process and producer modules never read the clock themselves, and
+// no module imports itself through a circle. Prints each violation and exits non-zero when there is one.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 
@@ -12,26 +13,31 @@ const sourceRoot = join(root, 'src');
 const layers = [
   ['tasks', 0],
   ['text', 0],
-  ['registry', 1],
-  ['store', 1],
-  ['tools', 2],
-  ['notifications', 2],
-  ['events', 2],
-  ['producers/bash', 3],
-  ['producers/pty', 3],
-  ['session', 4],
-  ['producers/subagent', 5],
-  ['producers/workflow', 5],
-  ['adapters', 5],
-  ['server', 6],
-  ['host', 6],
-  ['mcp', 7],
-  ['testing', 8],
-  ['cli', 9],
-  ['index.ts', 10],
+  // Processes, pipes and output files: under every producer, above nothing but the contract and text.
+  ['process', 1],
+  ['registry', 2],
+  ['store', 2],
+  ['tools', 3],
+  ['notifications', 3],
+  ['events', 3],
+  ['producers/bash', 4],
+  ['producers/pty', 4],
+  ['session', 5],
+  ['producers/subagent', 6],
+  ['producers/workflow', 6],
+  ['adapters', 6],
+  ['server', 7],
+  ['host', 7],
+  ['mcp', 8],
+  ['testing', 9],
+  ['cli', 10],
+  ['index.ts', 11],
 ];
 // Units that must import nothing of ours outside themselves.
 const isolated = new Set(['tasks', 'text']);
+// Units whose modules never read the wall clock or a timer themselves: they are given a `Clock`.
+const clockInjected = (unit) => unit === 'process' || unit.startsWith('producers/');
+const clockRead = /\b(?:Date\.now|performance\.now)\s*\(/;
 
 function unitOf(file) {
   const path = relative(sourceRoot, file).replaceAll('\\', '/');
@@ -56,6 +62,18 @@ function listSources(directory) {
 
 const importPattern =
   /(?:import|export)\s[^'"]*?from\s*['"](\.[^'"]+)['"]|import\(\s*['"](\.[^'"]+)['"]\s*\)/g;
+
+/** Lines that read the clock directly, outside comments. */
+function clockReadsOf(file) {
+  const lines = readFileSync(file, 'utf8').split('\n');
+  const found = [];
+  lines.forEach((line, index) => {
+    const code = line.trimStart();
+    if (code.startsWith('//') || code.startsWith('*') || code.startsWith('/*')) return;
+    if (clockRead.test(code.replace(/\/\/.*$/, ''))) found.push(index + 1);
+  });
+  return found;
+}
 
 function importsOf(file) {
   const text = readFileSync(file, 'utf8');
@@ -89,6 +107,23 @@ for (const [file, targets] of graph) {
     if (isolated.has(from.unit) || to.rank > from.rank) {
       problems.push(
         `${relative(root, file)}: layer ${from.unit} must not import ${to.unit} (${relative(root, target)})`,
+      );
+    }
+    // A producer's inside is its own: a sibling producer sees only what its index exports.
+    if (
+      from.unit.startsWith('producers/') &&
+      to.unit.startsWith('producers/') &&
+      target !== join(sourceRoot, to.unit, 'index.ts')
+    ) {
+      problems.push(
+        `${relative(root, file)}: a producer imports a sibling producer only through its index (${relative(root, target)}; use src/${to.unit}/index.ts)`,
+      );
+    }
+  }
+  if (clockInjected(from.unit)) {
+    for (const line of clockReadsOf(file)) {
+      problems.push(
+        `${relative(root, file)}:${line}: reads the clock directly (Date.now / performance.now); use the injected Clock`,
       );
     }
   }

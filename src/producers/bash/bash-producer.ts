@@ -5,6 +5,7 @@
  * through `updateDetail`, throttled; output files are deleted when the task service forgets the task.
  */
 
+import { DetailThrottle } from '../../process/index.js';
 import { type Clock, systemClock } from '../../tasks/clock.js';
 import {
   type Caller,
@@ -23,7 +24,6 @@ import {
 } from '../../tasks/index.js';
 import { optionKeys, rejectUnknownOptions } from '../../tasks/option-keys.js';
 import { bashOutcome } from './bash-outcome.js';
-import { DetailThrottle } from './detail-throttle.js';
 import { type BashExecutor, MAX_COMMAND_TIMEOUT_MS } from './executor.js';
 import { integerOption, OUTPUT_SNAPSHOT_BYTES } from './executor-options.js';
 import type { OutputSnapshot, ProcessHandle } from './process-handle.js';

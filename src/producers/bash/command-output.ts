@@ -8,8 +8,8 @@
  * (`ensureFile`): a command without output leaves no file behind, and a path is never shown before the
  * file exists.
  */
+import type { OutputDirectory, OutputFileWriter } from '../../process/index.js';
 import { OUTPUT_SNAPSHOT_BYTES } from './executor-options.js';
-import { OutputSpill } from './output-spill.js';
 import { OutputWindow } from './output-window.js';
 import { completeUtf8Length, Utf8ChunkAligner } from './utf8-boundary.js';
 
@@ -35,9 +35,6 @@ export interface CommandOutputEvents {
   fileFailed(error: Error, whileOpening: boolean): void;
 }
 
-/** Creates the file at `path` exclusively, open for writing. */
-export type OpenOutputFile = (path: string, callback: (error: Error | null, fd: number) => void) => void;
-
 /** A consuming read: the newest unread output, at most the read limit. */
 export interface OutputRead {
   readonly text: string;
@@ -48,38 +45,36 @@ export interface OutputRead {
   readonly outputFile: string | null;
 }
 
-type FileState = 'none' | 'opening' | 'open' | 'failed';
-
 export class CommandOutput {
-  readonly path: string;
   readonly #limits: CommandOutputLimits;
   readonly #events: CommandOutputEvents;
   readonly #window: OutputWindow;
-  readonly #spill: OutputSpill;
+  readonly #file: OutputFileWriter;
   readonly #aligners = { stdout: new Utf8ChunkAligner(), stderr: new Utf8ChunkAligner() };
   readonly #listeners = new Set<(outputBytes: number) => void>();
-  readonly #openFile: OpenOutputFile;
-  #file: FileState = 'none';
-  #fileWaiters: Array<(created: boolean) => void> = [];
-  #closing = false;
   #paused = false;
-  #capped = false;
 
-  constructor(
-    path: string,
-    limits: CommandOutputLimits,
-    events: CommandOutputEvents,
-    openFile: OpenOutputFile,
-  ) {
-    this.path = path;
+  /** Picks the output file's path in `directory` (throws when the directory cannot be created). */
+  constructor(directory: OutputDirectory, limits: CommandOutputLimits, events: CommandOutputEvents) {
     this.#limits = limits;
     this.#events = events;
-    this.#openFile = openFile;
     this.#window = new OutputWindow(limits.maxBufferedBytes);
-    this.#spill = new OutputSpill(path, limits.spillHighWaterMarkBytes, (error) => {
-      this.#resume();
-      events.fileFailed(error, this.#file !== 'open');
+    this.#file = directory.newFile({
+      maxBytes: limits.maxOutputFileBytes,
+      highWaterMarkBytes: limits.spillHighWaterMarkBytes,
+      // The window holds what the file holds, so the cap never cuts a character in two.
+      cutAt: completeUtf8Length,
+      onOpen: () => events.fileCreated(this.#file.path),
+      onError: (error, whileOpening) => {
+        this.#resume();
+        events.fileFailed(error, whileOpening);
+      },
     });
+  }
+
+  /** Where the output file is (or will be, once output arrives). */
+  get path(): string {
+    return this.#file.path;
   }
 
   get totalBytes(): number {
@@ -88,16 +83,12 @@ export class CommandOutput {
 
   /** The path of the output file once it exists. */
   get file(): string | undefined {
-    return this.#file === 'open' ? this.path : undefined;
+    return this.#file.opened ? this.#file.path : undefined;
   }
 
   /** Creates the output file now if it does not exist yet; resolves with whether it exists. */
   ensureFile(): Promise<boolean> {
-    if (this.#file === 'open') return Promise.resolve(true);
-    if (this.#file === 'failed' || (this.#file === 'none' && this.#closing)) return Promise.resolve(false);
-    const created = new Promise<boolean>((resolve) => this.#fileWaiters.push(resolve));
-    this.#createFile();
-    return created;
+    return this.#file.open();
   }
 
   /** A chunk from one of the pipes, cut anywhere. */
@@ -114,9 +105,7 @@ export class CommandOutput {
 
   /** Writes what is queued and closes the file (a command without output has none); never rejects. */
   close(): Promise<void> {
-    this.#closing = true;
-    if (this.#file === 'none') this.#settleFile(false);
-    return this.#file === 'none' ? Promise.resolve() : this.#spill.close();
+    return this.#file.close();
   }
 
   /** Keeps in memory only what a reader may still ask for, and stops notifying listeners. */
@@ -158,51 +147,22 @@ export class CommandOutput {
   }
 
   #accept(piece: Buffer, fromStderr: boolean): void {
-    if (this.#capped) return;
-    const room = this.#limits.maxOutputFileBytes - this.#window.totalBytes;
-    let bytes = piece;
-    if (bytes.length > room) {
-      bytes = bytes.subarray(0, completeUtf8Length(bytes, room));
-      this.#capped = true;
-    }
-    if (bytes.length > 0) {
-      if (this.#file === 'none') this.#createFile();
-      this.#window.append(bytes, fromStderr);
-      if (!this.#spill.write(bytes)) this.#pause();
+    if (this.#file.full) return;
+    const taken = this.#file.write(piece);
+    if (taken > 0) {
+      this.#window.append(taken === piece.length ? piece : piece.subarray(0, taken), fromStderr);
+      if (this.#file.blocked) this.#pause();
       const total = this.#window.totalBytes;
       for (const listener of this.#listeners) listener(total);
     }
-    if (this.#capped) this.#events.limitExceeded();
-  }
-
-  #createFile(): void {
-    if (this.#file !== 'none') return;
-    this.#file = 'opening';
-    this.#openFile(this.path, (error, fd) => {
-      if (error) {
-        this.#file = 'failed';
-        this.#spill.failToOpen(error);
-        this.#settleFile(false);
-        return;
-      }
-      this.#file = 'open';
-      this.#spill.attach(fd);
-      this.#events.fileCreated(this.path);
-      this.#settleFile(true);
-    });
-  }
-
-  #settleFile(created: boolean): void {
-    const waiters = this.#fileWaiters;
-    this.#fileWaiters = [];
-    for (const waiter of waiters) waiter(created);
+    if (this.#file.full) this.#events.limitExceeded();
   }
 
   #pause(): void {
     if (this.#paused) return;
     this.#paused = true;
     this.#events.pauseInput();
-    this.#spill.onDrain(() => this.#resume());
+    this.#file.onDrain(() => this.#resume());
   }
 
   #resume(): void {

@@ -20,6 +20,11 @@ describe('resolveExecutorOptions', () => {
     [{ killProcessGroupOnExit: 'yes' }, '`killProcessGroupOnExit` to be a boolean, got "yes" (string)'],
     [{ shell: '' }, '`shell` to be a non-empty string without NUL characters'],
     [{ spawn: 42 }, '`spawn` to be a function, got 42 (number)'],
+    [{ launcher: () => undefined }, '`launcher` to be an object with a launch function'],
+    [
+      { spawn: () => undefined, launcher: { launch: () => undefined } },
+      '`launcher` to be absent when `spawn` is given (the launcher spawns)',
+    ],
   ])('rejects %o', (options, message) => {
     expect(() => resolveExecutorOptions(options as never)).toThrow(message);
     expect(() => resolveExecutorOptions(options as never)).toThrow(

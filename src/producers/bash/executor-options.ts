@@ -1,16 +1,18 @@
 /** Options of the bash executor, their documented defaults and their validation. */
-import type { ChildProcess, SpawnOptions } from 'node:child_process';
-import { spawn as nodeSpawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
+import {
+  createSpawnLauncher,
+  memoizedSource,
+  type ProcessLauncher,
+  type ProcessSource,
+  procfsSource,
+  type SendSignal,
+  type Spawner,
+} from '../../process/index.js';
 import { type Clock, systemClock } from '../../tasks/clock.js';
 import { InvalidArgumentError } from '../../tasks/index.js';
 import { createConsoleLogger, type Logger } from '../../tasks/logger.js';
 import { optionKeys, rejectUnknownOptions } from '../../tasks/option-keys.js';
-import { memoizedSource, type ProcessSource, procfsSource } from './process-table.js';
-import type { SendSignal } from './process-terminator.js';
-
-/** Starts a process the way `child_process.spawn` does; injectable to count or fail spawns in tests. */
-export type Spawner = (file: string, args: readonly string[], options: SpawnOptions) => ChildProcess;
 
 /** The largest non-consuming snapshot a UI may read, in bytes. */
 export const OUTPUT_SNAPSHOT_BYTES = 8192;
@@ -52,7 +54,16 @@ export interface BashExecutorOptions {
   /** Keep the output directory when the executor is disposed. Default false (it is removed). */
   readonly keepOutputFiles?: boolean;
   readonly clock?: Clock;
+  /**
+   * Starts a process the way `child_process.spawn` does, for the default launcher; injectable to count
+   * or fail spawns in tests. Default `child_process.spawn`. Not together with `launcher`.
+   */
   readonly spawn?: Spawner;
+  /**
+   * How commands are started: in their own session and process group, with the tag in their environment,
+   * stdin on /dev/null and stdout and stderr piped. Default: `spawn` from this process.
+   */
+  readonly launcher?: ProcessLauncher;
   /** Where the process table is read from. Default /proc. */
   readonly processSource?: ProcessSource;
   /** Sends a signal to a pid (negative: a process group). Default `process.kill`. */
@@ -75,6 +86,7 @@ export const BASH_EXECUTOR_OPTION_KEYS = optionKeys<BashExecutorOptions>()({
   keepOutputFiles: true,
   clock: true,
   spawn: true,
+  launcher: true,
   processSource: true,
   sendSignal: true,
   logger: true,
@@ -93,7 +105,7 @@ export interface ResolvedExecutorOptions {
   readonly tagEnvironment: boolean;
   readonly keepOutputFiles: boolean;
   readonly clock: Clock;
-  readonly spawn: Spawner;
+  readonly launcher: ProcessLauncher;
   readonly processSource: ProcessSource;
   readonly sendSignal: SendSignal | undefined;
   readonly logger: Logger;
@@ -138,6 +150,23 @@ function functionOption<T>(field: string, value: T | undefined): T | undefined {
   if (value !== undefined && typeof value !== 'function')
     throw new InvalidArgumentError(field, 'a function', value);
   return value;
+}
+
+function launcherOption(options: BashExecutorOptions): ProcessLauncher {
+  const spawn = functionOption('spawn', options.spawn);
+  const launcher = options.launcher;
+  if (launcher === undefined) return createSpawnLauncher(spawn);
+  if (typeof launcher !== 'object' || launcher === null || typeof launcher.launch !== 'function') {
+    throw new InvalidArgumentError('launcher', 'an object with a launch function', launcher);
+  }
+  if (spawn !== undefined) {
+    throw new InvalidArgumentError(
+      'launcher',
+      'absent when `spawn` is given (the launcher spawns)',
+      launcher,
+    );
+  }
+  return launcher;
 }
 
 export function resolveExecutorOptions(options: BashExecutorOptions = {}): ResolvedExecutorOptions {
@@ -192,7 +221,7 @@ export function resolveExecutorOptions(options: BashExecutorOptions = {}): Resol
     tagEnvironment: booleanOption('tagEnvironment', options.tagEnvironment, defaults.tagEnvironment),
     keepOutputFiles: booleanOption('keepOutputFiles', options.keepOutputFiles, defaults.keepOutputFiles),
     clock: options.clock ?? systemClock,
-    spawn: functionOption('spawn', options.spawn) ?? (nodeSpawn as Spawner),
+    launcher: launcherOption(options),
     processSource: memoizedSource(options.processSource ?? procfsSource()),
     sendSignal: functionOption('sendSignal', options.sendSignal),
     logger: options.logger ?? bashConsoleLogger,

@@ -10,6 +10,7 @@ import {
   strayProcesses,
   waitForOutput,
 } from '../../../test/fixtures/bash/index.js';
+import { createSpawnLauncher, type LaunchRequest, type ProcessLauncher } from '../../process/index.js';
 import { BashExecutor } from './executor.js';
 import type { BashExecutorOptions } from './executor-options.js';
 
@@ -188,6 +189,51 @@ describe('process trees', () => {
   it('times out with reason timed_out', async () => {
     const handle = executor().start({ command: 'sleep 1000', timeoutMs: 1 });
     expect(await handle.stopped).toMatchObject({ reason: 'timed_out', timeoutMs: 1, signal: 'SIGTERM' });
+  });
+});
+
+describe('launcher', () => {
+  it('starts commands through an injected launcher, which may wrap them, and still stops the whole tree', async () => {
+    const requests: LaunchRequest[] = [];
+    const spawnLauncher = createSpawnLauncher();
+    const wrapping: ProcessLauncher = {
+      launch(request) {
+        requests.push(request);
+        // What a confining wrapper does: the same request, run by another program that execs it.
+        return spawnLauncher.launch({
+          ...request,
+          file: 'env',
+          args: ['ERRAND_WRAPPED=yes', request.file, ...request.args],
+        });
+      },
+    };
+    const handle = executor({ launcher: wrapping }).start({
+      command: `echo "wrapped=$ERRAND_WRAPPED tag=$ERRAND_PROCESS_TAG"; sleep 1000 & sleep 1000; wait`,
+    });
+    const text = await waitForOutput(handle, 'wrapped=yes');
+    expect(requests).toHaveLength(1);
+    expect(requests[0]).toMatchObject({ args: ['-c', expect.stringContaining('echo')], cwd: process.cwd() });
+    expect(requests[0]!.tag?.name).toBe('ERRAND_PROCESS_TAG');
+    expect(text).toContain(`tag=${requests[0]!.tag!.value}`);
+    handle.cancel();
+    expect(await handle.stopped).toMatchObject({ reason: 'cancelled', escalated: false, survivors: [] });
+    expect(strayProcesses()).toEqual([]);
+  });
+
+  it('reports a launcher that throws as a failure to start', async () => {
+    const handle = executor({
+      launcher: {
+        launch() {
+          throw Object.assign(new Error('spawner is gone'), { code: 'EPIPE' });
+        },
+      },
+    }).start({ command: 'true' });
+    expect(await handle.spawned).toBe(false);
+    expect(await handle.stopped).toMatchObject({
+      reason: 'spawn_error',
+      errorCode: 'EPIPE',
+      error: expect.stringContaining('spawner is gone'),
+    });
   });
 });
 

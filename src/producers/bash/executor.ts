@@ -4,19 +4,19 @@
  * The executor knows every handle it started until it is released; disposing it stops every command,
  * waits for them, and removes the private output directory.
  */
-import { randomUUID } from 'node:crypto';
 import { accessSync, constants } from 'node:fs';
 import { delimiter, isAbsolute, join, resolve as resolvePath } from 'node:path';
+import { OutputDirectory, ProcessTags } from '../../process/index.js';
 import { InvalidArgumentError, InvalidTimeoutError } from '../../tasks/index.js';
 import { ExecutorDisposedError, ProcessIdInUseError } from './errors.js';
 import {
   type BashExecutorOptions,
   OUTPUT_SNAPSHOT_BYTES,
+  PROCESS_TAG_VARIABLE,
   type ResolvedExecutorOptions,
   resolveExecutorOptions,
 } from './executor-options.js';
 import type { ExitFacts } from './exit-facts.js';
-import { OutputDirectory } from './output-directory.js';
 import { type OutputSnapshot, ProcessHandle, type ResolvedCommand } from './process-handle.js';
 
 /** The longest deadline a timer can express. */
@@ -62,14 +62,12 @@ export class BashExecutor {
   readonly #resolved = new WeakSet<ResolvedCommand>();
   readonly #shellPaths = new Map<string, string>();
   #sequence = 0;
-  #tags = 0;
-  /** Tags are this executor's random nonce plus a counter: unique without drawing randomness per command. */
-  readonly #tagPrefix = randomUUID();
+  readonly #tags = new ProcessTags(PROCESS_TAG_VARIABLE);
   #disposal: Promise<void> | undefined;
 
   constructor(options: BashExecutorOptions = {}) {
     this.#options = resolveExecutorOptions(options);
-    this.#directory = new OutputDirectory(this.#options.outputDirectoryParent);
+    this.#directory = new OutputDirectory('errand-bash-', this.#options.outputDirectoryParent);
   }
 
   /** The effective options (defaults filled in). */
@@ -129,7 +127,7 @@ export class BashExecutor {
       ? (request as ResolvedCommand)
       : this.resolve(request);
     if (this.#handles.has(resolved.id)) throw new ProcessIdInUseError(resolved.id);
-    const tag = this.#options.tagEnvironment ? `${this.#tagPrefix}.${++this.#tags}` : undefined;
+    const tag = this.#options.tagEnvironment ? this.#tags.next() : undefined;
     const handle = new ProcessHandle(resolved, this.#options, this.#directory, tag);
     this.#handles.set(resolved.id, handle);
     this.#live.add(handle);

@@ -1,18 +1,8 @@
 /** What the executor reports about a command that has stopped, and how to say it in one line. */
 
-/**
- * Why a command stopped: it ended on its own (`completed`, whatever its exit code), was cancelled, ran
- * past its deadline, could not be started, or wrote more than the output file may hold.
- */
-export type StopReason = 'completed' | 'cancelled' | 'timed_out' | 'spawn_error' | 'output_limit';
+import type { StopReason } from '../../process/index.js';
 
-export const STOP_REASONS: readonly StopReason[] = [
-  'completed',
-  'cancelled',
-  'timed_out',
-  'spawn_error',
-  'output_limit',
-];
+export { STOP_REASONS, type StopReason } from '../../process/index.js';
 
 export interface ExitFacts {
   readonly reason: StopReason;

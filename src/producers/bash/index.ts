@@ -3,6 +3,18 @@
  * and an output file, the producer that registers them as `bash` tasks, and the model-facing tool.
  */
 
+// The process layer's names an executor's options and facts use, so callers need not import it.
+export {
+  type LaunchedProcess,
+  type LaunchRequest,
+  type ProcessEntry,
+  type ProcessLauncher,
+  type ProcessSource,
+  procfsSource,
+  type SendSignal,
+  type Spawner,
+  type TerminationReport,
+} from '../../process/index.js';
 export {
   type CancelTimer,
   type Clock,
@@ -22,6 +34,7 @@ export {
 } from './bash-producer.js';
 export {
   BASH_TOOL_DEFAULTS,
+  BASH_TOOL_OPTION_KEYS,
   type BashForegroundValue,
   type BashTool,
   type BashToolOptions,
@@ -50,7 +63,6 @@ export {
   OUTPUT_SNAPSHOT_BYTES,
   PROCESS_TAG_VARIABLE,
   type ResolvedExecutorOptions,
-  type Spawner,
 } from './executor-options.js';
 export { describeExit, type ExitFacts, STOP_REASONS, type StopReason } from './exit-facts.js';
 export {
@@ -59,6 +71,4 @@ export {
   ProcessHandle,
   type ResolvedCommand,
 } from './process-handle.js';
-export { type ProcessEntry, type ProcessSource, procfsSource } from './process-table.js';
-export type { SendSignal, TerminationReport } from './process-terminator.js';
 export { formatSkippedOutputMarker, withSkippedOutputMarker } from './skipped-output-marker.js';

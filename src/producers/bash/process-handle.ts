@@ -3,21 +3,22 @@
  * memory, complete in the output file), its deadline, and how it stopped. `stopped` settles once the
  * whole process tree is gone and the output file is closed; it never rejects.
  */
-import type { ChildProcess } from 'node:child_process';
 import type { Readable } from 'node:stream';
+import {
+  closedWithin,
+  diagnoseSpawnFailure,
+  drainedWithin,
+  type EnvironmentTag,
+  errnoOf,
+  type LaunchedProcess,
+  type OutputDirectory,
+  type TerminationReport,
+  TreeTerminator,
+} from '../../process/index.js';
 import type { CancelTimer } from '../../tasks/clock.js';
 import { CommandOutput, type OutputRead } from './command-output.js';
-import {
-  OUTPUT_SNAPSHOT_BYTES,
-  PROCESS_TAG_VARIABLE,
-  type ResolvedExecutorOptions,
-} from './executor-options.js';
+import { OUTPUT_SNAPSHOT_BYTES, type ResolvedExecutorOptions } from './executor-options.js';
 import type { ExitFacts, StopReason } from './exit-facts.js';
-import type { OutputDirectory } from './output-directory.js';
-import { closedWithin, drainedWithin } from './pipe-wait.js';
-import { type TerminationReport, TreeTerminator } from './process-terminator.js';
-import type { EnvironmentTag } from './process-tree.js';
-import { diagnoseSpawnFailure, errnoOf } from './spawn-failure.js';
 
 export type { OutputRead } from './command-output.js';
 
@@ -27,7 +28,7 @@ export interface ResolvedCommand {
   readonly command: string;
   /** Absolute working directory. */
   readonly cwd: string;
-  /** The complete environment the shell gets (plus the process tag, when tagging is on). */
+  /** The complete environment the shell gets (the launcher adds the process tag, when tagging is on). */
   readonly env: Readonly<Record<string, string>>;
   /** The shell executable (a path when it was found in PATH). */
   readonly shell: string;
@@ -89,7 +90,7 @@ export class ProcessHandle {
     resolved: ResolvedCommand,
     options: ResolvedExecutorOptions,
     directory: OutputDirectory,
-    tag: string | undefined,
+    tag: EnvironmentTag | undefined,
   ) {
     this.id = resolved.id;
     this.command = resolved.command;
@@ -99,7 +100,7 @@ export class ProcessHandle {
     this.#options = options;
     this.#directory = directory;
     this.startedAt = options.clock.now();
-    this.#tag = tag === undefined ? undefined : { name: PROCESS_TAG_VARIABLE, value: tag };
+    this.#tag = tag;
     this.spawned = new Promise((resolve) => {
       this.#resolveSpawned = resolve;
     });
@@ -151,38 +152,31 @@ export class ProcessHandle {
   /** Starts the shell. Called once by the executor; failures become a `spawn_error` stop, never a throw. */
   start(): void {
     const options = this.#options;
-    let path: string;
     try {
-      path = this.#directory.newPath();
-    } catch (error) {
-      this.#failToStart('could not create the output directory', error);
-      return;
-    }
-    this.#output = new CommandOutput(
-      path,
-      options,
-      {
+      this.#output = new CommandOutput(this.#directory, options, {
         pauseInput: () => this.#pause(),
         resumeInput: () => this.#resume(),
         limitExceeded: () => this.#requestStop('output_limit'),
         fileCreated: (file) => this.#resolveOutputFile(file),
         fileFailed: (error, whileOpening) => this.#onFileError(error, whileOpening),
-      },
-      (file, callback) => this.#directory.open(file, callback),
-    );
+      });
+    } catch (error) {
+      this.#failToStart('could not create the output directory', error);
+      return;
+    }
     const resolved = this.#resolved!;
     // A lower bound of the shell's start time, from the clock: reading /proc/<pid>/stat right after the
     // spawn would wait for the new process to finish exec.
     const startedAfter = options.processSource.clockTicks();
     this.#resolved = undefined;
-    let child: ChildProcess;
+    let child: LaunchedProcess;
     try {
-      const env = this.#tag ? { ...resolved.env, [this.#tag.name]: this.#tag.value } : resolved.env;
-      child = options.spawn(this.#shell, ['-c', this.command], {
+      child = options.launcher.launch({
+        file: this.#shell,
+        args: ['-c', this.command],
         cwd: this.cwd,
-        env,
-        detached: true,
-        stdio: ['ignore', 'pipe', 'pipe'],
+        env: resolved.env,
+        tag: this.#tag,
       });
     } catch (error) {
       this.#failToStart(diagnoseSpawnFailure(this.cwd, this.#shell, error), error);

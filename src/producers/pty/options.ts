@@ -1,10 +1,10 @@
 /** Options of the pty producer, their documented defaults, and their validation (before any side effect). */
 
+import { memoizedSource, type ProcessSource, procfsSource } from '../../process/index.js';
 import { MAX_LABEL_LENGTH } from '../../registry/validate-spec.js';
 import { type Clock, systemClock } from '../../tasks/clock.js';
 import { consoleLogger, InvalidArgumentError, type Logger, type TaskService } from '../../tasks/index.js';
 import { optionKeys, validateLoggerOption } from '../../tasks/option-keys.js';
-import { memoizedSource, type ProcessSource, procfsSource } from '../bash/process-table.js';
 import type { PtyModuleLoader } from './pty-runtime.js';
 
 /**

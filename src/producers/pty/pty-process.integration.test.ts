@@ -8,14 +8,13 @@ import {
   fixtureCommand,
 } from '../../../test/fixtures/pty/harness.js';
 import { findMarkedProcesses, LEAK_MARK_VARIABLE } from '../../../test/setup/process-census.js';
-import { procfsSource } from '../bash/process-table.js';
+import { OutputDirectory, procfsSource } from '../../process/index.js';
 import { resolvePtyProducerOptions } from './options.js';
-import { OutputDirectory } from './output-directory.js';
-import { type PtyProcess, type PtyProcessSpec, spawnPtyProcess } from './pty-process.js';
+import { createPtyOutputFile, type PtyProcess, type PtyProcessSpec, spawnPtyProcess } from './pty-process.js';
 import { loadPtyRuntime, type PtyRuntime } from './pty-runtime.js';
 
 let runtime: PtyRuntime;
-const directory = new OutputDirectory();
+const directory = new OutputDirectory('errand-pty-');
 const logger = capturingLogger();
 const started: PtyProcess[] = [];
 
@@ -31,7 +30,7 @@ afterEach(() => {
 afterAll(async () => {
   for (const pty of started) pty.cancel();
   await Promise.all(started.map((pty) => pty.stopped));
-  await directory.remove();
+  directory.dispose(false);
 });
 
 async function spawn(
@@ -40,16 +39,17 @@ async function spawn(
     settings?: Parameters<typeof resolvePtyProducerOptions>[0];
   } = {},
 ): Promise<PtyProcess> {
-  const { settings, ...rest } = overrides;
+  const { settings: given, ...rest } = overrides;
+  const settings = resolvePtyProducerOptions({ ...FAST_STOP, logger, ...given });
   const pty = spawnPtyProcess({
     runtime,
-    settings: resolvePtyProducerOptions({ ...FAST_STOP, logger, ...settings }),
+    settings,
     ...(command === undefined ? {} : { command }),
     cwd: process.cwd(),
     env: { ...(process.env as Record<string, string>) },
     cols: 80,
     rows: 24,
-    outputFile: await directory.createFile(),
+    outputFile: await createPtyOutputFile(directory, settings),
     ...rest,
   });
   started.push(pty);
@@ -95,7 +95,7 @@ describe('a program in a pseudo-terminal', () => {
     expect(raw).toContain('\u001b[1;31mred alert');
     expect(raw).toContain('\rprogress  10%');
     expect(statSync(pty.outputFile).mode & 0o777).toBe(0o600);
-    expect(statSync(await directory.path()).mode & 0o777).toBe(0o700);
+    expect(statSync(directory.path!).mode & 0o777).toBe(0o700);
     // Consumed: a second read has nothing new.
     expect(pty.readDelta()).toBe('');
   });

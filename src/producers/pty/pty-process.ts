@@ -1,34 +1,43 @@
 /**
- * A program running in a pseudo-terminal: input, resize, the rendered screen, the raw output spilled to a
+ * A program running in a pseudo-terminal: input, resize, the rendered screen, the raw output written to a
  * capped file, and a stop that escalates — SIGINT to the foreground job, then SIGTERM and SIGKILL to the
- * whole tree (the pty's session, descendants, and tagged escapees, through the bash producer's /proc
+ * whole tree (the pty's session, descendants, and tagged escapees, through the process layer's /proc
  * census). `stopped` resolves once the program has exited, nothing it started is left, the output file
  * is closed and the final screen is kept as text.
  */
-import { randomBytes } from 'node:crypto';
 import { closeSync, constants as fsConstants, openSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
+import {
+  checkSpawnable,
+  isDead,
+  type LaunchRequest,
+  launchEnvironment,
+  type OutputDirectory,
+  type OutputFileWriter,
+  type ProcessSource,
+  ProcessTags,
+  type RequestedStopReason,
+  readForegroundGroup,
+  type StopReason,
+  type TerminationReport,
+  TreeTerminator,
+} from '../../process/index.js';
 import type { CancelTimer, Clock } from '../../tasks/clock.js';
 import type { Logger } from '../../tasks/index.js';
-import { isDead, type ProcessSource } from '../bash/process-table.js';
-import { type TerminationReport, TreeTerminator } from '../bash/process-terminator.js';
-import type { EnvironmentTag } from '../bash/process-tree.js';
 import { PtyClosedError } from './errors.js';
-import { readForegroundGroup } from './foreground-group.js';
 import { encodeInput, type PtyKeyName } from './keys.js';
-import type { OutputFile } from './output-directory.js';
-import { OutputSpill } from './output-spill.js';
 import type { PtyChild, PtyRuntime } from './pty-runtime.js';
-import { checkSpawnable } from './spawn-check.js';
 import { type ScreenView, TerminalScreen } from './terminal-screen.js';
 
 /** Carries a random tag into every process the pty starts, so escapees can be found through /proc. */
 export const PTY_TAG_VARIABLE = 'ERRAND_PTY_TAG';
 
-/** Why a pty program ended. */
-export type PtyExitReason = 'completed' | 'cancelled' | 'timed_out' | 'spawn_error' | 'output_limit';
+const tags = new ProcessTags(PTY_TAG_VARIABLE);
+
+/** Why a pty program ended: the process layer's stop reasons, as for a bash command. */
+export type PtyExitReason = StopReason;
 /** The reasons a stop can be requested for. */
-export type PtyStopReason = 'cancelled' | 'timed_out' | 'output_limit';
+export type PtyStopReason = RequestedStopReason;
 
 export interface PtyExit {
   readonly reason: PtyExitReason;
@@ -45,7 +54,7 @@ export interface PtyExit {
   readonly leftoverProcesses: number;
   /** Pids that outlived SIGKILL (empty unless something is stuck in the kernel). */
   readonly survivors: readonly number[];
-  /** Raw output bytes written to the output file. */
+  /** Raw output bytes, up to the output file's cap (the file holds fewer when `error` names a write failure). */
   readonly outputBytes: number;
   /** Why the program could not start (`spawn_error`), or why its output file is incomplete. */
   readonly error?: string;
@@ -78,7 +87,8 @@ export interface PtyProcessSpec {
   readonly env: Readonly<Record<string, string>>;
   readonly cols: number;
   readonly rows: number;
-  readonly outputFile: OutputFile;
+  /** The program's output file, created (see `createPtyOutputFile`). */
+  readonly outputFile: OutputFileWriter;
   /** Stops the program with reason `timed_out` after this long. */
   readonly timeoutMs?: number;
 }
@@ -118,6 +128,30 @@ export function spawnPtyProcess(spec: PtyProcessSpec): PtyProcess {
   return new PtyProcessHandle(spec);
 }
 
+/**
+ * Creates a program's output file in `directory` (mode 0600), capped at `maxOutputFileBytes`. Rejects when
+ * the directory or the file cannot be created; a later write failure is logged and reported in the exit.
+ */
+export async function createPtyOutputFile(
+  directory: OutputDirectory,
+  settings: Pick<PtyProcessSettings, 'maxOutputFileBytes' | 'flowControlHighWaterBytes' | 'logger'>,
+): Promise<OutputFileWriter> {
+  const file: OutputFileWriter = directory.newFile({
+    maxBytes: settings.maxOutputFileBytes,
+    // The terminal is paused on the file's backlog plus the renderer's (see `#onData`), not on this mark.
+    highWaterMarkBytes: settings.flowControlHighWaterBytes,
+    onError: (error, whileOpening) => {
+      if (whileOpening) return;
+      settings.logger.warn('pty output file write failed; the output file is incomplete', {
+        outputFile: file.path,
+        error: error.message,
+      });
+    },
+  });
+  if (!(await file.open())) throw file.error ?? new Error(`could not create ${file.path}`);
+  return file;
+}
+
 const signalNames = new Map<number, NodeJS.Signals>(
   Object.entries(osConstants.signals).map(([name, number]) => [number, name as NodeJS.Signals]),
 );
@@ -131,7 +165,7 @@ class PtyProcessHandle implements PtyProcess {
   readonly stopped: Promise<PtyExit>;
   readonly #settings: PtyProcessSettings;
   readonly #screen: TerminalScreen;
-  readonly #spill: OutputSpill;
+  readonly #file: OutputFileWriter;
   readonly #listeners = new Set<() => void>();
   #resolveStopped!: (exit: PtyExit) => void;
   #child: PtyChild | undefined;
@@ -163,9 +197,9 @@ class PtyProcessHandle implements PtyProcess {
       onListenerError: (error) =>
         spec.settings.logger.warn('pty: a screen change listener failed', { error: messageOf(error) }),
     });
-    this.#spill = new OutputSpill(spec.outputFile, spec.settings.maxOutputFileBytes, spec.settings.logger);
+    this.#file = spec.outputFile;
     this.#screen.onChange(() => this.#changed());
-    this.#spill.onProgress(() => this.#maybeResume());
+    this.#file.onProgress(() => this.#maybeResume());
     this.#spawn(spec);
   }
 
@@ -190,7 +224,7 @@ class PtyProcessHandle implements PtyProcess {
   }
 
   get outputBytes(): number {
-    return this.#spill.bytes;
+    return this.#file.bytes;
   }
 
   write(data: string): void {
@@ -251,16 +285,17 @@ class PtyProcessHandle implements PtyProcess {
       this.#failToSpawn(failure);
       return;
     }
-    const tag: EnvironmentTag = { name: PTY_TAG_VARIABLE, value: randomBytes(12).toString('base64url') };
+    const tag = tags.next();
+    const request: LaunchRequest = { file, args, cwd: spec.cwd, env: spec.env, tag };
     const startedAt = settings.clock.now();
     let child: PtyChild;
     try {
-      child = spec.runtime.spawn(file, args, {
+      child = spec.runtime.spawn(request.file, [...request.args], {
         name: settings.terminalName,
         cols: spec.cols,
         rows: spec.rows,
-        cwd: spec.cwd,
-        env: { ...spec.env, [tag.name]: tag.value },
+        cwd: request.cwd,
+        env: launchEnvironment(request),
         encoding: null,
       });
     } catch (error) {
@@ -317,9 +352,10 @@ class PtyProcessHandle implements PtyProcess {
     const chunk = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
     if (this.#head.length < HEAD_BYTES)
       this.#head += Buffer.from(chunk.subarray(0, HEAD_BYTES)).toString('latin1');
-    const withinCap = this.#spill.append(chunk);
+    // The file takes what its cap leaves room for; the screen renders everything.
+    this.#file.write(chunk);
     this.#screen.write(chunk);
-    if (!withinCap) this.cancel('output_limit');
+    if (this.#file.full) this.cancel('output_limit');
     if (!this.#paused && this.#backlog() > this.#settings.flowControlHighWaterBytes) {
       this.#paused = true;
       this.#child?.pause();
@@ -327,7 +363,7 @@ class PtyProcessHandle implements PtyProcess {
   }
 
   #backlog(): number {
-    return this.#spill.pendingBytes + this.#screen.pendingBytes;
+    return this.#file.queuedBytes + this.#screen.pendingBytes;
   }
 
   #maybeResume(): void {
@@ -452,9 +488,10 @@ class PtyProcessHandle implements PtyProcess {
     survivors: readonly number[],
   ): Promise<void> {
     await this.#screen.freeze();
-    await this.#spill.close();
+    await this.#file.close();
     const error =
-      facts.error ?? (this.#spill.error === undefined ? undefined : `output file: ${this.#spill.error}`);
+      facts.error ??
+      (this.#file.error === undefined ? undefined : `output file: ${this.#file.error.message}`);
     this.#exit = Object.freeze({
       reason: facts.reason,
       exitCode: facts.exitCode,
@@ -462,7 +499,7 @@ class PtyProcessHandle implements PtyProcess {
       stopSignals: Object.freeze([...this.#stopSignals]),
       leftoverProcesses,
       survivors: Object.freeze([...survivors]),
-      outputBytes: this.#spill.bytes,
+      outputBytes: this.#file.bytes,
       ...(error === undefined ? {} : { error }),
     });
     this.#resolveStopped(this.#exit);

@@ -5,9 +5,9 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { PtyTestbed } from '../../../test/fixtures/pty/harness.js';
 import { expectScreen, fixture, fixtureCommand, ptyTestbed } from '../../../test/fixtures/pty/harness.js';
 import { findMarkedProcesses, LEAK_MARK_VARIABLE } from '../../../test/setup/process-census.js';
+import { procfsSource } from '../../process/index.js';
 import { createOwner, ErrandError, type TaskSnapshot } from '../../tasks/index.js';
 import { scriptedTask } from '../../testing/index.js';
-import { procfsSource } from '../bash/process-table.js';
 
 let testbed: PtyTestbed | undefined;
 

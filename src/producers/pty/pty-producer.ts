@@ -3,8 +3,8 @@
  * owners input, resize and the screen. Every access is authorized through the task service
  * (`tasks.get(id, caller)`), so another session's task looks exactly like a missing one.
  */
-import { unlink } from 'node:fs/promises';
 import { resolve as resolvePath } from 'node:path';
+import { DetailThrottle, OutputDirectory, type OutputFileWriter } from '../../process/index.js';
 import {
   type Caller,
   createTrustedCaller,
@@ -23,7 +23,6 @@ import {
 } from '../../tasks/index.js';
 import { rejectUnknownOptions } from '../../tasks/option-keys.js';
 import { shortenText, toSingleLine } from '../../text/index.js';
-import { DetailThrottle } from '../bash/detail-throttle.js';
 import { PtyProducerDisposedError } from './errors.js';
 import { isPtyKeyName, type PtyKeyName } from './keys.js';
 import {
@@ -36,9 +35,8 @@ import {
   resolvePtyProducerOptions,
   validateEnvironment,
 } from './options.js';
-import { OutputDirectory, type OutputFile } from './output-directory.js';
 import { outcomeOf } from './pty-outcome.js';
-import { type PtyProcess, spawnPtyProcess } from './pty-process.js';
+import { createPtyOutputFile, type PtyProcess, spawnPtyProcess } from './pty-process.js';
 import { loadPtyRuntime } from './pty-runtime.js';
 import type { ScreenView } from './terminal-screen.js';
 
@@ -130,7 +128,7 @@ class LocalPtyProducer implements PtyProducer {
   constructor(tasks: TaskService, options: ResolvedPtyProducerOptions) {
     this.#tasks = tasks;
     this.options = options;
-    this.#directory = new OutputDirectory(options.outputRoot);
+    this.#directory = new OutputDirectory('errand-pty-', options.outputRoot);
     // When the service forgets a finished task, its screen and its output file go too.
     this.#unsubscribe = tasks.onTasksChanged(
       (change) => {
@@ -157,7 +155,7 @@ class LocalPtyProducer implements PtyProducer {
     if (this.#disposed) throw new PtyProducerDisposedError();
     const runtime = await loadPtyRuntime(this.options.loadPty);
     if (this.#disposed) throw new PtyProducerDisposedError();
-    const file = await this.#directory.createFile();
+    const file = await createPtyOutputFile(this.#directory, this.options);
     const cwd = resolvePath(request.cwd ?? process.cwd());
     const command = request.command;
     const label = shortenText(
@@ -203,7 +201,7 @@ class LocalPtyProducer implements PtyProducer {
         },
       });
     } catch (error) {
-      if (started === undefined) await discard(file);
+      if (started === undefined) await this.#discard(file);
       throw error;
     }
     return { taskId: snapshot.id, snapshot, pid: started?.pid, outputFile: file.path };
@@ -252,7 +250,7 @@ class LocalPtyProducer implements PtyProducer {
     await Promise.all(stopping);
     // Nothing is left to take a census of: release what the process table source holds open.
     this.options.processSource.close?.();
-    if (!this.options.keepOutputFiles) await this.#directory.remove();
+    this.#directory.dispose(this.options.keepOutputFiles);
   }
 
   // ------------------------------------------------------------------ internals
@@ -368,8 +366,7 @@ class LocalPtyProducer implements PtyProducer {
     if (index >= 0) this.#finished.splice(index, 1);
     const outputFile = this.#outputFiles.get(taskId);
     this.#outputFiles.delete(taskId);
-    if (outputFile !== undefined && !this.options.keepOutputFiles)
-      void unlink(outputFile).catch(() => undefined);
+    if (outputFile !== undefined && !this.options.keepOutputFiles) this.#directory.removeFile(outputFile);
   }
 
   #access(taskId: string, caller: Caller): { snapshot: TaskSnapshot; entry: Entry } {
@@ -382,6 +379,12 @@ class LocalPtyProducer implements PtyProducer {
     return { snapshot, entry };
   }
 
+  /** Removes the output file of a program that never started. */
+  async #discard(file: OutputFileWriter): Promise<void> {
+    await file.close();
+    this.#directory.removeFile(file.path);
+  }
+
   #running(taskId: string, caller: Caller): Entry {
     const { snapshot, entry } = this.#access(taskId, caller);
     if (snapshot.status !== 'running' || !entry.process.running) {
@@ -392,9 +395,4 @@ class LocalPtyProducer implements PtyProducer {
     }
     return entry;
   }
-}
-
-async function discard(file: OutputFile): Promise<void> {
-  await file.handle.close().catch(() => undefined);
-  await unlink(file.path).catch(() => undefined);
 }

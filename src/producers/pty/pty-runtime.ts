@@ -23,7 +23,7 @@ export interface PtySpawnOptions {
   readonly cols: number;
   readonly rows: number;
   readonly cwd: string;
-  readonly env: Record<string, string>;
+  readonly env: Readonly<Record<string, string>>;
   /** `null`: raw bytes, so the output file receives exactly what the program wrote. */
   readonly encoding: null;
 }

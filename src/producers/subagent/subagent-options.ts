@@ -17,9 +17,14 @@ import {
   type UnknownOptionsCheck,
 } from '../../tasks/option-keys.js';
 import type { AnyToolDefinition } from '../../tools/index.js';
-import { BASH_TOOL_OPTION_KEYS } from '../bash/bash-tool.js';
-import type { BashProducer, BashToolOptions } from '../bash/index.js';
-import { type Clock, SUBAGENT_BACKGROUND_RUNTIME_CAP_MS, systemClock } from '../bash/index.js';
+import {
+  BASH_TOOL_OPTION_KEYS,
+  type BashProducer,
+  type BashToolOptions,
+  type Clock,
+  SUBAGENT_BACKGROUND_RUNTIME_CAP_MS,
+  systemClock,
+} from '../bash/index.js';
 import {
   AGENT_PROFILE_KEYS,
   type AgentProfile,

@@ -57,7 +57,7 @@ export interface ProcessSource {
    * started after this call has a start time no smaller than what it returned.
    */
   clockTicks(): number;
-  /** Releases what the source holds open (called when its executor is disposed). */
+  /** Releases what the source holds open (called when the producer that reads it is disposed). */
   close?(): void;
 }
 

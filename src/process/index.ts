@@ -1,0 +1,51 @@
+/**
+ * The process layer: what every producer that runs operating-system processes shares. Launching (the
+ * spawn seam), the /proc process table, the census of a process tree and its terminator, a terminal's
+ * foreground group, bounded pipe waits, the private output directory and the one capped output-file
+ * writer. It knows no task, session or store: it sits above the contract (`tasks/`) and `text/` only.
+ */
+export { DetailThrottle } from './detail-throttle.js';
+export { parseForegroundGroup, readForegroundGroup } from './foreground-group.js';
+export { OutputDirectory } from './output-directory.js';
+export {
+  type OpenOutputFile,
+  OutputFileWriter,
+  type OutputFileWriterOptions,
+} from './output-file-writer.js';
+export { closedWithin, drainedWithin } from './pipe-wait.js';
+export {
+  createSpawnLauncher,
+  type LaunchedProcess,
+  type LaunchRequest,
+  launchEnvironment,
+  type ProcessLauncher,
+  type Spawner,
+} from './process-launcher.js';
+export {
+  findEnvironmentValue,
+  isDead,
+  memoizedSource,
+  type ProcessEntry,
+  type ProcessSource,
+  parseProcessStat,
+  procfsSource,
+} from './process-table.js';
+export { ProcessTags } from './process-tags.js';
+export {
+  type SendSignal,
+  type TerminationReport,
+  TreeTerminator,
+  type TreeTerminatorOptions,
+} from './process-terminator.js';
+export {
+  type CensusOptions,
+  censusTree,
+  type EnvironmentTag,
+  type ScanOptions,
+  scanTree,
+  type TreeCensus,
+  type TreeRoot,
+} from './process-tree.js';
+export { checkSpawnable } from './spawn-check.js';
+export { diagnoseSpawnFailure, errnoOf } from './spawn-failure.js';
+export { type RequestedStopReason, STOP_REASONS, type StopReason } from './stop-reason.js';

@@ -1,0 +1,68 @@
+/**
+ * The spawn seam: how a producer starts a process whose output it reads through pipes. A launch puts the
+ * process in its own session and process group (so its pid names the whole group), adds the tree's tag
+ * to its environment, gives it `/dev/null` as stdin and pipes for stdout and stderr. The default launcher
+ * is `child_process.spawn` from this process; another launcher (a small spawner process, a confining
+ * wrapper, a worker) implements the same interface, and the producers do not change.
+ */
+import type { ChildProcess, SpawnOptions } from 'node:child_process';
+import { spawn as nodeSpawn } from 'node:child_process';
+import type { Readable } from 'node:stream';
+import type { EnvironmentTag } from './process-tree.js';
+
+/** What to start. The same request feeds every launcher (and a pseudo-terminal's spawn). */
+export interface LaunchRequest {
+  /** The program: an absolute path, or a name the launcher looks up in PATH. */
+  readonly file: string;
+  readonly args: readonly string[];
+  /** Absolute working directory. */
+  readonly cwd: string;
+  /** The complete environment; nothing else is merged in but the tag. */
+  readonly env: Readonly<Record<string, string>>;
+  /** Put into the environment, so processes that leave the group are still found (see `scanTree`). */
+  readonly tag?: EnvironmentTag | undefined;
+}
+
+/**
+ * A launched process, as much of a `ChildProcess` as the producers use. `exit` means the process was
+ * reaped: until then its pid (and so its group id) cannot name anything else.
+ */
+export interface LaunchedProcess {
+  /** Undefined when the launch failed at once; `error` follows with the reason. */
+  readonly pid?: number | undefined;
+  readonly stdout: Readable | null;
+  readonly stderr: Readable | null;
+  on(event: 'error', listener: (error: Error) => void): this;
+  once(event: 'spawn', listener: () => void): this;
+  once(event: 'exit', listener: (code: number | null, signal: NodeJS.Signals | null) => void): this;
+}
+
+export interface ProcessLauncher {
+  /**
+   * Starts `request` in its own session and process group. May throw for a request it cannot even try
+   * (the caller reports it as a failure to start); an operating system failure arrives as `error`.
+   */
+  launch(request: LaunchRequest): LaunchedProcess;
+}
+
+/** Starts a process the way `child_process.spawn` does; injectable to count or fail spawns in tests. */
+export type Spawner = (file: string, args: readonly string[], options: SpawnOptions) => ChildProcess;
+
+/** The environment a launch gives the process: the request's, plus the tag. */
+export function launchEnvironment(request: LaunchRequest): Readonly<Record<string, string>> {
+  const tag = request.tag;
+  return tag === undefined ? request.env : { ...request.env, [tag.name]: tag.value };
+}
+
+/** The default launcher: `spawn` (default `child_process.spawn`) from this process, detached, piped. */
+export function createSpawnLauncher(spawn: Spawner = nodeSpawn as Spawner): ProcessLauncher {
+  return {
+    launch: (request) =>
+      spawn(request.file, request.args, {
+        cwd: request.cwd,
+        env: launchEnvironment(request),
+        detached: true,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      }),
+  };
+}

@@ -23,6 +23,7 @@ import {
   OwnerDisposedError,
   ProducerContractError,
   parseTaskId,
+  type ReleaseClaimOptions,
   ServiceDisposedError,
   type StopInitiator,
   type TaskChangeListener,
@@ -671,8 +672,14 @@ export class LocalTaskService implements TaskService {
     return true;
   }
 
-  releaseClaim(id: string, caller?: Caller): void {
+  releaseClaim(id: string, caller?: Caller, options: ReleaseClaimOptions = {}): void {
     const record = this.#authorize(id, caller);
+    const attempt = options.attempt;
+    if (attempt !== undefined && (!Number.isSafeInteger(attempt) || attempt < 1)) {
+      throw new InvalidArgumentError('attempt', 'a positive integer', attempt, { taskId: record.id });
+    }
+    // Checked in the same step as the release: the claim of a newer attempt is not the caller's to return.
+    if (attempt !== undefined && attempt !== record.attempt) return;
     if (!record.reported) return;
     if (record.claimHolders > 1) {
       // Another waiter received the same end: the result was reported to it all the same.

@@ -7,6 +7,7 @@ import type {
   KillOptions,
   OnTaskDoneOptions,
   OnTasksChangedOptions,
+  ReleaseClaimOptions,
   TaskChangeListener,
   TaskDoneListener,
   TaskReadResult,
@@ -42,8 +43,11 @@ export interface TaskService {
 
   /** Takes the one-shot delivery claim of a terminal task; true for the first claimant only. */
   claim(id: string, caller?: Caller): boolean;
-  /** Returns a claim (for example when enqueueing the notification failed). */
-  releaseClaim(id: string, caller?: Caller): void;
+  /**
+   * Returns a claim (for example when enqueueing the notification failed). With `attempt`, only while the
+   * task is still at that attempt: a notifier of an earlier attempt never returns a resumed task's claim.
+   */
+  releaseClaim(id: string, caller?: Caller, options?: ReleaseClaimOptions): void;
   /** Moves running foreground work to the background. Resolves to the snapshot after the move. */
   requestBackground(id: string, caller?: Caller): TaskSnapshot;
   /** Resolves when the task is moved to the background or settles, whichever comes first. */

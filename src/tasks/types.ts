@@ -98,6 +98,11 @@ export interface TaskReadResult {
   readonly snapshot: TaskSnapshot;
 }
 
+export interface ReleaseClaimOptions {
+  /** The attempt the claim was taken on; a task re-registered since (a resume) keeps its own claim. */
+  readonly attempt?: number;
+}
+
 export interface KillOptions {
   readonly initiator?: StopInitiator;
 }

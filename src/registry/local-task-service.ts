@@ -8,6 +8,7 @@ import {
   type Caller,
   CancelFailedError,
   CancelNotSupportedError,
+  type ControllerScope,
   type Disposer,
   ErrandError,
   formatTaskId,
@@ -45,6 +46,7 @@ import {
   TERMINAL_STATUSES,
   WaitAbortedError,
 } from '../tasks/index.js';
+import { ControllerSet } from './controller-set.js';
 import {
   type ResolvedTaskServiceOptions,
   resolveTaskServiceOptions,
@@ -141,7 +143,7 @@ export class LocalTaskService implements TaskService {
   /** Copy-on-write lists: notifying iterates without copying, and (un)subscribing mid-notification is safe. */
   #doneSubscriptions: readonly DoneSubscription[] = [];
   #changeSubscriptions: readonly ChangeSubscription[] = [];
-  readonly #controllers = new Set<symbol>();
+  readonly #controllers = new ControllerSet();
   #liveCount = 0;
   #disposal: Promise<void> | undefined;
 
@@ -161,9 +163,9 @@ export class LocalTaskService implements TaskService {
     // Preflight: every step that can fail happens before run().
     if (this.#disposal) throw new ServiceDisposedError();
     validateSpec(spec, typeof spec?.kind === 'string' && this.#sequences.has(spec.kind));
-    if (this.#options.requireController && this.#controllers.size === 0)
-      throw new NoControllerError(spec.kind);
     const owner = spec.owner;
+    // Foreground work is collected by the call that waits for it; background work needs a controller.
+    if (spec.background !== false) this.#requireController(spec.kind, owner);
     if (owner?.disposed) throw new OwnerDisposedError(owner.sessionId);
     const previous = spec.resumeId === undefined ? undefined : this.#preflightResume(spec, spec.resumeId);
     const bucket = this.#bucket(owner?.sessionId ?? '');
@@ -695,6 +697,8 @@ export class LocalTaskService implements TaskService {
   requestBackground(id: string, caller?: Caller): TaskSnapshot {
     const record = this.#authorize(id, caller);
     if (!isLive(record) || record.isBackgrounded) return snapshotOf(record);
+    // Checked now, not at start: the work stays in the foreground, where its call still collects it.
+    this.#requireController(record.kind, record.owner);
     record.isBackgrounded = true;
     touch(record);
     if (record.backgroundWaiters) {
@@ -805,14 +809,15 @@ export class LocalTaskService implements TaskService {
     }
   }
 
-  attachController(name: string): Disposer {
-    if (typeof name !== 'string' || name === '')
-      throw new InvalidArgumentError('name', 'a non-empty string', name);
-    const token = Symbol(name);
-    this.#controllers.add(token);
-    return () => {
-      this.#controllers.delete(token);
-    };
+  /** Fails unless some attached controller can collect and stop background work of `owner`. */
+  #requireController(kind: TaskKind, owner: Owner | undefined): void {
+    if (this.#options.requireController && !this.#controllers.serves(owner)) {
+      throw new NoControllerError(kind, owner?.sessionId);
+    }
+  }
+
+  attachController(name: string, scope?: ControllerScope): Disposer {
+    return this.#controllers.attach(name, scope);
   }
 
   // ---------------------------------------------------------------- owners and disposal

@@ -3,6 +3,7 @@ import type { Caller } from './owner.js';
 import type { StopInitiator } from './status.js';
 import type {
   BackgroundWaitResult,
+  ControllerScope,
   Disposer,
   KillOptions,
   OnTaskDoneOptions,
@@ -38,8 +39,13 @@ export interface TaskService {
   onTaskDone(listener: TaskDoneListener, options?: OnTaskDoneOptions): Disposer;
   /** Subscribes to changes of the caller-visible set (the level signal). */
   onTasksChanged(listener: TaskChangeListener, options?: OnTasksChangedOptions): Disposer;
-  /** While no controller is attached, `start` fails before the producer runs. */
-  attachController(name: string): Disposer;
+  /**
+   * Declares a task controller (something that can collect and stop work: the task tools, a dashboard)
+   * for the owners of `scope`, or for the whole service. A start for an owner no attached controller
+   * serves — or an ownerless start while no service-wide controller is attached — fails with
+   * `NO_CONTROLLER` before the producer runs.
+   */
+  attachController(name: string, scope?: ControllerScope): Disposer;
 
   /** Takes the one-shot delivery claim of a terminal task; true for the first claimant only. */
   claim(id: string, caller?: Caller): boolean;

@@ -62,6 +62,83 @@ export const preflightCases: ConformanceGroup = {
       },
     },
     {
+      name: 'a controller scoped to an owner serves that session only; ownerless work needs a service-wide one',
+      controller: false,
+      async run({ tasks, producer, start }) {
+        const alice = createOwner('alice');
+        const detach = tasks.attachController('alice-tools', { owner: alice });
+        await start({ owner: alice });
+        // Session equality: a new owner instance of the same session is served too.
+        await start({ owner: createOwner('alice') });
+        const bob = producer({ owner: createOwner('bob') });
+        const error = await failsWith(() => tasks.start(bob.spec), 'NO_CONTROLLER');
+        assert.match(String((error as Error).message), /bob/);
+        const ownerless = producer();
+        await failsWith(() => tasks.start(ownerless.spec), 'NO_CONTROLLER');
+        assert.equal(bob.runCalls + ownerless.runCalls, 0);
+        detach();
+        const late = producer({ owner: alice });
+        await failsWith(() => tasks.start(late.spec), 'NO_CONTROLLER');
+        assert.equal(late.runCalls, 0);
+        const detachAll = tasks.attachController('everyone');
+        await start({ owner: createOwner('bob') });
+        await start();
+        detachAll();
+      },
+    },
+    {
+      name: 'a controller scoped by a predicate serves the owners it accepts, checked at each start; one of ownerless work serves no owner',
+      controller: false,
+      async run({ tasks, producer, start }) {
+        const served = new Set(['s1']);
+        tasks.attachController('children', { serves: (owner) => served.has(owner.sessionId) });
+        await start({ owner: createOwner('s1') });
+        const later = producer({ owner: createOwner('s2') });
+        await failsWith(() => tasks.start(later.spec), 'NO_CONTROLLER');
+        served.add('s2');
+        await tasks.start(later.spec);
+        assert.equal(later.runCalls, 1);
+        await failsWith(() => tasks.start(producer().spec), 'NO_CONTROLLER');
+        // A controller of ownerless work (a host's own API) serves no session.
+        tasks.attachController('host', { ownerless: true });
+        await start();
+        const stranger = producer({ owner: createOwner('s3') });
+        await failsWith(() => tasks.start(stranger.spec), 'NO_CONTROLLER');
+        assert.equal(stranger.runCalls, 0);
+        await failsWith(() => tasks.attachController('nobody', {}), 'INVALID_ARGUMENT');
+        await failsWith(
+          () => tasks.attachController('both', { owner: createOwner('s1'), serves: () => true }),
+          'INVALID_ARGUMENT',
+        );
+        await failsWith(
+          () => tasks.attachController('bad', { serves: 'all' as never }),
+          'INVALID_ARGUMENT',
+          'serves',
+        );
+        await failsWith(
+          () => tasks.attachController('bad', { owner: {} as never }),
+          'INVALID_ARGUMENT',
+          'owner',
+        );
+        await failsWith(
+          () => tasks.attachController('bad', { servs: () => true } as never),
+          'UNKNOWN_OPTION',
+        );
+      },
+    },
+    {
+      name: 'foreground work needs no controller (its call collects it); moving it to the background does',
+      controller: false,
+      async run({ tasks, start }) {
+        const owner = createOwner('s1');
+        const { snapshot } = await start({ owner, background: false });
+        await failsWith(() => tasks.requestBackground(snapshot.id, owner), 'NO_CONTROLLER');
+        assert.equal(tasks.get(snapshot.id, owner).isBackgrounded, false, 'it stays in the foreground');
+        tasks.attachController('s1-tools', { owner });
+        assert.equal(tasks.requestBackground(snapshot.id, owner).isBackgrounded, true);
+      },
+    },
+    {
       name: 'fails with OWNER_DISPOSED for a disposed owner, before run()',
       async run({ tasks, producer }) {
         const owner = createOwner('conformance-owner');

@@ -223,6 +223,7 @@ export class LocalTaskService implements TaskService {
       record.status = 'running';
       record.reported = false;
       record.claimHolders = 0;
+      record.tornDown = false;
       record.detail = context.pendingDetail;
       record.isBackgrounded = spec.background ?? true;
       record.branchGeneration = branchGeneration;
@@ -401,6 +402,11 @@ export class LocalTaskService implements TaskService {
 
     this.#liveCount -= 1;
     record.bucket.live -= 1;
+    if (record.tornDown && !record.reported) {
+      // The teardown that ended it holds the claim: no notifier tells an owner that is going away.
+      record.reported = true;
+      record.claimHolders = 1;
+    }
 
     // Live waiters take delivery before any notifier can.
     if (record.waiters) {
@@ -442,7 +448,8 @@ export class LocalTaskService implements TaskService {
 
   #notifyDone(record: TaskRecord): void {
     const subscriptions = this.#doneSubscriptions;
-    if (subscriptions.length === 0) return;
+    // Once the service is being disposed, nobody is told of any end: what ends now, its disposal ended.
+    if (subscriptions.length === 0 || this.#disposal !== undefined) return;
     const snapshot = snapshotOf(record);
     for (const subscription of subscriptions) {
       if (subscription.owner !== undefined && subscription.owner !== record.owner) continue;
@@ -637,6 +644,7 @@ export class LocalTaskService implements TaskService {
    */
   #cancelForTeardown(record: TaskRecord, reason: string): void {
     if (!isLive(record)) return;
+    record.tornDown = true;
     if (record.status === 'running') {
       record.status = 'stopping';
       record.cancelRequestedAt = this.#options.now();
@@ -682,7 +690,8 @@ export class LocalTaskService implements TaskService {
     }
     // Checked in the same step as the release: the claim of a newer attempt is not the caller's to return.
     if (attempt !== undefined && attempt !== record.attempt) return;
-    if (!record.reported) return;
+    // A teardown's claim is never returned: the owner it would tell is gone.
+    if (!record.reported || record.tornDown) return;
     if (record.claimHolders > 1) {
       // Another waiter received the same end: the result was reported to it all the same.
       record.claimHolders -= 1;
@@ -860,6 +869,9 @@ export class LocalTaskService implements TaskService {
     const live = [...this.#records.values()].filter(isLive);
     for (const record of live) this.#cancelForTeardown(record, 'service disposal');
     await Promise.all(live.map(whenTerminal));
+    // What the disposal ended leaves the set (announced as removed), so no viewer keeps a stale row;
+    // tasks that had finished before stay readable.
+    for (const record of live) this.#remove(record);
     for (const state of this.#owners.values()) state.detach();
     this.#owners.clear();
     this.#releaseSequenceBlocks();

@@ -51,6 +51,28 @@ export const ownerLifecycleCases: ConformanceGroup = {
       },
     },
     {
+      name: "the ends an owner's disposal causes are reported: no notifier can claim them",
+      async run({ tasks, start, trusted }) {
+        const owner = createOwner('s1');
+        const claimed: string[] = [];
+        tasks.onTaskDone((snapshot) => {
+          if (tasks.claim(snapshot.id, trusted)) claimed.push(snapshot.id);
+        });
+        const ends = new Map<string, TaskSnapshot>();
+        tasks.onTasksChanged(
+          (change) => void (change.reason === 'settled' && ends.set(change.task.id, change.task)),
+          { caller: trusted },
+        );
+        const killed = await start({ owner });
+        const broken = await start({ owner, onCancel: 'throw' });
+        await owner.dispose();
+        const summary = (id: string) => [ends.get(id)?.status, ends.get(id)?.reported];
+        assert.deepEqual(summary(killed.snapshot.id), ['killed', true]);
+        assert.deepEqual(summary(broken.snapshot.id), ['failed', true]);
+        assert.deepEqual(claimed, []);
+      },
+    },
+    {
       name: "a replacement owner with the same session id is never cancelled by the old owner's cleanup",
       async run({ tasks, start }) {
         const old = createOwner('s1');
@@ -156,6 +178,62 @@ export const disposalCases: ConformanceGroup = {
         assert.ok(lateStart, 'the stop was announced');
         await failsWith(() => lateStart, 'SERVICE_DISPOSED');
         assert.equal(late.runCalls, 0);
+      },
+    },
+    {
+      name: 'tells no completion listener once it began: what it ends is reported, never notified',
+      async run({ tasks, start, trusted }) {
+        const told: string[] = [];
+        tasks.onTaskDone((snapshot) => void told.push(snapshot.id));
+        const ends = new Map<string, TaskSnapshot>();
+        tasks.onTasksChanged(
+          (change) => void (change.reason === 'settled' && ends.set(change.task.id, change.task)),
+          {
+            caller: trusted,
+          },
+        );
+        const owner = createOwner('s1');
+        const killed = await start({ owner });
+        const broken = await start({ onCancel: 'throw' });
+        const late = await start({ onCancel: 'ignore' });
+        const disposal = tasks.dispose();
+        // A producer that ends on its own after disposal began is not told either.
+        late.task.settle({ status: 'completed' });
+        await disposal;
+        assert.deepEqual(told, []);
+        const summary = (id: string) => [ends.get(id)?.status, ends.get(id)?.reported];
+        assert.deepEqual(summary(killed.snapshot.id), ['killed', true]);
+        assert.deepEqual(summary(broken.snapshot.id), ['failed', true]);
+        assert.deepEqual(summary(late.snapshot.id), ['completed', true]);
+      },
+    },
+    {
+      name: 'removes the records it ended and announces each as removed; finished ones stay readable',
+      async run({ tasks, start, settled, trusted }) {
+        const finished = await start({ streaming: false });
+        finished.task.settle({ status: 'completed', output: 'kept' });
+        await settled(finished.snapshot.id);
+        const owner = createOwner('s1');
+        const owned = await start({ owner });
+        const ownerless = await start({ onCancel: 'throw' });
+        const removed: Array<[string, readonly string[]]> = [];
+        tasks.onTasksChanged(
+          (change) => {
+            if (change.reason === 'removed')
+              removed.push([change.task.id, change.tasks().map((task) => task.id)]);
+          },
+          { caller: trusted },
+        );
+        await tasks.dispose();
+        assert.deepEqual(removed.map(([id]) => id).sort(), [owned.snapshot.id, ownerless.snapshot.id].sort());
+        for (const [id, visible] of removed) assert.ok(!visible.includes(id), `${id} is gone from the set`);
+        assert.deepEqual(removed.at(-1)?.[1], [finished.snapshot.id]);
+        assert.deepEqual(
+          tasks.list(trusted).map((task) => task.id),
+          [finished.snapshot.id],
+        );
+        await failsWith(() => tasks.get(owned.snapshot.id, owner), 'TASK_NOT_FOUND');
+        assert.equal((await tasks.read(finished.snapshot.id)).text, 'kept');
       },
     },
     {

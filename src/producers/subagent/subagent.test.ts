@@ -262,6 +262,55 @@ describe('cancel', () => {
   });
 });
 
+describe('the reason of a stop', () => {
+  it.each([
+    ['the given reason', { reason: 'the user changed the plan' }, 'the user changed the plan'],
+    ['the documented default', {}, 'the subagent was cancelled'],
+  ])(
+    "task_kill with %s: the child's run signal carries it and the final record says it",
+    async (_, input, expected) => {
+      const seen: unknown[] = [];
+      const hanging = deferred();
+      const h = harness([], [{ toolCalls: [{ name: 'hang', input: {} }] }], {
+        producer: {
+          tools: () => [
+            defineTool({
+              name: 'hang',
+              description: 'Waits until the call is interrupted.',
+              inputSchema: z.object({}),
+              execute: (__, context) =>
+                new Promise((resolve) => {
+                  hanging.resolve();
+                  context.signal.addEventListener('abort', () => {
+                    seen.push(context.signal.reason);
+                    resolve(toolResult('interrupted'));
+                  });
+                }),
+            }),
+          ],
+        },
+      });
+      const started = await h.subagents.start({ prompt: 'p', description: 'd', owner: h.session.owner });
+      await hanging.promise;
+      const ended = settled(h.tasks, started.taskId);
+      const killed = await executeTool(
+        h.taskTools.taskKill,
+        { task_id: started.taskId, ...input },
+        { caller: h.session.owner, toolCallId: 'call_kill', signal: new AbortController().signal },
+      );
+      expect(killed.isError).toBe(false);
+      const snapshot = await ended;
+      expect(seen).toHaveLength(1);
+      expect((seen[0] as Error).message).toBe(expected);
+      expect(snapshot).toMatchObject({
+        status: 'killed',
+        detail: { reason: 'cancelled', stopReason: expected },
+      });
+      expect(h.store.getTask(started.taskId, 'parent')?.detail).toMatchObject({ stopReason: expected });
+    },
+  );
+});
+
 describe('messages', () => {
   it('a message to a running child is delivered as user input at its next turn boundary', async () => {
     const firstRequest = deferred();

@@ -668,7 +668,8 @@ describe('the agent tool', () => {
       { caller: h.session.owner, toolCallId: 'call_1', signal: new AbortController().signal },
     );
     expect(result.isError).toBe(true);
-    expect(result.text).toContain('does not run subagents in the background: remove `run_in_background`');
+    expect(result.text).toMatch(/^Error \[RUN_IN_BACKGROUND_DISABLED\]: /);
+    expect(result.text).toContain('call it again without `run_in_background`');
     expect(h.tasks.list(h.session.owner)).toEqual([]);
   });
 

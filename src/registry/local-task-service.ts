@@ -169,9 +169,14 @@ export class LocalTaskService implements TaskService {
     if (owner?.disposed) throw new OwnerDisposedError(owner.sessionId);
     const previous = spec.resumeId === undefined ? undefined : this.#preflightResume(spec, spec.resumeId);
     const bucket = this.#bucket(owner?.sessionId ?? '');
-    if (owner && bucket.live >= this.#options.maxLiveTasksPerOwner) {
+    // Ownerless tasks share one bucket ('') with a limit of its own, so they cannot crowd out the sessions.
+    const bucketLimit = owner ? this.#options.maxLiveTasksPerOwner : this.#options.maxLiveOwnerlessTasks;
+    if (bucket.live >= bucketLimit) {
       this.#dropBucketIfEmpty(bucket);
-      throw new AdmissionLimitError(`session ${owner.sessionId}`, this.#options.maxLiveTasksPerOwner);
+      throw new AdmissionLimitError(
+        owner ? `session ${owner.sessionId}` : 'the ownerless tasks',
+        bucketLimit,
+      );
     }
     if (this.#liveCount >= this.#options.maxLiveTasks) {
       this.#dropBucketIfEmpty(bucket);

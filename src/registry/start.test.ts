@@ -132,6 +132,9 @@ describe('options', () => {
       'Expected `maxLiveTasksPerOwner` to be a positive integer, got 0 (number)',
     );
     expect(() => createTaskService({ maxLiveTasks: -5 })).toThrow(/maxLiveTasks/);
+    expect(() => createTaskService({ maxLiveOwnerlessTasks: 0 })).toThrow(
+      'Expected `maxLiveOwnerlessTasks` to be a positive integer, got 0 (number)',
+    );
     expect(() => createTaskService({ now: 5 as never })).toThrow(/`now`/);
   });
 

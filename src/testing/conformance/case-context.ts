@@ -22,6 +22,8 @@ export interface LoggedWarning {
 /** The limits a case may ask the factory for (each provider maps them onto its own options). */
 export interface ConformanceLimits {
   readonly maxLiveTasksPerOwner?: number;
+  /** The live ownerless tasks at once (one shared bucket); absent: the same as `maxLiveTasksPerOwner`. */
+  readonly maxLiveOwnerlessTasks?: number;
   readonly maxLiveTasks?: number;
   readonly maxRetainedTasksPerOwner?: number;
 }

@@ -181,6 +181,35 @@ export const preflightCases: ConformanceGroup = {
       },
     },
     {
+      name: 'ownerless tasks share one admission bucket with the per-owner limit',
+      limits: { maxLiveTasksPerOwner: 2 },
+      async run({ tasks, producer, start, settled }) {
+        const first = await start();
+        await start();
+        const third = producer();
+        const error = await failsWith(() => tasks.start(third.spec), 'ADMISSION_LIMIT');
+        assert.match(String((error as Error).message), /ownerless/);
+        assert.equal(third.runCalls, 0);
+        // Owners keep their own allowance.
+        await start({ owner: createOwner('s1') });
+        first.task.settle();
+        await settled(first.snapshot.id);
+        await tasks.start(third.spec);
+        assert.equal(third.runCalls, 1);
+      },
+    },
+    {
+      name: 'the ownerless bucket takes its own limit when one is given (maxLiveOwnerlessTasks)',
+      limits: { maxLiveTasksPerOwner: 1, maxLiveOwnerlessTasks: 3 },
+      async run({ tasks, producer, start }) {
+        for (let index = 0; index < 3; index += 1) await start();
+        await failsWith(() => tasks.start(producer().spec), 'ADMISSION_LIMIT');
+        const owner = createOwner('s1');
+        await start({ owner });
+        await failsWith(() => tasks.start(producer({ owner }).spec), 'ADMISSION_LIMIT');
+      },
+    },
+    {
       name: 'bounds the whole service with maxLiveTasks, ownerless tasks included',
       limits: { maxLiveTasks: 1 },
       async run({ tasks, producer, start }) {

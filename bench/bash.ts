@@ -53,6 +53,7 @@ function errand() {
   const tasks = createTaskService({
     logger: quietLogger,
     maxLiveTasks: 10_000,
+    maxLiveOwnerlessTasks: 10_000,
     maxRetainedTasksPerOwner: 100_000,
   });
   tasks.attachController('bench');

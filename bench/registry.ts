@@ -59,7 +59,7 @@ async function minimalRegistry(count: number): Promise<number> {
 }
 
 async function throughService(count: number): Promise<number> {
-  const tasks = createTaskService({ maxLiveTasks: count + 1 });
+  const tasks = createTaskService({ maxLiveTasks: count + 1, maxLiveOwnerlessTasks: count + 1 });
   tasks.attachController('bench');
   let settled = 0;
   let allSettled!: () => void;
@@ -91,7 +91,7 @@ function collect(): void {
 }
 
 async function heapPerLiveTask(count: number): Promise<number> {
-  const tasks = createTaskService({ maxLiveTasks: count + 1 });
+  const tasks = createTaskService({ maxLiveTasks: count + 1, maxLiveOwnerlessTasks: count + 1 });
   tasks.attachController('bench');
   const never = new Promise<TaskOutcome>(() => {});
   collect();

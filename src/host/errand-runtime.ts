@@ -380,8 +380,17 @@ async function assembleRuntime(
       : undefined;
   if (pty) built.push(() => pty.dispose());
   const ptyTools = pty ? createPtyTools(pty) : [];
-  const taskTools = createTaskTools({ tasks, ...options.taskTools });
+  // They serve this runtime's sessions, which all get them; child sessions of subagents have their own.
+  let sessions: SessionRuntime | undefined;
+  const taskTools = createTaskTools({
+    tasks,
+    controllerScope: { serves: (owner) => sessions?.getSession(owner.sessionId)?.owner === owner },
+    ...options.taskTools,
+  });
   built.push(() => taskTools.dispose());
+  // Ownerless work started through the runtime's producers is collected by the runtime's own caller
+  // (`tasks`, the dashboard): the runtime serves it.
+  built.push(tasks.attachController('errand-runtime', { ownerless: true }));
   // Filled once the session runtime exists; producers only call it later, for live sessions.
   let policyOf: SessionRuntime['policyOf'] = () => undefined;
   let subagents: SubagentProducer | undefined;
@@ -446,7 +455,7 @@ async function assembleRuntime(
   };
 
   let runtime: ErrandRuntime;
-  const sessions = createSessionRuntime({
+  sessions = createSessionRuntime({
     store,
     tasks,
     model: options.model,

@@ -83,6 +83,28 @@ describe('createErrandMcpServer', () => {
     expect(await call('task_list')).toHaveLength(1);
   });
 
+  it('rejects an unknown argument key of task_output, task_list and task_kill, naming it, as it does for bash', async () => {
+    const { client, call } = await connect();
+    const [started] = await call('bash', { command: 'exec sleep 600', run_in_background: true });
+    const id = /bash-\d+/.exec(started ?? '')![0];
+    for (const [name, args] of [
+      ['bash', { command: 'true', bogus: 1 }],
+      ['task_output', { task_id: id, bogus: 1 }],
+      ['task_list', { bogus: 1 }],
+      ['task_kill', { task_id: id, bogus: 1 }],
+    ] as const) {
+      const result = (await client.callTool(
+        { name, arguments: args },
+        CallToolResultSchema,
+      )) as CallToolResult;
+      const text = result.content.flatMap((block) => (block.type === 'text' ? [block.text] : [])).join('\n');
+      expect(result.isError, name).toBe(true);
+      expect(text, name).toContain('bogus');
+    }
+    // The refused task_kill stopped nothing.
+    expect(runtime!.tasks.get(id, server!.session.owner).status).toBe('running');
+  });
+
   it('does not append the notification of a task whose end the client already read with task_output', async () => {
     const { call, waitForLogs } = await connect();
     const [started] = await call('bash', { command: 'exec sleep 600', run_in_background: true });

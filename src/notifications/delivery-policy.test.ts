@@ -398,6 +398,28 @@ describe('delivery policy', () => {
     });
   });
 
+  it("queues no notice for a task its own owner's disposal ended, nor for one the service's disposal ended", async () => {
+    const h = harness();
+    const { task } = await h.start({ onCancel: 'ignore' });
+    const { task: quick } = await h.start();
+    const disposal = h.owner.dispose();
+    task.settle({ status: 'killed' });
+    await disposal;
+    expect(quick.cancelReasons).toEqual(['owner disposal']);
+    const other = createOwner('session-2');
+    const policy = createDeliveryPolicy({
+      tasks: h.tasks,
+      owner: other,
+      enqueue: (n) => void h.queue.push(n),
+    });
+    await h.tasks.start(scriptedTask({ owner: other, onCancel: 'throw' }).spec);
+    await h.tasks.start(scriptedTask({ owner: other }).spec);
+    await h.tasks.dispose();
+    await flushMicrotasks(20);
+    expect(h.queue).toEqual([]);
+    policy.dispose();
+  });
+
   it('stops delivering once disposed', async () => {
     const h = harness();
     const { id, task } = await h.start();

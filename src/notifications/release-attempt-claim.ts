@@ -26,7 +26,8 @@ export function releaseAttemptClaim(
 ): AttemptClaimRelease {
   try {
     if (tasks.get(taskId, caller).attempt !== attempt) return 'other_attempt';
-    tasks.releaseClaim(taskId, caller);
+    // The provider checks the attempt again in the same step as the release.
+    tasks.releaseClaim(taskId, caller, { attempt });
     return 'released';
   } catch (error) {
     if (ErrandError.hasCode(error, 'TASK_NOT_FOUND')) return 'not_found';

@@ -8,6 +8,7 @@ import {
   type Caller,
   CancelFailedError,
   CancelNotSupportedError,
+  type ControllerScope,
   type Disposer,
   ErrandError,
   formatTaskId,
@@ -23,6 +24,7 @@ import {
   OwnerDisposedError,
   ProducerContractError,
   parseTaskId,
+  type ReleaseClaimOptions,
   ServiceDisposedError,
   type StopInitiator,
   type TaskChangeListener,
@@ -44,6 +46,7 @@ import {
   TERMINAL_STATUSES,
   WaitAbortedError,
 } from '../tasks/index.js';
+import { ControllerSet } from './controller-set.js';
 import {
   type ResolvedTaskServiceOptions,
   resolveTaskServiceOptions,
@@ -140,7 +143,7 @@ export class LocalTaskService implements TaskService {
   /** Copy-on-write lists: notifying iterates without copying, and (un)subscribing mid-notification is safe. */
   #doneSubscriptions: readonly DoneSubscription[] = [];
   #changeSubscriptions: readonly ChangeSubscription[] = [];
-  readonly #controllers = new Set<symbol>();
+  readonly #controllers = new ControllerSet();
   #liveCount = 0;
   #disposal: Promise<void> | undefined;
 
@@ -160,15 +163,20 @@ export class LocalTaskService implements TaskService {
     // Preflight: every step that can fail happens before run().
     if (this.#disposal) throw new ServiceDisposedError();
     validateSpec(spec, typeof spec?.kind === 'string' && this.#sequences.has(spec.kind));
-    if (this.#options.requireController && this.#controllers.size === 0)
-      throw new NoControllerError(spec.kind);
     const owner = spec.owner;
+    // Foreground work is collected by the call that waits for it; background work needs a controller.
+    if (spec.background !== false) this.#requireController(spec.kind, owner);
     if (owner?.disposed) throw new OwnerDisposedError(owner.sessionId);
     const previous = spec.resumeId === undefined ? undefined : this.#preflightResume(spec, spec.resumeId);
     const bucket = this.#bucket(owner?.sessionId ?? '');
-    if (owner && bucket.live >= this.#options.maxLiveTasksPerOwner) {
+    // Ownerless tasks share one bucket ('') with a limit of its own, so they cannot crowd out the sessions.
+    const bucketLimit = owner ? this.#options.maxLiveTasksPerOwner : this.#options.maxLiveOwnerlessTasks;
+    if (bucket.live >= bucketLimit) {
       this.#dropBucketIfEmpty(bucket);
-      throw new AdmissionLimitError(`session ${owner.sessionId}`, this.#options.maxLiveTasksPerOwner);
+      throw new AdmissionLimitError(
+        owner ? `session ${owner.sessionId}` : 'the ownerless tasks',
+        bucketLimit,
+      );
     }
     if (this.#liveCount >= this.#options.maxLiveTasks) {
       this.#dropBucketIfEmpty(bucket);
@@ -220,6 +228,7 @@ export class LocalTaskService implements TaskService {
       record.status = 'running';
       record.reported = false;
       record.claimHolders = 0;
+      record.tornDown = false;
       record.detail = context.pendingDetail;
       record.isBackgrounded = spec.background ?? true;
       record.branchGeneration = branchGeneration;
@@ -398,6 +407,11 @@ export class LocalTaskService implements TaskService {
 
     this.#liveCount -= 1;
     record.bucket.live -= 1;
+    if (record.tornDown && !record.reported) {
+      // The teardown that ended it holds the claim: no notifier tells an owner that is going away.
+      record.reported = true;
+      record.claimHolders = 1;
+    }
 
     // Live waiters take delivery before any notifier can.
     if (record.waiters) {
@@ -439,7 +453,8 @@ export class LocalTaskService implements TaskService {
 
   #notifyDone(record: TaskRecord): void {
     const subscriptions = this.#doneSubscriptions;
-    if (subscriptions.length === 0) return;
+    // Once the service is being disposed, nobody is told of any end: what ends now, its disposal ended.
+    if (subscriptions.length === 0 || this.#disposal !== undefined) return;
     const snapshot = snapshotOf(record);
     for (const subscription of subscriptions) {
       if (subscription.owner !== undefined && subscription.owner !== record.owner) continue;
@@ -634,6 +649,7 @@ export class LocalTaskService implements TaskService {
    */
   #cancelForTeardown(record: TaskRecord, reason: string): void {
     if (!isLive(record)) return;
+    record.tornDown = true;
     if (record.status === 'running') {
       record.status = 'stopping';
       record.cancelRequestedAt = this.#options.now();
@@ -671,9 +687,16 @@ export class LocalTaskService implements TaskService {
     return true;
   }
 
-  releaseClaim(id: string, caller?: Caller): void {
+  releaseClaim(id: string, caller?: Caller, options: ReleaseClaimOptions = {}): void {
     const record = this.#authorize(id, caller);
-    if (!record.reported) return;
+    const attempt = options.attempt;
+    if (attempt !== undefined && (!Number.isSafeInteger(attempt) || attempt < 1)) {
+      throw new InvalidArgumentError('attempt', 'a positive integer', attempt, { taskId: record.id });
+    }
+    // Checked in the same step as the release: the claim of a newer attempt is not the caller's to return.
+    if (attempt !== undefined && attempt !== record.attempt) return;
+    // A teardown's claim is never returned: the owner it would tell is gone.
+    if (!record.reported || record.tornDown) return;
     if (record.claimHolders > 1) {
       // Another waiter received the same end: the result was reported to it all the same.
       record.claimHolders -= 1;
@@ -688,6 +711,8 @@ export class LocalTaskService implements TaskService {
   requestBackground(id: string, caller?: Caller): TaskSnapshot {
     const record = this.#authorize(id, caller);
     if (!isLive(record) || record.isBackgrounded) return snapshotOf(record);
+    // Checked now, not at start: the work stays in the foreground, where its call still collects it.
+    this.#requireController(record.kind, record.owner);
     record.isBackgrounded = true;
     touch(record);
     if (record.backgroundWaiters) {
@@ -798,14 +823,15 @@ export class LocalTaskService implements TaskService {
     }
   }
 
-  attachController(name: string): Disposer {
-    if (typeof name !== 'string' || name === '')
-      throw new InvalidArgumentError('name', 'a non-empty string', name);
-    const token = Symbol(name);
-    this.#controllers.add(token);
-    return () => {
-      this.#controllers.delete(token);
-    };
+  /** Fails unless some attached controller can collect and stop background work of `owner`. */
+  #requireController(kind: TaskKind, owner: Owner | undefined): void {
+    if (this.#options.requireController && !this.#controllers.serves(owner)) {
+      throw new NoControllerError(kind, owner?.sessionId);
+    }
+  }
+
+  attachController(name: string, scope?: ControllerScope): Disposer {
+    return this.#controllers.attach(name, scope);
   }
 
   // ---------------------------------------------------------------- owners and disposal
@@ -848,6 +874,9 @@ export class LocalTaskService implements TaskService {
     const live = [...this.#records.values()].filter(isLive);
     for (const record of live) this.#cancelForTeardown(record, 'service disposal');
     await Promise.all(live.map(whenTerminal));
+    // What the disposal ended leaves the set (announced as removed), so no viewer keeps a stale row;
+    // tasks that had finished before stay readable.
+    for (const record of live) this.#remove(record);
     for (const state of this.#owners.values()) state.detach();
     this.#owners.clear();
     this.#releaseSequenceBlocks();

@@ -24,6 +24,10 @@ interface TrackedTask {
   /** Waits that resolved with a terminal snapshot. */
   waiterReceived: number;
   settledByProducer: boolean;
+  /** Live when its owner's or the service's disposal began: that teardown ends it and takes its claim. */
+  tornDown: boolean;
+  /** Completion listener calls after the service's disposal began (there must be none). */
+  toldDuringDisposal: number;
 }
 
 interface World {
@@ -61,6 +65,8 @@ const startCommand = (sessionIndex: number, onCancel: CancelBehavior, streaming:
       notified: 0,
       waiterReceived: 0,
       settledByProducer: false,
+      tornDown: false,
+      toldDuringDisposal: 0,
     });
   };
   command.toString = () => `start(${SESSIONS[sessionIndex]}, ${onCancel}, ${streaming ? 'stream' : 'final'})`;
@@ -70,6 +76,16 @@ const startCommand = (sessionIndex: number, onCancel: CancelBehavior, streaming:
 function pick(world: World, index: number): TrackedTask | undefined {
   if (world.tracked.length === 0) return undefined;
   return world.tracked[index % world.tracked.length];
+}
+
+/** Whether the registry still counts the task live (a forgotten task is not). */
+function isLive(world: World, task: TrackedTask): boolean {
+  try {
+    const status = world.tasks.get(task.id, trusted).status;
+    return status === 'running' || status === 'stopping';
+  } catch {
+    return false;
+  }
 }
 
 function ignoreNotFound(error: unknown): void {
@@ -161,6 +177,8 @@ const disposeOwnerCommand = (sessionIndex: number): Command => {
     if (world.ownerDisposed[sessionIndex]) return;
     world.ownerDisposed[sessionIndex] = true;
     const owner = world.owners[sessionIndex]!;
+    // The owner's cleanup cancels, within dispose(), what is live right now.
+    for (const task of world.tracked) if (task.owner === owner && isLive(world, task)) task.tornDown = true;
     // Settle stuck producers so disposal can finish, as a compliant-but-slow producer eventually would.
     for (const task of world.tracked) {
       if (task.owner === owner && !task.settledByProducer) {
@@ -185,6 +203,7 @@ const disposeOwnerCommand = (sessionIndex: number): Command => {
 const disposeServiceCommand: Command = async (world) => {
   if (world.serviceDisposed) return;
   world.serviceDisposed = true;
+  for (const task of world.tracked) if (isLive(world, task)) task.tornDown = true;
   for (const task of world.tracked) {
     if (!task.settledByProducer) {
       queueMicrotask(() => task.producer.settle({ status: 'killed' }));
@@ -206,6 +225,9 @@ function checkInvariants(world: World): void {
     expect(task.doneCount, `${task.id} done count`).toBeLessThanOrEqual(1);
     // Never two deliveries: a waiter that got the result excludes a notification.
     expect(task.notified, `${task.id} notifications`).toBeLessThanOrEqual(1);
+    // A teardown took the end: nobody is left to tell.
+    if (task.tornDown) expect(task.notified, `${task.id} notified after its teardown`).toBe(0);
+    expect(task.toldDuringDisposal, `${task.id} told while the service was disposed`).toBe(0);
     if (task.waiterReceived > 0) expect(task.notified, `${task.id} notified after a waiter`).toBe(0);
     // A settled task that was not notified was claimed by a live waiter at settlement.
     if (task.doneCount === 1 && task.notified === 0) {
@@ -270,6 +292,7 @@ describe('registry model', () => {
           const task = world.tracked.find((candidate) => candidate.id === snapshot.id);
           if (!task) return;
           task.doneCount += 1;
+          if (world.serviceDisposed) task.toldDuringDisposal += 1;
           if (tasks.claim(snapshot.id, trusted)) task.notified += 1;
         });
         for (const command of commands) {
@@ -279,11 +302,18 @@ describe('registry model', () => {
         // Let everything finish, then check once more.
         for (const task of world.tracked) task.producer.settle({ status: 'completed' });
         for (const entry of world.waits) entry.controller.abort();
-        await tasks.dispose();
+        // Their ends are processed before the service goes: what is still live now is torn down.
+        await flushMicrotasks(10);
+        await disposeServiceCommand(world);
         await Promise.all(world.pending);
         await flushMicrotasks(10);
         checkInvariants(world);
         for (const task of world.tracked) {
+          if (task.tornDown) {
+            // An owner's teardown still tells its listeners (the end is reported); the service's tells none.
+            expect(task.doneCount, `${task.id} told more than once`).toBeLessThanOrEqual(1);
+            continue;
+          }
           expect(task.doneCount, `${task.id} settled`).toBe(1);
           // Exactly one delivery: the notification, or a waiter that held the result at settlement.
           if (task.waiterReceived === 0) expect(task.notified, `${task.id} lost`).toBe(1);

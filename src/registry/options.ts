@@ -13,6 +13,11 @@ import { optionKeys, rejectUnknownOptions, validateLoggerOption } from '../tasks
 export interface TaskServiceOptions {
   /** Live (running + stopping) tasks one session may own at once. Default 10. */
   readonly maxLiveTasksPerOwner?: number;
+  /**
+   * Live ownerless tasks at once: they share one admission bucket, as if one owner had them all.
+   * Default: `maxLiveTasksPerOwner`.
+   */
+  readonly maxLiveOwnerlessTasks?: number;
   /** Live tasks in the whole service, owned or not. Default 1000. */
   readonly maxLiveTasks?: number;
   /**
@@ -56,6 +61,7 @@ export interface SequenceBlocks {
 /** Every key of `TaskServiceOptions`; any other key is rejected with `UNKNOWN_OPTION`. */
 export const TASK_SERVICE_OPTION_KEYS = optionKeys<TaskServiceOptions>()({
   maxLiveTasksPerOwner: true,
+  maxLiveOwnerlessTasks: true,
   maxLiveTasks: true,
   maxRetainedTasksPerOwner: true,
   requireController: true,
@@ -68,6 +74,7 @@ export const TASK_SERVICE_OPTION_KEYS = optionKeys<TaskServiceOptions>()({
 
 export interface ResolvedTaskServiceOptions {
   readonly maxLiveTasksPerOwner: number;
+  readonly maxLiveOwnerlessTasks: number;
   readonly maxLiveTasks: number;
   readonly maxRetainedTasksPerOwner: number;
   readonly requireController: boolean;
@@ -119,12 +126,18 @@ export function resolveTaskServiceOptions(options: TaskServiceOptions = {}): Res
       throw new InvalidArgumentError(`initialSequences.${kind}`, 'a non-negative integer', sequence);
     }
   }
+  const maxLiveTasksPerOwner = positiveInteger(
+    'maxLiveTasksPerOwner',
+    options.maxLiveTasksPerOwner,
+    TASK_SERVICE_DEFAULTS.maxLiveTasksPerOwner,
+  );
   return {
     initialSequences,
-    maxLiveTasksPerOwner: positiveInteger(
-      'maxLiveTasksPerOwner',
-      options.maxLiveTasksPerOwner,
-      TASK_SERVICE_DEFAULTS.maxLiveTasksPerOwner,
+    maxLiveTasksPerOwner,
+    maxLiveOwnerlessTasks: positiveInteger(
+      'maxLiveOwnerlessTasks',
+      options.maxLiveOwnerlessTasks,
+      maxLiveTasksPerOwner,
     ),
     maxLiveTasks: positiveInteger('maxLiveTasks', options.maxLiveTasks, TASK_SERVICE_DEFAULTS.maxLiveTasks),
     maxRetainedTasksPerOwner: positiveInteger(

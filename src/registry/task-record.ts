@@ -53,6 +53,11 @@ export class TaskRecord {
    * returning its share (`releaseClaim`) does not un-tell the others.
    */
   claimHolders = 0;
+  /**
+   * Set when an owner's or the service's disposal asked the task to stop: its end is taken by the
+   * teardown (reported, the claim never returned), since nobody is left to tell.
+   */
+  tornDown = false;
   detail: TaskDetail;
   isBackgrounded: boolean;
   branchGeneration: number;

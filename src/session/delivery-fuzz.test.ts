@@ -87,6 +87,8 @@ describe('session delivery across races', () => {
               }),
             ],
           });
+          // The property settles and reads the tasks itself: it is their controller.
+          runtime.tasks.attachController('delivery-fuzz');
           const session = runtime.createSession({ id: 's1' });
           const tasks: ScriptedTask[] = [];
           for (let index = 0; index < TASKS; index += 1) {

@@ -71,6 +71,7 @@ describe('resume after a crash', () => {
       logger: capturingLogger(),
       tools: (opened) => [startTaskTool(opened, board)],
     });
+    runtime.tasks.attachController('resume-test');
     const session = runtime.resumeSession('s1');
 
     const entries = store.listLedger('s1').filter((entry) => entry.kind === 'notification');

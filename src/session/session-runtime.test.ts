@@ -4,7 +4,32 @@ import { createTaskService } from '../registry/index.js';
 import { createMemorySessionStore } from '../store/index.js';
 import { scriptedModel, scriptedTask } from '../testing/index.js';
 import { defineTool } from '../tools/index.js';
-import { createSessionRuntime, type SessionRuntimeOptions } from './session-runtime.js';
+import { createSessionRuntime, type SessionRuntime, type SessionRuntimeOptions } from './session-runtime.js';
+
+/** These tests start and settle tasks themselves: they are the runtime's task controller. */
+function collected(runtime: SessionRuntime): SessionRuntime {
+  runtime.tasks.attachController('test');
+  return runtime;
+}
+
+/** A task service that counts the subscriptions made to it, so a test can tell nothing attached. */
+function watchedTaskService() {
+  const tasks = createTaskService();
+  const subscriptions: string[] = [];
+  const watched = new Proxy(tasks, {
+    get(target, property) {
+      const value = Reflect.get(target, property, target);
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) => {
+        if (property === 'onTasksChanged' || property === 'onTaskDone' || property === 'attachController') {
+          subscriptions.push(property);
+        }
+        return Reflect.apply(value, target, args);
+      };
+    },
+  });
+  return { tasks: watched, subscriptions };
+}
 
 describe('session runtime options', () => {
   it.each<[string, Partial<SessionRuntimeOptions>]>([
@@ -33,7 +58,7 @@ describe('session runtime options', () => {
 
   it('a bad notification option fails before the runtime attaches to the service or writes a session', async () => {
     const store = createMemorySessionStore();
-    const tasks = createTaskService();
+    const { tasks, subscriptions } = watchedTaskService();
     expect(() =>
       createSessionRuntime({
         store,
@@ -43,7 +68,7 @@ describe('session runtime options', () => {
       }),
     ).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
     expect(store.listSessions()).toEqual([]);
-    await expect(tasks.start(scriptedTask().spec)).rejects.toMatchObject({ code: 'NO_CONTROLLER' });
+    expect(subscriptions).toEqual([]);
     await tasks.dispose();
   });
 
@@ -77,14 +102,14 @@ describe('session runtime options', () => {
     ['notifications.owner', { notifications: { owner: {} } }, 'known options: `notifications.defaultLane`'],
   ])('rejects the unknown key %s before attaching to the service', async (field, options, hint) => {
     const store = createMemorySessionStore();
-    const tasks = createTaskService();
+    const { tasks, subscriptions } = watchedTaskService();
     const create = () => createSessionRuntime({ store, tasks, model: scriptedModel(), ...options });
     expect(create).toThrow(
       expect.objectContaining({ code: 'UNKNOWN_OPTION', context: expect.objectContaining({ field }) }),
     );
     expect(create).toThrow(`Unknown option \`${field}\` for createSessionRuntime`);
     expect(create).toThrow(hint);
-    await expect(tasks.start(scriptedTask().spec)).rejects.toMatchObject({ code: 'NO_CONTROLLER' });
+    expect(subscriptions).toEqual([]);
     await tasks.dispose();
   });
 
@@ -113,8 +138,8 @@ describe('session runtime options', () => {
 describe('one runtime per open session', () => {
   it('refuses to resume a session another runtime of this process has open, until it closes or is disposed', async () => {
     const store = createMemorySessionStore();
-    const first = createSessionRuntime({ store, model: scriptedModel([]) });
-    const second = createSessionRuntime({ store, model: scriptedModel([]) });
+    const first = collected(createSessionRuntime({ store, model: scriptedModel([]) }));
+    const second = collected(createSessionRuntime({ store, model: scriptedModel([]) }));
     const session = first.createSession({ id: 's1' });
     first.createSession({ id: 's2' });
     const { id } = await first.tasks.start(scriptedTask({ kind: 'bash', owner: session.owner }).spec);
@@ -179,8 +204,8 @@ describe('one runtime per open session', () => {
 describe('task ids across runtimes on one store', () => {
   it('never repeats an id between runtimes running at once, and continues after the last one used', async () => {
     const store = createMemorySessionStore();
-    const first = createSessionRuntime({ store, model: scriptedModel([]) });
-    const second = createSessionRuntime({ store, model: scriptedModel([]) });
+    const first = collected(createSessionRuntime({ store, model: scriptedModel([]) }));
+    const second = collected(createSessionRuntime({ store, model: scriptedModel([]) }));
     const a = first.createSession({ id: 'a' });
     const b = second.createSession({ id: 'b' });
     const ids: string[] = [];
@@ -192,7 +217,7 @@ describe('task ids across runtimes on one store', () => {
     expect(ids.slice(0, 2)).toEqual(['bash-1', 'bash-101']);
     // The second runtime ends: its block was the newest, so what it did not use goes back.
     await second.dispose();
-    const third = createSessionRuntime({ store, model: scriptedModel([]) });
+    const third = collected(createSessionRuntime({ store, model: scriptedModel([]) }));
     const c = third.createSession({ id: 'c' });
     expect((await third.tasks.start(scriptedTask({ kind: 'bash', owner: c.owner }).spec)).id).toBe(
       'bash-104',

@@ -179,7 +179,6 @@ export class SessionRuntime {
   readonly #logger: Logger;
   readonly #now: () => number;
   readonly #clock: Clock;
-  readonly #detachController: () => void;
   readonly #stopRecording: () => void;
   /** Distinguishes this runtime's notifications in the ledger from an earlier one's with the same task ids. */
   readonly #instance = randomUUID().slice(0, 8);
@@ -206,7 +205,6 @@ export class SessionRuntime {
         initialSequences: lastSequences(options.store),
         sequenceBlocks: storeSequenceBlocks(options.store),
       });
-    this.#detachController = this.tasks.attachController('session-runtime');
     this.#stopRecording = this.tasks.onTasksChanged((change) => this.#record(change.reason, change.task), {
       caller: runtimeCaller,
     });
@@ -545,7 +543,6 @@ export class SessionRuntime {
       // holding the session (live, for other runtimes) until it is closed, and deregisters after.
       if (this.#sessions.size === 0) this.#unregister();
       this.#stopRecording();
-      this.#detachController();
       if (this.#ownsTasks) await this.tasks.dispose();
     })();
     return this.#disposal;

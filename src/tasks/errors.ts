@@ -100,12 +100,17 @@ export class InvalidTimeoutError extends ErrandError {
 }
 
 export class NoControllerError extends ErrandError {
-  constructor(kind: string) {
+  /** `sessionId`: the owner no controller serves; absent for ownerless work. */
+  constructor(kind: string, sessionId?: string) {
+    const whom =
+      sessionId === undefined
+        ? 'no service-wide task controller is attached (ownerless work needs one)'
+        : `no task controller serves session ${JSON.stringify(sessionId)}`;
     super(
       'NO_CONTROLLER',
       'system',
-      `Cannot start a ${JSON.stringify(kind)} task: no task controller is attached, so nothing could collect or stop it`,
-      { context: { kind } },
+      `Cannot start a ${JSON.stringify(kind)} task: ${whom}, so nothing could collect or stop it`,
+      { context: sessionId === undefined ? { kind } : { kind, sessionId } },
     );
   }
 }

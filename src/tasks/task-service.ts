@@ -3,10 +3,12 @@ import type { Caller } from './owner.js';
 import type { StopInitiator } from './status.js';
 import type {
   BackgroundWaitResult,
+  ControllerScope,
   Disposer,
   KillOptions,
   OnTaskDoneOptions,
   OnTasksChangedOptions,
+  ReleaseClaimOptions,
   TaskChangeListener,
   TaskDoneListener,
   TaskReadResult,
@@ -37,13 +39,21 @@ export interface TaskService {
   onTaskDone(listener: TaskDoneListener, options?: OnTaskDoneOptions): Disposer;
   /** Subscribes to changes of the caller-visible set (the level signal). */
   onTasksChanged(listener: TaskChangeListener, options?: OnTasksChangedOptions): Disposer;
-  /** While no controller is attached, `start` fails before the producer runs. */
-  attachController(name: string): Disposer;
+  /**
+   * Declares a task controller (something that can collect and stop work: the task tools, a dashboard)
+   * for the owners of `scope`, or for the whole service. A start for an owner no attached controller
+   * serves — or an ownerless start while no service-wide controller is attached — fails with
+   * `NO_CONTROLLER` before the producer runs.
+   */
+  attachController(name: string, scope?: ControllerScope): Disposer;
 
   /** Takes the one-shot delivery claim of a terminal task; true for the first claimant only. */
   claim(id: string, caller?: Caller): boolean;
-  /** Returns a claim (for example when enqueueing the notification failed). */
-  releaseClaim(id: string, caller?: Caller): void;
+  /**
+   * Returns a claim (for example when enqueueing the notification failed). With `attempt`, only while the
+   * task is still at that attempt: a notifier of an earlier attempt never returns a resumed task's claim.
+   */
+  releaseClaim(id: string, caller?: Caller, options?: ReleaseClaimOptions): void;
   /** Moves running foreground work to the background. Resolves to the snapshot after the move. */
   requestBackground(id: string, caller?: Caller): TaskSnapshot;
   /** Resolves when the task is moved to the background or settles, whichever comes first. */

@@ -98,6 +98,11 @@ export interface TaskReadResult {
   readonly snapshot: TaskSnapshot;
 }
 
+export interface ReleaseClaimOptions {
+  /** The attempt the claim was taken on; a task re-registered since (a resume) keeps its own claim. */
+  readonly attempt?: number;
+}
+
 export interface KillOptions {
   readonly initiator?: StopInitiator;
 }
@@ -131,6 +136,20 @@ export interface OnTaskDoneOptions {
 export interface OnTasksChangedOptions {
   /** Limits both the changes and the level signal to what this caller may see. */
   readonly caller?: Caller;
+}
+
+/**
+ * What a task controller serves: whose background work it can collect and stop. Give at most one of
+ * `owner` and `serves`, and `ownerless` for work without an owner; give no scope at all for a
+ * service-wide controller, which serves every owner and ownerless work.
+ */
+export interface ControllerScope {
+  /** Serves the tasks of this owner's session (session equality, as access is granted). */
+  readonly owner?: Owner;
+  /** Serves the owners it accepts; asked at every start of owned background work. */
+  readonly serves?: (owner: Owner) => boolean;
+  /** Serves ownerless work (its callers are non-agent callers, who read and stop it themselves). Default false. */
+  readonly ownerless?: boolean;
 }
 
 /** Returned by subscriptions and attachments; call it to undo them. */

@@ -44,7 +44,8 @@ export const TASK_KILL_TOOL_NAME = 'task_kill';
 const DESCRIPTION =
   'Stop a background task that no longer matters. The optional reason is recorded with the stop. A task that has already ended is left as it is and its status is reported.';
 
-const inputSchema = z.object({
+// Strict, as bash is: an unknown key is refused by name, not silently dropped.
+const inputSchema = z.strictObject({
   task_id: z.string().describe('The id of the background task to stop, for example "bash-3".'),
   reason: z.string().max(1000).optional().describe('Why the task is stopped (recorded; optional).'),
 });

@@ -55,7 +55,8 @@ export function createTaskListTool(runtime: TaskToolsRuntime): ToolDefinition<Ta
   return defineTool<TaskListInput, TaskListValue>({
     name: TASK_LIST_TOOL_NAME,
     description: DESCRIPTION,
-    inputSchema: z.object({}) as unknown as z.ZodType<TaskListInput>,
+    // Strict, as bash is: an unknown key is refused by name, not silently dropped.
+    inputSchema: z.strictObject({}) as unknown as z.ZodType<TaskListInput>,
     resultLimitBytes: () => runtime.options.listOutputLimitBytes,
     async execute(_input, context): Promise<ToolResult<TaskListValue>> {
       const limit = runtime.options.listOutputLimitBytes;

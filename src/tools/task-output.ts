@@ -36,7 +36,8 @@ export const TASK_OUTPUT_TOOL_NAME = 'task_output';
 
 function inputSchema(runtime: TaskToolsRuntime) {
   const { defaultWaitMs, maxWaitMs } = runtime.options;
-  return z.object({
+  // Strict, as bash is: an unknown key is refused by name, not silently dropped.
+  return z.strictObject({
     task_id: z.string().describe('The id of a background task, for example "bash-3".'),
     wait: z
       .boolean()

@@ -1,5 +1,5 @@
 /** Options of the task tools, their defaults and their validation. */
-import { InvalidArgumentError, type TaskService } from '../tasks/index.js';
+import { type ControllerScope, InvalidArgumentError, type TaskService } from '../tasks/index.js';
 import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
 import type { StopDispatch } from './stop-dispatch.js';
 
@@ -30,6 +30,12 @@ export interface TaskToolsOptions {
   readonly stop?: StopDispatch;
   /** The name the tools attach as a task controller. Default `task-tools`. */
   readonly controllerName?: string;
+  /**
+   * The owners whose background work these tools can collect and stop: the sessions they are given to
+   * (`{ owner }` or `{ serves }`). Default: every owner and ownerless work — right when every session gets
+   * these tools; narrow it when only some do, so a session without them cannot start work nobody collects.
+   */
+  readonly controllerScope?: ControllerScope;
 }
 
 /** Every key of `TaskToolsOptions`; any other key is rejected with `UNKNOWN_OPTION`. */
@@ -44,6 +50,7 @@ export const TASK_TOOLS_OPTION_KEYS = optionKeys<TaskToolsOptions>()({
   maxLabelChars: true,
   stop: true,
   controllerName: true,
+  controllerScope: true,
 });
 
 export interface ResolvedTaskToolsOptions {

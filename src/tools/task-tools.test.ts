@@ -83,6 +83,39 @@ describe('createTaskTools', () => {
     });
   });
 
+  it('serves only the owners of controllerScope when it is given', async () => {
+    const tasks = createTaskService({ logger: capturingLogger() });
+    const served = createOwner('served');
+    const tools = createTaskTools({ tasks, controllerScope: { owner: served } });
+    await expect(tasks.start(scriptedTask({ owner: served }).spec)).resolves.toMatchObject({
+      status: 'running',
+    });
+    await expect(tasks.start(scriptedTask({ owner: createOwner('other') }).spec)).rejects.toMatchObject({
+      code: 'NO_CONTROLLER',
+    });
+    await expect(tasks.start(scriptedTask().spec)).rejects.toMatchObject({ code: 'NO_CONTROLLER' });
+    expect(() => createTaskTools({ tasks, controllerScope: { serves: 1 as never } })).toThrow(/`serves`/);
+    tools.dispose();
+    await tasks.dispose();
+  });
+
+  it.each([
+    ['task_output', { task_id: 'bash-1', bogus: 1 }],
+    ['task_list', { bogus: 1 }],
+    ['task_kill', { task_id: 'bash-1', reason: 'r', bogus: 1 }],
+  ] as const)('%s rejects an unknown argument key, naming it (as bash does)', async (name, input) => {
+    const h = harness();
+    const { id, task } = await h.start({ onCancel: 'ignore' });
+    expect(id).toBe('bash-1');
+    const result = await h.call(name, input);
+    expect(result.isError).toBe(true);
+    expect(result.text).toMatch(new RegExp(`^Error \\[INVALID_TOOL_INPUT\\]: invalid input for ${name}: `));
+    expect(result.text).toContain('"bogus"');
+    // Nothing ran: no read, no stop.
+    expect(task.cancelReasons).toEqual([]);
+    expect(h.tasks.get(id, h.owner).status).toBe('running');
+  });
+
   it('answers TOOLS_DISPOSED once disposed', async () => {
     const h = harness();
     const { id } = await h.start();

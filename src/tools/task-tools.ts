@@ -38,7 +38,7 @@ export function createTaskTools(options: TaskToolsOptions): TaskTools {
   const taskList = createTaskListTool(runtime);
   const taskKill = createTaskKillTool(runtime);
   // Attach last: nothing above can fail after the controller is attached.
-  const detach = tasks.attachController(resolved.controllerName);
+  const detach = tasks.attachController(resolved.controllerName, options.controllerScope);
   return Object.freeze({
     taskOutput,
     taskList,

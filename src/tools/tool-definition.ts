@@ -61,6 +61,12 @@ export interface ToolDefinition<Input = unknown, Value = unknown> {
    * Undefined: unbounded.
    */
   resultLimitBytes?(rawInput: unknown, context: ToolContext): number | undefined;
+  /**
+   * Looks at the raw input before the schema does and returns the error to answer with, if any: a
+   * parameter this instance leaves out of its schema on purpose (a disabled `run_in_background`) is
+   * refused with the tool's own code and a sentence the model can act on, not as an unknown key.
+   */
+  refuseInput?(rawInput: unknown): Error | undefined;
 }
 
 /** Any tool definition, whatever its input and value types. */
@@ -73,6 +79,7 @@ export interface DefineToolOptions<Input, Value> {
   readonly inputSchema: ZodType<Input>;
   execute(input: Input, context: ToolContext): Promise<ToolResult<Value>>;
   resultLimitBytes?(rawInput: unknown, context: ToolContext): number | undefined;
+  refuseInput?(rawInput: unknown): Error | undefined;
 }
 
 const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
@@ -86,6 +93,9 @@ export function defineTool<Input, Value>(
   }
   if (typeof options.execute !== 'function') {
     throw new InvalidArgumentError('execute', 'a function', options.execute);
+  }
+  if (options.refuseInput !== undefined && typeof options.refuseInput !== 'function') {
+    throw new InvalidArgumentError('refuseInput', 'a function', options.refuseInput);
   }
   const jsonSchema = z.toJSONSchema(options.inputSchema, { target: 'draft-2020-12' }) as JsonSchema;
   delete jsonSchema.$schema;
@@ -153,6 +163,8 @@ async function runTool<Input, Value>(
   if (context.signal.aborted) {
     return toolError(describeToolError(new ToolCallAbortedError(definition.name, context.signal.reason)));
   }
+  const refusal = refusalOf(definition, rawInput);
+  if (refusal !== undefined) return toolError(describeToolError(refusal));
   const parsed = definition.inputSchema.safeParse(rawInput ?? {});
   if (!parsed.success) {
     const problems = parsed.error.issues.map((issue) => {
@@ -171,6 +183,20 @@ async function runTool<Input, Value>(
     return await definition.execute(parsed.data, context);
   } catch (error) {
     return toolError(describeToolError(error));
+  }
+}
+
+/** Whether a call's raw input names `key`, whatever its value (for `refuseInput`). */
+export function hasInputKey(key: string, rawInput: unknown): boolean {
+  return typeof rawInput === 'object' && rawInput !== null && Object.hasOwn(rawInput, key);
+}
+
+function refusalOf(definition: AnyToolDefinition, rawInput: unknown): unknown {
+  if (definition.refuseInput === undefined) return undefined;
+  try {
+    return definition.refuseInput(rawInput);
+  } catch (error) {
+    return error;
   }
 }
 

@@ -48,6 +48,8 @@ export function runtimeForTest(
     tools: (session) => [startTaskTool(session, board)],
     ...options,
   });
+  // The tests collect the tasks themselves (they settle and read them): they are the controller.
+  runtime.tasks.attachController('session-tests');
   return { runtime, model, board, store, logger };
 }
 

@@ -145,9 +145,13 @@ describe('schema', () => {
 
   it('rejects a forced run_in_background on a disabled instance, through the validator or directly', async () => {
     const { tool, spawns } = setup({ tool: { enableRunInBackground: false } });
-    const validated = await executeTool(tool, { command: 'true', run_in_background: true }, context());
-    expect(validated).toMatchObject({ isError: true });
-    expect(validated.text).toContain('run_in_background');
+    for (const forced of [true, false]) {
+      // executeTool is the path every adapter, the MCP server and the turn loop take.
+      const validated = await executeTool(tool, { command: 'true', run_in_background: forced }, context());
+      expect(validated).toMatchObject({ isError: true });
+      expect(validated.text).toMatch(/^Error \[RUN_IN_BACKGROUND_DISABLED\]: /);
+      expect(validated.text).toContain('call it again without `run_in_background`');
+    }
     const direct = await tool.execute({ command: 'true', run_in_background: false }, context());
     expect(direct).toMatchObject({ isError: true });
     expect(direct.text).toContain('RUN_IN_BACKGROUND_DISABLED');

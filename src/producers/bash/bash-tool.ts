@@ -19,6 +19,7 @@ import {
   describeToolError,
   type ForegroundCall,
   ForegroundCalls,
+  hasInputKey,
   ToolCallAbortedError,
   type ToolContext,
   type ToolDefinition,
@@ -179,7 +180,7 @@ export function createBashTool(options: BashToolOptions): BashTool {
   });
 
   const execute = async (input: BashToolInput, context: ToolContext): Promise<ToolResult<BashToolValue>> => {
-    if (!enableRunInBackground && Object.hasOwn(input ?? {}, 'run_in_background')) {
+    if (!enableRunInBackground && hasInputKey('run_in_background', input)) {
       return toolError(describeToolError(new RunInBackgroundDisabledError(input.run_in_background)));
     }
     const parsed = schema.safeParse(input);
@@ -360,6 +361,15 @@ export function createBashTool(options: BashToolOptions): BashTool {
     }),
     inputSchema: schema,
     execute,
+    // The disabled parameter is absent from the schema: without this, a forced one would read "unrecognized key".
+    ...(enableRunInBackground
+      ? {}
+      : {
+          refuseInput: (raw: unknown) =>
+            hasInputKey('run_in_background', raw)
+              ? new RunInBackgroundDisabledError((raw as BashToolInput).run_in_background)
+              : undefined,
+        }),
   });
   return Object.freeze({
     ...definition,

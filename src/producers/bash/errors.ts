@@ -43,7 +43,7 @@ export class RunInBackgroundDisabledError extends ErrandError {
     super(
       'RUN_IN_BACKGROUND_DISABLED',
       'caller',
-      'This bash tool does not run commands in the background: remove `run_in_background`',
+      'This bash tool runs commands in the foreground only: call it again without `run_in_background`, and the call returns when the command ends (or its timeout_ms passes)',
       { context: { field: 'run_in_background', value } },
     );
   }

@@ -20,6 +20,7 @@ import {
   type ForegroundCall,
   ForegroundCalls,
   formatStatusLine,
+  hasInputKey,
   type ToolContext,
   type ToolDefinition,
   type ToolResult,
@@ -125,15 +126,8 @@ function inputSchema(producer: SubagentProducer, enableRunInBackground: boolean)
             ),
         }),
   };
-  if (!enableRunInBackground) {
-    // A forced run_in_background is refused with a message that says why, not just "unrecognized key".
-    return z.strictObject(fields, {
-      error: (issue) =>
-        issue.code === 'unrecognized_keys' && issue.keys.includes('run_in_background')
-          ? new AgentRunInBackgroundDisabledError(true).message
-          : undefined,
-    }) as unknown as z.ZodType<AgentToolInput>;
-  }
+  // A forced run_in_background on a disabled instance is refused before the schema (refuseInput).
+  if (!enableRunInBackground) return z.strictObject(fields) as unknown as z.ZodType<AgentToolInput>;
   return z.strictObject({
     ...fields,
     run_in_background: z
@@ -199,7 +193,7 @@ export function createAgentTool(options: AgentToolOptions): AgentTool {
     input: AgentToolInput,
     context: ToolContext,
   ): Promise<ToolResult<AgentToolValue>> => {
-    if (!enableRunInBackground && Object.hasOwn(input ?? {}, 'run_in_background')) {
+    if (!enableRunInBackground && hasInputKey('run_in_background', input)) {
       return toolError(describeToolError(new AgentRunInBackgroundDisabledError(input.run_in_background)));
     }
     const owner = context.caller;
@@ -330,6 +324,14 @@ export function createAgentTool(options: AgentToolOptions): AgentTool {
     description: describeTool(producer, enableRunInBackground, autoBackgroundMs, messageTool),
     inputSchema: inputSchema(producer, enableRunInBackground),
     execute,
+    ...(enableRunInBackground
+      ? {}
+      : {
+          refuseInput: (raw: unknown) =>
+            hasInputKey('run_in_background', raw)
+              ? new AgentRunInBackgroundDisabledError((raw as AgentToolInput).run_in_background)
+              : undefined,
+        }),
   });
   return Object.freeze({
     ...definition,

@@ -22,9 +22,22 @@ export type ChildRunReason =
   | 'interrupted'
   | 'infrastructure';
 
+/** What a cancelled run's child is interrupted with when the stop gave no reason. */
+export const DEFAULT_STOP_REASON = 'the subagent was cancelled';
+
+/** The text a cancel's abort carries: the stop's reason, or the default. */
+export function stopReasonOf(signal: AbortSignal): string {
+  const reason: unknown = signal.reason;
+  if (reason instanceof Error && reason.message !== '') return reason.message;
+  if (typeof reason === 'string' && reason !== '') return reason;
+  return DEFAULT_STOP_REASON;
+}
+
 export interface ChildRunResult {
   readonly status: 'completed' | 'killed' | 'failed';
   readonly reason: ChildRunReason;
+  /** Why a cancelled run was stopped: the stop's reason, or `DEFAULT_STOP_REASON`. */
+  readonly stopReason?: string;
   /** The child's final text (its last non-empty turn text). */
   readonly text: string;
   readonly error?: string;
@@ -149,7 +162,8 @@ export class ChildRun {
       durationMs: Math.max(0, this.#options.clock.now() - startedAt),
     };
     const base = { text: this.#lastText, usage, childSessionId: child?.id, lingering };
-    if (status === 'killed') return { ...base, status, reason: 'cancelled' };
+    if (status === 'killed')
+      return { ...base, status, reason: 'cancelled', stopReason: stopReasonOf(signal) };
     if (failure !== undefined) return { ...base, status: 'failed', reason: 'infrastructure', error: failure };
     if (status === 'completed') return { ...base, status, reason: 'completed' };
     return { ...base, status: 'failed', ...this.#describeFailedTurn() };
@@ -195,7 +209,8 @@ export class ChildRun {
     let onAbort: (() => void) | undefined;
     const aborted = new Promise<void>((resolve) => {
       onAbort = () => {
-        child.interrupt('the subagent was cancelled');
+        // The child's turn signal carries the stop's reason, so its tools and its record can tell why.
+        child.interrupt(stopReasonOf(signal));
         resolve();
       };
       if (signal.aborted) onAbort();

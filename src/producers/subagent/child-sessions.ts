@@ -3,12 +3,14 @@
  * store, so a child gets its own tools, system prompt, model and delivery policy while its history and
  * task records land in the same store (with `parentId` pointing at the parent session).
  */
+
 import {
   createSessionRuntime,
   type ModelPort,
   type Session,
   type SessionRuntime,
 } from '../../session/index.js';
+import type { Owner } from '../../tasks/index.js';
 import { type AnyToolDefinition, createTaskTools, type TaskTools } from '../../tools/index.js';
 import { createBashTool } from '../bash/index.js';
 import type { AgentProfile } from './agent-profile.js';
@@ -42,6 +44,8 @@ export class ChildSessions {
   /** The configuration of the session being opened right now (sessions are built synchronously). */
   #opening: ChildConfiguration | undefined;
   readonly #depths = new Map<string, number>();
+  /** The owners of child sessions whose tools include the children's task tools. */
+  readonly #served = new WeakSet<Owner>();
 
   constructor(options: ResolvedSubagentOptions) {
     this.#options = options;
@@ -57,7 +61,13 @@ export class ChildSessions {
       );
     }
     if (options.taskTools) {
-      this.#taskTools = createTaskTools({ tasks: options.tasks, controllerName: 'subagent-task-tools' });
+      // They serve the child sessions given them, never the parent: a parent without task tools of its
+      // own cannot start a background subagent nobody collects.
+      this.#taskTools = createTaskTools({
+        tasks: options.tasks,
+        controllerName: 'subagent-task-tools',
+        controllerScope: { serves: (owner) => this.#served.has(owner) },
+      });
       builtIn.push(...this.#taskTools.tools);
     }
     this.#builtIn = builtIn;
@@ -122,11 +132,16 @@ export class ChildSessions {
       parentSessionId: request.parentSessionId,
       backgroundBashRuntimeCapMs: this.#options.backgroundBashRuntimeCapMs,
     };
-    const tools = [...this.#builtIn, ...(this.#options.tools?.(context) ?? [])];
+    const all = [...this.#builtIn, ...(this.#options.tools?.(context) ?? [])];
     const allowed = request.profile?.tools;
-    if (allowed === undefined) return tools;
-    const names = new Set(allowed);
-    return tools.filter((tool) => names.has(tool.name));
+    const names = allowed === undefined ? undefined : new Set(allowed);
+    const tools = names === undefined ? all : all.filter((tool) => names.has(tool.name));
+    const taskTools = this.#taskTools;
+    // A profile that leaves out task_output or task_kill leaves the child unable to collect or stop.
+    if (taskTools && tools.includes(taskTools.taskOutput) && tools.includes(taskTools.taskKill)) {
+      this.#served.add(session.owner);
+    }
+    return tools;
   }
 
   /** Forgets a closed child's depth. */

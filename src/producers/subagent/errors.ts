@@ -22,7 +22,7 @@ export class AgentRunInBackgroundDisabledError extends ErrandError {
     super(
       'RUN_IN_BACKGROUND_DISABLED',
       'caller',
-      'This agent tool does not run subagents in the background: remove `run_in_background`',
+      'This agent tool runs subagents in the foreground only: call it again without `run_in_background`, and the call returns when the subagent ends',
       { context: { field: 'run_in_background', value } },
     );
   }

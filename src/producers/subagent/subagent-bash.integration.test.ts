@@ -46,6 +46,10 @@ function harness(childSteps: ScriptedStep[], options: Partial<SubagentProducerOp
     ...options,
   });
   runtime = createSessionRuntime({ store, tasks, model: scriptedModel([]), logger });
+  // The test collects the parent's subagents; the children's own task tools serve the children.
+  tasks.attachController('parent-test', {
+    serves: (owner) => runtime?.getSession(owner.sessionId)?.owner === owner,
+  });
   const dir = mkdtempSync(join(tmpdir(), 'errand-subagent-'));
   directories.push(dir);
   cleanups.push(async () => {

@@ -17,7 +17,11 @@ export function subagentOutcome(result: ChildRunResult): TaskOutcome {
     case 'completed':
       return { status: 'completed', output: result.text, resultText: result.text, detail };
     case 'killed':
-      return { status: 'killed', ...(result.text === '' ? {} : { output: result.text }), detail };
+      return {
+        status: 'killed',
+        ...(result.text === '' ? {} : { output: result.text }),
+        detail: result.stopReason === undefined ? detail : { ...detail, stopReason: result.stopReason },
+      };
     case 'failed':
       return {
         status: 'failed',

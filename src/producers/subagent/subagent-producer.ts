@@ -19,7 +19,7 @@ import {
 } from '../../tasks/index.js';
 import type { StopDispatch, StopStrategy } from '../../tools/index.js';
 import type { AgentProfile } from './agent-profile.js';
-import { ChildRun, type ChildRunResult } from './child-run.js';
+import { ChildRun, type ChildRunResult, DEFAULT_STOP_REASON } from './child-run.js';
 import { ChildSessions } from './child-sessions.js';
 import {
   AgentProfileNotFoundError,
@@ -312,7 +312,7 @@ export class SubagentProducer {
         run = current;
         return {
           cancel: (reason) => {
-            if (!controller.signal.aborted) controller.abort(new Error(reason ?? 'cancelled'));
+            if (!controller.signal.aborted) controller.abort(new Error(reason ?? DEFAULT_STOP_REASON));
           },
           done: current.result.then(subagentOutcome, (error: unknown) => ({
             status: 'failed' as const,

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { deferred, nextEvent, notifications, settled } from '../../../test/support/waiting.js';
 import { createTaskService } from '../../registry/index.js';
 import {
@@ -10,12 +11,20 @@ import {
 } from '../../session/index.js';
 import { createMemorySessionStore, type SessionStore } from '../../store/index.js';
 import { ErrandError, type Logger, type TaskService, type TaskSnapshot } from '../../tasks/index.js';
-import { lastUserText, type ScriptedStep, scriptedModel } from '../../testing/index.js';
+import {
+  lastUserText,
+  type ScriptedStep,
+  type ScriptedTask,
+  scriptedModel,
+  scriptedTask,
+} from '../../testing/index.js';
 import {
   type AnyToolDefinition,
   createStopDispatch,
   createTaskTools,
+  defineTool,
   executeTool,
+  toolResult,
 } from '../../tools/index.js';
 import { createManualClock } from '../bash/index.js';
 import {
@@ -71,8 +80,12 @@ function harness(
   const tasks = createTaskService({ logger: quietLogger });
   const parentModel = scriptedModel(parentSteps);
   const childModel = scriptedModel(childSteps);
-  const taskTools = createTaskTools({ tasks });
   let runtime: SessionRuntime | undefined;
+  // The parent's task tools serve the parent runtime's sessions, not the children.
+  const taskTools = createTaskTools({
+    tasks,
+    controllerScope: { serves: (owner) => runtime?.getSession(owner.sessionId)?.owner === owner },
+  });
   const subagents = createSubagentProducer({
     tasks,
     store,
@@ -247,6 +260,55 @@ describe('cancel', () => {
     expect(h.store.getSession(childId)?.state).toBe('closed');
     expect(h.subagents.childRuntime.getSession(childId)).toBeUndefined();
   });
+});
+
+describe('the reason of a stop', () => {
+  it.each([
+    ['the given reason', { reason: 'the user changed the plan' }, 'the user changed the plan'],
+    ['the documented default', {}, 'the subagent was cancelled'],
+  ])(
+    "task_kill with %s: the child's run signal carries it and the final record says it",
+    async (_, input, expected) => {
+      const seen: unknown[] = [];
+      const hanging = deferred();
+      const h = harness([], [{ toolCalls: [{ name: 'hang', input: {} }] }], {
+        producer: {
+          tools: () => [
+            defineTool({
+              name: 'hang',
+              description: 'Waits until the call is interrupted.',
+              inputSchema: z.object({}),
+              execute: (__, context) =>
+                new Promise((resolve) => {
+                  hanging.resolve();
+                  context.signal.addEventListener('abort', () => {
+                    seen.push(context.signal.reason);
+                    resolve(toolResult('interrupted'));
+                  });
+                }),
+            }),
+          ],
+        },
+      });
+      const started = await h.subagents.start({ prompt: 'p', description: 'd', owner: h.session.owner });
+      await hanging.promise;
+      const ended = settled(h.tasks, started.taskId);
+      const killed = await executeTool(
+        h.taskTools.taskKill,
+        { task_id: started.taskId, ...input },
+        { caller: h.session.owner, toolCallId: 'call_kill', signal: new AbortController().signal },
+      );
+      expect(killed.isError).toBe(false);
+      const snapshot = await ended;
+      expect(seen).toHaveLength(1);
+      expect((seen[0] as Error).message).toBe(expected);
+      expect(snapshot).toMatchObject({
+        status: 'killed',
+        detail: { reason: 'cancelled', stopReason: expected },
+      });
+      expect(h.store.getTask(started.taskId, 'parent')?.detail).toMatchObject({ stopReason: expected });
+    },
+  );
 });
 
 describe('messages', () => {
@@ -516,6 +578,83 @@ it('a foreground call aborted while its subagent registers stops the subagent to
   }
 });
 
+describe('who can collect a background subagent', () => {
+  it('a parent session without task tools cannot start one: NO_CONTROLLER before any child session exists', async () => {
+    const store = createMemorySessionStore();
+    const tasks = createTaskService({ logger: quietLogger });
+    const childModel = scriptedModel([{ text: 'never asked' }]);
+    // The children get task tools (the default): they serve the children, not the parent.
+    const subagents = createSubagentProducer({ tasks, store, model: childModel, logger: quietLogger });
+    const agentTool = createAgentTool({ producer: subagents });
+    const runtime = createSessionRuntime({
+      store,
+      tasks,
+      model: scriptedModel([]),
+      logger: quietLogger,
+      tools: () => [agentTool],
+    });
+    try {
+      const session = runtime.createSession({ id: 'parent' });
+      const result = await executeTool(
+        agentTool,
+        { prompt: 'p', description: 'nobody collects it', run_in_background: true },
+        { caller: session.owner, toolCallId: 'call_1', signal: new AbortController().signal },
+      );
+      expect(result.isError).toBe(true);
+      expect(result.text).toContain('NO_CONTROLLER');
+      expect(result.text).toContain('"parent"');
+      await expect(subagents.start({ owner: session.owner, prompt: 'p' })).rejects.toMatchObject({
+        code: 'NO_CONTROLLER',
+      });
+      expect(store.listSessions().map((record) => record.id)).toEqual(['parent']);
+      expect(childModel.requests).toHaveLength(0);
+      expect(tasks.list(session.owner)).toEqual([]);
+    } finally {
+      await subagents.dispose();
+      await runtime.dispose();
+      await tasks.dispose();
+    }
+  });
+
+  it.each([
+    [true, 'started scripted-1'],
+    [false, 'NO_CONTROLLER'],
+  ])(
+    "a child's background work is served by the children's task tools (taskTools: %s)",
+    async (taskTools, answer) => {
+      const started: ScriptedTask[] = [];
+      const h = harness(
+        [{ toolCalls: [{ name: 'agent', input: { prompt: 'p', description: 'd' } }] }, { text: 'done' }],
+        [{ toolCalls: [{ name: 'start_task', input: {} }] }, { text: 'child done' }],
+        {
+          producer: {
+            taskTools,
+            tools: () => [
+              defineTool({
+                name: 'start_task',
+                description: 'Starts background work owned by the calling session.',
+                inputSchema: z.object({}),
+                async execute(_, context) {
+                  const task = scriptedTask({ owner: context.caller! });
+                  started.push(task);
+                  const snapshot = await h.tasks.start(task.spec);
+                  return toolResult(`started ${snapshot.id}`);
+                },
+              }),
+            ],
+          },
+        },
+      );
+      await h.session.send('go');
+      const [child] = h.store.listSessions({ parentId: 'parent' });
+      const childTool = h.store.listMessages(child!.id).find((message) => message.role === 'tool');
+      expect(JSON.stringify(childTool?.content)).toContain(answer);
+      expect(started.map((task) => task.runCalls)).toEqual([taskTools ? 1 : 0]);
+      for (const task of started) if (task.runCalls > 0) task.settle();
+    },
+  );
+});
+
 describe('the agent tool', () => {
   it('omits run_in_background when disabled and rejects a forced one with a clear error', async () => {
     const h = harness([], [], { tool: { enableRunInBackground: false } });
@@ -529,7 +668,8 @@ describe('the agent tool', () => {
       { caller: h.session.owner, toolCallId: 'call_1', signal: new AbortController().signal },
     );
     expect(result.isError).toBe(true);
-    expect(result.text).toContain('does not run subagents in the background: remove `run_in_background`');
+    expect(result.text).toMatch(/^Error \[RUN_IN_BACKGROUND_DISABLED\]: /);
+    expect(result.text).toContain('call it again without `run_in_background`');
     expect(h.tasks.list(h.session.owner)).toEqual([]);
   });
 

@@ -71,6 +71,7 @@ describe('ctx.bash', () => {
   it('runs a real command as a step; cancelling the run kills its process group', async () => {
     const store = createMemorySessionStore();
     const tasks = createTaskService({ logger });
+    tasks.attachController('test');
     const executor = new BashExecutor();
     const runtime = createSessionRuntime({ store, tasks, model: scriptedModel([{ text: 'ok' }]), logger });
     const workflows = createWorkflowProducer({
@@ -105,6 +106,7 @@ describe('ctx.bash', () => {
   it('a replayed command step does not run the command again', async () => {
     const store = createMemorySessionStore();
     const tasks = createTaskService({ logger });
+    tasks.attachController('test');
     const runtime = createSessionRuntime({ store, tasks, model: scriptedModel([]), logger });
     const workflows = createWorkflowProducer({ tasks, store, directory: fixtures, logger });
     cleanups.push(async () => {
@@ -160,6 +162,7 @@ describe('resume after a crash', () => {
     const parentModel = scriptedModel([{ text: 'the run finished' }]);
     const childModel = scriptedModel([], { whenExhausted: 'throw' });
     const runtime = createSessionRuntime({ store, model: parentModel, logger });
+    runtime.tasks.attachController('test');
     const subagents = createSubagentProducer({ tasks: runtime.tasks, store, model: childModel, logger });
     const workflows = createWorkflowProducer({
       tasks: runtime.tasks,

@@ -1,0 +1,74 @@
+/**
+ * The task controllers attached to a service and the owners each serves: the answer to "can this owner
+ * collect and stop this work?" that `start` asks before a producer runs.
+ */
+import { type ControllerScope, type Disposer, InvalidArgumentError, type Owner } from '../tasks/index.js';
+import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
+
+const CONTROLLER_SCOPE_KEYS = optionKeys<ControllerScope>()({ owner: true, serves: true, ownerless: true });
+
+/** One attached controller: which owners it serves, and whether it serves ownerless work. */
+interface Controller {
+  readonly servesOwner: ((owner: Owner) => boolean) | undefined;
+  readonly ownerless: boolean;
+}
+
+/** A controller without a scope: every owner and ownerless work. */
+const SERVICE_WIDE: Controller = Object.freeze({ servesOwner: () => true, ownerless: true });
+
+export class ControllerSet {
+  /** Copy-on-write: a predicate that attaches or detaches while `serves` runs does not disturb it. */
+  #controllers: readonly Controller[] = [];
+
+  attach(name: string, scope: ControllerScope | undefined): Disposer {
+    if (typeof name !== 'string' || name === '') {
+      throw new InvalidArgumentError('name', 'a non-empty string', name);
+    }
+    // A fresh object per attachment: detaching one never detaches another with the same scope.
+    const controller: Controller = { ...controllerOf(scope) };
+    this.#controllers = [...this.#controllers, controller];
+    return () => {
+      this.#controllers = this.#controllers.filter((candidate) => candidate !== controller);
+    };
+  }
+
+  /** Whether some attached controller serves background work of `owner` (undefined: ownerless work). */
+  serves(owner: Owner | undefined): boolean {
+    for (const controller of this.#controllers) {
+      if (owner === undefined ? controller.ownerless : controller.servesOwner?.(owner) === true) return true;
+    }
+    return false;
+  }
+}
+
+function controllerOf(scope: ControllerScope | undefined): Controller {
+  if (scope === undefined) return SERVICE_WIDE;
+  if (typeof scope !== 'object' || scope === null) {
+    throw new InvalidArgumentError('scope', 'an object with `owner`, `serves` or `ownerless`', scope);
+  }
+  rejectUnknownOptions(scope, CONTROLLER_SCOPE_KEYS, { where: 'attachController' });
+  const { owner, serves, ownerless = false } = scope;
+  if (owner !== undefined && serves !== undefined) {
+    throw new InvalidArgumentError('scope', 'either `owner` or `serves`, not both', scope);
+  }
+  if (typeof ownerless !== 'boolean') throw new InvalidArgumentError('ownerless', 'a boolean', ownerless);
+  let servesOwner: Controller['servesOwner'];
+  if (owner !== undefined) {
+    if (typeof owner !== 'object' || owner === null || typeof owner.sessionId !== 'string') {
+      throw new InvalidArgumentError('owner', 'an Owner from createOwner()', owner);
+    }
+    const sessionId = owner.sessionId;
+    servesOwner = (candidate) => candidate.sessionId === sessionId;
+  } else if (serves !== undefined) {
+    if (typeof serves !== 'function') throw new InvalidArgumentError('serves', 'a function', serves);
+    servesOwner = serves;
+  }
+  if (servesOwner === undefined && !ownerless) {
+    throw new InvalidArgumentError(
+      'scope',
+      'a scope that serves someone (`owner`, `serves` or `ownerless`)',
+      scope,
+    );
+  }
+  return { servesOwner, ownerless };
+}

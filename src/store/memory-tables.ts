@@ -1,8 +1,8 @@
 /**
  * The in-memory backend of the session store: the table port (`store-tables.ts`) as maps in this process.
  * A transaction keeps an undo log, so a write that throws half-way leaves the maps as they were, like a
- * rolled-back SQLite transaction. Measured against SQLite on `:memory:`, whose row decoding made every
- * model request's conversation read several times slower (see `src/store/README.md`).
+ * rolled-back SQLite transaction. Maps, not SQLite on `:memory:`: decoding SQLite rows made every model
+ * request's conversation read slower, measurably in `bench:notify` (figures in `src/store/README.md`).
  */
 import type { CommandRow, LedgerRow, MessageRow, RunRow, SessionRow, StepRow, TaskRow } from './rows.js';
 import type { StoreBackend, StoreTables } from './store-tables.js';

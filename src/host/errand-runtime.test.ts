@@ -264,6 +264,27 @@ describe('commands addressed to the runtime through the store', () => {
       ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', context: expect.objectContaining({ field }) });
     }
   });
+
+  it('polls by default a store that declares other processes share it', async () => {
+    const store = {
+      ...createMemorySessionStore(),
+      capabilities: { sharedAcrossProcesses: true, persistent: true },
+    };
+    const runtime = await createErrandRuntime({ model: scriptedModel(), store, pty: false });
+    try {
+      const session = runtime.createSession();
+      const command = store.submitCommand({
+        sessionId: session.id,
+        runtime: runtime.sessions.instanceId,
+        type: 'cancel_background_work',
+        workId: 'bash-1',
+      });
+      await runtime.pollCommands();
+      expect(store.getCommand(command.id)).toMatchObject({ state: 'rejected', reason: 'not_found' });
+    } finally {
+      await runtime.dispose();
+    }
+  });
 });
 
 describe('disposing from inside a session turn', () => {

@@ -74,7 +74,7 @@ import {
   type SessionRuntime,
   storeSequenceBlocks,
 } from '../session/index.js';
-import { MemorySessionStore, openSqliteSessionStore, type SessionStore } from '../store/index.js';
+import { openSqliteSessionStore, type SessionStore } from '../store/index.js';
 import {
   createTrustedCaller,
   InvalidArgumentError,
@@ -166,8 +166,8 @@ export interface ErrandRuntimeOptions {
   /**
    * How often the runtime reads the store for commands a person addressed to it from another process
    * (`errand serve`'s Stop), in ms (1 to 3600000), or false for never. Each read is one indexed SELECT.
-   * Default 500 — except on a `MemorySessionStore`, which no other process can write: there the default
-   * is false.
+   * Default 500 — except on a store whose `capabilities.sharedAcrossProcesses` is false (the in-memory
+   * store), which no other process can write: there the default is false.
    */
   readonly commandPollMs?: number | false;
   /**
@@ -313,7 +313,9 @@ export async function createErrandRuntime(options: ErrandRuntimeOptions): Promis
   }
   const commandPollMs =
     options.commandPollMs ??
-    (options.store instanceof MemorySessionStore ? false : ERRAND_RUNTIME_DEFAULTS.commandPollMs);
+    (options.store?.capabilities.sharedAcrossProcesses === false
+      ? false
+      : ERRAND_RUNTIME_DEFAULTS.commandPollMs);
   if (
     commandPollMs !== false &&
     (!Number.isSafeInteger(commandPollMs) || commandPollMs < 1 || commandPollMs > 3_600_000)

@@ -1,6 +1,7 @@
 /**
- * Errand's persistence: sessions, conversation messages, the input ledger, task records and workflow
- * journals behind one `SessionStore` contract, with a SQLite provider and an in-memory one.
+ * Errand's persistence: sessions, conversation messages, the input ledger, task records, workflow
+ * journals, runtime commands and task sequences behind one `SessionStore` contract, implemented once
+ * (`parts/`) over two backends: a SQLite file and maps in this process.
  */
 export {
   DATABASE_FILE_MODE,
@@ -23,7 +24,7 @@ export {
   StoreStaleBranchError,
 } from './errors.js';
 export { type JsonObject, type JsonPrimitive, type JsonValue, jsonCopy } from './json.js';
-export { createMemorySessionStore, MemorySessionStore } from './memory-session-store.js';
+export { createMemorySessionStore, type MemorySessionStore } from './memory-session-store.js';
 export { LATEST_SCHEMA_VERSION, type MigrationOutcome } from './migrations.js';
 export { type SessionStoreOptions, STORE_DEFAULTS, STORE_RETENTION_DEFAULTS } from './options.js';
 export * from './records.js';
@@ -34,6 +35,6 @@ export {
   type SqliteSessionStoreOptions,
   type SynchronousMode,
 } from './sqlite-database.js';
-export { openSqliteSessionStore, SqliteSessionStore } from './sqlite-session-store.js';
+export { openSqliteSessionStore, type SqliteSessionStore } from './sqlite-session-store.js';
 export { taskRecordFromSnapshot } from './task-record-from-snapshot.js';
 export { LOST_TASK_ERROR } from './transition-rules.js';

@@ -1,6 +1,8 @@
 /**
- * The SessionStore contract: what the session runtime and the workflow engine persist. Every provider
- * (SQLite, in-memory, later durable ones) passes the same conformance suite (`conformance/`).
+ * The SessionStore contract: what the session runtime and the workflow engine persist, in seven parts
+ * (sessions, messages, input ledger, task records, workflow journal, runtime commands, task sequences)
+ * plus bounds and capabilities. Every provider (SQLite, in-memory, later durable ones) passes the same
+ * conformance suite (`conformance/`).
  *
  * Synchronous on purpose: every change is one guarded, atomic step, and better-sqlite3 runs it without
  * yielding, so no other caller can interleave between the guard and the write. A promise-returning
@@ -424,6 +426,23 @@ export interface PruneResult {
   readonly commands: number;
 }
 
+// ---- capabilities ---------------------------------------------------------------------------------
+
+/**
+ * What a store can do beyond the contract, declared by the store itself so callers ask it instead of
+ * testing which class it is. A store built on another (a wrapper, a proxy) declares the inner one's.
+ */
+export interface StoreCapabilities {
+  /**
+   * Other processes can open this store and see what this one writes (a SQLite file): they can resume its
+   * sessions once their holder is gone and address commands to a runtime (`errand serve`'s Stop), so a
+   * runtime on it polls for those commands. False for a store in this process's memory.
+   */
+  readonly sharedAcrossProcesses: boolean;
+  /** What is written outlives this process: a later process can resume the sessions. */
+  readonly persistent: boolean;
+}
+
 export interface SessionStore
   extends SessionRecords,
     MessageLog,
@@ -432,6 +451,7 @@ export interface SessionStore
     WorkflowJournal,
     RuntimeCommands,
     TaskSequences {
+  readonly capabilities: StoreCapabilities;
   /** Deletes old settled data so the store stays bounded. Active sessions and their live branch stay. */
   prune(options?: PruneOptions): PruneResult;
   /** Releases the store; later calls throw `STORE_CLOSED`. Idempotent. */

@@ -35,7 +35,8 @@ let storeModuleUrl: string;
 function buildStore(outputRoot: string): string {
   for (const unit of ['tasks', 'store']) {
     const sourceDirectory = join(repository, 'src', unit);
-    for (const name of readdirSync(sourceDirectory)) {
+    const names = readdirSync(sourceDirectory, { recursive: true, encoding: 'utf8' });
+    for (const name of names) {
       if (!name.endsWith('.ts') || name.endsWith('.test.ts')) continue;
       const source = readFileSync(join(sourceDirectory, name), 'utf8');
       const { outputText } = ts.transpileModule(source, {

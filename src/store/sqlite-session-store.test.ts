@@ -76,6 +76,13 @@ describe('SQLite session store', () => {
     expectErrandError(() => open({ file: freshFile(), busyTimeoutMs: -1 }), 'INVALID_ARGUMENT');
   });
 
+  it('declares that other processes share the file and it outlives the process', () => {
+    expect(open({ file: freshFile() }).capabilities).toEqual({
+      sharedAcrossProcesses: true,
+      persistent: true,
+    });
+  });
+
   it('keeps everything across close and reopen', () => {
     const file = freshFile();
     const first = open({ file });

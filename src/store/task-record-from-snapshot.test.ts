@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { asSessionId, asTaskId, type TaskSnapshot } from '../tasks/index.js';
-import { MemorySessionStore } from './memory-session-store.js';
+import { createMemorySessionStore } from './memory-session-store.js';
 import { taskRecordFromSnapshot } from './task-record-from-snapshot.js';
 
 const snapshot: TaskSnapshot = {
@@ -37,7 +37,7 @@ describe('taskRecordFromSnapshot', () => {
       reported: true,
       outputFile: '/tmp/bash-3.log',
     });
-    const store = new MemorySessionStore({ now: () => 200 });
+    const store = createMemorySessionStore({ now: () => 200 });
     store.createSession({ id: 's', cwd: '/' });
     expect(store.upsertTask(record)).toMatchObject({ id: 'bash-3', detail: snapshot.detail, updatedAt: 200 });
   });

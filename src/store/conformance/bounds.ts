@@ -225,6 +225,16 @@ export function describeBounds(openStore: OpenSessionStore): void {
     });
   });
 
+  describe('capabilities', () => {
+    it('declares what it can do beyond the contract', () => {
+      const { capabilities } = harness.store;
+      expect(typeof capabilities.sharedAcrossProcesses).toBe('boolean');
+      expect(typeof capabilities.persistent).toBe('boolean');
+      // A store other processes open is one they find again: shared implies persistent.
+      if (capabilities.sharedAcrossProcesses) expect(capabilities.persistent).toBe(true);
+    });
+  });
+
   describe('closing', () => {
     it('refuses every call after close, and close is idempotent', () => {
       const store = harness.open();

@@ -1,6 +1,6 @@
 /**
- * The rules of runtime commands shared by every provider: validation of what a caller hands the store,
- * the one transition (pending → acknowledged | rejected | expired, once), and reading a row back.
+ * The rules of runtime commands: validation of what a caller hands the store, the one transition
+ * (pending → acknowledged | rejected | expired, once), and reading a row back.
  */
 import { asSessionId, InvalidArgumentError } from '../tasks/index.js';
 import { StoreRecordCorruptError } from './errors.js';

@@ -1,0 +1,91 @@
+/**
+ * The task records part of a store: what each task service wrote about its tasks, keyed by (session, id),
+ * and the resume rule that marks the records of a dead runtime's live tasks `lost`.
+ */
+import { readTask } from '../read-records.js';
+import type { TaskRow } from '../rows.js';
+import { taskScope } from '../rows.js';
+import type { TaskRecords } from '../session-store.js';
+import type { StoreContext } from '../store-context.js';
+import type { StoreTables } from '../store-tables.js';
+import { LOST_TASK_ERROR } from '../transition-rules.js';
+import {
+  validateCount,
+  validateName,
+  validateObject,
+  validateSessionKey,
+  validateTaskIdList,
+  validateTaskRecord,
+  validateTaskStatuses,
+} from '../validate-input.js';
+import { byTaskStart, deleteEach } from './row-lists.js';
+import { requireSession } from './session-records.js';
+
+/** The statuses of a task whose process may still run: never pruned, marked lost on resume. */
+const LIVE_STATUSES = ['running', 'stopping'];
+
+export function createTaskRecords(context: StoreContext): TaskRecords {
+  return {
+    upsertTask(record) {
+      const row = validateTaskRecord(record, context.now(), context.maxFieldBytes);
+      return context.write('save a task record', ({ sessions, tasks }) => {
+        if (row.sessionId !== null) requireSession(sessions, row.sessionId);
+        tasks.put(row);
+        return readTask(row);
+      });
+    },
+
+    getTask(id, sessionId) {
+      const taskId = validateName('id', id);
+      const scope = taskScope(sessionId === undefined ? null : validateSessionKey('sessionId', sessionId));
+      return context.readOne('read a task record', ({ tasks }) => tasks.get(scope, taskId), readTask);
+    },
+
+    listTasks(filter = {}) {
+      validateObject('filter', filter);
+      const scope =
+        filter.sessionId === undefined
+          ? undefined
+          : taskScope(filter.sessionId === null ? null : validateSessionKey('sessionId', filter.sessionId));
+      const statuses = filter.statuses === undefined ? undefined : validateTaskStatuses(filter.statuses);
+      const since =
+        filter.updatedSince === undefined ? 0 : validateCount('updatedSince', filter.updatedSince);
+      return context.read('list task records', ({ tasks }) =>
+        tasks.select(scope, statuses, since).sort(byTaskStart).map(readTask),
+      );
+    },
+
+    markLiveAsLost(options = {}) {
+      validateObject('options', options);
+      const sessionId =
+        options.sessionId === undefined ? undefined : validateSessionKey('sessionId', options.sessionId);
+      const keep = validateTaskIdList('keepTaskIds', options.keepTaskIds);
+      const error =
+        options.error === undefined ? LOST_TASK_ERROR : validateName('error', options.error, 4096);
+      const time = context.now();
+      return context.write('mark live tasks lost', ({ tasks }) => {
+        const lost = tasks
+          .select(sessionId === undefined ? undefined : taskScope(sessionId), LIVE_STATUSES, 0)
+          .filter((row) => !keep.has(row.id))
+          .sort(byTaskStart)
+          .map(
+            (row): TaskRow => ({
+              ...row,
+              status: 'lost',
+              error,
+              endedAt: row.endedAt ?? time,
+              updatedAt: time,
+            }),
+          );
+        for (const row of lost) tasks.put(row);
+        return lost.map(readTask);
+      });
+    },
+  };
+}
+
+/** Terminal records written before `cutoff` go; live ones stay whatever their age. */
+export function pruneFinishedTasks(tables: StoreTables, cutoff: number): number {
+  const old = tables.tasks.selectUpdatedBefore(cutoff).filter((row) => !LIVE_STATUSES.includes(row.status));
+  return deleteEach(old, (row) => tables.tasks.delete(row.scope, row.id));
+}

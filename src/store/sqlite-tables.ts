@@ -1,0 +1,368 @@
+/**
+ * The SQLite backend of the session store: the table port (`store-tables.ts`) as SQL prepared once per
+ * connection, and immediate transactions. Rows are selected straight into the shared row shapes
+ * (`rows.ts`): snake_case columns aliased to camelCase fields. Records of a session go with it through
+ * the schema's `ON DELETE CASCADE`.
+ */
+import type Database from 'better-sqlite3';
+import { StoreBusyError } from './errors.js';
+import type { CommandRow, LedgerRow, MessageRow, RunRow, SessionRow, StepRow, TaskRow } from './rows.js';
+import type { StoreCapabilities } from './session-store.js';
+import type { StoreBackend, StoreTables } from './store-tables.js';
+
+type Fields<Row> = Record<keyof Row, true>;
+
+const SESSION_FIELDS: Fields<SessionRow> = {
+  id: true,
+  schemaVersion: true,
+  parentId: true,
+  cwd: true,
+  title: true,
+  branchGeneration: true,
+  state: true,
+  lastSeq: true,
+  metadata: true,
+  createdAt: true,
+  updatedAt: true,
+  holder: true,
+};
+const MESSAGE_FIELDS: Fields<MessageRow> = {
+  sessionId: true,
+  seq: true,
+  schemaVersion: true,
+  role: true,
+  content: true,
+  visibility: true,
+  source: true,
+  branchGeneration: true,
+  createdAt: true,
+  abandonedAt: true,
+};
+const LEDGER_FIELDS: Fields<LedgerRow> = {
+  id: true,
+  sessionId: true,
+  schemaVersion: true,
+  kind: true,
+  idempotencyKey: true,
+  state: true,
+  reason: true,
+  priority: true,
+  lane: true,
+  branchGeneration: true,
+  taskId: true,
+  text: true,
+  createdAt: true,
+  updatedAt: true,
+  deliveredInMessageSeq: true,
+};
+const TASK_FIELDS: Fields<TaskRow> = {
+  scope: true,
+  id: true,
+  sessionId: true,
+  schemaVersion: true,
+  kind: true,
+  label: true,
+  status: true,
+  detail: true,
+  isBackgrounded: true,
+  branchGeneration: true,
+  stopInitiator: true,
+  startedAt: true,
+  endedAt: true,
+  reported: true,
+  error: true,
+  resultText: true,
+  outputFile: true,
+  updatedAt: true,
+};
+const RUN_FIELDS: Fields<RunRow> = {
+  runId: true,
+  sessionId: true,
+  schemaVersion: true,
+  taskId: true,
+  scriptPath: true,
+  scriptHash: true,
+  status: true,
+  supersededBy: true,
+  stopInitiator: true,
+  input: true,
+  result: true,
+  error: true,
+  createdAt: true,
+  updatedAt: true,
+};
+const STEP_FIELDS: Fields<StepRow> = {
+  runId: true,
+  name: true,
+  seq: true,
+  schemaVersion: true,
+  state: true,
+  result: true,
+  error: true,
+  startedAt: true,
+  endedAt: true,
+};
+
+const COMMAND_FIELDS: Fields<CommandRow> = {
+  id: true,
+  sessionId: true,
+  schemaVersion: true,
+  runtime: true,
+  type: true,
+  workId: true,
+  state: true,
+  reason: true,
+  createdAt: true,
+  answeredAt: true,
+};
+
+function column(field: string): string {
+  return field.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`);
+}
+
+function select<Row>(fields: Fields<Row>): string {
+  return Object.keys(fields)
+    .map((field) => `${column(field)} AS ${field}`)
+    .join(', ');
+}
+
+function insert<Row>(table: string, fields: Fields<Row>, omit: readonly string[] = []): string {
+  const names = Object.keys(fields).filter((field) => !omit.includes(field));
+  return `INSERT INTO ${table} (${names.map(column).join(', ')}) VALUES (${names.map((name) => `@${name}`).join(', ')})`;
+}
+
+/** Inserts the row, or replaces every other column of the row with its key (an update: no cascade). */
+function upsert<Row>(table: string, fields: Fields<Row>, keys: readonly (keyof Row & string)[]): string {
+  const assignments = Object.keys(fields)
+    .filter((field) => !keys.includes(field as keyof Row & string))
+    .map((field) => `${column(field)} = excluded.${column(field)}`);
+  return `${insert(table, fields)} ON CONFLICT (${keys.map(column).join(', ')}) DO UPDATE SET ${assignments.join(', ')}`;
+}
+
+/** Filters on an optional list: `?` is a JSON array, or NULL for "no filter". */
+function inList(field: string): string {
+  return `(? IS NULL OR ${column(field)} IN (SELECT value FROM json_each(?)))`;
+}
+
+function jsonList(values: readonly string[] | undefined): string | null {
+  return values === undefined ? null : JSON.stringify(values);
+}
+
+/** The part of a prepared statement the tables use (a named type, so declarations can refer to it). */
+interface PreparedStatement<Parameters extends unknown[], Row> {
+  get(...parameters: Parameters): Row | undefined;
+  all(...parameters: Parameters): Row[];
+  run(...parameters: Parameters): Database.RunResult;
+}
+
+type Prepare = <Parameters extends unknown[], Row = unknown>(
+  sql: string,
+) => PreparedStatement<Parameters, Row>;
+
+function sessionTable(prepare: Prepare): StoreTables['sessions'] {
+  const get = prepare<[string], SessionRow>(`SELECT ${select(SESSION_FIELDS)} FROM sessions WHERE id = ?`);
+  const put = prepare<[SessionRow]>(upsert('sessions', SESSION_FIELDS, ['id']));
+  const list = prepare<[string | null, string | null, string | null, string | null], SessionRow>(
+    `SELECT ${select(SESSION_FIELDS)} FROM sessions WHERE (? IS NULL OR parent_id = ?) AND (? IS NULL OR state = ?)`,
+  );
+  const remove = prepare<[string]>('DELETE FROM sessions WHERE id = ?');
+  return {
+    get: (id) => get.get(id),
+    put: (row) => void put.run(row),
+    select: (parentId, state) => list.all(parentId, parentId, state, state),
+    delete: (id) => void remove.run(id),
+  };
+}
+
+function messageTable(prepare: Prepare): StoreTables['messages'] {
+  const columns = select(MESSAGE_FIELDS);
+  const put = prepare<[MessageRow]>(upsert('messages', MESSAGE_FIELDS, ['sessionId', 'seq']));
+  const list = prepare<[string, number, number, number], MessageRow>(
+    `SELECT ${columns} FROM messages WHERE session_id = ? AND seq > ? AND (? = 1 OR abandoned_at IS NULL)
+     ORDER BY seq LIMIT ?`,
+  );
+  // Served by the partial index messages_abandoned.
+  const abandoned = prepare<[number], MessageRow>(
+    `SELECT ${columns} FROM messages WHERE abandoned_at IS NOT NULL AND abandoned_at < ?`,
+  );
+  const remove = prepare<[string, number]>('DELETE FROM messages WHERE session_id = ? AND seq = ?');
+  return {
+    put: (row) => void put.run(row),
+    select: (sessionId, afterSeq, includeAbandoned, limit) =>
+      list.all(sessionId, afterSeq, includeAbandoned ? 1 : 0, limit ?? -1),
+    selectAbandonedBefore: (cutoff) => abandoned.all(cutoff),
+    delete: (sessionId, seq) => void remove.run(sessionId, seq),
+  };
+}
+
+function ledgerTable(prepare: Prepare): StoreTables['ledger'] {
+  const columns = select(LEDGER_FIELDS);
+  const get = prepare<[number], LedgerRow>(`SELECT ${columns} FROM input_ledger WHERE id = ?`);
+  const find = prepare<[string, string], LedgerRow>(
+    `SELECT ${columns} FROM input_ledger WHERE session_id = ? AND idempotency_key = ?`,
+  );
+  const add = prepare<[Omit<LedgerRow, 'id'>]>(insert('input_ledger', LEDGER_FIELDS, ['id']));
+  const put = prepare<[LedgerRow]>(upsert('input_ledger', LEDGER_FIELDS, ['id']));
+  const list = prepare<[string, string | null, string | null], LedgerRow>(
+    `SELECT ${columns} FROM input_ledger WHERE session_id = ? AND ${inList('state')} ORDER BY id`,
+  );
+  const old = prepare<[number], LedgerRow>(`SELECT ${columns} FROM input_ledger WHERE updated_at < ?`);
+  const referenced = prepare<[string, number], { found: number }>(
+    'SELECT 1 AS found FROM input_ledger WHERE session_id = ? AND delivered_in_message_seq = ? LIMIT 1',
+  );
+  const remove = prepare<[number]>('DELETE FROM input_ledger WHERE id = ?');
+  return {
+    get: (id) => get.get(id),
+    findByKey: (sessionId, idempotencyKey) => find.get(sessionId, idempotencyKey),
+    insert: (row) => Number(add.run(row).lastInsertRowid),
+    put: (row) => void put.run(row),
+    select(sessionId, states) {
+      const stateList = jsonList(states);
+      return list.all(sessionId, stateList, stateList);
+    },
+    selectUpdatedBefore: (cutoff) => old.all(cutoff),
+    referencesMessage: (sessionId, seq) => referenced.get(sessionId, seq) !== undefined,
+    delete: (id) => void remove.run(id),
+  };
+}
+
+function taskTable(prepare: Prepare): StoreTables['tasks'] {
+  const columns = select(TASK_FIELDS);
+  const get = prepare<[string, string], TaskRow>(`SELECT ${columns} FROM tasks WHERE scope = ? AND id = ?`);
+  const put = prepare<[TaskRow]>(upsert('tasks', TASK_FIELDS, ['scope', 'id']));
+  const list = prepare<[number, string, string | null, string | null, number], TaskRow>(
+    `SELECT ${columns} FROM tasks WHERE (? = 0 OR scope = ?) AND ${inList('status')} AND updated_at >= ?`,
+  );
+  const old = prepare<[number], TaskRow>(`SELECT ${columns} FROM tasks WHERE updated_at < ?`);
+  const remove = prepare<[string, string]>('DELETE FROM tasks WHERE scope = ? AND id = ?');
+  return {
+    get: (scope, id) => get.get(scope, id),
+    put: (row) => void put.run(row),
+    select(scope, statuses, updatedSince) {
+      const statusList = jsonList(statuses);
+      return list.all(scope === undefined ? 0 : 1, scope ?? '', statusList, statusList, updatedSince);
+    },
+    selectUpdatedBefore: (cutoff) => old.all(cutoff),
+    delete: (scope, id) => void remove.run(scope, id),
+  };
+}
+
+function runTable(prepare: Prepare): StoreTables['runs'] {
+  const columns = select(RUN_FIELDS);
+  const get = prepare<[string], RunRow>(`SELECT ${columns} FROM workflow_runs WHERE run_id = ?`);
+  const put = prepare<[RunRow]>(upsert('workflow_runs', RUN_FIELDS, ['runId']));
+  const list = prepare<
+    [string | null, string | null, string | null, string | null, string | null, string | null],
+    RunRow
+  >(
+    `SELECT ${columns} FROM workflow_runs WHERE (? IS NULL OR session_id = ?) AND (? IS NULL OR task_id = ?)
+     AND ${inList('status')}`,
+  );
+  const old = prepare<[number], RunRow>(`SELECT ${columns} FROM workflow_runs WHERE updated_at < ?`);
+  const remove = prepare<[string]>('DELETE FROM workflow_runs WHERE run_id = ?');
+  return {
+    get: (runId) => get.get(runId),
+    put: (row) => void put.run(row),
+    select(sessionId, taskId, statuses) {
+      const statusList = jsonList(statuses);
+      return list.all(sessionId, sessionId, taskId, taskId, statusList, statusList);
+    },
+    selectUpdatedBefore: (cutoff) => old.all(cutoff),
+    delete: (runId) => void remove.run(runId),
+  };
+}
+
+function stepTable(prepare: Prepare): StoreTables['steps'] {
+  const columns = select(STEP_FIELDS);
+  const get = prepare<[string, string], StepRow>(
+    `SELECT ${columns} FROM workflow_steps WHERE run_id = ? AND name = ?`,
+  );
+  const put = prepare<[StepRow]>(upsert('workflow_steps', STEP_FIELDS, ['runId', 'name']));
+  const list = prepare<[string], StepRow>(
+    `SELECT ${columns} FROM workflow_steps WHERE run_id = ? ORDER BY seq`,
+  );
+  const last = prepare<[string], { last: number }>(
+    'SELECT coalesce(max(seq), 0) AS last FROM workflow_steps WHERE run_id = ?',
+  );
+  return {
+    get: (runId, name) => get.get(runId, name),
+    put: (row) => void put.run(row),
+    select: (runId) => list.all(runId),
+    lastSeq: (runId) => last.get(runId)?.last ?? 0,
+  };
+}
+
+function commandTable(prepare: Prepare): StoreTables['commands'] {
+  const columns = select(COMMAND_FIELDS);
+  const get = prepare<[number], CommandRow>(`SELECT ${columns} FROM commands WHERE id = ?`);
+  const add = prepare<[Omit<CommandRow, 'id'>]>(insert('commands', COMMAND_FIELDS, ['id']));
+  const put = prepare<[CommandRow]>(upsert('commands', COMMAND_FIELDS, ['id']));
+  // Served by the partial index commands_pending: the holder's poll reads only its pending rows.
+  const pending = prepare<[string, number], CommandRow>(
+    `SELECT ${columns} FROM commands WHERE runtime = ? AND state = 'pending' ORDER BY id LIMIT ?`,
+  );
+  const stale = prepare<[number], CommandRow>(
+    `SELECT ${columns} FROM commands WHERE state = 'pending' AND created_at < ? ORDER BY id`,
+  );
+  const settled = prepare<[number], CommandRow>(
+    `SELECT ${columns} FROM commands WHERE coalesce(answered_at, created_at) < ?`,
+  );
+  const remove = prepare<[number]>('DELETE FROM commands WHERE id = ?');
+  return {
+    get: (id) => get.get(id),
+    insert: (row) => Number(add.run(row).lastInsertRowid),
+    put: (row) => void put.run(row),
+    selectPending: (runtime, limit) => pending.all(runtime, limit),
+    selectPendingBefore: (cutoff) => stale.all(cutoff),
+    selectSettledBefore: (cutoff) => settled.all(cutoff),
+    delete: (id) => void remove.run(id),
+  };
+}
+
+function sequenceTable(prepare: Prepare): StoreTables['sequences'] {
+  const get = prepare<[string], { last: number }>('SELECT last FROM task_sequences WHERE kind = ?');
+  const set = prepare<[string, number]>(
+    'INSERT INTO task_sequences (kind, last) VALUES (?, ?) ON CONFLICT (kind) DO UPDATE SET last = excluded.last',
+  );
+  return {
+    get: (kind) => get.get(kind)?.last ?? 0,
+    set: (kind, last) => void set.run(kind, last),
+  };
+}
+
+/**
+ * A store backend on an open, migrated database. Every write is one immediate transaction (the write lock
+ * is taken first, so a guard read inside it cannot be invalidated by another connection); a write nested in
+ * another becomes a savepoint of it.
+ */
+export function createSqliteBackend(
+  database: Database.Database,
+  busyTimeoutMs: number,
+  capabilities: StoreCapabilities,
+): StoreBackend {
+  const prepare: Prepare = <Parameters extends unknown[], Row>(sql: string) =>
+    database.prepare<Parameters, Row>(sql);
+  const transaction = database.transaction((body: () => unknown) => body());
+  return {
+    tables: {
+      sessions: sessionTable(prepare),
+      messages: messageTable(prepare),
+      ledger: ledgerTable(prepare),
+      tasks: taskTable(prepare),
+      runs: runTable(prepare),
+      steps: stepTable(prepare),
+      commands: commandTable(prepare),
+      sequences: sequenceTable(prepare),
+    },
+    capabilities,
+    transaction: <T>(body: () => T) => transaction.immediate(body) as T,
+    describeFailure(operation, error) {
+      const code = (error as { code?: unknown } | null)?.code;
+      if (typeof code === 'string' && code.startsWith('SQLITE_BUSY')) {
+        return new StoreBusyError(operation, busyTimeoutMs, error);
+      }
+      return error;
+    },
+    close: () => database.close(),
+  };
+}

@@ -1,8 +1,6 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { findBrowser, type LaunchedBrowser, launchBrowser } from '../../test/support/browser.js';
 import { createTaskService } from '../registry/index.js';
 import { createOwner, type Owner, type TaskService } from '../tasks/index.js';
 import { type ScriptedTask, type ScriptedTaskOptions, scriptedTask } from '../testing/index.js';
@@ -11,33 +9,9 @@ import { createDashboardServer, type DashboardServer } from './dashboard-server.
 import { createInMemorySessionDirectory } from './session-directory.js';
 import { createTaskServiceBackend, type TaskServiceBackend } from './task-service-backend.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
-
-let profileDirectory: string;
+const browserPath = findBrowser();
+let browser: LaunchedBrowser | undefined;
 let context: BrowserContext;
-
-beforeAll(async () => {
-  profileDirectory = await mkdtemp(join(tmpdir(), 'errand-dashboard-browser-'));
-  context = await chromium.launchPersistentContext(profileDirectory, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: CHROMIUM_ARGS,
-  });
-});
-
-afterAll(async () => {
-  await context?.close();
-  if (profileDirectory) await rm(profileDirectory, { recursive: true, force: true });
-});
 
 interface Dashboard {
   readonly service: TaskService;
@@ -120,7 +94,7 @@ async function openDashboard(): Promise<Dashboard> {
   return dashboard;
 }
 
-afterEach(async () => {
+async function closeAll(): Promise<void> {
   for (const server of restartedServers.splice(0)) await server.close();
   for (const dashboard of open.splice(0)) {
     expect(dashboard.pageProblems).toEqual([]);
@@ -129,7 +103,7 @@ afterEach(async () => {
     dashboard.backend.dispose();
     await dashboard.service.dispose();
   }
-});
+}
 
 /** Waits for the page to catch up; generous because a browser on a loaded CI machine can be slow. */
 const eventually = <Value>(read: () => Value | Promise<Value>) => expect.poll(read, { timeout: 10_000 });
@@ -139,7 +113,14 @@ const stateOf = (page: Page, workId: string) =>
 const sessionButton = (page: Page, sessionId: string) =>
   page.locator(`button[data-session-id="${sessionId}"]`);
 
-describe('the dashboard in Chromium', () => {
+describe.skipIf(browserPath === undefined)('the dashboard in Chromium', () => {
+  beforeAll(async () => {
+    browser = await launchBrowser(browserPath!);
+    context = browser.context;
+  });
+  afterAll(() => browser?.close());
+  afterEach(closeAll);
+
   it('counts running bash, workflow and subagent work in the badge, live', async () => {
     const dashboard = await openDashboard();
     const { page } = dashboard;

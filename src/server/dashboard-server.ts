@@ -6,8 +6,9 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type BackgroundWorksStore, createBackgroundWorksStore } from '../events/index.js';
-import { ErrandError } from '../tasks/index.js';
+import { ErrandError, validateSessionId } from '../tasks/index.js';
 import { executeCommand, parseCommand } from './commands.js';
+import type { DashboardSession } from './dashboard-backend.js';
 import { EventStreamHub } from './event-stream.js';
 import {
   DashboardRequestError,
@@ -234,10 +235,7 @@ class HttpDashboardServer implements DashboardServer {
       extra === undefined
     ) {
       requireMethod(request, 'GET');
-      const session = await options.backend.getSession(id);
-      if (session === undefined) {
-        throw new DashboardRequestError(404, 'SESSION_NOT_FOUND', `No session with id ${JSON.stringify(id)}`);
-      }
+      await this.#requireSession(id);
       sendJson(response, 200, {
         sessionId: id,
         badgeCount: running.store.badgeCount(id),
@@ -258,7 +256,12 @@ class HttpDashboardServer implements DashboardServer {
       sendJson(response, 200, snapshot);
     } else if (resource === 'commands' && id === undefined) {
       requireMethod(request, 'POST');
-      const command = parseCommand(await readJsonBody(request, options.maxBodyBytes));
+      const command = parseCommand(
+        await readJsonBody(request, {
+          maxBytes: options.maxBodyBytes,
+          maxDiscardBytes: options.maxDiscardBytes,
+        }),
+      );
       let result: Awaited<ReturnType<typeof executeCommand>>;
       try {
         result = await executeCommand(command, options.backend);
@@ -285,6 +288,21 @@ class HttpDashboardServer implements DashboardServer {
     } else {
       throw new DashboardRequestError(404, 'NOT_FOUND', `No API endpoint ${url.pathname}`);
     }
+  }
+
+  /** The session named in a path; 404 for an unknown one and for a string no session id can be. */
+  async #requireSession(id: string): Promise<DashboardSession> {
+    const notFound = () =>
+      new DashboardRequestError(404, 'SESSION_NOT_FOUND', `No session with id ${JSON.stringify(id)}`);
+    try {
+      validateSessionId(id);
+    } catch {
+      // A "/" or a NUL decoded from the path never names a session: not found, not a failure.
+      throw notFound();
+    }
+    const session = await this.#options.backend.getSession(id);
+    if (session === undefined) throw notFound();
+    return session;
   }
 
   async #sessions(running: Running): Promise<unknown> {

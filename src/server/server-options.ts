@@ -27,6 +27,12 @@ export interface DashboardServerOptions {
   readonly allowedOrigins?: readonly string[];
   /** The largest command body accepted. Default 16384 bytes. */
   readonly maxBodyBytes?: number;
+  /**
+   * Bytes of an oversized body read and thrown away after its 400, so the answer reaches a client that is
+   * still sending (closing on unread bytes resets the connection and loses it). A body larger than
+   * `maxBodyBytes` plus this has its connection closed instead. 0 to 1 GiB. Default 16 MiB.
+   */
+  readonly maxDiscardBytes?: number;
   /** Bytes of an output snapshot. Default (and maximum) 8192. */
   readonly outputSnapshotMaxBytes?: number;
   /** Sessions walked up the parent chain looking for a work's output. Default 32. */
@@ -38,7 +44,10 @@ export interface DashboardServerOptions {
    * level), before it is dropped; it reconnects and resumes. Default 1 MiB.
    */
   readonly maxClientBufferBytes?: number;
-  /** Concurrent event-stream clients; more are refused with 503. Default 64. */
+  /**
+   * Concurrent event-stream clients (open dashboard pages, each holds one); one more is refused with 503
+   * `TOO_MANY_EVENT_CLIENTS`, whose message names this option. 1 to 100000. Default 64.
+   */
   readonly maxEventClients?: number;
   /** The directory holding the page (`index.html`, `app.js`, `app.css`). Default: the package's `web/`. */
   readonly assetsDirectory?: string;
@@ -56,6 +65,7 @@ export const DASHBOARD_SERVER_OPTION_KEYS = optionKeys<DashboardServerOptions>()
   allowedHosts: true,
   allowedOrigins: true,
   maxBodyBytes: true,
+  maxDiscardBytes: true,
   outputSnapshotMaxBytes: true,
   maxParentDepth: true,
   heartbeatMs: true,
@@ -73,6 +83,7 @@ export interface ResolvedDashboardOptions {
   readonly allowedHosts: readonly string[];
   readonly allowedOrigins: readonly string[];
   readonly maxBodyBytes: number;
+  readonly maxDiscardBytes: number;
   readonly outputSnapshotMaxBytes: number;
   readonly maxParentDepth: number;
   readonly heartbeatMs: number;
@@ -86,6 +97,7 @@ export const DASHBOARD_SERVER_DEFAULTS = Object.freeze({
   host: '127.0.0.1',
   port: 0,
   maxBodyBytes: 16 * 1024,
+  maxDiscardBytes: 16 * 1024 * 1024,
   outputSnapshotMaxBytes: 8192,
   maxParentDepth: 32,
   heartbeatMs: 15_000,
@@ -174,6 +186,13 @@ export function resolveDashboardOptions(options: DashboardServerOptions): Resolv
       defaults.maxBodyBytes,
       64,
       16 * 1024 * 1024,
+    ),
+    maxDiscardBytes: integerInRange(
+      'maxDiscardBytes',
+      options.maxDiscardBytes,
+      defaults.maxDiscardBytes,
+      0,
+      1024 * 1024 * 1024,
     ),
     outputSnapshotMaxBytes: integerInRange(
       'outputSnapshotMaxBytes',

@@ -309,10 +309,18 @@ export class MemorySessionStore implements SessionStore {
       throw new InvalidArgumentError('includeAbandoned', 'a boolean', options.includeAbandoned);
     }
     const includeAbandoned = options.includeAbandoned === true;
-    return (this.#messages.get(key) ?? [])
-      .filter((row) => row.seq > afterSeq && (includeAbandoned || row.abandonedAt === null))
-      .slice(0, limit)
-      .map(readMessage);
+    const beforeSeq =
+      options.beforeSeq === undefined ? undefined : validateCount('beforeSeq', options.beforeSeq);
+    const rows = (this.#messages.get(key) ?? []).filter(
+      (row) =>
+        row.seq > afterSeq &&
+        (beforeSeq === undefined || row.seq < beforeSeq) &&
+        (includeAbandoned || row.abandonedAt === null),
+    );
+    // With beforeSeq the limit keeps the newest rows.
+    const page =
+      beforeSeq === undefined ? rows.slice(0, limit) : rows.slice(Math.max(0, rows.length - limit));
+    return page.map(readMessage);
   }
 
   rewind(sessionId: SessionId | string, toSeq: number): RewindResult {

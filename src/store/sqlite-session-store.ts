@@ -323,6 +323,16 @@ export class SqliteSessionStore implements SessionStore {
       throw new InvalidArgumentError('includeAbandoned', 'a boolean', options.includeAbandoned);
     }
     const includeAbandoned = options.includeAbandoned === true ? 1 : 0;
+    const beforeSeq =
+      options.beforeSeq === undefined ? undefined : validateCount('beforeSeq', options.beforeSeq);
+    if (beforeSeq !== undefined) {
+      return this.#read('list messages', () =>
+        this.#statements.listMessagesBefore
+          .all(key, afterSeq, beforeSeq, includeAbandoned, limit)
+          .reverse()
+          .map(readMessage),
+      );
+    }
     return this.#read('list messages', () =>
       this.#statements.listMessages.all(key, afterSeq, includeAbandoned, limit).map(readMessage),
     );

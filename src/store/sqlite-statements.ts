@@ -173,6 +173,12 @@ export function prepareStatements(database: Database.Database) {
       `SELECT ${messages} FROM messages WHERE session_id = ? AND seq > ? AND (? = 1 OR abandoned_at IS NULL)
        ORDER BY seq LIMIT ?`,
     ),
+    // The newest page before a seq, newest first (the caller reverses it).
+    listMessagesBefore: prepare<[string, number, number, number, number], MessageRow>(
+      `SELECT ${messages} FROM messages
+       WHERE session_id = ? AND seq > ? AND seq < ? AND (? = 1 OR abandoned_at IS NULL)
+       ORDER BY seq DESC LIMIT ?`,
+    ),
     abandonMessages: prepare<[number, string, number], MessageRow>(
       `UPDATE messages SET abandoned_at = ? WHERE session_id = ? AND seq > ? AND abandoned_at IS NULL
        RETURNING ${messages}`,

@@ -440,6 +440,7 @@ class StoreEventFeed implements BackgroundEventFeed {
       taskKind: task.kind,
       kind: displayKindOf(task.kind),
       label: task.label,
+      toolUseId: stringOrNull(detail.toolUseId),
       status,
       cancellable: status === 'running',
       resultDelivered: task.reported,

@@ -7,7 +7,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { type BackgroundWorksStore, createBackgroundWorksStore } from '../events/index.js';
 import { ErrandError, validateSessionId } from '../tasks/index.js';
-import { executeCommand, parseCommand } from './commands.js';
+import { executeCommand, failureFault, parseCommand } from './commands.js';
+import { readConversation } from './conversation-endpoint.js';
 import type { DashboardSession } from './dashboard-backend.js';
 import { EventStreamHub } from './event-stream.js';
 import {
@@ -25,6 +26,7 @@ import {
   type ResolvedDashboardOptions,
   resolveDashboardOptions,
 } from './server-options.js';
+import { listSessionEntries } from './session-list.js';
 import { loadStaticAssets, type StaticAsset } from './static-assets.js';
 
 export interface DashboardAddress {
@@ -254,6 +256,25 @@ class HttpDashboardServer implements DashboardServer {
         maxParentDepth: options.maxParentDepth,
       });
       sendJson(response, 200, snapshot);
+    } else if (
+      resource === 'sessions' &&
+      id !== undefined &&
+      leaf === 'conversation' &&
+      extra === undefined
+    ) {
+      requireMethod(request, 'GET');
+      await this.#requireSession(id);
+      sendJson(
+        response,
+        200,
+        await readConversation(id, url, {
+          backend: options.backend,
+          pageSize: options.conversationPageSize,
+          maxPage: options.maxConversationPage,
+          maxTextBytes: options.maxMessageTextBytes,
+          maxResultBytes: options.maxToolResultBytes,
+        }),
+      );
     } else if (resource === 'commands' && id === undefined) {
       requireMethod(request, 'POST');
       const command = parseCommand(
@@ -262,24 +283,37 @@ class HttpDashboardServer implements DashboardServer {
           maxDiscardBytes: options.maxDiscardBytes,
         }),
       );
+      if (command.type === 'stopAllBackgroundWork') await this.#requireSession(command.sessionId);
+      const subject =
+        command.type === 'stopAllBackgroundWork'
+          ? { sessionId: command.sessionId }
+          : { workId: command.workId };
       let result: Awaited<ReturnType<typeof executeCommand>>;
       try {
-        result = await executeCommand(command, options.backend);
+        result = await executeCommand(command, { backend: options.backend, works: running.store });
       } catch (error) {
-        options.logger.warn(`stopping ${command.workId} failed`, {
-          workId: command.workId,
+        const what =
+          command.type === 'stopAllBackgroundWork'
+            ? `stopping the work of ${command.sessionId}`
+            : command.type === 'moveToBackground'
+              ? `moving ${command.workId} to the background`
+              : `stopping ${command.workId}`;
+        options.logger.warn(`${what} failed`, {
+          ...subject,
           error: error instanceof Error ? error.message : String(error),
         });
         sendJson(response, 500, {
           type: 'ack',
           command: command.type,
-          workId: command.workId,
+          ...subject,
           ok: false,
-          fault: 'fault.command.backgroundWorkCancelFailed',
+          fault: failureFault(command),
           // Errand's own errors are written to be shown (a holder that did not answer in time, say).
           message: ErrandError.isInstance(error)
             ? error.message
-            : 'The stop failed; the work may still be running',
+            : command.type === 'moveToBackground'
+              ? 'The move failed; the work may still run in the foreground'
+              : 'The stop failed; the work may still be running',
           ...(ErrandError.isInstance(error) ? { code: error.code } : {}),
         });
         return;
@@ -309,14 +343,7 @@ class HttpDashboardServer implements DashboardServer {
     const sessions = await this.#options.backend.listSessions();
     return {
       badgeCount: running.store.badgeCount(),
-      sessions: sessions.map((session) => ({
-        id: session.id,
-        title: session.title ?? null,
-        parentId: session.parentId ?? null,
-        createdAt: session.createdAt ?? null,
-        hasRunningWork: running.store.hasRunningWork(session.id),
-        badgeCount: running.store.badgeCount(session.id),
-      })),
+      sessions: listSessionEntries(sessions, running.store),
     };
   }
 }

@@ -49,6 +49,14 @@ export interface DashboardServerOptions {
    * `TOO_MANY_EVENT_CLIENTS`, whose message names this option. 1 to 100000. Default 64.
    */
   readonly maxEventClients?: number;
+  /** Messages a conversation page holds when the request names no `limit`. Default 50. */
+  readonly conversationPageSize?: number;
+  /** The most messages one conversation page may hold (a larger `limit` is refused). 1 to 1000. Default 200. */
+  readonly maxConversationPage?: number;
+  /** Bytes of a message's text a conversation page shows (its head). 64 to 1 MiB. Default 4096. */
+  readonly maxMessageTextBytes?: number;
+  /** Bytes of a tool result a conversation page shows (its head). 64 to 1 MiB. Default 1024. */
+  readonly maxToolResultBytes?: number;
   /** The directory holding the page (`index.html`, `app.js`, `app.css`). Default: the package's `web/`. */
   readonly assetsDirectory?: string;
   /** Told about failed requests, failed stops and dropped clients. Default: `consoleDashboardLogger`. */
@@ -71,6 +79,10 @@ export const DASHBOARD_SERVER_OPTION_KEYS = optionKeys<DashboardServerOptions>()
   heartbeatMs: true,
   maxClientBufferBytes: true,
   maxEventClients: true,
+  conversationPageSize: true,
+  maxConversationPage: true,
+  maxMessageTextBytes: true,
+  maxToolResultBytes: true,
   assetsDirectory: true,
   logger: true,
 });
@@ -89,6 +101,10 @@ export interface ResolvedDashboardOptions {
   readonly heartbeatMs: number;
   readonly maxClientBufferBytes: number;
   readonly maxEventClients: number;
+  readonly conversationPageSize: number;
+  readonly maxConversationPage: number;
+  readonly maxMessageTextBytes: number;
+  readonly maxToolResultBytes: number;
   readonly assetsDirectory: string;
   readonly logger: Logger;
 }
@@ -103,6 +119,10 @@ export const DASHBOARD_SERVER_DEFAULTS = Object.freeze({
   heartbeatMs: 15_000,
   maxClientBufferBytes: 1024 * 1024,
   maxEventClients: 64,
+  conversationPageSize: 50,
+  maxConversationPage: 200,
+  maxMessageTextBytes: 4096,
+  maxToolResultBytes: 1024,
 });
 
 /** The package's `web/` directory: `src/server` and `dist/server` both sit two levels below the root. */
@@ -223,7 +243,43 @@ export function resolveDashboardOptions(options: DashboardServerOptions): Resolv
       1,
       100_000,
     ),
+    ...conversationOptions(options),
     assetsDirectory,
     logger,
+  };
+}
+
+function conversationOptions(options: DashboardServerOptions) {
+  const defaults = DASHBOARD_SERVER_DEFAULTS;
+  const maxConversationPage = integerInRange(
+    'maxConversationPage',
+    options.maxConversationPage,
+    defaults.maxConversationPage,
+    1,
+    1000,
+  );
+  return {
+    maxConversationPage,
+    conversationPageSize: integerInRange(
+      'conversationPageSize',
+      options.conversationPageSize,
+      Math.min(defaults.conversationPageSize, maxConversationPage),
+      1,
+      maxConversationPage,
+    ),
+    maxMessageTextBytes: integerInRange(
+      'maxMessageTextBytes',
+      options.maxMessageTextBytes,
+      defaults.maxMessageTextBytes,
+      64,
+      1024 * 1024,
+    ),
+    maxToolResultBytes: integerInRange(
+      'maxToolResultBytes',
+      options.maxToolResultBytes,
+      defaults.maxToolResultBytes,
+      64,
+      1024 * 1024,
+    ),
   };
 }

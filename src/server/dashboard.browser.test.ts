@@ -36,9 +36,9 @@ async function openDashboard(): Promise<Dashboard> {
   const service = createTaskService({ logger });
   service.attachController('test');
   const sessions = createInMemorySessionDirectory([
-    { id: 'main', title: 'Main session' },
-    { id: 'child', title: 'Subagent', parentId: 'main' },
-    { id: 'idle', title: 'Idle session' },
+    { id: 'main', title: 'Main session', createdAt: 3000 },
+    { id: 'child', title: 'Subagent', parentId: 'main', createdAt: 2000 },
+    { id: 'idle', title: 'Idle session', createdAt: 1000 },
   ]);
   const outputs = new Map<string, string>();
   const refusedStops = new Map<string, StopBackgroundWorkResult>();
@@ -251,20 +251,31 @@ describe.skipIf(browserPath === undefined)('the dashboard in Chromium', () => {
     await eventually(() => page.locator('#output').isVisible()).toBe(false);
   });
 
-  it('is usable with the keyboard: the session list moves with arrow keys', async () => {
+  it('is usable with the keyboard: the session list moves with arrow keys, and keeps focus as it reorders', async () => {
     const dashboard = await openDashboard();
     const { page } = dashboard;
+    const order = () =>
+      page.evaluate(() =>
+        Array.from(document.querySelectorAll('#sessions button.session')).map((button) =>
+          button.getAttribute('data-session-id'),
+        ),
+      );
+    const focused = () => page.evaluate(() => document.activeElement?.getAttribute('data-session-id'));
+    await eventually(order).toEqual(['main', 'child', 'idle']);
+    // Running work moves a session to the top.
     await dashboard.start('idle', { label: 'idle work' });
-    await sessionButton(page, 'main').waitFor();
+    await eventually(order).toEqual(['idle', 'main', 'child']);
     await sessionButton(page, 'main').focus();
     await page.keyboard.press('ArrowDown');
-    expect(await page.evaluate(() => document.activeElement?.getAttribute('data-session-id'))).toBe('child');
-    // Activity in another session re-renders the list; focus stays on the same entry.
+    expect(await focused()).toBe('child');
+    // Activity in another session reorders the list; focus stays on the same entry.
     await dashboard.start('main', { label: 'busy' });
-    await eventually(() => sessionButton(page, 'main').getAttribute('class')).toBe('session active');
-    expect(await page.evaluate(() => document.activeElement?.getAttribute('data-session-id'))).toBe('child');
-    await page.keyboard.press('End');
-    expect(await page.evaluate(() => document.activeElement?.getAttribute('data-session-id'))).toBe('idle');
+    await eventually(order).toEqual(['main', 'idle', 'child']);
+    expect(await focused()).toBe('child');
+    await page.keyboard.press('Home');
+    expect(await focused()).toBe('main');
+    await page.keyboard.press('ArrowDown');
+    expect(await focused()).toBe('idle');
     expect(await page.evaluate(() => document.activeElement?.matches(':focus-visible'))).toBe(true);
     await page.keyboard.press('Enter');
     await expect
@@ -275,6 +286,7 @@ describe.skipIf(browserPath === undefined)('the dashboard in Chromium', () => {
       .poll(() => page.locator('tr[data-work-id] [data-cell="work"]').first().textContent())
       .toContain('idle work');
   });
+
   it('catches up after the server restarts, without showing a stale "running"', async () => {
     const dashboard = await openDashboard();
     const { page } = dashboard;

@@ -240,7 +240,7 @@ describe('errand chat on a terminal', () => {
     await chat.waitFor((screen) => screen.includes('(moved bash-2 to the background)'), '/bg moving it');
     await chat.waitFor((screen) => screen.includes('The second moved on.'), 'the second turn going on');
     await chat.waitFor((screen) => /── 2 running in the background/.test(screen), 'both in the panel');
-    const toolMessage = (endpoint.bodies[1]?.messages as Array<{ role: string; content: string }>).at(-1);
+    const toolMessage = (endpoint.bodies[1]!.messages as Array<{ role: string; content: string }>).at(-1);
     expect(toolMessage?.role).toBe('tool');
     expect(toolMessage?.content).toContain('bash-1');
     chat.write('/stop all\r');

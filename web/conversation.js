@@ -9,7 +9,7 @@
 import { element, errorText } from './dom.js';
 
 /**
- * @typedef {{ id: string, name: string, summary: string }} ToolCall
+ * @typedef {{ id: string, name: string, summary: string, description: string | null }} ToolCall
  * @typedef {{ toolCallId: string, isError: boolean, text: string, truncated: boolean }} ToolResult
  * @typedef {{ taskId: string, toolUseId: string | null, status: string, summary: string | null, exitCode: number | null }} DeliveredNotification
  * @typedef {{
@@ -268,12 +268,18 @@ export function createConversationView(deps) {
           wanted.push([
             `c${call.id}`,
             (node) =>
-              cardItem(node, call.id, call.name, call.summary, {
-                result: results.get(call.id),
-                notification: notified.get(call.id),
-                work: works.get(call.id),
-                foreground: foreground.get(call.id),
-              }),
+              cardItem(
+                node,
+                call.id,
+                call.description === null ? call.name : `${call.name} · ${call.description}`,
+                call.summary,
+                {
+                  result: results.get(call.id),
+                  notification: notified.get(call.id),
+                  work: works.get(call.id),
+                  foreground: foreground.get(call.id),
+                },
+              ),
           ]);
         }
       } else if (message.notifications.length > 0) {

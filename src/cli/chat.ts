@@ -12,6 +12,7 @@ import { openAiChatModelFromEnvironment } from '../adapters/index.js';
 import { createErrandRuntime, type ErrandRuntime } from '../host/index.js';
 import type { ModelPort, Session, SessionEvent } from '../session/index.js';
 import { createTrustedCaller, systemClock } from '../tasks/index.js';
+import { shortenText, toSingleLine } from '../text/index.js';
 import { describeFlags, type FlagSpecs, parseFlags, UsageError } from './args.js';
 import { formatBytes, runningTaskRows, TaskPanel } from './task-panel.js';
 
@@ -321,6 +322,20 @@ async function chatOnTerminal(
   );
 }
 
+/** A tool call in one short line: what it says it does, and the command it runs (else its input). */
+function describeCall(input: unknown): string {
+  const fields = typeof input === 'object' && input !== null ? (input as Record<string, unknown>) : {};
+  const description = typeof fields.description === 'string' ? fields.description : undefined;
+  const command = typeof fields.command === 'string' ? fields.command : undefined;
+  const text =
+    command === undefined
+      ? JSON.stringify(input)
+      : description === undefined
+        ? command
+        : `${description}: ${command}`;
+  return shortenText(toSingleLine(text), 140);
+}
+
 /** The terminal rows `text` takes at `columns` (each line at least one; long lines wrap). */
 function displayRows(text: string, columns: number): number {
   let rows = 0;
@@ -387,7 +402,7 @@ async function converse(
         if (event.source === 'background_task') print(`[background results: ${event.title}]\n`);
         break;
       case 'tool-call-start':
-        print(`  → ${event.name} ${JSON.stringify(event.input).slice(0, 160)}\n`);
+        print(`  → ${event.name} ${describeCall(event.input)}\n`);
         break;
       case 'tool-call-end':
         print(

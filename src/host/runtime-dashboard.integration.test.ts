@@ -284,7 +284,7 @@ describe('the conversation endpoint', () => {
       'assistant:assistant',
     ]);
     expect(all.messages[1].toolCalls).toEqual([
-      { id: 'call_echo', name: 'bash', summary: 'echo hi; exit 3' },
+      { id: 'call_echo', name: 'bash', summary: 'echo hi; exit 3', description: null },
     ]);
     const delivered = all.messages[4];
     expect(delivered.visibility).toBe('model-only');

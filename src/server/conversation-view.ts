@@ -19,6 +19,8 @@ export interface ToolCallView {
   readonly name: string;
   /** One line: a bash command, a subagent's description, else the input as JSON; shortened. */
   readonly summary: string;
+  /** What the call says it does (`description`), when it says so and the summary is something else. */
+  readonly description: string | null;
 }
 
 export interface ToolResultView {
@@ -87,11 +89,13 @@ export function toConversationMessage(
     createdAt: message.createdAt,
     text: text?.text ?? null,
     truncated: text?.truncated ?? false,
-    toolCalls: (content.toolCalls ?? []).map((call) => ({
-      id: call.id,
-      name: call.name,
-      summary: summarizeToolInput(call.input),
-    })),
+    toolCalls: (content.toolCalls ?? []).map((call) => {
+      const summary = summarizeToolInput(call.input);
+      const description = stringField(call.input, 'description');
+      const shown =
+        description === undefined ? null : shortenText(toSingleLine(description), SUMMARY_MAX_CHARS);
+      return { id: call.id, name: call.name, summary, description: shown === summary ? null : shown };
+    }),
     toolResults: (content.toolResults ?? []).map((result) => {
       const shown = headOf(outputText(result.output), limits.maxResultBytes);
       return {

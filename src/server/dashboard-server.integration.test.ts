@@ -608,6 +608,55 @@ describe('sessions and background works', () => {
   });
 });
 
+describe('control by hand over a bare task service', () => {
+  it('lists foreground work, moves it to the background through the task service, and stops all of a session', async () => {
+    const fixture = await startFixture();
+    const foreground = await fixture.start('main', {
+      background: false,
+      spec: { detail: { toolUseId: 'call_fg' } },
+    });
+    const first = await fixture.start('main');
+    const second = await fixture.start('main', { kind: 'monitor', label: 'watch', cancellable: false });
+    const other = await fixture.start('idle');
+    const moved = fixture.service.waitForBackground(foreground.id, fixture.owner('main'));
+
+    const conversation = (await send(fixture, 'GET', '/api/sessions/main/conversation')).json();
+    expect(conversation).toMatchObject({ available: false, messages: [], hasOlder: false });
+    expect(conversation.foreground).toEqual([
+      expect.objectContaining({ workId: foreground.id, toolCallId: 'call_fg', canMoveToBackground: true }),
+    ]);
+    const move = await command(fixture, { type: 'moveToBackground', workId: foreground.id });
+    expect(move.status).toBe(200);
+    await expect(moved).resolves.toBe('backgrounded');
+    expect((await command(fixture, { type: 'moveToBackground', workId: foreground.id })).status).toBe(409);
+
+    const stopAll = await command(fixture, { type: 'stopAllBackgroundWork', sessionId: 'main' });
+    expect(stopAll.status).toBe(200);
+    expect([...stopAll.json().stopped].sort()).toEqual([foreground.id, first.id].sort());
+    expect(stopAll.json().rejected).toEqual([{ workId: second.id, reason: 'cancel_not_supported' }]);
+    expect(fixture.service.get(other.id, fixture.owner('idle')).status).toBe('running');
+    expect(first.task.cancelReasons).toEqual(['stopped from the dashboard']);
+  });
+
+  it('refuses malformed commands with a code naming the field', async () => {
+    const fixture = await startFixture();
+    for (const [body, code] of [
+      [{ type: 'stopAllBackgroundWork' }, 'MISSING_SESSION_ID'],
+      [{ type: 'stopAllBackgroundWork', sessionId: '' }, 'MISSING_SESSION_ID'],
+      [{ type: 'moveToBackground' }, 'MISSING_WORK_ID'],
+      [{ type: 'moveToBackground', workId: 3 }, 'MISSING_WORK_ID'],
+    ] as const) {
+      const reply = await command(fixture, body);
+      expect([reply.status, reply.json().error.code]).toEqual([400, code]);
+    }
+    const idle = await command(fixture, { type: 'stopAllBackgroundWork', sessionId: 'idle' });
+    expect([idle.status, idle.json().fault]).toEqual([
+      409,
+      'fault.command.backgroundWorkCancelRejected.not_running',
+    ]);
+  });
+});
+
 describe('paths over a store', () => {
   it('answers 404, not 500, for a session id no store accepts', async () => {
     const store = createMemorySessionStore();

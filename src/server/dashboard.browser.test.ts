@@ -6,6 +6,7 @@ import { createOwner, type Owner, type TaskService } from '../tasks/index.js';
 import { type ScriptedTask, type ScriptedTaskOptions, scriptedTask } from '../testing/index.js';
 import type { DashboardBackend, StopBackgroundWorkResult } from './dashboard-backend.js';
 import { createDashboardServer, type DashboardServer } from './dashboard-server.js';
+import type { DashboardServerOptions } from './server-options.js';
 import { createInMemorySessionDirectory } from './session-directory.js';
 import { createTaskServiceBackend, type TaskServiceBackend } from './task-service-backend.js';
 
@@ -31,7 +32,7 @@ interface Dashboard {
 const open: Dashboard[] = [];
 const restartedServers: DashboardServer[] = [];
 
-async function openDashboard(): Promise<Dashboard> {
+async function openDashboard(serverOptions: Partial<DashboardServerOptions> = {}): Promise<Dashboard> {
   const logger = { warn: vi.fn() };
   const service = createTaskService({ logger });
   service.attachController('test');
@@ -56,7 +57,7 @@ async function openDashboard(): Promise<Dashboard> {
     events: backend.events,
     stopBackgroundWork: (workId) => refusedStops.get(workId) ?? backend.stopBackgroundWork(workId),
   };
-  const server = createDashboardServer({ backend: served, logger });
+  const server = createDashboardServer({ backend: served, logger, ...serverOptions });
   const address = await server.listen();
   const page = await context.newPage();
   const pageProblems: string[] = [];
@@ -308,6 +309,21 @@ describe.skipIf(browserPath === undefined)('the dashboard in Chromium', () => {
     // The browser reconnects on its own (after the stream's retry delay) and resumes from its last event id.
     await eventually(() => stateOf(page, id)).toBe('failed');
     expect(await page.locator('#connection').textContent()).toBe('Live');
+  });
+
+  it('says which limit refused its event stream when too many pages are open', async () => {
+    const dashboard = await openDashboard({ maxEventClients: 1 });
+    const page = await context.newPage();
+    try {
+      await page.goto(dashboard.server.address!.url);
+      await page.locator('#fatal').waitFor();
+      expect(await page.locator('#fatal').textContent()).toBe(
+        'The live event stream was refused: This dashboard already serves 1 live event stream, its limit (the server option maxEventClients, or --max-event-clients): close other dashboard pages, or restart it with a higher limit',
+      );
+      expect(await page.locator('#connection').textContent()).toBe('Disconnected');
+    } finally {
+      await page.close();
+    }
   });
 
   it('says so when the token is wrong, and shows no data', async () => {

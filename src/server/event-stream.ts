@@ -92,7 +92,7 @@ export class EventStreamHub {
       throw new DashboardRequestError(
         503,
         'TOO_MANY_EVENT_CLIENTS',
-        `This dashboard already serves ${limit} live event streams, its limit (the server option maxEventClients, or --max-event-clients): close other dashboard pages, or restart it with a higher limit`,
+        `This dashboard already serves ${limit} live event ${limit === 1 ? 'stream' : 'streams'}, its limit (the server option maxEventClients, or --max-event-clients): close other dashboard pages, or restart it with a higher limit`,
         { 'Retry-After': '5' },
       );
     }

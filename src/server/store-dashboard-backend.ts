@@ -39,6 +39,8 @@ import { pageFromStore } from './conversation-endpoint.js';
 import type {
   DashboardBackend,
   ForegroundWork,
+  MessagePage,
+  MessagePageRequest,
   MoveRejectionReason,
   MoveToBackgroundResult,
   OutputSnapshot,
@@ -89,6 +91,8 @@ export const STORE_DASHBOARD_DEFAULTS = Object.freeze({
 export interface StoreDashboardBackend extends DashboardBackend {
   stopBackgroundWork(workId: string): Promise<StopBackgroundWorkResult>;
   moveToBackground(workId: string): Promise<MoveToBackgroundResult>;
+  listForegroundWork(sessionId: string): ForegroundWork[];
+  readMessages(sessionId: string, page: MessagePageRequest): MessagePage;
   /** Reads the store now and emits what changed (what each `pollMs` tick does). */
   refresh(): void;
   /** Stops polling. Idempotent; the store stays the caller's. */

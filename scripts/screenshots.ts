@@ -232,14 +232,15 @@ async function terminalShot(browserPath: string): Promise<void> {
     chat.write('what is still running?');
     await chat.waitFor((screen) => screen.includes('you> what is still running?'), 'the typed question');
     const rows = chat.rows();
-    const escape = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+    const escapeHtml = (text: string) =>
+      text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
     const html = `<!doctype html><meta charset="utf-8"><style>
       body { margin: 0; background: #1e1f24; }
       pre { margin: 0; padding: 18px 22px; color: #e6e8eb; font: 14px/1.45 "DejaVu Sans Mono", monospace; }
       .panel { color: #4cc38a; } .prompt { color: #6ea8ff; }
     </style><pre>${rows
       .map((row) => {
-        const text = escape(row);
+        const text = escapeHtml(row);
         if (row.startsWith('you> ')) return `<span class="prompt">${text}</span>`;
         if (/^(── |\S bash-)/.test(row)) return `<span class="panel">${text}</span>`;
         return text;

@@ -125,5 +125,6 @@ describe('documentation examples', () => {
         return `${example.source}:${example.line + line + 1}: ${message}`;
       });
     expect(problems).toEqual([]);
-  });
+    // A whole-program type-check of the sources: CPU-bound, and several times slower on a loaded machine.
+  }, 180_000);
 });

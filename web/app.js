@@ -1,19 +1,28 @@
 // @ts-check
 /**
- * The Errand dashboard page: sessions with activity markers, a badge of running work, a status
- * panel with Stop, and a live output view. Live over server-sent events; no framework, no inline
- * code (the page's CSP allows only this file and its stylesheet).
+ * The Errand dashboard page: sessions in the order a person looks for them (running work first, the
+ * server's own selected, ended ones collapsed), a badge of running work, a status panel with Stop and a
+ * confirmed Stop all, a live output view, and the session's conversation with a card per tool call.
+ * Live over server-sent events; no framework, no inline code (the page's CSP allows only its own files).
  */
+import { createConversationView } from './conversation.js';
+import { byId, element, errorText, formatBytes, formatStart, shortPath } from './dom.js';
 
 /**
  * @typedef {'running' | 'resultPending' | 'failed' | 'cancelled'} WorkState
  * @typedef {{
  *   workId: string, sessionId: string | null, kind: string, taskKind: string, label: string,
+ *   toolUseId: string | null,
  *   state: WorkState, status: string, cancellable: boolean, startedAt: number, endedAt: number | null,
  *   cancelRequestedAt: number | null, pid: number | null, outputBytes: number | null, tail: string | null,
  *   exitCode: number | null, signal: string | null, error: string | null
  * }} BackgroundWork
- * @typedef {{ id: string, title: string | null, parentId: string | null, hasRunningWork: boolean }} Session
+ * @typedef {{
+ *   id: string, title: string | null, parentId: string | null, createdAt: number | null, cwd: string | null,
+ *   firstUserMessage: string | null, live: boolean, own: boolean, pid: number | null,
+ *   hasRunningWork: boolean, badgeCount: number, runningElsewhere: number, group: SessionGroup
+ * }} Session
+ * @typedef {'running' | 'live' | 'ended'} SessionGroup
  * @typedef {{ taskId: string, sessionId: string | null, work: BackgroundWork | null }} TaskEventData
  * @typedef {{ scope: 'all' | 'session', sessionId: string | null, works: BackgroundWork[] }} LevelData
  */
@@ -26,6 +35,10 @@ const OUTPUT_REFRESH_MIN_MS = 1000;
 const OUTPUT_POLL_MS = 2000;
 /** Session list refreshes are coalesced over this window. */
 const SESSIONS_REFRESH_MS = 250;
+/** The session list is read again this often: other processes' sessions have no events here. */
+const SESSIONS_POLL_MS = 3000;
+/** Order of the session groups in the list. */
+const GROUP_ORDER = /** @type {const} */ ({ running: 0, live: 1, ended: 2 });
 
 const STATE_LABELS = /** @type {const} */ ({
   running: 'running',
@@ -42,6 +55,10 @@ const works = new Map();
 let sessions = [];
 /** @type {string | null} */
 let selectedSessionId = null;
+/** A person chose the session: it stays selected while it exists. */
+let selectedByPerson = false;
+/** Stop all sent and not yet answered. */
+let stoppingAll = false;
 /** Errors to show on a row (a rejected stop). @type {Map<string, string>} */
 const rowErrors = new Map();
 /** Stops sent and not yet answered. @type {Set<string>} */
@@ -56,36 +73,6 @@ let outputView = null;
 /** @type {number | undefined} */
 let sessionsTimer;
 
-/**
- * @template {HTMLElement} T
- * @param {string} id
- * @returns {T}
- */
-function byId(id) {
-  const element = document.getElementById(id);
-  if (element === null) throw new Error(`missing #${id}`);
-  return /** @type {T} */ (element);
-}
-
-/**
- * @param {string} tag
- * @param {Record<string, string>} [attributes]
- * @param {(Node | string)[]} [children]
- */
-function element(tag, attributes = {}, children = []) {
-  const node = document.createElement(tag);
-  for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, value);
-  for (const child of children) node.append(child);
-  return node;
-}
-
-/** @param {number} bytes */
-function formatBytes(bytes) {
-  if (bytes < 1024) return `${bytes} B`;
-  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
-  return `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
-}
-
 // ------------------------------------------------------------------ API
 
 /**
@@ -98,16 +85,6 @@ function api(path, init = {}) {
   return fetch(path, { ...init, headers, cache: 'no-store' });
 }
 
-/** @param {Response} response */
-async function errorText(response) {
-  try {
-    const body = await response.json();
-    return body?.error?.message ?? body?.message ?? response.statusText;
-  } catch {
-    return response.statusText;
-  }
-}
-
 async function loadSessions() {
   const response = await api('/api/sessions');
   if (!response.ok) {
@@ -116,8 +93,75 @@ async function loadSessions() {
   }
   const body = await response.json();
   sessions = body.sessions;
-  if (selectedSessionId === null && sessions.length > 0) selectedSessionId = sessions[0]?.id ?? null;
+  chooseSession();
   render();
+}
+
+/**
+ * The group a session shows in, from what the page sees live: its running work, or other processes'.
+ * @param {Session} session
+ * @returns {SessionGroup}
+ */
+function groupOf(session) {
+  if (session.runningElsewhere > 0) return 'running';
+  for (const work of works.values()) {
+    if (work.sessionId === session.id && work.state === 'running') return 'running';
+  }
+  return session.live ? 'live' : 'ended';
+}
+
+/** Running first, then live, then ended; newest first within a group (the server's order, kept live). */
+function orderedSessions() {
+  const groups = new Map(sessions.map((session) => [session.id, groupOf(session)]));
+  return [...sessions].sort(
+    (left, right) =>
+      GROUP_ORDER[/** @type {SessionGroup} */ (groups.get(left.id))] -
+        GROUP_ORDER[/** @type {SessionGroup} */ (groups.get(right.id))] ||
+      (right.createdAt ?? 0) - (left.createdAt ?? 0) ||
+      (left.id < right.id ? -1 : left.id > right.id ? 1 : 0),
+  );
+}
+
+/**
+ * Until a person picks one: the server's own session with running work, else its own newest, else the
+ * first in the list (running work on top). A choice made stays while the session exists.
+ */
+function chooseSession() {
+  const current = sessions.find((session) => session.id === selectedSessionId);
+  // A choice stays: the person's, and one made here unless the server's own session has appeared since.
+  if (
+    current !== undefined &&
+    (selectedByPerson || current.own || !sessions.some((session) => session.own))
+  ) {
+    return;
+  }
+  selectedByPerson = false;
+  const ordered = orderedSessions();
+  const pick =
+    ordered.find((session) => session.own && groupOf(session) === 'running') ??
+    ordered.find((session) => session.own) ??
+    ordered[0];
+  selectedSessionId = pick?.id ?? null;
+}
+
+/**
+ * What a person recognises a session by: what they wrote first, else its client, else its id.
+ * @param {Session} session
+ */
+function sessionName(session) {
+  return session.firstUserMessage ?? session.title ?? session.id;
+}
+
+/**
+ * The line under the name: the client (when the name is a message), the start time, the directory.
+ * @param {Session} session
+ */
+function sessionDetails(session) {
+  const parts = [];
+  if (session.firstUserMessage !== null && session.title !== null) parts.push(session.title);
+  if (session.createdAt !== null) parts.push(`started ${formatStart(session.createdAt)}`);
+  if (session.cwd !== null) parts.push(shortPath(session.cwd));
+  return parts.join(' · ');
 }
 
 function scheduleSessionsRefresh() {
@@ -126,6 +170,58 @@ function scheduleSessionsRefresh() {
     sessionsTimer = undefined;
     void loadSessions();
   }, SESSIONS_REFRESH_MS);
+}
+
+/** @param {string} sessionId */
+async function stopAll(sessionId) {
+  stoppingAll = true;
+  hideStopAllConfirm(false);
+  const error = byId('panel-error');
+  error.hidden = true;
+  render();
+  try {
+    const response = await api('/api/commands', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ type: 'stopAllBackgroundWork', sessionId }),
+    });
+    const body = await response.json().catch(() => ({}));
+    const stopped = Array.isArray(body.stopped) ? body.stopped.length : 0;
+    const refused = (body.rejected?.length ?? 0) + (body.failed?.length ?? 0);
+    if (!response.ok || body.ok !== true) {
+      const reason = body.fault ?? body.error?.code ?? `HTTP ${response.status}`;
+      error.hidden = false;
+      error.textContent = `Stop all: ${body.message ?? 'nothing was cancelled'} (${reason})`;
+    }
+    byId('panel-status').textContent =
+      stopped === 0
+        ? ''
+        : `Stop requested for ${stopped} ${stopped === 1 ? 'work' : 'works'}${refused > 0 ? `; ${refused} not stopped` : ''}.`;
+  } catch (failure) {
+    error.hidden = false;
+    error.textContent = `Stop all failed: ${failure instanceof Error ? failure.message : String(failure)}`;
+  } finally {
+    stoppingAll = false;
+    render();
+  }
+}
+
+/** @param {number} count */
+function showStopAllConfirm(count) {
+  byId('stop-all-question').textContent =
+    `Stop ${count} running ${count === 1 ? 'work' : 'works'} of this session?`;
+  byId('stop-all').hidden = true;
+  byId('stop-all-confirm').hidden = false;
+  byId('stop-all-yes').focus();
+}
+
+/** @param {boolean} restoreFocus */
+function hideStopAllConfirm(restoreFocus) {
+  const confirm = byId('stop-all-confirm');
+  if (confirm.hidden) return;
+  confirm.hidden = true;
+  renderStopAll();
+  if (restoreFocus) byId('stop-all').focus();
 }
 
 /** @param {string} workId */
@@ -166,9 +262,10 @@ function connect() {
   });
   source.addEventListener('error', () => {
     if (source.readyState === EventSource.CLOSED) {
-      // Refused outright (a wrong token, a server gone for good): the browser will not retry.
+      // Refused outright (a wrong token, too many open pages, a server gone for good): the browser will
+      // not retry. Ask once more to learn why.
       status.textContent = 'Disconnected';
-      showFatal('The live event stream was refused. Reload the page, or open the URL errand printed.');
+      void explainRefusal();
     } else {
       status.textContent = 'Reconnecting…';
     }
@@ -184,6 +281,22 @@ function connect() {
     source.addEventListener(type, (event) => {
       applyTaskEvent(/** @type {TaskEventData} */ (JSON.parse(/** @type {MessageEvent} */ (event).data)));
     });
+  }
+}
+
+/** Shows why the event stream was refused, in the server's words, or reconnects when it no longer is. */
+async function explainRefusal() {
+  const probe = new AbortController();
+  try {
+    const response = await api('/api/events', { signal: probe.signal });
+    if (response.ok) {
+      probe.abort();
+      connect();
+      return;
+    }
+    showFatal(`The live event stream was refused: ${await errorText(response)}`);
+  } catch {
+    showFatal('The live event stream was refused. Reload the page, or open the URL errand printed.');
   }
 }
 
@@ -208,6 +321,7 @@ function applyTaskEvent(data) {
   }
   render();
   if (outputView?.workId === data.taskId) refreshOutputSoon();
+  if (data.sessionId === selectedSessionId) conversation.refreshSoon();
 }
 
 /** @param {BackgroundWork[]} list */
@@ -223,10 +337,15 @@ function noteUnknownSessions(list) {
 // ------------------------------------------------------------------ rendering
 
 function render() {
+  chooseSession();
   renderBadge();
   renderSessions();
   renderWorks();
+  renderStopAll();
   renderOutputMeta();
+  if (selectedSessionId === null) conversation.hide();
+  else conversation.show(selectedSessionId);
+  conversation.render();
 }
 
 /** @param {BackgroundWork} work */
@@ -244,7 +363,10 @@ function renderBadge() {
 }
 
 function renderSessions() {
-  const list = byId('sessions');
+  // Reordering may move the focused entry; it gets its focus back below.
+  const focused = document.activeElement;
+  const open = byId('sessions');
+  const ended = byId('sessions-ended');
   byId('no-sessions').hidden = sessions.length > 0;
   const keep = new Set(sessions.map((session) => session.id));
   for (const [sessionId, item] of sessionItems) {
@@ -253,22 +375,39 @@ function renderSessions() {
       sessionItems.delete(sessionId);
     }
   }
-  sessions.forEach((session, index) => {
+  let openIndex = 0;
+  let endedIndex = 0;
+  for (const session of orderedSessions()) {
     let item = sessionItems.get(session.id);
     if (item === undefined) {
       item = createSessionItem(session.id);
       sessionItems.set(session.id, item);
     }
-    updateSessionItem(item, session);
-    placeAt(list, item, index);
-  });
+    const group = groupOf(session);
+    updateSessionItem(item, session, group);
+    if (group === 'ended') placeAt(ended, item, endedIndex++);
+    else placeAt(open, item, openIndex++);
+  }
+  const details = /** @type {HTMLDetailsElement} */ (byId('ended'));
+  details.hidden = endedIndex === 0;
+  byId('ended-summary').textContent = `Ended sessions (${endedIndex})`;
+  // The selected session is never hidden in a closed group.
+  const selected =
+    selectedSessionId === null ? undefined : sessions.find((session) => session.id === selectedSessionId);
+  if (selected !== undefined && groupOf(selected) === 'ended') details.open = true;
+  if (focused instanceof HTMLElement && focused !== document.activeElement && focused.isConnected) {
+    focused.focus({ preventScroll: true });
+  }
 }
 
 /** @param {string} sessionId */
 function createSessionItem(sessionId) {
   const button = element('button', { type: 'button', class: 'session', 'data-session-id': sessionId }, [
     element('span', { class: 'marker', 'aria-hidden': 'true' }),
-    element('span', { class: 'name' }),
+    element('span', { class: 'label' }, [
+      element('span', { class: 'name' }),
+      element('span', { class: 'details' }),
+    ]),
     element('span', { class: 'count', 'aria-hidden': 'true' }),
   ]);
   button.addEventListener('click', () => selectSession(sessionId));
@@ -280,22 +419,31 @@ function createSessionItem(sessionId) {
  * Updates a session entry in place, so keyboard focus stays where it is.
  * @param {HTMLElement} item
  * @param {Session} session
+ * @param {SessionGroup} group
  */
-function updateSessionItem(item, session) {
-  let running = 0;
-  let active = false;
+function updateSessionItem(item, session, group) {
+  let running = session.runningElsewhere;
   for (const work of works.values()) {
-    if (work.sessionId !== session.id) continue;
-    if (work.state === 'running') active = true;
-    if (countsForBadge(work)) running += 1;
+    if (work.sessionId === session.id && countsForBadge(work)) running += 1;
   }
-  const name = session.title ?? session.id;
+  const active = group === 'running';
+  const name = sessionName(session);
+  const details = sessionDetails(session);
   const button = /** @type {HTMLElement} */ (item.firstElementChild);
   button.className = active ? 'session active' : 'session';
+  button.setAttribute('data-group', group);
+  button.setAttribute('data-own', String(session.own));
   button.setAttribute('aria-current', String(session.id === selectedSessionId));
-  button.setAttribute('aria-label', `${name}${active ? `, ${running} running` : ''}`);
-  const [, nameSpan, countSpan] = button.children;
+  button.setAttribute(
+    'aria-label',
+    `${name}${active ? `, ${running} running` : ''}${group === 'ended' ? ', ended' : ''}`,
+  );
+  button.title = [name, details, session.cwd ?? ''].filter((part) => part !== '').join('\n');
+  const nameSpan = button.querySelector('.name');
+  const detailsSpan = button.querySelector('.details');
+  const countSpan = button.querySelector('.count');
   if (nameSpan) nameSpan.textContent = name;
+  if (detailsSpan) detailsSpan.textContent = details;
   if (countSpan) countSpan.textContent = running > 0 ? String(running) : '';
 }
 
@@ -315,7 +463,11 @@ function placeAt(parent, child, index) {
  * @param {HTMLElement} button
  */
 function moveSessionFocus(event, button) {
-  const buttons = /** @type {HTMLElement[]} */ ([...byId('sessions').querySelectorAll('button.session')]);
+  const buttons = /** @type {HTMLElement[]} */ (
+    [...byId('sessions-pane').querySelectorAll('button.session')].filter(
+      (candidate) => candidate instanceof HTMLElement && candidate.offsetParent !== null,
+    )
+  );
   const index = buttons.indexOf(button);
   /** @type {number | undefined} */
   let target;
@@ -330,7 +482,13 @@ function moveSessionFocus(event, button) {
 
 /** @param {string} sessionId */
 function selectSession(sessionId) {
+  if (selectedSessionId !== sessionId) {
+    byId('panel-status').textContent = '';
+    byId('panel-error').hidden = true;
+    hideStopAllConfirm(false);
+  }
   selectedSessionId = sessionId;
+  selectedByPerson = true;
   render();
 }
 
@@ -358,11 +516,24 @@ function renderWorks() {
   const list = sessionWorks();
   const session = sessions.find((candidate) => candidate.id === selectedSessionId);
   byId('panel-heading').textContent =
-    session === undefined ? 'Background work' : `Background work of ${session.title ?? session.id}`;
+    session === undefined ? 'Background work' : `Background work of ${sessionName(session)}`;
+  byId('panel-meta').textContent =
+    session === undefined
+      ? ''
+      : [
+          sessionDetails(session),
+          session.live && session.pid !== null ? `process ${session.pid}` : session.live ? '' : 'ended',
+        ]
+          .filter((part) => part !== '')
+          .join(' · ');
   table.hidden = list.length === 0;
   empty.hidden = list.length > 0;
   empty.textContent =
-    selectedSessionId === null ? 'Select a session to see its background work.' : 'No background work.';
+    selectedSessionId === null
+      ? 'Select a session to see its background work.'
+      : session !== undefined && session.runningElsewhere > 0
+        ? `This session runs in another process${session.pid === null ? '' : ` (${session.pid})`}: its ${session.runningElsewhere} running ${session.runningElsewhere === 1 ? 'work is' : 'works are'} shown by errand serve.`
+        : 'No background work.';
 
   const keep = new Set(list.map((work) => work.workId));
   for (const [workId, row] of rows) {
@@ -380,6 +551,18 @@ function renderWorks() {
     updateRow(row, work);
     placeAt(body, row, index);
   });
+}
+
+/** Stop all: offered while the selected session has running work the page can stop. */
+function renderStopAll() {
+  const button = /** @type {HTMLButtonElement} */ (byId('stop-all'));
+  const confirming = !byId('stop-all-confirm').hidden;
+  const running = sessionWorks().filter((work) => work.state === 'running').length;
+  if (running === 0 && confirming) byId('stop-all-confirm').hidden = true;
+  button.hidden = running === 0 || !byId('stop-all-confirm').hidden;
+  button.disabled = stoppingAll;
+  button.textContent = stoppingAll ? 'Stopping all…' : 'Stop all';
+  button.setAttribute('aria-label', `Stop all ${running} running works of this session`);
 }
 
 /**
@@ -535,7 +718,25 @@ function showFatal(message) {
   fatal.textContent = message;
 }
 
+const conversation = createConversationView({
+  api,
+  works: () => works.values(),
+  openOutput,
+  onMoved: () => scheduleSessionsRefresh(),
+});
+
 function start() {
+  byId('stop-all').addEventListener('click', () => {
+    const running = sessionWorks().filter((work) => work.state === 'running').length;
+    if (running > 0) showStopAllConfirm(running);
+  });
+  byId('stop-all-no').addEventListener('click', () => hideStopAllConfirm(true));
+  byId('stop-all-confirm').addEventListener('keydown', (event) => {
+    if (event.key === 'Escape') hideStopAllConfirm(true);
+  });
+  byId('stop-all-yes').addEventListener('click', () => {
+    if (selectedSessionId !== null) void stopAll(selectedSessionId);
+  });
   byId('output-refresh').addEventListener('click', () => void fetchOutput());
   byId('output-close').addEventListener('click', () => closeOutput(true));
   byId('output').addEventListener('keydown', (event) => {
@@ -548,6 +749,7 @@ function start() {
   }
   connect();
   void loadSessions();
+  window.setInterval(() => void loadSessions(), SESSIONS_POLL_MS);
 }
 
 start();

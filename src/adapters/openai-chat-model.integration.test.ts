@@ -5,8 +5,10 @@ import {
   type FakeEndpoint,
   type FakeReply,
   fakeOpenAiEndpoint,
+  streamedCompletion,
 } from '../../test/support/fake-openai.js';
 import { capturingLogger } from '../../test/support/registry.js';
+import { deferred } from '../../test/support/waiting.js';
 import { createSessionRuntime } from '../session/index.js';
 import { createMemorySessionStore } from '../store/index.js';
 import { defineTool } from '../tools/index.js';
@@ -100,5 +102,132 @@ describe('OpenAI-compatible model port', () => {
       openAiChatModelFromEnvironment({ ERRAND_MODEL: 'gpt-x', ERRAND_BASE_URL: 'http://127.0.0.1:1/v1' })
         ?.name,
     ).toBe('openai:gpt-x');
+  });
+});
+
+const ask = { system: undefined, messages: [], tools: [], continuation: false } as const;
+
+describe('streamed replies', () => {
+  it('hands each piece of text on as it arrives, before the reply is complete', async () => {
+    const gate = deferred();
+    const endpoint = await fakeEndpoint([
+      () => ({ stream: streamedCompletion(['Hel', 'lo', gate.promise, ', world.']) }),
+    ]);
+    const pieces: string[] = [];
+    const firstTwo = deferred();
+    const model = createOpenAiChatModel({
+      baseUrl: endpoint.url,
+      model: 'm',
+      onTextDelta: (text) => {
+        pieces.push(text);
+        if (pieces.length === 2) firstTwo.resolve();
+      },
+    });
+    const reply = model.generate(ask, new AbortController().signal);
+    await firstTwo.promise;
+    // The endpoint still holds the rest back: what arrived so far was handed on.
+    expect(pieces).toEqual(['Hel', 'lo']);
+    gate.resolve();
+    expect(await reply).toEqual({ text: 'Hello, world.', toolCalls: [], finishReason: 'stop' });
+    expect(pieces).toEqual(['Hel', 'lo', ', world.']);
+    expect(endpoint.bodies[0]).toMatchObject({ stream: true });
+  });
+
+  it('assembles tool calls from their pieces', async () => {
+    const endpoint = await fakeEndpoint([
+      () => ({
+        stream: streamedCompletion(['Checking.'], {
+          toolCalls: [
+            { id: 'call_1', name: 'bash', arguments: '{"command":"ls -la","run_in_background":true}' },
+            { id: 'call_2', name: 'task_list', arguments: '{}' },
+          ],
+        }),
+      }),
+    ]);
+    const model = createOpenAiChatModel({ baseUrl: endpoint.url, model: 'm', stream: true });
+    expect(await model.generate(ask, new AbortController().signal)).toEqual({
+      text: 'Checking.',
+      toolCalls: [
+        { id: 'call_1', name: 'bash', input: { command: 'ls -la', run_in_background: true } },
+        { id: 'call_2', name: 'task_list', input: {} },
+      ],
+      finishReason: 'tool_calls',
+    });
+  });
+
+  it('reads a plain completion from an endpoint that ignores `stream`, and still shows its text', async () => {
+    const endpoint = await fakeEndpoint([() => completion({ content: 'Whole at once.' }, 'stop')]);
+    const pieces: string[] = [];
+    const model = createOpenAiChatModel({
+      baseUrl: endpoint.url,
+      model: 'm',
+      onTextDelta: (text) => pieces.push(text),
+    });
+    expect((await model.generate(ask, new AbortController().signal)).text).toBe('Whole at once.');
+    expect(pieces).toEqual(['Whole at once.']);
+  });
+
+  it('asks again without streaming when the endpoint refuses it, and stops asking once that worked', async () => {
+    const refuse = (body: Record<string, unknown>) =>
+      body.stream === true
+        ? { status: 400, body: { error: { message: 'stream is not supported' } } }
+        : completion({ content: 'plain' }, 'stop');
+    const endpoint = await fakeEndpoint([refuse, refuse, refuse]);
+    const model = createOpenAiChatModel({ baseUrl: endpoint.url, model: 'm', onTextDelta: () => {} });
+    expect((await model.generate(ask, new AbortController().signal)).text).toBe('plain');
+    expect((await model.generate(ask, new AbortController().signal)).text).toBe('plain');
+    expect(endpoint.bodies.map((body) => body.stream ?? false)).toEqual([true, false, false]);
+  });
+
+  it('reports a request the endpoint refuses with or without streaming as that failure, and keeps streaming', async () => {
+    const broken = () => ({ status: 400, body: { error: { message: 'bad tool schema' } } });
+    const endpoint = await fakeEndpoint([broken, broken, () => ({ stream: streamedCompletion(['ok']) })]);
+    const model = createOpenAiChatModel({ baseUrl: endpoint.url, model: 'm', onTextDelta: () => {} });
+    await expect(model.generate(ask, new AbortController().signal)).rejects.toMatchObject({
+      code: 'MODEL_REQUEST_FAILED',
+      message: expect.stringContaining('bad tool schema'),
+    });
+    expect((await model.generate(ask, new AbortController().signal)).text).toBe('ok');
+    expect(endpoint.bodies.map((body) => body.stream ?? false)).toEqual([true, false, true]);
+  });
+
+  it('reports an error the stream carries, and never streams with `stream: false`', async () => {
+    const endpoint = await fakeEndpoint([
+      () => ({
+        stream: [
+          { choices: [{ index: 0, delta: { content: 'par' } }] },
+          { error: { message: 'overloaded' } },
+        ],
+      }),
+      () => completion({ content: 'plain' }, 'stop'),
+    ]);
+    const streaming = createOpenAiChatModel({ baseUrl: endpoint.url, model: 'm', stream: true });
+    await expect(streaming.generate(ask, new AbortController().signal)).rejects.toMatchObject({
+      code: 'MODEL_REQUEST_FAILED',
+      message: expect.stringContaining('overloaded'),
+    });
+    const pieces: string[] = [];
+    const plain = createOpenAiChatModel({
+      baseUrl: endpoint.url,
+      model: 'm',
+      stream: false,
+      onTextDelta: (text) => pieces.push(text),
+    });
+    expect((await plain.generate(ask, new AbortController().signal)).text).toBe('plain');
+    expect(endpoint.bodies[1]?.stream).toBeUndefined();
+    expect(pieces).toEqual([]);
+    expect(() =>
+      createOpenAiChatModel({ baseUrl: endpoint.url, model: 'm', stream: 'yes' as never }),
+    ).toThrow('`stream`');
+  });
+
+  it('turns streaming off with ERRAND_STREAM=0', async () => {
+    const endpoint = await fakeEndpoint([() => completion({ content: 'plain' }, 'stop')]);
+    const model = openAiChatModelFromEnvironment(
+      { ERRAND_MODEL: 'm', ERRAND_BASE_URL: endpoint.url, ERRAND_STREAM: '0' },
+      { onTextDelta: () => {} },
+    );
+    expect((await model!.generate(ask, new AbortController().signal)).text).toBe('plain');
+    expect(endpoint.bodies[0]?.stream).toBeUndefined();
   });
 });

@@ -1,10 +1,14 @@
 /**
  * A model port for any OpenAI-compatible chat-completions endpoint (OpenAI, a local server, a gateway),
- * configured by options or by environment for the CLI. Plain `fetch`, no SDK.
+ * configured by options or by environment for the CLI. Plain `fetch`, no SDK. With `onTextDelta` it asks
+ * for a streamed reply (`stream: true`, server-sent chunks) and hands each piece of text on as it arrives;
+ * an endpoint that answers with a plain completion instead is read as one, and one that refuses streaming
+ * is asked again without it (and, once that worked, never asked to stream again).
  */
 import type { ModelMessage, ModelPort, ModelRequest, ModelResponse } from '../session/index.js';
 import { ErrandError, InvalidArgumentError } from '../tasks/index.js';
 import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
+import { readChatCompletionStream, type StreamedCompletion } from './openai-chat-stream.js';
 
 /** Options of `createOpenAiChatModel`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
 export interface OpenAiChatModelOptions {
@@ -23,6 +27,13 @@ export interface OpenAiChatModelOptions {
   readonly headers?: Readonly<Record<string, string>>;
   /** The `fetch` requests go through. Default: the global `fetch`. */
   readonly fetch?: typeof fetch;
+  /**
+   * Stream replies: `true` always asks for a stream, `false` never, `'auto'` streams when `onTextDelta` is
+   * given. Default `'auto'`.
+   */
+  readonly stream?: boolean | 'auto';
+  /** Receives the reply's text piece by piece as it is generated (streaming only). Must not throw. */
+  readonly onTextDelta?: (text: string) => void;
 }
 
 const OPENAI_CHAT_MODEL_OPTION_KEYS = optionKeys<OpenAiChatModelOptions>()({
@@ -34,6 +45,8 @@ const OPENAI_CHAT_MODEL_OPTION_KEYS = optionKeys<OpenAiChatModelOptions>()({
   temperature: true,
   headers: true,
   fetch: true,
+  stream: true,
+  onTextDelta: true,
 });
 
 export class ModelRequestError extends ErrandError {
@@ -117,13 +130,49 @@ export function createOpenAiChatModel(options: OpenAiChatModelOptions): ModelPor
   if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) {
     throw new InvalidArgumentError('timeoutMs', 'a positive integer', timeoutMs);
   }
+  const mode = options.stream ?? 'auto';
+  if (mode !== true && mode !== false && mode !== 'auto') {
+    throw new InvalidArgumentError('stream', 'true, false or "auto"', mode);
+  }
+  if (options.onTextDelta !== undefined && typeof options.onTextDelta !== 'function') {
+    throw new InvalidArgumentError('onTextDelta', 'a function', options.onTextDelta);
+  }
   const doFetch = options.fetch ?? fetch;
   const url = `${options.baseUrl.replace(/\/+$/, '')}/chat/completions`;
+  /** Set once the endpoint refused a streamed request and took the same one without streaming. */
+  let streamRefused = false;
+
+  const post = async (body: Record<string, unknown>, signal: AbortSignal): Promise<Response> => {
+    try {
+      return await doFetch(url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          ...(body.stream === true ? { accept: 'text/event-stream, application/json' } : {}),
+          ...(options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}),
+          ...options.headers,
+        },
+        body: JSON.stringify(body),
+        signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]),
+      });
+    } catch (error) {
+      if (signal.aborted) throw error;
+      throw new ModelRequestError(`The model request to ${url} failed`, { url }, error);
+    }
+  };
+
+  const failure = async (response: Response): Promise<ModelRequestError> => {
+    const text = await response.text().catch(() => '');
+    return new ModelRequestError(
+      `The model endpoint answered ${response.status}: ${text.slice(0, MAX_ERROR_BODY)}`,
+      { url, status: response.status },
+    );
+  };
 
   return {
     name: `openai:${options.model}`,
     async generate(request: ModelRequest, signal: AbortSignal): Promise<ModelResponse> {
-      const body = {
+      const body: Record<string, unknown> = {
         model: options.model,
         messages: toChatMessages(request.system, request.messages),
         ...(request.tools.length === 0
@@ -137,29 +186,33 @@ export function createOpenAiChatModel(options: OpenAiChatModelOptions): ModelPor
         ...(options.maxTokens === undefined ? {} : { max_tokens: options.maxTokens }),
         ...(options.temperature === undefined ? {} : { temperature: options.temperature }),
       };
-      let response: Response;
-      try {
-        response = await doFetch(url, {
-          method: 'POST',
-          headers: {
-            'content-type': 'application/json',
-            ...(options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}),
-            ...options.headers,
-          },
-          body: JSON.stringify(body),
-          signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]),
-        });
-      } catch (error) {
-        if (signal.aborted) throw error;
-        throw new ModelRequestError(`The model request to ${url} failed`, { url }, error);
+      const streaming =
+        mode === true || (mode === 'auto' && options.onTextDelta !== undefined && !streamRefused);
+      let response = await post(streaming ? { ...body, stream: true } : body, signal);
+      if (streaming && mode === 'auto' && !response.ok && STREAM_REFUSAL_STATUSES.has(response.status)) {
+        // Perhaps the endpoint does not stream: the same request without it decides.
+        await response.body?.cancel().catch(() => {});
+        response = await post(body, signal);
+        if (response.ok) streamRefused = true;
       }
+      if (!response.ok) throw await failure(response);
+      const type = response.headers.get('content-type') ?? '';
+      if (type.includes('text/event-stream') && response.body !== null) {
+        let streamed: StreamedCompletion;
+        try {
+          streamed = await readChatCompletionStream(response.body, options.onTextDelta);
+        } catch (error) {
+          if (signal.aborted) throw error;
+          throw new ModelRequestError(
+            `The model endpoint's stream failed: ${error instanceof Error ? error.message : String(error)}`,
+            { url },
+            error,
+          );
+        }
+        return toModelResponse(streamed.text, streamed.toolCalls, streamed.finishReason, streamed.usage);
+      }
+      // Not a stream (not asked for one, or the endpoint answered a plain completion anyway).
       const text = await response.text();
-      if (!response.ok) {
-        throw new ModelRequestError(
-          `The model endpoint answered ${response.status}: ${text.slice(0, MAX_ERROR_BODY)}`,
-          { url, status: response.status },
-        );
-      }
       let payload: {
         choices?: Array<{
           message?: { content?: string | null; tool_calls?: ChatToolCall[] };
@@ -179,42 +232,73 @@ export function createOpenAiChatModel(options: OpenAiChatModelOptions): ModelPor
       const choice = payload.choices?.[0];
       if (!choice?.message)
         throw new ModelRequestError('The model endpoint answered without a choice', { url });
-      const toolCalls = (choice.message.tool_calls ?? []).map((call, index) => ({
-        id: call.id || `call_${index + 1}`,
+      const content = choice.message.content ?? '';
+      // Asked to stream but answered whole: a viewer still gets the text.
+      if (streaming && content !== '') {
+        try {
+          options.onTextDelta?.(content);
+        } catch {
+          // A viewer's failure does not end the reply.
+        }
+      }
+      const calls = (choice.message.tool_calls ?? []).map((call) => ({
+        id: call.id,
         name: call.function?.name ?? '',
-        input: parseArguments(call.function?.arguments ?? ''),
+        arguments: call.function?.arguments ?? '',
       }));
-      return {
-        text: choice.message.content ?? '',
-        toolCalls,
-        finishReason:
-          FINISH_REASONS[choice.finish_reason ?? ''] ?? (toolCalls.length > 0 ? 'tool_calls' : 'other'),
-        ...(payload.usage
-          ? {
-              usage: {
-                inputTokens: payload.usage.prompt_tokens ?? 0,
-                outputTokens: payload.usage.completion_tokens ?? 0,
-              },
-            }
-          : {}),
-      };
+      return toModelResponse(content, calls, choice.finish_reason, payload.usage);
     },
   };
 }
 
+/** Statuses with which an endpoint may refuse `stream: true` (then it is asked once more without it). */
+const STREAM_REFUSAL_STATUSES: ReadonlySet<number> = new Set([400, 404, 405, 415, 422, 501]);
+
+function toModelResponse(
+  text: string,
+  calls: ReadonlyArray<{ id: string; name: string; arguments: string }>,
+  finishReason: string | undefined,
+  usage: { prompt_tokens?: number; completion_tokens?: number } | undefined,
+): ModelResponse {
+  const toolCalls = calls.map((call, index) => ({
+    id: call.id || `call_${index + 1}`,
+    name: call.name,
+    input: parseArguments(call.arguments),
+  }));
+  return {
+    text,
+    toolCalls,
+    finishReason: FINISH_REASONS[finishReason ?? ''] ?? (toolCalls.length > 0 ? 'tool_calls' : 'other'),
+    ...(usage
+      ? { usage: { inputTokens: usage.prompt_tokens ?? 0, outputTokens: usage.completion_tokens ?? 0 } }
+      : {}),
+  };
+}
+
+/** Options of `openAiChatModelFromEnvironment` besides the environment itself. */
+export interface EnvironmentModelOptions {
+  /** Receives the reply's text as it streams (see `OpenAiChatModelOptions.onTextDelta`). */
+  readonly onTextDelta?: (text: string) => void;
+}
+
 /**
  * The model configured by environment: `ERRAND_MODEL` (required), `ERRAND_BASE_URL` or `OPENAI_BASE_URL`
- * (default `https://api.openai.com/v1`), `ERRAND_API_KEY` or `OPENAI_API_KEY`. Undefined without a model.
+ * (default `https://api.openai.com/v1`), `ERRAND_API_KEY` or `OPENAI_API_KEY`, and `ERRAND_STREAM=0` to
+ * never ask for streamed replies. Undefined without a model.
  */
 export function openAiChatModelFromEnvironment(
   environment: Readonly<Record<string, string | undefined>> = process.env,
+  extra: EnvironmentModelOptions = {},
 ): ModelPort | undefined {
   const model = environment.ERRAND_MODEL;
   if (!model) return undefined;
   const apiKey = environment.ERRAND_API_KEY ?? environment.OPENAI_API_KEY;
+  const noStream = ['0', 'false', 'off', 'no'].includes((environment.ERRAND_STREAM ?? '').toLowerCase());
   return createOpenAiChatModel({
     baseUrl: environment.ERRAND_BASE_URL ?? environment.OPENAI_BASE_URL ?? 'https://api.openai.com/v1',
     model,
     ...(apiKey ? { apiKey } : {}),
+    ...(noStream ? { stream: false } : {}),
+    ...(extra.onTextDelta ? { onTextDelta: extra.onTextDelta } : {}),
   });
 }

@@ -66,6 +66,16 @@ describe('parseFlags', () => {
     );
   });
 
+  it('reads a count as a positive integer', () => {
+    const counts: FlagSpecs = { clients: { type: 'count', placeholder: '<n>', description: 'clients' } };
+    expect(parseFlags(['--clients', '200'], counts).values).toEqual({ clients: 200 });
+    for (const raw of ['0', '-3', '1.5', 'many', '1e3', '9999999999']) {
+      expect(() => parseFlags([`--clients=${raw}`], counts)).toThrow(
+        `Expected \`--clients\` to be a positive integer, got ${JSON.stringify(raw)}`,
+      );
+    }
+  });
+
   it('describes the flags for the help text', () => {
     expect(describeFlags(specs).split('\n')).toEqual([
       '  --dashboard   serve the dashboard',

@@ -8,7 +8,10 @@ import {
   type FakeEndpoint,
   fakeOpenAiEndpoint,
   lastMessageText,
+  streamedCompletion,
 } from '../../test/support/fake-openai.js';
+import { spawnInTerminal, type TerminalProgram } from '../../test/support/terminal.js';
+import { deferred } from '../../test/support/waiting.js';
 import { createErrandRuntime } from '../host/index.js';
 import { scriptedModel } from '../testing/index.js';
 
@@ -90,6 +93,36 @@ describe('errand chat', () => {
     expect(stdout).toContain('[background results: echo hello-from-chat]');
   });
 
+  it('prints its help without a model, and refuses an unknown flag', async () => {
+    const environment = { ...process.env };
+    delete environment.ERRAND_MODEL;
+    const run = (args: string[]) =>
+      new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+        const child = spawn(process.execPath, [main, 'chat', ...args], {
+          env: environment,
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
+        let stdout = '';
+        let stderr = '';
+        child.stdout.on('data', (chunk: Buffer) => {
+          stdout += chunk.toString();
+        });
+        child.stderr.on('data', (chunk: Buffer) => {
+          stderr += chunk.toString();
+        });
+        child.on('exit', (code) => resolve({ code, stdout, stderr }));
+      });
+    const help = await run(['--help']);
+    expect(help).toMatchObject({ code: 0, stderr: '' });
+    expect(help.stdout).toMatch(/^Usage: errand chat \[options\]/);
+    for (const text of ['ERRAND_MODEL', 'ERRAND_STREAM=0', '--resume <session-id>', '/stop all', 'Ctrl-B']) {
+      expect(help.stdout).toContain(text);
+    }
+    const wrong = await run(['--colour']);
+    expect(wrong.code).toBe(2);
+    expect(wrong.stderr).toContain('errand chat: unknown option `--colour`');
+  });
+
   it('explains how to configure a model when none is set', async () => {
     const environment = { ...process.env };
     delete environment.ERRAND_MODEL;
@@ -108,56 +141,142 @@ describe('errand chat', () => {
 });
 
 describe('errand chat on a terminal', () => {
-  it('shows running background work live in the prompt line', async () => {
-    const pty = await import('node-pty');
+  const terminalEnv = (url: string) => ({
+    ...(process.env as Record<string, string>),
+    TERM: 'xterm-256color',
+    ERRAND_MODEL: 'test-model',
+    ERRAND_BASE_URL: url,
+  });
+  const programs: TerminalProgram[] = [];
+  afterEach(() => {
+    for (const program of programs.splice(0)) program.kill();
+  });
+  const startChat = async (url: string, home: string, size = { cols: 120, rows: 30 }) => {
+    const program = await spawnInTerminal(process.execPath, [main, 'chat', '--home', home, '--cwd', home], {
+      ...size,
+      env: terminalEnv(url),
+    });
+    programs.push(program);
+    await program.waitFor((screen) => screen.includes('you> '), 'the prompt');
+    return program;
+  };
+  const bashCall = (id: string, command: string, background: boolean) => ({
+    id,
+    type: 'function',
+    function: {
+      name: 'bash',
+      arguments: JSON.stringify({ command, ...(background ? { run_in_background: true } : {}) }),
+    },
+  });
+
+  it('shows each running background command on a line of its own above the prompt, until /stop all', async () => {
     endpoint = await fakeOpenAiEndpoint([
       () =>
         completion(
           {
             content: null,
-            tool_calls: [
-              {
-                id: 'call_1',
-                type: 'function',
-                function: {
-                  name: 'bash',
-                  arguments: JSON.stringify({ command: 'sleep 60', run_in_background: true }),
-                },
-              },
-            ],
+            tool_calls: [bashCall('call_1', 'sleep 60', true), bashCall('call_2', 'sleep 61', true)],
           },
           'tool_calls',
         ),
-      () => completion({ content: 'Sleeping in the background.' }, 'stop'),
+      () => completion({ content: 'Both sleep in the background.' }, 'stop'),
+      () => completion({ content: 'You stopped both.' }, 'stop'),
     ]);
     const home = mkdtempSync(join(tmpdir(), 'errand-chat-tty-'));
     directories.push(home);
-    const terminal = pty.spawn(process.execPath, [main, 'chat', '--home', home, '--cwd', home], {
-      cols: 120,
-      rows: 30,
-      env: { ...process.env, ERRAND_MODEL: 'test-model', ERRAND_BASE_URL: endpoint.url } as Record<
-        string,
-        string
-      >,
-    });
-    let screen = '';
-    const waiters: Array<() => void> = [];
-    terminal.onData((data) => {
-      screen += data;
-      for (const wake of waiters.splice(0)) wake();
-    });
-    const seen = async (text: string) => {
-      while (!screen.includes(text)) await new Promise<void>((resolve) => waiters.push(resolve));
-    };
-    const exited = new Promise<number>((resolve) => terminal.onExit(({ exitCode }) => resolve(exitCode)));
-    await seen('you> ');
-    terminal.write('sleep for a while\r');
-    await seen('Sleeping in the background.');
-    await seen('1 running: bash-1');
-    terminal.write('/stop bash-1\r');
-    await seen('(stopping bash-1)');
-    terminal.write('/quit\r');
-    expect(await exited).toBe(0);
+    const chat = await startChat(endpoint.url, home);
+    chat.write('sleep twice\r');
+    await chat.waitFor((screen) => screen.includes('Both sleep in the background.'), 'the reply');
+    await chat.waitFor((_screen, rows) => {
+      const panel = rows.slice(-4);
+      return (
+        /── 2 running in the background/.test(panel[0] ?? '') &&
+        /^\S bash-1 +running .* sleep 60$/.test(panel[1] ?? '') &&
+        /^\S bash-2 +running .* sleep 61$/.test(panel[2] ?? '') &&
+        (panel[3] ?? '').startsWith('you> ')
+      );
+    }, 'a panel line per running command right above the prompt');
+    // Typing goes on under the panel.
+    chat.write('/stop all');
+    await chat.waitFor(
+      (_screen, rows) => rows.at(-1) === 'you> /stop all',
+      'the typed command on the prompt line',
+    );
+    chat.write('\r');
+    await chat.waitFor((screen) => screen.includes('(stopping bash-1, bash-2)'), 'both stopped');
+    await chat.waitFor((screen) => screen.includes('You stopped both.'), 'the model told of the stops');
+    await chat.waitFor((screen) => !screen.includes('running in the background'), 'the panel gone');
+    expect(chat.screen()).not.toContain('warning');
+    chat.write('/quit\r');
+    expect(await chat.exited).toBe(0);
+  });
+
+  it('moves the running foreground command to the background with Ctrl-B, and with /bg', async () => {
+    const home = mkdtempSync(join(tmpdir(), 'errand-chat-bg-'));
+    directories.push(home);
+    const wait = (gate: string) =>
+      `while [ ! -e ${join(home, gate)} ]; do sleep 0.05; done; echo ${gate} passed`;
+    endpoint = await fakeOpenAiEndpoint([
+      () =>
+        completion({ content: null, tool_calls: [bashCall('call_1', wait('first'), false)] }, 'tool_calls'),
+      (body) =>
+        completion(
+          { content: lastMessageText(body).includes('bash-1') ? 'The first moved on.' : 'no task id?' },
+          'stop',
+        ),
+      () =>
+        completion({ content: null, tool_calls: [bashCall('call_2', wait('second'), false)] }, 'tool_calls'),
+      () => completion({ content: 'The second moved on.' }, 'stop'),
+    ]);
+    const chat = await startChat(endpoint.url, home);
+    chat.write('run the first check\r');
+    await chat.waitFor((screen) => screen.includes('→ bash'), 'the foreground command starting');
+    chat.write('\x02');
+    await chat.waitFor((screen) => screen.includes('(moved bash-1 to the background)'), 'Ctrl-B moving it');
+    await chat.waitFor((screen) => screen.includes('The first moved on.'), 'the turn going on');
+    chat.write('run the second check\r');
+    await chat.waitFor((screen) => screen.includes('second ]; do'), 'the second command starting');
+    chat.write('/bg\r');
+    await chat.waitFor((screen) => screen.includes('(moved bash-2 to the background)'), '/bg moving it');
+    await chat.waitFor((screen) => screen.includes('The second moved on.'), 'the second turn going on');
+    await chat.waitFor((screen) => /── 2 running in the background/.test(screen), 'both in the panel');
+    const toolMessage = (endpoint.bodies[1]!.messages as Array<{ role: string; content: string }>).at(-1);
+    expect(toolMessage?.role).toBe('tool');
+    expect(toolMessage?.content).toContain('bash-1');
+    chat.write('/stop all\r');
+    await chat.waitFor((screen) => screen.includes('(stopping bash-1, bash-2)'), 'both stopped');
+    chat.write('/quit\r');
+    expect(await chat.exited).toBe(0);
+  });
+
+  it('shows a streamed reply as it is generated', async () => {
+    const rest = deferred();
+    endpoint = await fakeOpenAiEndpoint([
+      () => ({
+        stream: streamedCompletion(['Thinking ', 'about it', rest.promise, ' some more.\nSecond line.']),
+      }),
+    ]);
+    const home = mkdtempSync(join(tmpdir(), 'errand-chat-stream-'));
+    directories.push(home);
+    const chat = await startChat(endpoint.url, home);
+    chat.write('think\r');
+    // The endpoint holds the rest back: what came so far is on the screen, above the prompt.
+    await chat.waitFor(
+      (_screen, rows) => rows.at(-2) === 'assistant: Thinking about it' && rows.at(-1) === 'you> ',
+      'the reply so far',
+    );
+    rest.resolve();
+    await chat.waitFor(
+      (_screen, rows) =>
+        rows.at(-3) === 'assistant: Thinking about it some more.' &&
+        rows.at(-2) === 'Second line.' &&
+        rows.at(-1) === 'you> ',
+      'the whole reply, once',
+    );
+    expect(chat.screen().split('Thinking about it').length).toBe(2);
+    expect(endpoint.bodies[0]).toMatchObject({ stream: true });
+    chat.write('/quit\r');
+    expect(await chat.exited).toBe(0);
   });
 
   it('refuses to resume a session another live runtime has open, or one that does not exist, and exits 1', async () => {

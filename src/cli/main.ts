@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /** The `errand` command. */
-import { runChat } from './chat.js';
+import { runChatCommand } from './chat.js';
 import { runDemo } from './demo.js';
 import { runMcpCommand } from './mcp-command.js';
 import { runServeCommand } from './serve-command.js';
@@ -11,10 +11,10 @@ Commands:
   demo     the whole loop on a scripted model with real background commands
            (--no-dashboard, --hold to keep the dashboard up)
   chat     the agent loop with a real model (ERRAND_MODEL, ERRAND_BASE_URL, ERRAND_API_KEY)
-           (--cwd DIR, --home DIR, --resume SESSION-ID)
+           (--cwd <dir>, --home <dir>, --resume <session-id>; errand chat --help)
   mcp      the MCP server on stdio: background tasks with notifications for an MCP client
            (--dashboard, --port <n>, --home <dir>, --cwd <dir>; errand mcp --help)
-  serve    the dashboard on 127.0.0.1 until SIGINT/SIGTERM (--port <n>, --home <dir>)
+  serve    the dashboard on 127.0.0.1 until SIGINT/SIGTERM (--port <n>, --home <dir>; errand serve --help)
   help     show this help
 `;
 
@@ -28,14 +28,12 @@ async function main(argv: readonly string[]): Promise<number> {
         dashboard: !argv.includes('--no-dashboard'),
       });
     case 'chat':
-      return runChat({
+      return runChatCommand(argv.slice(1), {
         input: process.stdin,
         out: process.stdout,
         err: process.stderr,
         env: process.env,
-        cwd: flagValue(argv, '--cwd') ?? process.cwd(),
-        ...(flagValue(argv, '--home') ? { home: flagValue(argv, '--home')! } : {}),
-        ...(flagValue(argv, '--resume') ? { resume: flagValue(argv, '--resume')! } : {}),
+        cwd: process.cwd(),
       });
     case 'mcp':
       return runMcpCommand(argv.slice(1));
@@ -51,11 +49,6 @@ async function main(argv: readonly string[]): Promise<number> {
       process.stderr.write(`errand: unknown command ${JSON.stringify(command)}\n\n${usage}`);
       return 2;
   }
-}
-
-function flagValue(argv: readonly string[], flag: string): string | undefined {
-  const index = argv.indexOf(flag);
-  return index >= 0 ? argv[index + 1] : undefined;
 }
 
 main(process.argv.slice(2)).then(

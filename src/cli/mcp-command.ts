@@ -18,6 +18,11 @@ export const MCP_FLAGS: FlagSpecs = {
     placeholder: '<n>',
     description: "the dashboard's port on 127.0.0.1 (needs --dashboard; default: a free port)",
   },
+  'max-event-clients': {
+    type: 'count',
+    placeholder: '<n>',
+    description: 'dashboard pages open at once (needs --dashboard; default 64)',
+  },
   home: {
     type: 'path',
     placeholder: '<dir>',
@@ -63,8 +68,10 @@ export async function runMcpCommand(argv: readonly string[], io: CommandIo = pro
       return 0;
     }
     values = parsed.values;
-    if (values.port !== undefined && values.dashboard !== true) {
-      throw new UsageError("`--port` sets the dashboard's port: add `--dashboard`");
+    for (const flag of ['port', 'max-event-clients']) {
+      if (values[flag] !== undefined && values.dashboard !== true) {
+        throw new UsageError(`\`--${flag}\` is a dashboard setting: add \`--dashboard\``);
+      }
     }
   } catch (error) {
     if (error instanceof UsageError) {
@@ -85,7 +92,14 @@ export async function runMcpCommand(argv: readonly string[], io: CommandIo = pro
     ...(typeof values.cwd === 'string' ? { cwd: values.cwd } : {}),
     ...(typeof values.home === 'string' ? { runtime: { home: values.home } } : {}),
     dashboard:
-      values.dashboard === true ? (typeof values.port === 'number' ? { port: values.port } : {}) : false,
+      values.dashboard === true
+        ? {
+            ...(typeof values.port === 'number' ? { port: values.port } : {}),
+            ...(typeof values['max-event-clients'] === 'number'
+              ? { maxEventClients: values['max-event-clients'] }
+              : {}),
+          }
+        : false,
   });
   if (server.dashboard) io.stderr.write(`errand mcp: dashboard at ${server.dashboard.url}\n`);
   const stopListening = onShutdownSignal(() => server.shutdown(), {

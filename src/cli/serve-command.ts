@@ -17,6 +17,11 @@ export const SERVE_FLAGS: FlagSpecs = {
     placeholder: '<n>',
     description: 'the port on 127.0.0.1 (default: a free port)',
   },
+  'max-event-clients': {
+    type: 'count',
+    placeholder: '<n>',
+    description: 'dashboard pages open at once; one more is refused with 503 (default 64)',
+  },
   home: {
     type: 'path',
     placeholder: '<dir>',
@@ -65,6 +70,9 @@ export async function runServeCommand(argv: readonly string[], io: CommandIo = p
     backend,
     host: '127.0.0.1',
     ...(typeof values.port === 'number' ? { port: values.port } : {}),
+    ...(typeof values['max-event-clients'] === 'number'
+      ? { maxEventClients: values['max-event-clients'] }
+      : {}),
     logger: { warn },
   });
   try {

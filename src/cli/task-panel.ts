@@ -81,15 +81,12 @@ export class TaskPanel {
   }
 
   #row(task: TaskSnapshot, spinner: string): string {
-    const live = task.status === 'running' || task.status === 'stopping';
-    const mark = live ? spinner : task.status === 'completed' ? '✓' : task.status === 'killed' ? '■' : '✗';
-    const end = task.endedAt ?? this.#options.now();
-    const elapsed = `${((end - task.startedAt) / 1000).toFixed(1)}s`;
-    const bytes = typeof task.detail.outputBytes === 'number' ? formatBytes(task.detail.outputBytes) : '';
-    const exit = typeof task.detail.exitCode === 'number' ? ` exit ${task.detail.exitCode}` : '';
-    const width = Math.max(40, (this.#options.out.columns ?? 100) - 2);
-    const line = `${mark} ${task.id.padEnd(9)} ${task.status.padEnd(9)} ${elapsed.padStart(6)} ${bytes.padStart(8)}${exit}  ${task.label}`;
-    return line.length > width ? `${line.slice(0, width - 1)}…` : line;
+    return formatTaskRow(
+      task,
+      spinner,
+      this.#options.now(),
+      Math.max(40, (this.#options.out.columns ?? 100) - 2),
+    );
   }
 
   #clear(): void {
@@ -106,6 +103,48 @@ export class TaskPanel {
     if (rows.length > 0) this.#options.out.write(`${rows.join('\n')}\n`);
     this.#drawnLines = rows.length;
   }
+}
+
+/** One task as a panel row: mark, id, status, elapsed time, output bytes, exit code, label; cut to `width`. */
+export function formatTaskRow(task: TaskSnapshot, spinner: string, now: number, width: number): string {
+  const live = task.status === 'running' || task.status === 'stopping';
+  const mark = live ? spinner : task.status === 'completed' ? '✓' : task.status === 'killed' ? '■' : '✗';
+  const end = task.endedAt ?? now;
+  const elapsed = `${((end - task.startedAt) / 1000).toFixed(1)}s`;
+  const bytes = typeof task.detail.outputBytes === 'number' ? formatBytes(task.detail.outputBytes) : '';
+  const exit = typeof task.detail.exitCode === 'number' ? ` exit ${task.detail.exitCode}` : '';
+  const line = `${mark} ${task.id.padEnd(9)} ${task.status.padEnd(9)} ${elapsed.padStart(6)} ${bytes.padStart(8)}${exit}  ${task.label}`;
+  return line.length > width ? `${line.slice(0, width - 1)}…` : line;
+}
+
+export interface RunningRowsOptions {
+  /** The spinner frame. */
+  readonly frame: number;
+  /** The terminal's width; rows are cut to fit one line. */
+  readonly columns: number;
+  readonly now: number;
+  /** Task rows shown at most (the newest); the rest are counted in one more line. */
+  readonly maxRows: number;
+}
+
+/**
+ * The live rows of running background work, for a panel above a prompt: a header, one row per task (the
+ * newest `maxRows`) and a line counting the others. No rows when nothing runs.
+ */
+export function runningTaskRows(tasks: readonly TaskSnapshot[], options: RunningRowsOptions): string[] {
+  const running = tasks.filter(
+    (task) => task.isBackgrounded && (task.status === 'running' || task.status === 'stopping'),
+  );
+  if (running.length === 0) return [];
+  const width = Math.max(20, options.columns - 1);
+  const spinner = SPINNER[options.frame % SPINNER.length]!;
+  const shown = running.slice(-options.maxRows);
+  const header = `── ${running.length} running in the background (Ctrl-B moves a command here; /stop <id>) ──`;
+  const rows = [header.length > width ? `${header.slice(0, width - 1)}…` : header];
+  for (const task of shown) rows.push(formatTaskRow(task, spinner, options.now, width));
+  if (running.length > shown.length)
+    rows.push(`  … and ${running.length - shown.length} more (/tasks lists them)`);
+  return rows;
 }
 
 export function formatBytes(bytes: number): string {

@@ -88,6 +88,15 @@ describe('background event derivation', () => {
     ]);
   });
 
+  it('carries the tool-use id of the call that started the work, so a viewer finds its card', async () => {
+    const harness = createHarness();
+    await harness.start({ spec: { detail: { toolUseId: 'call_7' } } });
+    await harness.start({ spec: { detail: { toolUseId: 42 } } });
+    await harness.start();
+    expect(harness.taskEvents().map((event) => event.toolUseId)).toEqual(['call_7', null, null]);
+    expect(harness.feed.level().tasks.map((facts) => facts.toolUseId)).toEqual(['call_7', null, null]);
+  });
+
   it('decides the display kind once, where the event is emitted', async () => {
     const harness = createHarness();
     for (const kind of ['bash', 'pty', 'agent', 'workflow', 'monitor', 'custom_probe']) {

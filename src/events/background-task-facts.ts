@@ -15,6 +15,8 @@ export interface BackgroundTaskFacts {
   /** The display kind, decided here once. */
   readonly kind: BackgroundWorkKind;
   readonly label: string;
+  /** The id of the tool call that started it (`detail.toolUseId`), so a viewer can find its card. */
+  readonly toolUseId: string | null;
   readonly status: TaskStatus;
   /** Running, cancellable by its producer, and no cancel requested yet: a viewer may offer Stop. */
   readonly cancellable: boolean;
@@ -92,6 +94,7 @@ export function deriveTaskFacts(task: TaskSnapshot, options: DeriveFactsOptions)
     taskKind: task.kind,
     kind: displayKindOf(task.kind),
     label: task.label,
+    toolUseId: stringOrUndefined(task.detail.toolUseId) ?? null,
     status: task.status,
     cancellable: task.status === 'running' && task.cancellable && task.cancelRequestedAt === undefined,
     resultDelivered: task.reported,

@@ -23,6 +23,7 @@ function facts(overrides: Partial<BackgroundTaskFacts> = {}): BackgroundTaskFact
     taskKind: 'bash',
     kind: 'bash',
     label: 'npm test',
+    toolUseId: null,
     status: 'running',
     cancellable: true,
     resultDelivered: false,

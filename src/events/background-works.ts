@@ -20,6 +20,8 @@ export interface BackgroundWork {
   readonly kind: BackgroundWorkKind;
   readonly taskKind: string;
   readonly label: string;
+  /** The tool call that started it, when known: a conversation view's card follows the work by it. */
+  readonly toolUseId: string | null;
   readonly state: BackgroundWorkState;
   /** The registry status behind `state`. */
   readonly status: TaskStatus;
@@ -66,6 +68,7 @@ export function toBackgroundWork(facts: BackgroundTaskFacts): BackgroundWork | u
     kind: facts.kind,
     taskKind: facts.taskKind,
     label: facts.label,
+    toolUseId: facts.toolUseId,
     state,
     status: facts.status,
     cancellable: facts.cancellable,

@@ -1,10 +1,11 @@
 /**
  * Answers a person's commands addressed to this runtime through the store (a dashboard in another
- * process stops a background work this runtime holds): every `intervalMs` it reads its pending commands
+ * process stops a background work this runtime holds, or moves a foreground command of it to the
+ * background): every `intervalMs` it reads its pending commands
  * — one indexed SELECT when there are none — runs each and answers it once. No network listener: the
  * store is the only channel. The timer is unref'd and stops with `stop()`.
  */
-import type { DashboardBackend, StopBackgroundWorkResult } from '../server/index.js';
+import type { DashboardBackend, MoveToBackgroundResult, StopBackgroundWorkResult } from '../server/index.js';
 import type { CommandAnswer, RuntimeCommand, SessionStore } from '../store/index.js';
 import type { Logger } from '../tasks/index.js';
 
@@ -24,6 +25,8 @@ export interface CommandPollerOptions {
   readonly ownerOf: (workId: string) => string | undefined;
   /** The person's stop (initiator `user`). */
   readonly stop: DashboardBackend['stopBackgroundWork'];
+  /** The person's "move to background" of a running foreground command or subagent. */
+  readonly moveToBackground: (workId: string) => MoveToBackgroundResult | Promise<MoveToBackgroundResult>;
   readonly now: () => number;
   readonly logger: Logger;
 }
@@ -53,14 +56,16 @@ export function startCommandPoller(options: CommandPollerOptions): CommandPoller
       answer(command, { state: 'rejected', reason: 'not_found' });
       return;
     }
-    let result: StopBackgroundWorkResult;
+    const moving = command.type === 'move_to_background';
+    let result: StopBackgroundWorkResult | MoveToBackgroundResult;
     try {
-      result = await options.stop(command.workId);
+      result = moving ? await options.moveToBackground(command.workId) : await options.stop(command.workId);
     } catch (error) {
-      options.logger.warn(`command ${command.id}: stopping ${command.workId} failed`, {
+      const what = moving ? `moving ${command.workId} to the background` : `stopping ${command.workId}`;
+      options.logger.warn(`command ${command.id}: ${what} failed`, {
         error: error instanceof Error ? error.message : String(error),
       });
-      answer(command, { state: 'rejected', reason: 'stop_failed' });
+      answer(command, { state: 'rejected', reason: moving ? 'move_failed' : 'stop_failed' });
       return;
     }
     if (result.ok) answer(command, { state: 'acknowledged' });

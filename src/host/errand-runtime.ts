@@ -60,7 +60,7 @@ import {
 import { WORKFLOW_PRODUCER_OPTION_KEYS } from '../producers/workflow/workflow-options.js';
 import { createTaskService, type TaskServiceOptions } from '../registry/index.js';
 import { TASK_SERVICE_OPTION_KEYS } from '../registry/options.js';
-import type { DashboardBackend, DashboardSession } from '../server/index.js';
+import type { DashboardBackend } from '../server/index.js';
 import {
   type CreateSessionOptions,
   createSessionRuntime,
@@ -101,6 +101,7 @@ import {
   taskToolsPrompt,
 } from '../tools/index.js';
 import { startCommandPoller } from './command-poller.js';
+import { createRuntimeDashboard } from './runtime-dashboard.js';
 
 const trusted = createTrustedCaller('errand-runtime');
 
@@ -484,26 +485,16 @@ async function assembleRuntime(
   });
   policyOf = (id) => sessions.policyOf(id);
 
-  const dashboard: DashboardBackend = {
+  const dashboard = createRuntimeDashboard({
+    store,
+    tasks,
+    sessions,
     events,
-    listSessions: () => store.listSessions().map(toDashboardSession),
-    getSession: (id) => {
-      const record = store.getSession(id);
-      return record ? toDashboardSession(record) : undefined;
-    },
-    stopBackgroundWork: async (workId) => {
-      // The dashboard shows background work only; a foreground call belongs to its turn.
-      const shown = tasks.list(trusted).find((task) => task.id === workId);
-      if (!shown?.isBackgrounded) return { ok: false, reason: 'not_found' };
-      const result = await taskTools.stop.stopBackgroundTask(workId, { initiator: 'user', caller: trusted });
-      return result.ok ? { ok: true } : { ok: false, reason: result.reason };
-    },
-    // Only a session open in this runtime answers: reading output never resumes anything.
-    outputSnapshot: (sessionId, workId, maxBytes) => {
-      if (!sessions.getSession(sessionId)) return undefined;
-      return outputSnapshot(workId, maxBytes);
-    },
-  };
+    stop: taskTools.stop,
+    bashTool,
+    agentTool,
+    outputSnapshot,
+  });
 
   const commands =
     options.commandPollMs === false
@@ -516,6 +507,7 @@ async function assembleRuntime(
           holdsSession: (sessionId) => sessions.getSession(sessionId) !== undefined,
           ownerOf: (workId) => tasks.list(trusted).find((task) => task.id === workId)?.ownerSessionId,
           stop: (workId) => dashboard.stopBackgroundWork(workId),
+          moveToBackground: (workId) => dashboard.moveToBackground!(workId),
           now: systemClock.now,
           logger: options.logger ?? {
             warn: (message, context) =>
@@ -570,13 +562,4 @@ async function assembleRuntime(
     },
   };
   return runtime;
-}
-
-function toDashboardSession(record: {
-  readonly id: string;
-  readonly title: string | undefined;
-  readonly parentId: string | undefined;
-  readonly createdAt: number;
-}): DashboardSession {
-  return { id: record.id, title: record.title, parentId: record.parentId, createdAt: record.createdAt };
 }

@@ -27,8 +27,13 @@ import { ERRAND_TASK_STORE_OPTION_KEYS } from './task-store-options.js';
 export interface StdioMcpServerOptions extends Omit<ErrandMcpServerOptions, 'runtime'> {
   /** Options of the runtime the server creates (its store's `home`, limits, producers). */
   readonly runtime?: McpRuntimeOptions;
-  /** Serve the dashboard for this runtime: its port (0 picks a free one) and host. Default: no dashboard. */
-  readonly dashboard?: { readonly port?: number; readonly host?: string } | false;
+  /**
+   * Serve the dashboard for this runtime: its port (0 picks a free one), host and cap on open dashboard
+   * pages (`maxEventClients` of `createDashboardServer`). Default: no dashboard.
+   */
+  readonly dashboard?:
+    | { readonly port?: number; readonly host?: string; readonly maxEventClients?: number }
+    | false;
   /** Default `process.stdin`. */
   readonly stdin?: Readable;
   /** Default `process.stdout`. */
@@ -50,6 +55,7 @@ const STDIO_MCP_SERVER_OPTION_KEYS: readonly string[] = [
 const DASHBOARD_OPTION_KEYS = optionKeys<Exclude<NonNullable<StdioMcpServerOptions['dashboard']>, false>>()({
   port: true,
   host: true,
+  maxEventClients: true,
 });
 
 function rejectUnknownStdioOptions(options: StdioMcpServerOptions): void {
@@ -121,6 +127,9 @@ export async function startStdioMcpServer(options: StdioMcpServerOptions = {}): 
         backend: runtime.dashboard,
         ...(dashboardOptions.port === undefined ? {} : { port: dashboardOptions.port }),
         ...(dashboardOptions.host === undefined ? {} : { host: dashboardOptions.host }),
+        ...(dashboardOptions.maxEventClients === undefined
+          ? {}
+          : { maxEventClients: dashboardOptions.maxEventClients }),
         logger: dashboardLogger,
       });
       await dashboard.listen();

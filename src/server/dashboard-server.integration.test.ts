@@ -5,12 +5,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, type Mock, vi } from 'vitest';
 import { createTaskService } from '../registry/index.js';
+import { createMemorySessionStore } from '../store/index.js';
 import { createOwner, ErrandError, type Owner, type TaskService } from '../tasks/index.js';
 import { type ScriptedTask, type ScriptedTaskOptions, scriptedTask } from '../testing/index.js';
 import type { DashboardBackend } from './dashboard-backend.js';
 import { createDashboardServer, type DashboardAddress, type DashboardServer } from './dashboard-server.js';
 import type { DashboardServerOptions } from './server-options.js';
 import { createInMemorySessionDirectory } from './session-directory.js';
+import { createStoreDashboardBackend } from './store-dashboard-backend.js';
 import { createTaskServiceBackend, type TaskServiceBackend } from './task-service-backend.js';
 
 const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -158,6 +160,60 @@ function send(
     request.on('error', reject);
     if (options.body !== undefined) request.write(options.body);
     request.end();
+  });
+}
+
+/**
+ * Posts `body` over a raw socket as a simple client does: the whole body first, then the answer is read.
+ * Resolves with the status and error code, or with how the answer was lost.
+ */
+function postRaw(fixture: Fixture, body: Buffer, framing: 'length' | 'chunked'): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = connectTcp(fixture.address.port, '127.0.0.1');
+    socket.pause();
+    let received = '';
+    let failure: string | undefined;
+    socket.on('error', (error: NodeJS.ErrnoException) => {
+      failure ??= error.code;
+    });
+    const answer = () => {
+      const split = received.indexOf('\r\n\r\n');
+      if (split < 0) return undefined;
+      const length = Number(/content-length: (\d+)/i.exec(received.slice(0, split))?.[1]);
+      const payload = received.slice(split + 4);
+      if (Buffer.byteLength(payload) < length) return undefined;
+      return `${received.slice(9, 12)} ${JSON.parse(payload).error?.code}`;
+    };
+    socket.once('connect', async () => {
+      const head = [
+        'POST /api/commands HTTP/1.1',
+        `Host: 127.0.0.1:${fixture.address.port}`,
+        `Authorization: Bearer ${fixture.token}`,
+        'Content-Type: application/json',
+        framing === 'length' ? `Content-Length: ${body.length}` : 'Transfer-Encoding: chunked',
+      ].join('\r\n');
+      socket.write(`${head}\r\n\r\n`);
+      const step = 64 * 1024;
+      for (let offset = 0; offset < body.length && !socket.destroyed; offset += step) {
+        const part = body.subarray(offset, offset + step);
+        const framed =
+          framing === 'length'
+            ? part
+            : Buffer.concat([Buffer.from(`${part.length.toString(16)}\r\n`), part, Buffer.from('\r\n')]);
+        await new Promise<void>((written) => socket.write(framed, () => written()));
+      }
+      if (framing === 'chunked' && !socket.destroyed) socket.write('0\r\n\r\n');
+      socket.on('data', (chunk: Buffer) => {
+        received += chunk.toString('utf8');
+        const found = answer();
+        if (found !== undefined) {
+          socket.destroy();
+          resolve(found);
+        }
+      });
+      socket.once('close', () => resolve(answer() ?? `lost (${failure ?? 'closed'})`));
+      socket.resume();
+    });
   });
 }
 
@@ -456,24 +512,45 @@ describe('sessions and background works', () => {
           title: 'Main session',
           parentId: null,
           createdAt: null,
+          cwd: null,
+          firstUserMessage: null,
+          live: true,
+          own: false,
+          pid: null,
           hasRunningWork: true,
           badgeCount: 2,
+          runningElsewhere: 0,
+          group: 'running',
         },
         {
           id: 'child',
           title: 'A subagent',
           parentId: 'main',
           createdAt: null,
+          cwd: null,
+          firstUserMessage: null,
+          live: true,
+          own: false,
+          pid: null,
           hasRunningWork: false,
           badgeCount: 0,
+          runningElsewhere: 0,
+          group: 'live',
         },
         {
           id: 'idle',
           title: 'Idle session',
           parentId: null,
           createdAt: null,
+          cwd: null,
+          firstUserMessage: null,
+          live: true,
+          own: false,
+          pid: null,
           hasRunningWork: false,
           badgeCount: 0,
+          runningElsewhere: 0,
+          group: 'live',
         },
       ],
     });
@@ -519,9 +596,92 @@ describe('sessions and background works', () => {
     expect((await send(fixture, 'GET', '/api/sessions/%E0%A4%A/background-works')).json().error.code).toBe(
       'INVALID_PATH',
     );
+    // Ids no session can have (a "/" or a NUL decoded from the path) are not found either, never a failure.
+    for (const path of ['/api/sessions/a%2Fb/background-works', '/api/sessions/a%00b/background-works']) {
+      const reply = await send(fixture, 'GET', path);
+      expect(reply.status, path).toBe(404);
+      expect(reply.json().error.code, path).toBe('SESSION_NOT_FOUND');
+    }
     const wrongMethod = await send(fixture, 'DELETE', '/api/sessions');
     expect(wrongMethod.status).toBe(405);
     expect(wrongMethod.headers.allow).toBe('GET');
+  });
+});
+
+describe('control by hand over a bare task service', () => {
+  it('lists foreground work, moves it to the background through the task service, and stops all of a session', async () => {
+    const fixture = await startFixture();
+    const foreground = await fixture.start('main', {
+      background: false,
+      spec: { detail: { toolUseId: 'call_fg' } },
+    });
+    const first = await fixture.start('main');
+    const second = await fixture.start('main', { kind: 'monitor', label: 'watch', cancellable: false });
+    const other = await fixture.start('idle');
+    const moved = fixture.service.waitForBackground(foreground.id, fixture.owner('main'));
+
+    const conversation = (await send(fixture, 'GET', '/api/sessions/main/conversation')).json();
+    expect(conversation).toMatchObject({ available: false, messages: [], hasOlder: false });
+    expect(conversation.foreground).toEqual([
+      expect.objectContaining({ workId: foreground.id, toolCallId: 'call_fg', canMoveToBackground: true }),
+    ]);
+    const move = await command(fixture, { type: 'moveToBackground', workId: foreground.id });
+    expect(move.status).toBe(200);
+    await expect(moved).resolves.toBe('backgrounded');
+    expect((await command(fixture, { type: 'moveToBackground', workId: foreground.id })).status).toBe(409);
+
+    const stopAll = await command(fixture, { type: 'stopAllBackgroundWork', sessionId: 'main' });
+    expect(stopAll.status).toBe(200);
+    expect([...stopAll.json().stopped].sort()).toEqual([foreground.id, first.id].sort());
+    expect(stopAll.json().rejected).toEqual([{ workId: second.id, reason: 'cancel_not_supported' }]);
+    expect(fixture.service.get(other.id, fixture.owner('idle')).status).toBe('running');
+    expect(first.task.cancelReasons).toEqual(['stopped from the dashboard']);
+  });
+
+  it('refuses malformed commands with a code naming the field', async () => {
+    const fixture = await startFixture();
+    for (const [body, code] of [
+      [{ type: 'stopAllBackgroundWork' }, 'MISSING_SESSION_ID'],
+      [{ type: 'stopAllBackgroundWork', sessionId: '' }, 'MISSING_SESSION_ID'],
+      [{ type: 'moveToBackground' }, 'MISSING_WORK_ID'],
+      [{ type: 'moveToBackground', workId: 3 }, 'MISSING_WORK_ID'],
+    ] as const) {
+      const reply = await command(fixture, body);
+      expect([reply.status, reply.json().error.code]).toEqual([400, code]);
+    }
+    const idle = await command(fixture, { type: 'stopAllBackgroundWork', sessionId: 'idle' });
+    expect([idle.status, idle.json().fault]).toEqual([
+      409,
+      'fault.command.backgroundWorkCancelRejected.not_running',
+    ]);
+  });
+});
+
+describe('paths over a store', () => {
+  it('answers 404, not 500, for a session id no store accepts', async () => {
+    const store = createMemorySessionStore();
+    store.createSession({ id: 'real', cwd: '/' });
+    const backend = createStoreDashboardBackend({ store, pollMs: 3_600_000, logger: { warn() {} } });
+    const logger = { warn: vi.fn() };
+    const server = createDashboardServer({ backend, logger });
+    const address = await server.listen();
+    try {
+      const get = async (path: string) => {
+        const response = await fetch(`${address.origin}${path}`, {
+          headers: { Authorization: `Bearer ${server.token}` },
+        });
+        return { status: response.status, body: (await response.json()) as { error?: { code: string } } };
+      };
+      for (const id of ['a%2Fb', '%00', 'x%00y', '..%2F..', '%20', 'a'.repeat(200)]) {
+        const reply = await get(`/api/sessions/${id}/background-works`);
+        expect([id, reply.status, reply.body.error?.code]).toEqual([id, 404, 'SESSION_NOT_FOUND']);
+      }
+      expect((await get('/api/sessions/real/background-works')).status).toBe(200);
+      expect(logger.warn).not.toHaveBeenCalled();
+    } finally {
+      await server.close();
+      backend.dispose();
+    }
   });
 });
 
@@ -691,6 +851,42 @@ describe('commands', () => {
     });
     expect(reply.status).toBe(400);
     expect(reply.json().error.code).toBe('BODY_TOO_LARGE');
+  });
+
+  it('delivers the 400 for an oversized body that is still being sent, without a connection reset', async () => {
+    const fixture = await startFixture({ server: { maxBodyBytes: 256 } });
+    const body = Buffer.alloc(8 * 1024 * 1024, 'x');
+    const outcomes: string[] = [];
+    for (let attempt = 0; attempt < 20; attempt += 1) {
+      outcomes.push(await postRaw(fixture, body, attempt % 2 === 0 ? 'length' : 'chunked'));
+    }
+    expect(outcomes).toEqual(Array(20).fill('400 BODY_TOO_LARGE'));
+  });
+
+  it('closes the connection of a body that keeps coming past the discard allowance', async () => {
+    const fixture = await startFixture({ server: { maxBodyBytes: 256, maxDiscardBytes: 4096 } });
+    const socket = connectTcp(fixture.address.port, '127.0.0.1');
+    await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+    socket.write(
+      `POST /api/commands HTTP/1.1\r\nHost: 127.0.0.1:${fixture.address.port}\r\nAuthorization: Bearer ${fixture.token}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`,
+    );
+    let received = '';
+    socket.on('data', (chunk: Buffer) => {
+      received += chunk.toString('latin1');
+    });
+    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    socket.on('error', () => {});
+    // An endless upload: the server answers, discards up to its allowance, then hangs up.
+    const chunk = `1000\r\n${'y'.repeat(4096)}\r\n`;
+    const timer = setInterval(() => {
+      if (!socket.destroyed) socket.write(chunk);
+    }, 1);
+    try {
+      await closed;
+    } finally {
+      clearInterval(timer);
+    }
+    expect(received).toMatch(/^HTTP\/1\.1 400 /);
   });
 
   it('requires a JSON body and POST', async () => {
@@ -891,7 +1087,35 @@ describe('the event stream', () => {
     healthy.close();
   });
 
-  it('refuses more clients than allowed', async () => {
+  it('accepts as many clients as maxEventClients allows, and refuses the next one saying which limit it hit', async () => {
+    const fixture = await startFixture({ server: { maxEventClients: 200 } });
+    const streams = await Promise.all(Array.from({ length: 200 }, () => openEventStream(fixture)));
+    try {
+      expect(streams.map((stream) => stream.status)).toEqual(Array(200).fill(200));
+      await Promise.all(
+        streams.map((stream) => stream.waitFor((frame) => frame.event === 'BackgroundWorksLevel')),
+      );
+      const refused = await send(fixture, 'GET', '/api/events');
+      expect(refused.status).toBe(503);
+      expect(refused.headers['retry-after']).toBe('5');
+      expect(refused.json().error).toEqual({
+        code: 'TOO_MANY_EVENT_CLIENTS',
+        message:
+          'This dashboard already serves 200 live event streams, its limit (the server option maxEventClients, or --max-event-clients): close other dashboard pages, or restart it with a higher limit',
+      });
+      // A closed stream frees its place.
+      streams.pop()?.close();
+      await vi.waitFor(async () => {
+        const again = await openEventStream(fixture);
+        again.close();
+        expect(again.status).toBe(200);
+      });
+    } finally {
+      for (const stream of streams) stream.close();
+    }
+  });
+
+  it('refuses a second client with maxEventClients 1', async () => {
     const fixture = await startFixture({ server: { maxEventClients: 1 } });
     const first = await openEventStream(fixture);
     await first.waitFor((frame) => frame.event === 'BackgroundWorksLevel');

@@ -6,8 +6,10 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type BackgroundWorksStore, createBackgroundWorksStore } from '../events/index.js';
-import { ErrandError } from '../tasks/index.js';
-import { executeCommand, parseCommand } from './commands.js';
+import { ErrandError, validateSessionId } from '../tasks/index.js';
+import { executeCommand, failureFault, parseCommand } from './commands.js';
+import { readConversation } from './conversation-endpoint.js';
+import type { DashboardSession } from './dashboard-backend.js';
 import { EventStreamHub } from './event-stream.js';
 import {
   DashboardRequestError,
@@ -24,6 +26,7 @@ import {
   type ResolvedDashboardOptions,
   resolveDashboardOptions,
 } from './server-options.js';
+import { listSessionEntries } from './session-list.js';
 import { loadStaticAssets, type StaticAsset } from './static-assets.js';
 
 export interface DashboardAddress {
@@ -234,10 +237,7 @@ class HttpDashboardServer implements DashboardServer {
       extra === undefined
     ) {
       requireMethod(request, 'GET');
-      const session = await options.backend.getSession(id);
-      if (session === undefined) {
-        throw new DashboardRequestError(404, 'SESSION_NOT_FOUND', `No session with id ${JSON.stringify(id)}`);
-      }
+      await this.#requireSession(id);
       sendJson(response, 200, {
         sessionId: id,
         badgeCount: running.store.badgeCount(id),
@@ -256,27 +256,64 @@ class HttpDashboardServer implements DashboardServer {
         maxParentDepth: options.maxParentDepth,
       });
       sendJson(response, 200, snapshot);
+    } else if (
+      resource === 'sessions' &&
+      id !== undefined &&
+      leaf === 'conversation' &&
+      extra === undefined
+    ) {
+      requireMethod(request, 'GET');
+      await this.#requireSession(id);
+      sendJson(
+        response,
+        200,
+        await readConversation(id, url, {
+          backend: options.backend,
+          pageSize: options.conversationPageSize,
+          maxPage: options.maxConversationPage,
+          maxTextBytes: options.maxMessageTextBytes,
+          maxResultBytes: options.maxToolResultBytes,
+        }),
+      );
     } else if (resource === 'commands' && id === undefined) {
       requireMethod(request, 'POST');
-      const command = parseCommand(await readJsonBody(request, options.maxBodyBytes));
+      const command = parseCommand(
+        await readJsonBody(request, {
+          maxBytes: options.maxBodyBytes,
+          maxDiscardBytes: options.maxDiscardBytes,
+        }),
+      );
+      if (command.type === 'stopAllBackgroundWork') await this.#requireSession(command.sessionId);
+      const subject =
+        command.type === 'stopAllBackgroundWork'
+          ? { sessionId: command.sessionId }
+          : { workId: command.workId };
       let result: Awaited<ReturnType<typeof executeCommand>>;
       try {
-        result = await executeCommand(command, options.backend);
+        result = await executeCommand(command, { backend: options.backend, works: running.store });
       } catch (error) {
-        options.logger.warn(`stopping ${command.workId} failed`, {
-          workId: command.workId,
+        const what =
+          command.type === 'stopAllBackgroundWork'
+            ? `stopping the work of ${command.sessionId}`
+            : command.type === 'moveToBackground'
+              ? `moving ${command.workId} to the background`
+              : `stopping ${command.workId}`;
+        options.logger.warn(`${what} failed`, {
+          ...subject,
           error: error instanceof Error ? error.message : String(error),
         });
         sendJson(response, 500, {
           type: 'ack',
           command: command.type,
-          workId: command.workId,
+          ...subject,
           ok: false,
-          fault: 'fault.command.backgroundWorkCancelFailed',
+          fault: failureFault(command),
           // Errand's own errors are written to be shown (a holder that did not answer in time, say).
           message: ErrandError.isInstance(error)
             ? error.message
-            : 'The stop failed; the work may still be running',
+            : command.type === 'moveToBackground'
+              ? 'The move failed; the work may still run in the foreground'
+              : 'The stop failed; the work may still be running',
           ...(ErrandError.isInstance(error) ? { code: error.code } : {}),
         });
         return;
@@ -287,18 +324,26 @@ class HttpDashboardServer implements DashboardServer {
     }
   }
 
+  /** The session named in a path; 404 for an unknown one and for a string no session id can be. */
+  async #requireSession(id: string): Promise<DashboardSession> {
+    const notFound = () =>
+      new DashboardRequestError(404, 'SESSION_NOT_FOUND', `No session with id ${JSON.stringify(id)}`);
+    try {
+      validateSessionId(id);
+    } catch {
+      // A "/" or a NUL decoded from the path never names a session: not found, not a failure.
+      throw notFound();
+    }
+    const session = await this.#options.backend.getSession(id);
+    if (session === undefined) throw notFound();
+    return session;
+  }
+
   async #sessions(running: Running): Promise<unknown> {
     const sessions = await this.#options.backend.listSessions();
     return {
       badgeCount: running.store.badgeCount(),
-      sessions: sessions.map((session) => ({
-        id: session.id,
-        title: session.title ?? null,
-        parentId: session.parentId ?? null,
-        createdAt: session.createdAt ?? null,
-        hasRunningWork: running.store.hasRunningWork(session.id),
-        badgeCount: running.store.badgeCount(session.id),
-      })),
+      sessions: listSessionEntries(sessions, running.store),
     };
   }
 }

@@ -1,43 +1,18 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { findBrowser, type LaunchedBrowser, launchBrowser } from '../../test/support/browser.js';
 import { createTaskService } from '../registry/index.js';
 import { createOwner, type Owner, type TaskService } from '../tasks/index.js';
 import { type ScriptedTask, type ScriptedTaskOptions, scriptedTask } from '../testing/index.js';
 import type { DashboardBackend, StopBackgroundWorkResult } from './dashboard-backend.js';
 import { createDashboardServer, type DashboardServer } from './dashboard-server.js';
+import type { DashboardServerOptions } from './server-options.js';
 import { createInMemorySessionDirectory } from './session-directory.js';
 import { createTaskServiceBackend, type TaskServiceBackend } from './task-service-backend.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
-
-let profileDirectory: string;
+const browserPath = findBrowser();
+let browser: LaunchedBrowser | undefined;
 let context: BrowserContext;
-
-beforeAll(async () => {
-  profileDirectory = await mkdtemp(join(tmpdir(), 'errand-dashboard-browser-'));
-  context = await chromium.launchPersistentContext(profileDirectory, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: CHROMIUM_ARGS,
-  });
-});
-
-afterAll(async () => {
-  await context?.close();
-  if (profileDirectory) await rm(profileDirectory, { recursive: true, force: true });
-});
 
 interface Dashboard {
   readonly service: TaskService;
@@ -57,14 +32,14 @@ interface Dashboard {
 const open: Dashboard[] = [];
 const restartedServers: DashboardServer[] = [];
 
-async function openDashboard(): Promise<Dashboard> {
+async function openDashboard(serverOptions: Partial<DashboardServerOptions> = {}): Promise<Dashboard> {
   const logger = { warn: vi.fn() };
   const service = createTaskService({ logger });
   service.attachController('test');
   const sessions = createInMemorySessionDirectory([
-    { id: 'main', title: 'Main session' },
-    { id: 'child', title: 'Subagent', parentId: 'main' },
-    { id: 'idle', title: 'Idle session' },
+    { id: 'main', title: 'Main session', createdAt: 3000 },
+    { id: 'child', title: 'Subagent', parentId: 'main', createdAt: 2000 },
+    { id: 'idle', title: 'Idle session', createdAt: 1000 },
   ]);
   const outputs = new Map<string, string>();
   const refusedStops = new Map<string, StopBackgroundWorkResult>();
@@ -82,7 +57,7 @@ async function openDashboard(): Promise<Dashboard> {
     events: backend.events,
     stopBackgroundWork: (workId) => refusedStops.get(workId) ?? backend.stopBackgroundWork(workId),
   };
-  const server = createDashboardServer({ backend: served, logger });
+  const server = createDashboardServer({ backend: served, logger, ...serverOptions });
   const address = await server.listen();
   const page = await context.newPage();
   const pageProblems: string[] = [];
@@ -120,7 +95,7 @@ async function openDashboard(): Promise<Dashboard> {
   return dashboard;
 }
 
-afterEach(async () => {
+async function closeAll(): Promise<void> {
   for (const server of restartedServers.splice(0)) await server.close();
   for (const dashboard of open.splice(0)) {
     expect(dashboard.pageProblems).toEqual([]);
@@ -129,7 +104,7 @@ afterEach(async () => {
     dashboard.backend.dispose();
     await dashboard.service.dispose();
   }
-});
+}
 
 /** Waits for the page to catch up; generous because a browser on a loaded CI machine can be slow. */
 const eventually = <Value>(read: () => Value | Promise<Value>) => expect.poll(read, { timeout: 10_000 });
@@ -139,7 +114,14 @@ const stateOf = (page: Page, workId: string) =>
 const sessionButton = (page: Page, sessionId: string) =>
   page.locator(`button[data-session-id="${sessionId}"]`);
 
-describe('the dashboard in Chromium', () => {
+describe.skipIf(browserPath === undefined)('the dashboard in Chromium', () => {
+  beforeAll(async () => {
+    browser = await launchBrowser(browserPath!);
+    context = browser.context;
+  });
+  afterAll(() => browser?.close());
+  afterEach(closeAll);
+
   it('counts running bash, workflow and subagent work in the badge, live', async () => {
     const dashboard = await openDashboard();
     const { page } = dashboard;
@@ -270,20 +252,31 @@ describe('the dashboard in Chromium', () => {
     await eventually(() => page.locator('#output').isVisible()).toBe(false);
   });
 
-  it('is usable with the keyboard: the session list moves with arrow keys', async () => {
+  it('is usable with the keyboard: the session list moves with arrow keys, and keeps focus as it reorders', async () => {
     const dashboard = await openDashboard();
     const { page } = dashboard;
+    const order = () =>
+      page.evaluate(() =>
+        Array.from(document.querySelectorAll('#sessions button.session')).map((button) =>
+          button.getAttribute('data-session-id'),
+        ),
+      );
+    const focused = () => page.evaluate(() => document.activeElement?.getAttribute('data-session-id'));
+    await eventually(order).toEqual(['main', 'child', 'idle']);
+    // Running work moves a session to the top.
     await dashboard.start('idle', { label: 'idle work' });
-    await sessionButton(page, 'main').waitFor();
+    await eventually(order).toEqual(['idle', 'main', 'child']);
     await sessionButton(page, 'main').focus();
     await page.keyboard.press('ArrowDown');
-    expect(await page.evaluate(() => document.activeElement?.getAttribute('data-session-id'))).toBe('child');
-    // Activity in another session re-renders the list; focus stays on the same entry.
+    expect(await focused()).toBe('child');
+    // Activity in another session reorders the list; focus stays on the same entry.
     await dashboard.start('main', { label: 'busy' });
-    await eventually(() => sessionButton(page, 'main').getAttribute('class')).toBe('session active');
-    expect(await page.evaluate(() => document.activeElement?.getAttribute('data-session-id'))).toBe('child');
-    await page.keyboard.press('End');
-    expect(await page.evaluate(() => document.activeElement?.getAttribute('data-session-id'))).toBe('idle');
+    await eventually(order).toEqual(['main', 'idle', 'child']);
+    expect(await focused()).toBe('child');
+    await page.keyboard.press('Home');
+    expect(await focused()).toBe('main');
+    await page.keyboard.press('ArrowDown');
+    expect(await focused()).toBe('idle');
     expect(await page.evaluate(() => document.activeElement?.matches(':focus-visible'))).toBe(true);
     await page.keyboard.press('Enter');
     await expect
@@ -294,6 +287,7 @@ describe('the dashboard in Chromium', () => {
       .poll(() => page.locator('tr[data-work-id] [data-cell="work"]').first().textContent())
       .toContain('idle work');
   });
+
   it('catches up after the server restarts, without showing a stale "running"', async () => {
     const dashboard = await openDashboard();
     const { page } = dashboard;
@@ -315,6 +309,21 @@ describe('the dashboard in Chromium', () => {
     // The browser reconnects on its own (after the stream's retry delay) and resumes from its last event id.
     await eventually(() => stateOf(page, id)).toBe('failed');
     expect(await page.locator('#connection').textContent()).toBe('Live');
+  });
+
+  it('says which limit refused its event stream when too many pages are open', async () => {
+    const dashboard = await openDashboard({ maxEventClients: 1 });
+    const page = await context.newPage();
+    try {
+      await page.goto(dashboard.server.address!.url);
+      await page.locator('#fatal').waitFor();
+      expect(await page.locator('#fatal').textContent()).toBe(
+        'The live event stream was refused: This dashboard already serves 1 live event stream, its limit (the server option maxEventClients, or --max-event-clients): close other dashboard pages, or restart it with a higher limit',
+      );
+      expect(await page.locator('#connection').textContent()).toBe('Disconnected');
+    } finally {
+      await page.close();
+    }
   });
 
   it('says so when the token is wrong, and shows no data', async () => {

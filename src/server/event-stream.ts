@@ -88,9 +88,13 @@ export class EventStreamHub {
 
   open(request: IncomingMessage, response: ServerResponse, url: URL): void {
     if (this.#clients.size >= this.#options.maxClients) {
-      throw new DashboardRequestError(503, 'TOO_MANY_EVENT_CLIENTS', 'Too many event streams are open', {
-        'Retry-After': '5',
-      });
+      const limit = this.#options.maxClients;
+      throw new DashboardRequestError(
+        503,
+        'TOO_MANY_EVENT_CLIENTS',
+        `This dashboard already serves ${limit} live event ${limit === 1 ? 'stream' : 'streams'}, its limit (the server option maxEventClients, or --max-event-clients): close other dashboard pages, or restart it with a higher limit`,
+        { 'Retry-After': '5' },
+      );
     }
     const { feed } = this.#options;
     const lastEventId = request.headers['last-event-id'] ?? url.searchParams.get('lastEventId') ?? undefined;

@@ -6,12 +6,23 @@ export {
   type CommandAck,
   type CommandType,
   type DashboardCommand,
+  type MoveToBackgroundCommand,
   normalizeStopReason,
+  type StopAllBackgroundWorkCommand,
+  type StopAllFailure,
+  type StopAllRejection,
 } from './commands.js';
+export { type ConversationBody, pageFromStore } from './conversation-endpoint.js';
+export type { ConversationMessageView, ToolCallView, ToolResultView } from './conversation-view.js';
 export type {
   DashboardBackend,
   DashboardSession,
+  ForegroundWork,
   MaybePromise,
+  MessagePage,
+  MessagePageRequest,
+  MoveRejectionReason,
+  MoveToBackgroundResult,
   OutputSnapshot,
   StopBackgroundWorkResult,
   StopRejectionReason,
@@ -36,9 +47,17 @@ export {
   type InMemorySessionDirectory,
   type SessionDirectory,
 } from './session-directory.js';
+export { compareSessions, type SessionGroup, type SessionListEntry } from './session-list.js';
+export {
+  createSessionSummaries,
+  FIRST_MESSAGE_MAX_CHARS,
+  type SessionSummaries,
+  type SessionSummaryOptions,
+} from './session-summaries.js';
 export { DashboardAssetsMissingError } from './static-assets.js';
 export {
   createStoreDashboardBackend,
+  MoveFailedError,
   readFileTail,
   STORE_DASHBOARD_DEFAULTS,
   StopFailedError,
@@ -46,6 +65,7 @@ export {
   type StoreDashboardBackend,
   type StoreDashboardBackendOptions,
 } from './store-dashboard-backend.js';
+export { type DeliveredNotification, readTaskNotifications } from './task-notification-reader.js';
 export {
   createTaskServiceBackend,
   type TaskServiceBackend,

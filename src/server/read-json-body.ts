@@ -1,17 +1,46 @@
-/** Reads a bounded JSON request body. */
+/**
+ * Reads a bounded JSON request body. An oversized body is refused with a 400 that must reach the client:
+ * closing a connection while the client still sends makes the kernel answer with a reset, which throws
+ * the 400 away before the client reads it. So the rest of the body is read and discarded, up to
+ * `maxDiscardBytes`, and the connection stays usable; only a body beyond that allowance (declared or
+ * received) has its connection closed.
+ */
 import type { IncomingMessage } from 'node:http';
 import { DashboardRequestError } from './http-response.js';
 
-function tooLarge(maxBytes: number): DashboardRequestError {
-  return new DashboardRequestError(400, 'BODY_TOO_LARGE', `The request body exceeds ${maxBytes} bytes`, {
-    Connection: 'close',
+export interface BodyLimits {
+  /** The largest body accepted. */
+  readonly maxBytes: number;
+  /** Bytes of an oversized body read and discarded so its 400 is delivered; beyond them the connection closes. */
+  readonly maxDiscardBytes: number;
+}
+
+function tooLarge(maxBytes: number, closing: boolean): DashboardRequestError {
+  return new DashboardRequestError(
+    400,
+    'BODY_TOO_LARGE',
+    `The request body exceeds ${maxBytes} bytes (maxBodyBytes)`,
+    closing ? { Connection: 'close' } : {},
+  );
+}
+
+/** Reads what is left of the body and throws it away; past `allowance` bytes the connection is closed. */
+function discardRest(request: IncomingMessage, allowance: number): void {
+  let discarded = 0;
+  request.on('data', (chunk: Buffer) => {
+    discarded += chunk.length;
+    if (discarded > allowance) request.socket.destroy();
   });
+  request.on('error', () => {});
+  request.resume();
 }
 
 /** Resolves to the parsed body; rejects with a DashboardRequestError for a wrong type, size or syntax. */
-export async function readJsonBody(request: IncomingMessage, maxBytes: number): Promise<unknown> {
+export async function readJsonBody(request: IncomingMessage, limits: BodyLimits): Promise<unknown> {
+  const { maxBytes, maxDiscardBytes } = limits;
   const contentType = (request.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
   if (contentType !== 'application/json') {
+    discardRest(request, maxDiscardBytes);
     throw new DashboardRequestError(
       415,
       'UNSUPPORTED_MEDIA_TYPE',
@@ -19,7 +48,12 @@ export async function readJsonBody(request: IncomingMessage, maxBytes: number): 
     );
   }
   const declared = Number(request.headers['content-length']);
-  if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge(maxBytes);
+  if (Number.isFinite(declared) && declared > maxBytes) {
+    // Too large to read even for discarding: say so and close (the client may not see the answer).
+    const closing = declared > maxDiscardBytes;
+    if (!closing) discardRest(request, maxDiscardBytes);
+    throw tooLarge(maxBytes, closing);
+  }
   const chunks = await new Promise<Buffer[]>((resolve, reject) => {
     const received: Buffer[] = [];
     let size = 0;
@@ -29,11 +63,11 @@ export async function readJsonBody(request: IncomingMessage, maxBytes: number): 
         received.push(chunk);
         return;
       }
-      // Stop buffering but keep the socket: the answer still has to reach the client.
+      // Stop buffering but keep reading: the answer still has to reach the client.
       request.off('data', onData);
       request.off('end', onEnd);
-      request.resume();
-      reject(tooLarge(maxBytes));
+      discardRest(request, maxDiscardBytes);
+      reject(tooLarge(maxBytes, false));
     };
     const onEnd = () => resolve(received);
     request.on('data', onData);

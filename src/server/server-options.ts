@@ -27,6 +27,12 @@ export interface DashboardServerOptions {
   readonly allowedOrigins?: readonly string[];
   /** The largest command body accepted. Default 16384 bytes. */
   readonly maxBodyBytes?: number;
+  /**
+   * Bytes of an oversized body read and thrown away after its 400, so the answer reaches a client that is
+   * still sending (closing on unread bytes resets the connection and loses it). A body larger than
+   * `maxBodyBytes` plus this has its connection closed instead. 0 to 1 GiB. Default 16 MiB.
+   */
+  readonly maxDiscardBytes?: number;
   /** Bytes of an output snapshot. Default (and maximum) 8192. */
   readonly outputSnapshotMaxBytes?: number;
   /** Sessions walked up the parent chain looking for a work's output. Default 32. */
@@ -38,8 +44,19 @@ export interface DashboardServerOptions {
    * level), before it is dropped; it reconnects and resumes. Default 1 MiB.
    */
   readonly maxClientBufferBytes?: number;
-  /** Concurrent event-stream clients; more are refused with 503. Default 64. */
+  /**
+   * Concurrent event-stream clients (open dashboard pages, each holds one); one more is refused with 503
+   * `TOO_MANY_EVENT_CLIENTS`, whose message names this option. 1 to 100000. Default 64.
+   */
   readonly maxEventClients?: number;
+  /** Messages a conversation page holds when the request names no `limit`. Default 50. */
+  readonly conversationPageSize?: number;
+  /** The most messages one conversation page may hold (a larger `limit` is refused). 1 to 1000. Default 200. */
+  readonly maxConversationPage?: number;
+  /** Bytes of a message's text a conversation page shows (its head). 64 to 1 MiB. Default 4096. */
+  readonly maxMessageTextBytes?: number;
+  /** Bytes of a tool result a conversation page shows (its head). 64 to 1 MiB. Default 1024. */
+  readonly maxToolResultBytes?: number;
   /** The directory holding the page (`index.html`, `app.js`, `app.css`). Default: the package's `web/`. */
   readonly assetsDirectory?: string;
   /** Told about failed requests, failed stops and dropped clients. Default: `consoleDashboardLogger`. */
@@ -56,11 +73,16 @@ export const DASHBOARD_SERVER_OPTION_KEYS = optionKeys<DashboardServerOptions>()
   allowedHosts: true,
   allowedOrigins: true,
   maxBodyBytes: true,
+  maxDiscardBytes: true,
   outputSnapshotMaxBytes: true,
   maxParentDepth: true,
   heartbeatMs: true,
   maxClientBufferBytes: true,
   maxEventClients: true,
+  conversationPageSize: true,
+  maxConversationPage: true,
+  maxMessageTextBytes: true,
+  maxToolResultBytes: true,
   assetsDirectory: true,
   logger: true,
 });
@@ -73,11 +95,16 @@ export interface ResolvedDashboardOptions {
   readonly allowedHosts: readonly string[];
   readonly allowedOrigins: readonly string[];
   readonly maxBodyBytes: number;
+  readonly maxDiscardBytes: number;
   readonly outputSnapshotMaxBytes: number;
   readonly maxParentDepth: number;
   readonly heartbeatMs: number;
   readonly maxClientBufferBytes: number;
   readonly maxEventClients: number;
+  readonly conversationPageSize: number;
+  readonly maxConversationPage: number;
+  readonly maxMessageTextBytes: number;
+  readonly maxToolResultBytes: number;
   readonly assetsDirectory: string;
   readonly logger: Logger;
 }
@@ -86,11 +113,16 @@ export const DASHBOARD_SERVER_DEFAULTS = Object.freeze({
   host: '127.0.0.1',
   port: 0,
   maxBodyBytes: 16 * 1024,
+  maxDiscardBytes: 16 * 1024 * 1024,
   outputSnapshotMaxBytes: 8192,
   maxParentDepth: 32,
   heartbeatMs: 15_000,
   maxClientBufferBytes: 1024 * 1024,
   maxEventClients: 64,
+  conversationPageSize: 50,
+  maxConversationPage: 200,
+  maxMessageTextBytes: 4096,
+  maxToolResultBytes: 1024,
 });
 
 /** The package's `web/` directory: `src/server` and `dist/server` both sit two levels below the root. */
@@ -175,6 +207,13 @@ export function resolveDashboardOptions(options: DashboardServerOptions): Resolv
       64,
       16 * 1024 * 1024,
     ),
+    maxDiscardBytes: integerInRange(
+      'maxDiscardBytes',
+      options.maxDiscardBytes,
+      defaults.maxDiscardBytes,
+      0,
+      1024 * 1024 * 1024,
+    ),
     outputSnapshotMaxBytes: integerInRange(
       'outputSnapshotMaxBytes',
       options.outputSnapshotMaxBytes,
@@ -204,7 +243,43 @@ export function resolveDashboardOptions(options: DashboardServerOptions): Resolv
       1,
       100_000,
     ),
+    ...conversationOptions(options),
     assetsDirectory,
     logger,
+  };
+}
+
+function conversationOptions(options: DashboardServerOptions) {
+  const defaults = DASHBOARD_SERVER_DEFAULTS;
+  const maxConversationPage = integerInRange(
+    'maxConversationPage',
+    options.maxConversationPage,
+    defaults.maxConversationPage,
+    1,
+    1000,
+  );
+  return {
+    maxConversationPage,
+    conversationPageSize: integerInRange(
+      'conversationPageSize',
+      options.conversationPageSize,
+      Math.min(defaults.conversationPageSize, maxConversationPage),
+      1,
+      maxConversationPage,
+    ),
+    maxMessageTextBytes: integerInRange(
+      'maxMessageTextBytes',
+      options.maxMessageTextBytes,
+      defaults.maxMessageTextBytes,
+      64,
+      1024 * 1024,
+    ),
+    maxToolResultBytes: integerInRange(
+      'maxToolResultBytes',
+      options.maxToolResultBytes,
+      defaults.maxToolResultBytes,
+      64,
+      1024 * 1024,
+    ),
   };
 }

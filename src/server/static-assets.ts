@@ -16,6 +16,8 @@ const ASSET_FILES: Readonly<Record<string, readonly [file: string, contentType: 
   '/': ['index.html', 'text/html; charset=utf-8'],
   '/index.html': ['index.html', 'text/html; charset=utf-8'],
   '/app.js': ['app.js', 'text/javascript; charset=utf-8'],
+  '/conversation.js': ['conversation.js', 'text/javascript; charset=utf-8'],
+  '/dom.js': ['dom.js', 'text/javascript; charset=utf-8'],
   '/app.css': ['app.css', 'text/css; charset=utf-8'],
   '/favicon.svg': ['favicon.svg', 'image/svg+xml'],
 };

@@ -126,6 +126,97 @@ describe('the store-backed dashboard backend', () => {
     expect(dead.store.getCommand(1)).toBeUndefined();
   });
 
+  it("lists a live session's foreground commands with their tool call, and moves one through a command", async () => {
+    const { store, backend } = setup(true, { stopTimeoutMs: 5000 });
+    store.upsertTask({
+      id: 'bash-2',
+      sessionId: 's',
+      kind: 'bash',
+      label: 'make check',
+      status: 'running',
+      detail: { toolUseId: 'call_9' },
+      isBackgrounded: false,
+      branchGeneration: 0,
+      startedAt: 2,
+      reported: false,
+    });
+    expect(backend.listForegroundWork('s')).toEqual([
+      {
+        workId: 'bash-2',
+        sessionId: 's',
+        toolCallId: 'call_9',
+        taskKind: 'bash',
+        label: 'make check',
+        startedAt: 2,
+        canMoveToBackground: true,
+      },
+    ]);
+    const answers: Array<{ state: 'acknowledged' } | { state: 'rejected'; reason: string }> = [
+      { state: 'acknowledged' },
+      { state: 'rejected', reason: 'not_supported' },
+      { state: 'rejected', reason: 'move_failed' },
+    ];
+    const answering = setInterval(() => {
+      for (const command of store.listPendingCommands('rt-1')) {
+        store.answerCommand(command.id, answers.shift()!);
+      }
+    }, 1);
+    try {
+      expect(await backend.moveToBackground('bash-2')).toEqual({ ok: true, workId: 'bash-2' });
+      expect(store.getCommand(1)).toMatchObject({
+        type: 'move_to_background',
+        workId: 'bash-2',
+        sessionId: 's',
+      });
+      expect(await backend.moveToBackground('bash-2')).toEqual({ ok: false, reason: 'not_supported' });
+      await expect(backend.moveToBackground('bash-2')).rejects.toMatchObject({
+        code: 'MOVE_FAILED',
+        message: expect.stringContaining('could not move it to the background (move_failed)'),
+      });
+    } finally {
+      clearInterval(answering);
+    }
+    // A background work, an unknown one: nothing to move, and no command is written.
+    expect(await backend.moveToBackground('bash-1')).toEqual({ ok: false, reason: 'not_running' });
+    expect(await backend.moveToBackground('bash-404')).toEqual({ ok: false, reason: 'not_found' });
+    expect(store.getCommand(4)).toBeUndefined();
+  });
+
+  it('shows no foreground work and moves nothing for a session whose holder is gone', async () => {
+    const { store, backend } = setup(false);
+    store.upsertTask({
+      id: 'bash-2',
+      sessionId: 's',
+      kind: 'bash',
+      label: 'make check',
+      status: 'running',
+      isBackgrounded: false,
+      branchGeneration: 0,
+      startedAt: 2,
+      reported: false,
+    });
+    expect(backend.listForegroundWork('s')).toEqual([]);
+    expect(await backend.moveToBackground('bash-2')).toEqual({ ok: false, reason: 'not_running' });
+    expect(store.getCommand(1)).toBeUndefined();
+  });
+
+  it('times out a move nobody answers, and expires its command', async () => {
+    const { store, backend } = setup(true, { stopTimeoutMs: 20 });
+    store.upsertTask({
+      id: 'bash-2',
+      sessionId: 's',
+      kind: 'bash',
+      label: 'make check',
+      status: 'running',
+      isBackgrounded: false,
+      branchGeneration: 0,
+      startedAt: 2,
+      reported: false,
+    });
+    await expect(backend.moveToBackground('bash-2')).rejects.toMatchObject({ code: 'STOP_NOT_ANSWERED' });
+    expect(store.getCommand(1)).toMatchObject({ state: 'expired', type: 'move_to_background' });
+  });
+
   it('has no output for a task without a file', () => {
     const { backend } = setup(true);
     expect(backend.outputSnapshot('s', 'bash-1', 100)).toBeUndefined();

@@ -7,7 +7,8 @@
  * session holder is gone is shown `lost`, never running. Stop submits a command to the session's live
  * holder, which polls for it (`commandPollMs` of `createErrandRuntime`), and waits up to `stopTimeoutMs`
  * for its answer: acknowledged, rejected with a reason, or — no answer in time — an error (the command is
- * expired), never a fake success.
+ * expired), never a fake success. "Move to background" of a running foreground command (recorded in the
+ * store too) is a command of its own the same way. The conversation is the store's message log.
  */
 import { statSync } from 'node:fs';
 import {
@@ -24,7 +25,7 @@ import {
   worksLevel,
 } from '../events/index.js';
 import { isHolderLive } from '../session/session-holder.js';
-import type { SessionHolder, SessionRecord, SessionStore, StoredTask } from '../store/index.js';
+import type { RuntimeCommandType, SessionHolder, SessionStore, StoredTask } from '../store/index.js';
 import {
   ErrandError,
   InvalidArgumentError,
@@ -34,14 +35,20 @@ import {
 } from '../tasks/index.js';
 import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
 import { readFileTail } from '../text/index.js';
+import { pageFromStore } from './conversation-endpoint.js';
 import type {
   DashboardBackend,
-  DashboardSession,
+  ForegroundWork,
+  MessagePage,
+  MessagePageRequest,
+  MoveRejectionReason,
+  MoveToBackgroundResult,
   OutputSnapshot,
   StopBackgroundWorkResult,
   StopRejectionReason,
 } from './dashboard-backend.js';
 import { consoleDashboardLogger, integerInRange } from './server-options.js';
+import { createSessionSummaries } from './session-summaries.js';
 
 /** Options of `createStoreDashboardBackend`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
 export interface StoreDashboardBackendOptions {
@@ -83,6 +90,9 @@ export const STORE_DASHBOARD_DEFAULTS = Object.freeze({
 
 export interface StoreDashboardBackend extends DashboardBackend {
   stopBackgroundWork(workId: string): Promise<StopBackgroundWorkResult>;
+  moveToBackground(workId: string): Promise<MoveToBackgroundResult>;
+  listForegroundWork(sessionId: string): ForegroundWork[];
+  readMessages(sessionId: string, page: MessagePageRequest): MessagePage;
   /** Reads the store now and emits what changed (what each `pollMs` tick does). */
   refresh(): void;
   /** Stops polling. Idempotent; the store stays the caller's. */
@@ -112,6 +122,23 @@ export class StopFailedError extends ErrandError {
     );
   }
 }
+
+/** The holding runtime tried to move the work to the background and failed. */
+export class MoveFailedError extends ErrandError {
+  constructor(workId: string, reason: string) {
+    super(
+      'MOVE_FAILED',
+      'system',
+      `The runtime holding ${JSON.stringify(workId)} could not move it to the background (${reason}); it may still run in the foreground`,
+      { context: { workId, reason } },
+    );
+  }
+}
+
+/** Task kinds whose foreground calls a person can move to the background (the bash and agent tools). */
+const MOVABLE_KINDS: ReadonlySet<string> = new Set(['bash', 'agent']);
+
+const MOVE_REJECTION_REASONS: readonly MoveRejectionReason[] = ['not_found', 'not_running', 'not_supported'];
 
 /** Every this many polls the whole task table is read again (dropping pruned records); between, only changes. */
 const FULL_READ_EVERY = 60;
@@ -201,12 +228,8 @@ export function createStoreDashboardBackend(options: StoreDashboardBackendOption
   const timer = setInterval(refresh, pollMs);
   timer.unref?.();
 
-  const toSession = (record: SessionRecord): DashboardSession => ({
-    id: record.id,
-    title: record.title,
-    parentId: record.parentId,
-    createdAt: record.createdAt,
-  });
+  const holderLive = options.isHolderLive ?? isHolderLive;
+  const summaries = createSessionSummaries({ store, isHolderLive: holderLive });
 
   let disposed = false;
   /** The command once answered; still pending at the deadline, or once the backend is disposed. */
@@ -221,14 +244,47 @@ export function createStoreDashboardBackend(options: StoreDashboardBackendOption
     }
   };
 
+  /**
+   * Submits a command to the live holder of `task`'s session and waits for its answer: acknowledged, or
+   * the rejection reason. Throws `StopNotAnsweredError` when nobody answered in time.
+   */
+  const submitAndWait = async (
+    type: RuntimeCommandType,
+    task: StoredTask & { sessionId: NonNullable<StoredTask['sessionId']> },
+    holder: SessionHolder,
+  ): Promise<{ acknowledged: true } | { acknowledged: false; reason: string }> => {
+    const submitted = store.submitCommand({
+      sessionId: task.sessionId,
+      runtime: holder.runtime,
+      type,
+      workId: task.id,
+    });
+    let answer = await waitForAnswer(submitted.id);
+    if (answer?.state === 'pending') {
+      // Nobody answered in time: the command is withdrawn, unless the answer came just now.
+      const expired = store.answerCommand(submitted.id, { state: 'expired' });
+      answer = expired.command;
+      if (expired.answered)
+        throw new StopNotAnsweredError(task.id, task.sessionId, holder.pid, stopTimeoutMs);
+    }
+    if (answer?.state === 'acknowledged') {
+      refresh();
+      return { acknowledged: true };
+    }
+    return { acknowledged: false, reason: answer?.reason ?? 'no answer' };
+  };
+
+  /** The live holder of a session, if its runtime still runs. */
+  const liveHolderOf = (sessionId: string): SessionHolder | undefined => {
+    const holder = store.getSession(sessionId)?.holder;
+    return holder !== undefined && holderLive(holder) ? holder : undefined;
+  };
+
   return {
     events: feed,
     refresh,
-    listSessions: () => store.listSessions().map(toSession),
-    getSession(sessionId) {
-      const record = store.getSession(sessionId);
-      return record ? toSession(record) : undefined;
-    },
+    listSessions: () => summaries.list(),
+    getSession: (sessionId) => summaries.get(sessionId),
     async stopBackgroundWork(workId): Promise<StopBackgroundWorkResult> {
       const records = store.listTasks().filter((task) => task.id === workId && task.isBackgrounded);
       if (records.length === 0) return { ok: false, reason: 'not_found' };
@@ -236,36 +292,60 @@ export function createStoreDashboardBackend(options: StoreDashboardBackendOption
       // repeat an id: the newest running record with it is meant.
       const task = records.filter((record) => record.status === 'running').at(-1);
       if (task?.sessionId === undefined) return { ok: false, reason: 'not_running' };
-      const holder = store.getSession(task.sessionId)?.holder;
-      if (holder === undefined || !feed.holderLive(holder)) return { ok: false, reason: 'not_running' };
-      const submitted = store.submitCommand({
-        sessionId: task.sessionId,
-        runtime: holder.runtime,
-        type: 'cancel_background_work',
-        workId,
-      });
-      let answer = await waitForAnswer(submitted.id);
-      if (answer?.state === 'pending') {
-        // Nobody answered in time: the command is withdrawn, unless the answer came just now.
-        const expired = store.answerCommand(submitted.id, { state: 'expired' });
-        answer = expired.command;
-        if (expired.answered)
-          throw new StopNotAnsweredError(workId, task.sessionId, holder.pid, stopTimeoutMs);
+      const holder = liveHolderOf(task.sessionId);
+      if (holder === undefined) return { ok: false, reason: 'not_running' };
+      const answer = await submitAndWait(
+        'cancel_background_work',
+        { ...task, sessionId: task.sessionId },
+        holder,
+      );
+      if (answer.acknowledged) return { ok: true };
+      if ((REJECTION_REASONS as readonly string[]).includes(answer.reason)) {
+        return { ok: false, reason: answer.reason as StopRejectionReason };
       }
-      if (answer?.state === 'acknowledged') {
-        refresh();
-        return { ok: true };
-      }
-      const reason = answer?.reason ?? 'no answer';
-      if ((REJECTION_REASONS as readonly string[]).includes(reason)) {
-        return { ok: false, reason: reason as StopRejectionReason };
-      }
-      throw new StopFailedError(workId, reason);
+      throw new StopFailedError(workId, answer.reason);
     },
     outputSnapshot(sessionId, workId, maxBytes): OutputSnapshot | undefined {
       const outputFile = store.getTask(workId, sessionId)?.outputFile;
       if (outputFile === undefined) return undefined;
       return readFileTail(outputFile, maxBytes);
+    },
+    readMessages: (sessionId, page) =>
+      pageFromStore((listOptions) => store.listMessages(sessionId, listOptions), page),
+    listForegroundWork(sessionId): ForegroundWork[] {
+      const holder = liveHolderOf(sessionId);
+      // A foreground record whose holder is gone is not running, whatever it says.
+      if (holder === undefined) return [];
+      return store
+        .listTasks({ sessionId, statuses: ['running'] })
+        .filter((task) => !task.isBackgrounded)
+        .map((task) => ({
+          workId: task.id,
+          sessionId,
+          toolCallId: stringOrNull(task.detail.toolUseId),
+          taskKind: task.kind,
+          label: task.label,
+          startedAt: task.startedAt,
+          canMoveToBackground: MOVABLE_KINDS.has(task.kind),
+        }));
+    },
+    async moveToBackground(workId): Promise<MoveToBackgroundResult> {
+      const records = store.listTasks().filter((task) => task.id === workId);
+      if (records.length === 0) return { ok: false, reason: 'not_found' };
+      const task = records.filter((record) => record.status === 'running' && !record.isBackgrounded).at(-1);
+      if (task?.sessionId === undefined) return { ok: false, reason: 'not_running' };
+      const holder = liveHolderOf(task.sessionId);
+      if (holder === undefined) return { ok: false, reason: 'not_running' };
+      const answer = await submitAndWait(
+        'move_to_background',
+        { ...task, sessionId: task.sessionId },
+        holder,
+      );
+      if (answer.acknowledged) return { ok: true, workId };
+      if ((MOVE_REJECTION_REASONS as readonly string[]).includes(answer.reason)) {
+        return { ok: false, reason: answer.reason as MoveRejectionReason };
+      }
+      throw new MoveFailedError(workId, answer.reason);
     },
     dispose() {
       disposed = true;
@@ -440,6 +520,7 @@ class StoreEventFeed implements BackgroundEventFeed {
       taskKind: task.kind,
       kind: displayKindOf(task.kind),
       label: task.label,
+      toolUseId: stringOrNull(detail.toolUseId),
       status,
       cancellable: status === 'running',
       resultDelivered: task.reported,

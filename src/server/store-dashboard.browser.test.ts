@@ -7,38 +7,37 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { isAlive } from '../../test/fixtures/bash/index.js';
+import { findBrowser, type LaunchedBrowser, launchBrowser } from '../../test/support/browser.js';
 import { TextCapture } from '../../test/support/mcp-client.js';
 import { openSqliteSessionStore } from '../store/index.js';
 import { createDashboardServer } from './dashboard-server.js';
 import { createStoreDashboardBackend } from './store-dashboard-backend.js';
 
-const CHROMIUM = '/usr/bin/chromium';
+const browserPath = findBrowser();
 const FIXTURE = resolve(import.meta.dirname, '../../test/fixtures/session/serve-child.mjs');
 
 let home: string;
+let browser: LaunchedBrowser | undefined;
 let context: BrowserContext;
-
-beforeAll(async () => {
-  home = await mkdtemp(join(tmpdir(), 'errand-serve-browser-'));
-  context = await chromium.launchPersistentContext(join(home, 'profile'), {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
-  });
-});
-
-afterAll(async () => {
-  await context?.close();
-  await rm(home, { recursive: true, force: true });
-});
 
 const eventually = <Value>(read: () => Value | Promise<Value>) => expect.poll(read, { timeout: 15_000 });
 const row = (page: Page, workId: string) => page.locator(`tr[data-work-id="${workId}"]`);
 
-describe('the dashboard page over another process (errand serve)', () => {
+describe.skipIf(browserPath === undefined)('the dashboard page over another process (errand serve)', () => {
+  beforeAll(async () => {
+    home = await mkdtemp(join(tmpdir(), 'errand-serve-browser-'));
+    browser = await launchBrowser(browserPath!);
+    context = browser.context;
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    if (home) await rm(home, { recursive: true, force: true });
+  });
+
   it('shows the running work of another process live, and stops it with the Stop button', async () => {
     const child: ChildProcess = spawn(process.execPath, [FIXTURE, join(home, 'data')], {
       env: process.env,

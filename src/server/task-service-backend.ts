@@ -1,6 +1,8 @@
 /**
  * A DashboardBackend over a bare TaskService and a session directory: for hosts without a session
- * runtime, for `errand serve` on its own, and for tests. Stops go straight to `kill` as the user.
+ * runtime, and for tests. Stops go straight to `kill` as the user; "move to background" is the task
+ * service's own promotion (`requestBackground`), which the producer waiting on a foreground task honours.
+ * It keeps no conversation.
  */
 
 import { BACKGROUND_EVENT_FEED_OPTION_KEYS } from '../events/feed-options.js';
@@ -123,6 +125,28 @@ export function createTaskServiceBackend(options: TaskServiceBackendOptions): Ta
       return { ok: true };
     },
     outputSnapshot: (sessionId, workId, maxBytes) => options.readOutput?.(sessionId, workId, maxBytes),
+    listForegroundWork: (sessionId) =>
+      tasks
+        .list(caller)
+        .filter(
+          (task) => task.ownerSessionId === sessionId && !task.isBackgrounded && task.status === 'running',
+        )
+        .map((task) => ({
+          workId: task.id,
+          sessionId,
+          toolCallId: typeof task.detail.toolUseId === 'string' ? task.detail.toolUseId : null,
+          taskKind: task.kind,
+          label: task.label,
+          startedAt: task.startedAt,
+          canMoveToBackground: true,
+        })),
+    moveToBackground(workId) {
+      const task = find(workId);
+      if (task === undefined) return { ok: false, reason: 'not_found' };
+      if (task.isBackgrounded || task.status !== 'running') return { ok: false, reason: 'not_running' };
+      const moved = tasks.requestBackground(workId, caller);
+      return moved.isBackgrounded ? { ok: true, workId } : { ok: false, reason: 'not_running' };
+    },
     dispose: () => events.dispose(),
   };
 }

@@ -107,7 +107,22 @@ class MessageRows {
     return low;
   }
 
-  select(afterSeq: number, includeAbandoned: boolean, limit = Number.POSITIVE_INFINITY): MessageRow[] {
+  select(
+    afterSeq: number,
+    includeAbandoned: boolean,
+    limit = Number.POSITIVE_INFINITY,
+    beforeSeq?: number,
+  ): MessageRow[] {
+    if (beforeSeq !== undefined) {
+      // The newest rows before `beforeSeq`, walking back from it.
+      const newest: MessageRow[] = [];
+      for (let index = this.#indexOf(beforeSeq) - 1; index >= 0 && newest.length < limit; index--) {
+        const row = this.#rows[index]!;
+        if (row.seq <= afterSeq) break;
+        if (includeAbandoned || row.abandonedAt === null) newest.push(row);
+      }
+      return newest.reverse();
+    }
     const selected: MessageRow[] = [];
     for (
       let index = this.#indexOf(afterSeq + 1);
@@ -227,8 +242,8 @@ function createTables(log: UndoLog): StoreTables {
     },
     messages: {
       put: (row) => messagesOf(row.sessionId).put(row),
-      select: (sessionId, afterSeq, includeAbandoned, limit) =>
-        messages.get(sessionId)?.select(afterSeq, includeAbandoned, limit) ?? [],
+      select: (sessionId, afterSeq, includeAbandoned, limit, beforeSeq) =>
+        messages.get(sessionId)?.select(afterSeq, includeAbandoned, limit, beforeSeq) ?? [],
       selectAbandonedBefore: (cutoff) =>
         messages
           .values()

@@ -103,6 +103,65 @@ describe('migrations', () => {
     expect(reopened.pragma('user_version', { simple: true })).toBe(LATEST_SCHEMA_VERSION);
   });
 
+  it('keeps the runtime commands, their ids and their final-state guard across the command-type rebuild', () => {
+    const { file, database } = rawDatabase();
+    migrate(database, file, START_TIME, MIGRATIONS.slice(0, 6));
+    database
+      .prepare(
+        `INSERT INTO sessions (id, schema_version, parent_id, cwd, title, branch_generation, state, last_seq, metadata, created_at, updated_at)
+         VALUES ('s', 1, NULL, '/work', NULL, 0, 'active', 0, '{}', 1, 1)`,
+      )
+      .run();
+    const insert = database.prepare(
+      `INSERT INTO commands (session_id, schema_version, runtime, type, work_id, state, reason, created_at, answered_at)
+       VALUES ('s', 1, 'rt', 'cancel_background_work', ?, ?, ?, 1, ?)`,
+    );
+    insert.run('bash-1', 'acknowledged', null, 2);
+    insert.run('bash-2', 'rejected', 'not_running', 2);
+    insert.run('bash-3', 'pending', null, null);
+    database.prepare('DELETE FROM commands WHERE work_id = ?').run('bash-1');
+    database.close();
+    databases.splice(databases.indexOf(database), 1);
+
+    const store = openSqliteSessionStore({ file, now: () => START_TIME, pruneOnOpen: false });
+    try {
+      expect(store.migration).toEqual({ from: 6, to: LATEST_SCHEMA_VERSION });
+      expect(store.getCommand(2)).toMatchObject({
+        workId: 'bash-2',
+        state: 'rejected',
+        reason: 'not_running',
+      });
+      expect(store.listPendingCommands('rt').map((command) => [command.id, command.workId])).toEqual([
+        [3, 'bash-3'],
+      ]);
+      // The sequence continues after the highest id ever used, and the new type is accepted.
+      const moved = store.submitCommand({
+        sessionId: 's',
+        runtime: 'rt',
+        type: 'move_to_background',
+        workId: 'bash-4',
+      });
+      expect(moved).toMatchObject({ id: 4, type: 'move_to_background', state: 'pending' });
+      expect(store.answerCommand(4, { state: 'acknowledged' }).answered).toBe(true);
+      expect(store.answerCommand(4, { state: 'expired' }).answered).toBe(false);
+    } finally {
+      store.close();
+    }
+    const reopened = new Database(file);
+    databases.push(reopened);
+    expect(() => reopened.prepare("UPDATE commands SET state = 'expired' WHERE id = 2").run()).toThrow(
+      'an answered command never changes state',
+    );
+    expect(() =>
+      reopened
+        .prepare(
+          `INSERT INTO commands (session_id, schema_version, runtime, type, work_id, state, created_at)
+           VALUES ('s', 1, 'rt', 'run_shell', 'x', 'pending', 1)`,
+        )
+        .run(),
+    ).toThrow(/CHECK constraint failed/);
+  });
+
   it('refuses a database from a newer Errand without touching it', () => {
     const { file, database } = rawDatabase();
     migrate(database, file, START_TIME);

@@ -201,6 +201,40 @@ export const MIGRATIONS: readonly Migration[] = Object.freeze([
       ) STRICT, WITHOUT ROWID;
     `,
   },
+  {
+    version: 7,
+    name: 'runtime command: move to background',
+    sql: `
+      -- A CHECK constraint cannot be altered in SQLite: the table is rebuilt with the new type, ids kept.
+      CREATE TABLE commands_next (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        schema_version INTEGER NOT NULL,
+        runtime TEXT NOT NULL,
+        type TEXT NOT NULL CHECK (type IN ('cancel_background_work', 'move_to_background')),
+        work_id TEXT NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('pending', 'acknowledged', 'rejected', 'expired')),
+        reason TEXT,
+        created_at INTEGER NOT NULL,
+        answered_at INTEGER,
+        CHECK ((state = 'pending') = (answered_at IS NULL)),
+        CHECK ((state = 'rejected') = (reason IS NOT NULL))
+      ) STRICT;
+      INSERT INTO commands_next (id, session_id, schema_version, runtime, type, work_id, state, reason, created_at, answered_at)
+        SELECT id, session_id, schema_version, runtime, type, work_id, state, reason, created_at, answered_at
+        FROM commands;
+      DROP TABLE commands;
+      ALTER TABLE commands_next RENAME TO commands;
+      CREATE INDEX commands_pending ON commands (runtime, id) WHERE state = 'pending';
+      CREATE INDEX commands_by_age ON commands (created_at);
+      CREATE TRIGGER commands_final_states
+      BEFORE UPDATE OF state ON commands
+      WHEN OLD.state <> 'pending' AND NEW.state IS NOT OLD.state
+      BEGIN
+        SELECT RAISE(ABORT, 'commands: an answered command never changes state');
+      END;
+    `,
+  },
 ]);
 
 /** The newest schema version this code understands. */

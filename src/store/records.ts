@@ -204,9 +204,15 @@ export interface WorkflowStep {
   readonly endedAt: number;
 }
 
-/** What a person may ask the runtime that holds a session to do. */
-export type RuntimeCommandType = 'cancel_background_work';
-export const RUNTIME_COMMAND_TYPES: readonly RuntimeCommandType[] = ['cancel_background_work'];
+/**
+ * What a person may ask the runtime that holds a session to do: stop a background work, or move a running
+ * foreground command (or subagent) to the background.
+ */
+export type RuntimeCommandType = 'cancel_background_work' | 'move_to_background';
+export const RUNTIME_COMMAND_TYPES: readonly RuntimeCommandType[] = [
+  'cancel_background_work',
+  'move_to_background',
+];
 
 /**
  * `pending` until the addressed runtime answers (`acknowledged` or `rejected`) or the asker gives up

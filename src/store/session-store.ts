@@ -105,7 +105,12 @@ export interface ListMessagesOptions {
   readonly includeAbandoned?: boolean;
   /** Only messages with a greater seq. */
   readonly afterSeq?: number;
-  /** At most this many, from the oldest. */
+  /**
+   * Only messages with a smaller seq. With `limit`, the newest `limit` of them (still returned oldest
+   * first): a viewer pages back from the end with the first seq of the page it holds.
+   */
+  readonly beforeSeq?: number;
+  /** At most this many, from the oldest (from the newest with `beforeSeq`). */
   readonly limit?: number;
 }
 

@@ -181,6 +181,12 @@ function messageTable(prepare: Prepare): StoreTables['messages'] {
     `SELECT ${columns} FROM messages WHERE session_id = ? AND seq > ? AND (? = 1 OR abandoned_at IS NULL)
      ORDER BY seq LIMIT ?`,
   );
+  // The newest page before a seq, newest first (reversed below).
+  const listBefore = prepare<[string, number, number, number, number], MessageRow>(
+    `SELECT ${columns} FROM messages
+     WHERE session_id = ? AND seq > ? AND seq < ? AND (? = 1 OR abandoned_at IS NULL)
+     ORDER BY seq DESC LIMIT ?`,
+  );
   // Served by the partial index messages_abandoned.
   const abandoned = prepare<[number], MessageRow>(
     `SELECT ${columns} FROM messages WHERE abandoned_at IS NOT NULL AND abandoned_at < ?`,
@@ -188,8 +194,10 @@ function messageTable(prepare: Prepare): StoreTables['messages'] {
   const remove = prepare<[string, number]>('DELETE FROM messages WHERE session_id = ? AND seq = ?');
   return {
     put: (row) => void put.run(row),
-    select: (sessionId, afterSeq, includeAbandoned, limit) =>
-      list.all(sessionId, afterSeq, includeAbandoned ? 1 : 0, limit ?? -1),
+    select: (sessionId, afterSeq, includeAbandoned, limit, beforeSeq) =>
+      beforeSeq === undefined
+        ? list.all(sessionId, afterSeq, includeAbandoned ? 1 : 0, limit ?? -1)
+        : listBefore.all(sessionId, afterSeq, beforeSeq, includeAbandoned ? 1 : 0, limit ?? -1).reverse(),
     selectAbandonedBefore: (cutoff) => abandoned.all(cutoff),
     delete: (sessionId, seq) => void remove.run(sessionId, seq),
   };

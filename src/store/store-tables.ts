@@ -21,12 +21,16 @@ export interface SessionTable {
 
 export interface MessageTable {
   put(row: MessageRow): void;
-  /** The session's messages after `afterSeq` in seq order, at most `limit` (`undefined`: all). */
+  /**
+   * The session's messages after `afterSeq` (and before `beforeSeq`, when given) in seq order, at most
+   * `limit` (`undefined`: all). With `beforeSeq` the limit keeps the newest of them.
+   */
   select(
     sessionId: string,
     afterSeq: number,
     includeAbandoned: boolean,
     limit: number | undefined,
+    beforeSeq?: number,
   ): MessageRow[];
   /** Abandoned messages of every session abandoned before `cutoff`. */
   selectAbandonedBefore(cutoff: number): MessageRow[];

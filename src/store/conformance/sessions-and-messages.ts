@@ -219,6 +219,29 @@ export function describeSessionsAndMessages(openStore: OpenSessionStore): void {
       expect(harness.store.listMessages('unknown')).toEqual([]);
     });
 
+    it('pages back from the end with beforeSeq and limit, oldest first within the page', () => {
+      harness.store.createSession({ id: 'a', cwd: '/' });
+      for (let index = 0; index < 6; index += 1) {
+        harness.store.appendMessage('a', { role: 'user', content: { text: `a${index}` }, source: 'user' });
+      }
+      const seqs = (options: Parameters<typeof harness.store.listMessages>[1]) =>
+        harness.store.listMessages('a', options).map((message) => message.seq);
+      expect(seqs({ beforeSeq: Number.MAX_SAFE_INTEGER, limit: 2 })).toEqual([5, 6]);
+      expect(seqs({ beforeSeq: 5, limit: 2 })).toEqual([3, 4]);
+      expect(seqs({ beforeSeq: 3, limit: 5 })).toEqual([1, 2]);
+      expect(seqs({ beforeSeq: 1, limit: 5 })).toEqual([]);
+      expect(seqs({ beforeSeq: 5 })).toEqual([1, 2, 3, 4]);
+      expect(seqs({ afterSeq: 2, beforeSeq: 6, limit: 2 })).toEqual([4, 5]);
+      // A rewind's abandoned messages stay out unless asked for.
+      harness.store.rewind('a', 4);
+      harness.store.appendMessage('a', { role: 'user', content: { text: 'again' }, source: 'user' });
+      expect(seqs({ beforeSeq: Number.MAX_SAFE_INTEGER, limit: 3 })).toEqual([3, 4, 7]);
+      expect(seqs({ beforeSeq: Number.MAX_SAFE_INTEGER, limit: 3, includeAbandoned: true })).toEqual([
+        5, 6, 7,
+      ]);
+      expect(() => harness.store.listMessages('a', { beforeSeq: -1 })).toThrow('`beforeSeq`');
+    });
+
     it('refuses malformed content, naming the field', () => {
       harness.store.createSession({ id: 's', cwd: '/' });
       const cases: [unknown, string][] = [

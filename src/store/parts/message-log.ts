@@ -72,8 +72,10 @@ export function createMessageLog(context: StoreContext): MessageLog {
         throw new InvalidArgumentError('includeAbandoned', 'a boolean', options.includeAbandoned);
       }
       const includeAbandoned = options.includeAbandoned === true;
+      const beforeSeq =
+        options.beforeSeq === undefined ? undefined : validateCount('beforeSeq', options.beforeSeq);
       return context.read('list messages', ({ messages }) =>
-        messages.select(key, afterSeq, includeAbandoned, limit).map(readMessage),
+        messages.select(key, afterSeq, includeAbandoned, limit, beforeSeq).map(readMessage),
       );
     },
 

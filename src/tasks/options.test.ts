@@ -1,7 +1,8 @@
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { ErrandError } from './errors.js';
 import { consoleLogger, type Logger } from './logger.js';
-import { defineOptions, describeIntegerRange, type OptionsInput, option } from './options.js';
+import { describeIntegerRange } from './option-rules.js';
+import { defineOptions, type OptionsInput, option } from './options.js';
 
 const limits = defineOptions('createLimits', {
   /** How long to wait. Default 30000. */
@@ -16,7 +17,7 @@ const tool = defineOptions(
     name: option.required(option.string()),
     lane: option.oneOf(['wakeup', 'quiet'], { default: 'wakeup' }),
     enabled: option.boolean({ default: true }),
-    logger: option.shaped<Logger>('an object with a warn function', ['warn'], { default: consoleLogger }),
+    logger: option.logger({ default: consoleLogger }),
     format: option.func<(text: string) => string>(),
     limits: option.nested(limits),
     minMs: option.integer({ min: 0, default: 10 }),
@@ -103,7 +104,7 @@ describe('defineOptions', () => {
       'to be "wakeup" or "quiet"',
     );
     expect(failure(() => tool.resolve({ name: 'x', logger: {} })).message).toContain(
-      'Expected `logger` to be an object with a warn function',
+      'Expected `logger` to be a Logger (an object with a warn function)',
     );
     expect(failure(() => tool.resolve({ name: 'x', limits: 3 })).message).toContain(
       'Expected `limits` to be an object',
@@ -117,6 +118,63 @@ describe('defineOptions', () => {
     expect(narrowed.keys).not.toContain('name');
     expect(narrowed.resolve({}).lane).toBe('wakeup');
     expect(failure(() => narrowed.resolve({ name: 'x' })).code).toBe('UNKNOWN_OPTION');
+  });
+
+  it('bounds an option by another: a given value keeps to it, a default is clamped to it', () => {
+    const waits = defineOptions('createWaits', {
+      defaultWaitMs: option.integer({ min: 1, default: 30_000, atMost: 'maxWaitMs' }),
+      maxWaitMs: option.integer({ min: 1, default: 600_000 }),
+      retryMaxMs: option.integer({ min: 1, default: 100, atLeast: 'defaultWaitMs' }),
+    });
+    expect(waits.resolve({})).toEqual({ defaultWaitMs: 30_000, maxWaitMs: 600_000, retryMaxMs: 30_000 });
+    expect(waits.resolve({ maxWaitMs: 10 })).toEqual({ defaultWaitMs: 10, maxWaitMs: 10, retryMaxMs: 100 });
+    expect(failure(() => waits.resolve({ defaultWaitMs: 700_000 })).message).toBe(
+      'Expected `defaultWaitMs` to be no greater than `maxWaitMs` (600000), got 700000 (number)',
+    );
+    expect(
+      failure(() => waits.resolve({ defaultWaitMs: 50, retryMaxMs: 20 }, { path: 'limits' })).message,
+    ).toBe('Expected `limits.retryMaxMs` to be no less than `limits.defaultWaitMs` (50), got 20 (number)');
+    expect(() => defineOptions('broken', { a: option.integer({ atMost: 'b' }) })).toThrow(
+      'option a is bounded by b, which is not an earlier option',
+    );
+  });
+
+  it('takes false, arrays, records and computed fallbacks', () => {
+    const part = defineOptions('createPart', {
+      pollMs: option.orFalse(option.integer({ min: 1, default: 500 })),
+      args: option.list(option.string({ withoutNul: true }), { default: ['-c'] }),
+      lanes: option.record(option.oneOf(['wakeup', 'quiet']), {
+        keys: { expected: 'lower-case names', isValid: (key) => /^[a-z]+$/.test(key) },
+      }),
+      id: option.string({ fallback: () => 'generated' }),
+      tail: option.orFalse(option.nested(limits)),
+    });
+    expect(part.resolve({})).toMatchObject({ pollMs: 500, args: ['-c'], lanes: {}, id: 'generated' });
+    expect(part.resolve({ pollMs: false, tail: false })).toMatchObject({ pollMs: false, tail: false });
+    expect(part.resolve({ lanes: { bash: 'quiet' } }).lanes).toEqual({ bash: 'quiet' });
+    expect(failure(() => part.resolve({ tail: 3 })).message).toBe(
+      'Expected `tail` to be an object, or false, got 3 (number)',
+    );
+    expect(part.defaults).toEqual({ pollMs: 500, args: ['-c'] });
+    expect(failure(() => part.resolve({ pollMs: 0 })).message).toBe(
+      'Expected `pollMs` to be a positive integer, or false, got 0 (number)',
+    );
+    expect(failure(() => part.resolve({ args: ['-c', 'a\0b'] })).message).toBe(
+      'Expected `args[1]` to be a non-empty string without NUL characters, got "a\\u0000b" (string)',
+    );
+    expect(failure(() => part.resolve({ lanes: { bash: 'loud' } })).message).toBe(
+      'Expected `lanes.bash` to be "wakeup" or "quiet", got "loud" (string)',
+    );
+    expect(failure(() => part.resolve({ lanes: { Bash: 'quiet' } })).message).toBe(
+      'Expected `lanes` to be an object whose keys are lower-case names, got "Bash" (string)',
+    );
+    expect(failure(() => part.resolve({ tail: { budget: -1 } })).message).toContain('`tail.budget`');
+  });
+
+  it('types the fixed defaults', () => {
+    expectTypeOf(limits.defaults).toEqualTypeOf<{ readonly waitMs: number; readonly wakeBudget: number }>();
+    expectTypeOf(tool.defaults.logger).toEqualTypeOf<Logger>();
+    expectTypeOf(tool.resolve({ name: 'x' }).logger).toEqualTypeOf<Logger>();
   });
 
   it('words integer ranges one way', () => {

@@ -1,0 +1,409 @@
+/**
+ * The rule builders of `defineOptions`: `option.integer({ min: 1, default: 30_000 })` and the like. Each says
+ * what a valid value is in one wording (`describeIntegerRange` for every integer bound), resolves a given
+ * value or throws `INVALID_ARGUMENT` naming the field and the value, and carries its default.
+ */
+import type { Clock } from './clock.js';
+import { ErrandError, InvalidArgumentError } from './errors.js';
+import type { Logger } from './logger.js';
+
+/** Another option of the same record that bounds this one (`defaultWaitMs` no greater than `maxWaitMs`). */
+export interface OptionBound {
+  readonly key: string;
+  readonly side: 'atMost' | 'atLeast';
+}
+
+/** How one option is checked and resolved. Build rules with `option.*`; the type parameters are phantoms. */
+export interface OptionRule<Input, Output, IsRequired extends boolean = false> {
+  /** What a valid value is, as messages say it: "a positive integer". */
+  readonly expected: string;
+  readonly required: IsRequired;
+  /** The resolved value of an absent (undefined) option, at `path` of a record handed to `where`. */
+  fallback(path: string, where: string): Output;
+  /** The default a reader can document, when there is a fixed one. */
+  readonly defaultValue?: Output;
+  /** A given value must keep to the bound; a defaulted one is clamped to it. */
+  readonly bound?: OptionBound;
+  /** Resolves a given value; throws `INVALID_ARGUMENT` naming `path` when the value is not valid. */
+  resolve(value: unknown, path: string, where: string): Output;
+  /** Phantom: the type a caller may pass. */
+  readonly __input?: Input;
+}
+
+/** A rule with a fixed default: its declaration lists it in `defaults`. */
+export interface DefaultedRule<Input, Output> extends OptionRule<Input, Output> {
+  readonly defaultValue: Output;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: a rule of any input and output type
+export type AnyOptionRule = OptionRule<any, any, boolean>;
+export type OptionRules = Readonly<Record<string, AnyOptionRule>>;
+
+type InputOfRule<R> = R extends OptionRule<infer Input, unknown, boolean> ? Input : never;
+type OutputOfRule<R> = R extends OptionRule<unknown, infer Output, boolean> ? Output : never;
+type RequiredKeys<R extends OptionRules> = {
+  [K in keyof R]: R[K] extends OptionRule<unknown, unknown, true> ? K : never;
+}[keyof R];
+type DefaultedKeys<R extends OptionRules> = {
+  [K in keyof R]: R[K] extends { readonly defaultValue: unknown } ? K : never;
+}[keyof R];
+
+/** What a caller passes: every option optional except those declared `required`. */
+export type OptionsInput<R extends OptionRules> = {
+  readonly [K in keyof R]?: InputOfRule<R[K]>;
+} & { readonly [K in RequiredKeys<R>]-?: InputOfRule<R[K]> };
+
+/** What `resolve` returns: every option present, defaults filled in. */
+export type ResolvedOptions<R extends OptionRules> = { readonly [K in keyof R]: OutputOfRule<R[K]> };
+
+/** The fixed defaults of a record, by key. */
+export type OptionDefaults<R extends OptionRules> = { readonly [K in DefaultedKeys<R>]: OutputOfRule<R[K]> };
+
+export interface ResolveAt {
+  /** The function (or options) the record is handed to, as messages name it. Default: the declaration's. */
+  readonly where?: string;
+  /** Where the record sits inside the caller's options (`bash.executor`). */
+  readonly path?: string;
+}
+
+/** What resolves an options record: a declaration (`defineOptions`), as `option.nested` takes it. */
+export interface OptionsResolver<R extends OptionRules> {
+  /** Checks `input` whole (unknown keys, values, bounds, cross-option rules) and fills in the defaults. */
+  resolve(input: unknown, at?: ResolveAt): ResolvedOptions<R>;
+}
+
+/** How an absent option resolves: a fixed, documented `default`, or a `fallback` computed each time. */
+interface RuleSettings<Output> {
+  readonly default?: Output;
+  readonly fallback?: () => Output;
+}
+
+type WithDefault<Output> = { readonly default: Output };
+type WithFallback<Output> = { readonly fallback: () => Output };
+
+function makeRule<Input, Output>(
+  expected: string,
+  settings: RuleSettings<unknown> & { readonly bound?: OptionBound },
+  resolve: (value: unknown, path: string, where: string) => unknown,
+): OptionRule<Input, Output> {
+  const { default: fixed, fallback, bound } = settings;
+  return Object.freeze({
+    expected,
+    required: false as const,
+    fallback: () => (fallback === undefined ? fixed : fallback()) as Output,
+    ...(fixed === undefined ? {} : { defaultValue: fixed as Output }),
+    ...(bound === undefined ? {} : { bound }),
+    resolve: resolve as (value: unknown, path: string, where: string) => Output,
+  });
+}
+
+/** Resolves a value `isValid` accepts (converted by `convert`), else throws naming the field and the value. */
+function checked(
+  expected: string,
+  isValid: (value: unknown, path: string) => boolean,
+  convert: (value: unknown) => unknown = (value) => value,
+): (value: unknown, path: string) => unknown {
+  return (value, path) => {
+    if (!isValid(value, path)) throw new InvalidArgumentError(path, expected, value);
+    return convert(value);
+  };
+}
+
+/** The one wording of an integer bound: "a positive integer no greater than 2147483647". */
+export function describeIntegerRange(min: number | undefined, max: number | undefined): string {
+  const top = max === undefined || max === Number.MAX_SAFE_INTEGER ? undefined : max;
+  if (min === undefined || min === Number.MIN_SAFE_INTEGER) {
+    return top === undefined ? 'an integer' : `an integer no greater than ${top}`;
+  }
+  if (min === 1)
+    return top === undefined ? 'a positive integer' : `a positive integer no greater than ${top}`;
+  if (min === 0 && top === undefined) return 'a non-negative integer';
+  return top === undefined ? `an integer of at least ${min}` : `an integer from ${min} to ${top}`;
+}
+
+export interface IntegerSettings extends RuleSettings<number> {
+  readonly min?: number;
+  readonly max?: number;
+  /** Accepts `Infinity` as "no limit". Default false. */
+  readonly allowInfinity?: boolean;
+  /** The option (of the same record) this one may not exceed; its default is clamped to it. */
+  readonly atMost?: string;
+  /** The option (of the same record) this one may not fall below; its default is raised to it. */
+  readonly atLeast?: string;
+}
+
+function integer(settings: IntegerSettings & WithDefault<number>): DefaultedRule<number, number>;
+function integer(settings: IntegerSettings & WithFallback<number>): OptionRule<number, number>;
+function integer(settings?: IntegerSettings): OptionRule<number, number | undefined>;
+function integer(settings: IntegerSettings = {}): OptionRule<number, unknown> {
+  const { min, max, allowInfinity = false, atMost, atLeast } = settings;
+  const range = describeIntegerRange(min, max);
+  const bound: OptionBound | undefined =
+    atMost !== undefined
+      ? { key: atMost, side: 'atMost' }
+      : atLeast !== undefined
+        ? { key: atLeast, side: 'atLeast' }
+        : undefined;
+  const expected = allowInfinity ? `${range} or Infinity` : range;
+  const isValid = (value: unknown) =>
+    (allowInfinity && value === Number.POSITIVE_INFINITY) ||
+    (typeof value === 'number' &&
+      Number.isSafeInteger(value) &&
+      (min === undefined || value >= min) &&
+      (max === undefined || value <= max));
+  return makeRule(
+    expected,
+    { ...settings, ...(bound === undefined ? {} : { bound }) },
+    checked(expected, isValid),
+  );
+}
+
+function boolean(settings: WithDefault<boolean>): DefaultedRule<boolean, boolean>;
+function boolean(settings?: RuleSettings<boolean>): OptionRule<boolean, boolean | undefined>;
+function boolean(settings: RuleSettings<boolean> = {}): OptionRule<boolean, unknown> {
+  return makeRule(
+    'a boolean',
+    settings,
+    checked('a boolean', (value) => typeof value === 'boolean'),
+  );
+}
+
+export interface StringSettings extends RuleSettings<string> {
+  /** Refuses the empty string. Default true. */
+  readonly nonEmpty?: boolean;
+  /** Refuses a NUL character (a path, a program argument). Default false. */
+  readonly withoutNul?: boolean;
+}
+
+function string(settings: StringSettings & WithDefault<string>): DefaultedRule<string, string>;
+function string(settings: StringSettings & WithFallback<string>): OptionRule<string, string>;
+function string(settings?: StringSettings): OptionRule<string, string | undefined>;
+function string(settings: StringSettings = {}): OptionRule<string, unknown> {
+  const { nonEmpty = true, withoutNul = false } = settings;
+  const expected = `${nonEmpty ? 'a non-empty string' : 'a string'}${withoutNul ? ' without NUL characters' : ''}`;
+  const isValid = (value: unknown) =>
+    typeof value === 'string' && (!nonEmpty || value !== '') && (!withoutNul || !value.includes('\0'));
+  return makeRule(expected, settings, checked(expected, isValid));
+}
+
+type Literal = string | number | boolean;
+
+function oneOf<const Values extends readonly Literal[]>(
+  values: Values,
+  settings: WithDefault<Values[number]>,
+): DefaultedRule<Values[number], Values[number]>;
+function oneOf<const Values extends readonly Literal[]>(
+  values: Values,
+  settings?: RuleSettings<Values[number]>,
+): OptionRule<Values[number], Values[number] | undefined>;
+function oneOf(
+  values: readonly Literal[],
+  settings: RuleSettings<Literal> = {},
+): OptionRule<Literal, unknown> {
+  const expected = values
+    .map((value) => JSON.stringify(value))
+    .join(', ')
+    .replace(/, ([^,]*)$/, ' or $1');
+  return makeRule(
+    expected,
+    settings,
+    checked(expected, (value) => values.includes(value as Literal)),
+  );
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: any function signature
+type AnyFunction = (...args: any[]) => unknown;
+
+function func<F extends AnyFunction>(settings: WithDefault<F>): DefaultedRule<F, F>;
+function func<F extends AnyFunction>(settings?: RuleSettings<F>): OptionRule<F, F | undefined>;
+function func(settings: RuleSettings<AnyFunction> = {}): OptionRule<AnyFunction, unknown> {
+  return makeRule(
+    'a function',
+    settings,
+    checked('a function', (value) => typeof value === 'function'),
+  );
+}
+
+/**
+ * An object recognised by the functions it must have (a task service, a store): `expected` names it in
+ * messages ("a TaskService"), `methods` are checked to be functions.
+ */
+function shaped<T extends object>(
+  expected: string,
+  methods: readonly string[],
+  settings: WithDefault<T>,
+): DefaultedRule<T, T>;
+function shaped<T extends object>(
+  expected: string,
+  methods: readonly string[],
+  settings: WithFallback<T>,
+): OptionRule<T, T>;
+function shaped<T extends object>(
+  expected: string,
+  methods: readonly string[],
+  settings?: RuleSettings<T>,
+): OptionRule<T, T | undefined>;
+function shaped(
+  expected: string,
+  methods: readonly string[],
+  settings: RuleSettings<object> = {},
+): OptionRule<object, unknown> {
+  const isValid = (value: unknown) =>
+    typeof value === 'object' &&
+    value !== null &&
+    methods.every((method) => typeof (value as Record<string, unknown>)[method] === 'function');
+  return makeRule(expected, settings, checked(expected, isValid));
+}
+
+/** The logger option every part takes: an object with a `warn` function. */
+function logger(settings: WithDefault<Logger>): DefaultedRule<Logger, Logger> {
+  return shaped<Logger>('a Logger (an object with a warn function)', ['warn'], settings);
+}
+
+/** The clock option of parts that schedule: an object with `now` and `schedule` functions. */
+function clock(settings: WithDefault<Clock>): DefaultedRule<Clock, Clock> {
+  return shaped<Clock>('a Clock ({ now, schedule })', ['now', 'schedule'], settings);
+}
+
+/**
+ * A value checked by `isValid` (which may throw its own error for a part of the value, under `path`),
+ * passed through unchanged or converted by `convert`.
+ */
+function custom<Input, Output = Input>(
+  expected: string,
+  isValid: (value: unknown, path: string) => boolean,
+  settings: WithDefault<Output>,
+  convert?: (value: Input) => Output,
+): DefaultedRule<Input, Output>;
+function custom<Input, Output = Input>(
+  expected: string,
+  isValid: (value: unknown, path: string) => boolean,
+  settings: WithFallback<Output>,
+  convert?: (value: Input) => Output,
+): OptionRule<Input, Output>;
+function custom<Input, Output = Input>(
+  expected: string,
+  isValid: (value: unknown, path: string) => boolean,
+  settings?: RuleSettings<Output>,
+  convert?: (value: Input) => Output,
+): OptionRule<Input, Output | undefined>;
+function custom(
+  expected: string,
+  isValid: (value: unknown, path: string) => boolean,
+  settings: RuleSettings<unknown> = {},
+  convert?: (value: never) => unknown,
+): OptionRule<unknown, unknown> {
+  return makeRule(expected, settings, checked(expected, isValid, convert as (value: unknown) => unknown));
+}
+
+/** An array whose items each follow `item`, checked under `path[index]`; resolved to a frozen copy. */
+function list<Input, Output>(
+  item: OptionRule<Input, Output, boolean>,
+  settings: WithDefault<readonly Output[]>,
+): DefaultedRule<readonly Input[], readonly Output[]>;
+function list<Input, Output>(
+  item: OptionRule<Input, Output, boolean>,
+  settings?: RuleSettings<readonly Output[]>,
+): OptionRule<readonly Input[], readonly Output[] | undefined>;
+function list(
+  item: OptionRule<unknown, unknown, boolean>,
+  settings: RuleSettings<readonly unknown[]> = {},
+): OptionRule<readonly unknown[], unknown> {
+  return makeRule('an array', settings, (value, path, where) => {
+    if (!Array.isArray(value)) throw new InvalidArgumentError(path, 'an array', value);
+    return Object.freeze(value.map((entry, index) => item.resolve(entry, `${path}[${index}]`, where)));
+  });
+}
+
+/** What the keys of a `record` must be. */
+export interface RecordKeys {
+  /** As messages say it: "task kinds". */
+  readonly expected: string;
+  readonly isValid: (key: string) => boolean;
+}
+
+/**
+ * An object of entries that each follow `value`, checked under `path.key`, whose keys pass `keys` (any by
+ * default); resolved to a frozen copy.
+ */
+function record<K extends string, Input, Output>(
+  value: OptionRule<Input, Output, boolean>,
+  settings: RuleSettings<Readonly<Partial<Record<K, Output>>>> & { readonly keys?: RecordKeys } = {},
+): OptionRule<Readonly<Partial<Record<K, Input>>>, Readonly<Partial<Record<K, Output>>>> {
+  const { keys } = settings;
+  const expected = keys === undefined ? 'an object' : `an object whose keys are ${keys.expected}`;
+  return makeRule(expected, { fallback: () => Object.freeze({}), ...settings }, (given, path, where) => {
+    if (typeof given !== 'object' || given === null || Array.isArray(given)) {
+      throw new InvalidArgumentError(path, expected, given);
+    }
+    const entries = Object.entries(given).map(([key, entry]) => {
+      if (keys !== undefined && !keys.isValid(key)) throw new InvalidArgumentError(path, expected, key);
+      return [key, value.resolve(entry, `${path}.${key}`, where)];
+    });
+    return Object.freeze(Object.fromEntries(entries));
+  });
+}
+
+/** A nested options record, resolved by its own declaration under this key's path; absent resolves to `{}`. */
+function nested<R extends OptionRules>(
+  declaration: OptionsResolver<R>,
+): OptionRule<OptionsInput<R>, ResolvedOptions<R>> {
+  return Object.freeze({
+    expected: 'an object',
+    required: false as const,
+    fallback: (path: string, where: string) => declaration.resolve({}, { where, path }),
+    resolve: (value: unknown, path: string, where: string) => declaration.resolve(value, { where, path }),
+  });
+}
+
+/** The same rule, but `false` is accepted too (a part turned off, a limit switched off). */
+function orFalse<Input, Output>(
+  rule: DefaultedRule<Input, Output>,
+): DefaultedRule<Input | false, Output | false>;
+function orFalse<Input, Output>(rule: OptionRule<Input, Output>): OptionRule<Input | false, Output | false>;
+function orFalse(rule: OptionRule<unknown, unknown>): OptionRule<unknown, unknown> {
+  const expected = `${rule.expected}, or false`;
+  return Object.freeze({
+    ...rule,
+    expected,
+    resolve(value: unknown, path: string, where: string) {
+      if (value === false) return false;
+      try {
+        return rule.resolve(value, path, where);
+      } catch (error) {
+        // The value itself was refused (not a part of it): say that false would do too.
+        const whole = ErrandError.hasCode(error, 'INVALID_ARGUMENT') && error.context.field === path;
+        throw whole ? new InvalidArgumentError(path, expected, value) : error;
+      }
+    },
+  });
+}
+
+/** The same rule, but the option must be given (its input type loses the `?`). */
+function required<Input, Output>(
+  rule: OptionRule<Input, Output, boolean>,
+): OptionRule<Input, Exclude<Output, undefined>, true> {
+  return Object.freeze({ ...rule, required: true as const }) as OptionRule<
+    Input,
+    Exclude<Output, undefined>,
+    true
+  >;
+}
+
+/** The rule builders of `defineOptions`. */
+export const option = Object.freeze({
+  integer,
+  boolean,
+  string,
+  oneOf,
+  func,
+  shaped,
+  logger,
+  clock,
+  custom,
+  list,
+  record,
+  nested,
+  orFalse,
+  required,
+});

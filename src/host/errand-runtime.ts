@@ -59,7 +59,7 @@ import {
 } from '../producers/workflow/index.js';
 import { WORKFLOW_PRODUCER_OPTION_KEYS } from '../producers/workflow/workflow-options.js';
 import { createTaskService, type TaskServiceOptions } from '../registry/index.js';
-import { TASK_SERVICE_OPTION_KEYS } from '../registry/options.js';
+import { taskServiceOptions } from '../registry/options.js';
 import type { DashboardBackend, DashboardSession } from '../server/index.js';
 import {
   type CreateSessionOptions,
@@ -218,7 +218,7 @@ function without<Key extends string>(keys: readonly Key[], ...omitted: Key[]): r
 
 /** The keys each part takes from the runtime's options (the runtime supplies the rest). */
 const PART_KEYS = {
-  tasks: TASK_SERVICE_OPTION_KEYS,
+  tasks: taskServiceOptions.keys,
   'bash.executor': BASH_EXECUTOR_OPTION_KEYS,
   'bash.producer': without(BASH_PRODUCER_OPTION_KEYS, 'tasks', 'executor'),
   'bash.tool': without(BASH_TOOL_OPTION_KEYS, 'producer'),

@@ -95,9 +95,9 @@ import {
   type AnyToolDefinition,
   createTaskTools,
   type StopDispatch,
-  TASK_TOOLS_OPTION_KEYS,
   type TaskTools,
   type TaskToolsOptions,
+  taskToolsOptions,
   taskToolsPrompt,
 } from '../tools/index.js';
 import { startCommandPoller } from './command-poller.js';
@@ -223,7 +223,7 @@ const PART_KEYS = {
   'bash.producer': without(BASH_PRODUCER_OPTION_KEYS, 'tasks', 'executor'),
   'bash.tool': without(BASH_TOOL_OPTION_KEYS, 'producer'),
   pty: without(PTY_PRODUCER_OPTION_KEYS, 'tasks'),
-  taskTools: without(TASK_TOOLS_OPTION_KEYS, 'tasks'),
+  taskTools: without(taskToolsOptions.keys, 'tasks'),
   subagents: [
     ...without(SUBAGENT_PRODUCER_OPTION_KEYS, 'tasks', 'store', 'bash', 'policyOf'),
     'autoBackgroundMs',

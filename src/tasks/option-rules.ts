@@ -101,11 +101,11 @@ function makeRule<Input, Output>(
 function checked(
   expected: string,
   isValid: (value: unknown, path: string) => boolean,
-  convert: (value: unknown) => unknown = (value) => value,
-): (value: unknown, path: string) => unknown {
-  return (value, path) => {
+  convert: (value: unknown, path: string, where: string) => unknown = (value) => value,
+): (value: unknown, path: string, where: string) => unknown {
+  return (value, path, where) => {
     if (!isValid(value, path)) throw new InvalidArgumentError(path, expected, value);
-    return convert(value);
+    return convert(value, path, where);
   };
 }
 
@@ -215,6 +215,7 @@ function oneOf(
 type AnyFunction = (...args: any[]) => unknown;
 
 function func<F extends AnyFunction>(settings: WithDefault<F>): DefaultedRule<F, F>;
+function func<F extends AnyFunction>(settings: WithFallback<F>): OptionRule<F, F>;
 function func<F extends AnyFunction>(settings?: RuleSettings<F>): OptionRule<F, F | undefined>;
 function func(settings: RuleSettings<AnyFunction> = {}): OptionRule<AnyFunction, unknown> {
   return makeRule(
@@ -256,55 +257,64 @@ function shaped(
 }
 
 /** The logger option every part takes: an object with a `warn` function. */
-function logger(settings: WithDefault<Logger>): DefaultedRule<Logger, Logger> {
+function logger(settings: WithDefault<Logger>): DefaultedRule<Logger, Logger>;
+function logger(): OptionRule<Logger, Logger | undefined>;
+function logger(settings: RuleSettings<Logger> = {}): OptionRule<Logger, unknown> {
   return shaped<Logger>('a Logger (an object with a warn function)', ['warn'], settings);
 }
 
 /** The clock option of parts that schedule: an object with `now` and `schedule` functions. */
-function clock(settings: WithDefault<Clock>): DefaultedRule<Clock, Clock> {
+function clock(settings: WithDefault<Clock>): DefaultedRule<Clock, Clock>;
+function clock(): OptionRule<Clock, Clock | undefined>;
+function clock(settings: RuleSettings<Clock> = {}): OptionRule<Clock, unknown> {
   return shaped<Clock>('a Clock ({ now, schedule })', ['now', 'schedule'], settings);
 }
 
 /**
  * A value checked by `isValid` (which may throw its own error for a part of the value, under `path`),
- * passed through unchanged or converted by `convert`.
+ * passed through unchanged or converted by `convert` (which may throw naming `path` too, or resolve a
+ * nested record at `path` for `where`).
  */
 function custom<Input, Output = Input>(
   expected: string,
   isValid: (value: unknown, path: string) => boolean,
   settings: WithDefault<Output>,
-  convert?: (value: Input) => Output,
+  convert?: (value: Input, path: string, where: string) => Output,
 ): DefaultedRule<Input, Output>;
 function custom<Input, Output = Input>(
   expected: string,
   isValid: (value: unknown, path: string) => boolean,
   settings: WithFallback<Output>,
-  convert?: (value: Input) => Output,
+  convert?: (value: Input, path: string, where: string) => Output,
 ): OptionRule<Input, Output>;
 function custom<Input, Output = Input>(
   expected: string,
   isValid: (value: unknown, path: string) => boolean,
   settings?: RuleSettings<Output>,
-  convert?: (value: Input) => Output,
+  convert?: (value: Input, path: string, where: string) => Output,
 ): OptionRule<Input, Output | undefined>;
 function custom(
   expected: string,
   isValid: (value: unknown, path: string) => boolean,
   settings: RuleSettings<unknown> = {},
-  convert?: (value: never) => unknown,
+  convert?: (value: never, path: string, where: string) => unknown,
 ): OptionRule<unknown, unknown> {
-  return makeRule(expected, settings, checked(expected, isValid, convert as (value: unknown) => unknown));
+  return makeRule(
+    expected,
+    settings,
+    checked(expected, isValid, convert as (value: unknown, path: string, where: string) => unknown),
+  );
 }
 
 /** An array whose items each follow `item`, checked under `path[index]`; resolved to a frozen copy. */
 function list<Input, Output>(
   item: OptionRule<Input, Output, boolean>,
-  settings: WithDefault<readonly Output[]>,
-): DefaultedRule<readonly Input[], readonly Output[]>;
+  settings: WithDefault<readonly Exclude<Output, undefined>[]>,
+): DefaultedRule<readonly Input[], readonly Exclude<Output, undefined>[]>;
 function list<Input, Output>(
   item: OptionRule<Input, Output, boolean>,
-  settings?: RuleSettings<readonly Output[]>,
-): OptionRule<readonly Input[], readonly Output[] | undefined>;
+  settings?: RuleSettings<readonly Exclude<Output, undefined>[]>,
+): OptionRule<readonly Input[], readonly Exclude<Output, undefined>[] | undefined>;
 function list(
   item: OptionRule<unknown, unknown, boolean>,
   settings: RuleSettings<readonly unknown[]> = {},
@@ -324,21 +334,21 @@ export interface RecordKeys {
 
 /**
  * An object of entries that each follow `value`, checked under `path.key`, whose keys pass `keys` (any by
- * default); resolved to a frozen copy.
+ * default); resolved to a frozen copy without its undefined entries. Absent resolves to `{}`.
  */
 function record<K extends string, Input, Output>(
   value: OptionRule<Input, Output, boolean>,
-  settings: RuleSettings<Readonly<Partial<Record<K, Output>>>> & { readonly keys?: RecordKeys } = {},
-): OptionRule<Readonly<Partial<Record<K, Input>>>, Readonly<Partial<Record<K, Output>>>> {
+  settings: { readonly keys?: RecordKeys } = {},
+): OptionRule<Readonly<Partial<Record<K, Input>>>, Readonly<Partial<Record<K, Exclude<Output, undefined>>>>> {
   const { keys } = settings;
   const expected = keys === undefined ? 'an object' : `an object whose keys are ${keys.expected}`;
-  return makeRule(expected, { fallback: () => Object.freeze({}), ...settings }, (given, path, where) => {
+  return makeRule(expected, { fallback: () => Object.freeze({}) }, (given, path, where) => {
     if (typeof given !== 'object' || given === null || Array.isArray(given)) {
       throw new InvalidArgumentError(path, expected, given);
     }
-    const entries = Object.entries(given).map(([key, entry]) => {
+    const entries = Object.entries(given).flatMap(([key, entry]) => {
       if (keys !== undefined && !keys.isValid(key)) throw new InvalidArgumentError(path, expected, key);
-      return [key, value.resolve(entry, `${path}.${key}`, where)];
+      return entry === undefined ? [] : [[key, value.resolve(entry, `${path}.${key}`, where)]];
     });
     return Object.freeze(Object.fromEntries(entries));
   });
@@ -356,15 +366,27 @@ function nested<R extends OptionRules>(
   });
 }
 
-/** The same rule, but `false` is accepted too (a part turned off, a limit switched off). */
+/**
+ * The same rule, but `false` is accepted too (a part turned off, a limit switched off); `{ default: false }`
+ * makes false the default.
+ */
+function orFalse<Input, Output>(
+  rule: OptionRule<Input, Output>,
+  settings: WithDefault<false>,
+): DefaultedRule<Input | false, Exclude<Output, undefined> | false>;
 function orFalse<Input, Output>(
   rule: DefaultedRule<Input, Output>,
 ): DefaultedRule<Input | false, Output | false>;
 function orFalse<Input, Output>(rule: OptionRule<Input, Output>): OptionRule<Input | false, Output | false>;
-function orFalse(rule: OptionRule<unknown, unknown>): OptionRule<unknown, unknown> {
+function orFalse(
+  rule: OptionRule<unknown, unknown>,
+  settings: RuleSettings<false> = {},
+): OptionRule<unknown, unknown> {
   const expected = `${rule.expected}, or false`;
+  const offByDefault = settings.default === false;
   return Object.freeze({
     ...rule,
+    ...(offByDefault ? { defaultValue: false, fallback: () => false } : {}),
     expected,
     resolve(value: unknown, path: string, where: string) {
       if (value === false) return false;
@@ -376,6 +398,23 @@ function orFalse(rule: OptionRule<unknown, unknown>): OptionRule<unknown, unknow
         throw whole ? new InvalidArgumentError(path, expected, value) : error;
       }
     },
+  });
+}
+
+/**
+ * The same rule, its resolved value (and its fallback) converted by `convert`, which may throw naming
+ * `path` (an index built from a list that refuses duplicates).
+ */
+function transform<Input, Output, Converted>(
+  rule: OptionRule<Input, Output>,
+  convert: (value: Output, path: string) => Converted,
+): OptionRule<Input, Converted> {
+  return Object.freeze({
+    expected: rule.expected,
+    required: false as const,
+    ...(rule.bound === undefined ? {} : { bound: rule.bound }),
+    fallback: (path: string, where: string) => convert(rule.fallback(path, where), path),
+    resolve: (value: unknown, path: string, where: string) => convert(rule.resolve(value, path, where), path),
   });
 }
 
@@ -405,5 +444,6 @@ export const option = Object.freeze({
   record,
   nested,
   orFalse,
+  transform,
   required,
 });

@@ -140,6 +140,7 @@ function keepToBound(
 }
 
 export {
+  type DefaultedRule,
   type OptionDefaults,
   type OptionRule,
   type OptionsInput,

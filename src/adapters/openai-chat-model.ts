@@ -3,38 +3,38 @@
  * configured by options or by environment for the CLI. Plain `fetch`, no SDK.
  */
 import type { ModelMessage, ModelPort, ModelRequest, ModelResponse } from '../session/index.js';
-import { ErrandError, InvalidArgumentError } from '../tasks/index.js';
-import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
+import { ErrandError, MAX_TIMER_DELAY_MS } from '../tasks/index.js';
+import { defineOptions, type OptionsInput, option } from '../tasks/options.js';
 
-/** Options of `createOpenAiChatModel`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
-export interface OpenAiChatModelOptions {
+/** The options of `createOpenAiChatModel`. A key not declared here is rejected with `UNKNOWN_OPTION`. */
+const openAiChatModelOptions = defineOptions('createOpenAiChatModel', {
   /** The API root, e.g. `https://api.openai.com/v1` or `http://127.0.0.1:8080/v1`. */
-  readonly baseUrl: string;
-  readonly model: string;
+  baseUrl: option.required(
+    option.custom<string>(
+      'an http(s) URL',
+      (value) => typeof value === 'string' && /^https?:\/\//.test(value),
+    ),
+  ),
+  model: option.required(option.string()),
   /** Sent as a bearer token when given. */
-  readonly apiKey?: string;
+  apiKey: option.string({ nonEmpty: false }),
   /** The longest a request may take. Default 120000 ms. */
-  readonly timeoutMs?: number;
+  timeoutMs: option.integer({ min: 1, max: MAX_TIMER_DELAY_MS, default: 120_000 }),
   /** `max_tokens` of each response. Default: the endpoint's. */
-  readonly maxTokens?: number;
+  maxTokens: option.integer({ min: 1 }),
   /** `temperature` of each request. Default: the endpoint's. */
-  readonly temperature?: number;
+  temperature: option.custom<number>(
+    'a number',
+    (value) => typeof value === 'number' && Number.isFinite(value),
+  ),
   /** More request headers (over `Content-Type` and the bearer token). Default none. */
-  readonly headers?: Readonly<Record<string, string>>;
+  headers: option.record(option.string({ nonEmpty: false })),
   /** The `fetch` requests go through. Default: the global `fetch`. */
-  readonly fetch?: typeof fetch;
-}
-
-const OPENAI_CHAT_MODEL_OPTION_KEYS = optionKeys<OpenAiChatModelOptions>()({
-  baseUrl: true,
-  model: true,
-  apiKey: true,
-  timeoutMs: true,
-  maxTokens: true,
-  temperature: true,
-  headers: true,
-  fetch: true,
+  fetch: option.func<typeof fetch>({ fallback: () => fetch }),
 });
+
+/** Options of `createOpenAiChatModel`. */
+export type OpenAiChatModelOptions = OptionsInput<typeof openAiChatModelOptions.rules>;
 
 export class ModelRequestError extends ErrandError {
   constructor(message: string, context: Record<string, unknown>, cause?: unknown) {
@@ -105,19 +105,9 @@ const FINISH_REASONS: Record<string, ModelResponse['finishReason']> = {
   content_filter: 'content_filter',
 };
 
-export function createOpenAiChatModel(options: OpenAiChatModelOptions): ModelPort {
-  rejectUnknownOptions(options, OPENAI_CHAT_MODEL_OPTION_KEYS, { where: 'createOpenAiChatModel' });
-  if (typeof options?.baseUrl !== 'string' || !/^https?:\/\//.test(options.baseUrl)) {
-    throw new InvalidArgumentError('baseUrl', 'an http(s) URL', options?.baseUrl);
-  }
-  if (typeof options.model !== 'string' || options.model === '') {
-    throw new InvalidArgumentError('model', 'a model name', options.model);
-  }
-  const timeoutMs = options.timeoutMs ?? 120_000;
-  if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) {
-    throw new InvalidArgumentError('timeoutMs', 'a positive integer', timeoutMs);
-  }
-  const doFetch = options.fetch ?? fetch;
+export function createOpenAiChatModel(input: OpenAiChatModelOptions): ModelPort {
+  const options = openAiChatModelOptions.resolve(input);
+  const { timeoutMs, fetch: doFetch } = options;
   const url = `${options.baseUrl.replace(/\/+$/, '')}/chat/completions`;
 
   return {

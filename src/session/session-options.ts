@@ -93,7 +93,8 @@ export const sessionRuntimeOptions = defineOptions('createSessionRuntime', {
 export type SessionRuntimeOptions = OptionsInput<typeof sessionRuntimeOptions.rules>;
 export type ResolvedSessionRuntimeOptions = ResolvedOptions<typeof sessionRuntimeOptions.rules>;
 
-const sessionId = () => option.custom<string, SessionId>('a session id', () => true, {}, validateSessionId);
+const sessionId = () =>
+  option.custom<string, SessionId>('a session id', () => true, { convert: validateSessionId });
 
 /** The options of `createSession`. A key not declared here is rejected with `UNKNOWN_OPTION`. */
 export const createSessionOptions = defineOptions('createSession', {

@@ -49,9 +49,11 @@ export const sqliteSessionStoreOptions = defineOptions('openSqliteSessionStore',
   pruneOnOpen: option.custom<PruneOptions | boolean, ResolvedPruneOptions | false>(
     'an object of prune options, or a boolean',
     (value) => typeof value === 'boolean' || isObject(value),
-    { fallback: () => STORE_RETENTION_DEFAULTS },
-    (value, path, where) =>
-      value === false ? false : pruneOptions.resolve(value === true ? {} : value, { where, path }),
+    {
+      fallback: () => STORE_RETENTION_DEFAULTS,
+      convert: (value, path, where) =>
+        value === false ? false : pruneOptions.resolve(value === true ? {} : value, { where, path }),
+    },
   ),
 });
 

@@ -1,18 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { ErrandError, UnknownOptionError } from './errors.js';
+import { thrown } from '../../test/support/thrown.js';
+import { UnknownOptionError } from './errors.js';
 import { closestKey, rejectUnknownOptions } from './option-keys.js';
 
 const KEYS = ['runtimeCapMs', 'killGraceMs', 'outputLimitBytes', 'tasks'];
-
-function thrown(action: () => void): ErrandError {
-  try {
-    action();
-  } catch (error) {
-    if (ErrandError.isInstance(error)) return error;
-    throw error;
-  }
-  throw new Error('expected a throw');
-}
 
 describe('rejectUnknownOptions', () => {
   it('accepts known keys, undefined values of known keys, and an empty object', () => {

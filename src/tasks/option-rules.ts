@@ -132,41 +132,55 @@ export interface IntegerSettings extends RuleSettings<number> {
   readonly atLeast?: string;
 }
 
-function integer(settings: IntegerSettings & WithDefault<number>): DefaultedRule<number, number>;
-function integer(settings: IntegerSettings & WithFallback<number>): OptionRule<number, number>;
-function integer(settings?: IntegerSettings): OptionRule<number, number | undefined>;
-function integer(settings: IntegerSettings = {}): OptionRule<number, unknown> {
-  const { min, max, allowInfinity = false, atMost, atLeast } = settings;
-  const range = describeIntegerRange(min, max);
-  const bound: OptionBound | undefined =
-    atMost !== undefined
-      ? { key: atMost, side: 'atMost' }
-      : atLeast !== undefined
-        ? { key: atLeast, side: 'atLeast' }
-        : undefined;
-  const expected = allowInfinity ? `${range} or Infinity` : range;
-  const isValid = (value: unknown) =>
-    (allowInfinity && value === Number.POSITIVE_INFINITY) ||
-    (typeof value === 'number' &&
-      Number.isSafeInteger(value) &&
-      (min === undefined || value >= min) &&
-      (max === undefined || value <= max));
-  return makeRule(
-    expected,
-    { ...settings, ...(bound === undefined ? {} : { bound }) },
-    checked(expected, isValid),
-  );
+/** A builder of one kind of rule, asked for with a fixed default, a computed fallback, or neither. */
+interface RuleBuilder<Value, Settings> {
+  (settings: Settings & WithDefault<Value>): DefaultedRule<Value, Value>;
+  (settings: Settings & WithFallback<Value>): OptionRule<Value, Value>;
+  (settings?: Settings): OptionRule<Value, Value | undefined>;
 }
 
-function boolean(settings: WithDefault<boolean>): DefaultedRule<boolean, boolean>;
-function boolean(settings?: RuleSettings<boolean>): OptionRule<boolean, boolean | undefined>;
-function boolean(settings: RuleSettings<boolean> = {}): OptionRule<boolean, unknown> {
-  return makeRule(
-    'a boolean',
-    settings,
-    checked('a boolean', (value) => typeof value === 'boolean'),
-  );
+/** What a kind of rule accepts, from its settings: the wording, the check and a bound, if any. */
+interface RuleShape {
+  readonly expected: string;
+  readonly isValid: (value: unknown) => boolean;
+  readonly bound?: OptionBound | undefined;
 }
+
+function ruleBuilder<Value, Settings extends RuleSettings<Value>>(
+  shape: (settings: Settings) => RuleShape,
+): RuleBuilder<Value, Settings> {
+  return ((settings: Settings = {} as Settings) => {
+    const { expected, isValid, bound } = shape(settings);
+    const rest = bound === undefined ? settings : { ...settings, bound };
+    return makeRule(expected, rest, checked(expected, isValid));
+  }) as RuleBuilder<Value, Settings>;
+}
+
+const integer = ruleBuilder<number, IntegerSettings>(
+  ({ min, max, allowInfinity = false, atMost, atLeast }) => {
+    const range = describeIntegerRange(min, max);
+    return {
+      expected: allowInfinity ? `${range} or Infinity` : range,
+      isValid: (value) =>
+        (allowInfinity && value === Number.POSITIVE_INFINITY) ||
+        (typeof value === 'number' &&
+          Number.isSafeInteger(value) &&
+          (min === undefined || value >= min) &&
+          (max === undefined || value <= max)),
+      bound:
+        atMost !== undefined
+          ? { key: atMost, side: 'atMost' }
+          : atLeast !== undefined
+            ? { key: atLeast, side: 'atLeast' }
+            : undefined,
+    };
+  },
+);
+
+const boolean = ruleBuilder<boolean, RuleSettings<boolean>>(() => ({
+  expected: 'a boolean',
+  isValid: (value) => typeof value === 'boolean',
+}));
 
 export interface StringSettings extends RuleSettings<string> {
   /** Refuses the empty string. Default true. */
@@ -175,16 +189,11 @@ export interface StringSettings extends RuleSettings<string> {
   readonly withoutNul?: boolean;
 }
 
-function string(settings: StringSettings & WithDefault<string>): DefaultedRule<string, string>;
-function string(settings: StringSettings & WithFallback<string>): OptionRule<string, string>;
-function string(settings?: StringSettings): OptionRule<string, string | undefined>;
-function string(settings: StringSettings = {}): OptionRule<string, unknown> {
-  const { nonEmpty = true, withoutNul = false } = settings;
-  const expected = `${nonEmpty ? 'a non-empty string' : 'a string'}${withoutNul ? ' without NUL characters' : ''}`;
-  const isValid = (value: unknown) =>
-    typeof value === 'string' && (!nonEmpty || value !== '') && (!withoutNul || !value.includes('\0'));
-  return makeRule(expected, settings, checked(expected, isValid));
-}
+const string = ruleBuilder<string, StringSettings>(({ nonEmpty = true, withoutNul = false }) => ({
+  expected: `${nonEmpty ? 'a non-empty string' : 'a string'}${withoutNul ? ' without NUL characters' : ''}`,
+  isValid: (value) =>
+    typeof value === 'string' && (!nonEmpty || value !== '') && (!withoutNul || !value.includes('\0')),
+}));
 
 type Literal = string | number | boolean;
 
@@ -272,37 +281,39 @@ function clock(settings: RuleSettings<Clock> = {}): OptionRule<Clock, unknown> {
 
 /**
  * A value checked by `isValid` (which may throw its own error for a part of the value, under `path`),
- * passed through unchanged or converted by `convert` (which may throw naming `path` too, or resolve a
- * nested record at `path` for `where`).
+ * passed through unchanged or converted by `settings.convert` (which may throw naming `path` too, or
+ * resolve a nested record at `path` for `where`).
  */
-function custom<Input, Output = Input>(
+type Check = (value: unknown, path: string) => boolean;
+type Convert<Input, Output> = (value: Input, path: string, where: string) => Output;
+interface Converting<I, O> {
+  readonly convert?: Convert<I, O>;
+}
+
+function custom<I, O = I>(
   expected: string,
-  isValid: (value: unknown, path: string) => boolean,
-  settings: WithDefault<Output>,
-  convert?: (value: Input, path: string, where: string) => Output,
-): DefaultedRule<Input, Output>;
-function custom<Input, Output = Input>(
+  isValid: Check,
+  settings: Converting<I, O> & WithDefault<O>,
+): DefaultedRule<I, O>;
+function custom<I, O = I>(
   expected: string,
-  isValid: (value: unknown, path: string) => boolean,
-  settings: WithFallback<Output>,
-  convert?: (value: Input, path: string, where: string) => Output,
-): OptionRule<Input, Output>;
-function custom<Input, Output = Input>(
+  isValid: Check,
+  settings: Converting<I, O> & WithFallback<O>,
+): OptionRule<I, O>;
+function custom<I, O = I>(
   expected: string,
-  isValid: (value: unknown, path: string) => boolean,
-  settings?: RuleSettings<Output>,
-  convert?: (value: Input, path: string, where: string) => Output,
-): OptionRule<Input, Output | undefined>;
+  isValid: Check,
+  settings?: Converting<I, O> & RuleSettings<O>,
+): OptionRule<I, O | undefined>;
 function custom(
   expected: string,
-  isValid: (value: unknown, path: string) => boolean,
-  settings: RuleSettings<unknown> = {},
-  convert?: (value: never, path: string, where: string) => unknown,
+  isValid: Check,
+  settings: Converting<never, unknown> & RuleSettings<unknown> = {},
 ): OptionRule<unknown, unknown> {
   return makeRule(
     expected,
     settings,
-    checked(expected, isValid, convert as (value: unknown, path: string, where: string) => unknown),
+    checked(expected, isValid, settings.convert as Convert<unknown, unknown>),
   );
 }
 

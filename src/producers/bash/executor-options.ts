@@ -71,12 +71,10 @@ export const bashExecutorOptions = defineOptions(
      */
     launcher: option.shaped<ProcessLauncher>('an object with a launch function', ['launch']),
     /** Where the process table is read from (memoized per event-loop turn). Default /proc. */
-    processSource: option.custom<ProcessSource, ProcessSource>(
-      'a process source',
-      isProcessSource,
-      { fallback: () => memoizedSource(procfsSource()) },
-      (source) => memoizedSource(source),
-    ),
+    processSource: option.custom<ProcessSource, ProcessSource>('a process source', isProcessSource, {
+      fallback: () => memoizedSource(procfsSource()),
+      convert: (source) => memoizedSource(source),
+    }),
     /** Sends a signal to a pid (negative: a process group). Default `process.kill`. */
     sendSignal: option.func<SendSignal>(),
     /** Told about failures no caller sees. Default: the console logger of `errand:bash`. */

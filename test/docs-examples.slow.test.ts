@@ -97,7 +97,8 @@ describe('documentation examples', () => {
     expect(broken).toEqual([]);
   });
 
-  it('type-check against the current sources', () => {
+  // One type-check of every example against the whole source tree: about 15 s of CPU, more on a busy machine.
+  it('type-check against the current sources', { timeout: 180_000 }, () => {
     const files = examples.map((example, index) => {
       const file = join(directory, `example-${index}.ts`);
       // `export {}` makes each block a module: top-level await and its own scope.

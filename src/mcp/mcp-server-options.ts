@@ -63,5 +63,3 @@ export type ResolvedMcpServerOptions = ResolvedOptions<typeof errandMcpServerOpt
 
 /** The fixed defaults of `ErrandMcpServerOptions`. */
 export const MCP_SERVER_DEFAULTS = errandMcpServerOptions.defaults;
-
-export { emitWarningLogger };

@@ -13,11 +13,11 @@ import {
   type DashboardServer,
   dashboardServerOptions,
 } from '../server/index.js';
-import type { Logger } from '../tasks/index.js';
+import { emitWarningLogger, type Logger } from '../tasks/index.js';
 import { defineOptions, type OptionsInput, option } from '../tasks/options.js';
 import { createErrandMcpServer, type ErrandMcpServer } from './errand-mcp-server.js';
 import { createMcpRuntime, mcpRuntimeOptions } from './mcp-runtime.js';
-import { emitWarningLogger, errandMcpServerOptions } from './mcp-server-options.js';
+import { errandMcpServerOptions } from './mcp-server-options.js';
 
 /**
  * The options of `startStdioMcpServer`: the MCP server's (but `runtime`) and its own. A key not declared

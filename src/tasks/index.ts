@@ -8,6 +8,7 @@ export * from './errors.js';
 export * from './ids.js';
 export * from './logger.js';
 export * from './option-rules.js';
+export type * from './option-types.js';
 export { type DefineOptionsSettings, defineOptions, type OptionsDeclaration } from './options.js';
 export * from './owner.js';
 export * from './status.js';

@@ -14,7 +14,7 @@ import type {
   OptionRules,
   OptionsResolver,
   ResolvedOptions,
-} from './option-rules.js';
+} from './option-types.js';
 
 export interface DefineOptionsSettings<R extends OptionRules> {
   /** Old names mapped to their new ones, suggested whatever their spelling distance. */
@@ -139,11 +139,11 @@ function keepToBound(
   throw new InvalidArgumentError(path, `${relation} \`${join(bound.key)}\` (${limit})`, value);
 }
 
-export {
-  type DefaultedRule,
-  type OptionDefaults,
-  type OptionRule,
-  type OptionsInput,
-  option,
-  type ResolvedOptions,
-} from './option-rules.js';
+export { option } from './option-rules.js';
+export type {
+  DefaultedRule,
+  OptionDefaults,
+  OptionRule,
+  OptionsInput,
+  ResolvedOptions,
+} from './option-types.js';

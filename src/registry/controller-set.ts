@@ -11,8 +11,11 @@ const isOwner = (value: unknown) => typeof (value as Partial<Owner> | null)?.ses
 const controllerScopeOptions = defineOptions(
   'attachController',
   {
+    /** The one session the controller serves. Not with `serves`. */
     owner: option.custom<Owner>('an Owner from createOwner()', isOwner),
+    /** Which sessions the controller serves. Not with `owner`. */
     serves: option.func<(owner: Owner) => boolean>(),
+    /** Whether it serves ownerless work too. Default false. */
     ownerless: option.boolean({ default: false }),
   },
   {

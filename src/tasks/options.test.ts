@@ -162,6 +162,44 @@ describe('defineOptions', () => {
     expect(thrown(() => part.resolve({ tail: { budget: -1 } })).message).toContain('`tail.budget`');
   });
 
+  it('converts a resolved value, lists nested records under their index, and defaults to false', () => {
+    const named = defineOptions('createNamed', { name: option.required(option.string()) });
+    const index = defineOptions('createIndex', {
+      entries: option.transform(option.list(option.nested(named), { default: [] }), (list, path) => {
+        const names = new Set(list.map((entry) => entry.name));
+        if (names.size !== list.length)
+          throw new ErrandError('INVALID_ARGUMENT', 'caller', `${path} repeats`);
+        return names;
+      }),
+      autoMs: option.orFalse(option.integer({ min: 1 }), { default: false }),
+    });
+    expect(index.resolve({}).entries).toEqual(new Set());
+    expect(index.resolve({ entries: [{ name: 'a' }, { name: 'b' }] }).entries).toEqual(new Set(['a', 'b']));
+    expect(index.resolve({}).autoMs).toBe(false);
+    expect(index.defaults).toEqual({ autoMs: false });
+    expect(thrown(() => index.resolve({ entries: [{ name: 'a' }, { name: 'a' }] })).message).toBe(
+      'entries repeats',
+    );
+    expect(thrown(() => index.resolve({ entries: [{ name: 'a' }, { nmae: 'b' }] })).message).toBe(
+      'Unknown option `entries[1].nmae` for createIndex (did you mean `entries[1].name`?)',
+    );
+    expect(thrown(() => index.resolve({ entries: [{}] })).message).toBe(
+      'Expected `entries[0].name` to be a non-empty string, got undefined (undefined)',
+    );
+  });
+
+  it('keeps bounds when a record is narrowed, and refuses a bound on an omitted key', () => {
+    const waits = defineOptions('createWaits', {
+      defaultWaitMs: option.integer({ min: 1, default: 30_000, atMost: 'maxWaitMs' }),
+      maxWaitMs: option.integer({ min: 1, default: 600_000 }),
+      label: option.string(),
+    });
+    expect(thrown(() => waits.omit('label').resolve({ maxWaitMs: 5, defaultWaitMs: 6 })).message).toContain(
+      'no greater than `maxWaitMs` (5)',
+    );
+    expect(() => waits.omit('maxWaitMs')).toThrow('which is not an earlier option');
+  });
+
   it('types the fixed defaults', () => {
     expectTypeOf(limits.defaults).toEqualTypeOf<{ readonly waitMs: number; readonly wakeBudget: number }>();
     expectTypeOf(tool.defaults.logger).toEqualTypeOf<Logger>();

@@ -6,48 +6,46 @@
  * is asked again without it (and, once that worked, never asked to stream again).
  */
 import type { ModelMessage, ModelPort, ModelRequest, ModelResponse } from '../session/index.js';
-import { ErrandError, InvalidArgumentError } from '../tasks/index.js';
-import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
+import { ErrandError, MAX_TIMER_DELAY_MS } from '../tasks/index.js';
+import { defineOptions, type OptionsInput, option } from '../tasks/options.js';
 import { readChatCompletionStream, type StreamedCompletion } from './openai-chat-stream.js';
 
-/** Options of `createOpenAiChatModel`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
-export interface OpenAiChatModelOptions {
+/** The options of `createOpenAiChatModel`. A key not declared here is rejected with `UNKNOWN_OPTION`. */
+const openAiChatModelOptions = defineOptions('createOpenAiChatModel', {
   /** The API root, e.g. `https://api.openai.com/v1` or `http://127.0.0.1:8080/v1`. */
-  readonly baseUrl: string;
-  readonly model: string;
+  baseUrl: option.required(
+    option.custom<string>(
+      'an http(s) URL',
+      (value) => typeof value === 'string' && /^https?:\/\//.test(value),
+    ),
+  ),
+  model: option.required(option.string()),
   /** Sent as a bearer token when given. */
-  readonly apiKey?: string;
+  apiKey: option.string({ nonEmpty: false }),
   /** The longest a request may take. Default 120000 ms. */
-  readonly timeoutMs?: number;
+  timeoutMs: option.integer({ min: 1, max: MAX_TIMER_DELAY_MS, default: 120_000 }),
   /** `max_tokens` of each response. Default: the endpoint's. */
-  readonly maxTokens?: number;
+  maxTokens: option.integer({ min: 1 }),
   /** `temperature` of each request. Default: the endpoint's. */
-  readonly temperature?: number;
+  temperature: option.custom<number>(
+    'a number',
+    (value) => typeof value === 'number' && Number.isFinite(value),
+  ),
   /** More request headers (over `Content-Type` and the bearer token). Default none. */
-  readonly headers?: Readonly<Record<string, string>>;
+  headers: option.record(option.string({ nonEmpty: false })),
   /** The `fetch` requests go through. Default: the global `fetch`. */
-  readonly fetch?: typeof fetch;
+  fetch: option.func<typeof fetch>({ fallback: () => fetch }),
   /**
    * Stream replies: `true` always asks for a stream, `false` never, `'auto'` streams when `onTextDelta` is
    * given. Default `'auto'`.
    */
-  readonly stream?: boolean | 'auto';
+  stream: option.oneOf([true, false, 'auto'], { default: 'auto' }),
   /** Receives the reply's text piece by piece as it is generated (streaming only). Must not throw. */
-  readonly onTextDelta?: (text: string) => void;
-}
-
-const OPENAI_CHAT_MODEL_OPTION_KEYS = optionKeys<OpenAiChatModelOptions>()({
-  baseUrl: true,
-  model: true,
-  apiKey: true,
-  timeoutMs: true,
-  maxTokens: true,
-  temperature: true,
-  headers: true,
-  fetch: true,
-  stream: true,
-  onTextDelta: true,
+  onTextDelta: option.func<(text: string) => void>(),
 });
+
+/** Options of `createOpenAiChatModel`. */
+export type OpenAiChatModelOptions = OptionsInput<typeof openAiChatModelOptions.rules>;
 
 export class ModelRequestError extends ErrandError {
   constructor(message: string, context: Record<string, unknown>, cause?: unknown) {
@@ -118,26 +116,10 @@ const FINISH_REASONS: Record<string, ModelResponse['finishReason']> = {
   content_filter: 'content_filter',
 };
 
-export function createOpenAiChatModel(options: OpenAiChatModelOptions): ModelPort {
-  rejectUnknownOptions(options, OPENAI_CHAT_MODEL_OPTION_KEYS, { where: 'createOpenAiChatModel' });
-  if (typeof options?.baseUrl !== 'string' || !/^https?:\/\//.test(options.baseUrl)) {
-    throw new InvalidArgumentError('baseUrl', 'an http(s) URL', options?.baseUrl);
-  }
-  if (typeof options.model !== 'string' || options.model === '') {
-    throw new InvalidArgumentError('model', 'a model name', options.model);
-  }
-  const timeoutMs = options.timeoutMs ?? 120_000;
-  if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) {
-    throw new InvalidArgumentError('timeoutMs', 'a positive integer', timeoutMs);
-  }
-  const mode = options.stream ?? 'auto';
-  if (mode !== true && mode !== false && mode !== 'auto') {
-    throw new InvalidArgumentError('stream', 'true, false or "auto"', mode);
-  }
-  if (options.onTextDelta !== undefined && typeof options.onTextDelta !== 'function') {
-    throw new InvalidArgumentError('onTextDelta', 'a function', options.onTextDelta);
-  }
-  const doFetch = options.fetch ?? fetch;
+export function createOpenAiChatModel(input: OpenAiChatModelOptions): ModelPort {
+  const options = openAiChatModelOptions.resolve(input);
+  const { timeoutMs, fetch: doFetch } = options;
+  const mode = options.stream;
   const url = `${options.baseUrl.replace(/\/+$/, '')}/chat/completions`;
   /** Set once the endpoint refused a streamed request and took the same one without streaming. */
   let streamRefused = false;

@@ -21,8 +21,8 @@ import {
 import { EventRing, type ReplayResult } from './event-ring.js';
 import {
   type BackgroundEventFeedOptions,
+  backgroundEventFeedOptions,
   type ResolvedFeedOptions,
-  resolveFeedOptions,
 } from './feed-options.js';
 
 export type BackgroundEventListener = (event: BackgroundEvent) => void;
@@ -54,7 +54,7 @@ interface TrackedTask {
 }
 
 export function createBackgroundEventFeed(options: BackgroundEventFeedOptions): BackgroundEventFeed {
-  return new LocalBackgroundEventFeed(resolveFeedOptions(options));
+  return new LocalBackgroundEventFeed(backgroundEventFeedOptions.resolve(options));
 }
 
 class LocalBackgroundEventFeed implements BackgroundEventFeed {

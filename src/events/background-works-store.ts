@@ -1,8 +1,8 @@
 /** The live `backgroundWorks` projection of a feed: current state, selectors, and change subscriptions. */
 
 import type { Disposer } from '../tasks/index.js';
-import { consoleLogger, type Logger } from '../tasks/index.js';
-import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
+import { consoleLogger } from '../tasks/index.js';
+import { defineOptions, type OptionsInput, option } from '../tasks/options.js';
 import type { BackgroundEventFeed } from './background-event-feed.js';
 import {
   type BackgroundWork,
@@ -38,20 +38,20 @@ export interface BackgroundWorksStore {
   dispose(): void;
 }
 
-/** Options of `createBackgroundWorksStore`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
-export interface BackgroundWorksStoreOptions {
+/** The options of `createBackgroundWorksStore`. A key not declared here is rejected with `UNKNOWN_OPTION`. */
+const backgroundWorksStoreOptions = defineOptions('createBackgroundWorksStore', {
   /** Told about a listener that throws. Default: the console logger. */
-  readonly logger?: Logger;
-}
+  logger: option.logger({ default: consoleLogger }),
+});
 
-const BACKGROUND_WORKS_STORE_OPTION_KEYS = optionKeys<BackgroundWorksStoreOptions>()({ logger: true });
+/** Options of `createBackgroundWorksStore`. */
+export type BackgroundWorksStoreOptions = OptionsInput<typeof backgroundWorksStoreOptions.rules>;
 
 export function createBackgroundWorksStore(
   feed: BackgroundEventFeed,
   options: BackgroundWorksStoreOptions = {},
 ): BackgroundWorksStore {
-  rejectUnknownOptions(options, BACKGROUND_WORKS_STORE_OPTION_KEYS, { where: 'createBackgroundWorksStore' });
-  const logger = options.logger ?? consoleLogger;
+  const { logger } = backgroundWorksStoreOptions.resolve(options);
   const listeners = new Set<BackgroundWorksListener>();
   let state = reduceWithDelta(EMPTY_BACKGROUND_WORKS, feed.level()).state;
   const unsubscribe = feed.subscribe((event) => {

@@ -1,16 +1,14 @@
-/** Options of the background event feed, their defaults and their validation. */
+/** Options of the background event feed: one declaration with their defaults and their validation. */
 import { randomBytes } from 'node:crypto';
 import {
   type Caller,
   consoleLogger,
   createTrustedCaller,
-  InvalidArgumentError,
-  type Logger,
   systemClock,
   type TaskService,
   type TaskSnapshot,
 } from '../tasks/index.js';
-import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
+import { defineOptions, type OptionsInput, option, type ResolvedOptions } from '../tasks/options.js';
 import { readDetailFacts, type ViewerFacts, type ViewerFactsReader } from './background-task-facts.js';
 
 /**
@@ -21,123 +19,46 @@ export type ViewerFactsSampler = (
   task: TaskSnapshot,
 ) => ViewerFacts | undefined | Promise<ViewerFacts | undefined>;
 
-/** Options of `createBackgroundEventFeed`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
-export interface BackgroundEventFeedOptions {
+const STREAM_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** The options of `createBackgroundEventFeed`. A key not declared here is rejected with `UNKNOWN_OPTION`. */
+export const backgroundEventFeedOptions = defineOptions('createBackgroundEventFeed', {
   /** The task service whose change feed the events are derived from. */
-  readonly tasks: TaskService;
+  tasks: option.required(option.shaped<TaskService>('a TaskService', ['onTasksChanged'])),
   /** Whose view the feed shows (an owner: one session). Default: a trusted caller (every session's work). */
-  readonly caller?: Caller;
+  caller: option.shaped<NonNullable<Caller>>('a Caller', [], {
+    fallback: () => createTrustedCaller('errand-events'),
+  }),
   /** Events kept for replay after a reconnect; a viewer further behind gets a reset. Default 1000. */
-  readonly ringSize?: number;
+  ringSize: option.integer({ min: 1, default: 1000 }),
   /** The longest tail an event carries, in UTF-8 bytes (the end is kept). Default 1024. */
-  readonly tailMaxBytes?: number;
+  tailMaxBytes: option.integer({ min: 1, default: 1024 }),
   /** Reads viewer facts out of a task's detail. Default: `pid`, `outputBytes`, `tail`, `exitCode`, `signal`, `reason`. */
-  readonly readFacts?: ViewerFactsReader;
+  readFacts: option.func<ViewerFactsReader>({ default: readDetailFacts }),
   /**
    * Samples facts that have no event. Absent (the default): no polling at all. When given, running
    * background tasks are sampled every `sampleIntervalMs`, at most `maxSampledTasks` per round.
    */
-  readonly sampler?: ViewerFactsSampler;
+  sampler: option.func<ViewerFactsSampler>(),
   /** The sampling period. Default 2000 ms. */
-  readonly sampleIntervalMs?: number;
+  sampleIntervalMs: option.integer({ min: 1, default: 2000 }),
   /** Tasks sampled per round; the rest wait for the next rounds (round robin). Default 64. */
-  readonly maxSampledTasks?: number;
+  maxSampledTasks: option.integer({ min: 1, default: 64 }),
   /** Names this feed's id sequence; viewers resuming with another feed's ids get a reset. Default random. */
-  readonly streamId?: string;
-  /** The clock, in epoch milliseconds. */
-  readonly now?: () => number;
-  readonly logger?: Logger;
-}
-
-/** Every key of `BackgroundEventFeedOptions`; any other key is rejected with `UNKNOWN_OPTION`. */
-export const BACKGROUND_EVENT_FEED_OPTION_KEYS = optionKeys<BackgroundEventFeedOptions>()({
-  tasks: true,
-  caller: true,
-  ringSize: true,
-  tailMaxBytes: true,
-  readFacts: true,
-  sampler: true,
-  sampleIntervalMs: true,
-  maxSampledTasks: true,
-  streamId: true,
-  now: true,
-  logger: true,
+  streamId: option.custom<string>(
+    '1-64 letters, digits, "_" or "-"',
+    (value) => typeof value === 'string' && STREAM_ID_PATTERN.test(value),
+    { fallback: () => randomBytes(6).toString('base64url') },
+  ),
+  /** The clock, in epoch milliseconds. Default: the system clock. */
+  now: option.func({ default: systemClock.now }),
+  /** Told about failing listeners and samplers. Default: the console logger. */
+  logger: option.logger({ default: consoleLogger }),
 });
 
-export interface ResolvedFeedOptions {
-  readonly tasks: TaskService;
-  readonly caller: Caller;
-  readonly ringSize: number;
-  readonly tailMaxBytes: number;
-  readonly readFacts: ViewerFactsReader;
-  readonly sampler: ViewerFactsSampler | undefined;
-  readonly sampleIntervalMs: number;
-  readonly maxSampledTasks: number;
-  readonly streamId: string;
-  readonly now: () => number;
-  readonly logger: Logger;
-}
+/** Options of `createBackgroundEventFeed`. */
+export type BackgroundEventFeedOptions = OptionsInput<typeof backgroundEventFeedOptions.rules>;
+export type ResolvedFeedOptions = ResolvedOptions<typeof backgroundEventFeedOptions.rules>;
 
-export const BACKGROUND_EVENT_FEED_DEFAULTS = Object.freeze({
-  ringSize: 1000,
-  tailMaxBytes: 1024,
-  sampleIntervalMs: 2000,
-  maxSampledTasks: 64,
-});
-
-const STREAM_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
-
-function positiveInteger(field: string, value: unknown, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
-    throw new InvalidArgumentError(field, 'a positive integer', value);
-  }
-  return value;
-}
-
-function optionalFunction<Value>(field: string, value: Value | undefined): Value | undefined {
-  if (value !== undefined && typeof value !== 'function') {
-    throw new InvalidArgumentError(field, 'a function', value);
-  }
-  return value;
-}
-
-export function resolveFeedOptions(options: BackgroundEventFeedOptions): ResolvedFeedOptions {
-  if (typeof options !== 'object' || options === null) {
-    throw new InvalidArgumentError('options', 'an object', options);
-  }
-  rejectUnknownOptions(options, BACKGROUND_EVENT_FEED_OPTION_KEYS, { where: 'createBackgroundEventFeed' });
-  const tasks = options.tasks;
-  if (typeof tasks !== 'object' || tasks === null || typeof tasks.onTasksChanged !== 'function') {
-    throw new InvalidArgumentError('tasks', 'a TaskService', tasks);
-  }
-  const streamId = options.streamId ?? randomBytes(6).toString('base64url');
-  if (typeof streamId !== 'string' || !STREAM_ID_PATTERN.test(streamId)) {
-    throw new InvalidArgumentError('streamId', '1-64 letters, digits, "_" or "-"', streamId);
-  }
-  return {
-    tasks,
-    caller: options.caller ?? createTrustedCaller('errand-events'),
-    ringSize: positiveInteger('ringSize', options.ringSize, BACKGROUND_EVENT_FEED_DEFAULTS.ringSize),
-    tailMaxBytes: positiveInteger(
-      'tailMaxBytes',
-      options.tailMaxBytes,
-      BACKGROUND_EVENT_FEED_DEFAULTS.tailMaxBytes,
-    ),
-    readFacts: optionalFunction('readFacts', options.readFacts) ?? readDetailFacts,
-    sampler: optionalFunction('sampler', options.sampler),
-    sampleIntervalMs: positiveInteger(
-      'sampleIntervalMs',
-      options.sampleIntervalMs,
-      BACKGROUND_EVENT_FEED_DEFAULTS.sampleIntervalMs,
-    ),
-    maxSampledTasks: positiveInteger(
-      'maxSampledTasks',
-      options.maxSampledTasks,
-      BACKGROUND_EVENT_FEED_DEFAULTS.maxSampledTasks,
-    ),
-    streamId,
-    now: optionalFunction('now', options.now) ?? systemClock.now,
-    logger: options.logger ?? consoleLogger,
-  };
-}
+/** The fixed defaults of `BackgroundEventFeedOptions`. */
+export const BACKGROUND_EVENT_FEED_DEFAULTS = backgroundEventFeedOptions.defaults;

@@ -54,6 +54,7 @@ export { EventRing, type ReplayResult } from './event-ring.js';
 export {
   BACKGROUND_EVENT_FEED_DEFAULTS,
   type BackgroundEventFeedOptions,
+  backgroundEventFeedOptions,
   type ViewerFactsSampler,
 } from './feed-options.js';
 export { takeUtf8Tail, type Utf8Tail } from './utf8-tail.js';

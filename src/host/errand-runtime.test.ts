@@ -22,20 +22,31 @@ function home(): string {
   return directory;
 }
 
-/** An open SQLite store keeps its -wal and -shm files; closing the last connection removes them. */
-function openDatabaseFiles(directory: string): string[] {
-  return readdirSync(directory).filter((name) => name.endsWith('-wal') || name.endsWith('-shm'));
-}
-
 describe('creating the assembled runtime', () => {
   it.each<[string, Partial<ErrandRuntimeOptions>, string]>([
     ['a session limit', { limits: { maxStepsPerTurn: 0 } }, 'limits.maxStepsPerTurn'],
-    ['a task-service option', { tasks: { maxLiveTasks: 0 } }, 'maxLiveTasks'],
-    ['an executor option', { bash: { executor: { killGraceMs: -1 } } }, 'killGraceMs'],
-    ['a delivery-policy option', { notifications: { wakeBudget: -1 } }, 'wakeBudget'],
+    ['a task-service option', { tasks: { maxLiveTasks: 0 } }, 'tasks.maxLiveTasks'],
+    ['an executor option', { bash: { executor: { killGraceMs: -1 } } }, 'bash.executor.killGraceMs'],
+    ['a delivery-policy option', { notifications: { wakeBudget: -1 } }, 'notifications.wakeBudget'],
     ['a subagent model', { model: () => scriptedModel() }, 'subagents.model'],
     ['a notification tail read size', { notificationTailReadBytes: 0 }, 'notificationTailReadBytes'],
-  ])('fails on %s without leaving its own store open', async (_, options, field) => {
+    ['a bash tool bound', { bash: { tool: { defaultTimeoutMs: 700_000 } } }, 'bash.tool.defaultTimeoutMs'],
+    [
+      'an executor cross-option rule',
+      {
+        bash: {
+          executor: { spawn: () => undefined as never, launcher: { launch: () => undefined as never } },
+        },
+      },
+      'bash.executor.launcher',
+    ],
+    ['a pty option', { pty: { maxScreenBytes: 1 } }, 'pty.maxScreenBytes'],
+    ['a task tools option', { taskTools: { maxWaitMs: 0 } }, 'taskTools.maxWaitMs'],
+    ['a subagent option', { subagents: { maxDepth: 0 } }, 'subagents.maxDepth'],
+    ['a subagent profile', { subagents: { profiles: [{ name: 'bad name' }] } }, 'subagents.profiles[0].name'],
+    ['a workflow option', { workflows: { cancelGraceMs: -1 } }, 'workflows.cancelGraceMs'],
+    ['an event feed option', { events: { ringSize: 0 } }, 'events.ringSize'],
+  ])('fails on %s before anything is opened', async (_, options, field) => {
     const directory = home();
     await expect(
       createErrandRuntime({
@@ -46,7 +57,8 @@ describe('creating the assembled runtime', () => {
         ...options,
       }),
     ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', context: expect.objectContaining({ field }) });
-    expect(openDatabaseFiles(directory)).toEqual([]);
+    // One pass checks every part's options first: the data directory stays empty.
+    expect(readdirSync(directory)).toEqual([]);
   });
 });
 
@@ -100,9 +112,18 @@ describe('notificationTailReadBytes', () => {
   });
 
   it.each([
-    [9000, 'Expected `notificationTailReadBytes` to be an integer from 1 to 8192, got 9000 (number)'],
-    [1.5, 'Expected `notificationTailReadBytes` to be an integer from 1 to 8192, got 1.5 (number)'],
-    ['4096', 'Expected `notificationTailReadBytes` to be an integer from 1 to 8192, got "4096" (string)'],
+    [
+      9000,
+      'Expected `notificationTailReadBytes` to be a positive integer no greater than 8192, got 9000 (number)',
+    ],
+    [
+      1.5,
+      'Expected `notificationTailReadBytes` to be a positive integer no greater than 8192, got 1.5 (number)',
+    ],
+    [
+      '4096',
+      'Expected `notificationTailReadBytes` to be a positive integer no greater than 8192, got "4096" (string)',
+    ],
   ])('refuses %o, naming the field and the value, before opening a store', async (value, message) => {
     const directory = home();
     const creating = createErrandRuntime({

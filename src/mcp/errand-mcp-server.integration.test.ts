@@ -275,10 +275,10 @@ describe('createErrandMcpServer', () => {
       logger: capturingLogger(),
     });
     expect(() => createErrandMcpServer({ runtime: runtime!, maxNotificationsPerResult: 0 })).toThrow(
-      'Expected `maxNotificationsPerResult` to be an integer of at least 1, got 0 (number)',
+      'Expected `maxNotificationsPerResult` to be a positive integer, got 0 (number)',
     );
     expect(() => createErrandMcpServer({ runtime: runtime!, tasks: { pollIntervalMs: -5 } })).toThrow(
-      'Expected `tasks.pollIntervalMs` to be an integer from 1 to 2147483647, got -5 (number)',
+      'Expected `tasks.pollIntervalMs` to be a positive integer no greater than 2147483647, got -5 (number)',
     );
     expect(() => createErrandMcpServer({ runtime: {} as ErrandRuntime })).toThrow(
       'Expected `runtime` to be an ErrandRuntime, got an object',

@@ -30,8 +30,8 @@ import {
 import { ErrandTaskStore } from './errand-task-store.js';
 import {
   type ErrandMcpServerOptions,
+  errandMcpServerOptions,
   type ResolvedMcpServerOptions,
-  resolveMcpServerOptions,
 } from './mcp-server-options.js';
 import { forwardNotificationsAsLogs } from './notification-log.js';
 import { ResultDeliveries } from './result-delivery.js';
@@ -65,8 +65,8 @@ export function mcpInstructions(): string {
 }
 
 export function createErrandMcpServer(options: ErrandMcpServerOptions): ErrandMcpServer {
-  const resolved = resolveMcpServerOptions(options);
-  const runtime: ErrandRuntime = options.runtime;
+  const resolved = errandMcpServerOptions.resolve(options);
+  const runtime: ErrandRuntime = resolved.runtime;
   const logger = resolved.logger;
   const workingDirectory = new WorkingDirectory({
     fixed: resolved.cwd,

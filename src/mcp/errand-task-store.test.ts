@@ -173,10 +173,10 @@ describe('ErrandTaskStore', () => {
       outputOf: () => undefined,
     };
     expect(() => new ErrandTaskStore(dependencies, { maxTasks: 0 })).toThrow(
-      'Expected `maxTasks` to be an integer of at least 1, got 0 (number)',
+      'Expected `maxTasks` to be a positive integer, got 0 (number)',
     );
     expect(() => new ErrandTaskStore(dependencies, { maxTtlMs: 100, defaultTtlMs: 200 })).toThrow(
-      'Expected `defaultTtlMs` to be an integer from 1 to 100, got 200 (number)',
+      'Expected `defaultTtlMs` to be no greater than `maxTtlMs` (100), got 200 (number)',
     );
   });
 });

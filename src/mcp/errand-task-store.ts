@@ -45,8 +45,8 @@ import {
 } from './errors.js';
 import {
   type ErrandTaskStoreOptions,
+  errandTaskStoreOptions,
   type ResolvedErrandTaskStoreOptions,
-  resolveErrandTaskStoreOptions,
 } from './task-store-options.js';
 
 export interface ErrandTaskStoreDependencies {
@@ -91,7 +91,7 @@ export class ErrandTaskStore implements TaskStore {
   #disposed = false;
 
   constructor(dependencies: ErrandTaskStoreDependencies, options: ErrandTaskStoreOptions = {}) {
-    this.options = resolveErrandTaskStoreOptions(options);
+    this.options = errandTaskStoreOptions.resolve(options);
     this.#dependencies = dependencies;
     this.#unsubscribe = dependencies.tasks.onTaskDone((snapshot) => this.#onTaskDone(snapshot), {
       owner: dependencies.owner,

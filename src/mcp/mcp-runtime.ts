@@ -3,15 +3,10 @@
  * — so sessions get a model port that refuses, and every notification takes the quiet lane: it waits in
  * the session's queue until the MCP layer appends it to a tool result, and never starts a model turn.
  */
-import {
-  createErrandRuntime,
-  ERRAND_RUNTIME_OPTION_KEYS,
-  type ErrandRuntime,
-  type ErrandRuntimeOptions,
-  rejectUnknownRuntimeOptions,
-} from '../host/index.js';
+import { createErrandRuntime, type ErrandRuntime, errandRuntimeOptions } from '../host/index.js';
 import type { ModelPort } from '../session/index.js';
 import { ErrandError } from '../tasks/index.js';
+import type { OptionsInput } from '../tasks/options.js';
 
 /** A model port for sessions whose model lives in the MCP client: every request is refused. */
 export const MCP_CLIENT_MODEL: ModelPort = Object.freeze({
@@ -27,13 +22,13 @@ export const MCP_CLIENT_MODEL: ModelPort = Object.freeze({
 });
 
 /**
- * Options of `createMcpRuntime`: the runtime's, but `model`. A key not listed there (or in a part's options)
- * is rejected with `UNKNOWN_OPTION`.
+ * The options of `createMcpRuntime`: the runtime's, but `model` (the client is the model). A key not
+ * declared there (or in a part's options) is rejected with `UNKNOWN_OPTION`.
  */
-export type McpRuntimeOptions = Omit<ErrandRuntimeOptions, 'model'>;
+export const mcpRuntimeOptions = errandRuntimeOptions.omit('model');
 
-/** The keys `McpRuntimeOptions` takes: the runtime's, but `model` (the client is the model). */
-export const MCP_RUNTIME_OPTION_KEYS = ERRAND_RUNTIME_OPTION_KEYS.filter((key) => key !== 'model');
+/** Options of `createMcpRuntime`. */
+export type McpRuntimeOptions = OptionsInput<typeof mcpRuntimeOptions.rules>;
 
 /**
  * `createErrandRuntime` for an MCP server: the refusing model port, notifications never wake a turn.
@@ -42,7 +37,7 @@ export const MCP_RUNTIME_OPTION_KEYS = ERRAND_RUNTIME_OPTION_KEYS.filter((key) =
  */
 export async function createMcpRuntime(options: McpRuntimeOptions = {}): Promise<ErrandRuntime> {
   // Checked here: subagents without a model of their own are dropped below, unchecked otherwise.
-  rejectUnknownRuntimeOptions(options, MCP_RUNTIME_OPTION_KEYS, { where: 'createMcpRuntime' });
+  mcpRuntimeOptions.resolve(options, { where: 'createMcpRuntime' });
   const subagents = options.subagents && options.subagents.model !== undefined ? options.subagents : false;
   return createErrandRuntime({
     ...options,

@@ -1,97 +1,9 @@
-/** Options of the Errand MCP server, their defaults and their validation. */
+/** Options of the Errand MCP server: one declaration with their defaults and their validation. */
 import { readFileSync } from 'node:fs';
 import type { ErrandRuntime } from '../host/index.js';
-import { InvalidArgumentError, type Logger } from '../tasks/index.js';
-import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
-import {
-  type ErrandTaskStoreOptions,
-  integerOption,
-  resolveErrandTaskStoreOptions,
-} from './task-store-options.js';
-
-/**
- * Options of `createErrandMcpServer`. A key not listed here (or in `tasks`) is rejected with
- * `UNKNOWN_OPTION`.
- */
-export interface ErrandMcpServerOptions {
-  /**
-   * The runtime the connection's session lives in. Create it with `createMcpRuntime` (or with
-   * `notifications.wakeBudget: 0`): notifications must stay queued for the MCP layer, not wake a model.
-   */
-  readonly runtime: ErrandRuntime;
-  /** The server name in the `initialize` answer. Default `errand`. */
-  readonly name?: string;
-  /** The server version in the `initialize` answer. Default: the package's version. */
-  readonly version?: string;
-  /** The working directory of every command; wins over the client's roots. Default: none. */
-  readonly cwd?: string;
-  /** The working directory when there is no `cwd` and no usable client root. Default `process.cwd()`. */
-  readonly launchDirectory?: string;
-  /** Ask the client for its roots (`roots/list`) when it offers them. Default true. */
-  readonly useRoots?: boolean;
-  /** How long a tool call waits for the first `roots/list` answer (also that request's timeout). Default 5000 ms. */
-  readonly rootsTimeoutMs?: number;
-  /** Queued notifications appended to one tool result; the rest follow the next one. Default 10. */
-  readonly maxNotificationsPerResult?: number;
-  /** The most UTF-8 bytes of a tool's own text in a result (before notifications). Default 65536. */
-  readonly maxToolResultBytes?: number;
-  /** Also send each queued notification as an MCP logging message (`notifications/message`). Default true. */
-  readonly logNotifications?: boolean;
-  /** MCP Tasks for task-augmented `bash` calls, or false to leave them out. Default: on, with the store's defaults. */
-  readonly tasks?: ErrandTaskStoreOptions | false;
-  /** The session's title until the client says who it is. Default `MCP session`. */
-  readonly sessionTitle?: string;
-  /** Where warnings go (never stdout: it belongs to the protocol). Default: `process.emitWarning`. */
-  readonly logger?: Logger;
-}
-
-/** Every key of `ErrandMcpServerOptions`; any other key is rejected with `UNKNOWN_OPTION`. */
-export const ERRAND_MCP_SERVER_OPTION_KEYS = optionKeys<ErrandMcpServerOptions>()({
-  runtime: true,
-  name: true,
-  version: true,
-  cwd: true,
-  launchDirectory: true,
-  useRoots: true,
-  rootsTimeoutMs: true,
-  maxNotificationsPerResult: true,
-  maxToolResultBytes: true,
-  logNotifications: true,
-  tasks: true,
-  sessionTitle: true,
-  logger: true,
-});
-
-export interface ResolvedMcpServerOptions {
-  readonly name: string;
-  readonly version: string;
-  readonly cwd: string | undefined;
-  readonly launchDirectory: string;
-  readonly useRoots: boolean;
-  readonly rootsTimeoutMs: number;
-  readonly maxNotificationsPerResult: number;
-  readonly maxToolResultBytes: number;
-  readonly logNotifications: boolean;
-  readonly tasks: ErrandTaskStoreOptions | false;
-  readonly sessionTitle: string;
-  readonly logger: Logger;
-}
-
-export const MCP_SERVER_DEFAULTS = Object.freeze({
-  name: 'errand',
-  useRoots: true,
-  rootsTimeoutMs: 5_000,
-  maxNotificationsPerResult: 10,
-  maxToolResultBytes: 64 * 1024,
-  logNotifications: true,
-  sessionTitle: 'MCP session',
-});
-
-export const emitWarningLogger: Logger = {
-  warn(message, context) {
-    process.emitWarning(`${message}${context ? ` ${JSON.stringify(context)}` : ''}`, 'ErrandWarning');
-  },
-};
+import { emitWarningLogger, MAX_TIMER_DELAY_MS } from '../tasks/index.js';
+import { defineOptions, type OptionsInput, option, type ResolvedOptions } from '../tasks/options.js';
+import { errandTaskStoreOptions } from './task-store-options.js';
 
 /** The package's version (`src/mcp` and `dist/mcp` both sit two levels below the package root). */
 export function packageVersion(): string {
@@ -104,70 +16,50 @@ export function packageVersion(): string {
   }
 }
 
-function optionalString(field: string, value: unknown): string | undefined {
-  if (value === undefined) return undefined;
-  if (typeof value !== 'string' || value === '')
-    throw new InvalidArgumentError(field, 'a non-empty string', value);
-  return value;
-}
+const isRuntime = (value: unknown) => {
+  const runtime = value as Partial<ErrandRuntime> | null;
+  return typeof runtime?.createSession === 'function' && typeof runtime.tasks?.get === 'function';
+};
 
-function optionalBoolean(field: string, value: unknown, fallback: boolean): boolean {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'boolean') throw new InvalidArgumentError(field, 'a boolean', value);
-  return value;
-}
+/**
+ * The options of `createErrandMcpServer`. A key not declared here (or in `tasks`) is rejected with
+ * `UNKNOWN_OPTION`.
+ */
+export const errandMcpServerOptions = defineOptions('createErrandMcpServer', {
+  /**
+   * The runtime the connection's session lives in. Create it with `createMcpRuntime` (or with
+   * `notifications.wakeBudget: 0`): notifications must stay queued for the MCP layer, not wake a model.
+   */
+  runtime: option.required(option.custom<ErrandRuntime>('an ErrandRuntime', isRuntime)),
+  /** The server name in the `initialize` answer. Default `errand`. */
+  name: option.string({ default: 'errand' }),
+  /** The server version in the `initialize` answer. Default: the package's version. */
+  version: option.string({ fallback: packageVersion }),
+  /** The working directory of every command; wins over the client's roots. Default: none. */
+  cwd: option.string(),
+  /** The working directory when there is no `cwd` and no usable client root. Default `process.cwd()`. */
+  launchDirectory: option.string({ fallback: () => process.cwd() }),
+  /** Ask the client for its roots (`roots/list`) when it offers them. Default true. */
+  useRoots: option.boolean({ default: true }),
+  /** How long a tool call waits for the first `roots/list` answer (also that request's timeout). Default 5000 ms. */
+  rootsTimeoutMs: option.integer({ min: 1, max: MAX_TIMER_DELAY_MS, default: 5_000 }),
+  /** Queued notifications appended to one tool result; the rest follow the next one. Default 10. */
+  maxNotificationsPerResult: option.integer({ min: 1, default: 10 }),
+  /** The most UTF-8 bytes of a tool's own text in a result (before notifications). Default 65536. */
+  maxToolResultBytes: option.integer({ min: 1024, default: 64 * 1024 }),
+  /** Also send each queued notification as an MCP logging message (`notifications/message`). Default true. */
+  logNotifications: option.boolean({ default: true }),
+  /** MCP Tasks for task-augmented `bash` calls, or false to leave them out. Default: on, with the store's defaults. */
+  tasks: option.orFalse(option.nested(errandTaskStoreOptions)),
+  /** The session's title until the client says who it is. Default `MCP session`. */
+  sessionTitle: option.string({ default: 'MCP session' }),
+  /** Where warnings go (never stdout: it belongs to the protocol). Default: `process.emitWarning`. */
+  logger: option.logger({ default: emitWarningLogger }),
+});
 
-export function resolveMcpServerOptions(options: ErrandMcpServerOptions): ResolvedMcpServerOptions {
-  if (typeof options !== 'object' || options === null) {
-    throw new InvalidArgumentError('options', 'an object', options);
-  }
-  rejectUnknownOptions(options, ERRAND_MCP_SERVER_OPTION_KEYS, { where: 'createErrandMcpServer' });
-  const runtime = options.runtime;
-  if (typeof runtime?.createSession !== 'function' || typeof runtime.tasks?.get !== 'function') {
-    throw new InvalidArgumentError('runtime', 'an ErrandRuntime', runtime);
-  }
-  if (options.logger !== undefined && typeof options.logger?.warn !== 'function') {
-    throw new InvalidArgumentError('logger', 'an object with a warn method', options.logger);
-  }
-  let tasks: ErrandTaskStoreOptions | false = {};
-  if (options.tasks === false) tasks = false;
-  else if (options.tasks !== undefined) {
-    resolveErrandTaskStoreOptions(options.tasks, 'tasks.', 'createErrandMcpServer');
-    tasks = options.tasks;
-  }
-  const defaults = MCP_SERVER_DEFAULTS;
-  return Object.freeze({
-    name: optionalString('name', options.name) ?? defaults.name,
-    version: optionalString('version', options.version) ?? packageVersion(),
-    cwd: optionalString('cwd', options.cwd),
-    launchDirectory: optionalString('launchDirectory', options.launchDirectory) ?? process.cwd(),
-    useRoots: optionalBoolean('useRoots', options.useRoots, defaults.useRoots),
-    rootsTimeoutMs: integerOption(
-      'rootsTimeoutMs',
-      options.rootsTimeoutMs,
-      defaults.rootsTimeoutMs,
-      1,
-      2_147_483_647,
-    ),
-    maxNotificationsPerResult: integerOption(
-      'maxNotificationsPerResult',
-      options.maxNotificationsPerResult,
-      defaults.maxNotificationsPerResult,
-      1,
-    ),
-    maxToolResultBytes: integerOption(
-      'maxToolResultBytes',
-      options.maxToolResultBytes,
-      defaults.maxToolResultBytes,
-      1024,
-    ),
-    logNotifications: optionalBoolean(
-      'logNotifications',
-      options.logNotifications,
-      defaults.logNotifications,
-    ),
-    tasks,
-    sessionTitle: optionalString('sessionTitle', options.sessionTitle) ?? defaults.sessionTitle,
-    logger: options.logger ?? emitWarningLogger,
-  });
-}
+/** Options of `createErrandMcpServer`. */
+export type ErrandMcpServerOptions = OptionsInput<typeof errandMcpServerOptions.rules>;
+export type ResolvedMcpServerOptions = ResolvedOptions<typeof errandMcpServerOptions.rules>;
+
+/** The fixed defaults of `ErrandMcpServerOptions`. */
+export const MCP_SERVER_DEFAULTS = errandMcpServerOptions.defaults;

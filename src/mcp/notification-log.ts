@@ -7,32 +7,28 @@
 import type { LoggingMessageNotification } from '@modelcontextprotocol/sdk/types.js';
 import type { Session } from '../session/index.js';
 import type { SessionStore } from '../store/index.js';
-import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
+import { defineOptions, type OptionsInput, option } from '../tasks/options.js';
 
 export const MCP_LOGGER_NAME = 'errand';
 
-/** Options of `forwardNotificationsAsLogs`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
-export interface NotificationLogOptions {
+/** The options of `forwardNotificationsAsLogs`. A key not declared here is rejected with `UNKNOWN_OPTION`. */
+const notificationLogOptions = defineOptions('forwardNotificationsAsLogs', {
   /** The session whose queued notifications are forwarded. */
-  readonly session: Pick<Session, 'id' | 'on'>;
+  session: option.required(option.shaped<Pick<Session, 'id' | 'on'>>('a Session', ['on'])),
   /** The store the queued notifications are read from. */
-  readonly store: Pick<SessionStore, 'listQueued'>;
+  store: option.required(option.shaped<Pick<SessionStore, 'listQueued'>>('a SessionStore', ['listQueued'])),
   /** Sends one logging message (the server's `sendLoggingMessage`). */
-  readonly send: (params: LoggingMessageNotification['params']) => Promise<void>;
+  send: option.required(option.func<(params: LoggingMessageNotification['params']) => Promise<void>>()),
   /** Told when sending failed while the connection is still meant to be open. */
-  readonly onError?: (error: unknown) => void;
-}
-
-const NOTIFICATION_LOG_OPTION_KEYS = optionKeys<NotificationLogOptions>()({
-  session: true,
-  store: true,
-  send: true,
-  onError: true,
+  onError: option.func<(error: unknown) => void>(),
 });
 
+/** Options of `forwardNotificationsAsLogs`. */
+export type NotificationLogOptions = OptionsInput<typeof notificationLogOptions.rules>;
+
 /** Starts forwarding; returns the function that stops it. */
-export function forwardNotificationsAsLogs(options: NotificationLogOptions): () => void {
-  rejectUnknownOptions(options, NOTIFICATION_LOG_OPTION_KEYS, { where: 'forwardNotificationsAsLogs' });
+export function forwardNotificationsAsLogs(input: NotificationLogOptions): () => void {
+  const options = notificationLogOptions.resolve(input);
   // Ledger ids increase in admission order: everything at or below this one was sent.
   let lastSent = 0;
   return options.session.on((event) => {

@@ -6,65 +6,49 @@
  */
 import type { Readable, Writable } from 'node:stream';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { type ErrandRuntime, rejectUnknownRuntimeOptions } from '../host/index.js';
-import { createDashboardServer, type DashboardAddress, type DashboardServer } from '../server/index.js';
-import type { Logger } from '../tasks/index.js';
-import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
-import { createErrandMcpServer, type ErrandMcpServer } from './errand-mcp-server.js';
-import { createMcpRuntime, MCP_RUNTIME_OPTION_KEYS, type McpRuntimeOptions } from './mcp-runtime.js';
+import type { ErrandRuntime } from '../host/index.js';
 import {
-  ERRAND_MCP_SERVER_OPTION_KEYS,
-  type ErrandMcpServerOptions,
-  emitWarningLogger,
-} from './mcp-server-options.js';
-import { ERRAND_TASK_STORE_OPTION_KEYS } from './task-store-options.js';
+  createDashboardServer,
+  type DashboardAddress,
+  type DashboardServer,
+  dashboardServerOptions,
+} from '../server/index.js';
+import { emitWarningLogger, type Logger } from '../tasks/index.js';
+import { defineOptions, type OptionsInput, option } from '../tasks/options.js';
+import { createErrandMcpServer, type ErrandMcpServer } from './errand-mcp-server.js';
+import { createMcpRuntime, mcpRuntimeOptions } from './mcp-runtime.js';
+import { errandMcpServerOptions } from './mcp-server-options.js';
 
 /**
- * Options of `startStdioMcpServer`: the MCP server's (but `runtime`) and its own. A key not listed (or one
- * inside `runtime`, `dashboard` or `tasks` that those lack) is rejected with `UNKNOWN_OPTION` before the
- * runtime is created.
+ * The options of `startStdioMcpServer`: the MCP server's (but `runtime`) and its own. A key not declared
+ * (or one inside `runtime`, `dashboard` or `tasks` that those lack) is rejected with `UNKNOWN_OPTION`
+ * before the runtime is created.
  */
-export interface StdioMcpServerOptions extends Omit<ErrandMcpServerOptions, 'runtime'> {
+const stdioMcpServerOptions = defineOptions('startStdioMcpServer', {
+  ...errandMcpServerOptions.omit('runtime').rules,
   /** Options of the runtime the server creates (its store's `home`, limits, producers). */
-  readonly runtime?: McpRuntimeOptions;
+  runtime: option.nested(mcpRuntimeOptions),
   /**
    * Serve the dashboard for this runtime: its port (0 picks a free one), host and cap on open dashboard
    * pages (`maxEventClients` of `createDashboardServer`). Default: no dashboard.
    */
-  readonly dashboard?:
-    | { readonly port?: number; readonly host?: string; readonly maxEventClients?: number }
-    | false;
+  dashboard: option.orFalse(
+    option.nested(
+      defineOptions('startStdioMcpServer', {
+        port: dashboardServerOptions.rules.port,
+        host: dashboardServerOptions.rules.host,
+        maxEventClients: dashboardServerOptions.rules.maxEventClients,
+      }),
+    ),
+  ),
   /** Default `process.stdin`. */
-  readonly stdin?: Readable;
+  stdin: option.shaped<Readable>('a readable stream', ['on']),
   /** Default `process.stdout`. */
-  readonly stdout?: Writable;
-}
-
-const STDIO_OWN_OPTION_KEYS = optionKeys<Omit<StdioMcpServerOptions, keyof ErrandMcpServerOptions>>()({
-  dashboard: true,
-  stdin: true,
-  stdout: true,
+  stdout: option.shaped<Writable>('a writable stream', ['write']),
 });
 
-/** The MCP server's keys (its `runtime` is replaced by runtime options) and the stdio server's own. */
-const STDIO_MCP_SERVER_OPTION_KEYS: readonly string[] = [
-  ...ERRAND_MCP_SERVER_OPTION_KEYS,
-  ...STDIO_OWN_OPTION_KEYS,
-];
-
-const DASHBOARD_OPTION_KEYS = optionKeys<Exclude<NonNullable<StdioMcpServerOptions['dashboard']>, false>>()({
-  port: true,
-  host: true,
-  maxEventClients: true,
-});
-
-function rejectUnknownStdioOptions(options: StdioMcpServerOptions): void {
-  const where = 'startStdioMcpServer';
-  rejectUnknownOptions(options, STDIO_MCP_SERVER_OPTION_KEYS, { where });
-  rejectUnknownRuntimeOptions(options?.runtime, MCP_RUNTIME_OPTION_KEYS, { where, path: 'runtime' });
-  rejectUnknownOptions(options?.dashboard, DASHBOARD_OPTION_KEYS, { where, path: 'dashboard' });
-  rejectUnknownOptions(options?.tasks, ERRAND_TASK_STORE_OPTION_KEYS, { where, path: 'tasks' });
-}
+/** Options of `startStdioMcpServer`. */
+export type StdioMcpServerOptions = OptionsInput<typeof stdioMcpServerOptions.rules>;
 
 export interface StdioMcpServer {
   readonly runtime: ErrandRuntime;
@@ -78,7 +62,7 @@ export interface StdioMcpServer {
 }
 
 export async function startStdioMcpServer(options: StdioMcpServerOptions = {}): Promise<StdioMcpServer> {
-  rejectUnknownStdioOptions(options);
+  stdioMcpServerOptions.resolve(options);
   const { runtime: runtimeOptions, dashboard: dashboardOptions, stdin, stdout, ...serverOptions } = options;
   const logger: Logger = serverOptions.logger ?? emitWarningLogger;
   const input = stdin ?? process.stdin;

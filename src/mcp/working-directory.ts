@@ -5,7 +5,8 @@
  */
 import { statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
+import { MAX_TIMER_DELAY_MS } from '../tasks/index.js';
+import { defineOptions, type OptionsInput, option, type ResolvedOptions } from '../tasks/options.js';
 
 export interface McpRoot {
   readonly uri: string;
@@ -16,37 +17,33 @@ export interface WorkingDirectoryLogger {
   warn(message: string, context?: Record<string, unknown>): void;
 }
 
-/** Options of `new WorkingDirectory()`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
-export interface WorkingDirectoryOptions {
+/** The options of `new WorkingDirectory()`. A key not declared here is rejected with `UNKNOWN_OPTION`. */
+const workingDirectoryOptions = defineOptions('WorkingDirectory', {
   /** A directory that wins over the client's roots (the `--cwd` flag). */
-  readonly fixed?: string | undefined;
+  fixed: option.string(),
   /** The directory used when the client offers no usable root (the launch directory). */
-  readonly fallback: string;
+  fallback: option.required(option.string()),
   /** How long a tool call waits for the first `roots/list` answer, and how long that request may take. */
-  readonly timeoutMs: number;
+  timeoutMs: option.required(option.integer({ min: 1, max: MAX_TIMER_DELAY_MS })),
   /** Told about roots that cannot be used and `roots/list` requests that failed. */
-  readonly logger: WorkingDirectoryLogger;
-}
-
-const WORKING_DIRECTORY_OPTION_KEYS = optionKeys<WorkingDirectoryOptions>()({
-  fixed: true,
-  fallback: true,
-  timeoutMs: true,
-  logger: true,
+  logger: option.required(option.logger()),
 });
+
+/** Options of `new WorkingDirectory()`. */
+export type WorkingDirectoryOptions = OptionsInput<typeof workingDirectoryOptions.rules>;
 
 export type WorkingDirectorySource = 'fixed' | 'root' | 'launch';
 
 export class WorkingDirectory {
-  readonly #options: WorkingDirectoryOptions;
+  readonly #options: ResolvedOptions<typeof workingDirectoryOptions.rules>;
   #current: string;
   #source: WorkingDirectorySource;
   #settleFirst!: () => void;
   readonly #first: Promise<void>;
   #generation = 0;
 
-  constructor(options: WorkingDirectoryOptions) {
-    rejectUnknownOptions(options, WORKING_DIRECTORY_OPTION_KEYS, { where: 'WorkingDirectory' });
+  constructor(input: WorkingDirectoryOptions) {
+    const options = workingDirectoryOptions.resolve(input);
     this.#options = options;
     this.#current = options.fixed ?? options.fallback;
     this.#source = options.fixed === undefined ? 'launch' : 'fixed';

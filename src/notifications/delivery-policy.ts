@@ -8,29 +8,19 @@ import {
   consoleLogger,
   type Disposer,
   ErrandError,
-  InvalidArgumentError,
   isTerminalStatus,
-  type Logger,
+  isValidTaskKind,
   type Owner,
   systemClock,
   type TaskKind,
   type TaskService,
   type TaskSnapshot,
 } from '../tasks/index.js';
-import {
-  nestedCheck,
-  optionKeys,
-  rejectUnknownOptions,
-  type UnknownOptionsCheck,
-} from '../tasks/option-keys.js';
+import { defineOptions, type OptionsInput, option } from '../tasks/options.js';
 import { formatGenericNotification } from './format-generic.js';
 import { formatterFor } from './format-notification.js';
 import { formatWorkflowProgressNotification, type WorkflowProgressEvent } from './format-workflow.js';
-import {
-  DEFAULT_OUTPUT_TAIL_LIMITS,
-  type NotificationFormatter,
-  type OutputTailLimits,
-} from './notification-format.js';
+import { type NotificationFormatter, outputTailOptions } from './notification-format.js';
 import { releaseAttemptClaim } from './release-attempt-claim.js';
 import { detailString } from './task-facts.js';
 import {
@@ -46,101 +36,65 @@ export type OutputTailSource = (snapshot: TaskSnapshot) => string | undefined | 
 /** The default tail source: what the producer published as `detail.outputTail`. */
 export const detailOutputTail: OutputTailSource = (snapshot) => detailString(snapshot, 'outputTail');
 
-/**
- * Options of `createDeliveryPolicy`. A key not listed here (or in `outputTail`) is rejected with
- * `UNKNOWN_OPTION`.
- */
-export interface DeliveryPolicyOptions {
-  readonly tasks: TaskService;
+const isOwner = (value: unknown) => typeof (value as Partial<Owner> | null)?.sessionId === 'string';
+const lane = () => option.oneOf(NOTIFICATION_LANES);
+
+/** The options of `createDeliveryPolicy`. A key not declared here is rejected with `UNKNOWN_OPTION`. */
+export const deliveryPolicyOptions = defineOptions('createDeliveryPolicy', {
+  tasks: option.required(option.shaped<TaskService>('a TaskService', ['onTaskDone'])),
   /** The session whose tasks this policy notifies — exactly this instance, not a reused session id. */
-  readonly owner: Owner;
+  owner: option.required(option.custom<Owner>('an Owner', isOwner)),
   /** The session's queue. A throw (or a rejection) returns the claim and is logged. */
-  readonly enqueue: (notification: TaskNotification) => void | Promise<void>;
+  enqueue: option.required(option.func<(notification: TaskNotification) => void | Promise<void>>()),
   /** The session's current branch generation. Default: `owner.branchGeneration`. */
-  readonly currentBranchGeneration?: () => number;
+  currentBranchGeneration: option.func<() => number>(),
   /** True while the runtime shuts down: nothing is delivered. Default: never. */
-  readonly isShuttingDown?: () => boolean;
+  isShuttingDown: option.func<() => boolean>(),
   /** True once the owner's runtime sealed its notifications (a finished subagent). `seal()` also seals. */
-  readonly isSealed?: () => boolean;
+  isSealed: option.func<() => boolean>(),
   /** The lane when nothing more specific applies. Default `wakeup`. */
-  readonly defaultLane?: NotificationLane;
+  defaultLane: option.oneOf(NOTIFICATION_LANES, { default: 'wakeup' }),
   /** Lanes per kind. A task's own `detail.notificationLane` wins over these. */
-  readonly lanes?: Readonly<Partial<Record<TaskKind, NotificationLane>>>;
+  lanes: option.record<TaskKind, NotificationLane, NotificationLane | undefined>(lane()),
   /** Lane per task, consulted after `detail.notificationLane` and before `lanes`. */
-  readonly laneOf?: (snapshot: TaskSnapshot) => NotificationLane | undefined;
+  laneOf: option.func<(snapshot: TaskSnapshot) => NotificationLane | undefined>(),
   /**
    * Wake-ups allowed without user input; later notifications take the quiet lane until
    * `noteUserInput()`. Default 3. `Infinity` disables the budget; 0 never wakes.
    */
-  readonly wakeBudget?: number;
+  wakeBudget: option.integer({ min: 0, default: 3, allowInfinity: true }),
   /**
    * What counts as a wake-up. `notification` (the default): every notification handed on the wakeup
    * lane. `external`: only `noteWake()` calls — a session runtime calls it once per turn a batch of
    * notifications started, so a burst that wakes the agent once costs one wake-up.
    */
-  readonly wakeCounting?: 'notification' | 'external';
+  wakeCounting: option.oneOf(['notification', 'external'], { default: 'notification' }),
   /** The most UTF-8 bytes of one notification (a task's `outputLimitBytes` may lower it). Default 8192. */
-  readonly maxNotificationBytes?: number;
+  maxNotificationBytes: option.integer({ min: 1, default: 8192 }),
   /** Limits of `<output-tail>`; `false` leaves it out. Default 20 lines / 2048 bytes. */
-  readonly outputTail?: OutputTailLimits | false;
+  outputTail: option.orFalse(option.nested(outputTailOptions)),
   /** Where the tail comes from. Default: `detail.outputTail`. Never the model's read cursor. */
-  readonly readOutputTail?: OutputTailSource;
+  readOutputTail: option.func<OutputTailSource>({ default: detailOutputTail }),
   /** Forms per kind, over the built-in ones. */
-  readonly formatters?: Readonly<Partial<Record<TaskKind, NotificationFormatter>>>;
+  formatters: option.record<TaskKind, NotificationFormatter, NotificationFormatter | undefined>(
+    option.func<NotificationFormatter>(),
+  ),
   /**
    * Kinds whose stops by the model are notified anyway (a workflow the model stopped through another
    * tool, which then reads "amend it"). Default none: the model's own kill is reported by its tool result.
    */
-  readonly notifyModelStops?: readonly TaskKind[];
+  notifyModelStops: option.list(option.custom<TaskKind>('a task kind', isValidTaskKind), { default: [] }),
   /** Epoch-milliseconds clock. Default: the system clock. */
-  readonly now?: () => number;
-  readonly logger?: Logger;
-}
-
-/** Every key of `DeliveryPolicyOptions`; any other key is rejected with `UNKNOWN_OPTION`. */
-export const DELIVERY_POLICY_OPTION_KEYS = optionKeys<DeliveryPolicyOptions>()({
-  tasks: true,
-  owner: true,
-  enqueue: true,
-  currentBranchGeneration: true,
-  isShuttingDown: true,
-  isSealed: true,
-  defaultLane: true,
-  lanes: true,
-  laneOf: true,
-  wakeBudget: true,
-  wakeCounting: true,
-  maxNotificationBytes: true,
-  outputTail: true,
-  readOutputTail: true,
-  formatters: true,
-  notifyModelStops: true,
-  now: true,
-  logger: true,
+  now: option.func({ default: systemClock.now }),
+  /** Told about failed enqueues, tails and formatters. Default: the console logger. */
+  logger: option.logger({ default: consoleLogger }),
 });
 
-const OUTPUT_TAIL_OPTION_KEYS = optionKeys<OutputTailLimits>()({ maxLines: true, maxBytes: true });
+/** Options of `createDeliveryPolicy`. */
+export type DeliveryPolicyOptions = OptionsInput<typeof deliveryPolicyOptions.rules>;
 
-/**
- * Rejects keys of delivery-policy options (or of their `outputTail`) that `known` lacks. Runtimes that
- * hand a caller's policy options on check them with the keys the caller may give (`POLICY_OPTION_KEYS`).
- */
-export function rejectUnknownPolicyOptions(
-  options: unknown,
-  known: readonly string[],
-  check: UnknownOptionsCheck,
-): void {
-  rejectUnknownOptions(options, known, check);
-  const tail = (options as { readonly outputTail?: unknown } | null | undefined)?.outputTail;
-  if (typeof tail !== 'object' || tail === null) return;
-  rejectUnknownOptions(tail, OUTPUT_TAIL_OPTION_KEYS, nestedCheck(check, 'outputTail'));
-}
-
-export const DELIVERY_POLICY_DEFAULTS = Object.freeze({
-  defaultLane: 'wakeup' as NotificationLane,
-  wakeBudget: 3,
-  maxNotificationBytes: 8192,
-});
+/** The fixed defaults of `DeliveryPolicyOptions`. */
+export const DELIVERY_POLICY_DEFAULTS = deliveryPolicyOptions.defaults;
 
 export type DeliverySkipReason =
   | 'disposed'
@@ -178,79 +132,6 @@ export interface DeliveryPolicy {
   dispose(): void;
 }
 
-function validateOptions(options: DeliveryPolicyOptions): void {
-  if (typeof options !== 'object' || options === null) {
-    throw new InvalidArgumentError('options', 'an object', options);
-  }
-  rejectUnknownPolicyOptions(options, DELIVERY_POLICY_OPTION_KEYS, { where: 'createDeliveryPolicy' });
-  if (
-    typeof options.tasks !== 'object' ||
-    options.tasks === null ||
-    typeof options.tasks.onTaskDone !== 'function'
-  ) {
-    throw new InvalidArgumentError('tasks', 'a TaskService', options.tasks);
-  }
-  if (
-    typeof options.owner !== 'object' ||
-    options.owner === null ||
-    typeof options.owner.sessionId !== 'string'
-  ) {
-    throw new InvalidArgumentError('owner', 'an Owner', options.owner);
-  }
-  if (typeof options.enqueue !== 'function')
-    throw new InvalidArgumentError('enqueue', 'a function', options.enqueue);
-  for (const field of [
-    'currentBranchGeneration',
-    'isShuttingDown',
-    'isSealed',
-    'laneOf',
-    'readOutputTail',
-    'now',
-  ] as const) {
-    if (options[field] !== undefined && typeof options[field] !== 'function') {
-      throw new InvalidArgumentError(field, 'a function', options[field]);
-    }
-  }
-  const lanes: Array<[string, unknown]> = [
-    ['defaultLane', options.defaultLane],
-    ...Object.entries(options.lanes ?? {}).map(([kind, lane]): [string, unknown] => [`lanes.${kind}`, lane]),
-  ];
-  for (const [field, lane] of lanes) {
-    if (lane !== undefined && !NOTIFICATION_LANES.includes(lane as NotificationLane)) {
-      throw new InvalidArgumentError(field, '"wakeup" or "quiet"', lane);
-    }
-  }
-  const budget = options.wakeBudget;
-  if (
-    budget !== undefined &&
-    budget !== Number.POSITIVE_INFINITY &&
-    (!Number.isSafeInteger(budget) || budget < 0)
-  ) {
-    throw new InvalidArgumentError('wakeBudget', 'a non-negative integer or Infinity', budget);
-  }
-  const max = options.maxNotificationBytes;
-  if (max !== undefined && (!Number.isSafeInteger(max) || max < 1)) {
-    throw new InvalidArgumentError('maxNotificationBytes', 'a positive integer', max);
-  }
-  const tail = options.outputTail;
-  if (tail !== undefined && tail !== false) {
-    if (typeof tail !== 'object' || tail === null) {
-      throw new InvalidArgumentError('outputTail', 'an object of limits, or false', tail);
-    }
-    for (const field of ['maxLines', 'maxBytes'] as const) {
-      if (!Number.isSafeInteger(tail[field]) || tail[field] < 1) {
-        throw new InvalidArgumentError(`outputTail.${field}`, 'a positive integer', tail[field]);
-      }
-    }
-  }
-  if (options.wakeCounting !== undefined && !['notification', 'external'].includes(options.wakeCounting)) {
-    throw new InvalidArgumentError('wakeCounting', '"notification" or "external"', options.wakeCounting);
-  }
-  if (options.notifyModelStops !== undefined && !Array.isArray(options.notifyModelStops)) {
-    throw new InvalidArgumentError('notifyModelStops', 'an array of task kinds', options.notifyModelStops);
-  }
-}
-
 function isSuperseded(snapshot: TaskSnapshot): boolean {
   const value = snapshot.detail.supersededBy;
   return value !== undefined && value !== null && value !== false && value !== '';
@@ -262,19 +143,14 @@ function describeError(error: unknown): string {
 }
 
 /** Creates the policy and subscribes it to `owner`'s terminal tasks. */
-export function createDeliveryPolicy(options: DeliveryPolicyOptions): DeliveryPolicy {
-  validateOptions(options);
-  const { tasks, owner, enqueue } = options;
-  const logger = options.logger ?? consoleLogger;
-  const now = options.now ?? systemClock.now;
+export function createDeliveryPolicy(input: DeliveryPolicyOptions): DeliveryPolicy {
+  const options = deliveryPolicyOptions.resolve(input);
+  const { tasks, owner, enqueue, logger, now, wakeBudget, wakeCounting, readOutputTail } = options;
   const currentGeneration = options.currentBranchGeneration ?? (() => owner.branchGeneration);
   const isShuttingDown = options.isShuttingDown ?? (() => false);
-  const wakeBudget = options.wakeBudget ?? DELIVERY_POLICY_DEFAULTS.wakeBudget;
-  const maxBytes = options.maxNotificationBytes ?? DELIVERY_POLICY_DEFAULTS.maxNotificationBytes;
-  const tailLimits = options.outputTail ?? DEFAULT_OUTPUT_TAIL_LIMITS;
-  const readOutputTail = options.readOutputTail ?? detailOutputTail;
-  const notifyModelStops = new Set(options.notifyModelStops ?? []);
-  const wakeCounting = options.wakeCounting ?? 'notification';
+  const maxBytes = options.maxNotificationBytes;
+  const tailLimits = options.outputTail;
+  const notifyModelStops = new Set(options.notifyModelStops);
   let sealed = false;
   let disposed = false;
   let consecutiveWakes = 0;
@@ -296,9 +172,8 @@ export function createDeliveryPolicy(options: DeliveryPolicyOptions): DeliveryPo
     const requested =
       (NOTIFICATION_LANES.includes(own as NotificationLane) ? (own as NotificationLane) : undefined) ??
       options.laneOf?.(snapshot) ??
-      options.lanes?.[snapshot.kind] ??
-      options.defaultLane ??
-      DELIVERY_POLICY_DEFAULTS.defaultLane;
+      options.lanes[snapshot.kind] ??
+      options.defaultLane;
     return requested === 'wakeup' && consecutiveWakes >= wakeBudget ? 'quiet' : requested;
   };
 

@@ -1,16 +1,20 @@
 /** The formatter contract, the output-tail limits and the pieces every form shares. */
 
 import type { TaskSnapshot } from '../tasks/index.js';
+import { defineOptions, option, type ResolvedOptions } from '../tasks/options.js';
 import { lastLines, stripTerminalEscapes, truncateUtf8Tail } from '../text/index.js';
 
-export interface OutputTailLimits {
+/** The limits of `<output-tail>` (the delivery policy's `outputTail`). */
+export const outputTailOptions = defineOptions('outputTail', {
   /** Lines kept from the end of the output. Default 20. */
-  readonly maxLines: number;
+  maxLines: option.integer({ min: 1, default: 20 }),
   /** UTF-8 bytes kept from the end of those lines. Default 2048. */
-  readonly maxBytes: number;
-}
+  maxBytes: option.integer({ min: 1, default: 2048 }),
+});
 
-export const DEFAULT_OUTPUT_TAIL_LIMITS: OutputTailLimits = Object.freeze({ maxLines: 20, maxBytes: 2048 });
+export type OutputTailLimits = ResolvedOptions<typeof outputTailOptions.rules>;
+
+export const DEFAULT_OUTPUT_TAIL_LIMITS: OutputTailLimits = outputTailOptions.defaults;
 
 export interface NotificationFormatInput {
   readonly snapshot: TaskSnapshot;

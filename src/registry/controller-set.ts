@@ -3,9 +3,36 @@
  * collect and stop this work?" that `start` asks before a producer runs.
  */
 import { type ControllerScope, type Disposer, InvalidArgumentError, type Owner } from '../tasks/index.js';
-import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
+import { defineOptions, option } from '../tasks/options.js';
 
-const CONTROLLER_SCOPE_KEYS = optionKeys<ControllerScope>()({ owner: true, serves: true, ownerless: true });
+const isOwner = (value: unknown) => typeof (value as Partial<Owner> | null)?.sessionId === 'string';
+
+/** The keys of a `ControllerScope` (the contract documents them). */
+const controllerScopeOptions = defineOptions(
+  'attachController',
+  {
+    /** The one session the controller serves. Not with `serves`. */
+    owner: option.custom<Owner>('an Owner from createOwner()', isOwner),
+    /** Which sessions the controller serves. Not with `owner`. */
+    serves: option.func<(owner: Owner) => boolean>(),
+    /** Whether it serves ownerless work too. Default false. */
+    ownerless: option.boolean({ default: false }),
+  },
+  {
+    check({ owner, serves, ownerless }) {
+      if (owner !== undefined && serves !== undefined) {
+        throw new InvalidArgumentError('scope', 'either `owner` or `serves`, not both', { owner, serves });
+      }
+      if (owner === undefined && serves === undefined && !ownerless) {
+        throw new InvalidArgumentError(
+          'scope',
+          'a scope that serves someone (`owner`, `serves` or `ownerless`)',
+          { ownerless },
+        );
+      }
+    },
+  },
+);
 
 /** One attached controller: which owners it serves, and whether it serves ownerless work. */
 interface Controller {
@@ -46,29 +73,9 @@ function controllerOf(scope: ControllerScope | undefined): Controller {
   if (typeof scope !== 'object' || scope === null) {
     throw new InvalidArgumentError('scope', 'an object with `owner`, `serves` or `ownerless`', scope);
   }
-  rejectUnknownOptions(scope, CONTROLLER_SCOPE_KEYS, { where: 'attachController' });
-  const { owner, serves, ownerless = false } = scope;
-  if (owner !== undefined && serves !== undefined) {
-    throw new InvalidArgumentError('scope', 'either `owner` or `serves`, not both', scope);
-  }
-  if (typeof ownerless !== 'boolean') throw new InvalidArgumentError('ownerless', 'a boolean', ownerless);
-  let servesOwner: Controller['servesOwner'];
-  if (owner !== undefined) {
-    if (typeof owner !== 'object' || owner === null || typeof owner.sessionId !== 'string') {
-      throw new InvalidArgumentError('owner', 'an Owner from createOwner()', owner);
-    }
-    const sessionId = owner.sessionId;
-    servesOwner = (candidate) => candidate.sessionId === sessionId;
-  } else if (serves !== undefined) {
-    if (typeof serves !== 'function') throw new InvalidArgumentError('serves', 'a function', serves);
-    servesOwner = serves;
-  }
-  if (servesOwner === undefined && !ownerless) {
-    throw new InvalidArgumentError(
-      'scope',
-      'a scope that serves someone (`owner`, `serves` or `ownerless`)',
-      scope,
-    );
-  }
+  const { owner, serves, ownerless } = controllerScopeOptions.resolve(scope);
+  const sessionId = owner?.sessionId;
+  const servesOwner: Controller['servesOwner'] =
+    sessionId !== undefined ? (candidate) => candidate.sessionId === sessionId : serves;
   return { servesOwner, ownerless };
 }

@@ -5,4 +5,5 @@ export {
   type SequenceBlocks,
   TASK_SERVICE_DEFAULTS,
   type TaskServiceOptions,
+  taskServiceOptions,
 } from './options.js';

@@ -16,6 +16,7 @@ import {
   InvalidTimeoutError,
   isTrustedCaller,
   type KillOptions,
+  MAX_TIMER_DELAY_MS,
   MessagesNotSupportedError,
   NoControllerError,
   type OnTaskDoneOptions,
@@ -49,9 +50,9 @@ import {
 import { ControllerSet } from './controller-set.js';
 import {
   type ResolvedTaskServiceOptions,
-  resolveTaskServiceOptions,
   type SequenceBlock,
   type TaskServiceOptions,
+  taskServiceOptions,
 } from './options.js';
 import {
   type BackgroundWaiter,
@@ -67,8 +68,8 @@ import {
 } from './task-record.js';
 import { validateDetailPatch, validateHooks, validateSpec } from './validate-spec.js';
 
-/** The longest wait a timer can express. */
-export const MAX_WAIT_MS = 2_147_483_647;
+/** The longest wait (`MAX_TIMER_DELAY_MS`, under the name it was published with). */
+export const MAX_WAIT_MS = MAX_TIMER_DELAY_MS;
 
 const STOP_INITIATORS: readonly StopInitiator[] = ['user', 'model', 'system'];
 
@@ -148,9 +149,10 @@ export class LocalTaskService implements TaskService {
   #disposal: Promise<void> | undefined;
 
   constructor(options?: TaskServiceOptions) {
-    this.#options = resolveTaskServiceOptions(options);
-    for (const [kind, sequence] of Object.entries(this.#options.initialSequences))
-      this.#sequences.set(kind, sequence);
+    this.#options = taskServiceOptions.resolve(options);
+    for (const [kind, sequence] of Object.entries(this.#options.initialSequences)) {
+      if (sequence !== undefined) this.#sequences.set(kind, sequence);
+    }
   }
 
   // ---------------------------------------------------------------- registration
@@ -170,7 +172,8 @@ export class LocalTaskService implements TaskService {
     const previous = spec.resumeId === undefined ? undefined : this.#preflightResume(spec, spec.resumeId);
     const bucket = this.#bucket(owner?.sessionId ?? '');
     // Ownerless tasks share one bucket ('') with a limit of its own, so they cannot crowd out the sessions.
-    const bucketLimit = owner ? this.#options.maxLiveTasksPerOwner : this.#options.maxLiveOwnerlessTasks;
+    const { maxLiveTasksPerOwner, maxLiveOwnerlessTasks = maxLiveTasksPerOwner } = this.#options;
+    const bucketLimit = owner ? maxLiveTasksPerOwner : maxLiveOwnerlessTasks;
     if (bucket.live >= bucketLimit) {
       this.#dropBucketIfEmpty(bucket);
       throw new AdmissionLimitError(

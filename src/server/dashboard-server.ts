@@ -23,8 +23,8 @@ import { readJsonBody } from './read-json-body.js';
 import { createRequestGuard, type RequestGuard } from './request-guard.js';
 import {
   type DashboardServerOptions,
+  dashboardServerOptions,
   type ResolvedDashboardOptions,
-  resolveDashboardOptions,
 } from './server-options.js';
 import { listSessionEntries } from './session-list.js';
 import { loadStaticAssets, type StaticAsset } from './static-assets.js';
@@ -50,7 +50,7 @@ export interface DashboardServer {
 }
 
 export function createDashboardServer(options: DashboardServerOptions): DashboardServer {
-  return new HttpDashboardServer(resolveDashboardOptions(options));
+  return new HttpDashboardServer(dashboardServerOptions.resolve(options));
 }
 
 class ServerStateError extends ErrandError {

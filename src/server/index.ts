@@ -41,6 +41,7 @@ export {
   DASHBOARD_SERVER_DEFAULTS,
   type DashboardServerOptions,
   DEFAULT_ASSETS_DIRECTORY,
+  dashboardServerOptions,
 } from './server-options.js';
 export {
   createInMemorySessionDirectory,

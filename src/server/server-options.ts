@@ -1,129 +1,11 @@
-/** Options of the dashboard server, their defaults and their validation. */
+/** Options of the dashboard server: one declaration with their defaults and their validation. */
 import { fileURLToPath } from 'node:url';
 import { createConsoleLogger, InvalidArgumentError, type Logger } from '../tasks/index.js';
-import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
+import { defineOptions, type OptionsInput, option, type ResolvedOptions } from '../tasks/options.js';
 import { generateAccessToken, MIN_TOKEN_LENGTH } from './access-token.js';
 import type { DashboardBackend } from './dashboard-backend.js';
 
 export const consoleDashboardLogger: Logger = createConsoleLogger('errand dashboard');
-
-/** Options of `createDashboardServer`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
-export interface DashboardServerOptions {
-  readonly backend: DashboardBackend;
-  /** The interface to bind. Default `127.0.0.1`. Anything not loopback needs `allowRemote`. */
-  readonly host?: string;
-  /** The port; 0 picks a free one. Default 0. */
-  readonly port?: number;
-  /** Binding a non-loopback interface exposes the dashboard to the network (token still required). Default false. */
-  readonly allowRemote?: boolean;
-  /** The access token (at least 32 characters). Default: 32 random bytes, base64url. */
-  readonly token?: string;
-  /**
-   * Extra `Host` names accepted besides localhost, 127.0.0.1, [::1] and `host` (guards DNS rebinding).
-   * With `allowRemote`, list the names clients reach the server by.
-   */
-  readonly allowedHosts?: readonly string[];
-  /** Extra origins allowed to send commands besides the server's own (e.g. `https://dash.example`). */
-  readonly allowedOrigins?: readonly string[];
-  /** The largest command body accepted. Default 16384 bytes. */
-  readonly maxBodyBytes?: number;
-  /**
-   * Bytes of an oversized body read and thrown away after its 400, so the answer reaches a client that is
-   * still sending (closing on unread bytes resets the connection and loses it). A body larger than
-   * `maxBodyBytes` plus this has its connection closed instead. 0 to 1 GiB. Default 16 MiB.
-   */
-  readonly maxDiscardBytes?: number;
-  /** Bytes of an output snapshot. Default (and maximum) 8192. */
-  readonly outputSnapshotMaxBytes?: number;
-  /** Sessions walked up the parent chain looking for a work's output. Default 32. */
-  readonly maxParentDepth?: number;
-  /** Heartbeat comments on event streams keep proxies and idle timers from closing them. Default 15000 ms. */
-  readonly heartbeatMs?: number;
-  /**
-   * Unsent bytes one event-stream client may hold, beyond what it was sent on connecting (its replay or
-   * level), before it is dropped; it reconnects and resumes. Default 1 MiB.
-   */
-  readonly maxClientBufferBytes?: number;
-  /**
-   * Concurrent event-stream clients (open dashboard pages, each holds one); one more is refused with 503
-   * `TOO_MANY_EVENT_CLIENTS`, whose message names this option. 1 to 100000. Default 64.
-   */
-  readonly maxEventClients?: number;
-  /** Messages a conversation page holds when the request names no `limit`. Default 50. */
-  readonly conversationPageSize?: number;
-  /** The most messages one conversation page may hold (a larger `limit` is refused). 1 to 1000. Default 200. */
-  readonly maxConversationPage?: number;
-  /** Bytes of a message's text a conversation page shows (its head). 64 to 1 MiB. Default 4096. */
-  readonly maxMessageTextBytes?: number;
-  /** Bytes of a tool result a conversation page shows (its head). 64 to 1 MiB. Default 1024. */
-  readonly maxToolResultBytes?: number;
-  /** The directory holding the page (`index.html`, `app.js`, `app.css`). Default: the package's `web/`. */
-  readonly assetsDirectory?: string;
-  /** Told about failed requests, failed stops and dropped clients. Default: `consoleDashboardLogger`. */
-  readonly logger?: Logger;
-}
-
-/** Every key of `DashboardServerOptions`; any other key is rejected with `UNKNOWN_OPTION`. */
-export const DASHBOARD_SERVER_OPTION_KEYS = optionKeys<DashboardServerOptions>()({
-  backend: true,
-  host: true,
-  port: true,
-  allowRemote: true,
-  token: true,
-  allowedHosts: true,
-  allowedOrigins: true,
-  maxBodyBytes: true,
-  maxDiscardBytes: true,
-  outputSnapshotMaxBytes: true,
-  maxParentDepth: true,
-  heartbeatMs: true,
-  maxClientBufferBytes: true,
-  maxEventClients: true,
-  conversationPageSize: true,
-  maxConversationPage: true,
-  maxMessageTextBytes: true,
-  maxToolResultBytes: true,
-  assetsDirectory: true,
-  logger: true,
-});
-
-export interface ResolvedDashboardOptions {
-  readonly backend: DashboardBackend;
-  readonly host: string;
-  readonly port: number;
-  readonly token: string;
-  readonly allowedHosts: readonly string[];
-  readonly allowedOrigins: readonly string[];
-  readonly maxBodyBytes: number;
-  readonly maxDiscardBytes: number;
-  readonly outputSnapshotMaxBytes: number;
-  readonly maxParentDepth: number;
-  readonly heartbeatMs: number;
-  readonly maxClientBufferBytes: number;
-  readonly maxEventClients: number;
-  readonly conversationPageSize: number;
-  readonly maxConversationPage: number;
-  readonly maxMessageTextBytes: number;
-  readonly maxToolResultBytes: number;
-  readonly assetsDirectory: string;
-  readonly logger: Logger;
-}
-
-export const DASHBOARD_SERVER_DEFAULTS = Object.freeze({
-  host: '127.0.0.1',
-  port: 0,
-  maxBodyBytes: 16 * 1024,
-  maxDiscardBytes: 16 * 1024 * 1024,
-  outputSnapshotMaxBytes: 8192,
-  maxParentDepth: 32,
-  heartbeatMs: 15_000,
-  maxClientBufferBytes: 1024 * 1024,
-  maxEventClients: 64,
-  conversationPageSize: 50,
-  maxConversationPage: 200,
-  maxMessageTextBytes: 4096,
-  maxToolResultBytes: 1024,
-});
 
 /** The package's `web/` directory: `src/server` and `dist/server` both sit two levels below the root. */
 export const DEFAULT_ASSETS_DIRECTORY = fileURLToPath(new URL('../../web/', import.meta.url));
@@ -134,152 +16,104 @@ export function isLoopbackHost(host: string): boolean {
   return LOOPBACK_HOSTS.has(host.toLowerCase()) || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
 }
 
-/** An integer option from `minimum` to `maximum`, or `fallback` when absent. */
-export function integerInRange(
-  field: string,
-  value: unknown,
-  fallback: number,
-  minimum: number,
-  maximum: number,
-): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < minimum || value > maximum) {
-    throw new InvalidArgumentError(field, `an integer from ${minimum} to ${maximum}`, value);
-  }
-  return value;
-}
+const BACKEND_METHODS = ['listSessions', 'getSession', 'stopBackgroundWork', 'outputSnapshot'] as const;
 
-function stringList(field: string, value: unknown): readonly string[] {
-  if (value === undefined) return [];
-  if (!Array.isArray(value) || value.some((entry) => typeof entry !== 'string' || entry === '')) {
-    throw new InvalidArgumentError(field, 'an array of non-empty strings', value);
-  }
-  return Object.freeze([...value]);
-}
-
-export function resolveDashboardOptions(options: DashboardServerOptions): ResolvedDashboardOptions {
-  if (typeof options !== 'object' || options === null) {
-    throw new InvalidArgumentError('options', 'an object', options);
-  }
-  rejectUnknownOptions(options, DASHBOARD_SERVER_OPTION_KEYS, { where: 'createDashboardServer' });
-  const backend = options.backend;
-  for (const method of ['listSessions', 'getSession', 'stopBackgroundWork', 'outputSnapshot'] as const) {
-    if (typeof backend?.[method] !== 'function') {
-      throw new InvalidArgumentError(`backend.${method}`, 'a function', backend?.[method]);
+/** A backend has its four methods and an event feed; a missing one is named. */
+function isBackend(value: unknown, path: string): boolean {
+  const backend = value as Partial<DashboardBackend> | null;
+  if (typeof backend !== 'object' || backend === null) return false;
+  for (const method of BACKEND_METHODS) {
+    if (typeof backend[method] !== 'function') {
+      throw new InvalidArgumentError(`${path}.${method}`, 'a function', backend[method]);
     }
   }
   if (typeof backend.events?.subscribe !== 'function') {
-    throw new InvalidArgumentError('backend.events', 'a BackgroundEventFeed', backend.events);
+    throw new InvalidArgumentError(`${path}.events`, 'a BackgroundEventFeed', backend.events);
   }
-  const host = options.host ?? DASHBOARD_SERVER_DEFAULTS.host;
-  if (typeof host !== 'string' || host === '')
-    throw new InvalidArgumentError('host', 'a host name or address', host);
-  if (!isLoopbackHost(host) && options.allowRemote !== true) {
-    throw new InvalidArgumentError('host', 'a loopback address (or set `allowRemote: true`)', host);
-  }
-  const token = options.token ?? generateAccessToken();
-  if (typeof token !== 'string' || token.length < MIN_TOKEN_LENGTH || !/^[\x21-\x7e]+$/.test(token)) {
+  return true;
+}
+
+/** A token is long enough and printable; a bad one is not echoed. */
+function isToken(value: unknown, path: string): boolean {
+  if (typeof value !== 'string' || value.length < MIN_TOKEN_LENGTH || !/^[\x21-\x7e]+$/.test(value)) {
     throw new InvalidArgumentError(
-      'token',
+      path,
       `at least ${MIN_TOKEN_LENGTH} printable ASCII characters`,
       '(hidden)',
     );
   }
-  const assetsDirectory = options.assetsDirectory ?? DEFAULT_ASSETS_DIRECTORY;
-  if (typeof assetsDirectory !== 'string' || assetsDirectory === '') {
-    throw new InvalidArgumentError('assetsDirectory', 'a directory path', assetsDirectory);
-  }
-  const logger = options.logger ?? consoleDashboardLogger;
-  if (typeof logger?.warn !== 'function')
-    throw new InvalidArgumentError('logger', 'an object with warn()', logger);
-  const defaults = DASHBOARD_SERVER_DEFAULTS;
-  return {
-    backend,
-    host,
-    port: integerInRange('port', options.port, defaults.port, 0, 65_535),
-    token,
-    allowedHosts: stringList('allowedHosts', options.allowedHosts),
-    allowedOrigins: stringList('allowedOrigins', options.allowedOrigins),
-    maxBodyBytes: integerInRange(
-      'maxBodyBytes',
-      options.maxBodyBytes,
-      defaults.maxBodyBytes,
-      64,
-      16 * 1024 * 1024,
-    ),
-    maxDiscardBytes: integerInRange(
-      'maxDiscardBytes',
-      options.maxDiscardBytes,
-      defaults.maxDiscardBytes,
-      0,
-      1024 * 1024 * 1024,
-    ),
-    outputSnapshotMaxBytes: integerInRange(
-      'outputSnapshotMaxBytes',
-      options.outputSnapshotMaxBytes,
-      defaults.outputSnapshotMaxBytes,
-      1,
-      8192,
-    ),
-    maxParentDepth: integerInRange(
-      'maxParentDepth',
-      options.maxParentDepth,
-      defaults.maxParentDepth,
-      0,
-      1024,
-    ),
-    heartbeatMs: integerInRange('heartbeatMs', options.heartbeatMs, defaults.heartbeatMs, 1, 3_600_000),
-    maxClientBufferBytes: integerInRange(
-      'maxClientBufferBytes',
-      options.maxClientBufferBytes,
-      defaults.maxClientBufferBytes,
-      1024,
-      1024 * 1024 * 1024,
-    ),
-    maxEventClients: integerInRange(
-      'maxEventClients',
-      options.maxEventClients,
-      defaults.maxEventClients,
-      1,
-      100_000,
-    ),
-    ...conversationOptions(options),
-    assetsDirectory,
-    logger,
-  };
+  return true;
 }
 
-function conversationOptions(options: DashboardServerOptions) {
-  const defaults = DASHBOARD_SERVER_DEFAULTS;
-  const maxConversationPage = integerInRange(
-    'maxConversationPage',
-    options.maxConversationPage,
-    defaults.maxConversationPage,
-    1,
-    1000,
-  );
-  return {
-    maxConversationPage,
-    conversationPageSize: integerInRange(
-      'conversationPageSize',
-      options.conversationPageSize,
-      Math.min(defaults.conversationPageSize, maxConversationPage),
-      1,
-      maxConversationPage,
-    ),
-    maxMessageTextBytes: integerInRange(
-      'maxMessageTextBytes',
-      options.maxMessageTextBytes,
-      defaults.maxMessageTextBytes,
-      64,
-      1024 * 1024,
-    ),
-    maxToolResultBytes: integerInRange(
-      'maxToolResultBytes',
-      options.maxToolResultBytes,
-      defaults.maxToolResultBytes,
-      64,
-      1024 * 1024,
-    ),
-  };
-}
+/** The options of `createDashboardServer`. A key not declared here is rejected with `UNKNOWN_OPTION`. */
+export const dashboardServerOptions = defineOptions(
+  'createDashboardServer',
+  {
+    backend: option.required(option.custom<DashboardBackend>('a DashboardBackend', isBackend)),
+    /** The interface to bind. Default `127.0.0.1`. Anything not loopback needs `allowRemote`. */
+    host: option.string({ default: '127.0.0.1' }),
+    /** The port; 0 picks a free one. Default 0. */
+    port: option.integer({ min: 0, max: 65_535, default: 0 }),
+    /** Binding a non-loopback interface exposes the dashboard to the network (token still required). Default false. */
+    allowRemote: option.boolean({ default: false }),
+    /** The access token (at least 32 characters). Default: 32 random bytes, base64url. */
+    token: option.custom<string>('a token', isToken, { fallback: generateAccessToken }),
+    /**
+     * Extra `Host` names accepted besides localhost, 127.0.0.1, [::1] and `host` (guards DNS rebinding).
+     * With `allowRemote`, list the names clients reach the server by. Default none.
+     */
+    allowedHosts: option.list(option.string(), { default: [] }),
+    /** Extra origins allowed to send commands besides the server's own (e.g. `https://dash.example`). Default none. */
+    allowedOrigins: option.list(option.string(), { default: [] }),
+    /** The largest command body accepted, 64 bytes to 16 MiB. Default 16384 bytes. */
+    maxBodyBytes: option.integer({ min: 64, max: 16 * 1024 * 1024, default: 16 * 1024 }),
+    /**
+     * Bytes of an oversized body read and thrown away after its 400, so the answer reaches a client that is
+     * still sending (closing on unread bytes resets the connection and loses it). A body larger than
+     * `maxBodyBytes` plus this has its connection closed instead. 0 to 1 GiB. Default 16 MiB.
+     */
+    maxDiscardBytes: option.integer({ min: 0, max: 1024 * 1024 * 1024, default: 16 * 1024 * 1024 }),
+    /** Bytes of an output snapshot. Default (and maximum) 8192. */
+    outputSnapshotMaxBytes: option.integer({ min: 1, max: 8192, default: 8192 }),
+    /** Sessions walked up the parent chain looking for a work's output, 0 to 1024. Default 32. */
+    maxParentDepth: option.integer({ min: 0, max: 1024, default: 32 }),
+    /** Heartbeat comments on event streams keep proxies and idle timers from closing them. Default 15000 ms. */
+    heartbeatMs: option.integer({ min: 1, max: 3_600_000, default: 15_000 }),
+    /**
+     * Unsent bytes one event-stream client may hold, beyond what it was sent on connecting (its replay or
+     * level), before it is dropped; it reconnects and resumes. 1 KiB to 1 GiB. Default 1 MiB.
+     */
+    maxClientBufferBytes: option.integer({ min: 1024, max: 1024 * 1024 * 1024, default: 1024 * 1024 }),
+    /**
+     * Concurrent event-stream clients (open dashboard pages, each holds one); one more is refused with 503
+     * `TOO_MANY_EVENT_CLIENTS`, whose message names this option. 1 to 100000. Default 64.
+     */
+    maxEventClients: option.integer({ min: 1, max: 100_000, default: 64 }),
+    /** The most messages one conversation page may hold (a larger `limit` is refused). 1 to 1000. Default 200. */
+    maxConversationPage: option.integer({ min: 1, max: 1000, default: 200 }),
+    /** Messages a conversation page holds when the request names no `limit`. Default 50. */
+    conversationPageSize: option.integer({ min: 1, default: 50, atMost: 'maxConversationPage' }),
+    /** Bytes of a message's text a conversation page shows (its head). 64 to 1 MiB. Default 4096. */
+    maxMessageTextBytes: option.integer({ min: 64, max: 1024 * 1024, default: 4096 }),
+    /** Bytes of a tool result a conversation page shows (its head). 64 to 1 MiB. Default 1024. */
+    maxToolResultBytes: option.integer({ min: 64, max: 1024 * 1024, default: 1024 }),
+    /** The directory holding the page (`index.html`, `app.js`, `app.css`). Default: the package's `web/`. */
+    assetsDirectory: option.string({ default: DEFAULT_ASSETS_DIRECTORY }),
+    /** Told about failed requests, failed stops and dropped clients. Default: `consoleDashboardLogger`. */
+    logger: option.logger({ default: consoleDashboardLogger }),
+  },
+  {
+    check({ host, allowRemote }, path) {
+      if (!isLoopbackHost(host) && !allowRemote) {
+        throw new InvalidArgumentError(path('host'), 'a loopback address (or set `allowRemote: true`)', host);
+      }
+    },
+  },
+);
+
+/** Options of `createDashboardServer`. */
+export type DashboardServerOptions = OptionsInput<typeof dashboardServerOptions.rules>;
+export type ResolvedDashboardOptions = ResolvedOptions<typeof dashboardServerOptions.rules>;
+
+/** The fixed defaults of `DashboardServerOptions`. */
+export const DASHBOARD_SERVER_DEFAULTS = dashboardServerOptions.defaults;

@@ -26,14 +26,8 @@ import {
 } from '../events/index.js';
 import { isHolderLive } from '../session/session-holder.js';
 import type { RuntimeCommandType, SessionHolder, SessionStore, StoredTask } from '../store/index.js';
-import {
-  ErrandError,
-  InvalidArgumentError,
-  isTerminalStatus,
-  type Logger,
-  systemClock,
-} from '../tasks/index.js';
-import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
+import { ErrandError, isTerminalStatus, systemClock } from '../tasks/index.js';
+import { defineOptions, type OptionsInput, option } from '../tasks/options.js';
 import { readFileTail } from '../text/index.js';
 import { pageFromStore } from './conversation-endpoint.js';
 import type {
@@ -47,46 +41,34 @@ import type {
   StopBackgroundWorkResult,
   StopRejectionReason,
 } from './dashboard-backend.js';
-import { consoleDashboardLogger, integerInRange } from './server-options.js';
+import { consoleDashboardLogger } from './server-options.js';
 import { createSessionSummaries } from './session-summaries.js';
 
-/** Options of `createStoreDashboardBackend`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
-export interface StoreDashboardBackendOptions {
+/** The options of `createStoreDashboardBackend`. A key not declared here is rejected with `UNKNOWN_OPTION`. */
+export const storeDashboardBackendOptions = defineOptions('createStoreDashboardBackend', {
   /** The store the working runtimes record into (for `errand serve`: the SQLite store of the data directory). */
-  readonly store: SessionStore;
+  store: option.required(option.shaped<SessionStore>('a SessionStore', ['listTasks', 'submitCommand'])),
   /** How often the store is read for task changes, in ms (1 to 3600000). Default 1000. */
-  readonly pollMs?: number;
+  pollMs: option.integer({ min: 1, max: 3_600_000, default: 1000 }),
   /** How long a Stop waits for the holding runtime's answer, in ms (1 to 600000). Default 5000. */
-  readonly stopTimeoutMs?: number;
+  stopTimeoutMs: option.integer({ min: 1, max: 600_000, default: 5000 }),
   /** How often a waiting Stop re-reads its command, in ms (1 to 60000). Default 50. */
-  readonly stopPollMs?: number;
+  stopPollMs: option.integer({ min: 1, max: 60_000, default: 50 }),
   /** Events kept for replay after a reconnect; a viewer further behind gets a reset. Default 1000. */
-  readonly ringSize?: number;
+  ringSize: option.integer({ min: 1, max: 1_000_000, default: 1000 }),
   /** Whether a session's holder still runs. Default: the holder check sessions use (pid and process start). */
-  readonly isHolderLive?: (holder: SessionHolder) => boolean;
+  isHolderLive: option.func<(holder: SessionHolder) => boolean>({ default: isHolderLive }),
   /** The clock, in epoch milliseconds. Default: the system clock. */
-  readonly now?: () => number;
+  now: option.func({ default: systemClock.now }),
   /** Told about failed polls. Default: `consoleDashboardLogger`. */
-  readonly logger?: Logger;
-}
-
-const STORE_DASHBOARD_BACKEND_OPTION_KEYS = optionKeys<StoreDashboardBackendOptions>()({
-  store: true,
-  pollMs: true,
-  stopTimeoutMs: true,
-  stopPollMs: true,
-  ringSize: true,
-  isHolderLive: true,
-  now: true,
-  logger: true,
+  logger: option.logger({ default: consoleDashboardLogger }),
 });
 
-export const STORE_DASHBOARD_DEFAULTS = Object.freeze({
-  pollMs: 1000,
-  stopTimeoutMs: 5000,
-  stopPollMs: 50,
-  ringSize: 1000,
-});
+/** Options of `createStoreDashboardBackend`. */
+export type StoreDashboardBackendOptions = OptionsInput<typeof storeDashboardBackendOptions.rules>;
+
+/** The fixed defaults of `StoreDashboardBackendOptions`. */
+export const STORE_DASHBOARD_DEFAULTS = storeDashboardBackendOptions.defaults;
 
 export interface StoreDashboardBackend extends DashboardBackend {
   stopBackgroundWork(workId: string): Promise<StopBackgroundWorkResult>;
@@ -175,40 +157,12 @@ function fileSize(path: string | undefined): number | undefined {
 export { readFileTail };
 
 export function createStoreDashboardBackend(options: StoreDashboardBackendOptions): StoreDashboardBackend {
-  if (typeof options !== 'object' || options === null) {
-    throw new InvalidArgumentError('options', 'an object', options);
-  }
-  rejectUnknownOptions(options, STORE_DASHBOARD_BACKEND_OPTION_KEYS, {
-    where: 'createStoreDashboardBackend',
-  });
-  const { store } = options;
-  if (typeof store?.listTasks !== 'function' || typeof store.submitCommand !== 'function') {
-    throw new InvalidArgumentError('store', 'a SessionStore', store);
-  }
-  const defaults = STORE_DASHBOARD_DEFAULTS;
-  const pollMs = integerInRange('pollMs', options.pollMs, defaults.pollMs, 1, 3_600_000);
-  const stopTimeoutMs = integerInRange(
-    'stopTimeoutMs',
-    options.stopTimeoutMs,
-    defaults.stopTimeoutMs,
-    1,
-    600_000,
-  );
-  const stopPollMs = integerInRange('stopPollMs', options.stopPollMs, defaults.stopPollMs, 1, 60_000);
-  const ringSize = integerInRange('ringSize', options.ringSize, defaults.ringSize, 1, 1_000_000);
-  for (const field of ['isHolderLive', 'now'] as const) {
-    if (options[field] !== undefined && typeof options[field] !== 'function') {
-      throw new InvalidArgumentError(field, 'a function', options[field]);
-    }
-  }
-  const logger = options.logger ?? consoleDashboardLogger;
-  if (typeof logger?.warn !== 'function')
-    throw new InvalidArgumentError('logger', 'an object with warn()', logger);
-  const now = options.now ?? systemClock.now;
+  const resolved = storeDashboardBackendOptions.resolve(options);
+  const { store, pollMs, stopTimeoutMs, stopPollMs, ringSize, logger, now } = resolved;
   const feed = new StoreEventFeed({
     store,
     ringSize,
-    holderLive: options.isHolderLive ?? isHolderLive,
+    holderLive: resolved.isHolderLive,
     now,
   });
   let failing = false;

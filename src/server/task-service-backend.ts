@@ -5,22 +5,20 @@
  * It keeps no conversation.
  */
 
-import { BACKGROUND_EVENT_FEED_OPTION_KEYS } from '../events/feed-options.js';
 import {
   type BackgroundEventFeed,
-  type BackgroundEventFeedOptions,
+  backgroundEventFeedOptions,
   createBackgroundEventFeed,
 } from '../events/index.js';
 import {
   type Caller,
   createTrustedCaller,
   ErrandError,
-  InvalidArgumentError,
   isTerminalStatus,
   type TaskService,
   type TaskSnapshot,
 } from '../tasks/index.js';
-import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
+import { defineOptions, type OptionsInput, option } from '../tasks/options.js';
 import type {
   DashboardBackend,
   MaybePromise,
@@ -30,39 +28,32 @@ import type {
 import type { SessionDirectory } from './session-directory.js';
 
 /**
- * Options of `createTaskServiceBackend`. A key not listed here (or one of `feed` the event feed lacks) is
- * rejected with `UNKNOWN_OPTION`.
+ * The options of `createTaskServiceBackend`. A key not declared here (or one of `feed` the event feed lacks)
+ * is rejected with `UNKNOWN_OPTION`.
  */
-export interface TaskServiceBackendOptions {
+const taskServiceBackendOptions = defineOptions('createTaskServiceBackend', {
   /** The task service whose background work the dashboard shows and stops. */
-  readonly tasks: TaskService;
+  tasks: option.required(option.shaped<TaskService>('a TaskService', ['kill'])),
   /** The sessions the dashboard lists. */
-  readonly sessions: SessionDirectory;
+  sessions: option.required(
+    option.shaped<SessionDirectory>('a session directory with list() and get()', ['list', 'get']),
+  ),
   /**
    * Reads a non-consuming output snapshot of a work held by `sessionId` (for example a bash process
    * handle's tail). Default: no output is available. Never use the consuming `TaskService.read`.
    */
-  readonly readOutput?: (
-    sessionId: string,
-    workId: string,
-    maxBytes: number,
-  ) => MaybePromise<OutputSnapshot | undefined>;
+  readOutput:
+    option.func<
+      (sessionId: string, workId: string, maxBytes: number) => MaybePromise<OutputSnapshot | undefined>
+    >(),
   /** Options of the event feed the backend creates (its `tasks` is this backend's). */
-  readonly feed?: Omit<BackgroundEventFeedOptions, 'tasks'>;
+  feed: option.nested(backgroundEventFeedOptions.omit('tasks')),
   /** The reason handed to the producer on a stop. Default "stopped from the dashboard". */
-  readonly stopReason?: string;
-}
-
-const TASK_SERVICE_BACKEND_OPTION_KEYS = optionKeys<TaskServiceBackendOptions>()({
-  tasks: true,
-  sessions: true,
-  readOutput: true,
-  feed: true,
-  stopReason: true,
+  stopReason: option.string({ nonEmpty: false, default: 'stopped from the dashboard' }),
 });
 
-/** The feed's options but `tasks`, which is the backend's. */
-const FEED_KEYS = BACKGROUND_EVENT_FEED_OPTION_KEYS.filter((key) => key !== 'tasks');
+/** Options of `createTaskServiceBackend`. */
+export type TaskServiceBackendOptions = OptionsInput<typeof taskServiceBackendOptions.rules>;
 
 export interface TaskServiceBackend extends DashboardBackend {
   readonly events: BackgroundEventFeed;
@@ -77,18 +68,8 @@ const STOP_ERROR_REASONS: Record<string, StopBackgroundWorkResult> = {
 };
 
 export function createTaskServiceBackend(options: TaskServiceBackendOptions): TaskServiceBackend {
-  rejectUnknownOptions(options, TASK_SERVICE_BACKEND_OPTION_KEYS, { where: 'createTaskServiceBackend' });
-  rejectUnknownOptions(options?.feed, FEED_KEYS, { where: 'createTaskServiceBackend', path: 'feed' });
-  const { tasks, sessions } = options;
-  if (typeof tasks?.kill !== 'function') throw new InvalidArgumentError('tasks', 'a TaskService', tasks);
-  if (typeof sessions?.list !== 'function' || typeof sessions.get !== 'function') {
-    throw new InvalidArgumentError('sessions', 'a session directory with list() and get()', sessions);
-  }
-  if (options.readOutput !== undefined && typeof options.readOutput !== 'function') {
-    throw new InvalidArgumentError('readOutput', 'a function', options.readOutput);
-  }
+  const { tasks, sessions, readOutput, stopReason } = taskServiceBackendOptions.resolve(options);
   const caller: Caller = options.feed?.caller ?? createTrustedCaller('errand-dashboard');
-  const stopReason = options.stopReason ?? 'stopped from the dashboard';
   const events = createBackgroundEventFeed({ ...options.feed, caller, tasks });
 
   const find = (workId: string): TaskSnapshot | undefined => {
@@ -124,7 +105,7 @@ export function createTaskServiceBackend(options: TaskServiceBackendOptions): Ta
       }
       return { ok: true };
     },
-    outputSnapshot: (sessionId, workId, maxBytes) => options.readOutput?.(sessionId, workId, maxBytes),
+    outputSnapshot: (sessionId, workId, maxBytes) => readOutput?.(sessionId, workId, maxBytes),
     listForegroundWork: (sessionId) =>
       tasks
         .list(caller)

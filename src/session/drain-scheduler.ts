@@ -5,7 +5,7 @@
  * Timers run on the injected `Clock`, so a test drives every window with `createManualClock`.
  */
 import type { CancelTimer, Clock } from '../tasks/index.js';
-import type { ResolvedSessionLimits } from './session-options.js';
+import type { ResolvedSessionLimits } from './session-limits.js';
 
 export type DrainTimingLimits = Pick<
   ResolvedSessionLimits,

@@ -23,6 +23,7 @@ export {
 export * from './session.js';
 export { SessionBusyError, SessionClosedError } from './session-errors.js';
 export * from './session-events.js';
+export * from './session-limits.js';
 export * from './session-options.js';
 export * from './session-runtime.js';
 export { toModelMessages } from './turn-loop.js';

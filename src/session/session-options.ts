@@ -1,92 +1,121 @@
-/** Limits of the session runtime, their defaults and their validation. */
-import { InvalidArgumentError } from '../tasks/index.js';
-import { optionKeys, rejectUnknownOptions, type UnknownOptionsCheck } from '../tasks/option-keys.js';
+/**
+ * Options of the session runtime — its own, its `limits`, the delivery-policy options it takes for every
+ * session, and those of `createSession` / `resumeSession`: one declaration each, with their defaults and
+ * their validation.
+ */
+import { deliveryPolicyOptions } from '../notifications/index.js';
+import type { SessionStore } from '../store/session-store.js';
+import {
+  emitWarningLogger,
+  type SessionId,
+  systemClock,
+  type TaskService,
+  validateSessionId,
+} from '../tasks/index.js';
+import { defineOptions, type OptionsInput, option, type ResolvedOptions } from '../tasks/options.js';
+import type { AnyToolDefinition } from '../tools/index.js';
+import type { ModelPort } from './model-port.js';
+import type { Session } from './session.js';
+import { sessionLimitOptions } from './session-limits.js';
 
-/** The `limits` of the session runtime. A key not listed here is rejected with `UNKNOWN_OPTION`. */
-export interface SessionLimits {
-  /** Model requests in one turn before it ends with `max_steps`. Default 50. */
-  readonly maxStepsPerTurn?: number;
-  /** Commands (inputs, notifications, configuration) one session may queue. Default 1000. */
-  readonly maxQueuedCommands?: number;
-  /** The largest tool result kept in the conversation, in UTF-8 bytes (head and tail kept). Default 65536. */
-  readonly maxToolResultBytes?: number;
+/**
+ * The delivery-policy options a session runtime takes for every session (`notifications`): the policy's,
+ * but those the runtime sets per session. A burst of notifications that starts one turn costs one
+ * wake-up: `wakeCounting` defaults to `external` here.
+ */
+export const policyOptions = defineOptions('createSessionRuntime', {
+  ...deliveryPolicyOptions.omit(
+    'tasks',
+    'owner',
+    'enqueue',
+    'currentBranchGeneration',
+    'isShuttingDown',
+    'isSealed',
+    'logger',
+    'now',
+  ).rules,
   /**
-   * An idle session starts a turn once no new notification arrived for this long, so completions that
-   * land together wake the agent once, in one message. Default 1 ms: the exits of a burst of commands
-   * arrive well under a millisecond apart, while a lone completion still reaches the model within a few
-   * milliseconds. Raise it to batch completions that are further apart.
+   * What counts as a wake-up: `external` (the default here), one per turn that background results
+   * started; `notification`, every notification handed on the wakeup lane.
    */
-  readonly idleDrainQuietMs?: number;
-  /** However busy the arrivals, a turn starts at most this long after the first queued one. Default 100 ms. */
-  readonly idleDrainMaxDelayMs?: number;
-  /**
-   * When the store fails to record a delivery of queued notifications, they go back to the queue and the
-   * session looks at it again after this long, doubling with each failure in a row. Default 1000 ms.
-   */
-  readonly deliveryRetryMs?: number;
-  /** The longest wait between two such retries. Default 60000 ms (at least `deliveryRetryMs`). */
-  readonly deliveryRetryMaxMs?: number;
-}
-
-export type ResolvedSessionLimits = Required<SessionLimits>;
-
-/** Every key of `SessionLimits`; any other key is rejected with `UNKNOWN_OPTION`. */
-export const SESSION_LIMIT_KEYS = optionKeys<SessionLimits>()({
-  maxStepsPerTurn: true,
-  maxQueuedCommands: true,
-  maxToolResultBytes: true,
-  idleDrainQuietMs: true,
-  idleDrainMaxDelayMs: true,
-  deliveryRetryMs: true,
-  deliveryRetryMaxMs: true,
+  wakeCounting: option.oneOf(['notification', 'external'], { default: 'external' }),
 });
 
-export const SESSION_LIMIT_DEFAULTS: ResolvedSessionLimits = Object.freeze({
-  maxStepsPerTurn: 50,
-  maxQueuedCommands: 1000,
-  maxToolResultBytes: 64 * 1024,
-  idleDrainQuietMs: 1,
-  idleDrainMaxDelayMs: 100,
-  deliveryRetryMs: 1000,
-  deliveryRetryMaxMs: 60_000,
+export type PolicyOptions = OptionsInput<typeof policyOptions.rules>;
+
+const isModelOrFactory = (value: unknown) =>
+  typeof value === 'function' || typeof (value as Partial<ModelPort> | null)?.generate === 'function';
+const isEnvironment = (value: unknown) =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** An environment option: an object of variables. */
+function environment() {
+  return option.custom<Readonly<Record<string, string>>>('an object of environment variables', isEnvironment);
+}
+
+/**
+ * The options of `createSessionRuntime`. A key not declared here (or in `limits` or `notifications`) is
+ * rejected with `UNKNOWN_OPTION`.
+ */
+export const sessionRuntimeOptions = defineOptions('createSessionRuntime', {
+  store: option.required(option.shaped<SessionStore>('a SessionStore', ['createSession'])),
+  /** The model every session talks to, or a factory per session. */
+  model: option.required(
+    option.custom<ModelPort | ((session: Session) => ModelPort)>(
+      'a ModelPort or a factory of one',
+      isModelOrFactory,
+    ),
+  ),
+  /** Default: a new in-process task service whose ids continue after those in the store. */
+  tasks: option.shaped<TaskService>('a TaskService', ['attachController', 'onTasksChanged']),
+  /** The tools of a session (producers' tools and the task tools), built once per session. */
+  tools: option.func<(session: Session) => readonly AnyToolDefinition[]>(),
+  systemPrompt: option.string({ nonEmpty: false }),
+  /** Default working directory of sessions. Default `process.cwd()`. */
+  cwd: option.string(),
+  /** Default environment of sessions. Default `process.env`. */
+  env: environment(),
+  /** Delivery policy options for every session (lanes, wake budget, output tail, formatters). */
+  notifications: option.nested(policyOptions),
+  limits: option.nested(sessionLimitOptions),
+  /** Runs for a person's input before it is delivered; background-task turns skip it. */
+  beforeUserPrompt: option.func<(text: string, session: Session) => string | undefined>(),
+  /** Shutdown sweeps that run before a closing session's tasks are cancelled (e.g. stop workflow runs). */
+  onSessionShutdown: option.func<(session: Session) => Promise<void> | void>(),
+  /** Told about failures no caller sees. Default: `process.emitWarning`. */
+  logger: option.logger({ default: emitWarningLogger }),
+  /** Epoch milliseconds for the records sessions write. Default: the clock's `now`. */
+  now: option.func<() => number>(),
+  /** Schedules each session's idle drain and delivery retries. Default: the system clock. */
+  clock: option.clock({ default: systemClock }),
 });
 
-/** `check` names the function the limits were handed to, for an `UNKNOWN_OPTION` error. */
-export function resolveSessionLimits(
-  limits: SessionLimits = {},
-  check: UnknownOptionsCheck = { where: 'createSessionRuntime', path: 'limits' },
-): ResolvedSessionLimits {
-  if (typeof limits !== 'object' || limits === null) {
-    throw new InvalidArgumentError('limits', 'an object of session limits', limits);
-  }
-  rejectUnknownOptions(limits, SESSION_LIMIT_KEYS, check);
-  const resolved = { ...SESSION_LIMIT_DEFAULTS };
-  for (const field of Object.keys(SESSION_LIMIT_DEFAULTS) as Array<keyof ResolvedSessionLimits>) {
-    const value = limits[field];
-    if (value === undefined) continue;
-    const minimum = field === 'idleDrainQuietMs' || field === 'idleDrainMaxDelayMs' ? 0 : 1;
-    if (!Number.isSafeInteger(value) || value < minimum) {
-      throw new InvalidArgumentError(
-        `limits.${field}`,
-        minimum === 0 ? 'a non-negative integer' : 'a positive integer',
-        value,
-      );
-    }
-    resolved[field] = value;
-  }
-  if (resolved.idleDrainMaxDelayMs < resolved.idleDrainQuietMs) {
-    throw new InvalidArgumentError(
-      'limits.idleDrainMaxDelayMs',
-      `at least limits.idleDrainQuietMs (${resolved.idleDrainQuietMs})`,
-      resolved.idleDrainMaxDelayMs,
-    );
-  }
-  if (resolved.deliveryRetryMaxMs < resolved.deliveryRetryMs) {
-    throw new InvalidArgumentError(
-      'limits.deliveryRetryMaxMs',
-      `at least limits.deliveryRetryMs (${resolved.deliveryRetryMs})`,
-      resolved.deliveryRetryMaxMs,
-    );
-  }
-  return resolved;
-}
+export type SessionRuntimeOptions = OptionsInput<typeof sessionRuntimeOptions.rules>;
+export type ResolvedSessionRuntimeOptions = ResolvedOptions<typeof sessionRuntimeOptions.rules>;
+
+const sessionId = () =>
+  option.custom<string, SessionId>('a session id', () => true, { convert: validateSessionId });
+
+/** The options of `createSession`. A key not declared here is rejected with `UNKNOWN_OPTION`. */
+export const createSessionOptions = defineOptions('createSession', {
+  /** The session's id. Default `session-<uuid>`. */
+  id: sessionId(),
+  /** The session that started this one (a subagent's parent). */
+  parentId: sessionId(),
+  /** Working directory. Default: the runtime's `cwd`, else `process.cwd()`. */
+  cwd: option.string(),
+  /** Environment. Default: the runtime's `env`, else `process.env`. */
+  env: environment(),
+  /** A title for people (dashboards, session lists). Default none. */
+  title: option.string({ nonEmpty: false }),
+});
+
+export type CreateSessionOptions = OptionsInput<typeof createSessionOptions.rules>;
+
+/** The options of `resumeSession`. A key not declared here is rejected with `UNKNOWN_OPTION`. */
+export const resumeSessionOptions = defineOptions('resumeSession', {
+  /** Environment of the resumed session. Default: the runtime's `env`, else `process.env`. */
+  env: environment(),
+});
+
+export type ResumeSessionOptions = OptionsInput<typeof resumeSessionOptions.rules>;

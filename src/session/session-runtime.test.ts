@@ -46,8 +46,8 @@ describe('session runtime options', () => {
     ['limits.maxStepsPerTurn', { limits: { maxStepsPerTurn: 0 } }],
     ['limits.deliveryRetryMs', { limits: { deliveryRetryMs: 0 } }],
     ['limits.deliveryRetryMaxMs', { limits: { deliveryRetryMs: 5000, deliveryRetryMaxMs: 1000 } }],
-    ['wakeBudget', { notifications: { wakeBudget: -1 } }],
-    ['lanes.bash', { notifications: { lanes: { bash: 'loud' as never } } }],
+    ['notifications.wakeBudget', { notifications: { wakeBudget: -1 } }],
+    ['notifications.lanes.bash', { notifications: { lanes: { bash: 'loud' as never } } }],
   ])('rejects a bad %s when the runtime is created, naming it', (field, options) => {
     expect(() =>
       createSessionRuntime({ store: createMemorySessionStore(), model: scriptedModel(), ...options }),

@@ -5,11 +5,8 @@
 import { randomUUID } from 'node:crypto';
 import {
   createDeliveryPolicy,
-  DELIVERY_POLICY_DEFAULTS,
   type DeliveryPolicy,
-  type DeliveryPolicyOptions,
   formatLostTaskNotification,
-  rejectUnknownPolicyOptions,
   type TaskNotification,
 } from '../notifications/index.js';
 import { createTaskService, type SequenceBlocks } from '../registry/index.js';
@@ -19,126 +16,34 @@ import { taskRecordFromSnapshot } from '../store/task-record-from-snapshot.js';
 import {
   asSessionId,
   type Clock,
-  createOwner,
   createTrustedCaller,
   ErrandError,
-  InvalidArgumentError,
   isTerminalStatus,
   type Logger,
   parseTaskId,
   type SessionId,
-  systemClock,
   type TaskService,
   type TaskSnapshot,
   validateSessionId,
 } from '../tasks/index.js';
-import { optionKeys, rejectUnknownOptions, validateLoggerOption } from '../tasks/option-keys.js';
-import type { AnyToolDefinition } from '../tools/index.js';
 import type { ModelPort } from './model-port.js';
 import { Session } from './session.js';
 import type { SessionEvent } from './session-events.js';
 import { holderFor, isHolderLive, registerLiveRuntime } from './session-holder.js';
-import { resolveSessionLimits, type SessionLimits } from './session-options.js';
+import {
+  type CreateSessionOptions,
+  createSessionOptions,
+  type PolicyOptions,
+  type ResolvedSessionRuntimeOptions,
+  type ResumeSessionOptions,
+  resumeSessionOptions,
+  type SessionRuntimeOptions,
+  sessionRuntimeOptions,
+} from './session-options.js';
 
 const runtimeCaller = createTrustedCaller('session-runtime');
 
-export type PolicyOptions = Omit<
-  DeliveryPolicyOptions,
-  'tasks' | 'owner' | 'enqueue' | 'currentBranchGeneration' | 'isShuttingDown' | 'isSealed' | 'logger' | 'now'
->;
-
-/** Every key of `PolicyOptions`; any other key of `notifications` is rejected with `UNKNOWN_OPTION`. */
-export const POLICY_OPTION_KEYS = optionKeys<PolicyOptions>()({
-  defaultLane: true,
-  lanes: true,
-  laneOf: true,
-  wakeBudget: true,
-  wakeCounting: true,
-  maxNotificationBytes: true,
-  outputTail: true,
-  readOutputTail: true,
-  formatters: true,
-  notifyModelStops: true,
-});
-
-/**
- * Options of `createSessionRuntime`. A key not listed here (or in `limits` or `notifications`) is rejected
- * with `UNKNOWN_OPTION`.
- */
-export interface SessionRuntimeOptions {
-  readonly store: SessionStore;
-  /** The model every session talks to, or a factory per session. */
-  readonly model: ModelPort | ((session: Session) => ModelPort);
-  /** Default: a new in-process task service whose ids continue after those in the store. */
-  readonly tasks?: TaskService;
-  /** The tools of a session (producers' tools and the task tools), built once per session. */
-  readonly tools?: (session: Session) => readonly AnyToolDefinition[];
-  readonly systemPrompt?: string;
-  /** Default working directory of sessions. Default `process.cwd()`. */
-  readonly cwd?: string;
-  /** Default environment of sessions. Default `process.env`. */
-  readonly env?: Readonly<Record<string, string>>;
-  /** Delivery policy options for every session (lanes, wake budget, output tail, formatters). */
-  readonly notifications?: PolicyOptions;
-  readonly limits?: SessionLimits;
-  /** Runs for a person's input before it is delivered; background-task turns skip it. */
-  readonly beforeUserPrompt?: (text: string, session: Session) => string | undefined;
-  /** Shutdown sweeps that run before a closing session's tasks are cancelled (e.g. stop workflow runs). */
-  readonly onSessionShutdown?: (session: Session) => Promise<void> | void;
-  readonly logger?: Logger;
-  /** Epoch milliseconds for the records sessions write. Default: the clock's `now`. */
-  readonly now?: () => number;
-  /** Schedules each session's idle drain and delivery retries. Default: the system clock. */
-  readonly clock?: Clock;
-}
-
-/** Every key of `SessionRuntimeOptions`; any other key is rejected with `UNKNOWN_OPTION`. */
-export const SESSION_RUNTIME_OPTION_KEYS = optionKeys<SessionRuntimeOptions>()({
-  store: true,
-  model: true,
-  tasks: true,
-  tools: true,
-  systemPrompt: true,
-  cwd: true,
-  env: true,
-  notifications: true,
-  limits: true,
-  beforeUserPrompt: true,
-  onSessionShutdown: true,
-  logger: true,
-  now: true,
-  clock: true,
-});
-
-/** Options of `createSession`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
-export interface CreateSessionOptions {
-  /** The session's id. Default `session-<uuid>`. */
-  readonly id?: string;
-  /** The session that started this one (a subagent's parent). */
-  readonly parentId?: string;
-  /** Working directory. Default: the runtime's `cwd`, else `process.cwd()`. */
-  readonly cwd?: string;
-  /** Environment. Default: the runtime's `env`, else `process.env`. */
-  readonly env?: Readonly<Record<string, string>>;
-  /** A title for people (dashboards, session lists). Default none. */
-  readonly title?: string;
-}
-
-const CREATE_SESSION_OPTION_KEYS = optionKeys<CreateSessionOptions>()({
-  id: true,
-  parentId: true,
-  cwd: true,
-  env: true,
-  title: true,
-});
-
-/** Options of `resumeSession`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
-export interface ResumeSessionOptions {
-  /** Environment of the resumed session. Default: the runtime's `env`, else `process.env`. */
-  readonly env?: Readonly<Record<string, string>>;
-}
-
-const RESUME_SESSION_OPTION_KEYS = optionKeys<ResumeSessionOptions>()({ env: true });
+export type { CreateSessionOptions, PolicyOptions, ResumeSessionOptions, SessionRuntimeOptions };
 
 export class SessionNotFoundError extends ErrandError {
   constructor(sessionId: string) {
@@ -163,16 +68,10 @@ export class SessionExistsError extends ErrandError {
 
 export type RuntimeEventListener = (sessionId: SessionId, event: SessionEvent) => void;
 
-const defaultLogger: Logger = {
-  warn(message, context) {
-    process.emitWarning(`${message}${context ? ` ${JSON.stringify(context)}` : ''}`, 'ErrandWarning');
-  },
-};
-
 export class SessionRuntime {
   readonly tasks: TaskService;
   readonly store: SessionStore;
-  readonly #options: SessionRuntimeOptions;
+  readonly #options: ResolvedSessionRuntimeOptions;
   readonly #ownsTasks: boolean;
   readonly #sessions = new Map<string, { session: Session; policy: DeliveryPolicy; detach: () => void }>();
   readonly #listeners = new Set<RuntimeEventListener>();
@@ -192,18 +91,18 @@ export class SessionRuntime {
 
   constructor(options: SessionRuntimeOptions) {
     // Everything is checked before the runtime attaches to a task service or a session reaches the store.
-    validateRuntimeOptions(options);
-    this.#options = options;
-    this.store = options.store;
-    this.#logger = options.logger ?? defaultLogger;
-    this.#clock = options.clock ?? systemClock;
-    this.#now = options.now ?? (() => this.#clock.now());
-    this.#ownsTasks = options.tasks === undefined;
+    const resolved = sessionRuntimeOptions.resolve(options);
+    this.#options = resolved;
+    this.store = resolved.store;
+    this.#logger = resolved.logger;
+    this.#clock = resolved.clock;
+    this.#now = resolved.now ?? (() => this.#clock.now());
+    this.#ownsTasks = resolved.tasks === undefined;
     this.tasks =
-      options.tasks ??
+      resolved.tasks ??
       createTaskService({
-        initialSequences: lastSequences(options.store),
-        sequenceBlocks: storeSequenceBlocks(options.store),
+        initialSequences: lastSequences(resolved.store),
+        sequenceBlocks: storeSequenceBlocks(resolved.store),
       });
     this.#stopRecording = this.tasks.onTasksChanged((change) => this.#record(change.reason, change.task), {
       caller: runtimeCaller,
@@ -227,15 +126,12 @@ export class SessionRuntime {
     };
   }
 
-  createSession(options: CreateSessionOptions = {}): Session {
+  createSession(input: CreateSessionOptions = {}): Session {
     this.#ensureOpen();
-    rejectUnknownOptions(options, CREATE_SESSION_OPTION_KEYS, { where: 'createSession' });
-    const id =
-      options.id === undefined ? asSessionId(`session-${randomUUID()}`) : validateSessionId(options.id, 'id');
+    const options = createSessionOptions.resolve(input);
+    const id = options.id ?? asSessionId(`session-${randomUUID()}`);
     if (this.#sessions.has(id)) throw new SessionExistsError(id);
-    const parentId =
-      options.parentId === undefined ? undefined : validateSessionId(options.parentId, 'parentId');
-    validateEnvironment('env', options.env);
+    const { parentId } = options;
     const cwd = options.cwd ?? this.#options.cwd ?? process.cwd();
     const record = this.store.createSession({
       id,
@@ -263,11 +159,10 @@ export class SessionRuntime {
    * notifications are discarded with `session_resumed` (none is delivered twice) and live task records
    * become `lost`.
    */
-  resumeSession(id: string, options: ResumeSessionOptions = {}): Session {
+  resumeSession(id: string, input: ResumeSessionOptions = {}): Session {
     this.#ensureOpen();
-    rejectUnknownOptions(options, RESUME_SESSION_OPTION_KEYS, { where: 'resumeSession' });
+    const options = resumeSessionOptions.resolve(input);
     const sessionId = validateSessionId(id, 'id');
-    validateEnvironment('env', options.env);
     if (this.#sessions.has(sessionId)) throw new SessionExistsError(sessionId);
     const record = this.store.getSession(sessionId);
     if (!record) throw new SessionNotFoundError(sessionId);
@@ -305,8 +200,7 @@ export class SessionRuntime {
    * their other notifications would.
    */
   #tellLost(session: Session): void {
-    const budgetBytes =
-      this.#options.notifications?.maxNotificationBytes ?? DELIVERY_POLICY_DEFAULTS.maxNotificationBytes;
+    const budgetBytes = this.#options.notifications.maxNotificationBytes;
     const lost = this.store
       .listTasks({ sessionId: session.id, statuses: ['lost'] })
       .filter(
@@ -403,7 +297,7 @@ export class SessionRuntime {
       tasks: this.tasks,
       model: modelFactory ? unsetModel : placeholder,
       systemPrompt: options.systemPrompt,
-      limits: resolveSessionLimits(options.limits),
+      limits: options.limits,
       logger: this.#logger,
       now: this.#now,
       clock: this.#clock,
@@ -416,8 +310,6 @@ export class SessionRuntime {
     if (modelFactory) session.setModel(modelFactory(session));
 
     const policy = createDeliveryPolicy({
-      // One wake-up per turn that background results start, however many notifications it carries.
-      wakeCounting: 'external',
       ...options.notifications,
       tasks: this.tasks,
       owner: session.owner,
@@ -558,74 +450,6 @@ const unsetModel: ModelPort = {
   name: 'unset',
   generate: () => Promise.reject(new Error('The session has no model')),
 };
-
-function validateRuntimeOptions(options: SessionRuntimeOptions): void {
-  if (typeof options !== 'object' || options === null) {
-    throw new InvalidArgumentError('options', 'an object', options);
-  }
-  rejectUnknownOptions(options, SESSION_RUNTIME_OPTION_KEYS, { where: 'createSessionRuntime' });
-  if (typeof options.store !== 'object' || options.store === null) {
-    throw new InvalidArgumentError('store', 'a SessionStore', options.store);
-  }
-  if (typeof options.model !== 'function' && typeof options.model?.generate !== 'function') {
-    throw new InvalidArgumentError('model', 'a ModelPort or a factory of one', options.model);
-  }
-  const tasks = options.tasks as Partial<TaskService> | undefined;
-  if (
-    tasks !== undefined &&
-    (typeof tasks !== 'object' ||
-      tasks === null ||
-      typeof tasks.attachController !== 'function' ||
-      typeof tasks.onTasksChanged !== 'function')
-  ) {
-    throw new InvalidArgumentError('tasks', 'a TaskService', options.tasks);
-  }
-  for (const field of ['tools', 'beforeUserPrompt', 'onSessionShutdown', 'now'] as const) {
-    if (options[field] !== undefined && typeof options[field] !== 'function') {
-      throw new InvalidArgumentError(field, 'a function', options[field]);
-    }
-  }
-  const clock = options.clock as Partial<Clock> | undefined;
-  if (clock !== undefined && (typeof clock?.now !== 'function' || typeof clock.schedule !== 'function')) {
-    throw new InvalidArgumentError('clock', 'a Clock ({ now, schedule })', options.clock);
-  }
-  if (options.systemPrompt !== undefined && typeof options.systemPrompt !== 'string') {
-    throw new InvalidArgumentError('systemPrompt', 'a string', options.systemPrompt);
-  }
-  if (options.cwd !== undefined && (typeof options.cwd !== 'string' || options.cwd === '')) {
-    throw new InvalidArgumentError('cwd', 'a non-empty path', options.cwd);
-  }
-  validateEnvironment('env', options.env);
-  validateLoggerOption(options.logger);
-  resolveSessionLimits(options.limits);
-  validatePolicyOptions(options.notifications);
-}
-
-function validateEnvironment(field: string, env: unknown): void {
-  if (env !== undefined && (typeof env !== 'object' || env === null || Array.isArray(env))) {
-    throw new InvalidArgumentError(field, 'an object of environment variables', env);
-  }
-}
-
-/** The policy checks its own options; a probe policy over no tasks runs those checks up front. */
-function validatePolicyOptions(notifications: PolicyOptions | undefined): void {
-  if (notifications === undefined) return;
-  if (typeof notifications !== 'object' || notifications === null) {
-    throw new InvalidArgumentError('notifications', 'an object of delivery-policy options', notifications);
-  }
-  // Checked here: the policy itself would accept its own keys (`tasks`, `owner`) that the runtime sets.
-  rejectUnknownPolicyOptions(notifications, POLICY_OPTION_KEYS, {
-    where: 'createSessionRuntime',
-    path: 'notifications',
-  });
-  const noTasks = { onTaskDone: () => () => {} } as unknown as TaskService;
-  createDeliveryPolicy({
-    ...notifications,
-    tasks: noTasks,
-    owner: createOwner('options-check'),
-    enqueue: () => {},
-  }).dispose();
-}
 
 /** The diagnosis of a task found running when its session is resumed: its runtime stopped first. */
 const LOST_ON_RESUME_ERROR =

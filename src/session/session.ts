@@ -42,7 +42,7 @@ import type {
 } from './session-events.js';
 import { type SendOptions, SessionInput } from './session-input.js';
 import { SessionLedger } from './session-ledger.js';
-import type { ResolvedSessionLimits } from './session-options.js';
+import type { ResolvedSessionLimits } from './session-limits.js';
 import { SessionShutdown } from './session-shutdown.js';
 import { TurnRunner } from './turn-runner.js';
 

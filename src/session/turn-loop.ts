@@ -17,7 +17,7 @@ import {
 } from '../tools/index.js';
 import type { ModelMessage, ModelPort, ModelResponse, ModelToolCall } from './model-port.js';
 import type { SessionEvent, TurnOutcome } from './session-events.js';
-import type { ResolvedSessionLimits } from './session-options.js';
+import type { ResolvedSessionLimits } from './session-limits.js';
 
 export interface TurnContext {
   readonly turnId: number;

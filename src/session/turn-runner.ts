@@ -16,7 +16,7 @@ import type { NotificationInbox, NotificationReservation } from './notification-
 import { describeError } from './session-errors.js';
 import type { SessionEvent, TurnOutcome, TurnSource } from './session-events.js';
 import type { SessionLedger } from './session-ledger.js';
-import type { ResolvedSessionLimits } from './session-options.js';
+import type { ResolvedSessionLimits } from './session-limits.js';
 import { runTurn, type TurnContext } from './turn-loop.js';
 
 /** The `source` of the message that delivers notifications mid-turn or ahead of a person's input. */

@@ -3,7 +3,7 @@
  * tables, the clock and the one transaction helper (`store-context.ts`). Both providers are this store:
  * SQLite over a file, and the in-memory store over maps in this process.
  */
-import { type ResolvedSessionStoreOptions, resolvePruneOptions } from './options.js';
+import { pruneOptions as pruneOptionsDeclaration, type ResolvedSessionStoreOptions } from './options.js';
 import { createInputLedger, pruneSettledLedger } from './parts/input-ledger.js';
 import { createMessageLog, pruneAbandonedMessages } from './parts/message-log.js';
 import { createRuntimeCommands, pruneCommands } from './parts/runtime-commands.js';
@@ -31,7 +31,7 @@ export function composeSessionStore(
     ...createTaskSequences(context),
 
     prune(pruneOptions = {}) {
-      const retention = resolvePruneOptions(pruneOptions);
+      const retention = pruneOptionsDeclaration.resolve(pruneOptions);
       const time = context.now();
       // Sessions first (their records go with them), and the ledger before the messages it may point at.
       return context.write('prune the store', (tables) => ({

@@ -3,20 +3,14 @@
  * rules as the SQLite store (`compose-session-store.ts`) over maps in this process (`memory-tables.ts`).
  * Nothing survives the process and no other process sees it (`capabilities` says so).
  */
-import { rejectUnknownOptions } from '../tasks/option-keys.js';
 import { composeSessionStore } from './compose-session-store.js';
 import { createMemoryBackend } from './memory-tables.js';
-import {
-  resolveSessionStoreOptions,
-  SESSION_STORE_OPTION_KEYS,
-  type SessionStoreOptions,
-} from './options.js';
+import { type SessionStoreOptions, sessionStoreOptions } from './options.js';
 import type { SessionStore } from './session-store.js';
 
 /** A session store that lives in this process's memory. */
 export type MemorySessionStore = SessionStore;
 
 export function createMemorySessionStore(options: SessionStoreOptions = {}): MemorySessionStore {
-  rejectUnknownOptions(options, SESSION_STORE_OPTION_KEYS, { where: 'createMemorySessionStore' });
-  return composeSessionStore(createMemoryBackend(), resolveSessionStoreOptions(options));
+  return composeSessionStore(createMemoryBackend(), sessionStoreOptions.resolve(options));
 }

@@ -11,6 +11,7 @@
  */
 import type { SessionId, StopInitiator, TaskStatus } from '../tasks/index.js';
 import type { JsonObject, JsonValue } from './json.js';
+import type { PruneOptions } from './options.js';
 import type {
   DiscardReason,
   LedgerEntry,
@@ -402,25 +403,8 @@ export interface TaskSequences {
 
 // ---- bounds ---------------------------------------------------------------------------------------
 
-/**
- * What `prune` removes. Every field has a default (`STORE_RETENTION_DEFAULTS`); a key not listed here is
- * rejected with `UNKNOWN_OPTION`.
- */
-export interface PruneOptions {
-  /** Closed sessions kept (newest by `updatedAt`); older closed sessions go with all their records. Default 100. */
-  readonly keepClosedSessions?: number;
-  /** Delivered and discarded ledger entries last changed longer ago than this go. Default 7 days. */
-  readonly settledLedgerMaxAgeMs?: number;
-  /** Abandoned messages older than this go, unless a ledger entry still points at them. Default 7 days. */
-  readonly abandonedMessageMaxAgeMs?: number;
-  /** Terminal task records and finished workflow runs (with their steps) older than this go. Default 30 days. */
-  readonly finishedRecordMaxAgeMs?: number;
-  /**
-   * Runtime commands answered longer ago than this go, and so do pending ones submitted longer ago (their
-   * runtime never answered). Default 1 day.
-   */
-  readonly commandMaxAgeMs?: number;
-}
+/** What `prune` removes (declared in `options.ts` with its defaults, `STORE_RETENTION_DEFAULTS`). */
+export type { PruneOptions };
 
 export interface PruneResult {
   readonly sessions: number;

@@ -9,97 +9,79 @@
  */
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { ErrandError, InvalidArgumentError } from '../tasks/index.js';
-import { optionKeys } from '../tasks/option-keys.js';
-import {
-  DATABASE_FILE_NAME,
-  ensureDatabaseFile,
-  type HomeEnvironment,
-  resolveErrandHome,
-} from './data-directory.js';
+import { ErrandError } from '../tasks/index.js';
+import { defineOptions, type OptionsInput, option, type ResolvedOptions } from '../tasks/options.js';
+import { DATABASE_FILE_NAME, ensureDatabaseFile, resolveErrandHome } from './data-directory.js';
 import { StoreOpenError } from './errors.js';
-import { resolvePruneOptions, type SessionStoreOptions } from './options.js';
-import type { PruneOptions } from './session-store.js';
+import {
+  type PruneOptions,
+  pruneOptions,
+  type ResolvedPruneOptions,
+  STORE_RETENTION_DEFAULTS,
+  sessionStoreOptions,
+} from './options.js';
 
-export type SynchronousMode = 'full' | 'normal';
+const isObject = (value: unknown) => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /**
- * Options of `openSqliteSessionStore`: the options every store takes, where the data directory is found
- * (`env`, `homedir`, `home`, `file`) and how the file is opened. A key not listed here is rejected with
- * `UNKNOWN_OPTION`, as is one inside `pruneOnOpen` that `PruneOptions` lacks.
+ * The options of `openSqliteSessionStore`: the options every store takes, where the data directory is
+ * found (`env`, `homedir`, `home`, `file`) and how the file is opened. A key not declared here is rejected
+ * with `UNKNOWN_OPTION`, as is one inside `pruneOnOpen` that `PruneOptions` lacks.
  */
-export interface SqliteSessionStoreOptions extends SessionStoreOptions, HomeEnvironment {
+export const sqliteSessionStoreOptions = defineOptions('openSqliteSessionStore', {
+  ...sessionStoreOptions.rules,
+  /** The environment `ERRAND_HOME` is read from. Default `process.env`. */
+  env: option.custom<Readonly<Record<string, string | undefined>>>(
+    'an object of environment variables',
+    isObject,
+  ),
+  /** The user's home directory, under which `.errand` is the default data directory. Default `os.homedir`. */
+  homedir: option.func<() => string>(),
   /** The data directory. Default `$ERRAND_HOME`, else `~/.errand`; created with mode 0700. */
-  readonly home?: string;
+  home: option.string(),
   /** The database file. Default `<home>/errand.sqlite`; created with mode 0600 (its directory 0700). */
-  readonly file?: string;
+  file: option.string(),
   /** `full` (default) fsyncs the WAL on every commit; `normal` may lose the last commits on power loss. */
-  readonly synchronous?: SynchronousMode;
+  synchronous: option.oneOf(['full', 'normal'], { default: 'full' }),
   /** How long a write waits for another connection's lock before `STORE_BUSY`. Default 5000 ms. */
-  readonly busyTimeoutMs?: number;
+  busyTimeoutMs: option.integer({ min: 0, default: 5000 }),
   /** Prune right after opening, with these options or (`true`) the defaults. Default true. */
-  readonly pruneOnOpen?: PruneOptions | boolean;
-}
-
-/** Every key of `SqliteSessionStoreOptions`; any other key is rejected with `UNKNOWN_OPTION`. */
-export const SQLITE_SESSION_STORE_OPTION_KEYS = optionKeys<SqliteSessionStoreOptions>()({
-  now: true,
-  maxFieldBytes: true,
-  env: true,
-  homedir: true,
-  home: true,
-  file: true,
-  synchronous: true,
-  busyTimeoutMs: true,
-  pruneOnOpen: true,
+  pruneOnOpen: option.custom<PruneOptions | boolean, ResolvedPruneOptions | false>(
+    'an object of prune options, or a boolean',
+    (value) => typeof value === 'boolean' || isObject(value),
+    {
+      fallback: () => STORE_RETENTION_DEFAULTS,
+      convert: (value, path, where) =>
+        value === false ? false : pruneOptions.resolve(value === true ? {} : value, { where, path }),
+    },
+  ),
 });
 
+/** Options of `openSqliteSessionStore`. */
+export type SqliteSessionStoreOptions = OptionsInput<typeof sqliteSessionStoreOptions.rules>;
+export type SynchronousMode = 'full' | 'normal';
+
 export const SQLITE_STORE_DEFAULTS = Object.freeze({
-  synchronous: 'full' as SynchronousMode,
-  busyTimeoutMs: 5000,
+  ...sqliteSessionStoreOptions.defaults,
   /** After a checkpoint the WAL file is truncated back to at most this size. */
   journalSizeLimitBytes: 64 * 1024 * 1024,
 });
 
-export interface ResolvedSqliteOptions {
+export type ResolvedSqliteOptions = ResolvedOptions<typeof sqliteSessionStoreOptions.rules> & {
+  /** The database file, `file` or the one in the data directory. */
   readonly file: string;
-  readonly synchronous: SynchronousMode;
-  readonly busyTimeoutMs: number;
-  readonly pruneOnOpen: PruneOptions | false;
+};
+
+/** Checks `options` and finds the database file they name. */
+export function resolveSqliteOptions(options: SqliteSessionStoreOptions = {}): ResolvedSqliteOptions {
+  const resolved = sqliteSessionStoreOptions.resolve(options);
+  const file = resolved.file ?? join(resolved.home ?? resolveErrandHome(resolved), DATABASE_FILE_NAME);
+  return Object.freeze({ ...resolved, file });
 }
 
 /** Where a store opened with these options keeps its database. */
 export function resolveDatabaseFile(options: SqliteSessionStoreOptions = {}): string {
-  if (options.file !== undefined) {
-    if (typeof options.file !== 'string' || options.file === '') {
-      throw new InvalidArgumentError('file', 'a non-empty path', options.file);
-    }
-    return options.file;
-  }
-  if (options.home !== undefined && (typeof options.home !== 'string' || options.home === '')) {
-    throw new InvalidArgumentError('home', 'a non-empty path', options.home);
-  }
-  return join(options.home ?? resolveErrandHome(options), DATABASE_FILE_NAME);
-}
-
-export function resolveSqliteOptions(options: SqliteSessionStoreOptions): ResolvedSqliteOptions {
-  const synchronous = options.synchronous ?? SQLITE_STORE_DEFAULTS.synchronous;
-  if (synchronous !== 'full' && synchronous !== 'normal') {
-    throw new InvalidArgumentError('synchronous', '"full" or "normal"', synchronous);
-  }
-  const busyTimeoutMs = options.busyTimeoutMs ?? SQLITE_STORE_DEFAULTS.busyTimeoutMs;
-  if (typeof busyTimeoutMs !== 'number' || !Number.isSafeInteger(busyTimeoutMs) || busyTimeoutMs < 0) {
-    throw new InvalidArgumentError('busyTimeoutMs', 'a non-negative integer', busyTimeoutMs);
-  }
-  const prune = options.pruneOnOpen ?? true;
-  let pruneOnOpen: PruneOptions | false;
-  if (prune === false) pruneOnOpen = false;
-  else if (prune === true) pruneOnOpen = {};
-  else {
-    resolvePruneOptions(prune, { where: 'openSqliteSessionStore', path: 'pruneOnOpen' });
-    pruneOnOpen = prune;
-  }
-  return { file: resolveDatabaseFile(options), synchronous, busyTimeoutMs, pruneOnOpen };
+  return resolveSqliteOptions(options).file;
 }
 
 function describeError(error: unknown): string {

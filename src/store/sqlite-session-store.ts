@@ -3,16 +3,13 @@
  * change is one immediate transaction, so a guard and its write are one step even when several processes
  * share the file, and a crash leaves either all of a change or none.
  */
-import { rejectUnknownOptions } from '../tasks/option-keys.js';
 import { composeSessionStore } from './compose-session-store.js';
 import { type MigrationOutcome, migrate } from './migrations.js';
-import { resolveSessionStoreOptions } from './options.js';
 import type { SessionStore } from './session-store.js';
 import {
   openFailure,
   openSqliteDatabase,
   resolveSqliteOptions,
-  SQLITE_SESSION_STORE_OPTION_KEYS,
   type SqliteSessionStoreOptions,
 } from './sqlite-database.js';
 import { createSqliteBackend } from './sqlite-tables.js';
@@ -30,15 +27,13 @@ const FILE_CAPABILITIES = Object.freeze({ sharedAcrossProcesses: true, persisten
 
 /** Opens (creating and migrating as needed) the session store in `$ERRAND_HOME`, or where the options say. */
 export function openSqliteSessionStore(options: SqliteSessionStoreOptions = {}): SqliteSessionStore {
-  rejectUnknownOptions(options, SQLITE_SESSION_STORE_OPTION_KEYS, { where: 'openSqliteSessionStore' });
-  const resolved = resolveSessionStoreOptions(options);
   const sqlite = resolveSqliteOptions(options);
   const database = openSqliteDatabase(sqlite);
   let store: SqliteSessionStore;
   try {
-    const migration = migrate(database, sqlite.file, readClock(resolved.now));
+    const migration = migrate(database, sqlite.file, readClock(sqlite.now));
     const backend = createSqliteBackend(database, sqlite.busyTimeoutMs, FILE_CAPABILITIES);
-    store = { file: sqlite.file, migration, ...composeSessionStore(backend, resolved) };
+    store = { file: sqlite.file, migration, ...composeSessionStore(backend, sqlite) };
   } catch (error) {
     database.close();
     throw openFailure(sqlite.file, error);

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { expectErrandError, START_TIME } from './conformance/index.js';
 import { createMemoryBackend } from './memory-tables.js';
 import { migrate } from './migrations.js';
-import { resolveSessionStoreOptions } from './options.js';
+import { sessionStoreOptions } from './options.js';
 import type { SessionRow } from './rows.js';
 import { createSqliteBackend } from './sqlite-tables.js';
 import { createStoreContext, type StoreContext } from './store-context.js';
@@ -71,7 +71,7 @@ describe.each([
   function open(): StoreContext {
     const context = createStoreContext(
       createBackend(),
-      resolveSessionStoreOptions({ now: () => START_TIME }),
+      sessionStoreOptions.resolve({ now: () => START_TIME }),
     );
     contexts.push(context);
     context.write('create a session', ({ sessions }) => sessions.put(session('s')));

@@ -16,3 +16,10 @@ export function createConsoleLogger(prefix: string): Logger {
 
 /** The default logger of a library with no logger injected. */
 export const consoleLogger: Logger = createConsoleLogger('errand');
+
+/** A logger that reports through `process.emitWarning` (type `ErrandWarning`): for hosts whose stdout is taken. */
+export const emitWarningLogger: Logger = Object.freeze({
+  warn(message: string, context?: Record<string, unknown>) {
+    process.emitWarning(`${message}${context ? ` ${JSON.stringify(context)}` : ''}`, 'ErrandWarning');
+  },
+});

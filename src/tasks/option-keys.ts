@@ -1,23 +1,8 @@
 /**
- * Unknown option keys: every public function that takes an options object lists its known keys with
- * `optionKeys<T>()` (compiler-checked against the options type) and calls `rejectUnknownOptions` before any
- * side effect, so a typo or an old name fails with `UNKNOWN_OPTION` instead of silently doing nothing.
+ * Unknown option keys: `defineOptions` rejects a key its declaration lacks before any value is read, so a
+ * typo or an old name fails with `UNKNOWN_OPTION` (with a "did you mean") instead of silently doing nothing.
  */
-import { InvalidArgumentError, UnknownOptionError } from './errors.js';
-
-/** Every key of `T`, each mapped to `true`: leaving a key out, or adding one `T` lacks, is a type error. */
-export type OptionKeyRecord<T> = { readonly [K in keyof T]-?: true };
-
-/**
- * The keys of an options type as a frozen list, checked by the compiler against the type:
- * `optionKeys<FooOptions>()({ a: true, b: true })`. (Curried so `T` is given and the record is inferred
- * against it, which keeps the excess-property check.)
- */
-export function optionKeys<T extends object>(): (
-  record: OptionKeyRecord<T>,
-) => readonly (keyof T & string)[] {
-  return (record) => Object.freeze(Object.keys(record)) as readonly (keyof T & string)[];
-}
+import { UnknownOptionError } from './errors.js';
 
 export interface UnknownOptionsCheck {
   /** The function (or options) the object is handed to, as the message names it: `createPtyProducer`. */
@@ -26,22 +11,6 @@ export interface UnknownOptionsCheck {
   readonly path?: string;
   /** Old names mapped to their new ones, suggested whatever their spelling distance. */
   readonly renamed?: Readonly<Record<string, string>>;
-}
-
-/** The check of an options object nested at `key` inside the one `check` describes. */
-export function nestedCheck(check: UnknownOptionsCheck, key: string): UnknownOptionsCheck {
-  return { where: check.where, path: check.path === undefined ? key : `${check.path}.${key}` };
-}
-
-/**
- * Refuses a `logger` option that is given but has no `warn` function: a broken logger would otherwise
- * throw later, from wherever a warning is reported.
- */
-export function validateLoggerOption(logger: unknown): void {
-  if (logger === undefined) return;
-  if (typeof (logger as { warn?: unknown } | null)?.warn !== 'function') {
-    throw new InvalidArgumentError('logger', 'an object with a warn function', logger);
-  }
 }
 
 /**

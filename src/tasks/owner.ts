@@ -4,7 +4,7 @@
  */
 import { InvalidArgumentError } from './errors.js';
 import { asSessionId, type SessionId } from './ids.js';
-import { optionKeys, rejectUnknownOptions } from './option-keys.js';
+import { defineOptions, type OptionsInput, option } from './options.js';
 
 export type Cleanup = () => void | Promise<void>;
 
@@ -40,13 +40,14 @@ export function isTrustedCaller(caller: Caller): caller is TrustedCaller {
   return caller !== undefined && 'trusted' in caller && caller.trusted === true;
 }
 
-/** Options of `createOwner`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
-export interface CreateOwnerOptions {
-  /** Reads the session's branch generation; defaults to a constant 0. */
-  readonly branchGeneration?: () => number;
-}
+/** The options of `createOwner`. A key not declared here is rejected with `UNKNOWN_OPTION`. */
+const createOwnerOptions = defineOptions('createOwner', {
+  /** Reads the session's branch generation. Default: a constant 0. */
+  branchGeneration: option.func<() => number>(),
+});
 
-const OWNER_OPTION_KEYS = optionKeys<CreateOwnerOptions>()({ branchGeneration: true });
+/** Options of `createOwner`. */
+export type CreateOwnerOptions = OptionsInput<typeof createOwnerOptions.rules>;
 
 const SESSION_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 
@@ -114,16 +115,5 @@ class ScopedOwner implements Owner {
 
 export function createOwner(sessionId: string, options: CreateOwnerOptions = {}): Owner {
   const id = validateSessionId(sessionId);
-  if (typeof options !== 'object' || options === null) {
-    throw new InvalidArgumentError('options', 'an object', options);
-  }
-  rejectUnknownOptions(options, OWNER_OPTION_KEYS, { where: 'createOwner' });
-  if (options.branchGeneration !== undefined && typeof options.branchGeneration !== 'function') {
-    throw new InvalidArgumentError(
-      'branchGeneration',
-      'a function returning the generation',
-      options.branchGeneration,
-    );
-  }
-  return new ScopedOwner(id, options);
+  return new ScopedOwner(id, createOwnerOptions.resolve(options));
 }

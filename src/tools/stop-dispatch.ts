@@ -21,7 +21,7 @@ import {
   type TaskService,
   type TaskSnapshot,
 } from '../tasks/index.js';
-import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
+import { defineOptions, type OptionsInput, option } from '../tasks/options.js';
 
 export type StopFailureReason = 'not_found' | 'not_running' | 'cancel_not_supported';
 
@@ -68,14 +68,17 @@ export interface StopDispatch {
   registerStrategy(kind: TaskKind, strategy: StopStrategy): Disposer;
 }
 
-/** Options of `createStopDispatch`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
-export interface StopDispatchOptions {
-  readonly tasks: TaskService;
+/** The options of `createStopDispatch`. A key not declared here is rejected with `UNKNOWN_OPTION`. */
+const stopDispatchOptions = defineOptions('createStopDispatch', {
+  tasks: option.required(option.shaped<TaskService>('a TaskService', ['kill'])),
   /** Strategies per kind; kinds without one use the default. */
-  readonly strategies?: Readonly<Partial<Record<TaskKind, StopStrategy>>>;
-}
+  strategies: option.record<TaskKind, StopStrategy, StopStrategy | undefined>(option.func<StopStrategy>(), {
+    keys: { expected: 'task kinds', isValid: isValidTaskKind },
+  }),
+});
 
-const STOP_DISPATCH_OPTION_KEYS = optionKeys<StopDispatchOptions>()({ tasks: true, strategies: true });
+/** Options of `createStopDispatch`. */
+export type StopDispatchOptions = OptionsInput<typeof stopDispatchOptions.rules>;
 
 const INITIATORS: readonly StopInitiator[] = ['user', 'model', 'system'];
 
@@ -114,13 +117,10 @@ export async function killWithInitiator(
 }
 
 export function createStopDispatch(options: StopDispatchOptions): StopDispatch {
-  rejectUnknownOptions(options, STOP_DISPATCH_OPTION_KEYS, { where: 'createStopDispatch' });
-  if (typeof options?.tasks?.kill !== 'function') {
-    throw new InvalidArgumentError('tasks', 'a TaskService', options?.tasks);
-  }
-  const { tasks } = options;
+  const resolved = stopDispatchOptions.resolve(options);
+  const { tasks } = resolved;
   const strategies = new Map<TaskKind, StopStrategy>();
-  for (const [kind, strategy] of Object.entries(options.strategies ?? {})) {
+  for (const [kind, strategy] of Object.entries(resolved.strategies)) {
     if (strategy !== undefined) register(kind, strategy);
   }
 

@@ -9,8 +9,8 @@ import { createTaskListTool, type TaskListInput, type TaskListValue } from './ta
 import { createTaskOutputTool, type TaskOutputInput, type TaskOutputValue } from './task-output.js';
 import {
   type ResolvedTaskToolsOptions,
-  resolveTaskToolsOptions,
   type TaskToolsOptions,
+  taskToolsOptions,
 } from './task-tools-options.js';
 import type { TaskToolsRuntime } from './task-tools-runtime.js';
 import type { AnyToolDefinition, ToolDefinition } from './tool-definition.js';
@@ -29,16 +29,16 @@ export interface TaskTools {
 }
 
 export function createTaskTools(options: TaskToolsOptions): TaskTools {
-  const resolved = resolveTaskToolsOptions(options);
-  const { tasks } = options;
-  const stop = options.stop ?? createStopDispatch({ tasks });
+  const resolved = taskToolsOptions.resolve(options);
+  const { tasks } = resolved;
+  const stop = resolved.stop ?? createStopDispatch({ tasks });
   const disposal = new AbortController();
   const runtime: TaskToolsRuntime = { tasks, options: resolved, stop, disposed: disposal.signal };
   const taskOutput = createTaskOutputTool(runtime);
   const taskList = createTaskListTool(runtime);
   const taskKill = createTaskKillTool(runtime);
   // Attach last: nothing above can fail after the controller is attached.
-  const detach = tasks.attachController(resolved.controllerName, options.controllerScope);
+  const detach = tasks.attachController(resolved.controllerName, resolved.controllerScope);
   return Object.freeze({
     taskOutput,
     taskList,

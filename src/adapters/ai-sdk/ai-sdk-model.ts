@@ -11,17 +11,18 @@ import {
   tool,
 } from 'ai';
 import type { ModelMessage, ModelPort, ModelRequest, ModelResponse } from '../../session/index.js';
-import { optionKeys, rejectUnknownOptions } from '../../tasks/option-keys.js';
+import { defineOptions, type OptionsInput, option } from '../../tasks/options.js';
 
-/** Options of `createAiSdkModel`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
-export interface AiSdkModelOptions {
+/** The options of `createAiSdkModel`. A key not declared here is rejected with `UNKNOWN_OPTION`. */
+const aiSdkModelOptions = defineOptions('createAiSdkModel', {
   /** A name for logs and the UI. Default `ai-sdk`. */
-  readonly name?: string;
+  name: option.string({ default: 'ai-sdk' }),
   /** Retries of a failed request inside the SDK. Default 2. */
-  readonly maxRetries?: number;
-}
+  maxRetries: option.integer({ min: 0, default: 2 }),
+});
 
-const AI_SDK_MODEL_OPTION_KEYS = optionKeys<AiSdkModelOptions>()({ name: true, maxRetries: true });
+/** Options of `createAiSdkModel`. */
+export type AiSdkModelOptions = OptionsInput<typeof aiSdkModelOptions.rules>;
 
 export function toSdkMessages(messages: readonly ModelMessage[]): SdkMessage[] {
   const sdk: SdkMessage[] = [];
@@ -73,10 +74,10 @@ const FINISH_REASONS: Record<string, ModelResponse['finishReason']> = {
   error: 'error',
 };
 
-export function createAiSdkModel(model: LanguageModel, options: AiSdkModelOptions = {}): ModelPort {
-  rejectUnknownOptions(options, AI_SDK_MODEL_OPTION_KEYS, { where: 'createAiSdkModel' });
+export function createAiSdkModel(model: LanguageModel, input: AiSdkModelOptions = {}): ModelPort {
+  const options = aiSdkModelOptions.resolve(input);
   return {
-    name: options.name ?? 'ai-sdk',
+    name: options.name,
     async generate(request: ModelRequest, signal: AbortSignal): Promise<ModelResponse> {
       const tools: ToolSet = Object.fromEntries(
         request.tools.map((spec) => [
@@ -92,7 +93,7 @@ export function createAiSdkModel(model: LanguageModel, options: AiSdkModelOption
         ...(request.system ? { system: request.system } : {}),
         messages: toSdkMessages(request.messages),
         tools,
-        maxRetries: options.maxRetries ?? 2,
+        maxRetries: options.maxRetries,
         abortSignal: signal,
       });
       const toolCalls = result.toolCalls.map((call) => ({

@@ -29,9 +29,8 @@ import {
 } from 'ai';
 import {
   createDeliveryPolicy,
-  DELIVERY_POLICY_OPTION_KEYS,
   type DeliveryPolicy,
-  type DeliveryPolicyOptions,
+  deliveryPolicyOptions,
   endCovers,
   type NotificationLane,
   releaseAttemptClaim,
@@ -44,41 +43,29 @@ import {
   type NotificationReservation,
   volatileInboxLedger,
 } from '../../session/index.js';
-import { consoleLogger, InvalidArgumentError, systemClock } from '../../tasks/index.js';
-import { optionKeys, rejectUnknownOptions } from '../../tasks/option-keys.js';
+import { defineOptions, type OptionsInput, option } from '../../tasks/options.js';
 
 /**
- * Options of `createAiSdkNotificationBridge`: the delivery policy's (but `enqueue`) and the bridge's own. A
- * key not listed here is rejected with `UNKNOWN_OPTION`.
+ * The options of `createAiSdkNotificationBridge`: the delivery policy's (but `enqueue`) and the bridge's
+ * own. A key not declared here is rejected with `UNKNOWN_OPTION`.
  */
-export interface AiSdkNotificationBridgeOptions extends Omit<DeliveryPolicyOptions, 'enqueue'> {
+export const aiSdkNotificationBridgeOptions = defineOptions('createAiSdkNotificationBridge', {
+  ...deliveryPolicyOptions.omit('enqueue').rules,
   /** Called when a `wakeup` notification arrives while no generation runs: start one to deliver it. */
-  readonly onWakeup?: (notification: TaskNotification) => void;
+  onWakeup: option.func<(notification: TaskNotification) => void>(),
   /** Called when a notification is handed to a generation's steering (a ledger can record it here). */
-  readonly onSteer?: (notification: TaskNotification) => void;
+  onSteer: option.func<(notification: TaskNotification) => void>(),
   /** Creates each generation's steering object. Default: the SDK's `experimental_createSteering`. */
-  readonly createSteering?: () => Experimental_Steering;
+  createSteering: option.func<() => Experimental_Steering>({ default: experimental_createSteering }),
   /**
    * The most notifications that may wait for a generation; one more is refused (its claim is returned
    * and a warning logged). Default 1000.
    */
-  readonly maxPendingNotifications?: number;
-}
-
-/** The bridge's own options; the rest go to the delivery policy. */
-const BRIDGE_OWN_OPTION_KEYS = optionKeys<
-  Omit<AiSdkNotificationBridgeOptions, keyof DeliveryPolicyOptions>
->()({
-  onWakeup: true,
-  onSteer: true,
-  createSteering: true,
-  maxPendingNotifications: true,
+  maxPendingNotifications: option.integer({ min: 1, default: 1000 }),
 });
 
-const BRIDGE_OPTION_KEYS: readonly string[] = [
-  ...DELIVERY_POLICY_OPTION_KEYS.filter((key) => key !== 'enqueue'),
-  ...BRIDGE_OWN_OPTION_KEYS,
-];
+/** Options of `createAiSdkNotificationBridge`. */
+export type AiSdkNotificationBridgeOptions = OptionsInput<typeof aiSdkNotificationBridgeOptions.rules>;
 
 /** A task end a tool result showed the model; `attempt` when the result named it. */
 export interface AiSdkReportedTaskEnd {
@@ -89,7 +76,8 @@ export interface AiSdkReportedTaskEnd {
 /** The `source` the bridge's inbox records a steered delivery with. */
 export const AI_SDK_STEERING_SOURCE = 'ai_sdk_steering';
 
-export const AI_SDK_BRIDGE_DEFAULTS = Object.freeze({ maxPendingNotifications: 1000 });
+/** The fixed defaults of `AiSdkNotificationBridgeOptions`. */
+export const AI_SDK_BRIDGE_DEFAULTS = aiSdkNotificationBridgeOptions.defaults;
 
 export interface AiSdkNotificationBridge {
   /**
@@ -128,14 +116,9 @@ export interface AiSdkNotificationBridge {
 export function createAiSdkNotificationBridge(
   options: AiSdkNotificationBridgeOptions,
 ): AiSdkNotificationBridge {
-  rejectUnknownOptions(options, BRIDGE_OPTION_KEYS, { where: 'createAiSdkNotificationBridge' });
-  const maxPending = options.maxPendingNotifications ?? AI_SDK_BRIDGE_DEFAULTS.maxPendingNotifications;
-  if (!Number.isSafeInteger(maxPending) || maxPending < 1) {
-    throw new InvalidArgumentError('maxPendingNotifications', 'a positive integer', maxPending);
-  }
-  const logger = options.logger ?? consoleLogger;
-  const createSteering = options.createSteering ?? experimental_createSteering;
-  const currentGeneration = options.currentBranchGeneration ?? (() => options.owner.branchGeneration);
+  const resolved = aiSdkNotificationBridgeOptions.resolve(options);
+  const { logger, createSteering, maxPendingNotifications: maxPending, owner, tasks } = resolved;
+  const currentGeneration = resolved.currentBranchGeneration ?? (() => owner.branchGeneration);
   let current: Experimental_Steering | undefined;
   let disposed = false;
   let sequence = 0;
@@ -150,7 +133,7 @@ export function createAiSdkNotificationBridge(
     if (notification.event !== 'terminal') return;
     try {
       // Only this attempt's claim: a resumed task's belongs to whoever received that end.
-      releaseAttemptClaim(options.tasks, notification.taskId, notification.attempt, options.owner);
+      releaseAttemptClaim(tasks, notification.taskId, notification.attempt, owner);
     } catch (error) {
       logger.warn(`task ${notification.taskId}: returning the claim of an undelivered notification failed`, {
         taskId: notification.taskId,
@@ -162,10 +145,10 @@ export function createAiSdkNotificationBridge(
   // The same inbox a session delivers through, on a ledger that records nothing: its rules decide what
   // waits, what a tool result withdrew, and what goes back to the queue when a generation missed it.
   const inbox = new NotificationInbox({
-    sessionId: options.owner.sessionId,
+    sessionId: owner.sessionId,
     queue: new CommandQueue(maxPending),
     ledger: volatileInboxLedger(),
-    now: options.now ?? systemClock.now,
+    now: resolved.now,
     branchGeneration: currentGeneration,
     isClosing: () => disposed,
     isDraining: () => false,
@@ -193,7 +176,7 @@ export function createAiSdkNotificationBridge(
     const message: UserModelMessage = { role: 'user', content: notification.text };
     inFlight.set(message, notification);
     const outcome = steering.steer(message, { id: `errand-${notification.taskId}-${sequence}` });
-    options.onSteer?.(notification);
+    resolved.onSteer?.(notification);
     void outcome.then((outcome) => {
       inFlight.delete(message);
       const taken = withdrawn.delete(message);
@@ -215,7 +198,7 @@ export function createAiSdkNotificationBridge(
         return;
       }
       reservation.release();
-      if (notification.lane === 'wakeup') options.onWakeup?.(notification);
+      if (notification.lane === 'wakeup') resolved.onWakeup?.(notification);
     });
   };
 
@@ -261,7 +244,7 @@ export function createAiSdkNotificationBridge(
       notifications.set(admission.ledgerId, notification);
       if (notification.lane !== 'wakeup') return;
       if (current !== undefined) steerNext(current, 'wakeup');
-      else options.onWakeup?.(notification);
+      else resolved.onWakeup?.(notification);
     },
   });
 

@@ -5,28 +5,35 @@
  */
 import { jsonSchema, type Tool, type ToolExecutionOptions, type ToolSet, tool } from 'ai';
 import type { Owner } from '../../tasks/index.js';
-import { optionKeys, rejectUnknownOptions } from '../../tasks/option-keys.js';
+import { defineOptions, type OptionsInput, option } from '../../tasks/options.js';
 import type { AnyToolDefinition, ExecuteToolOptions, ToolResult } from '../../tools/index.js';
 import { executeTool, reportedTaskEnds } from '../../tools/index.js';
 import type { AiSdkNotificationBridge } from './ai-sdk-notifications.js';
 
-/** Options of `toAiSdkTool` / `toAiSdkTools`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
-export interface AiSdkToolsOptions extends ExecuteToolOptions {
+const isCaller = (value: unknown) =>
+  typeof value === 'function' || typeof (value as Partial<Owner> | null)?.sessionId === 'string';
+
+/** The options of `toAiSdkTool` / `toAiSdkTools`. A key not declared here is rejected with `UNKNOWN_OPTION`. */
+const aiSdkToolsOptions = defineOptions('toAiSdkTools', {
+  /** Runs after input validation and before the tool; a result short-circuits the call (`executeTool`'s). */
+  policy: option.func<NonNullable<ExecuteToolOptions['policy']>>(),
   /** The session the calls act for, or how to find it from the SDK's execution options. */
-  readonly caller?: Owner | ((options: ToolExecutionOptions<unknown>) => Owner | undefined);
+  caller: option.custom<Owner | ((options: ToolExecutionOptions<unknown>) => Owner | undefined)>(
+    'an Owner or a function returning one',
+    isCaller,
+  ),
   /**
    * The notification bridge of the same session. After every call whose result shows the model how a
    * task ended (its `taskEnds`: `task_output` on a finished task), `notifications.taskEndReported` drops
    * that task's waiting notification, so the model is not told twice. Default: none.
    */
-  readonly notifications?: Pick<AiSdkNotificationBridge, 'taskEndReported'>;
-}
-
-const AI_SDK_TOOLS_OPTION_KEYS = optionKeys<AiSdkToolsOptions>()({
-  policy: true,
-  caller: true,
-  notifications: true,
+  notifications: option.shaped<Pick<AiSdkNotificationBridge, 'taskEndReported'>>('a notification bridge', [
+    'taskEndReported',
+  ]),
 });
+
+/** Options of `toAiSdkTool` / `toAiSdkTools`. */
+export type AiSdkToolsOptions = OptionsInput<typeof aiSdkToolsOptions.rules>;
 
 const neverAborted = new AbortController().signal;
 
@@ -39,8 +46,7 @@ export function toAiSdkTool(
   definition: AnyToolDefinition,
   options: AiSdkToolsOptions = {},
 ): Tool<unknown, ToolResult> {
-  rejectUnknownOptions(options, AI_SDK_TOOLS_OPTION_KEYS, { where: 'toAiSdkTool' });
-  return adapt(definition, options);
+  return adapt(definition, aiSdkToolsOptions.resolve(options, { where: 'toAiSdkTool' }));
 }
 
 function adapt(definition: AnyToolDefinition, options: AiSdkToolsOptions): Tool<unknown, ToolResult> {
@@ -76,6 +82,6 @@ export function toAiSdkTools(
   definitions: readonly AnyToolDefinition[],
   options: AiSdkToolsOptions = {},
 ): ToolSet {
-  rejectUnknownOptions(options, AI_SDK_TOOLS_OPTION_KEYS, { where: 'toAiSdkTools' });
-  return Object.fromEntries(definitions.map((definition) => [definition.name, adapt(definition, options)]));
+  const resolved = aiSdkToolsOptions.resolve(options);
+  return Object.fromEntries(definitions.map((definition) => [definition.name, adapt(definition, resolved)]));
 }

@@ -6,7 +6,7 @@
  */
 
 import { DetailThrottle } from '../../process/index.js';
-import { type Clock, systemClock } from '../../tasks/clock.js';
+import { type Clock, MAX_TIMER_DELAY_MS, systemClock } from '../../tasks/clock.js';
 import {
   type Caller,
   createTrustedCaller,
@@ -22,10 +22,16 @@ import {
   type TaskService,
   type TaskSnapshot,
 } from '../../tasks/index.js';
-import { optionKeys, rejectUnknownOptions } from '../../tasks/option-keys.js';
+import {
+  type DefaultedRule,
+  defineOptions,
+  type OptionRule,
+  type OptionsInput,
+  option,
+} from '../../tasks/options.js';
 import { bashOutcome } from './bash-outcome.js';
-import { type BashExecutor, MAX_COMMAND_TIMEOUT_MS } from './executor.js';
-import { integerOption, OUTPUT_SNAPSHOT_BYTES } from './executor-options.js';
+import type { BashExecutor } from './executor.js';
+import { OUTPUT_SNAPSHOT_BYTES } from './executor-options.js';
 import type { OutputSnapshot, ProcessHandle } from './process-handle.js';
 import { withSkippedOutputMarker } from './skipped-output-marker.js';
 
@@ -35,28 +41,23 @@ export const SUBAGENT_BACKGROUND_RUNTIME_CAP_MS = 3_600_000;
 const MAX_LABEL_CHARACTERS = 200;
 const MAX_COMMAND_DETAIL_CHARACTERS = 4096;
 
-/** Options of `createBashProducer`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
-export interface BashProducerOptions {
-  readonly tasks: TaskService;
-  readonly executor: BashExecutor;
+/** The options of `createBashProducer`. A key not declared here is rejected with `UNKNOWN_OPTION`. */
+export const bashProducerOptions = defineOptions('createBashProducer', {
+  tasks: option.required(option.shaped<TaskService>('a TaskService', ['start'])),
+  executor: option.required(option.shaped<BashExecutor>('a BashExecutor', ['start'])),
   /**
    * The presentation budget of a task's model-facing text (projected into snapshots as
    * `outputLimitBytes`), and the most one `read` returns before the skipped-output marker. Default 30000.
    */
-  readonly outputLimitBytes?: number;
+  outputLimitBytes: option.integer({ min: 1, default: 30_000 }),
   /** The shortest time between two output-progress updates of a task's detail. Default 250 ms. */
-  readonly detailIntervalMs?: number;
-  readonly clock?: Clock;
-}
-
-/** Every key of `BashProducerOptions`; any other key is rejected with `UNKNOWN_OPTION`. */
-export const BASH_PRODUCER_OPTION_KEYS = optionKeys<BashProducerOptions>()({
-  tasks: true,
-  executor: true,
-  outputLimitBytes: true,
-  detailIntervalMs: true,
-  clock: true,
+  detailIntervalMs: option.integer({ min: 0, default: 250 }),
+  /** Throttles detail updates. Default: the system clock. */
+  clock: option.clock({ default: systemClock }),
 });
+
+/** Options of `createBashProducer`. */
+export type BashProducerOptions = OptionsInput<typeof bashProducerOptions.rules>;
 
 export interface BashTaskRequest {
   readonly command: string;
@@ -106,18 +107,12 @@ export class BashProducer {
   readonly #unsubscribe: Disposer;
 
   constructor(options: BashProducerOptions) {
-    rejectUnknownOptions(options, BASH_PRODUCER_OPTION_KEYS, { where: 'createBashProducer' });
-    if (typeof options?.tasks?.start !== 'function') {
-      throw new InvalidArgumentError('tasks', 'a TaskService', options?.tasks);
-    }
-    if (typeof options.executor?.start !== 'function') {
-      throw new InvalidArgumentError('executor', 'a BashExecutor', options.executor);
-    }
-    this.tasks = options.tasks;
-    this.executor = options.executor;
-    this.outputLimitBytes = integerOption('outputLimitBytes', options.outputLimitBytes, 30_000, 1);
-    this.#detailIntervalMs = integerOption('detailIntervalMs', options.detailIntervalMs, 250, 0);
-    this.#clock = options.clock ?? systemClock;
+    const resolved = bashProducerOptions.resolve(options);
+    this.tasks = resolved.tasks;
+    this.executor = resolved.executor;
+    this.outputLimitBytes = resolved.outputLimitBytes;
+    this.#detailIntervalMs = resolved.detailIntervalMs;
+    this.#clock = resolved.clock;
     this.#unsubscribe = this.tasks.onTasksChanged(
       (change) => {
         if (change.reason === 'removed' && change.task.kind === 'bash') this.#forget(change.task.id);
@@ -271,11 +266,27 @@ export function createBashProducer(options: BashProducerOptions): BashProducer {
 }
 
 /** A positive integer of milliseconds a deadline can express (at most 2^31 - 1), or undefined. */
+function isDuration(value: unknown, path: string): boolean {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) return false;
+  if (value > MAX_TIMER_DELAY_MS) throw new InvalidTimeoutError(path, value, MAX_TIMER_DELAY_MS);
+  return true;
+}
+
+/**
+ * A deadline or a wait, as an option or a request field: a positive integer of milliseconds; one longer
+ * than a timer can wait fails with `INVALID_TIMEOUT`, as a task's own timeout does.
+ */
+export function durationRule(): OptionRule<number, number | undefined>;
+export function durationRule(settings: { readonly default: number }): DefaultedRule<number, number>;
+export function durationRule(settings: { readonly default?: number } = {}): OptionRule<number, unknown> {
+  return option.custom<number>('a positive integer', isDuration, settings);
+}
+
+const requestDuration = durationRule();
+
+/** A request's duration (`durationRule`), or undefined when absent. */
 export function optionalDuration(field: string, value: number | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  const duration = integerOption(field, value, 0, 1);
-  if (duration > MAX_COMMAND_TIMEOUT_MS) throw new InvalidTimeoutError(field, value, MAX_COMMAND_TIMEOUT_MS);
-  return duration;
+  return value === undefined ? undefined : requestDuration.resolve(value, field, 'start');
 }
 
 function shorter(left: number | undefined, right: number | undefined): number | undefined {

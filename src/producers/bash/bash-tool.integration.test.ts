@@ -221,7 +221,7 @@ describe('foreground', () => {
   });
 
   it.each([
-    [0, 'INVALID_ARGUMENT', 'Expected `spawnFailureWaitMs` to be an integer of at least 1, got 0 (number)'],
+    [0, 'INVALID_ARGUMENT', 'Expected `spawnFailureWaitMs` to be a positive integer, got 0 (number)'],
     [
       3_000_000_000,
       'INVALID_TIMEOUT',

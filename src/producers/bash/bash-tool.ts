@@ -5,14 +5,9 @@
  * same task id. Background calls return `{ kind: 'background', taskId }` at once.
  */
 import { resolve as resolvePath } from 'node:path';
-import { type CancelTimer, type Clock, systemClock } from '../../tasks/clock.js';
-import {
-  createTrustedCaller,
-  InvalidArgumentError,
-  type TaskId,
-  type TaskSnapshot,
-} from '../../tasks/index.js';
-import { optionKeys, rejectUnknownOptions } from '../../tasks/option-keys.js';
+import { type CancelTimer, MAX_TIMER_DELAY_MS, systemClock } from '../../tasks/clock.js';
+import { createTrustedCaller, type TaskId, type TaskSnapshot } from '../../tasks/index.js';
+import { defineOptions, type OptionsInput, option } from '../../tasks/options.js';
 import {
   type BackgroundToolValue,
   defineTool,
@@ -27,68 +22,58 @@ import {
   toolError,
   toolResult,
 } from '../../tools/index.js';
-import { type BashProducer, optionalDuration, type StartedBashTask } from './bash-producer.js';
+import { type BashProducer, durationRule, type StartedBashTask } from './bash-producer.js';
 import { type BashToolInput, bashToolSchema } from './bash-tool-schema.js';
 import { RunInBackgroundDisabledError, SpawnFailedError } from './errors.js';
 import { DEFAULT_STDERR_PREFIX } from './executor.js';
-import { booleanOption, integerOption } from './executor-options.js';
 import type { ExitFacts } from './exit-facts.js';
 import { withSkippedOutputMarker } from './skipped-output-marker.js';
 
-export const BASH_TOOL_DEFAULTS = Object.freeze({
-  enableRunInBackground: true,
-  defaultTimeoutMs: 120_000,
-  maxTimeoutMs: 600_000,
-  autoBackgroundAfterMs: 15_000,
-  spawnFailureWaitMs: 10_000,
-});
-
-/** Options of `createBashTool`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
-export interface BashToolOptions {
-  readonly producer: BashProducer;
+/** The options of `createBashTool`. A key not declared here is rejected with `UNKNOWN_OPTION`. */
+export const bashToolOptions = defineOptions('createBashTool', {
+  producer: option.required(option.shaped<BashProducer>('a BashProducer', ['start'])),
   /**
    * Whether the model may run commands in the background (`run_in_background`, and auto-backgrounding).
    * False removes the parameter from the schema and rejects a forced one. Default true.
    */
-  readonly enableRunInBackground?: boolean;
+  enableRunInBackground: option.boolean({ default: true }),
   /**
-   * A foreground command's deadline when the call gives none. Default 120000 ms. With auto-backgrounding
-   * on (the default) a call without `timeout_ms` moves to the background first and then runs to its end,
-   * so this deadline applies only when `autoBackgroundAfterMs` is `false` or run_in_background is off.
+   * A foreground command's deadline when the call gives none. Default 120000 ms (at most `maxTimeoutMs`).
+   * With auto-backgrounding on (the default) a call without `timeout_ms` moves to the background first and
+   * then runs to its end, so this deadline applies only when `autoBackgroundAfterMs` is `false` or
+   * run_in_background is off.
    */
-  readonly defaultTimeoutMs?: number;
+  defaultTimeoutMs: option.integer({ min: 1, default: 120_000, atMost: 'maxTimeoutMs' }),
   /** The largest `timeout_ms` a call may ask for. Default 600000 ms. */
-  readonly maxTimeoutMs?: number;
+  maxTimeoutMs: option.integer({ min: 1, max: MAX_TIMER_DELAY_MS, default: 600_000 }),
   /**
    * A foreground command still running after this long moves to the background (same process, same
    * task id) and the call returns its task id. Must not exceed `defaultTimeoutMs`; a call whose own
-   * `timeout_ms` is shorter is killed at its deadline instead. `false` disables it. Default 15000 ms.
+   * `timeout_ms` is shorter is killed at its deadline instead. `false` disables it. Default 15000 ms
+   * (at most `defaultTimeoutMs`).
    */
-  readonly autoBackgroundAfterMs?: number | false;
+  autoBackgroundAfterMs: option.orFalse(
+    option.integer({ min: 1, default: 15_000, atMost: 'defaultTimeoutMs' }),
+  ),
   /**
-   * The most a background command of this tool may run (from its start), 1 to 2147483647 ms. Default: no
-   * cap. A subagent's tool uses `SUBAGENT_BACKGROUND_RUNTIME_CAP_MS` (one hour).
+   * The most a background command of this tool may run (from its start), in ms. Default: no cap. A
+   * subagent's tool uses `SUBAGENT_BACKGROUND_RUNTIME_CAP_MS` (one hour).
    */
-  readonly backgroundRuntimeCapMs?: number;
+  backgroundRuntimeCapMs: durationRule(),
   /**
    * When a command cannot start, how long the call waits for its task to settle, so the failure is
-   * reported by the call's result and not by a second notification. 1 to 2147483647 ms. Default 10000 ms.
+   * reported by the call's result and not by a second notification. Default 10000 ms.
    */
-  readonly spawnFailureWaitMs?: number;
-  readonly clock?: Clock;
-}
-
-/** Every key of `BashToolOptions`; any other key is rejected with `UNKNOWN_OPTION`. */
-export const BASH_TOOL_OPTION_KEYS = optionKeys<BashToolOptions>()({
-  producer: true,
-  enableRunInBackground: true,
-  defaultTimeoutMs: true,
-  maxTimeoutMs: true,
-  autoBackgroundAfterMs: true,
-  backgroundRuntimeCapMs: true,
-  spawnFailureWaitMs: true,
-  clock: true,
+  spawnFailureWaitMs: durationRule({ default: 10_000 }),
+  /** Times auto-backgrounding. Default: the system clock. */
+  clock: option.clock({ default: systemClock }),
 });
+
+/** Options of `createBashTool`. */
+export type BashToolOptions = OptionsInput<typeof bashToolOptions.rules>;
+
+/** The fixed defaults of `BashToolOptions`. */
+export const BASH_TOOL_DEFAULTS = bashToolOptions.defaults;
 
 /** The canonical value of a foreground call that ran to its end. */
 export interface BashForegroundValue {
@@ -124,53 +109,10 @@ interface DeadlinePlan {
 }
 
 export function createBashTool(options: BashToolOptions): BashTool {
-  rejectUnknownOptions(options, BASH_TOOL_OPTION_KEYS, { where: 'createBashTool' });
-  const producer = options.producer;
-  const enableRunInBackground = booleanOption(
-    'enableRunInBackground',
-    options.enableRunInBackground,
-    BASH_TOOL_DEFAULTS.enableRunInBackground,
-  );
-  const maxTimeoutMs = integerOption(
-    'maxTimeoutMs',
-    options.maxTimeoutMs,
-    BASH_TOOL_DEFAULTS.maxTimeoutMs,
-    1,
-  );
-  const defaultTimeoutMs = integerOption(
-    'defaultTimeoutMs',
-    options.defaultTimeoutMs,
-    Math.min(BASH_TOOL_DEFAULTS.defaultTimeoutMs, maxTimeoutMs),
-    1,
-  );
-  if (defaultTimeoutMs > maxTimeoutMs) {
-    throw new InvalidArgumentError(
-      'defaultTimeoutMs',
-      `at most maxTimeoutMs (${maxTimeoutMs})`,
-      defaultTimeoutMs,
-    );
-  }
-  const autoBackgroundAfterMs =
-    options.autoBackgroundAfterMs === false || !enableRunInBackground
-      ? false
-      : integerOption(
-          'autoBackgroundAfterMs',
-          options.autoBackgroundAfterMs,
-          Math.min(BASH_TOOL_DEFAULTS.autoBackgroundAfterMs, defaultTimeoutMs),
-          1,
-        );
-  if (autoBackgroundAfterMs !== false && autoBackgroundAfterMs > defaultTimeoutMs) {
-    throw new InvalidArgumentError(
-      'autoBackgroundAfterMs',
-      `at most defaultTimeoutMs (${defaultTimeoutMs}), or false`,
-      autoBackgroundAfterMs,
-    );
-  }
-  const backgroundRuntimeCapMs = optionalDuration('backgroundRuntimeCapMs', options.backgroundRuntimeCapMs);
-  const spawnFailureWaitMs =
-    optionalDuration('spawnFailureWaitMs', options.spawnFailureWaitMs) ??
-    BASH_TOOL_DEFAULTS.spawnFailureWaitMs;
-  const clock = options.clock ?? systemClock;
+  const resolved = bashToolOptions.resolve(options);
+  const { producer, enableRunInBackground, defaultTimeoutMs, maxTimeoutMs, clock } = resolved;
+  const { backgroundRuntimeCapMs, spawnFailureWaitMs } = resolved;
+  const autoBackgroundAfterMs = enableRunInBackground ? resolved.autoBackgroundAfterMs : false;
   const foreground = new ForegroundCalls();
   const schema = bashToolSchema({
     enableRunInBackground,

@@ -11,12 +11,12 @@ describe('resolveExecutorOptions', () => {
 
   it.each([
     [{ maxBufferedBytes: 100 }, '`maxBufferedBytes` to be an integer of at least 8192, got 100 (number)'],
-    [{ maxReadBytes: 0 }, '`maxReadBytes` to be an integer of at least 1, got 0 (number)'],
+    [{ maxReadBytes: 0 }, '`maxReadBytes` to be a positive integer, got 0 (number)'],
     [
       { maxBufferedBytes: 10_000, maxReadBytes: 20_000 },
-      '`maxReadBytes` to be at most maxBufferedBytes (10000)',
+      '`maxReadBytes` to be no greater than `maxBufferedBytes` (10000)',
     ],
-    [{ killGraceMs: 1.5 }, '`killGraceMs` to be an integer of at least 1, got 1.5 (number)'],
+    [{ killGraceMs: 1.5 }, '`killGraceMs` to be a positive integer, got 1.5 (number)'],
     [{ killProcessGroupOnExit: 'yes' }, '`killProcessGroupOnExit` to be a boolean, got "yes" (string)'],
     [{ shell: '' }, '`shell` to be a non-empty string without NUL characters'],
     [{ spawn: 42 }, '`spawn` to be a function, got 42 (number)'],

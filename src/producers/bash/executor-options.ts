@@ -1,4 +1,4 @@
-/** Options of the bash executor, their documented defaults and their validation. */
+/** Options of the bash executor: one declaration with their documented defaults and their validation. */
 import { tmpdir } from 'node:os';
 import {
   createSpawnLauncher,
@@ -9,10 +9,10 @@ import {
   type SendSignal,
   type Spawner,
 } from '../../process/index.js';
-import { type Clock, systemClock } from '../../tasks/clock.js';
+import { systemClock } from '../../tasks/clock.js';
 import { InvalidArgumentError } from '../../tasks/index.js';
-import { createConsoleLogger, type Logger } from '../../tasks/logger.js';
-import { optionKeys, rejectUnknownOptions } from '../../tasks/option-keys.js';
+import { createConsoleLogger } from '../../tasks/logger.js';
+import { defineOptions, type OptionsInput, option, type ResolvedOptions } from '../../tasks/options.js';
 
 /** The largest non-consuming snapshot a UI may read, in bytes. */
 export const OUTPUT_SNAPSHOT_BYTES = 8192;
@@ -22,208 +22,91 @@ export const PROCESS_TAG_VARIABLE = 'ERRAND_PROCESS_TAG';
 
 const bashConsoleLogger = createConsoleLogger('errand:bash');
 
-/** Options of `new BashExecutor()`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
-export interface BashExecutorOptions {
-  /** The shell, run as `<shell> -c <command>`. A bare name is looked up in the command's PATH. Default `bash`. */
-  readonly shell?: string;
-  /** Where the private output directory is created (mkdtemp, mode 0700). Default `os.tmpdir()`. */
-  readonly outputDirectoryParent?: string;
-  /** Output kept in memory per command (the newest bytes). Default 1 MiB; at least 8192. */
-  readonly maxBufferedBytes?: number;
-  /** The most one consuming read returns; also what is kept in memory after a command stops. Default 64 KiB. */
-  readonly maxReadBytes?: number;
-  /** The output file's cap; a command that writes more is killed with reason `output_limit`. Default 1 GiB. */
-  readonly maxOutputFileBytes?: number;
-  /** Output queued for the disk before the command's pipes are paused (they resume at a quarter). Default 4 MiB. */
-  readonly spillHighWaterMarkBytes?: number;
-  /** Time between SIGTERM and SIGKILL, and again for killed processes to vanish. Default 2000 ms. */
-  readonly killGraceMs?: number;
-  /** After the shell exits, how long to wait for its pipes to close before acting on holders. Default 100 ms. */
-  readonly exitGraceMs?: number;
-  /**
-   * Whether processes the shell leaves behind when it exits (background jobs, daemons, anything holding
-   * its pipes) are terminated. Default true: a command that reports "completed" while its children run
-   * on is a leak (orphans holding ports). Set false to let them live; their output is then no longer read.
-   */
-  readonly killProcessGroupOnExit?: boolean;
-  /**
-   * Whether every command gets `ERRAND_PROCESS_TAG=<random>` in its environment so descendants that left
-   * its session (setsid, double fork) are still found and stopped. Default true.
-   */
-  readonly tagEnvironment?: boolean;
-  /** Keep the output directory when the executor is disposed. Default false (it is removed). */
-  readonly keepOutputFiles?: boolean;
-  readonly clock?: Clock;
-  /**
-   * Starts a process the way `child_process.spawn` does, for the default launcher; injectable to count
-   * or fail spawns in tests. Default `child_process.spawn`. Not together with `launcher`.
-   */
-  readonly spawn?: Spawner;
-  /**
-   * How commands are started: in their own session and process group, with the tag in their environment,
-   * stdin on /dev/null and stdout and stderr piped. Default: `spawn` from this process.
-   */
-  readonly launcher?: ProcessLauncher;
-  /** Where the process table is read from. Default /proc. */
-  readonly processSource?: ProcessSource;
-  /** Sends a signal to a pid (negative: a process group). Default `process.kill`. */
-  readonly sendSignal?: SendSignal;
-  readonly logger?: Logger;
-}
+/** The options of `new BashExecutor()`. A key not declared here is rejected with `UNKNOWN_OPTION`. */
+export const bashExecutorOptions = defineOptions(
+  'BashExecutor',
+  {
+    /** The shell, run as `<shell> -c <command>`. A bare name is looked up in the command's PATH. Default `bash`. */
+    shell: option.string({ withoutNul: true, default: 'bash' }),
+    /** Where the private output directory is created (mkdtemp, mode 0700). Default `os.tmpdir()`. */
+    outputDirectoryParent: option.string({ withoutNul: true, fallback: tmpdir }),
+    /** Output kept in memory per command (the newest bytes). Default 1 MiB; at least 8192. */
+    maxBufferedBytes: option.integer({ min: OUTPUT_SNAPSHOT_BYTES, default: 1024 * 1024 }),
+    /**
+     * The most one consuming read returns; also what is kept in memory after a command stops. Default
+     * 64 KiB (at most `maxBufferedBytes`).
+     */
+    maxReadBytes: option.integer({ min: 1, default: 64 * 1024, atMost: 'maxBufferedBytes' }),
+    /** The output file's cap; a command that writes more is killed with reason `output_limit`. Default 1 GiB. */
+    maxOutputFileBytes: option.integer({ min: 1, default: 1024 * 1024 * 1024 }),
+    /** Output queued for the disk before the command's pipes are paused (they resume at a quarter). Default 4 MiB. */
+    spillHighWaterMarkBytes: option.integer({ min: 1024, default: 4 * 1024 * 1024 }),
+    /** Time between SIGTERM and SIGKILL, and again for killed processes to vanish. Default 2000 ms. */
+    killGraceMs: option.integer({ min: 1, default: 2000 }),
+    /** After the shell exits, how long to wait for its pipes to close before acting on holders. Default 100 ms. */
+    exitGraceMs: option.integer({ min: 0, default: 100 }),
+    /**
+     * Whether processes the shell leaves behind when it exits (background jobs, daemons, anything holding
+     * its pipes) are terminated. Default true: a command that reports "completed" while its children run
+     * on is a leak (orphans holding ports). Set false to let them live; their output is then no longer read.
+     */
+    killProcessGroupOnExit: option.boolean({ default: true }),
+    /**
+     * Whether every command gets `ERRAND_PROCESS_TAG=<random>` in its environment so descendants that left
+     * its session (setsid, double fork) are still found and stopped. Default true.
+     */
+    tagEnvironment: option.boolean({ default: true }),
+    /** Keep the output directory when the executor is disposed. Default false (it is removed). */
+    keepOutputFiles: option.boolean({ default: false }),
+    /** Times deadlines and graces. Default: the system clock. */
+    clock: option.clock({ default: systemClock }),
+    /**
+     * Starts a process the way `child_process.spawn` does, for the default launcher; injectable to count
+     * or fail spawns in tests. Default `child_process.spawn`. Not together with `launcher`.
+     */
+    spawn: option.func<Spawner>(),
+    /**
+     * How commands are started: in their own session and process group, with the tag in their environment,
+     * stdin on /dev/null and stdout and stderr piped. Default: `spawn` from this process.
+     */
+    launcher: option.shaped<ProcessLauncher>('an object with a launch function', ['launch']),
+    /** Where the process table is read from (memoized per event-loop turn). Default /proc. */
+    processSource: option.custom<ProcessSource, ProcessSource>('a process source', isProcessSource, {
+      fallback: () => memoizedSource(procfsSource()),
+      convert: (source) => memoizedSource(source),
+    }),
+    /** Sends a signal to a pid (negative: a process group). Default `process.kill`. */
+    sendSignal: option.func<SendSignal>(),
+    /** Told about failures no caller sees. Default: the console logger of `errand:bash`. */
+    logger: option.logger({ default: bashConsoleLogger }),
+  },
+  {
+    check({ spawn, launcher }, path) {
+      if (spawn !== undefined && launcher !== undefined) {
+        const expected = 'absent when `spawn` is given (the launcher spawns)';
+        throw new InvalidArgumentError(path('launcher'), expected, launcher);
+      }
+    },
+  },
+);
 
-/** Every key of `BashExecutorOptions`; any other key is rejected with `UNKNOWN_OPTION`. */
-export const BASH_EXECUTOR_OPTION_KEYS = optionKeys<BashExecutorOptions>()({
-  shell: true,
-  outputDirectoryParent: true,
-  maxBufferedBytes: true,
-  maxReadBytes: true,
-  maxOutputFileBytes: true,
-  spillHighWaterMarkBytes: true,
-  killGraceMs: true,
-  exitGraceMs: true,
-  killProcessGroupOnExit: true,
-  tagEnvironment: true,
-  keepOutputFiles: true,
-  clock: true,
-  spawn: true,
-  launcher: true,
-  processSource: true,
-  sendSignal: true,
-  logger: true,
-});
+/** Options of `new BashExecutor()`. */
+export type BashExecutorOptions = OptionsInput<typeof bashExecutorOptions.rules>;
 
-export interface ResolvedExecutorOptions {
-  readonly shell: string;
-  readonly outputDirectoryParent: string;
-  readonly maxBufferedBytes: number;
-  readonly maxReadBytes: number;
-  readonly maxOutputFileBytes: number;
-  readonly spillHighWaterMarkBytes: number;
-  readonly killGraceMs: number;
-  readonly exitGraceMs: number;
-  readonly killProcessGroupOnExit: boolean;
-  readonly tagEnvironment: boolean;
-  readonly keepOutputFiles: boolean;
-  readonly clock: Clock;
-  readonly launcher: ProcessLauncher;
-  readonly processSource: ProcessSource;
-  readonly sendSignal: SendSignal | undefined;
-  readonly logger: Logger;
-}
+/** The executor's options, defaults filled in and the launcher made from `spawn` when none was given. */
+export type ResolvedExecutorOptions = Omit<
+  ResolvedOptions<typeof bashExecutorOptions.rules>,
+  'spawn' | 'launcher'
+> & { readonly launcher: ProcessLauncher };
 
-export const BASH_EXECUTOR_DEFAULTS = Object.freeze({
-  shell: 'bash',
-  maxBufferedBytes: 1024 * 1024,
-  maxReadBytes: 64 * 1024,
-  maxOutputFileBytes: 1024 * 1024 * 1024,
-  spillHighWaterMarkBytes: 4 * 1024 * 1024,
-  killGraceMs: 2000,
-  exitGraceMs: 100,
-  killProcessGroupOnExit: true,
-  tagEnvironment: true,
-  keepOutputFiles: false,
-});
+/** The fixed defaults of `BashExecutorOptions`. */
+export const BASH_EXECUTOR_DEFAULTS = bashExecutorOptions.defaults;
 
-export function integerOption(field: string, value: unknown, fallback: number, minimum: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < minimum) {
-    throw new InvalidArgumentError(field, `an integer of at least ${minimum}`, value);
-  }
-  return value;
-}
-
-export function booleanOption(field: string, value: unknown, fallback: boolean): boolean {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'boolean') throw new InvalidArgumentError(field, 'a boolean', value);
-  return value;
-}
-
-function nonEmptyString(field: string, value: unknown, fallback: string): string {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'string' || value === '' || value.includes('\0')) {
-    throw new InvalidArgumentError(field, 'a non-empty string without NUL characters', value);
-  }
-  return value;
-}
-
-function functionOption<T>(field: string, value: T | undefined): T | undefined {
-  if (value !== undefined && typeof value !== 'function')
-    throw new InvalidArgumentError(field, 'a function', value);
-  return value;
-}
-
-function launcherOption(options: BashExecutorOptions): ProcessLauncher {
-  const spawn = functionOption('spawn', options.spawn);
-  const launcher = options.launcher;
-  if (launcher === undefined) return createSpawnLauncher(spawn);
-  if (typeof launcher !== 'object' || launcher === null || typeof launcher.launch !== 'function') {
-    throw new InvalidArgumentError('launcher', 'an object with a launch function', launcher);
-  }
-  if (spawn !== undefined) {
-    throw new InvalidArgumentError(
-      'launcher',
-      'absent when `spawn` is given (the launcher spawns)',
-      launcher,
-    );
-  }
-  return launcher;
+function isProcessSource(value: unknown): boolean {
+  return typeof (value as Partial<ProcessSource> | null)?.read === 'function';
 }
 
 export function resolveExecutorOptions(options: BashExecutorOptions = {}): ResolvedExecutorOptions {
-  rejectUnknownOptions(options, BASH_EXECUTOR_OPTION_KEYS, { where: 'BashExecutor' });
-  const defaults = BASH_EXECUTOR_DEFAULTS;
-  const maxBufferedBytes = integerOption(
-    'maxBufferedBytes',
-    options.maxBufferedBytes,
-    defaults.maxBufferedBytes,
-    OUTPUT_SNAPSHOT_BYTES,
-  );
-  const maxReadBytes = integerOption(
-    'maxReadBytes',
-    options.maxReadBytes,
-    Math.min(defaults.maxReadBytes, maxBufferedBytes),
-    1,
-  );
-  if (maxReadBytes > maxBufferedBytes) {
-    throw new InvalidArgumentError(
-      'maxReadBytes',
-      `at most maxBufferedBytes (${maxBufferedBytes})`,
-      maxReadBytes,
-    );
-  }
-  if (options.clock !== undefined && (typeof options.clock !== 'object' || options.clock === null)) {
-    throw new InvalidArgumentError('clock', 'a Clock', options.clock);
-  }
-  return {
-    shell: nonEmptyString('shell', options.shell, defaults.shell),
-    outputDirectoryParent: nonEmptyString('outputDirectoryParent', options.outputDirectoryParent, tmpdir()),
-    maxBufferedBytes,
-    maxReadBytes,
-    maxOutputFileBytes: integerOption(
-      'maxOutputFileBytes',
-      options.maxOutputFileBytes,
-      defaults.maxOutputFileBytes,
-      1,
-    ),
-    spillHighWaterMarkBytes: integerOption(
-      'spillHighWaterMarkBytes',
-      options.spillHighWaterMarkBytes,
-      defaults.spillHighWaterMarkBytes,
-      1024,
-    ),
-    killGraceMs: integerOption('killGraceMs', options.killGraceMs, defaults.killGraceMs, 1),
-    exitGraceMs: integerOption('exitGraceMs', options.exitGraceMs, defaults.exitGraceMs, 0),
-    killProcessGroupOnExit: booleanOption(
-      'killProcessGroupOnExit',
-      options.killProcessGroupOnExit,
-      defaults.killProcessGroupOnExit,
-    ),
-    tagEnvironment: booleanOption('tagEnvironment', options.tagEnvironment, defaults.tagEnvironment),
-    keepOutputFiles: booleanOption('keepOutputFiles', options.keepOutputFiles, defaults.keepOutputFiles),
-    clock: options.clock ?? systemClock,
-    launcher: launcherOption(options),
-    processSource: memoizedSource(options.processSource ?? procfsSource()),
-    sendSignal: functionOption('sendSignal', options.sendSignal),
-    logger: options.logger ?? bashConsoleLogger,
-  };
+  const { spawn, launcher, ...resolved } = bashExecutorOptions.resolve(options);
+  return Object.freeze({ ...resolved, launcher: launcher ?? createSpawnLauncher(spawn) });
 }

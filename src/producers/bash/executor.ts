@@ -7,7 +7,7 @@
 import { accessSync, constants } from 'node:fs';
 import { delimiter, isAbsolute, join, resolve as resolvePath } from 'node:path';
 import { OutputDirectory, ProcessTags } from '../../process/index.js';
-import { InvalidArgumentError, InvalidTimeoutError } from '../../tasks/index.js';
+import { InvalidArgumentError, InvalidTimeoutError, MAX_TIMER_DELAY_MS } from '../../tasks/index.js';
 import { ExecutorDisposedError, ProcessIdInUseError } from './errors.js';
 import {
   type BashExecutorOptions,
@@ -19,8 +19,8 @@ import {
 import type { ExitFacts } from './exit-facts.js';
 import { type OutputSnapshot, ProcessHandle, type ResolvedCommand } from './process-handle.js';
 
-/** The longest deadline a timer can express. */
-export const MAX_COMMAND_TIMEOUT_MS = 2_147_483_647;
+/** The longest deadline (`MAX_TIMER_DELAY_MS`, under the name it was published with). */
+export const MAX_COMMAND_TIMEOUT_MS = MAX_TIMER_DELAY_MS;
 
 export interface CommandRequest {
   readonly command: string;
@@ -97,9 +97,9 @@ export class BashExecutor {
       (typeof timeoutMs !== 'number' ||
         !Number.isSafeInteger(timeoutMs) ||
         timeoutMs < 1 ||
-        timeoutMs > MAX_COMMAND_TIMEOUT_MS)
+        timeoutMs > MAX_TIMER_DELAY_MS)
     ) {
-      throw new InvalidTimeoutError('timeoutMs', timeoutMs, MAX_COMMAND_TIMEOUT_MS);
+      throw new InvalidTimeoutError('timeoutMs', timeoutMs, MAX_TIMER_DELAY_MS);
     }
     if (id !== undefined && (typeof id !== 'string' || id === '')) {
       throw new InvalidArgumentError('id', 'a non-empty string', id);

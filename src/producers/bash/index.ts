@@ -28,17 +28,19 @@ export {
   BashProducer,
   type BashProducerOptions,
   type BashTaskRequest,
+  bashProducerOptions,
   createBashProducer,
+  durationRule,
   type StartedBashTask,
   SUBAGENT_BACKGROUND_RUNTIME_CAP_MS,
 } from './bash-producer.js';
 export {
   BASH_TOOL_DEFAULTS,
-  BASH_TOOL_OPTION_KEYS,
   type BashForegroundValue,
   type BashTool,
   type BashToolOptions,
   type BashToolValue,
+  bashToolOptions,
   createBashTool,
   exitLine,
 } from './bash-tool.js';
@@ -60,6 +62,7 @@ export {
 export {
   BASH_EXECUTOR_DEFAULTS,
   type BashExecutorOptions,
+  bashExecutorOptions,
   OUTPUT_SNAPSHOT_BYTES,
   PROCESS_TAG_VARIABLE,
   type ResolvedExecutorOptions,

@@ -10,6 +10,7 @@ export {
   MAX_SCREEN_BYTES,
   PTY_PRODUCER_DEFAULTS,
   type PtyProducerOptions,
+  ptyProducerOptions,
   type ResolvedPtyProducerOptions,
 } from './options.js';
 export { outcomeOf as ptyOutcomeOf } from './pty-outcome.js';

@@ -21,18 +21,15 @@ import {
   type TaskSnapshot,
   type TaskStatus,
 } from '../../tasks/index.js';
-import { rejectUnknownOptions } from '../../tasks/option-keys.js';
 import { shortenText, toSingleLine } from '../../text/index.js';
 import { PtyProducerDisposedError } from './errors.js';
 import { isPtyKeyName, type PtyKeyName } from './keys.js';
 import {
   MIN_COLS,
   MIN_ROWS,
-  PTY_PRODUCER_OPTION_KEYS,
-  PTY_RENAMED_OPTIONS,
   type PtyProducerOptions,
+  ptyProducerOptions,
   type ResolvedPtyProducerOptions,
-  resolvePtyProducerOptions,
   validateEnvironment,
 } from './options.js';
 import { outcomeOf } from './pty-outcome.js';
@@ -101,15 +98,8 @@ interface Entry {
 }
 
 export function createPtyProducer(options: PtyProducerOptions): PtyProducer {
-  rejectUnknownOptions(options, PTY_PRODUCER_OPTION_KEYS, {
-    where: 'createPtyProducer',
-    renamed: PTY_RENAMED_OPTIONS,
-  });
-  if (typeof options?.tasks?.start !== 'function') {
-    throw new InvalidArgumentError('tasks', 'a TaskService', options?.tasks);
-  }
-  const { tasks, ...settings } = options;
-  return new LocalPtyProducer(tasks, resolvePtyProducerOptions(settings));
+  const { tasks, ...settings } = ptyProducerOptions.resolve(options);
+  return new LocalPtyProducer(tasks, settings);
 }
 
 class LocalPtyProducer implements PtyProducer {

@@ -4,8 +4,7 @@
  * same task id (its conversation goes on where it ended, and a new notification comes when it ends).
  */
 import { z } from 'zod';
-import { InvalidArgumentError } from '../../tasks/index.js';
-import { optionKeys, rejectUnknownOptions } from '../../tasks/option-keys.js';
+import { defineOptions, type OptionsInput, option } from '../../tasks/options.js';
 import {
   type BackgroundToolValue,
   defineTool,
@@ -20,14 +19,15 @@ import type { SubagentProducer } from './subagent-producer.js';
 
 export const AGENT_MESSAGE_TOOL_NAME = 'agent_message';
 
-/** Options of `createAgentMessageTool`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
-export interface AgentMessageToolOptions {
-  readonly producer: SubagentProducer;
+/** The options of `createAgentMessageTool`. A key not declared here is rejected with `UNKNOWN_OPTION`. */
+const agentMessageToolOptions = defineOptions('createAgentMessageTool', {
+  producer: option.required(option.shaped<SubagentProducer>('a SubagentProducer', ['message'])),
   /** The tool's name. Default `agent_message`. */
-  readonly name?: string;
-}
+  name: option.string({ default: AGENT_MESSAGE_TOOL_NAME }),
+});
 
-const AGENT_MESSAGE_TOOL_OPTION_KEYS = optionKeys<AgentMessageToolOptions>()({ producer: true, name: true });
+/** Options of `createAgentMessageTool`. */
+export type AgentMessageToolOptions = OptionsInput<typeof agentMessageToolOptions.rules>;
 
 export interface AgentMessageInput {
   readonly task_id: string;
@@ -53,13 +53,9 @@ const DESCRIPTION = [
 export function createAgentMessageTool(
   options: AgentMessageToolOptions,
 ): ToolDefinition<AgentMessageInput, AgentMessageValue & Partial<BackgroundToolValue>> {
-  rejectUnknownOptions(options, AGENT_MESSAGE_TOOL_OPTION_KEYS, { where: 'createAgentMessageTool' });
-  const producer = options.producer;
-  if (typeof producer?.message !== 'function') {
-    throw new InvalidArgumentError('producer', 'a SubagentProducer', producer);
-  }
+  const { producer, name } = agentMessageToolOptions.resolve(options);
   return defineTool({
-    name: options.name ?? AGENT_MESSAGE_TOOL_NAME,
+    name,
     description: DESCRIPTION,
     inputSchema,
     async execute(input, context): Promise<ToolResult<AgentMessageValue & Partial<BackgroundToolValue>>> {

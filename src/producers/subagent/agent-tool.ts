@@ -7,12 +7,12 @@
 import { z } from 'zod';
 import {
   createTrustedCaller,
-  InvalidArgumentError,
   isTerminalStatus,
+  MAX_TIMER_DELAY_MS,
   type TaskId,
   type TaskSnapshot,
 } from '../../tasks/index.js';
-import { optionKeys, rejectUnknownOptions } from '../../tasks/option-keys.js';
+import { defineOptions, type OptionsInput, option } from '../../tasks/options.js';
 import {
   type BackgroundToolValue,
   defineTool,
@@ -27,54 +27,41 @@ import {
   toolError,
   toolResult,
 } from '../../tools/index.js';
-import type { Clock } from '../bash/index.js';
 import { AGENT_MESSAGE_TOOL_NAME } from './agent-message-tool.js';
 import { AgentRunInBackgroundDisabledError, SubagentNeedsSessionError } from './errors.js';
-import { booleanOption, positiveInteger } from './subagent-options.js';
 import type { StartedSubagent, SubagentProducer } from './subagent-producer.js';
 
 export const AGENT_TOOL_NAME = 'agent';
-/** The registry's longest wait. */
-const MAX_WAIT_MS = 2_147_483_647;
-
-export const AGENT_TOOL_DEFAULTS = Object.freeze({
-  enableRunInBackground: true,
-  autoBackgroundMs: false as number | false,
-});
-
-/** Options of `createAgentTool`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
-export interface AgentToolOptions {
-  readonly producer: SubagentProducer;
+/** The options of `createAgentTool`. A key not declared here is rejected with `UNKNOWN_OPTION`. */
+export const agentToolOptions = defineOptions('createAgentTool', {
+  producer: option.required(option.shaped<SubagentProducer>('a SubagentProducer', ['start'])),
   /**
    * Whether the model may run subagents in the background. False removes `run_in_background` from the
    * schema and rejects a forced one. Default true.
    */
-  readonly enableRunInBackground?: boolean;
+  enableRunInBackground: option.boolean({ default: true }),
   /**
    * A foreground subagent still running after this long moves to the background and the call returns
    * its task id. `false` (the default) never moves it on its own: foreground means the model asked to
    * wait for the answer.
    */
-  readonly autoBackgroundMs?: number | false;
+  autoBackgroundMs: option.orFalse(option.integer({ min: 1 }), { default: false }),
   /** Default: the producer's clock. */
-  readonly clock?: Clock;
+  clock: option.clock(),
   /**
    * The name of the tool that sends a subagent more instructions, mentioned in this tool's texts;
    * `false` when the harness does not offer one. Default `agent_message`.
    */
-  readonly messageToolName?: string | false;
+  messageToolName: option.orFalse(option.string({ default: AGENT_MESSAGE_TOOL_NAME })),
   /** The tool's name. Default `agent`. */
-  readonly name?: string;
-}
-
-const AGENT_TOOL_OPTION_KEYS = optionKeys<AgentToolOptions>()({
-  producer: true,
-  enableRunInBackground: true,
-  autoBackgroundMs: true,
-  clock: true,
-  messageToolName: true,
-  name: true,
+  name: option.string({ default: AGENT_TOOL_NAME }),
 });
+
+/** Options of `createAgentTool`. */
+export type AgentToolOptions = OptionsInput<typeof agentToolOptions.rules>;
+
+/** The fixed defaults of `AgentToolOptions`. */
+export const AGENT_TOOL_DEFAULTS = agentToolOptions.defaults;
 
 export interface AgentToolInput {
   readonly prompt: string;
@@ -168,25 +155,10 @@ function describeTool(
 }
 
 export function createAgentTool(options: AgentToolOptions): AgentTool {
-  rejectUnknownOptions(options, AGENT_TOOL_OPTION_KEYS, { where: 'createAgentTool' });
-  const producer = options.producer;
-  if (typeof producer?.start !== 'function') {
-    throw new InvalidArgumentError('producer', 'a SubagentProducer', producer);
-  }
-  const enableRunInBackground = booleanOption(
-    'enableRunInBackground',
-    options.enableRunInBackground,
-    AGENT_TOOL_DEFAULTS.enableRunInBackground,
-  );
-  const autoBackgroundMs =
-    options.autoBackgroundMs === undefined || options.autoBackgroundMs === false || !enableRunInBackground
-      ? false
-      : positiveInteger('autoBackgroundMs', options.autoBackgroundMs, 1);
-  const clock = options.clock ?? producer.options.clock;
-  const messageTool = options.messageToolName ?? AGENT_MESSAGE_TOOL_NAME;
-  if (messageTool !== false && typeof messageTool !== 'string') {
-    throw new InvalidArgumentError('messageToolName', 'a tool name or false', messageTool);
-  }
+  const resolved = agentToolOptions.resolve(options);
+  const { producer, enableRunInBackground, messageToolName: messageTool } = resolved;
+  const autoBackgroundMs = enableRunInBackground ? resolved.autoBackgroundMs : false;
+  const clock = resolved.clock ?? producer.options.clock;
   const foreground = new ForegroundCalls();
 
   const execute = async (
@@ -271,7 +243,7 @@ export function createAgentTool(options: AgentToolOptions): AgentTool {
   const waitForEnd = async (taskId: TaskId, signal: AbortSignal): Promise<TaskSnapshot | undefined> => {
     for (;;) {
       try {
-        const snapshot = await producer.tasks.wait(taskId, MAX_WAIT_MS, trusted, signal);
+        const snapshot = await producer.tasks.wait(taskId, MAX_TIMER_DELAY_MS, trusted, signal);
         if (isTerminalStatus(snapshot.status)) return snapshot;
       } catch {
         return undefined;
@@ -320,7 +292,7 @@ export function createAgentTool(options: AgentToolOptions): AgentTool {
   };
 
   const definition = defineTool<AgentToolInput, AgentToolValue>({
-    name: options.name ?? AGENT_TOOL_NAME,
+    name: resolved.name,
     description: describeTool(producer, enableRunInBackground, autoBackgroundMs, messageTool),
     inputSchema: inputSchema(producer, enableRunInBackground),
     execute,

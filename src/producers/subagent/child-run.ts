@@ -7,7 +7,7 @@
  */
 import type { ModelPort, Session, SessionEvent } from '../../session/index.js';
 import { isTerminalStatus } from '../../tasks/index.js';
-import type { AgentProfile, ModelSource } from './agent-profile.js';
+import type { ModelSource, ResolvedAgentProfile } from './agent-profile.js';
 import type { ChildSessions } from './child-sessions.js';
 import { SubagentNotAcceptingMessagesError } from './errors.js';
 import type { ResolvedSubagentOptions } from './subagent-options.js';
@@ -52,7 +52,7 @@ export interface ChildRunRequest {
   readonly prompt: string;
   readonly parentSessionId: string;
   readonly depth: number;
-  readonly profile: AgentProfile | undefined;
+  readonly profile: ResolvedAgentProfile | undefined;
   readonly resumeSessionId?: string;
   readonly sessionId?: string;
   readonly title?: string;

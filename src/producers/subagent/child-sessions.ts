@@ -13,14 +13,14 @@ import {
 import type { Owner } from '../../tasks/index.js';
 import { type AnyToolDefinition, createTaskTools, type TaskTools } from '../../tools/index.js';
 import { createBashTool } from '../bash/index.js';
-import type { AgentProfile } from './agent-profile.js';
+import type { ResolvedAgentProfile } from './agent-profile.js';
 import type { ResolvedSubagentOptions, SubagentChildContext } from './subagent-options.js';
 
 /** What one child session is opened with. */
 export interface ChildSessionRequest {
   readonly parentSessionId: string;
   readonly depth: number;
-  readonly profile: AgentProfile | undefined;
+  readonly profile: ResolvedAgentProfile | undefined;
   /** The (metered) model the child talks to. */
   readonly model: ModelPort;
   /** Re-open this stored child session (a resumed subagent) instead of creating one. */

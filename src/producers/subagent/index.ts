@@ -6,7 +6,13 @@ export {
   type AgentMessageValue,
   createAgentMessageTool,
 } from './agent-message-tool.js';
-export type { AgentProfile, ModelSource } from './agent-profile.js';
+export {
+  type AgentProfile,
+  agentProfileOptions,
+  isModelSource,
+  type ModelSource,
+  type ResolvedAgentProfile,
+} from './agent-profile.js';
 export {
   AGENT_TOOL_DEFAULTS,
   AGENT_TOOL_NAME,
@@ -15,6 +21,7 @@ export {
   type AgentToolInput,
   type AgentToolOptions,
   type AgentToolValue,
+  agentToolOptions,
   createAgentTool,
 } from './agent-tool.js';
 export type { ChildRunReason, ChildRunResult } from './child-run.js';
@@ -33,6 +40,7 @@ export {
   SUBAGENT_DEFAULTS,
   type SubagentChildContext,
   type SubagentProducerOptions,
+  subagentProducerOptions,
 } from './subagent-options.js';
 export { subagentOutcome } from './subagent-outcome.js';
 export {

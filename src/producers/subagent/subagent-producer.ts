@@ -18,7 +18,7 @@ import {
   type TaskSnapshot,
 } from '../../tasks/index.js';
 import type { StopDispatch, StopStrategy } from '../../tools/index.js';
-import type { AgentProfile } from './agent-profile.js';
+import type { ResolvedAgentProfile } from './agent-profile.js';
 import { ChildRun, type ChildRunResult, DEFAULT_STOP_REASON } from './child-run.js';
 import { ChildSessions } from './child-sessions.js';
 import {
@@ -30,8 +30,8 @@ import {
 } from './errors.js';
 import {
   type ResolvedSubagentOptions,
-  resolveSubagentOptions,
   type SubagentProducerOptions,
+  subagentProducerOptions,
 } from './subagent-options.js';
 import { subagentOutcome } from './subagent-outcome.js';
 import { labelOf, validateMessage, validateRequest } from './subagent-request.js';
@@ -95,7 +95,7 @@ interface AgentRecord {
   taskId: TaskId | undefined;
   readonly parentSessionId: string;
   readonly depth: number;
-  readonly profile: AgentProfile | undefined;
+  readonly profile: ResolvedAgentProfile | undefined;
   readonly description: string | undefined;
   childSessionId: string | undefined;
   run: ChildRun | undefined;
@@ -115,7 +115,7 @@ export class SubagentProducer {
   #disposal: Promise<void> | undefined;
 
   constructor(options: SubagentProducerOptions) {
-    this.options = resolveSubagentOptions(options);
+    this.options = subagentProducerOptions.resolve(options);
     this.tasks = this.options.tasks;
     this.#host = new ChildSessions(this.options);
     this.stopStrategy = createSubagentStopStrategy({
@@ -132,7 +132,7 @@ export class SubagentProducer {
   }
 
   /** The profiles a call may name. */
-  get profiles(): readonly AgentProfile[] {
+  get profiles(): readonly ResolvedAgentProfile[] {
     return [...this.options.profiles.values()];
   }
 
@@ -362,7 +362,7 @@ export class SubagentProducer {
     if (this.tasks.list(child.owner).every((task) => isTerminalStatus(task.status))) void close();
   }
 
-  #profile(name: string | undefined): AgentProfile | undefined {
+  #profile(name: string | undefined): ResolvedAgentProfile | undefined {
     if (name === undefined) return undefined;
     const profile = this.options.profiles.get(name);
     if (profile === undefined) throw new AgentProfileNotFoundError(name, [...this.options.profiles.keys()]);

@@ -15,37 +15,32 @@
  * A stop by the model is answered by task_kill's own result, so it takes the default path.
  */
 import { type DeliveryPolicy, releaseAttemptClaim } from '../../notifications/index.js';
-import { isTerminalStatus, type TaskSnapshot } from '../../tasks/index.js';
-import { optionKeys, rejectUnknownOptions } from '../../tasks/option-keys.js';
+import { isTerminalStatus, MAX_TIMER_DELAY_MS, type TaskSnapshot } from '../../tasks/index.js';
+import { defineOptions, type OptionsInput, option } from '../../tasks/options.js';
 import type { StopResult, StopStrategy, StopStrategyContext } from '../../tools/index.js';
 import { StopNotificationFailedError } from './errors.js';
 
-/** The registry's longest wait. */
-const MAX_WAIT_MS = 2_147_483_647;
-
-/** Options of `createSubagentStopStrategy`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
-export interface SubagentStopStrategyOptions {
+/** The options of `createSubagentStopStrategy`. A key not declared here is rejected with `UNKNOWN_OPTION`. */
+const subagentStopStrategyOptions = defineOptions('createSubagentStopStrategy', {
   /** The delivery policy of the parent session that owns a subagent task. */
-  readonly policyOf: ((sessionId: string) => DeliveryPolicy | undefined) | undefined;
-  /** How long the stop waits for the subagent to end. 0: never wait (the default path). */
-  readonly stopSettleMs: number;
-}
-
-const SUBAGENT_STOP_STRATEGY_OPTION_KEYS = optionKeys<SubagentStopStrategyOptions>()({
-  policyOf: true,
-  stopSettleMs: true,
+  policyOf: option.func<(sessionId: string) => DeliveryPolicy | undefined>(),
+  /** How long the stop waits for the subagent to end (at most a timer's longest wait). 0: never wait. */
+  stopSettleMs: option.required(option.integer({ min: 0 })),
 });
 
+/** Options of `createSubagentStopStrategy`. */
+export type SubagentStopStrategyOptions = OptionsInput<typeof subagentStopStrategyOptions.rules>;
+
 export function createSubagentStopStrategy(options: SubagentStopStrategyOptions): StopStrategy {
-  rejectUnknownOptions(options, SUBAGENT_STOP_STRATEGY_OPTION_KEYS, { where: 'createSubagentStopStrategy' });
+  const { policyOf, stopSettleMs } = subagentStopStrategyOptions.resolve(options);
   return async (context) => {
     const { snapshot, request } = context;
     const owner = snapshot.ownerSessionId;
-    const policy = owner === undefined ? undefined : options.policyOf?.(owner);
-    if (request.initiator === 'model' || policy === undefined || options.stopSettleMs === 0) {
+    const policy = owner === undefined ? undefined : policyOf?.(owner);
+    if (request.initiator === 'model' || policy === undefined || stopSettleMs === 0) {
       return context.defaultStop();
     }
-    return stopAndReport(context, policy, Math.min(options.stopSettleMs, MAX_WAIT_MS));
+    return stopAndReport(context, policy, Math.min(stopSettleMs, MAX_TIMER_DELAY_MS));
   };
 }
 

@@ -25,6 +25,7 @@ export {
   type ResolvedWorkflowOptions,
   WORKFLOW_DEFAULTS,
   type WorkflowProducerOptions,
+  workflowProducerOptions,
 } from './workflow-options.js';
 export {
   createWorkflowProducer,

@@ -8,7 +8,7 @@
 import type { WorkflowProgressEvent } from '../../notifications/index.js';
 import type { JsonValue } from '../../store/index.js';
 import type { Logger } from '../../tasks/index.js';
-import { InvalidArgumentError, type TaskDetail } from '../../tasks/index.js';
+import { InvalidArgumentError, MAX_TIMER_DELAY_MS, type TaskDetail } from '../../tasks/index.js';
 import type { BashExecutor, Clock } from '../bash/index.js';
 import type { SubagentProducer } from '../subagent/index.js';
 import { runCommand } from './command-step.js';
@@ -31,8 +31,6 @@ import type {
   WorkflowContext,
 } from './workflow-context.js';
 
-/** The longest delay a timer can express. */
-const MAX_DELAY_MS = 2_147_483_647;
 const MAX_PROGRESS_CHARACTERS = 2000;
 
 export interface ExecutionDependencies {
@@ -207,8 +205,8 @@ export class WorkflowExecution {
       },
       sleep: (ms: number, options: { readonly name?: string } = {}) => {
         this.#ensureActive();
-        if (typeof ms !== 'number' || !Number.isSafeInteger(ms) || ms < 0 || ms > MAX_DELAY_MS) {
-          throw new InvalidArgumentError('ms', `an integer from 0 to ${MAX_DELAY_MS}`, ms);
+        if (typeof ms !== 'number' || !Number.isSafeInteger(ms) || ms < 0 || ms > MAX_TIMER_DELAY_MS) {
+          throw new InvalidArgumentError('ms', `an integer from 0 to ${MAX_TIMER_DELAY_MS}`, ms);
         }
         return this.#sleep(this.#names.derived('sleep', String(ms), options.name), ms);
       },
@@ -334,7 +332,11 @@ export class WorkflowExecution {
     this.#deps.updateDetail({ currentStep: name, sleepingUntil: until });
     this.#stall.pause();
     try {
-      await delay(clock, Math.min(MAX_DELAY_MS, Math.max(0, until - clock.now())), this.#controller.signal);
+      await delay(
+        clock,
+        Math.min(MAX_TIMER_DELAY_MS, Math.max(0, until - clock.now())),
+        this.#controller.signal,
+      );
     } finally {
       this.#stall.resume();
       this.#deps.updateDetail({ sleepingUntil: null });

@@ -39,8 +39,8 @@ import { importScript, type LoadedScript, loadScript, locateScript } from './scr
 import { type ExecutionOutcome, WorkflowExecution } from './workflow-execution.js';
 import {
   type ResolvedWorkflowOptions,
-  resolveWorkflowOptions,
   type WorkflowProducerOptions,
+  workflowProducerOptions,
 } from './workflow-options.js';
 import {
   type AmendedWorkflow,
@@ -75,7 +75,7 @@ export class WorkflowProducer {
   #disposal: Promise<void> | undefined;
 
   constructor(options: WorkflowProducerOptions) {
-    this.options = resolveWorkflowOptions(options);
+    this.options = workflowProducerOptions.resolve(options);
     this.tasks = this.options.tasks;
     this.#executor = this.options.executor;
     // A run the registry forgot is answered from the store (resume, amend); its execution goes.

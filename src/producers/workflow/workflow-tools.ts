@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { InvalidArgumentError } from '../../tasks/index.js';
-import { optionKeys, rejectUnknownOptions } from '../../tasks/option-keys.js';
+import { defineOptions, type OptionsInput, option } from '../../tasks/options.js';
 import {
   type AnyToolDefinition,
   type BackgroundToolValue,
@@ -27,13 +27,14 @@ export const WORKFLOW_TOOL_NAMES = Object.freeze({
   answer: 'workflow_answer',
 });
 
-/** Options of `createWorkflowTools`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
-export interface WorkflowToolsOptions {
+/** The options of `createWorkflowTools`. A key not declared here is rejected with `UNKNOWN_OPTION`. */
+const workflowToolsOptions = defineOptions('createWorkflowTools', {
   /** The producer the tools start, resume and amend runs on. */
-  readonly producer: WorkflowProducer;
-}
+  producer: option.required(option.shaped<WorkflowProducer>('a WorkflowProducer', ['start'])),
+});
 
-const WORKFLOW_TOOLS_OPTION_KEYS = optionKeys<WorkflowToolsOptions>()({ producer: true });
+/** Options of `createWorkflowTools`. */
+export type WorkflowToolsOptions = OptionsInput<typeof workflowToolsOptions.rules>;
 
 export interface WorkflowRunInput {
   readonly script: string;
@@ -102,11 +103,7 @@ function started(taskId: string, what: string): string {
 }
 
 export function createWorkflowTools(options: WorkflowToolsOptions): WorkflowTools {
-  rejectUnknownOptions(options, WORKFLOW_TOOLS_OPTION_KEYS, { where: 'createWorkflowTools' });
-  const producer = options.producer;
-  if (typeof producer?.start !== 'function') {
-    throw new InvalidArgumentError('producer', 'a WorkflowProducer', producer);
-  }
+  const { producer } = workflowToolsOptions.resolve(options);
   const directory = producer.options.directory;
   const where =
     directory === undefined

@@ -705,7 +705,7 @@ describe('script validation', () => {
     const store = createMemorySessionStore();
     const tasks = createTaskService({ logger });
     expect(() => createWorkflowProducer({ tasks, store, stallAfterMs: -1 })).toThrow(
-      'Expected `stallAfterMs` to be an integer of milliseconds from 1 to 2147483647, got -1 (number)',
+      'Expected `stallAfterMs` to be a positive integer no greater than 2147483647, or false, got -1 (number)',
     );
     expect(() => createWorkflowProducer({ tasks, store, commandOutputLimitBytes: 0 })).toThrow(
       'Expected `commandOutputLimitBytes` to be a positive integer, got 0 (number)',

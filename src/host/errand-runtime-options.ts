@@ -1,0 +1,125 @@
+/**
+ * The options of `createErrandRuntime`: its own and, nested, those of every part it assembles — each part's
+ * own declaration less the keys the runtime sets itself — so one `resolve` checks them all, unknown keys
+ * included, before anything is opened.
+ */
+import { backgroundEventFeedOptions } from '../events/index.js';
+import { OUTPUT_SNAPSHOT_BYTES } from '../producers/bash/executor-options.js';
+import { bashExecutorOptions, bashProducerOptions, bashToolOptions } from '../producers/bash/index.js';
+import { ptyProducerOptions } from '../producers/pty/index.js';
+import {
+  agentToolOptions,
+  isModelSource,
+  type ModelSource,
+  subagentProducerOptions,
+} from '../producers/subagent/index.js';
+import { workflowProducerOptions } from '../producers/workflow/index.js';
+import { taskServiceOptions } from '../registry/index.js';
+import { policyOptions, type Session, sessionLimitOptions, sessionRuntimeOptions } from '../session/index.js';
+import type { SessionStore } from '../store/index.js';
+import { InvalidArgumentError } from '../tasks/index.js';
+import { defineOptions, type OptionsInput, option, type ResolvedOptions } from '../tasks/options.js';
+import { type AnyToolDefinition, taskToolsOptions } from '../tools/index.js';
+import type { ErrandRuntime } from './assembled-runtime.js';
+
+/** The runtime's `bash`: the executor's options, and the producer's and the tool's but what the runtime sets. */
+const bashPartOptions = defineOptions('createErrandRuntime', {
+  executor: option.nested(bashExecutorOptions),
+  producer: option.nested(bashProducerOptions.omit('tasks', 'executor')),
+  tool: option.nested(bashToolOptions.omit('producer')),
+});
+
+/** The runtime's `subagents`: the producer's options but what the runtime sets, and the agent tool's wait. */
+const subagentPartOptions = defineOptions('createErrandRuntime', {
+  ...subagentProducerOptions.omit('tasks', 'store', 'bash', 'policyOf', 'model').rules,
+  /** The subagents' model. Default: the runtime's `model` when that is a port (required when it is a factory). */
+  model: option.custom<ModelSource>('a ModelPort or a function returning one', isModelSource),
+  /** A foreground subagent still running after this long moves to the background; false never. Default false. */
+  autoBackgroundMs: agentToolOptions.rules.autoBackgroundMs,
+});
+
+/**
+ * The options of `createErrandRuntime`. A key not declared here, or one its part's options lack inside
+ * `tasks`, `bash`, `pty`, `taskTools`, `subagents`, `workflows`, `notifications`, `limits` or `events`, is
+ * rejected with `UNKNOWN_OPTION` before anything is opened. Keys the runtime sets itself (a part's `tasks`,
+ * `store`, `executor`, ...) are not options of those objects.
+ */
+export const errandRuntimeOptions = defineOptions(
+  'createErrandRuntime',
+  {
+    /** The model every session talks to, or a factory per session. */
+    model: sessionRuntimeOptions.rules.model,
+    /** Default: the SQLite store in `home` (`$ERRAND_HOME`, else `~/.errand`). */
+    store: option.shaped<SessionStore>('a SessionStore', ['createSession']),
+    /** The data directory of the default store. */
+    home: option.string(),
+    /** Placed before the task tools' guidance in every session's system prompt. */
+    systemPrompt: sessionRuntimeOptions.rules.systemPrompt,
+    /** Default working directory of sessions. Default `process.cwd()`. */
+    cwd: sessionRuntimeOptions.rules.cwd,
+    /** Default environment of sessions. Default `process.env`. */
+    env: sessionRuntimeOptions.rules.env,
+    tasks: option.nested(taskServiceOptions),
+    bash: option.nested(bashPartOptions),
+    /** Options of the pty producer, or false to leave it out. Default: on when node-pty loads. */
+    pty: option.orFalse(option.nested(ptyProducerOptions.omit('tasks'))),
+    taskTools: option.nested(taskToolsOptions.omit('tasks')),
+    /**
+     * Subagents (the `agent` and `agent_message` tools), or false to leave them out. Their model defaults
+     * to `model` when that is a port; give `subagents.model` when `model` is a per-session factory.
+     */
+    subagents: option.orFalse(option.nested(subagentPartOptions)),
+    /** Workflow runs (the `workflow_*` tools). Only scripts inside `directory` ever load. Default: off. */
+    workflows: option.nested(
+      workflowProducerOptions.omit('tasks', 'store', 'subagents', 'executor', 'policyOf'),
+    ),
+    /** Delivery-policy options. Default: workflows stopped by the model are notified (they read "amend it"). */
+    notifications: option.nested(policyOptions),
+    /**
+     * How much of a finished bash task's newest output is read for its notification's `<output-tail>`, in
+     * bytes (at most 8192, the most a non-consuming read returns); `notifications.outputTail` then trims it.
+     * A pty task's tail is its final screen, bounded by the pty producer's `maxScreenBytes`. Default 4096.
+     */
+    notificationTailReadBytes: option.integer({ min: 1, max: OUTPUT_SNAPSHOT_BYTES, default: 4096 }),
+    limits: option.nested(sessionLimitOptions),
+    /**
+     * How often the runtime reads the store for commands a person addressed to it from another process
+     * (`errand serve`'s Stop), in ms (at most 3600000), or false for never. Each read is one indexed
+     * SELECT. Default 500 — except on a store whose `capabilities.sharedAcrossProcesses` is false (the
+     * in-memory store), which no other process can write: there the default is false.
+     */
+    commandPollMs: option.orFalse(option.integer({ min: 1, max: 3_600_000 })),
+    /**
+     * A command read later than this after it was submitted is expired instead of run (whoever asked gave
+     * up long before), in ms. Default 60000.
+     */
+    commandMaxAgeMs: option.integer({ min: 1, default: 60_000 }),
+    events: option.nested(backgroundEventFeedOptions.omit('tasks')),
+    /** More tools for a session (a harness's own), after Errand's. */
+    tools: option.func<(session: Session, runtime: ErrandRuntime) => readonly AnyToolDefinition[]>(),
+    /** Told about failures no caller sees. Default: each part's own. */
+    logger: option.logger(),
+  },
+  {
+    check({ model, subagents }, path) {
+      if (subagents !== false && subagents.model === undefined && typeof model === 'function') {
+        throw new InvalidArgumentError(
+          `${path('subagents')}.model`,
+          'a model for subagents when `model` is a factory',
+          undefined,
+        );
+      }
+    },
+  },
+);
+
+/** Options of `createErrandRuntime`. */
+export type ErrandRuntimeOptions = OptionsInput<typeof errandRuntimeOptions.rules>;
+export type ResolvedErrandRuntimeOptions = ResolvedOptions<typeof errandRuntimeOptions.rules>;
+
+/** Defaults of the runtime's own options (the parts' options have their own defaults). */
+export const ERRAND_RUNTIME_DEFAULTS = Object.freeze({
+  notificationTailReadBytes: errandRuntimeOptions.defaults.notificationTailReadBytes,
+  commandPollMs: 500,
+  commandMaxAgeMs: errandRuntimeOptions.defaults.commandMaxAgeMs,
+});

@@ -1,0 +1,37 @@
+/** The `limits` of the session runtime: one declaration with their defaults and their validation. */
+import { defineOptions, type OptionsInput, option, type ResolvedOptions } from '../tasks/options.js';
+
+/** The `limits` of the session runtime. A key not declared here is rejected with `UNKNOWN_OPTION`. */
+export const sessionLimitOptions = defineOptions('createSessionRuntime', {
+  /** Model requests in one turn before it ends with `max_steps`. Default 50. */
+  maxStepsPerTurn: option.integer({ min: 1, default: 50 }),
+  /** Commands (inputs, notifications, configuration) one session may queue. Default 1000. */
+  maxQueuedCommands: option.integer({ min: 1, default: 1000 }),
+  /** The largest tool result kept in the conversation, in UTF-8 bytes (head and tail kept). Default 65536. */
+  maxToolResultBytes: option.integer({ min: 1, default: 64 * 1024 }),
+  /**
+   * An idle session starts a turn once no new notification arrived for this long, so completions that
+   * land together wake the agent once, in one message. Default 1 ms: the exits of a burst of commands
+   * arrive well under a millisecond apart, while a lone completion still reaches the model within a few
+   * milliseconds. Raise it to batch completions that are further apart.
+   */
+  idleDrainQuietMs: option.integer({ min: 0, default: 1 }),
+  /**
+   * However busy the arrivals, a turn starts at most this long after the first queued one. Default 100 ms
+   * (at least `idleDrainQuietMs`).
+   */
+  idleDrainMaxDelayMs: option.integer({ min: 0, default: 100, atLeast: 'idleDrainQuietMs' }),
+  /**
+   * When the store fails to record a delivery of queued notifications, they go back to the queue and the
+   * session looks at it again after this long, doubling with each failure in a row. Default 1000 ms.
+   */
+  deliveryRetryMs: option.integer({ min: 1, default: 1000 }),
+  /** The longest wait between two such retries. Default 60000 ms (at least `deliveryRetryMs`). */
+  deliveryRetryMaxMs: option.integer({ min: 1, default: 60_000, atLeast: 'deliveryRetryMs' }),
+});
+
+export type SessionLimits = OptionsInput<typeof sessionLimitOptions.rules>;
+export type ResolvedSessionLimits = ResolvedOptions<typeof sessionLimitOptions.rules>;
+
+/** The fixed defaults of `SessionLimits`. */
+export const SESSION_LIMIT_DEFAULTS = sessionLimitOptions.defaults;

@@ -16,6 +16,7 @@ import { createTaskService, type SequenceBlocks } from '../registry/index.js';
 import { type JsonObject, jsonCopy } from '../store/json.js';
 import type { SessionStore } from '../store/session-store.js';
 import { taskRecordFromSnapshot } from '../store/task-record-from-snapshot.js';
+import { taskSnapshotFromRecord } from '../store/task-snapshot-from-record.js';
 import {
   asSessionId,
   type Clock,
@@ -33,8 +34,10 @@ import {
   validateSessionId,
 } from '../tasks/index.js';
 import { optionKeys, rejectUnknownOptions, validateLoggerOption } from '../tasks/option-keys.js';
+import { readFileTail } from '../text/index.js';
 import type { AnyToolDefinition } from '../tools/index.js';
 import type { ModelPort } from './model-port.js';
+import { PROGRESS_KEY_PREFIX, takeQueuedResidue, untoldEndings } from './resume-residue.js';
 import { Session } from './session.js';
 import type { SessionEvent } from './session-events.js';
 import { holderFor, isHolderLive, registerLiveRuntime } from './session-holder.js';
@@ -174,7 +177,10 @@ export class SessionRuntime {
   readonly store: SessionStore;
   readonly #options: SessionRuntimeOptions;
   readonly #ownsTasks: boolean;
-  readonly #sessions = new Map<string, { session: Session; policy: DeliveryPolicy; detach: () => void }>();
+  readonly #sessions = new Map<
+    string,
+    { session: Session; policy: DeliveryPolicy; scope: string; detach: () => void }
+  >();
   readonly #listeners = new Set<RuntimeEventListener>();
   readonly #logger: Logger;
   readonly #now: () => number;
@@ -259,9 +265,12 @@ export class SessionRuntime {
   }
 
   /**
-   * Re-opens a stored session after a restart. Its processes died with the old runtime: queued
-   * notifications are discarded with `session_resumed` (none is delivered twice) and live task records
-   * become `lost`.
+   * Re-opens a stored session after a restart. Live task records of the old runtime become `lost` (their
+   * processes died with it). Nothing the store knows ends untold: notifications the old process left
+   * queued go back into the queue (a delivery writes its message and settles its entries in one
+   * transaction, so a queued one was never delivered), and every ending the store recorded but never told
+   * is queued now — those lost with the runtime quietly. A person's queued input is discarded
+   * (`session_resumed`): whoever waited for its turn is gone.
    */
   resumeSession(id: string, options: ResumeSessionOptions = {}): Session {
     this.#ensureOpen();
@@ -273,10 +282,11 @@ export class SessionRuntime {
     if (!record) throw new SessionNotFoundError(sessionId);
     // Before anything is discarded or marked lost: a runtime that still has it open keeps it (SESSION_IN_USE).
     this.store.acquireSession(sessionId, holderFor(this.#instance, this.#now()), isHolderLive);
-    this.store.discardQueued(sessionId, 'session_resumed');
-    this.store.markLiveAsLost({ sessionId, error: LOST_ON_RESUME_ERROR });
+    let residue: ReturnType<typeof takeQueuedResidue>;
     let session: Session;
     try {
+      residue = takeQueuedResidue(this.store, sessionId);
+      this.store.markLiveAsLost({ sessionId, error: LOST_ON_RESUME_ERROR });
       if (record.state === 'closed') this.store.updateSession(sessionId, { state: 'active' });
       session = this.#open(sessionId, record.parentId, record.cwd, options.env, record.branchGeneration);
     } catch (error) {
@@ -284,7 +294,11 @@ export class SessionRuntime {
       this.#releaseAfterFailedOpen(sessionId);
       throw error;
     }
-    this.#tellLost(session);
+    session.restoreNotifications(residue);
+    this.#tellUntold(
+      session,
+      new Set(residue.filter((notification) => notification.ending !== false).map((entry) => entry.taskId)),
+    );
     return session;
   }
 
@@ -298,51 +312,55 @@ export class SessionRuntime {
   }
 
   /**
-   * Queues, quietly (no turn starts for them), one notification per task of the session that was lost
-   * with a runtime that stopped, so the model learns with its next request that the work it started is
-   * gone: those just marked lost, and those of an earlier resume whose notification never reached the
-   * model (the session closed again first). Tasks of an abandoned conversation branch stay untold, as
-   * their other notifications would.
+   * Queues the endings of the session's finished background tasks that the store never saw told (see
+   * `untoldEndings`), less those whose notification is back in the queue (`queued`): a task lost with its
+   * runtime quietly (no turn starts for it; the model learns with its next request), any other as the
+   * delivery policy would have. Each is marked told once it is delivered, so it is told once.
    */
-  #tellLost(session: Session): void {
+  #tellUntold(session: Session, queued: ReadonlySet<string>): void {
+    const entry = this.#sessions.get(session.id);
+    if (entry === undefined) return;
     const budgetBytes =
       this.#options.notifications?.maxNotificationBytes ?? DELIVERY_POLICY_DEFAULTS.maxNotificationBytes;
-    const lost = this.store
-      .listTasks({ sessionId: session.id, statuses: ['lost'] })
-      .filter(
-        (task) => task.error === LOST_ON_RESUME_ERROR && task.branchGeneration === session.branchGeneration,
-      );
-    if (lost.length === 0) return;
-    // Earlier "lost" notifications, by task: delivered ones are not told again.
-    const earlier = new Map<string, { delivered: boolean; count: number }>();
-    for (const entry of this.store.listLedger(session.id)) {
-      const match = /^lost:([^:]+):(\d+):\d+$/.exec(entry.idempotencyKey);
-      if (match === null) continue;
-      const key = `${match[1]}:${match[2]}`;
-      const known = earlier.get(key) ?? { delivered: false, count: 0 };
-      earlier.set(key, { delivered: known.delivered || entry.state === 'delivered', count: known.count + 1 });
-    }
-    for (const task of lost) {
-      const told = earlier.get(`${task.id}:${task.startedAt}`);
-      if (told?.delivered) continue;
+    for (const task of untoldEndings(this.store, session.id, session.branchGeneration, queued)) {
+      const key = `ending:${entry.scope}:${task.id}:${task.startedAt}`;
       try {
-        session.deliverNotification({
-          taskId: task.id,
-          label: task.label,
-          text: formatLostTaskNotification({
+        if (task.status === 'lost') {
+          session.deliverNotification({
             taskId: task.id,
-            kind: task.kind,
             label: task.label,
-            error: task.error,
-            outputFile: task.outputFile,
-            budgetBytes,
-          }),
-          lane: 'quiet',
-          branchGeneration: task.branchGeneration,
-          idempotencyKey: `lost:${task.id}:${task.startedAt}:${(told?.count ?? 0) + 1}`,
+            text: formatLostTaskNotification({
+              taskId: task.id,
+              kind: task.kind,
+              label: task.label,
+              error: task.error,
+              outputFile: task.outputFile,
+              budgetBytes,
+            }),
+            lane: 'quiet',
+            branchGeneration: task.branchGeneration,
+            idempotencyKey: key,
+          });
+          continue;
+        }
+        const snapshot = taskSnapshotFromRecord(task);
+        const tail =
+          task.outputFile === undefined
+            ? undefined
+            : readFileTail(task.outputFile, RECORDED_TAIL_READ_BYTES)?.text;
+        const notification = entry.policy.notificationFor(snapshot, tail);
+        if (notification === undefined) continue;
+        session.deliverNotification({
+          taskId: notification.taskId,
+          label: notification.label,
+          text: notification.text,
+          lane: notification.lane,
+          priority: notification.priority,
+          branchGeneration: notification.branchGeneration,
+          idempotencyKey: key,
         });
       } catch (error) {
-        this.#logger.warn(`task ${task.id}: queueing the notification that it was lost failed`, {
+        this.#logger.warn(`task ${task.id}: queueing the notification of its recorded ending failed`, {
           error: error instanceof Error ? error.message : String(error),
         });
       }
@@ -447,6 +465,7 @@ export class SessionRuntime {
     this.#sessions.set(id, {
       session,
       policy,
+      scope,
       detach: () => {
         stopForwarding();
         policy.dispose();
@@ -458,10 +477,10 @@ export class SessionRuntime {
   #enqueue(session: Session, scope: string, notification: TaskNotification): void {
     // The notification's own attempt: a resume while it was being formatted must not borrow the new one.
     const attempt = notification.attempt;
-    const key =
-      notification.event === 'terminal'
-        ? `task:${scope}:${notification.taskId}:${attempt}:${notification.startedAt}`
-        : `task:${scope}:${notification.taskId}:${attempt}:${notification.startedAt}:${notification.event}:${notification.createdAt}`;
+    const ending = notification.event === 'terminal';
+    const key = ending
+      ? `task:${scope}:${notification.taskId}:${attempt}:${notification.startedAt}`
+      : `${PROGRESS_KEY_PREFIX}${scope}:${notification.taskId}:${attempt}:${notification.startedAt}:${notification.event}:${notification.createdAt}`;
     const admission = session.deliverNotification({
       taskId: notification.taskId,
       label: notification.label,
@@ -471,6 +490,7 @@ export class SessionRuntime {
       branchGeneration: notification.branchGeneration,
       idempotencyKey: key,
       attempt,
+      ...(ending ? {} : { ending: false }),
     });
     // A duplicate was admitted before; an end the model already read needs no notification: both keep the claim.
     if (!admission.admitted && admission.reason !== 'duplicate' && admission.reason !== 'result_read') {
@@ -504,6 +524,12 @@ export class SessionRuntime {
    * Keeps the store's task records in step with the registry, so a restart still knows what ran and a
    * viewer in another process sees it: every change but a detail update, and a detail update only when
    * the pid or the output file changed (never per byte: a viewer reads the byte count off the file).
+   *
+   * A record's `reported` is not the registry's claim: it says the ending was shown to the model, and it
+   * is written with what showed it (the delivery of its notification, the tool result that read it). A
+   * finished record is written unreported — a resume tells it if nothing else does — unless the session
+   * is being torn down (closing, sealed, or the runtime disposed): endings a teardown causes are never told.
+   * So a claim alone (`claimed`, `unclaimed`) writes nothing.
    */
   #record(reason: string, task: TaskSnapshot): void {
     if (task.ownerSessionId === undefined) return;
@@ -512,15 +538,19 @@ export class SessionRuntime {
       this.#persisted.delete(key);
       return;
     }
-    if (!this.#sessions.has(task.ownerSessionId)) return;
+    if (reason === 'claimed' || reason === 'unclaimed') return;
+    const session = this.#sessions.get(task.ownerSessionId)?.session;
+    if (session === undefined) return;
     const facts = `${String(task.detail.pid)}\u0000${String(task.detail.outputFile)}`;
     const ended = isTerminalStatus(task.status);
     if (reason === 'updated' && (ended || this.#persisted.get(key) === facts)) return;
     if (ended) this.#persisted.delete(key);
     else this.#persisted.set(key, facts);
+    const tornDown = session.shuttingDown || session.sealed || this.#disposal !== undefined;
     try {
       this.store.upsertTask({
         ...taskRecordFromSnapshot(task),
+        reported: ended && tornDown && task.reported,
         detail: (jsonCopy(task.detail) ?? {}) as JsonObject,
       });
     } catch (error) {
@@ -630,6 +660,9 @@ function validatePolicyOptions(notifications: PolicyOptions | undefined): void {
 /** The diagnosis of a task found running when its session is resumed: its runtime stopped first. */
 const LOST_ON_RESUME_ERROR =
   'The runtime that ran this task stopped; its process did not survive the restart.';
+
+/** How much of a recorded task's output file is read for the tail of its notification on resume. */
+const RECORDED_TAIL_READ_BYTES = 4096;
 
 /** How many ids of one kind a task service reserves in the store at a time. */
 export const TASK_ID_BLOCK_SIZE = 100;

@@ -18,7 +18,7 @@ import {
   type SessionId,
   type TaskService,
 } from '../tasks/index.js';
-import type { AnyToolDefinition } from '../tools/index.js';
+import type { AnyToolDefinition, ReportedTaskEnd } from '../tools/index.js';
 import { CommandQueue, type QueuedCommand, type QueuePriority } from './command-queue.js';
 import { DrainScheduler } from './drain-scheduler.js';
 import type { ModelPort } from './model-port.js';
@@ -28,6 +28,7 @@ import {
   type NotificationAdmission,
   NotificationInbox,
   type NotificationReservation,
+  type RestoredNotification,
   type SessionNotification,
   type TakeQueuedNotificationsOptions,
 } from './notification-inbox.js';
@@ -154,6 +155,7 @@ export class Session {
       tools: () => this.#tools,
       messages: () => this.#store.listMessages(this.id),
       append: (message) => this.#append(message),
+      appendToolResults: (message, ends) => this.#appendToolResults(message, ends),
       toolContext: (toolCallId, signal) => ({
         caller: this.owner,
         toolCallId,
@@ -282,6 +284,18 @@ export class Session {
     return record;
   }
 
+  /**
+   * Appends a step's tool results with the task ends they show (`inbox.withdrawWith`): the message, the
+   * withdrawn notifications and the ends marked shown are one write, so after a crash the store never says
+   * the model saw an end that no stored result shows, nor the other way round.
+   */
+  #appendToolResults(message: NewMessage, ends: readonly ReportedTaskEnd[]): MessageRecord {
+    if (ends.length === 0) return this.#append(message);
+    const record = this.#inbox.withdrawWith(ends, () => this.#store.appendMessage(this.id, message));
+    this.#emit({ type: 'message', message: record });
+    return record;
+  }
+
   // ---------------------------------------------------------------- input (see SessionInput)
 
   /**
@@ -323,6 +337,14 @@ export class Session {
    */
   deliverNotification(notification: SessionNotification): NotificationAdmission {
     return this.inbox.admit(notification);
+  }
+
+  /**
+   * Puts back the notifications an earlier process left queued in the ledger (`inbox.restore`): a resume.
+   * Nothing is written; a wakeup one wakes the session.
+   */
+  restoreNotifications(notifications: readonly RestoredNotification[]): void {
+    this.#inbox.restore(notifications);
   }
 
   /**

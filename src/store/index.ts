@@ -22,6 +22,8 @@ export {
   StoreSchemaMismatchError,
   StoreSchemaTooNewError,
   StoreStaleBranchError,
+  StoreUnavailableError,
+  type StoreUnavailableReason,
 } from './errors.js';
 export { type JsonObject, type JsonPrimitive, type JsonValue, jsonCopy } from './json.js';
 export { createMemorySessionStore, type MemorySessionStore } from './memory-session-store.js';
@@ -37,4 +39,5 @@ export {
 } from './sqlite-database.js';
 export { openSqliteSessionStore, type SqliteSessionStore } from './sqlite-session-store.js';
 export { taskRecordFromSnapshot } from './task-record-from-snapshot.js';
+export { taskSnapshotFromRecord } from './task-snapshot-from-record.js';
 export { LOST_TASK_ERROR } from './transition-rules.js';

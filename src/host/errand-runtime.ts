@@ -138,7 +138,7 @@ export interface ErrandRuntimeOptions {
   };
   /** Options of the pty producer, or false to leave it out. Default: on when node-pty loads. */
   readonly pty?: Omit<PtyProducerOptions, 'tasks'> | false;
-  readonly taskTools?: Omit<TaskToolsOptions, 'tasks'>;
+  readonly taskTools?: Omit<TaskToolsOptions, 'tasks' | 'recorded'>;
   /**
    * Subagents (the `agent` and `agent_message` tools), or false to leave them out. Their model defaults
    * to `model` when that is a port; give `subagents.model` when `model` is a per-session factory.
@@ -223,7 +223,7 @@ const PART_KEYS = {
   'bash.producer': without(BASH_PRODUCER_OPTION_KEYS, 'tasks', 'executor'),
   'bash.tool': without(BASH_TOOL_OPTION_KEYS, 'producer'),
   pty: without(PTY_PRODUCER_OPTION_KEYS, 'tasks'),
-  taskTools: without(TASK_TOOLS_OPTION_KEYS, 'tasks'),
+  taskTools: without(TASK_TOOLS_OPTION_KEYS, 'tasks', 'recorded'),
   subagents: [
     ...without(SUBAGENT_PRODUCER_OPTION_KEYS, 'tasks', 'store', 'bash', 'policyOf'),
     'autoBackgroundMs',
@@ -387,6 +387,11 @@ async function assembleRuntime(
   const taskTools = createTaskTools({
     tasks,
     controllerScope: { serves: (owner) => sessions?.getSession(owner.sessionId)?.owner === owner },
+    // What an earlier runtime ran: task_output and task_list answer from the store after a resume.
+    recorded: {
+      read: (taskId, caller, maxBytes) => sessions?.recordedTasks.read(taskId, caller, maxBytes),
+      list: (caller, limit) => sessions?.recordedTasks.list(caller, limit) ?? [],
+    },
     ...options.taskTools,
   });
   built.push(() => taskTools.dispose());

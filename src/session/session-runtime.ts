@@ -19,23 +19,26 @@ import { taskRecordFromSnapshot } from '../store/task-record-from-snapshot.js';
 import { taskSnapshotFromRecord } from '../store/task-snapshot-from-record.js';
 import {
   asSessionId,
+  type Caller,
   type Clock,
   createOwner,
   createTrustedCaller,
   ErrandError,
   InvalidArgumentError,
   isTerminalStatus,
+  isTrustedCaller,
   type Logger,
   parseTaskId,
   type SessionId,
   systemClock,
+  TERMINAL_STATUSES,
   type TaskService,
   type TaskSnapshot,
   validateSessionId,
 } from '../tasks/index.js';
 import { optionKeys, rejectUnknownOptions, validateLoggerOption } from '../tasks/option-keys.js';
 import { readFileTail } from '../text/index.js';
-import type { AnyToolDefinition } from '../tools/index.js';
+import type { AnyToolDefinition, RecordedTasks } from '../tools/index.js';
 import type { ModelPort } from './model-port.js';
 import { PROGRESS_KEY_PREFIX, takeQueuedResidue, untoldEndings } from './resume-residue.js';
 import { Session } from './session.js';
@@ -367,6 +370,28 @@ export class SessionRuntime {
     }
   }
 
+  /**
+   * The finished tasks the store remembers for a caller's session that the task service does not hold —
+   * an earlier runtime's, after a resume — for `task_output` and `task_list` (`TaskToolsOptions.recorded`).
+   * A caller sees only its own session's records.
+   */
+  readonly recordedTasks: RecordedTasks = {
+    read: (taskId, caller, maxBytes) => {
+      const sessionId = callerSession(caller);
+      if (sessionId === undefined || typeof taskId !== 'string' || taskId === '') return undefined;
+      const record = this.store.getTask(taskId, sessionId);
+      if (record === undefined || !isTerminalStatus(record.status)) return undefined;
+      const tail = record.outputFile === undefined ? undefined : readFileTail(record.outputFile, maxBytes);
+      return { snapshot: taskSnapshotFromRecord(record), text: tail?.text ?? '', totalBytes: tail?.totalBytes };
+    },
+    list: (caller, limit) => {
+      const sessionId = callerSession(caller);
+      if (sessionId === undefined) return [];
+      const finished = this.store.listTasks({ sessionId, statuses: TERMINAL_STATUSES });
+      return finished.slice(Math.max(0, finished.length - limit)).map(taskSnapshotFromRecord);
+    },
+  };
+
   getSession(id: string): Session | undefined {
     return this.#sessions.get(id)?.session;
   }
@@ -581,6 +606,12 @@ export class SessionRuntime {
 
 export function createSessionRuntime(options: SessionRuntimeOptions): SessionRuntime {
   return new SessionRuntime(options);
+}
+
+/** The session a caller acts for: an owner's (session equality grants access), none for anyone else. */
+function callerSession(caller: Caller): SessionId | undefined {
+  if (caller === undefined || isTrustedCaller(caller)) return undefined;
+  return caller.sessionId;
 }
 
 /** A model that refuses: the factory replaces it before any turn can run. */

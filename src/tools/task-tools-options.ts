@@ -1,6 +1,7 @@
 /** Options of the task tools, their defaults and their validation. */
 import { type ControllerScope, InvalidArgumentError, type TaskService } from '../tasks/index.js';
 import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
+import type { RecordedTasks } from './recorded-tasks.js';
 import type { StopDispatch } from './stop-dispatch.js';
 
 /** The longest wait a timer can express (the registry's bound). */
@@ -36,6 +37,11 @@ export interface TaskToolsOptions {
    * these tools; narrow it when only some do, so a session without them cannot start work nobody collects.
    */
   readonly controllerScope?: ControllerScope;
+  /**
+   * Finished tasks a store remembers that `tasks` does not hold (an earlier runtime's, after a resume):
+   * `task_output` and `task_list` answer from them instead of `TASK_NOT_FOUND`. Default none.
+   */
+  readonly recorded?: RecordedTasks;
 }
 
 /** Every key of `TaskToolsOptions`; any other key is rejected with `UNKNOWN_OPTION`. */
@@ -51,6 +57,7 @@ export const TASK_TOOLS_OPTION_KEYS = optionKeys<TaskToolsOptions>()({
   stop: true,
   controllerName: true,
   controllerScope: true,
+  recorded: true,
 });
 
 export interface ResolvedTaskToolsOptions {
@@ -118,6 +125,13 @@ export function resolveTaskToolsOptions(options: TaskToolsOptions): ResolvedTask
   }
   if (options.stop !== undefined && typeof options.stop?.stopBackgroundTask !== 'function') {
     throw new InvalidArgumentError('stop', 'a StopDispatch', options.stop);
+  }
+  const recorded = options.recorded as Partial<RecordedTasks> | undefined;
+  if (
+    recorded !== undefined &&
+    (typeof recorded?.read !== 'function' || typeof recorded.list !== 'function')
+  ) {
+    throw new InvalidArgumentError('recorded', 'a RecordedTasks ({ read, list })', options.recorded);
   }
   return {
     defaultWaitMs,

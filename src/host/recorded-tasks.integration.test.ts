@@ -66,7 +66,7 @@ describe('finished work of a runtime that was killed', () => {
       expect(() => runtime.tasks.get(taskId, session.owner)).toThrow(
         expect.objectContaining({ code: 'TASK_NOT_FOUND' }),
       );
-      const context = { caller: session.owner, signal: new AbortController().signal };
+      const context = { caller: session.owner, toolCallId: 'call-1', signal: new AbortController().signal };
       const list = await executeTool(runtime.taskTools.taskList, {}, context);
       expect(list.text).toBe(`${taskId} [bash] completed — two lines`);
 
@@ -88,7 +88,7 @@ describe('finished work of a runtime that was killed', () => {
       const refused = await executeTool(
         runtime.taskTools.taskOutput,
         { task_id: taskId },
-        { caller: stranger.owner, signal: new AbortController().signal },
+        { caller: stranger.owner, toolCallId: 'call-2', signal: new AbortController().signal },
       );
       expect(refused).toMatchObject({ isError: true });
       expect(refused.text).toContain('TASK_NOT_FOUND');

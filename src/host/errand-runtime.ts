@@ -365,10 +365,16 @@ async function assembleRuntime(
   ownsStore: boolean,
   built: Array<() => unknown>,
 ): Promise<ErrandRuntime> {
+  // Filled once the session runtime exists; it refuses background work while the store refuses writes.
+  let sessions: SessionRuntime | undefined;
   const tasks = createTaskService({
     initialSequences: lastSequences(store),
     sequenceBlocks: storeSequenceBlocks(store),
     ...options.tasks,
+    startGuard: (request) => {
+      options.tasks?.startGuard?.(request);
+      sessions?.checkStart(request);
+    },
   });
   built.push(() => tasks.dispose());
   const executor = new BashExecutor(options.bash?.executor);
@@ -383,7 +389,6 @@ async function assembleRuntime(
   if (pty) built.push(() => pty.dispose());
   const ptyTools = pty ? createPtyTools(pty) : [];
   // They serve this runtime's sessions, which all get them; child sessions of subagents have their own.
-  let sessions: SessionRuntime | undefined;
   const taskTools = createTaskTools({
     tasks,
     controllerScope: { serves: (owner) => sessions?.getSession(owner.sessionId)?.owner === owner },

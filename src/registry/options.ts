@@ -4,6 +4,7 @@ import {
   InvalidArgumentError,
   isValidTaskKind,
   type Logger,
+  type Owner,
   systemClock,
   type TaskKind,
 } from '../tasks/index.js';
@@ -42,7 +43,21 @@ export interface TaskServiceOptions {
    * service counts on its own from `initialSequences`.
    */
   readonly sequenceBlocks?: SequenceBlocks;
+  /**
+   * A check of the host's, run in `start`'s preflight (after validation and the controller check, before
+   * the limits and before the producer runs): a throw refuses the start and reaches the caller unchanged.
+   * A session runtime uses it to refuse background work while its store cannot record endings. Default none.
+   */
+  readonly startGuard?: (request: StartGuardRequest) => void;
   readonly logger?: Logger;
+}
+
+/** What a start guard is asked about. */
+export interface StartGuardRequest {
+  readonly kind: TaskKind;
+  readonly owner: Owner | undefined;
+  /** False for foreground work (its result goes back to the call that waits for it). */
+  readonly background: boolean;
 }
 
 /** A range of sequence numbers reserved for one service, both ends included. */
@@ -69,6 +84,7 @@ export const TASK_SERVICE_OPTION_KEYS = optionKeys<TaskServiceOptions>()({
   initialSequences: true,
   formatId: true,
   sequenceBlocks: true,
+  startGuard: true,
   logger: true,
 });
 
@@ -81,6 +97,7 @@ export interface ResolvedTaskServiceOptions {
   readonly now: () => number;
   readonly formatId: ((kind: TaskKind, sequence: number) => string) | undefined;
   readonly sequenceBlocks: SequenceBlocks | undefined;
+  readonly startGuard: ((request: StartGuardRequest) => void) | undefined;
   readonly initialSequences: Readonly<Record<string, number>>;
   readonly logger: Logger;
 }
@@ -109,7 +126,7 @@ export function resolveTaskServiceOptions(options: TaskServiceOptions = {}): Res
   if (options.requireController !== undefined && typeof options.requireController !== 'boolean') {
     throw new InvalidArgumentError('requireController', 'a boolean', options.requireController);
   }
-  for (const field of ['now', 'formatId'] as const) {
+  for (const field of ['now', 'formatId', 'startGuard'] as const) {
     if (options[field] !== undefined && typeof options[field] !== 'function') {
       throw new InvalidArgumentError(field, 'a function', options[field]);
     }
@@ -149,6 +166,7 @@ export function resolveTaskServiceOptions(options: TaskServiceOptions = {}): Res
     now: options.now ?? systemClock.now,
     formatId: options.formatId,
     sequenceBlocks: validateSequenceBlocks(options.sequenceBlocks),
+    startGuard: options.startGuard,
     logger: options.logger ?? consoleLogger,
   };
 }

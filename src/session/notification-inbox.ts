@@ -139,6 +139,12 @@ export interface NotificationInboxContext {
   deliveryFailed(): void;
   /** Every notification the inbox discards, after it did (the AI SDK bridge returns claims here). */
   discarded?(notifications: readonly QueuedNotification[], reason: string): void;
+  /**
+   * A write the store refused (`error`) that must still happen — a withdrawal whose result a surface
+   * already showed — to run again once the store takes writes; it throws `error` when that is not a
+   * store failure. Without it such a withdrawal throws.
+   */
+  recordLater?(write: () => void, error: unknown): void;
 }
 
 /** A reservation with the inbox's own handles on it. */
@@ -249,7 +255,17 @@ export class NotificationInbox {
    * the model already); if the surface releases it, it is discarded instead of queued again.
    */
   withdraw(end: { readonly taskId: string; readonly attempt?: number | undefined }): void {
-    this.withdrawWith([end], () => undefined);
+    const withdrawal = this.#planWithdrawal([end]);
+    const ledger = this.#context.ledger;
+    try {
+      ledger.atomically(() => withdrawal.record());
+    } catch (error) {
+      // The surface showed the end already: it is withdrawn here, and recorded once the store takes writes.
+      const later = this.#context.recordLater;
+      if (later === undefined) throw error;
+      later(() => ledger.atomically(() => withdrawal.record()), error);
+    }
+    withdrawal.apply();
   }
 
   /**
@@ -262,29 +278,46 @@ export class NotificationInbox {
     ends: readonly { readonly taskId: string; readonly attempt?: number | undefined }[],
     write: () => T,
   ): T {
+    const withdrawal = this.#planWithdrawal(ends);
+    const value = this.#context.ledger.atomically(() => {
+      const written = write();
+      withdrawal.record();
+      return written;
+    });
+    withdrawal.apply();
+    return value;
+  }
+
+  /** What withdrawing `ends` writes (`record`) and then changes here (`apply`). */
+  #planWithdrawal(ends: readonly { readonly taskId: string; readonly attempt?: number | undefined }[]): {
+    record(): void;
+    apply(): void;
+  } {
     const reported = ends.map((end) => validateReportedTaskEnd(end));
     const context = this.#context;
     const covered = this.queuedNotifications().filter((notification) =>
       reported.some((end) => endCovers(end, notification)),
     );
-    const value = context.ledger.atomically(() => {
-      const written = write();
-      if (covered.length > 0) {
-        context.ledger.discardEntries(
-          covered.map((notification) => notification.ledgerId),
-          'result_read',
-        );
-      }
-      if (reported.length > 0) context.ledger.markEndsShown([...new Set(reported.map((end) => end.taskId))]);
-      return written;
-    });
-    for (const end of reported) this.#reportedEnds.note(end);
-    const withdrawn = new Set<QueuedNotification>(covered);
-    context.queue.remove((command) => command.kind === 'notification' && withdrawn.has(command));
-    this.#told(covered, 'result_read');
-    // A reserved one may already be on its way; if it comes back, it is not queued again.
-    for (const reservation of this.#reservations) for (const end of reported) reservation.withdraw(end);
-    return value;
+    const taskIds = [...new Set(reported.map((end) => end.taskId))];
+    return {
+      record: () => {
+        if (covered.length > 0) {
+          context.ledger.discardEntries(
+            covered.map((notification) => notification.ledgerId),
+            'result_read',
+          );
+        }
+        if (taskIds.length > 0) context.ledger.markEndsShown(taskIds);
+      },
+      apply: () => {
+        for (const end of reported) this.#reportedEnds.note(end);
+        const withdrawn = new Set<QueuedNotification>(covered);
+        context.queue.remove((command) => command.kind === 'notification' && withdrawn.has(command));
+        this.#told(covered, 'result_read');
+        // A reserved one may already be on its way; if it comes back, it is not queued again.
+        for (const reservation of this.#reservations) for (const end of reported) reservation.withdraw(end);
+      },
+    };
   }
 
   /**

@@ -24,8 +24,17 @@ export interface SessionLimits {
    * session looks at it again after this long, doubling with each failure in a row. Default 1000 ms.
    */
   readonly deliveryRetryMs?: number;
-  /** The longest wait between two such retries. Default 60000 ms (at least `deliveryRetryMs`). */
+  /**
+   * The longest wait between two such retries. Default 60000 ms (at least `deliveryRetryMs`). The same
+   * back-off retries the task records and notifications the store refused (disk full, read-only).
+   */
   readonly deliveryRetryMaxMs?: number;
+  /**
+   * Writes the store refused that the runtime keeps in memory to retry (task records, notifications):
+   * beyond this many the newest is dropped with a warning. New background work is refused while any
+   * waits, so this is reached only if the store fails for very long with much work running. Default 10000.
+   */
+  readonly maxPendingStoreWrites?: number;
 }
 
 export type ResolvedSessionLimits = Required<SessionLimits>;
@@ -39,6 +48,7 @@ export const SESSION_LIMIT_KEYS = optionKeys<SessionLimits>()({
   idleDrainMaxDelayMs: true,
   deliveryRetryMs: true,
   deliveryRetryMaxMs: true,
+  maxPendingStoreWrites: true,
 });
 
 export const SESSION_LIMIT_DEFAULTS: ResolvedSessionLimits = Object.freeze({
@@ -49,6 +59,7 @@ export const SESSION_LIMIT_DEFAULTS: ResolvedSessionLimits = Object.freeze({
   idleDrainMaxDelayMs: 100,
   deliveryRetryMs: 1000,
   deliveryRetryMaxMs: 60_000,
+  maxPendingStoreWrites: 10_000,
 });
 
 /** `check` names the function the limits were handed to, for an `UNKNOWN_OPTION` error. */

@@ -12,7 +12,7 @@ import {
   rejectUnknownPolicyOptions,
   type TaskNotification,
 } from '../notifications/index.js';
-import { createTaskService, type SequenceBlocks } from '../registry/index.js';
+import { createTaskService, type SequenceBlocks, type StartGuardRequest } from '../registry/index.js';
 import { type JsonObject, jsonCopy } from '../store/json.js';
 import type { SessionStore } from '../store/session-store.js';
 import { taskRecordFromSnapshot } from '../store/task-record-from-snapshot.js';
@@ -31,20 +31,22 @@ import {
   parseTaskId,
   type SessionId,
   systemClock,
-  TERMINAL_STATUSES,
   type TaskService,
   type TaskSnapshot,
+  TERMINAL_STATUSES,
   validateSessionId,
 } from '../tasks/index.js';
 import { optionKeys, rejectUnknownOptions, validateLoggerOption } from '../tasks/option-keys.js';
 import { readFileTail } from '../text/index.js';
 import type { AnyToolDefinition, RecordedTasks } from '../tools/index.js';
 import type { ModelPort } from './model-port.js';
+import { PendingStoreWrites, type StoreFailure } from './pending-store-writes.js';
 import { PROGRESS_KEY_PREFIX, takeQueuedResidue, untoldEndings } from './resume-residue.js';
 import { Session } from './session.js';
+import { describeStoreFailure, PersistenceFailingError } from './session-errors.js';
 import type { SessionEvent } from './session-events.js';
 import { holderFor, isHolderLive, registerLiveRuntime } from './session-holder.js';
-import { resolveSessionLimits, type SessionLimits } from './session-options.js';
+import { type ResolvedSessionLimits, resolveSessionLimits, type SessionLimits } from './session-options.js';
 
 const runtimeCaller = createTrustedCaller('session-runtime');
 
@@ -197,6 +199,14 @@ export class SessionRuntime {
   readonly #persisted = new Map<string, string>();
   /** Sessions opened so far: each opening gets its own admission scope (see `#enqueue`). */
   #openings = 0;
+  readonly #limits: ResolvedSessionLimits;
+  /** Task records and notifications the store refused, retried in order until it takes them. */
+  readonly #pending: PendingStoreWrites;
+  /** Per session: the line its next tool result carries about the store. */
+  readonly #notes = new Map<string, string>();
+  /** Sessions whose model was told the store is failing (they are told when it works again). */
+  readonly #toldFailing = new Set<string>();
+  #withdrawals = 0;
   #disposal: Promise<void> | undefined;
 
   constructor(options: SessionRuntimeOptions) {
@@ -207,12 +217,22 @@ export class SessionRuntime {
     this.#logger = options.logger ?? defaultLogger;
     this.#clock = options.clock ?? systemClock;
     this.#now = options.now ?? (() => this.#clock.now());
+    this.#limits = resolveSessionLimits(options.limits);
+    this.#pending = new PendingStoreWrites({
+      clock: this.#clock,
+      retryMs: this.#limits.deliveryRetryMs,
+      retryMaxMs: this.#limits.deliveryRetryMaxMs,
+      maxPending: this.#limits.maxPendingStoreWrites,
+      logger: this.#logger,
+      changed: (failure) => this.#persistenceChanged(failure),
+    });
     this.#ownsTasks = options.tasks === undefined;
     this.tasks =
       options.tasks ??
       createTaskService({
         initialSequences: lastSequences(options.store),
         sequenceBlocks: storeSequenceBlocks(options.store),
+        startGuard: (request) => this.checkStart(request),
       });
     this.#stopRecording = this.tasks.onTasksChanged((change) => this.#record(change.reason, change.task), {
       caller: runtimeCaller,
@@ -226,6 +246,28 @@ export class SessionRuntime {
    */
   get instanceId(): string {
     return this.#instance;
+  }
+
+  /**
+   * Undefined while the store takes every write. While it refuses them (disk full, read-only, an I/O
+   * error) task records and notifications are kept in memory and retried with back-off
+   * (`limits.deliveryRetryMs`, doubling up to `limits.deliveryRetryMaxMs`): this says since when, why, and
+   * how many wait. New background work is refused meanwhile (`checkStart`).
+   */
+  get persistence(): StoreFailure | undefined {
+    return this.#pending.failure;
+  }
+
+  /**
+   * Refuses background work with `PERSISTENCE_FAILING` while the store cannot record the endings of work
+   * already running: work started now could end with nobody told. The task service this runtime creates
+   * calls it in its preflight (`startGuard`); a host that brings its own service passes it as that
+   * service's `startGuard`.
+   */
+  checkStart(request: StartGuardRequest): void {
+    const failure = this.#pending.failure;
+    if (failure === undefined || !request.background) return;
+    throw new PersistenceFailingError(request.kind, describeStoreFailure(failure.error), failure.pending);
   }
 
   /** Subscribes to the events of every session of this runtime. */
@@ -382,7 +424,11 @@ export class SessionRuntime {
       const record = this.store.getTask(taskId, sessionId);
       if (record === undefined || !isTerminalStatus(record.status)) return undefined;
       const tail = record.outputFile === undefined ? undefined : readFileTail(record.outputFile, maxBytes);
-      return { snapshot: taskSnapshotFromRecord(record), text: tail?.text ?? '', totalBytes: tail?.totalBytes };
+      return {
+        snapshot: taskSnapshotFromRecord(record),
+        text: tail?.text ?? '',
+        totalBytes: tail?.totalBytes,
+      };
     },
     list: (caller, limit) => {
       const sessionId = callerSession(caller);
@@ -446,7 +492,7 @@ export class SessionRuntime {
       tasks: this.tasks,
       model: modelFactory ? unsetModel : placeholder,
       systemPrompt: options.systemPrompt,
-      limits: resolveSessionLimits(options.limits),
+      limits: this.#limits,
       logger: this.#logger,
       now: this.#now,
       clock: this.#clock,
@@ -455,6 +501,9 @@ export class SessionRuntime {
       onShutdown: async (closing) => {
         await options.onSessionShutdown?.(closing);
       },
+      recordLater: (write, error) =>
+        this.#pending.keepRefused(`withdrawal:${id}:${++this.#withdrawals}`, write, error),
+      persistenceNote: () => this.#takeNote(id),
     });
     if (modelFactory) session.setModel(modelFactory(session));
 
@@ -487,6 +536,8 @@ export class SessionRuntime {
       }
       if (event.type === 'state' && event.state === 'closed') this.#forget(id);
     });
+    const failure = this.#pending.failure;
+    if (failure !== undefined) this.#notes.set(id, failingNote(failure));
     this.#sessions.set(id, {
       session,
       policy,
@@ -506,17 +557,23 @@ export class SessionRuntime {
     const key = ending
       ? `task:${scope}:${notification.taskId}:${attempt}:${notification.startedAt}`
       : `${PROGRESS_KEY_PREFIX}${scope}:${notification.taskId}:${attempt}:${notification.startedAt}:${notification.event}:${notification.createdAt}`;
-    const admission = session.deliverNotification({
-      taskId: notification.taskId,
-      label: notification.label,
-      text: notification.text,
-      lane: notification.lane,
-      priority: notification.priority,
-      branchGeneration: notification.branchGeneration,
-      idempotencyKey: key,
-      attempt,
-      ...(ending ? {} : { ending: false }),
-    });
+    // While the store refuses writes the admission waits behind the task's record, and is retried: the
+    // inbox applies its rules again then (a session closed meanwhile refuses it; a resume tells it).
+    const outcome = this.#pending.write(`notification:${session.id}:${key}`, () =>
+      session.deliverNotification({
+        taskId: notification.taskId,
+        label: notification.label,
+        text: notification.text,
+        lane: notification.lane,
+        priority: notification.priority,
+        branchGeneration: notification.branchGeneration,
+        idempotencyKey: key,
+        attempt,
+        ...(ending ? {} : { ending: false }),
+      }),
+    );
+    if (!outcome.written) return;
+    const admission = outcome.value;
     // A duplicate was admitted before; an end the model already read needs no notification: both keep the claim.
     if (!admission.admitted && admission.reason !== 'duplicate' && admission.reason !== 'result_read') {
       throw new ErrandError(
@@ -533,6 +590,8 @@ export class SessionRuntime {
     if (!entry) return;
     entry.detach();
     this.#sessions.delete(id);
+    this.#notes.delete(id);
+    this.#toldFailing.delete(id);
     if (this.#disposal !== undefined && this.#sessions.size === 0) this.#unregister();
     if (this.#sessions.size === 0) for (const wake of this.#allClosedWaiters.splice(0)) wake();
     try {
@@ -572,17 +631,47 @@ export class SessionRuntime {
     if (ended) this.#persisted.delete(key);
     else this.#persisted.set(key, facts);
     const tornDown = session.shuttingDown || session.sealed || this.#disposal !== undefined;
+    const record = {
+      ...taskRecordFromSnapshot(task),
+      reported: ended && tornDown && task.reported,
+      detail: (jsonCopy(task.detail) ?? {}) as JsonObject,
+    };
     try {
-      this.store.upsertTask({
-        ...taskRecordFromSnapshot(task),
-        reported: ended && tornDown && task.reported,
-        detail: (jsonCopy(task.detail) ?? {}) as JsonObject,
-      });
+      // Kept and retried while the store refuses writes; shown to the model meanwhile, it is told.
+      this.#pending.write(`task:${key}`, () =>
+        this.store.upsertTask(
+          record.reported || !ended || !session.inbox.wasReported({ taskId: task.id, attempt: task.attempt })
+            ? record
+            : { ...record, reported: true },
+        ),
+      );
     } catch (error) {
       this.#logger.warn(`task ${task.id}: persisting its record failed`, {
         error: error instanceof Error ? error.message : String(error),
       });
     }
+  }
+
+  /** The store started failing, or works again: each session's next tool result says so, once. */
+  #persistenceChanged(failure: StoreFailure | undefined): void {
+    if (failure !== undefined) {
+      for (const id of this.#sessions.keys()) this.#notes.set(id, failingNote(failure));
+      return;
+    }
+    for (const id of this.#sessions.keys()) {
+      if (this.#toldFailing.has(id)) this.#notes.set(id, RECOVERED_NOTE);
+      else this.#notes.delete(id);
+    }
+    this.#toldFailing.clear();
+  }
+
+  #takeNote(id: string): string | undefined {
+    const note = this.#notes.get(id);
+    if (note === undefined) return undefined;
+    this.#notes.delete(id);
+    if (note === RECOVERED_NOTE) this.#toldFailing.delete(id);
+    else this.#toldFailing.add(id);
+    return note;
   }
 
   #ensureOpen(): void {
@@ -599,6 +688,8 @@ export class SessionRuntime {
       if (this.#sessions.size === 0) this.#unregister();
       this.#stopRecording();
       if (this.#ownsTasks) await this.tasks.dispose();
+      // The last records the sessions' shutdown wrote: one more try if the store was refusing them.
+      this.#pending.dispose();
     })();
     return this.#disposal;
   }
@@ -691,6 +782,15 @@ function validatePolicyOptions(notifications: PolicyOptions | undefined): void {
 /** The diagnosis of a task found running when its session is resumed: its runtime stopped first. */
 const LOST_ON_RESUME_ERROR =
   'The runtime that ran this task stopped; its process did not survive the restart.';
+
+/** The line a tool result carries once the store started refusing writes. */
+function failingNote(failure: StoreFailure): string {
+  return `[errand: the session store cannot be written (${describeStoreFailure(failure.error)}): task endings are kept in memory and retried; new background work is refused until it can]`;
+}
+
+/** The line a tool result carries once the store takes writes again. */
+const RECOVERED_NOTE =
+  '[errand: the session store can be written again: endings kept meanwhile are recorded and told]';
 
 /** How much of a recorded task's output file is read for the tail of its notification on resume. */
 const RECORDED_TAIL_READ_BYTES = 4096;

@@ -69,6 +69,10 @@ export interface SessionDependencies {
   readonly onShutdown?: (session: Session) => Promise<void> | void;
   /** Runs for a person's input before it is delivered; background-task turns skip it. */
   readonly beforeUserPrompt?: (text: string, session: Session) => string | undefined;
+  /** Keeps a write the store refused to run again later (see `NotificationInboxContext.recordLater`). */
+  readonly recordLater?: (write: () => void, error: unknown) => void;
+  /** The line the next tool result carries about the store, once (see `takePersistenceNote`). */
+  readonly persistenceNote?: () => string | undefined;
 }
 
 export class Session {
@@ -98,6 +102,7 @@ export class Session {
   #branchGeneration: number;
   #state: SessionRunState = 'idle';
   #sealed = false;
+  readonly #persistenceNote: (() => string | undefined) | undefined;
 
   constructor(dependencies: SessionDependencies) {
     this.id = dependencies.id;
@@ -142,6 +147,7 @@ export class Session {
         // A drain that runs a turn schedules the retry once the turn has ended.
         if (!this.#drain.working) this.#scheduler.retry();
       },
+      ...(dependencies.recordLater ? { recordLater: dependencies.recordLater } : {}),
     });
     this.inbox = this.#inbox;
     this.#turns = new TurnRunner({
@@ -164,6 +170,7 @@ export class Session {
         env: this.env,
       }),
       beforeUserPrompt: (text) => dependencies.beforeUserPrompt?.(text, this) ?? text,
+      persistenceNote: () => this.takePersistenceNote(),
       emit,
       setState: (state) => this.#setState(state),
       isClosing: () => this.#shutdown.begun,
@@ -203,7 +210,18 @@ export class Session {
       wake: () => this.#scheduler.schedule(),
     });
     this.owner = createOwner(this.id, { branchGeneration: () => this.#branchGeneration });
+    this.#persistenceNote = dependencies.persistenceNote;
     this.#tools = dependencies.tools(this);
+  }
+
+  /**
+   * The line the next tool result carries about the store — that it is failing (endings are kept in
+   * memory and retried, new background work is refused), or that it works again — once per change;
+   * undefined when there is nothing new to say. The turn loop appends it to tool results; a surface that
+   * answers tools itself (the MCP server) does the same.
+   */
+  takePersistenceNote(): string | undefined {
+    return this.#persistenceNote?.();
   }
 
   get state(): SessionRunState {

@@ -36,6 +36,8 @@ export interface TurnContext {
    */
   appendToolResults(message: NewMessage, ends: readonly ReportedTaskEnd[]): MessageRecord;
   toolContext(toolCallId: string): ToolContext;
+  /** A line the next tool result carries (the store is failing, or works again); undefined when none. */
+  persistenceNote(): string | undefined;
   emit(event: SessionEvent): void;
 }
 
@@ -144,7 +146,11 @@ async function executeCall(
     // The result shows how tasks ended: their notifications would tell the model a second time.
     ends = [...reportedTaskEnds(result)];
   }
-  const text = boundText(result.text, context.limits.maxToolResultBytes);
+  const note = context.persistenceNote();
+  const text = boundText(
+    note === undefined ? result.text : `${result.text}\n${note}`,
+    context.limits.maxToolResultBytes,
+  );
   context.emit({
     type: 'tool-call-end',
     turnId: context.turnId,

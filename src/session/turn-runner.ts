@@ -39,6 +39,8 @@ export interface TurnRunnerContext {
   /** Appends tool results and records the task ends they show, in one write (see `TurnContext`). */
   appendToolResults(message: NewMessage, ends: readonly ReportedTaskEnd[]): MessageRecord;
   toolContext(toolCallId: string, signal: AbortSignal): ToolContext;
+  /** See `TurnContext.persistenceNote`. */
+  persistenceNote(): string | undefined;
   /** A person's input as it is delivered (after the user-prompt hook). */
   beforeUserPrompt(text: string): string;
   emit(event: SessionEvent): void;
@@ -176,6 +178,7 @@ export class TurnRunner {
       },
       appendToolResults: (message, ends) => context.appendToolResults(message, ends),
       toolContext: (toolCallId) => context.toolContext(toolCallId, signal),
+      persistenceNote: () => context.persistenceNote(),
       emit: (event) => context.emit(event),
     };
   }

@@ -6,6 +6,7 @@
 export {
   DATABASE_FILE_MODE,
   DATABASE_FILE_NAME,
+  DataDirectoryError,
   DIRECTORY_MODE,
   type HomeEnvironment,
   resolveErrandHome,

@@ -66,9 +66,9 @@ export function createTaskListTool(runtime: TaskToolsRuntime): ToolDefinition<Ta
         const held = runtime.tasks.list(context.caller).filter((snapshot) => snapshot.isBackgrounded);
         const heldIds = new Set(held.map((snapshot) => snapshot.id));
         // Finished work an earlier runtime ran comes first: it is older than anything this service holds.
-        const recorded = (runtime.recorded?.list(context.caller, runtime.options.maxListedTasks) ?? []).filter(
-          (snapshot) => snapshot.isBackgrounded && !heldIds.has(snapshot.id),
-        );
+        const recorded = (
+          runtime.recorded?.list(context.caller, runtime.options.maxListedTasks) ?? []
+        ).filter((snapshot) => snapshot.isBackgrounded && !heldIds.has(snapshot.id));
         const background = [...recorded, ...held];
         const listed = selectListed(background, runtime.options.maxListedTasks);
         const value: TaskListValue = {

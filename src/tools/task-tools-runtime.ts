@@ -2,8 +2,8 @@
 import { ErrandError, type TaskService, type TaskSnapshot } from '../tasks/index.js';
 import { ToolsDisposedError } from './errors.js';
 import { limitToolText } from './output-limit.js';
-import { formatStatusLine } from './status-line.js';
 import type { RecordedTasks } from './recorded-tasks.js';
+import { formatStatusLine } from './status-line.js';
 import type { StopDispatch } from './stop-dispatch.js';
 import type { ResolvedTaskToolsOptions } from './task-tools-options.js';
 import { describeToolError, type ToolContext, type ToolResult, toolError } from './tool-definition.js';

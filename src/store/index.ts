@@ -8,6 +8,7 @@ export {
   DATABASE_FILE_NAME,
   DataDirectoryError,
   DIRECTORY_MODE,
+  ensurePrivateDirectory,
   type HomeEnvironment,
   resolveErrandHome,
 } from './data-directory.js';

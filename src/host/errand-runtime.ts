@@ -164,6 +164,12 @@ export interface ErrandRuntimeOptions {
   readonly notificationTailReadBytes?: number;
   readonly limits?: SessionLimits;
   /**
+   * Session residency: sessions idle this long (no turn, nothing queued, no running work of their own)
+   * are unloaded from memory and reopened by `loadSession` through the resume path; false for never.
+   * Default false. See `SessionRuntimeOptions.unloadIdleAfterMs`.
+   */
+  readonly unloadIdleAfterMs?: number | false;
+  /**
    * How often the runtime reads the store for commands a person addressed to it from another process
    * (`errand serve`'s Stop), in ms (1 to 3600000), or false for never. Each read is one indexed SELECT.
    * Default 500 — except on a store whose `capabilities.sharedAcrossProcesses` is false (the in-memory
@@ -198,6 +204,7 @@ export const ERRAND_RUNTIME_OPTION_KEYS = optionKeys<ErrandRuntimeOptions>()({
   notifications: true,
   notificationTailReadBytes: true,
   limits: true,
+  unloadIdleAfterMs: true,
   commandPollMs: true,
   commandMaxAgeMs: true,
   events: true,
@@ -282,6 +289,8 @@ export interface ErrandRuntime {
   readonly systemPrompt: string;
   createSession(options?: CreateSessionOptions): Session;
   resumeSession(id: string): Session;
+  /** The session, resident or opened again from the store (see `SessionRuntime.loadSession`). */
+  loadSession(id: string): Promise<Session>;
   /**
    * The newest output of a bash or pty task, at most `maxBytes` (default 8192) on a UTF-8 boundary,
    * without consuming it. For a pty task it is the end of the rendered screen, and `totalBytes` the
@@ -475,6 +484,7 @@ async function assembleRuntime(
     ...(options.cwd ? { cwd: options.cwd } : {}),
     ...(options.env ? { env: options.env } : {}),
     ...(options.limits ? { limits: options.limits } : {}),
+    ...(options.unloadIdleAfterMs === undefined ? {} : { unloadIdleAfterMs: options.unloadIdleAfterMs }),
     ...(options.logger ? { logger: options.logger } : {}),
     notifications: {
       readOutputTail: (snapshot: TaskSnapshot) =>
@@ -556,6 +566,7 @@ async function assembleRuntime(
     systemPrompt,
     createSession: (sessionOptions) => sessions.createSession(sessionOptions),
     resumeSession: (id) => sessions.resumeSession(id),
+    loadSession: (id) => sessions.loadSession(id),
     outputSnapshot,
     pollCommands: () => commands?.poll() ?? Promise.resolve(),
     dispose() {

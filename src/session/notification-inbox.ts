@@ -184,6 +184,11 @@ export class NotificationInbox {
     this.#context = context;
   }
 
+  /** Reservations a surface holds and has not committed, released or discarded yet. */
+  get reservations(): number {
+    return this.#reservations.size;
+  }
+
   /** Notifications waiting in the queue (reserved ones not counted). */
   get queued(): number {
     return this.queuedNotifications().length;

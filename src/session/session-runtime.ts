@@ -20,6 +20,7 @@ import { taskSnapshotFromRecord } from '../store/task-snapshot-from-record.js';
 import {
   asSessionId,
   type Caller,
+  type CancelTimer,
   type Clock,
   createOwner,
   createTrustedCaller,
@@ -28,6 +29,7 @@ import {
   isTerminalStatus,
   isTrustedCaller,
   type Logger,
+  MAX_TIMER_DELAY_MS,
   parseTaskId,
   type SessionId,
   systemClock,
@@ -98,6 +100,14 @@ export interface SessionRuntimeOptions {
   readonly now?: () => number;
   /** Schedules each session's idle drain and delivery retries. Default: the system clock. */
   readonly clock?: Clock;
+  /**
+   * Session residency: a session idle for this long (no turn running or due, nothing queued or
+   * reserved, no live task of its own) is unloaded from memory; `loadSession` opens it again, through
+   * `resumeSession`, with its conversation and ledger. A session with running background work is never
+   * unloaded. In milliseconds (1 to 2147483647), or false for never. Default false: a `Session` object a
+   * caller holds closes when its session unloads, so a host that keeps them turns this on knowingly.
+   */
+  readonly unloadIdleAfterMs?: number | false;
 }
 
 /** Every key of `SessionRuntimeOptions`; any other key is rejected with `UNKNOWN_OPTION`. */
@@ -116,6 +126,7 @@ export const SESSION_RUNTIME_OPTION_KEYS = optionKeys<SessionRuntimeOptions>()({
   logger: true,
   now: true,
   clock: true,
+  unloadIdleAfterMs: true,
 });
 
 /** Options of `createSession`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
@@ -207,6 +218,9 @@ export class SessionRuntime {
   /** Sessions whose model was told the store is failing (they are told when it works again). */
   readonly #toldFailing = new Set<string>();
   #withdrawals = 0;
+  /** Per resident session: when it last did anything (clock milliseconds), for residency. */
+  readonly #lastActive = new Map<string, number>();
+  #cancelResidency: CancelTimer | undefined;
   #disposal: Promise<void> | undefined;
 
   constructor(options: SessionRuntimeOptions) {
@@ -443,6 +457,23 @@ export class SessionRuntime {
   }
 
   /**
+   * The session, opened here if it is not: the resident one, or — unloaded for being idle
+   * (`unloadIdleAfterMs`), or never opened by this runtime — resumed from the store
+   * (`resumeSession`), with its conversation and ledger. A session still unloading is waited for.
+   */
+  async loadSession(id: string, options: ResumeSessionOptions = {}): Promise<Session> {
+    const resident = this.#sessions.get(id)?.session;
+    if (resident !== undefined && !resident.unloading) return resident;
+    if (resident !== undefined) await resident.close();
+    return this.getSession(id) ?? this.resumeSession(id, options);
+  }
+
+  /** How many sessions are open in this process's memory now. */
+  get residentSessions(): number {
+    return this.#sessions.size;
+  }
+
+  /**
    * Resolves once no session is open in this runtime. After `dispose()` that is at once — unless it was
    * called from inside a session's own turn, which closes only once that turn unwinds.
    */
@@ -520,7 +551,9 @@ export class SessionRuntime {
       now: this.#now,
       enqueue: (notification) => this.#enqueue(session, scope, notification),
     });
+    this.#lastActive.set(id, this.#clock.now());
     const stopForwarding = session.on((event) => {
+      this.#lastActive.set(id, this.#clock.now());
       if (event.type === 'turn-start' && event.source === 'user') policy.noteUserInput();
       // A wake-up is spent when background results reach the model in a turn of their own: the message
       // that delivers them. A turn whose batch was all stale, or whose delivery the store refused, spends none.
@@ -547,6 +580,7 @@ export class SessionRuntime {
         policy.dispose();
       },
     });
+    this.#armResidency();
     return session;
   }
 
@@ -590,6 +624,7 @@ export class SessionRuntime {
     if (!entry) return;
     entry.detach();
     this.#sessions.delete(id);
+    this.#lastActive.delete(id);
     this.#notes.delete(id);
     this.#toldFailing.delete(id);
     if (this.#disposal !== undefined && this.#sessions.size === 0) this.#unregister();
@@ -622,6 +657,8 @@ export class SessionRuntime {
       this.#persisted.delete(key);
       return;
     }
+    if (!this.#sessions.has(task.ownerSessionId)) return;
+    this.#lastActive.set(task.ownerSessionId, this.#clock.now());
     if (reason === 'claimed' || reason === 'unclaimed') return;
     const session = this.#sessions.get(task.ownerSessionId)?.session;
     if (session === undefined) return;
@@ -650,6 +687,52 @@ export class SessionRuntime {
         error: error instanceof Error ? error.message : String(error),
       });
     }
+  }
+
+  /** Arms the residency timer for the first session that may have become idle long enough. */
+  #armResidency(): void {
+    const idleMs = this.#options.unloadIdleAfterMs;
+    if (idleMs === undefined || idleMs === false || this.#disposal !== undefined) return;
+    this.#cancelResidency?.();
+    this.#cancelResidency = undefined;
+    if (this.#sessions.size === 0) return;
+    let first = Number.POSITIVE_INFINITY;
+    for (const [id, { session }] of this.#sessions) {
+      // One already on its way out is not waited for again.
+      if (!session.unloading) first = Math.min(first, this.#lastActive.get(id) ?? 0);
+    }
+    if (first === Number.POSITIVE_INFINITY) return;
+    const delay = Math.max(0, first + idleMs - this.#clock.now());
+    const cancel = this.#clock.schedule(delay, () => {
+      if (this.#cancelResidency !== cancel) return;
+      this.#cancelResidency = undefined;
+      this.#unloadIdle(idleMs);
+    });
+    this.#cancelResidency = cancel;
+  }
+
+  /**
+   * Unloads every session idle for `idleMs`; one that looks idle but may not go (its work still runs,
+   * a surface holds a reservation) counts as active now and is looked at again after `idleMs`.
+   */
+  #unloadIdle(idleMs: number): void {
+    const now = this.#clock.now();
+    for (const [id, { session }] of this.#sessions) {
+      if (session.unloading || now - (this.#lastActive.get(id) ?? now) < idleMs) continue;
+      const working = this.tasks
+        .list(session.owner)
+        .some((task) => task.ownerSessionId === id && !isTerminalStatus(task.status));
+      if (!session.idle || working) {
+        this.#lastActive.set(id, now);
+        continue;
+      }
+      session.unload().catch((error: unknown) => {
+        this.#logger.warn(`session ${id}: unloading it failed`, {
+          error: error instanceof Error ? error.message : String(error),
+        });
+      });
+    }
+    this.#armResidency();
   }
 
   /** The store started failing, or works again: each session's next tool result says so, once. */
@@ -682,6 +765,8 @@ export class SessionRuntime {
   /** Closes every session (which stops their tasks), then the task service if the runtime created it. */
   dispose(): Promise<void> {
     this.#disposal ??= (async () => {
+      this.#cancelResidency?.();
+      this.#cancelResidency = undefined;
       await Promise.all(this.listSessions().map((session) => session.close()));
       // A close from inside a session's own turn resolves before that turn unwinds: the runtime keeps
       // holding the session (live, for other runtimes) until it is closed, and deregisters after.
@@ -748,6 +833,18 @@ function validateRuntimeOptions(options: SessionRuntimeOptions): void {
     throw new InvalidArgumentError('cwd', 'a non-empty path', options.cwd);
   }
   validateEnvironment('env', options.env);
+  const idleMs = options.unloadIdleAfterMs;
+  if (
+    idleMs !== undefined &&
+    idleMs !== false &&
+    (!Number.isSafeInteger(idleMs) || idleMs < 1 || idleMs > MAX_TIMER_DELAY_MS)
+  ) {
+    throw new InvalidArgumentError(
+      'unloadIdleAfterMs',
+      `an integer from 1 to ${MAX_TIMER_DELAY_MS}, or false`,
+      idleMs,
+    );
+  }
   validateLoggerOption(options.logger);
   resolveSessionLimits(options.limits);
   validatePolicyOptions(options.notifications);

@@ -102,6 +102,7 @@ export class Session {
   #branchGeneration: number;
   #state: SessionRunState = 'idle';
   #sealed = false;
+  #unloading = false;
   readonly #persistenceNote: (() => string | undefined) | undefined;
 
   constructor(dependencies: SessionDependencies) {
@@ -188,7 +189,10 @@ export class Session {
       discardEntries: (ledgerIds, reason) => this.#ledger.discardEntries(ledgerIds, reason),
       turnEnded: () => this.#turns.ended,
       calledFromOwnTurn: () => this.#turns.calledFromOwnTurn(),
-      storeClosed: () => this.#store.updateSession(this.id, { state: 'closed' }),
+      // An unloaded session stays active in the store: it is resumed when needed again.
+      storeClosed: () => {
+        if (!this.#unloading) this.#store.updateSession(this.id, { state: 'closed' });
+      },
       closed: () => this.#listeners.clear(),
     });
     this.#drain = new QueueDrain({
@@ -447,6 +451,39 @@ export class Session {
    * a `close()` from outside the turn resolves only then.
    */
   close(): Promise<void> {
+    return this.#shutdown.begin();
+  }
+
+  /**
+   * True when nothing would be lost by taking the session out of memory: no turn runs or is due, nothing
+   * is queued, reserved or held, and it is not closing. (Whether its background work still runs is the
+   * task service's to say; the session runtime checks that too before it unloads a session.)
+   */
+  get idle(): boolean {
+    return (
+      this.#state === 'idle' &&
+      !this.#shutdown.begun &&
+      !this.#turns.running &&
+      !this.#drain.working &&
+      !this.#scheduler.scheduled &&
+      !this.#scheduler.held &&
+      this.#queue.length === 0 &&
+      this.#inbox.reservations === 0
+    );
+  }
+
+  /** True once `unload()` was called. */
+  get unloading(): boolean {
+    return this.#unloading;
+  }
+
+  /**
+   * Takes the session out of memory (the session runtime's residency): the steps of `close()`, but the
+   * store keeps it active, so `SessionRuntime.resumeSession` (or `loadSession`) opens it again with its
+   * conversation and ledger. This object is closed afterwards; use the reopened one. Idempotent.
+   */
+  unload(): Promise<void> {
+    if (!this.#shutdown.begun) this.#unloading = true;
     return this.#shutdown.begin();
   }
 

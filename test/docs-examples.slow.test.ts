@@ -97,7 +97,8 @@ describe('documentation examples', () => {
     expect(broken).toEqual([]);
   });
 
-  it('type-check against the current sources', () => {
+  // A full type-check of every example: tens of seconds on a loaded machine.
+  it('type-check against the current sources', { timeout: 180_000 }, () => {
     const files = examples.map((example, index) => {
       const file = join(directory, `example-${index}.ts`);
       // `export {}` makes each block a module: top-level await and its own scope.

@@ -135,8 +135,9 @@ describe.skipIf(skip !== undefined)(`a full data directory${skip ? ` (skipped: $
         [true, 'killed', true],
         [true, 'killed', true],
         [true, 'killed', true],
-        // The foreground command run while the disk was full is recorded too (its result went back in the call).
-        [false, 'completed', false],
+        // The foreground command run while the disk was full is recorded too, its result (which went back
+        // in its call) as reported.
+        [false, 'completed', true],
       ]);
     });
     const entries = store.listLedger(session.id);

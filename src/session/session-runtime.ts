@@ -218,6 +218,10 @@ export class SessionRuntime {
   /** Sessions whose model was told the store is failing (they are told when it works again). */
   readonly #toldFailing = new Set<string>();
   #withdrawals = 0;
+  /** The task service as the delivery policies see it: their claims are told apart (see `#record`). */
+  readonly #policyTasks: TaskService;
+  /** True while a delivery policy takes a claim. */
+  #policyClaiming = false;
   /** Per resident session: when it last did anything (clock milliseconds), for residency. */
   readonly #lastActive = new Map<string, number>();
   #cancelResidency: CancelTimer | undefined;
@@ -248,6 +252,23 @@ export class SessionRuntime {
         sequenceBlocks: storeSequenceBlocks(options.store),
         startGuard: (request) => this.checkStart(request),
       });
+    const tasks = this.tasks;
+    this.#policyTasks = new Proxy(tasks, {
+      get: (target, property) => {
+        if (property === 'claim') {
+          return (id: string, caller?: Caller) => {
+            this.#policyClaiming = true;
+            try {
+              return target.claim(id, caller);
+            } finally {
+              this.#policyClaiming = false;
+            }
+          };
+        }
+        const value = Reflect.get(target, property, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
     this.#stopRecording = this.tasks.onTasksChanged((change) => this.#record(change.reason, change.task), {
       caller: runtimeCaller,
     });
@@ -542,7 +563,7 @@ export class SessionRuntime {
       // One wake-up per turn that background results start, however many notifications it carries.
       wakeCounting: 'external',
       ...options.notifications,
-      tasks: this.tasks,
+      tasks: this.#policyTasks,
       owner: session.owner,
       currentBranchGeneration: () => session.branchGeneration,
       isShuttingDown: () => session.shuttingDown || this.#disposal !== undefined,
@@ -644,11 +665,15 @@ export class SessionRuntime {
    * viewer in another process sees it: every change but a detail update, and a detail update only when
    * the pid or the output file changed (never per byte: a viewer reads the byte count off the file).
    *
-   * A record's `reported` is not the registry's claim: it says the ending was shown to the model, and it
-   * is written with what showed it (the delivery of its notification, the tool result that read it). A
-   * finished record is written unreported — a resume tells it if nothing else does — unless the session
-   * is being torn down (closing, sealed, or the runtime disposed): endings a teardown causes are never told.
-   * So a claim alone (`claimed`, `unclaimed`) writes nothing.
+   * A record's `reported` says the ending needs no telling any more. For the two claimants that tell the
+   * model — the delivery policy, and a tool inside the session's own turn — it is written with what shows
+   * it (the delivery of the notification, the stored tool result), not when the claim is taken: a crash
+   * in between leaves it untold, and a resume tells it. A finished record is written unreported unless the
+   * session is being torn down (closing, sealed, the runtime disposed: endings a teardown causes are never
+   * told). Any other claim taken with `claim` or a read (a superseded workflow run, an MCP client's
+   * `task_output`) is written at once, and a returned claim too. A claim a waiter takes as the task
+   * settles is not written: the waiter may be a tool in a turn (`task_output` with `wait`), whose result
+   * writes it; a host's own `tasks.wait` therefore leaves the ending to be told after a resume.
    */
   #record(reason: string, task: TaskSnapshot): void {
     if (task.ownerSessionId === undefined) return;
@@ -659,9 +684,15 @@ export class SessionRuntime {
     }
     if (!this.#sessions.has(task.ownerSessionId)) return;
     this.#lastActive.set(task.ownerSessionId, this.#clock.now());
-    if (reason === 'claimed' || reason === 'unclaimed') return;
     const session = this.#sessions.get(task.ownerSessionId)?.session;
     if (session === undefined) return;
+    const claim = reason === 'claimed' || reason === 'unclaimed';
+    if (claim) {
+      if (!isTerminalStatus(task.status)) return;
+      // The policy's claim is written with the delivery of its notification, and one taken inside the
+      // session's own turn with the tool result that showed the end: that is when the model sees it.
+      if (reason === 'claimed' && (this.#policyClaiming || session.calledFromOwnTurn())) return;
+    }
     const facts = `${String(task.detail.pid)}\u0000${String(task.detail.outputFile)}`;
     const ended = isTerminalStatus(task.status);
     if (reason === 'updated' && (ended || this.#persisted.get(key) === facts)) return;
@@ -670,7 +701,8 @@ export class SessionRuntime {
     const tornDown = session.shuttingDown || session.sealed || this.#disposal !== undefined;
     const record = {
       ...taskRecordFromSnapshot(task),
-      reported: ended && tornDown && task.reported,
+      // Any other claimant (a read outside a turn, a superseded workflow run) means nobody is to be told.
+      reported: claim ? reason === 'claimed' : ended && tornDown && task.reported,
       detail: (jsonCopy(task.detail) ?? {}) as JsonObject,
     };
     try {

@@ -454,6 +454,11 @@ export class Session {
     return this.#shutdown.begin();
   }
 
+  /** True when the caller runs inside this session's own running turn (a tool, or anything it awaits). */
+  calledFromOwnTurn(): boolean {
+    return this.#turns.calledFromOwnTurn();
+  }
+
   /**
    * True when nothing would be lost by taking the session out of memory: no turn runs or is due, nothing
    * is queued, reserved or held, and it is not closing. (Whether its background work still runs is the

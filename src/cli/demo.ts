@@ -11,7 +11,7 @@ import type { Writable } from 'node:stream';
 import { createErrandRuntime, type ErrandRuntime } from '../host/index.js';
 import { createDashboardServer, type DashboardServer } from '../server/index.js';
 import type { ModelRequest, SessionEvent } from '../session/index.js';
-import { createMemorySessionStore } from '../store/index.js';
+import { createMemorySessionStore, DataDirectoryError, ensurePrivateDirectory } from '../store/index.js';
 import { type ScriptedReply, type ScriptedStep, scriptedModel } from '../testing/index.js';
 import { TaskPanel } from './task-panel.js';
 
@@ -110,7 +110,14 @@ function demoScript(): ScriptedStep[] {
 }
 
 function workspace(): string {
-  const directory = mkdtempSync(join(tmpdir(), 'errand-demo-'));
+  // The demo keeps everything in a temporary directory: one that cannot be made is named with its cause.
+  ensurePrivateDirectory(tmpdir());
+  let directory: string;
+  try {
+    directory = mkdtempSync(join(tmpdir(), 'errand-demo-'));
+  } catch (error) {
+    throw new DataDirectoryError(tmpdir(), (error as NodeJS.ErrnoException).code, error);
+  }
   mkdirSync(join(directory, 'src'));
   writeFileSync(join(directory, 'src', 'index.ts'), 'export const answer = 42;\n');
   writeFileSync(

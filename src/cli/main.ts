@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 /** The `errand` command. */
+import { ErrandError } from '../tasks/index.js';
 import { runChatCommand } from './chat.js';
 import { runDemo } from './demo.js';
 import { runMcpCommand } from './mcp-command.js';
@@ -51,11 +52,31 @@ async function main(argv: readonly string[]): Promise<number> {
   }
 }
 
+/**
+ * Failures of the data directory or the store at start: a person fixes them (space, permissions, the
+ * path), so they get one line naming what and why, and exit code 2 — never a stack trace.
+ */
+const STARTUP_FAILURES = new Set([
+  'DATA_DIRECTORY_UNAVAILABLE',
+  'STORE_OPEN_FAILED',
+  'STORE_SCHEMA_TOO_NEW',
+  'STORE_SCHEMA_MISMATCH',
+  'STORE_UNAVAILABLE',
+  'STORE_BUSY',
+]);
+
 main(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;
   },
   (error: unknown) => {
+    if (ErrandError.isInstance(error) && STARTUP_FAILURES.has(error.code)) {
+      const command = process.argv[2] ?? '';
+      process.stderr.write(`errand ${command}: ${error.message.replace(/\s*\n\s*/g, ' ')}\n`);
+      process.exitCode = 2;
+      // Nothing was started that needs stopping: leave now, even if a stream still holds the loop.
+      process.exit(2);
+    }
     process.stderr.write(
       `errand: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
     );

@@ -32,6 +32,8 @@ export interface ErrandRuntime {
   readonly systemPrompt: string;
   createSession(options?: CreateSessionOptions): Session;
   resumeSession(id: string): Session;
+  /** The session, resident or opened again from the store (see `SessionRuntime.loadSession`). */
+  loadSession(id: string): Promise<Session>;
   /**
    * The newest output of a bash or pty task, at most `maxBytes` (default 8192) on a UTF-8 boundary,
    * without consuming it. For a pty task it is the end of the rendered screen, and `totalBytes` the

@@ -63,7 +63,7 @@ export const errandRuntimeOptions = defineOptions(
     bash: option.nested(bashPartOptions),
     /** Options of the pty producer, or false to leave it out. Default: on when node-pty loads. */
     pty: option.orFalse(option.nested(ptyProducerOptions.omit('tasks'))),
-    taskTools: option.nested(taskToolsOptions.omit('tasks')),
+    taskTools: option.nested(taskToolsOptions.omit('tasks', 'recorded')),
     /**
      * Subagents (the `agent` and `agent_message` tools), or false to leave them out. Their model defaults
      * to `model` when that is a port; give `subagents.model` when `model` is a per-session factory.
@@ -82,6 +82,12 @@ export const errandRuntimeOptions = defineOptions(
      */
     notificationTailReadBytes: option.integer({ min: 1, max: OUTPUT_SNAPSHOT_BYTES, default: 4096 }),
     limits: option.nested(sessionLimitOptions),
+    /**
+     * Session residency: sessions idle this long (no turn, nothing queued, no running work of their own)
+     * are unloaded from memory and reopened by `loadSession` through the resume path; false for never.
+     * Default false. See `SessionRuntimeOptions.unloadIdleAfterMs`.
+     */
+    unloadIdleAfterMs: sessionRuntimeOptions.rules.unloadIdleAfterMs,
     /**
      * How often the runtime reads the store for commands a person addressed to it from another process
      * (`errand serve`'s Stop), in ms (at most 3600000), or false for never. Each read is one indexed

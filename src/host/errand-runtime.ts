@@ -95,10 +95,16 @@ async function assembleRuntime(
   ownsStore: boolean,
   built: Array<() => unknown>,
 ): Promise<ErrandRuntime> {
+  // Filled once the session runtime exists; it refuses background work while the store refuses writes.
+  let sessions: SessionRuntime | undefined;
   const tasks = createTaskService({
     initialSequences: lastSequences(store),
     sequenceBlocks: storeSequenceBlocks(store),
     ...options.tasks,
+    startGuard: (request) => {
+      options.tasks?.startGuard?.(request);
+      sessions?.checkStart(request);
+    },
   });
   built.push(() => tasks.dispose());
   const executor = new BashExecutor(options.bash?.executor);
@@ -113,10 +119,14 @@ async function assembleRuntime(
   if (pty) built.push(() => pty.dispose());
   const ptyTools = pty ? createPtyTools(pty) : [];
   // They serve this runtime's sessions, which all get them; child sessions of subagents have their own.
-  let sessions: SessionRuntime | undefined;
   const taskTools = createTaskTools({
     tasks,
     controllerScope: { serves: (owner) => sessions?.getSession(owner.sessionId)?.owner === owner },
+    // What an earlier runtime ran: task_output and task_list answer from the store after a resume.
+    recorded: {
+      read: (taskId, caller, maxBytes) => sessions?.recordedTasks.read(taskId, caller, maxBytes),
+      list: (caller, limit) => sessions?.recordedTasks.list(caller, limit) ?? [],
+    },
     ...options.taskTools,
   });
   built.push(() => taskTools.dispose());
@@ -189,6 +199,7 @@ async function assembleRuntime(
     ...(options.cwd ? { cwd: options.cwd } : {}),
     ...(options.env ? { env: options.env } : {}),
     ...(options.limits ? { limits: options.limits } : {}),
+    ...(options.unloadIdleAfterMs === undefined ? {} : { unloadIdleAfterMs: options.unloadIdleAfterMs }),
     ...(options.logger ? { logger: options.logger } : {}),
     notifications: {
       readOutputTail: (snapshot: TaskSnapshot) =>
@@ -255,6 +266,7 @@ async function assembleRuntime(
     systemPrompt,
     createSession: (sessionOptions) => sessions.createSession(sessionOptions),
     resumeSession: (id) => sessions.resumeSession(id),
+    loadSession: (id) => sessions.loadSession(id),
     outputSnapshot,
     pollCommands: () => commands?.poll() ?? Promise.resolve(),
     dispose() {

@@ -128,7 +128,10 @@ export function createErrandMcpServer(options: ErrandMcpServerOptions): ErrandMc
     signal: AbortSignal,
   ): Promise<CallToolResult> => {
     await workingDirectory.whenReady();
-    const result = await executeTool(definition, args, toolContext(requestId, signal));
+    const executed = await executeTool(definition, args, toolContext(requestId, signal));
+    // The store is failing (or works again): the answer says so, once.
+    const note = session.takePersistenceNote();
+    const result = note === undefined ? executed : { ...executed, text: `${executed.text}\n${note}` };
     // The answer shows how a task ended: its notification would tell the client a second time. A cancelled
     // request's answer is never sent, so the client has not read that end: its notification stays.
     if (!signal.aborted) for (const end of reportedTaskEnds(result)) session.inbox.withdraw(end);

@@ -117,6 +117,13 @@ export type DeliveryOutcome =
 export interface DeliveryPolicy {
   /** Delivers a terminal snapshot (the subscription calls this; tests and resume sweeps may too). Never rejects. */
   deliver(snapshot: TaskSnapshot): Promise<DeliveryOutcome>;
+  /**
+   * The notification of an ending the task service no longer knows — one a store recorded as finished
+   * and not yet told, found on resume — with the same suppression rules, lane and form as a live one, or
+   * undefined when a rule suppresses it. It takes no claim and hands nothing on: the store's record is
+   * the claim, and the caller queues it. `outputTail` is what the task's output file ends with.
+   */
+  notificationFor(snapshot: TaskSnapshot, outputTail?: string): TaskNotification | undefined;
   /** Notifies that a running workflow stalled or needs input. No claim: the task is still running. */
   notifyWorkflowProgress(taskId: string, event: WorkflowProgressEvent): Promise<DeliveryOutcome>;
   /** A user message arrived: the wake budget is restored. */
@@ -215,14 +222,10 @@ export function createDeliveryPolicy(input: DeliveryPolicyOptions): DeliveryPoli
     }
   };
 
-  const hand = async (
-    snapshot: TaskSnapshot,
-    event: NotificationEvent,
-    text: string,
-  ): Promise<DeliveryOutcome> => {
+  const build = (snapshot: TaskSnapshot, event: NotificationEvent, text: string): TaskNotification => {
     const lane = laneFor(snapshot);
     const toolUseId = detailString(snapshot, 'toolUseId');
-    const notification: TaskNotification = Object.freeze({
+    return Object.freeze({
       taskId: snapshot.id,
       kind: snapshot.kind,
       label: snapshot.label,
@@ -237,7 +240,15 @@ export function createDeliveryPolicy(input: DeliveryPolicyOptions): DeliveryPoli
       ...(toolUseId === undefined ? {} : { toolUseId }),
       createdAt: now(),
     });
-    const counted = lane === 'wakeup' && wakeCounting === 'notification';
+  };
+
+  const hand = async (
+    snapshot: TaskSnapshot,
+    event: NotificationEvent,
+    text: string,
+  ): Promise<DeliveryOutcome> => {
+    const notification = build(snapshot, event, text);
+    const counted = notification.lane === 'wakeup' && wakeCounting === 'notification';
     if (counted) consecutiveWakes += 1;
     try {
       await enqueue(notification);
@@ -320,6 +331,12 @@ export function createDeliveryPolicy(input: DeliveryPolicyOptions): DeliveryPoli
 
   return {
     deliver,
+    notificationFor(snapshot, outputTail) {
+      if (!isTerminalStatus(snapshot.status) || suppression(snapshot) !== undefined) return undefined;
+      if (snapshot.stopInitiator === 'model' && !notifyModelStops.has(snapshot.kind)) return undefined;
+      const tail = tailLimits === false ? undefined : (outputTail ?? detailString(snapshot, 'outputTail'));
+      return build(snapshot, 'terminal', format(snapshot, tail));
+    },
     async notifyWorkflowProgress(taskId, event) {
       let snapshot: TaskSnapshot;
       try {

@@ -3,6 +3,7 @@ export { createTaskService, LocalTaskService, MAX_WAIT_MS } from './local-task-s
 export {
   type SequenceBlock,
   type SequenceBlocks,
+  type StartGuardRequest,
   TASK_SERVICE_DEFAULTS,
   type TaskServiceOptions,
   taskServiceOptions,

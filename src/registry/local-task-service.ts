@@ -169,6 +169,7 @@ export class LocalTaskService implements TaskService {
     // Foreground work is collected by the call that waits for it; background work needs a controller.
     if (spec.background !== false) this.#requireController(spec.kind, owner);
     if (owner?.disposed) throw new OwnerDisposedError(owner.sessionId);
+    this.#options.startGuard?.({ kind: spec.kind, owner, background: spec.background !== false });
     const previous = spec.resumeId === undefined ? undefined : this.#preflightResume(spec, spec.resumeId);
     const bucket = this.#bucket(owner?.sessionId ?? '');
     // Ownerless tasks share one bucket ('') with a limit of its own, so they cannot crowd out the sessions.

@@ -3,10 +3,19 @@ import {
   consoleLogger,
   InvalidArgumentError,
   isValidTaskKind,
+  type Owner,
   systemClock,
   type TaskKind,
 } from '../tasks/index.js';
 import { defineOptions, type OptionsInput, option, type ResolvedOptions } from '../tasks/options.js';
+
+/** What a start guard is asked about. */
+export interface StartGuardRequest {
+  readonly kind: TaskKind;
+  readonly owner: Owner | undefined;
+  /** False for foreground work (its result goes back to the call that waits for it). */
+  readonly background: boolean;
+}
 
 /** A range of sequence numbers reserved for one service, both ends included. */
 export interface SequenceBlock {
@@ -65,6 +74,12 @@ export const taskServiceOptions = defineOptions('createTaskService', {
    * service counts on its own from `initialSequences`.
    */
   sequenceBlocks: option.custom<SequenceBlocks>('an object with a reserve function', isSequenceBlocks),
+  /**
+   * A check of the host's, run in `start`'s preflight (after validation and the controller check, before
+   * the limits and before the producer runs): a throw refuses the start and reaches the caller unchanged.
+   * A session runtime uses it to refuse background work while its store cannot record endings. Default none.
+   */
+  startGuard: option.func<(request: StartGuardRequest) => void>(),
   /** Told about failing listeners and cancels. Default: the console logger. */
   logger: option.logger({ default: consoleLogger }),
 });

@@ -28,6 +28,11 @@ export interface QueuedNotification {
   readonly branchGeneration: number;
   /** The task's attempt the notification is about, when known. */
   readonly attempt?: number | undefined;
+  /**
+   * False for a notification about a running task (a workflow's progress): delivering it tells no
+   * ending. Default true.
+   */
+  readonly ending?: boolean | undefined;
   readonly queuedAt: number;
 }
 

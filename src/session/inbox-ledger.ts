@@ -28,12 +28,20 @@ export interface InboxLedger {
   /** Writes a notification as queued; its entry, or undefined when the same key was admitted before. */
   admitNotification(entry: NotificationEntry): { readonly id: number } | undefined;
   /**
-   * Records notifications as delivered in `form`; returns those it recorded (it skips entries the store
-   * settled meanwhile). Throws `NotificationDeliveryError` naming the ones it did not record.
+   * Records notifications as delivered in `form`, and their tasks' endings as shown, in one write; returns
+   * those it recorded (it skips entries the store settled meanwhile). Throws `NotificationDeliveryError`
+   * naming the ones it did not record.
    */
   deliver(notifications: QueuedNotification[], form: DeliveryForm, source: string): QueuedNotification[];
   /** Marks entries discarded with `reason`. */
   discardEntries(ledgerIds: readonly number[], reason: string): void;
+  /**
+   * Records that the model was shown how these tasks ended (a tool result showed it), so a later process
+   * never tells them again.
+   */
+  markEndsShown(taskIds: readonly string[]): void;
+  /** Runs `body` (writes of this ledger, and the caller's own) as one write: all of it or none. */
+  atomically<T>(body: () => T): T;
 }
 
 /**
@@ -46,5 +54,7 @@ export function volatileInboxLedger(): InboxLedger {
     admitNotification: () => ({ id: ++lastId }),
     deliver: (notifications) => notifications,
     discardEntries: () => {},
+    markEndsShown: () => {},
+    atomically: (body) => body(),
   };
 }

@@ -16,6 +16,7 @@ export {
   type NotificationInboxContext,
   type NotificationReservation,
   type ReserveNotificationsOptions,
+  type RestoredNotification,
   type SessionNotification,
   type TakeQueuedNotificationsOptions,
   type TurnReservationOptions,

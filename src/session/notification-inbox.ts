@@ -41,6 +41,8 @@ export interface SessionNotification {
    * read (`task_output`) is not admitted (`result_read`).
    */
   readonly attempt?: number | undefined;
+  /** False for a notification about a running task (a workflow's progress). Default true. */
+  readonly ending?: boolean | undefined;
 }
 
 export type NotificationAdmission =
@@ -49,6 +51,9 @@ export type NotificationAdmission =
       readonly admitted: false;
       readonly reason: 'shutting_down' | 'branch_changed' | 'duplicate' | 'result_read';
     };
+
+/** A notification an earlier process left queued in the ledger, going back into the queue (a resume). */
+export type RestoredNotification = Omit<QueuedNotification, 'kind' | 'queuedAt'>;
 
 /** A notification a surface delivered outside a model turn (see `NotificationInbox.reserve`). */
 export interface DeliveredNotification {
@@ -134,6 +139,12 @@ export interface NotificationInboxContext {
   deliveryFailed(): void;
   /** Every notification the inbox discards, after it did (the AI SDK bridge returns claims here). */
   discarded?(notifications: readonly QueuedNotification[], reason: string): void;
+  /**
+   * A write the store refused (`error`) that must still happen — a withdrawal whose result a surface
+   * already showed — to run again once the store takes writes; it throws `error` when that is not a
+   * store failure. Without it such a withdrawal throws.
+   */
+  recordLater?(write: () => void, error: unknown): void;
 }
 
 /** A reservation with the inbox's own handles on it. */
@@ -152,7 +163,14 @@ interface HeldReservation extends NotificationReservation {
  */
 export type InboxSurface = Pick<
   NotificationInbox,
-  'admit' | 'withdraw' | 'wasReported' | 'reserve' | 'take' | 'queued' | 'queuedNotifications'
+  | 'admit'
+  | 'withdraw'
+  | 'withdrawWith'
+  | 'wasReported'
+  | 'reserve'
+  | 'take'
+  | 'queued'
+  | 'queuedNotifications'
 >;
 
 export class NotificationInbox {
@@ -164,6 +182,11 @@ export class NotificationInbox {
 
   constructor(context: NotificationInboxContext) {
     this.#context = context;
+  }
+
+  /** Reservations a surface holds and has not committed, released or discarded yet. */
+  get reservations(): number {
+    return this.#reservations.size;
   }
 
   /** Notifications waiting in the queue (reserved ones not counted). */
@@ -217,6 +240,7 @@ export class NotificationInbox {
         lane,
         branchGeneration: notification.branchGeneration,
         attempt: notification.attempt,
+        ...(notification.ending === false ? { ending: false } : {}),
         queuedAt: context.now(),
       });
     } catch (error) {
@@ -231,19 +255,98 @@ export class NotificationInbox {
   /**
    * A tool result showed the model how `taskId` ended (attempt `attempt`, when known): its queued
    * notifications of that attempt or an earlier one (all of them when no attempt is known) are withdrawn —
-   * discarded as `result_read`, their claims kept taken — and one of that attempt that arrives later is
-   * refused. A reserved one stays with its surface (it may be on its way to the model already); if the
-   * surface releases it, it is discarded instead of queued again.
+   * discarded as `result_read`, their claims kept taken — the end is recorded as shown, and one of that
+   * attempt that arrives later is refused. A reserved one stays with its surface (it may be on its way to
+   * the model already); if the surface releases it, it is discarded instead of queued again.
    */
   withdraw(end: { readonly taskId: string; readonly attempt?: number | undefined }): void {
-    const reported = validateReportedTaskEnd(end);
-    this.#reportedEnds.note(reported);
-    const withdrawn = this.#context.queue.remove(
-      (command) => command.kind === 'notification' && endCovers(reported, command),
-    ) as QueuedNotification[];
-    this.#discard(withdrawn, 'result_read');
-    // A reserved one may already be on its way; if it comes back, it is not queued again.
-    for (const reservation of this.#reservations) reservation.withdraw(reported);
+    const withdrawal = this.#planWithdrawal([end]);
+    const ledger = this.#context.ledger;
+    try {
+      ledger.atomically(() => withdrawal.record());
+    } catch (error) {
+      // The surface showed the end already: it is withdrawn here, and recorded once the store takes writes.
+      const later = this.#context.recordLater;
+      if (later === undefined) throw error;
+      later(() => ledger.atomically(() => withdrawal.record()), error);
+    }
+    withdrawal.apply();
+  }
+
+  /**
+   * `withdraw` for every end in `ends`, written in one step with `write` (the tool result that showed
+   * them, when the caller stores it): the result, the discarded notifications and the ends marked shown
+   * are all recorded, or none is. Only once that write succeeded does the inbox forget them, so if it
+   * throws they stay queued, as if the model had not seen the result — it did not. Returns `write`'s value.
+   */
+  withdrawWith<T>(
+    ends: readonly { readonly taskId: string; readonly attempt?: number | undefined }[],
+    write: () => T,
+  ): T {
+    const withdrawal = this.#planWithdrawal(ends);
+    const value = this.#context.ledger.atomically(() => {
+      const written = write();
+      withdrawal.record();
+      return written;
+    });
+    withdrawal.apply();
+    return value;
+  }
+
+  /** What withdrawing `ends` writes (`record`) and then changes here (`apply`). */
+  #planWithdrawal(ends: readonly { readonly taskId: string; readonly attempt?: number | undefined }[]): {
+    record(): void;
+    apply(): void;
+  } {
+    const reported = ends.map((end) => validateReportedTaskEnd(end));
+    const context = this.#context;
+    const covered = this.queuedNotifications().filter((notification) =>
+      reported.some((end) => endCovers(end, notification)),
+    );
+    const taskIds = [...new Set(reported.map((end) => end.taskId))];
+    return {
+      record: () => {
+        if (covered.length > 0) {
+          context.ledger.discardEntries(
+            covered.map((notification) => notification.ledgerId),
+            'result_read',
+          );
+        }
+        if (taskIds.length > 0) context.ledger.markEndsShown(taskIds);
+      },
+      apply: () => {
+        for (const end of reported) this.#reportedEnds.note(end);
+        const withdrawn = new Set<QueuedNotification>(covered);
+        context.queue.remove((command) => command.kind === 'notification' && withdrawn.has(command));
+        this.#told(covered, 'result_read');
+        // A reserved one may already be on its way; if it comes back, it is not queued again.
+        for (const reservation of this.#reservations) for (const end of reported) reservation.withdraw(end);
+      },
+    };
+  }
+
+  /**
+   * Puts back into the queue notifications the ledger still holds as queued from an earlier process (a
+   * resumed session): nothing is written, they keep their ledger entries, lanes and order. Those the
+   * queue has no room for are discarded (`queue_full`). A wakeup one wakes the owner.
+   */
+  restore(notifications: readonly RestoredNotification[]): void {
+    const context = this.#context;
+    const overflow: QueuedNotification[] = [];
+    let wake = false;
+    for (const notification of notifications) {
+      const queued: QueuedNotification = { ...notification, kind: 'notification', queuedAt: context.now() };
+      try {
+        context.queue.push(queued);
+      } catch {
+        overflow.push(queued);
+        continue;
+      }
+      context.emit({ type: 'notification-queued', taskId: queued.taskId, lane: queued.lane });
+      if (queued.lane === 'wakeup') wake = true;
+    }
+    this.#discard(overflow, 'queue_full');
+    if (wake) context.wake();
   }
 
   /** True when a tool result already showed the model the end this notification is about. */
@@ -341,11 +444,17 @@ export class NotificationInbox {
 
   #discard(notifications: readonly QueuedNotification[], reason: string): void {
     if (notifications.length === 0) return;
-    const context = this.#context;
-    context.ledger.discardEntries(
+    this.#context.ledger.discardEntries(
       notifications.map((notification) => notification.ledgerId),
       reason,
     );
+    this.#told(notifications, reason);
+  }
+
+  /** Tells the viewers (and the owner) about notifications whose entries were just discarded. */
+  #told(notifications: readonly QueuedNotification[], reason: string): void {
+    if (notifications.length === 0) return;
+    const context = this.#context;
     for (const notification of notifications) {
       context.emit({ type: 'notification-discarded', taskId: notification.taskId, reason });
     }

@@ -17,6 +17,37 @@ export class SessionClosedError extends ErrandError {
   }
 }
 
+/**
+ * New background work is refused: the store cannot record the endings of work already running (disk full,
+ * read-only, an I/O error), and work started now could end with nobody ever told.
+ */
+export class PersistenceFailingError extends ErrandError {
+  constructor(kind: string, cause: string, pending: number) {
+    super(
+      'PERSISTENCE_FAILING',
+      'system',
+      `Background ${kind} work is refused: the session store cannot be written (${cause}); ${pending} write(s) of running work are kept in memory and retried. Start it again once the store can be written, or run it in the foreground.`,
+      { context: { kind, cause, pending } },
+    );
+  }
+}
+
+/** What a store failure says to a person or a model: the store's own words, without its call chain. */
+export function describeStoreFailure(error: unknown): string {
+  if (ErrandError.isInstance(error) && error.code === 'STORE_UNAVAILABLE') {
+    const reason = (error.context as { reason?: unknown }).reason;
+    const code = (error.context as { sqliteCode?: unknown }).sqliteCode;
+    const words: Record<string, string> = {
+      disk_full: 'the disk is full',
+      read_only: 'it is read-only',
+      io_error: 'an I/O error',
+      cannot_open: 'its file cannot be opened',
+    };
+    return `${words[String(reason)] ?? String(reason)}, ${String(code)}`;
+  }
+  return describeError(error);
+}
+
 /** An error's message for a warning; an AggregateError (several cleanups failed) names each one. */
 export function describeError(error: unknown): string {
   if (error instanceof AggregateError) {

@@ -5,7 +5,7 @@
  * notifications it is the store-backed `InboxLedger` of the session's inbox, which owns the rules.
  */
 import type { LedgerEntry } from '../store/records.js';
-import type { SessionStore } from '../store/session-store.js';
+import type { DeliveryResult, NewMessage, SessionStore } from '../store/session-store.js';
 import type { SessionId } from '../tasks/index.js';
 import type { QueuedNotification, QueuedUserInput, QueuePriority } from './command-queue.js';
 import type { DeliveryForm, InboxLedger, NotificationEntry } from './inbox-ledger.js';
@@ -65,6 +65,37 @@ export class SessionLedger implements InboxLedger {
     this.#store.markDiscarded(ledgerIds, reason);
   }
 
+  /** Marks the session's finished task records told: a tool result showed the model how they ended. */
+  markEndsShown(taskIds: readonly string[]): void {
+    if (taskIds.length > 0) this.#store.markReported(this.#sessionId, taskIds);
+  }
+
+  /** Runs `body` as one store transaction. */
+  atomically<T>(body: () => T): T {
+    return this.#store.transaction(body);
+  }
+
+  /**
+   * Appends a message and delivers the ledger entries it carries in one transaction; the tasks of
+   * delivered notifications are marked told with them, so a later process never tells them again.
+   */
+  #commit(notifications: readonly QueuedNotification[], message: NewMessage): DeliveryResult {
+    return this.#store.transaction(() => {
+      const result = this.#store.commitDelivery(
+        this.#sessionId,
+        notifications.map((notification) => notification.ledgerId),
+        message,
+      );
+      const endings = notifications.filter((notification) => notification.ending !== false);
+      if (result.ok && endings.length > 0) {
+        this.#store.markReported(this.#sessionId, [
+          ...new Set(endings.map((notification) => notification.taskId)),
+        ]);
+      }
+      return result;
+    });
+  }
+
   /** Discards queued notifications and tells the session's viewers. */
   discard(notifications: readonly QueuedNotification[], reason: string): void {
     if (notifications.length === 0) return;
@@ -113,7 +144,7 @@ export class SessionLedger implements InboxLedger {
   ): QueuedNotification[] {
     const delivered: QueuedNotification[] = [];
     for (const notification of notifications) {
-      const result = this.#store.commitDelivery(this.#sessionId, [notification.ledgerId], {
+      const result = this.#commit([notification], {
         role: 'user',
         content: { text: notification.text },
         visibility: 'model-only',
@@ -140,17 +171,13 @@ export class SessionLedger implements InboxLedger {
   ): QueuedNotification[] {
     let pending = notifications;
     while (pending.length > 0) {
-      const result = this.#store.commitDelivery(
-        this.#sessionId,
-        pending.map((notification) => notification.ledgerId),
-        {
-          role: 'user',
-          content: { text: pending.map((notification) => notification.text).join('\n\n') },
-          visibility: 'model-only',
-          source,
-          branchGeneration: this.#branchGeneration(),
-        },
-      );
+      const result = this.#commit(pending, {
+        role: 'user',
+        content: { text: pending.map((notification) => notification.text).join('\n\n') },
+        visibility: 'model-only',
+        source,
+        branchGeneration: this.#branchGeneration(),
+      });
       if (result.ok) {
         this.#emit({ type: 'message', message: result.message });
         return pending;

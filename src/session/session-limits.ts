@@ -26,8 +26,17 @@ export const sessionLimitOptions = defineOptions('createSessionRuntime', {
    * session looks at it again after this long, doubling with each failure in a row. Default 1000 ms.
    */
   deliveryRetryMs: option.integer({ min: 1, default: 1000 }),
-  /** The longest wait between two such retries. Default 60000 ms (at least `deliveryRetryMs`). */
+  /**
+   * The longest wait between two such retries. Default 60000 ms (at least `deliveryRetryMs`). The same
+   * back-off retries the task records and notifications the store refused (disk full, read-only).
+   */
   deliveryRetryMaxMs: option.integer({ min: 1, default: 60_000, atLeast: 'deliveryRetryMs' }),
+  /**
+   * Writes the store refused that the runtime keeps in memory to retry (task records, notifications):
+   * beyond this many the newest is dropped with a warning. New background work is refused while any
+   * waits, so this is reached only if the store fails for very long with much work running. Default 10000.
+   */
+  maxPendingStoreWrites: option.integer({ min: 1, default: 10_000 }),
 });
 
 export type SessionLimits = OptionsInput<typeof sessionLimitOptions.rules>;

@@ -7,6 +7,7 @@ import { deliveryPolicyOptions } from '../notifications/index.js';
 import type { SessionStore } from '../store/session-store.js';
 import {
   emitWarningLogger,
+  MAX_TIMER_DELAY_MS,
   type SessionId,
   systemClock,
   type TaskService,
@@ -88,6 +89,14 @@ export const sessionRuntimeOptions = defineOptions('createSessionRuntime', {
   now: option.func<() => number>(),
   /** Schedules each session's idle drain and delivery retries. Default: the system clock. */
   clock: option.clock({ default: systemClock }),
+  /**
+   * Session residency: a session idle for this long (no turn running or due, nothing queued or
+   * reserved, no live task of its own) is unloaded from memory; `loadSession` opens it again, through
+   * `resumeSession`, with its conversation and ledger. A session with running background work is never
+   * unloaded. In milliseconds (1 to 2147483647), or false for never. Default false: a `Session` object a
+   * caller holds closes when its session unloads, so a host that keeps them turns this on knowingly.
+   */
+  unloadIdleAfterMs: option.orFalse(option.integer({ min: 1, max: MAX_TIMER_DELAY_MS }), { default: false }),
 });
 
 export type SessionRuntimeOptions = OptionsInput<typeof sessionRuntimeOptions.rules>;

@@ -9,27 +9,38 @@ import {
   formatLostTaskNotification,
   type TaskNotification,
 } from '../notifications/index.js';
-import { createTaskService, type SequenceBlocks } from '../registry/index.js';
+import { createTaskService, type SequenceBlocks, type StartGuardRequest } from '../registry/index.js';
 import { type JsonObject, jsonCopy } from '../store/json.js';
 import type { SessionStore } from '../store/session-store.js';
 import { taskRecordFromSnapshot } from '../store/task-record-from-snapshot.js';
+import { taskSnapshotFromRecord } from '../store/task-snapshot-from-record.js';
 import {
   asSessionId,
+  type Caller,
+  type CancelTimer,
   type Clock,
   createTrustedCaller,
   ErrandError,
   isTerminalStatus,
+  isTrustedCaller,
   type Logger,
   parseTaskId,
   type SessionId,
   type TaskService,
   type TaskSnapshot,
+  TERMINAL_STATUSES,
   validateSessionId,
 } from '../tasks/index.js';
+import { readFileTail } from '../text/index.js';
+import type { RecordedTasks } from '../tools/index.js';
 import type { ModelPort } from './model-port.js';
+import { PendingStoreWrites, type StoreFailure } from './pending-store-writes.js';
+import { PROGRESS_KEY_PREFIX, takeQueuedResidue, untoldEndings } from './resume-residue.js';
 import { Session } from './session.js';
+import { describeStoreFailure, PersistenceFailingError } from './session-errors.js';
 import type { SessionEvent } from './session-events.js';
 import { holderFor, isHolderLive, registerLiveRuntime } from './session-holder.js';
+import type { ResolvedSessionLimits } from './session-limits.js';
 import {
   type CreateSessionOptions,
   createSessionOptions,
@@ -73,7 +84,10 @@ export class SessionRuntime {
   readonly store: SessionStore;
   readonly #options: ResolvedSessionRuntimeOptions;
   readonly #ownsTasks: boolean;
-  readonly #sessions = new Map<string, { session: Session; policy: DeliveryPolicy; detach: () => void }>();
+  readonly #sessions = new Map<
+    string,
+    { session: Session; policy: DeliveryPolicy; scope: string; detach: () => void }
+  >();
   readonly #listeners = new Set<RuntimeEventListener>();
   readonly #logger: Logger;
   readonly #now: () => number;
@@ -87,6 +101,21 @@ export class SessionRuntime {
   readonly #persisted = new Map<string, string>();
   /** Sessions opened so far: each opening gets its own admission scope (see `#enqueue`). */
   #openings = 0;
+  readonly #limits: ResolvedSessionLimits;
+  /** Task records and notifications the store refused, retried in order until it takes them. */
+  readonly #pending: PendingStoreWrites;
+  /** Per session: the line its next tool result carries about the store. */
+  readonly #notes = new Map<string, string>();
+  /** Sessions whose model was told the store is failing (they are told when it works again). */
+  readonly #toldFailing = new Set<string>();
+  #withdrawals = 0;
+  /** The task service as the delivery policies see it: their claims are told apart (see `#record`). */
+  readonly #policyTasks: TaskService;
+  /** True while a delivery policy takes a claim. */
+  #policyClaiming = false;
+  /** Per resident session: when it last did anything (clock milliseconds), for residency. */
+  readonly #lastActive = new Map<string, number>();
+  #cancelResidency: CancelTimer | undefined;
   #disposal: Promise<void> | undefined;
 
   constructor(options: SessionRuntimeOptions) {
@@ -97,13 +126,40 @@ export class SessionRuntime {
     this.#logger = resolved.logger;
     this.#clock = resolved.clock;
     this.#now = resolved.now ?? (() => this.#clock.now());
+    this.#limits = resolved.limits;
+    this.#pending = new PendingStoreWrites({
+      clock: this.#clock,
+      retryMs: this.#limits.deliveryRetryMs,
+      retryMaxMs: this.#limits.deliveryRetryMaxMs,
+      maxPending: this.#limits.maxPendingStoreWrites,
+      logger: this.#logger,
+      changed: (failure) => this.#persistenceChanged(failure),
+    });
     this.#ownsTasks = resolved.tasks === undefined;
     this.tasks =
       resolved.tasks ??
       createTaskService({
         initialSequences: lastSequences(resolved.store),
         sequenceBlocks: storeSequenceBlocks(resolved.store),
+        startGuard: (request) => this.checkStart(request),
       });
+    const tasks = this.tasks;
+    this.#policyTasks = new Proxy(tasks, {
+      get: (target, property) => {
+        if (property === 'claim') {
+          return (id: string, caller?: Caller) => {
+            this.#policyClaiming = true;
+            try {
+              return target.claim(id, caller);
+            } finally {
+              this.#policyClaiming = false;
+            }
+          };
+        }
+        const value = Reflect.get(target, property, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
     this.#stopRecording = this.tasks.onTasksChanged((change) => this.#record(change.reason, change.task), {
       caller: runtimeCaller,
     });
@@ -116,6 +172,28 @@ export class SessionRuntime {
    */
   get instanceId(): string {
     return this.#instance;
+  }
+
+  /**
+   * Undefined while the store takes every write. While it refuses them (disk full, read-only, an I/O
+   * error) task records and notifications are kept in memory and retried with back-off
+   * (`limits.deliveryRetryMs`, doubling up to `limits.deliveryRetryMaxMs`): this says since when, why, and
+   * how many wait. New background work is refused meanwhile (`checkStart`).
+   */
+  get persistence(): StoreFailure | undefined {
+    return this.#pending.failure;
+  }
+
+  /**
+   * Refuses background work with `PERSISTENCE_FAILING` while the store cannot record the endings of work
+   * already running: work started now could end with nobody told. The task service this runtime creates
+   * calls it in its preflight (`startGuard`); a host that brings its own service passes it as that
+   * service's `startGuard`.
+   */
+  checkStart(request: StartGuardRequest): void {
+    const failure = this.#pending.failure;
+    if (failure === undefined || !request.background) return;
+    throw new PersistenceFailingError(request.kind, describeStoreFailure(failure.error), failure.pending);
   }
 
   /** Subscribes to the events of every session of this runtime. */
@@ -155,9 +233,12 @@ export class SessionRuntime {
   }
 
   /**
-   * Re-opens a stored session after a restart. Its processes died with the old runtime: queued
-   * notifications are discarded with `session_resumed` (none is delivered twice) and live task records
-   * become `lost`.
+   * Re-opens a stored session after a restart. Live task records of the old runtime become `lost` (their
+   * processes died with it). Nothing the store knows ends untold: notifications the old process left
+   * queued go back into the queue (a delivery writes its message and settles its entries in one
+   * transaction, so a queued one was never delivered), and every ending the store recorded but never told
+   * is queued now — those lost with the runtime quietly. A person's queued input is discarded
+   * (`session_resumed`): whoever waited for its turn is gone.
    */
   resumeSession(id: string, input: ResumeSessionOptions = {}): Session {
     this.#ensureOpen();
@@ -168,10 +249,11 @@ export class SessionRuntime {
     if (!record) throw new SessionNotFoundError(sessionId);
     // Before anything is discarded or marked lost: a runtime that still has it open keeps it (SESSION_IN_USE).
     this.store.acquireSession(sessionId, holderFor(this.#instance, this.#now()), isHolderLive);
-    this.store.discardQueued(sessionId, 'session_resumed');
-    this.store.markLiveAsLost({ sessionId, error: LOST_ON_RESUME_ERROR });
+    let residue: ReturnType<typeof takeQueuedResidue>;
     let session: Session;
     try {
+      residue = takeQueuedResidue(this.store, sessionId);
+      this.store.markLiveAsLost({ sessionId, error: LOST_ON_RESUME_ERROR });
       if (record.state === 'closed') this.store.updateSession(sessionId, { state: 'active' });
       session = this.#open(sessionId, record.parentId, record.cwd, options.env, record.branchGeneration);
     } catch (error) {
@@ -179,7 +261,11 @@ export class SessionRuntime {
       this.#releaseAfterFailedOpen(sessionId);
       throw error;
     }
-    this.#tellLost(session);
+    session.restoreNotifications(residue);
+    this.#tellUntold(
+      session,
+      new Set(residue.filter((notification) => notification.ending !== false).map((entry) => entry.taskId)),
+    );
     return session;
   }
 
@@ -193,58 +279,105 @@ export class SessionRuntime {
   }
 
   /**
-   * Queues, quietly (no turn starts for them), one notification per task of the session that was lost
-   * with a runtime that stopped, so the model learns with its next request that the work it started is
-   * gone: those just marked lost, and those of an earlier resume whose notification never reached the
-   * model (the session closed again first). Tasks of an abandoned conversation branch stay untold, as
-   * their other notifications would.
+   * Queues the endings of the session's finished background tasks that the store never saw told (see
+   * `untoldEndings`), less those whose notification is back in the queue (`queued`): a task lost with its
+   * runtime quietly (no turn starts for it; the model learns with its next request), any other as the
+   * delivery policy would have. Each is marked told once it is delivered, so it is told once.
    */
-  #tellLost(session: Session): void {
+  #tellUntold(session: Session, queued: ReadonlySet<string>): void {
+    const entry = this.#sessions.get(session.id);
+    if (entry === undefined) return;
     const budgetBytes = this.#options.notifications.maxNotificationBytes;
-    const lost = this.store
-      .listTasks({ sessionId: session.id, statuses: ['lost'] })
-      .filter(
-        (task) => task.error === LOST_ON_RESUME_ERROR && task.branchGeneration === session.branchGeneration,
-      );
-    if (lost.length === 0) return;
-    // Earlier "lost" notifications, by task: delivered ones are not told again.
-    const earlier = new Map<string, { delivered: boolean; count: number }>();
-    for (const entry of this.store.listLedger(session.id)) {
-      const match = /^lost:([^:]+):(\d+):\d+$/.exec(entry.idempotencyKey);
-      if (match === null) continue;
-      const key = `${match[1]}:${match[2]}`;
-      const known = earlier.get(key) ?? { delivered: false, count: 0 };
-      earlier.set(key, { delivered: known.delivered || entry.state === 'delivered', count: known.count + 1 });
-    }
-    for (const task of lost) {
-      const told = earlier.get(`${task.id}:${task.startedAt}`);
-      if (told?.delivered) continue;
+    for (const task of untoldEndings(this.store, session.id, session.branchGeneration, queued)) {
+      const key = `ending:${entry.scope}:${task.id}:${task.startedAt}`;
       try {
-        session.deliverNotification({
-          taskId: task.id,
-          label: task.label,
-          text: formatLostTaskNotification({
+        if (task.status === 'lost') {
+          session.deliverNotification({
             taskId: task.id,
-            kind: task.kind,
             label: task.label,
-            error: task.error,
-            outputFile: task.outputFile,
-            budgetBytes,
-          }),
-          lane: 'quiet',
-          branchGeneration: task.branchGeneration,
-          idempotencyKey: `lost:${task.id}:${task.startedAt}:${(told?.count ?? 0) + 1}`,
+            text: formatLostTaskNotification({
+              taskId: task.id,
+              kind: task.kind,
+              label: task.label,
+              error: task.error,
+              outputFile: task.outputFile,
+              budgetBytes,
+            }),
+            lane: 'quiet',
+            branchGeneration: task.branchGeneration,
+            idempotencyKey: key,
+          });
+          continue;
+        }
+        const snapshot = taskSnapshotFromRecord(task);
+        const tail =
+          task.outputFile === undefined
+            ? undefined
+            : readFileTail(task.outputFile, RECORDED_TAIL_READ_BYTES)?.text;
+        const notification = entry.policy.notificationFor(snapshot, tail);
+        if (notification === undefined) continue;
+        session.deliverNotification({
+          taskId: notification.taskId,
+          label: notification.label,
+          text: notification.text,
+          lane: notification.lane,
+          priority: notification.priority,
+          branchGeneration: notification.branchGeneration,
+          idempotencyKey: key,
         });
       } catch (error) {
-        this.#logger.warn(`task ${task.id}: queueing the notification that it was lost failed`, {
+        this.#logger.warn(`task ${task.id}: queueing the notification of its recorded ending failed`, {
           error: error instanceof Error ? error.message : String(error),
         });
       }
     }
   }
 
+  /**
+   * The finished tasks the store remembers for a caller's session that the task service does not hold —
+   * an earlier runtime's, after a resume — for `task_output` and `task_list` (`TaskToolsOptions.recorded`).
+   * A caller sees only its own session's records.
+   */
+  readonly recordedTasks: RecordedTasks = {
+    read: (taskId, caller, maxBytes) => {
+      const sessionId = callerSession(caller);
+      if (sessionId === undefined || typeof taskId !== 'string' || taskId === '') return undefined;
+      const record = this.store.getTask(taskId, sessionId);
+      if (record === undefined || !isTerminalStatus(record.status)) return undefined;
+      const tail = record.outputFile === undefined ? undefined : readFileTail(record.outputFile, maxBytes);
+      return {
+        snapshot: taskSnapshotFromRecord(record),
+        text: tail?.text ?? '',
+        totalBytes: tail?.totalBytes,
+      };
+    },
+    list: (caller, limit) => {
+      const sessionId = callerSession(caller);
+      if (sessionId === undefined) return [];
+      const finished = this.store.listTasks({ sessionId, statuses: TERMINAL_STATUSES });
+      return finished.slice(Math.max(0, finished.length - limit)).map(taskSnapshotFromRecord);
+    },
+  };
+
   getSession(id: string): Session | undefined {
     return this.#sessions.get(id)?.session;
+  }
+
+  /**
+   * The session, opened here if it is not: the resident one, or — unloaded for being idle
+   * (`unloadIdleAfterMs`), or never opened by this runtime — resumed from the store
+   * (`resumeSession`), with its conversation and ledger. A session still unloading is waited for.
+   */
+  async loadSession(id: string, options: ResumeSessionOptions = {}): Promise<Session> {
+    const resident = this.#sessions.get(id)?.session;
+    if (resident !== undefined && !resident.unloading) return resident;
+    if (resident !== undefined) await resident.close();
+    return this.getSession(id) ?? this.resumeSession(id, options);
+  }
+
+  /** How many sessions are open in this process's memory now. */
+  get residentSessions(): number {
+    return this.#sessions.size;
   }
 
   /**
@@ -297,7 +430,7 @@ export class SessionRuntime {
       tasks: this.tasks,
       model: modelFactory ? unsetModel : placeholder,
       systemPrompt: options.systemPrompt,
-      limits: options.limits,
+      limits: this.#limits,
       logger: this.#logger,
       now: this.#now,
       clock: this.#clock,
@@ -306,12 +439,15 @@ export class SessionRuntime {
       onShutdown: async (closing) => {
         await options.onSessionShutdown?.(closing);
       },
+      recordLater: (write, error) =>
+        this.#pending.keepRefused(`withdrawal:${id}:${++this.#withdrawals}`, write, error),
+      persistenceNote: () => this.#takeNote(id),
     });
     if (modelFactory) session.setModel(modelFactory(session));
 
     const policy = createDeliveryPolicy({
       ...options.notifications,
-      tasks: this.tasks,
+      tasks: this.#policyTasks,
       owner: session.owner,
       currentBranchGeneration: () => session.branchGeneration,
       isShuttingDown: () => session.shuttingDown || this.#disposal !== undefined,
@@ -320,7 +456,9 @@ export class SessionRuntime {
       now: this.#now,
       enqueue: (notification) => this.#enqueue(session, scope, notification),
     });
+    this.#lastActive.set(id, this.#clock.now());
     const stopForwarding = session.on((event) => {
+      this.#lastActive.set(id, this.#clock.now());
       if (event.type === 'turn-start' && event.source === 'user') policy.noteUserInput();
       // A wake-up is spent when background results reach the model in a turn of their own: the message
       // that delivers them. A turn whose batch was all stale, or whose delivery the store refused, spends none.
@@ -336,34 +474,45 @@ export class SessionRuntime {
       }
       if (event.type === 'state' && event.state === 'closed') this.#forget(id);
     });
+    const failure = this.#pending.failure;
+    if (failure !== undefined) this.#notes.set(id, failingNote(failure));
     this.#sessions.set(id, {
       session,
       policy,
+      scope,
       detach: () => {
         stopForwarding();
         policy.dispose();
       },
     });
+    this.#armResidency();
     return session;
   }
 
   #enqueue(session: Session, scope: string, notification: TaskNotification): void {
     // The notification's own attempt: a resume while it was being formatted must not borrow the new one.
     const attempt = notification.attempt;
-    const key =
-      notification.event === 'terminal'
-        ? `task:${scope}:${notification.taskId}:${attempt}:${notification.startedAt}`
-        : `task:${scope}:${notification.taskId}:${attempt}:${notification.startedAt}:${notification.event}:${notification.createdAt}`;
-    const admission = session.deliverNotification({
-      taskId: notification.taskId,
-      label: notification.label,
-      text: notification.text,
-      lane: notification.lane,
-      priority: notification.priority,
-      branchGeneration: notification.branchGeneration,
-      idempotencyKey: key,
-      attempt,
-    });
+    const ending = notification.event === 'terminal';
+    const key = ending
+      ? `task:${scope}:${notification.taskId}:${attempt}:${notification.startedAt}`
+      : `${PROGRESS_KEY_PREFIX}${scope}:${notification.taskId}:${attempt}:${notification.startedAt}:${notification.event}:${notification.createdAt}`;
+    // While the store refuses writes the admission waits behind the task's record, and is retried: the
+    // inbox applies its rules again then (a session closed meanwhile refuses it; a resume tells it).
+    const outcome = this.#pending.write(`notification:${session.id}:${key}`, () =>
+      session.deliverNotification({
+        taskId: notification.taskId,
+        label: notification.label,
+        text: notification.text,
+        lane: notification.lane,
+        priority: notification.priority,
+        branchGeneration: notification.branchGeneration,
+        idempotencyKey: key,
+        attempt,
+        ...(ending ? {} : { ending: false }),
+      }),
+    );
+    if (!outcome.written) return;
+    const admission = outcome.value;
     // A duplicate was admitted before; an end the model already read needs no notification: both keep the claim.
     if (!admission.admitted && admission.reason !== 'duplicate' && admission.reason !== 'result_read') {
       throw new ErrandError(
@@ -380,6 +529,9 @@ export class SessionRuntime {
     if (!entry) return;
     entry.detach();
     this.#sessions.delete(id);
+    this.#lastActive.delete(id);
+    this.#notes.delete(id);
+    this.#toldFailing.delete(id);
     if (this.#disposal !== undefined && this.#sessions.size === 0) this.#unregister();
     if (this.#sessions.size === 0) for (const wake of this.#allClosedWaiters.splice(0)) wake();
     try {
@@ -396,6 +548,16 @@ export class SessionRuntime {
    * Keeps the store's task records in step with the registry, so a restart still knows what ran and a
    * viewer in another process sees it: every change but a detail update, and a detail update only when
    * the pid or the output file changed (never per byte: a viewer reads the byte count off the file).
+   *
+   * A record's `reported` says the ending needs no telling any more. For the two claimants that tell the
+   * model — the delivery policy, and a tool inside the session's own turn — it is written with what shows
+   * it (the delivery of the notification, the stored tool result), not when the claim is taken: a crash
+   * in between leaves it untold, and a resume tells it. A finished record is written unreported unless the
+   * session is being torn down (closing, sealed, the runtime disposed: endings a teardown causes are never
+   * told). Any other claim taken with `claim` or a read (a superseded workflow run, an MCP client's
+   * `task_output`) is written at once, and a returned claim too. A claim a waiter takes as the task
+   * settles is not written: the waiter may be a tool in a turn (`task_output` with `wait`), whose result
+   * writes it; a host's own `tasks.wait` therefore leaves the ending to be told after a resume.
    */
   #record(reason: string, task: TaskSnapshot): void {
     if (task.ownerSessionId === undefined) return;
@@ -405,21 +567,110 @@ export class SessionRuntime {
       return;
     }
     if (!this.#sessions.has(task.ownerSessionId)) return;
+    this.#lastActive.set(task.ownerSessionId, this.#clock.now());
+    const session = this.#sessions.get(task.ownerSessionId)?.session;
+    if (session === undefined) return;
+    const claim = reason === 'claimed' || reason === 'unclaimed';
+    if (claim) {
+      if (!isTerminalStatus(task.status)) return;
+      // The policy's claim is written with the delivery of its notification, and one taken inside the
+      // session's own turn with the tool result that showed the end: that is when the model sees it.
+      if (reason === 'claimed' && (this.#policyClaiming || session.calledFromOwnTurn())) return;
+    }
     const facts = `${String(task.detail.pid)}\u0000${String(task.detail.outputFile)}`;
     const ended = isTerminalStatus(task.status);
     if (reason === 'updated' && (ended || this.#persisted.get(key) === facts)) return;
     if (ended) this.#persisted.delete(key);
     else this.#persisted.set(key, facts);
+    const tornDown = session.shuttingDown || session.sealed || this.#disposal !== undefined;
+    const record = {
+      ...taskRecordFromSnapshot(task),
+      // Any other claimant (a read outside a turn, a superseded workflow run) means nobody is to be told.
+      reported: claim ? reason === 'claimed' : ended && tornDown && task.reported,
+      detail: (jsonCopy(task.detail) ?? {}) as JsonObject,
+    };
     try {
-      this.store.upsertTask({
-        ...taskRecordFromSnapshot(task),
-        detail: (jsonCopy(task.detail) ?? {}) as JsonObject,
-      });
+      // Kept and retried while the store refuses writes; shown to the model meanwhile, it is told.
+      this.#pending.write(`task:${key}`, () =>
+        this.store.upsertTask(
+          record.reported || !ended || !session.inbox.wasReported({ taskId: task.id, attempt: task.attempt })
+            ? record
+            : { ...record, reported: true },
+        ),
+      );
     } catch (error) {
       this.#logger.warn(`task ${task.id}: persisting its record failed`, {
         error: error instanceof Error ? error.message : String(error),
       });
     }
+  }
+
+  /** Arms the residency timer for the first session that may have become idle long enough. */
+  #armResidency(): void {
+    const idleMs = this.#options.unloadIdleAfterMs;
+    if (idleMs === undefined || idleMs === false || this.#disposal !== undefined) return;
+    this.#cancelResidency?.();
+    this.#cancelResidency = undefined;
+    if (this.#sessions.size === 0) return;
+    let first = Number.POSITIVE_INFINITY;
+    for (const [id, { session }] of this.#sessions) {
+      // One already on its way out is not waited for again.
+      if (!session.unloading) first = Math.min(first, this.#lastActive.get(id) ?? 0);
+    }
+    if (first === Number.POSITIVE_INFINITY) return;
+    const delay = Math.max(0, first + idleMs - this.#clock.now());
+    const cancel = this.#clock.schedule(delay, () => {
+      if (this.#cancelResidency !== cancel) return;
+      this.#cancelResidency = undefined;
+      this.#unloadIdle(idleMs);
+    });
+    this.#cancelResidency = cancel;
+  }
+
+  /**
+   * Unloads every session idle for `idleMs`; one that looks idle but may not go (its work still runs,
+   * a surface holds a reservation) counts as active now and is looked at again after `idleMs`.
+   */
+  #unloadIdle(idleMs: number): void {
+    const now = this.#clock.now();
+    for (const [id, { session }] of this.#sessions) {
+      if (session.unloading || now - (this.#lastActive.get(id) ?? now) < idleMs) continue;
+      const working = this.tasks
+        .list(session.owner)
+        .some((task) => task.ownerSessionId === id && !isTerminalStatus(task.status));
+      if (!session.idle || working) {
+        this.#lastActive.set(id, now);
+        continue;
+      }
+      session.unload().catch((error: unknown) => {
+        this.#logger.warn(`session ${id}: unloading it failed`, {
+          error: error instanceof Error ? error.message : String(error),
+        });
+      });
+    }
+    this.#armResidency();
+  }
+
+  /** The store started failing, or works again: each session's next tool result says so, once. */
+  #persistenceChanged(failure: StoreFailure | undefined): void {
+    if (failure !== undefined) {
+      for (const id of this.#sessions.keys()) this.#notes.set(id, failingNote(failure));
+      return;
+    }
+    for (const id of this.#sessions.keys()) {
+      if (this.#toldFailing.has(id)) this.#notes.set(id, RECOVERED_NOTE);
+      else this.#notes.delete(id);
+    }
+    this.#toldFailing.clear();
+  }
+
+  #takeNote(id: string): string | undefined {
+    const note = this.#notes.get(id);
+    if (note === undefined) return undefined;
+    this.#notes.delete(id);
+    if (note === RECOVERED_NOTE) this.#toldFailing.delete(id);
+    else this.#toldFailing.add(id);
+    return note;
   }
 
   #ensureOpen(): void {
@@ -430,12 +681,16 @@ export class SessionRuntime {
   /** Closes every session (which stops their tasks), then the task service if the runtime created it. */
   dispose(): Promise<void> {
     this.#disposal ??= (async () => {
+      this.#cancelResidency?.();
+      this.#cancelResidency = undefined;
       await Promise.all(this.listSessions().map((session) => session.close()));
       // A close from inside a session's own turn resolves before that turn unwinds: the runtime keeps
       // holding the session (live, for other runtimes) until it is closed, and deregisters after.
       if (this.#sessions.size === 0) this.#unregister();
       this.#stopRecording();
       if (this.#ownsTasks) await this.tasks.dispose();
+      // The last records the sessions' shutdown wrote: one more try if the store was refusing them.
+      this.#pending.dispose();
     })();
     return this.#disposal;
   }
@@ -443,6 +698,12 @@ export class SessionRuntime {
 
 export function createSessionRuntime(options: SessionRuntimeOptions): SessionRuntime {
   return new SessionRuntime(options);
+}
+
+/** The session a caller acts for: an owner's (session equality grants access), none for anyone else. */
+function callerSession(caller: Caller): SessionId | undefined {
+  if (caller === undefined || isTrustedCaller(caller)) return undefined;
+  return caller.sessionId;
 }
 
 /** A model that refuses: the factory replaces it before any turn can run. */
@@ -454,6 +715,18 @@ const unsetModel: ModelPort = {
 /** The diagnosis of a task found running when its session is resumed: its runtime stopped first. */
 const LOST_ON_RESUME_ERROR =
   'The runtime that ran this task stopped; its process did not survive the restart.';
+
+/** The line a tool result carries once the store started refusing writes. */
+function failingNote(failure: StoreFailure): string {
+  return `[errand: the session store cannot be written (${describeStoreFailure(failure.error)}): task endings are kept in memory and retried; new background work is refused until it can]`;
+}
+
+/** The line a tool result carries once the store takes writes again. */
+const RECOVERED_NOTE =
+  '[errand: the session store can be written again: endings kept meanwhile are recorded and told]';
+
+/** How much of a recorded task's output file is read for the tail of its notification on resume. */
+const RECORDED_TAIL_READ_BYTES = 4096;
 
 /** How many ids of one kind a task service reserves in the store at a time. */
 export const TASK_ID_BLOCK_SIZE = 100;

@@ -18,7 +18,7 @@ import {
   type SessionId,
   type TaskService,
 } from '../tasks/index.js';
-import type { AnyToolDefinition } from '../tools/index.js';
+import type { AnyToolDefinition, ReportedTaskEnd } from '../tools/index.js';
 import { CommandQueue, type QueuedCommand, type QueuePriority } from './command-queue.js';
 import { DrainScheduler } from './drain-scheduler.js';
 import type { ModelPort } from './model-port.js';
@@ -28,6 +28,7 @@ import {
   type NotificationAdmission,
   NotificationInbox,
   type NotificationReservation,
+  type RestoredNotification,
   type SessionNotification,
   type TakeQueuedNotificationsOptions,
 } from './notification-inbox.js';
@@ -68,6 +69,10 @@ export interface SessionDependencies {
   readonly onShutdown?: (session: Session) => Promise<void> | void;
   /** Runs for a person's input before it is delivered; background-task turns skip it. */
   readonly beforeUserPrompt?: (text: string, session: Session) => string | undefined;
+  /** Keeps a write the store refused to run again later (see `NotificationInboxContext.recordLater`). */
+  readonly recordLater?: (write: () => void, error: unknown) => void;
+  /** The line the next tool result carries about the store, once (see `takePersistenceNote`). */
+  readonly persistenceNote?: () => string | undefined;
 }
 
 export class Session {
@@ -97,6 +102,8 @@ export class Session {
   #branchGeneration: number;
   #state: SessionRunState = 'idle';
   #sealed = false;
+  #unloading = false;
+  readonly #persistenceNote: (() => string | undefined) | undefined;
 
   constructor(dependencies: SessionDependencies) {
     this.id = dependencies.id;
@@ -141,6 +148,7 @@ export class Session {
         // A drain that runs a turn schedules the retry once the turn has ended.
         if (!this.#drain.working) this.#scheduler.retry();
       },
+      ...(dependencies.recordLater ? { recordLater: dependencies.recordLater } : {}),
     });
     this.inbox = this.#inbox;
     this.#turns = new TurnRunner({
@@ -154,6 +162,7 @@ export class Session {
       tools: () => this.#tools,
       messages: () => this.#store.listMessages(this.id),
       append: (message) => this.#append(message),
+      appendToolResults: (message, ends) => this.#appendToolResults(message, ends),
       toolContext: (toolCallId, signal) => ({
         caller: this.owner,
         toolCallId,
@@ -162,6 +171,7 @@ export class Session {
         env: this.env,
       }),
       beforeUserPrompt: (text) => dependencies.beforeUserPrompt?.(text, this) ?? text,
+      persistenceNote: () => this.takePersistenceNote(),
       emit,
       setState: (state) => this.#setState(state),
       isClosing: () => this.#shutdown.begun,
@@ -179,7 +189,10 @@ export class Session {
       discardEntries: (ledgerIds, reason) => this.#ledger.discardEntries(ledgerIds, reason),
       turnEnded: () => this.#turns.ended,
       calledFromOwnTurn: () => this.#turns.calledFromOwnTurn(),
-      storeClosed: () => this.#store.updateSession(this.id, { state: 'closed' }),
+      // An unloaded session stays active in the store: it is resumed when needed again.
+      storeClosed: () => {
+        if (!this.#unloading) this.#store.updateSession(this.id, { state: 'closed' });
+      },
       closed: () => this.#listeners.clear(),
     });
     this.#drain = new QueueDrain({
@@ -201,7 +214,18 @@ export class Session {
       wake: () => this.#scheduler.schedule(),
     });
     this.owner = createOwner(this.id, { branchGeneration: () => this.#branchGeneration });
+    this.#persistenceNote = dependencies.persistenceNote;
     this.#tools = dependencies.tools(this);
+  }
+
+  /**
+   * The line the next tool result carries about the store — that it is failing (endings are kept in
+   * memory and retried, new background work is refused), or that it works again — once per change;
+   * undefined when there is nothing new to say. The turn loop appends it to tool results; a surface that
+   * answers tools itself (the MCP server) does the same.
+   */
+  takePersistenceNote(): string | undefined {
+    return this.#persistenceNote?.();
   }
 
   get state(): SessionRunState {
@@ -282,6 +306,18 @@ export class Session {
     return record;
   }
 
+  /**
+   * Appends a step's tool results with the task ends they show (`inbox.withdrawWith`): the message, the
+   * withdrawn notifications and the ends marked shown are one write, so after a crash the store never says
+   * the model saw an end that no stored result shows, nor the other way round.
+   */
+  #appendToolResults(message: NewMessage, ends: readonly ReportedTaskEnd[]): MessageRecord {
+    if (ends.length === 0) return this.#append(message);
+    const record = this.#inbox.withdrawWith(ends, () => this.#store.appendMessage(this.id, message));
+    this.#emit({ type: 'message', message: record });
+    return record;
+  }
+
   // ---------------------------------------------------------------- input (see SessionInput)
 
   /**
@@ -323,6 +359,14 @@ export class Session {
    */
   deliverNotification(notification: SessionNotification): NotificationAdmission {
     return this.inbox.admit(notification);
+  }
+
+  /**
+   * Puts back the notifications an earlier process left queued in the ledger (`inbox.restore`): a resume.
+   * Nothing is written; a wakeup one wakes the session.
+   */
+  restoreNotifications(notifications: readonly RestoredNotification[]): void {
+    this.#inbox.restore(notifications);
   }
 
   /**
@@ -407,6 +451,44 @@ export class Session {
    * a `close()` from outside the turn resolves only then.
    */
   close(): Promise<void> {
+    return this.#shutdown.begin();
+  }
+
+  /** True when the caller runs inside this session's own running turn (a tool, or anything it awaits). */
+  calledFromOwnTurn(): boolean {
+    return this.#turns.calledFromOwnTurn();
+  }
+
+  /**
+   * True when nothing would be lost by taking the session out of memory: no turn runs or is due, nothing
+   * is queued, reserved or held, and it is not closing. (Whether its background work still runs is the
+   * task service's to say; the session runtime checks that too before it unloads a session.)
+   */
+  get idle(): boolean {
+    return (
+      this.#state === 'idle' &&
+      !this.#shutdown.begun &&
+      !this.#turns.running &&
+      !this.#drain.working &&
+      !this.#scheduler.scheduled &&
+      !this.#scheduler.held &&
+      this.#queue.length === 0 &&
+      this.#inbox.reservations === 0
+    );
+  }
+
+  /** True once `unload()` was called. */
+  get unloading(): boolean {
+    return this.#unloading;
+  }
+
+  /**
+   * Takes the session out of memory (the session runtime's residency): the steps of `close()`, but the
+   * store keeps it active, so `SessionRuntime.resumeSession` (or `loadSession`) opens it again with its
+   * conversation and ledger. This object is closed afterwards; use the reopened one. Idempotent.
+   */
+  unload(): Promise<void> {
+    if (!this.#shutdown.begun) this.#unloading = true;
     return this.#shutdown.begin();
   }
 

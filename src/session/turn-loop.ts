@@ -30,9 +30,14 @@ export interface TurnContext {
   append(message: NewMessage): MessageRecord;
   /** Delivers queued notifications into the conversation; true if any was delivered. */
   injectQueuedNotifications(): boolean;
-  /** A tool result showed the model how a task ended: its notification would repeat it. */
-  taskEndReported(end: ReportedTaskEnd): void;
+  /**
+   * Appends a step's tool results. `ends` are the task ends they show the model: their notifications
+   * would repeat them, so they are withdrawn and the ends recorded as shown in the same write.
+   */
+  appendToolResults(message: NewMessage, ends: readonly ReportedTaskEnd[]): MessageRecord;
   toolContext(toolCallId: string): ToolContext;
+  /** A line the next tool result carries (the store is failing, or works again); undefined when none. */
+  persistenceNote(): string | undefined;
   emit(event: SessionEvent): void;
 }
 
@@ -89,8 +94,14 @@ export async function runTurn(context: TurnContext): Promise<TurnOutcome> {
       });
       if (response.toolCalls.length > 0) {
         const results = [];
-        for (const call of response.toolCalls) results.push(await executeCall(context, call));
-        context.append({ role: 'tool', content: { toolResults: results }, source: 'tool' });
+        const ends: ReportedTaskEnd[] = [];
+        for (const call of response.toolCalls) {
+          const executed = await executeCall(context, call);
+          results.push(executed.result);
+          ends.push(...executed.ends);
+        }
+        // The results and the ends they show are written together: the model sees both, or neither.
+        context.appendToolResults({ role: 'tool', content: { toolResults: results }, source: 'tool' }, ends);
         continuation = false;
         continue;
       }
@@ -110,7 +121,10 @@ export async function runTurn(context: TurnContext): Promise<TurnOutcome> {
 async function executeCall(
   context: TurnContext,
   call: ModelToolCall,
-): Promise<{ toolCallId: string; output: string; isError: boolean }> {
+): Promise<{
+  result: { toolCallId: string; output: string; isError: boolean };
+  ends: ReportedTaskEnd[];
+}> {
   context.emit({
     type: 'tool-call-start',
     turnId: context.turnId,
@@ -120,6 +134,7 @@ async function executeCall(
   });
   const tool = context.tools.find((candidate) => candidate.name === call.name);
   let result: ToolResult;
+  let ends: ReportedTaskEnd[] = [];
   if (!tool) {
     const known = context.tools.map((candidate) => candidate.name).join(', ');
     result = {
@@ -129,9 +144,13 @@ async function executeCall(
   } else {
     result = await runToolCall(tool, call, context);
     // The result shows how tasks ended: their notifications would tell the model a second time.
-    for (const end of reportedTaskEnds(result)) context.taskEndReported(end);
+    ends = [...reportedTaskEnds(result)];
   }
-  const text = boundText(result.text, context.limits.maxToolResultBytes);
+  const note = context.persistenceNote();
+  const text = boundText(
+    note === undefined ? result.text : `${result.text}\n${note}`,
+    context.limits.maxToolResultBytes,
+  );
   context.emit({
     type: 'tool-call-end',
     turnId: context.turnId,
@@ -140,7 +159,7 @@ async function executeCall(
     isError: result.isError,
     text,
   });
-  return { toolCallId: call.id, output: text, isError: result.isError };
+  return { result: { toolCallId: call.id, output: text, isError: result.isError }, ends };
 }
 
 /**

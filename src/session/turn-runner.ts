@@ -8,7 +8,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { MessageRecord } from '../store/records.js';
 import type { NewMessage } from '../store/session-store.js';
 import { ErrandError, type Logger } from '../tasks/index.js';
-import type { AnyToolDefinition, ToolContext } from '../tools/index.js';
+import type { AnyToolDefinition, ReportedTaskEnd, ToolContext } from '../tools/index.js';
 import type { QueuedUserInput } from './command-queue.js';
 import type { ModelPort } from './model-port.js';
 import { NOTIFICATION_DELIVERY_FAILED } from './notification-delivery-error.js';
@@ -36,7 +36,11 @@ export interface TurnRunnerContext {
   tools(): readonly AnyToolDefinition[];
   messages(): MessageRecord[];
   append(message: NewMessage): MessageRecord;
+  /** Appends tool results and records the task ends they show, in one write (see `TurnContext`). */
+  appendToolResults(message: NewMessage, ends: readonly ReportedTaskEnd[]): MessageRecord;
   toolContext(toolCallId: string, signal: AbortSignal): ToolContext;
+  /** See `TurnContext.persistenceNote`. */
+  persistenceNote(): string | undefined;
   /** A person's input as it is delivered (after the user-prompt hook). */
   beforeUserPrompt(text: string): string;
   emit(event: SessionEvent): void;
@@ -172,8 +176,9 @@ export class TurnRunner {
         const reservation = context.inbox.reserveForTurn({ source: STEER_SOURCE, form: 'each' });
         return context.inbox.deliverReserved(reservation).length > 0;
       },
-      taskEndReported: (end) => context.inbox.withdraw(end),
+      appendToolResults: (message, ends) => context.appendToolResults(message, ends),
       toolContext: (toolCallId) => context.toolContext(toolCallId, signal),
+      persistenceNote: () => context.persistenceNote(),
       emit: (event) => context.emit(event),
     };
   }

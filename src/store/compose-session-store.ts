@@ -30,6 +30,8 @@ export function composeSessionStore(
     ...createRuntimeCommands(context),
     ...createTaskSequences(context),
 
+    transaction: (body) => context.write('run a transaction', () => body()),
+
     prune(pruneOptions = {}) {
       const retention = pruneOptionsDeclaration.resolve(pruneOptions);
       const time = context.now();

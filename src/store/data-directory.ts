@@ -3,10 +3,10 @@
  * (0700) and the database file is created owner-only (0600) before SQLite opens it; SQLite gives its
  * -wal and -shm files the database file's permissions.
  */
-import { chmodSync, closeSync, mkdirSync, openSync } from 'node:fs';
+import { accessSync, chmodSync, closeSync, constants, mkdirSync, openSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
-import { InvalidArgumentError } from '../tasks/index.js';
+import { ErrandError, InvalidArgumentError } from '../tasks/index.js';
 
 export const DATABASE_FILE_NAME = 'errand.sqlite';
 export const DIRECTORY_MODE = 0o700;
@@ -29,11 +29,89 @@ export function resolveErrandHome(environment: HomeEnvironment = {}): string {
   return join(home, '.errand');
 }
 
-/** Creates `directory` (and missing parents) with mode 0700. An existing directory is left as it is. */
+/** What an errno means to a person who has to fix it. */
+const ERRNO_WORDS: Readonly<Record<string, string>> = {
+  EROFS: 'the file system is read-only',
+  EACCES: 'permission denied',
+  EPERM: 'operation not permitted',
+  ENOSPC: 'no space left on the device',
+  EDQUOT: 'the disk quota is exhausted',
+  ENOTDIR: 'a part of the path is a file, not a directory',
+  EEXIST: 'it exists and is not a directory',
+  ENAMETOOLONG: 'the path is too long',
+  ELOOP: 'the path has too many symbolic links',
+  EIO: 'the disk reported an I/O error',
+};
+
+/**
+ * The data directory cannot be created or written: read-only, no permission, no space, a file in the
+ * way. The message names the directory and the cause the file system gave, for a person to fix.
+ */
+export class DataDirectoryError extends ErrandError {
+  constructor(directory: string, errno: string | undefined, cause?: unknown) {
+    const words = (errno && ERRNO_WORDS[errno]) ?? (cause instanceof Error ? cause.message : 'unknown cause');
+    super(
+      'DATA_DIRECTORY_UNAVAILABLE',
+      'system',
+      `Cannot use the data directory ${directory}: ${words}${errno ? ` (${errno})` : ''}`,
+      { cause, context: { directory, ...(errno ? { errno } : {}) } },
+    );
+  }
+}
+
+function errnoOf(error: unknown): string | undefined {
+  const code = (error as NodeJS.ErrnoException | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+/**
+ * Why `directory` cannot be created: the first of its missing parts that cannot be made, made one at a
+ * time, so the error is the file system's own (a recursive mkdir can report ENOENT for a read-only disk).
+ */
+function diagnoseMkdir(directory: string, error: unknown): DataDirectoryError {
+  let existing = directory;
+  const missing: string[] = [];
+  for (;;) {
+    try {
+      statSync(existing);
+      break;
+    } catch (statError) {
+      if (errnoOf(statError) !== 'ENOENT')
+        return new DataDirectoryError(directory, errnoOf(statError), statError);
+      const parent = dirname(existing);
+      if (parent === existing) break;
+      missing.unshift(existing);
+      existing = parent;
+    }
+  }
+  for (const part of missing) {
+    try {
+      mkdirSync(part, { mode: DIRECTORY_MODE });
+    } catch (partError) {
+      return new DataDirectoryError(directory, errnoOf(partError), partError);
+    }
+  }
+  return new DataDirectoryError(directory, errnoOf(error), error);
+}
+
+/**
+ * Creates `directory` (and missing parents) with mode 0700 and checks it can be written. An existing
+ * directory is left as it is. Throws `DATA_DIRECTORY_UNAVAILABLE` naming the directory and the cause.
+ */
 export function ensurePrivateDirectory(directory: string): void {
-  const created = mkdirSync(directory, { recursive: true, mode: DIRECTORY_MODE });
-  // The umask may have removed bits we need (a umask of 0200 would leave it unwritable); set it exactly.
-  if (created !== undefined) chmodSync(directory, DIRECTORY_MODE);
+  let created: string | undefined;
+  try {
+    created = mkdirSync(directory, { recursive: true, mode: DIRECTORY_MODE });
+  } catch (error) {
+    throw diagnoseMkdir(directory, error);
+  }
+  try {
+    // The umask may have removed bits we need (a umask of 0200 would leave it unwritable); set it exactly.
+    if (created !== undefined) chmodSync(directory, DIRECTORY_MODE);
+    accessSync(directory, constants.W_OK | constants.X_OK);
+  } catch (error) {
+    throw new DataDirectoryError(directory, errnoOf(error), error);
+  }
 }
 
 /** Creates the database file with mode 0600 if it does not exist yet, and its directory with 0700. */
@@ -43,8 +121,8 @@ export function ensureDatabaseFile(file: string): void {
   try {
     descriptor = openSync(file, 'wx', DATABASE_FILE_MODE);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return;
-    throw error;
+    if (errnoOf(error) === 'EEXIST') return;
+    throw new DataDirectoryError(dirname(file), errnoOf(error), error);
   }
   try {
     chmodSync(file, DATABASE_FILE_MODE);

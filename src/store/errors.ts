@@ -50,6 +50,34 @@ export class StoreBusyError extends ErrandError {
   }
 }
 
+/** Why the store could not be written: what a person has to fix. */
+export type StoreUnavailableReason = 'disk_full' | 'read_only' | 'io_error' | 'cannot_open';
+
+const UNAVAILABLE_WORDS: Readonly<Record<StoreUnavailableReason, string>> = {
+  disk_full: 'the disk is full',
+  read_only: 'the file or its directory is read-only',
+  io_error: 'the disk reported an I/O error',
+  cannot_open: 'the database file cannot be opened',
+};
+
+/**
+ * The file system refused a write (disk full, read-only, an I/O error). Nothing of the failed operation
+ * was written; what was written before is intact. It may succeed later, once space or access is back.
+ */
+export class StoreUnavailableError extends ErrandError {
+  readonly reason: StoreUnavailableReason;
+
+  constructor(operation: string, reason: StoreUnavailableReason, sqliteCode: string, cause: unknown) {
+    super(
+      'STORE_UNAVAILABLE',
+      'system',
+      `The session store cannot be written (${UNAVAILABLE_WORDS[reason]}, ${sqliteCode}) during ${operation}; nothing of it was written`,
+      { cause, context: { operation, reason, sqliteCode } },
+    );
+    this.reason = reason;
+  }
+}
+
 export class StoreClosedError extends ErrandError {
   constructor(operation: string) {
     super('STORE_CLOSED', 'caller', `Cannot ${operation}: the session store is closed`, {

@@ -6,7 +6,9 @@
 export {
   DATABASE_FILE_MODE,
   DATABASE_FILE_NAME,
+  DataDirectoryError,
   DIRECTORY_MODE,
+  ensurePrivateDirectory,
   type HomeEnvironment,
   resolveErrandHome,
 } from './data-directory.js';
@@ -22,6 +24,8 @@ export {
   StoreSchemaMismatchError,
   StoreSchemaTooNewError,
   StoreStaleBranchError,
+  StoreUnavailableError,
+  type StoreUnavailableReason,
 } from './errors.js';
 export { type JsonObject, type JsonPrimitive, type JsonValue, jsonCopy } from './json.js';
 export { createMemorySessionStore, type MemorySessionStore } from './memory-session-store.js';
@@ -37,4 +41,5 @@ export {
 } from './sqlite-database.js';
 export { openSqliteSessionStore, type SqliteSessionStore } from './sqlite-session-store.js';
 export { taskRecordFromSnapshot } from './task-record-from-snapshot.js';
+export { taskSnapshotFromRecord } from './task-snapshot-from-record.js';
 export { LOST_TASK_ERROR } from './transition-rules.js';

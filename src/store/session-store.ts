@@ -268,6 +268,12 @@ export interface TaskRecords {
   listTasks(filter?: TaskFilter): StoredTask[];
   /** Marks running and stopping records `lost` (their process is gone) and returns them. */
   markLiveAsLost(options?: MarkLostOptions): StoredTask[];
+  /**
+   * Marks the finished records of these tasks of the session as told (`reported`): the model saw their
+   * endings, or must never be told them. Records that are live, already told or unknown are left as they
+   * are. Returns the records it changed.
+   */
+  markReported(sessionId: SessionId | string, taskIds: readonly string[]): StoredTask[];
 }
 
 // ---- workflow journals ----------------------------------------------------------------------------
@@ -441,6 +447,13 @@ export interface SessionStore
     RuntimeCommands,
     TaskSequences {
   readonly capabilities: StoreCapabilities;
+  /**
+   * Runs `body` — calls on this store — as one write: every change it makes is kept, or none is (a throw
+   * out of `body`, or a failed commit, undoes them all). A call inside it that throws and is caught undoes
+   * only its own changes. `body` is synchronous: it must not wait for anything. Nested calls join the
+   * outer write.
+   */
+  transaction<T>(body: () => T): T;
   /** Deletes old settled data so the store stays bounded. Active sessions and their live branch stay. */
   prune(options?: PruneOptions): PruneResult;
   /** Releases the store; later calls throw `STORE_CLOSED`. Idempotent. */

@@ -84,8 +84,11 @@ export function resolveDatabaseFile(options: SqliteSessionStoreOptions = {}): st
   return resolveSqliteOptions(options).file;
 }
 
+/** An error's message, with SQLite's result code when it has one (`SQLITE_FULL`, `SQLITE_READONLY`). */
 function describeError(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+  const message = error instanceof Error ? error.message : String(error);
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('SQLITE_') ? `${message} (${code})` : message;
 }
 
 /** Creates the file (0600) if needed and opens it in WAL mode with foreign keys and the busy timeout. */
@@ -94,6 +97,7 @@ export function openSqliteDatabase(options: ResolvedSqliteOptions): Database.Dat
   try {
     ensureDatabaseFile(file);
   } catch (error) {
+    if (ErrandError.isInstance(error)) throw error;
     throw new StoreOpenError(file, describeError(error), error);
   }
   let database: Database.Database | undefined;

@@ -3,7 +3,9 @@
  * change is one immediate transaction, so a guard and its write are one step even when several processes
  * share the file, and a crash leaves either all of a change or none.
  */
+import { ErrandError } from '../tasks/index.js';
 import { composeSessionStore } from './compose-session-store.js';
+import { StoreOpenError } from './errors.js';
 import { type MigrationOutcome, migrate } from './migrations.js';
 import type { SessionStore } from './session-store.js';
 import {
@@ -43,6 +45,10 @@ export function openSqliteSessionStore(options: SqliteSessionStoreOptions = {}):
       store.prune(sqlite.pruneOnOpen);
     } catch (error) {
       store.close();
+      // A file that cannot be written (full, read-only) is named with the cause.
+      if (ErrandError.hasCode(error, 'STORE_UNAVAILABLE') || ErrandError.hasCode(error, 'STORE_BUSY')) {
+        throw new StoreOpenError(sqlite.file, (error as Error).message, error);
+      }
       throw error;
     }
   }

@@ -5,7 +5,7 @@
  * the schema's `ON DELETE CASCADE`.
  */
 import type Database from 'better-sqlite3';
-import { StoreBusyError } from './errors.js';
+import { StoreBusyError, StoreUnavailableError, type StoreUnavailableReason } from './errors.js';
 import type { CommandRow, LedgerRow, MessageRow, RunRow, SessionRow, StepRow, TaskRow } from './rows.js';
 import type { StoreCapabilities } from './session-store.js';
 import type { StoreBackend, StoreTables } from './store-tables.js';
@@ -366,11 +366,20 @@ export function createSqliteBackend(
     transaction: <T>(body: () => T) => transaction.immediate(body) as T,
     describeFailure(operation, error) {
       const code = (error as { code?: unknown } | null)?.code;
-      if (typeof code === 'string' && code.startsWith('SQLITE_BUSY')) {
-        return new StoreBusyError(operation, busyTimeoutMs, error);
-      }
-      return error;
+      if (typeof code !== 'string') return error;
+      if (code.startsWith('SQLITE_BUSY')) return new StoreBusyError(operation, busyTimeoutMs, error);
+      const reason = unavailableReason(code);
+      return reason === undefined ? error : new StoreUnavailableError(operation, reason, code, error);
     },
     close: () => database.close(),
   };
+}
+
+/** The file system's refusals, by SQLite's extended result code (`SQLITE_IOERR_WRITE` is an I/O error). */
+function unavailableReason(code: string): StoreUnavailableReason | undefined {
+  if (code === 'SQLITE_FULL' || code === 'SQLITE_IOERR_SHMSIZE') return 'disk_full';
+  if (code.startsWith('SQLITE_READONLY')) return 'read_only';
+  if (code.startsWith('SQLITE_IOERR')) return 'io_error';
+  if (code.startsWith('SQLITE_CANTOPEN')) return 'cannot_open';
+  return undefined;
 }

@@ -148,3 +148,33 @@ describe.each([
     expectErrandError(() => context.write('write', () => undefined), 'STORE_CLOSED');
   });
 });
+
+describe('a SQLite file that refuses writes', () => {
+  it('fails the write with STORE_UNAVAILABLE naming why, and leaves what was written as it was', () => {
+    const database = new Database(':memory:');
+    database.pragma('foreign_keys = ON');
+    migrate(database, ':memory:', START_TIME);
+    const context = createStoreContext(
+      createSqliteBackend(database, 10, { sharedAcrossProcesses: false, persistent: false }),
+      sessionStoreOptions.resolve({ now: () => START_TIME }),
+    );
+    contexts.push(context);
+    context.write('create a session', ({ sessions }) => sessions.put(session('s')));
+    // The connection may only read now: SQLite answers a write as it does for a read-only file.
+    database.pragma('query_only = ON');
+    const error = expectErrandError(
+      () => context.write('create a session', ({ sessions }) => sessions.put(session('t'))),
+      'STORE_UNAVAILABLE',
+    );
+    expect(error.message).toBe(
+      'The session store cannot be written (the file or its directory is read-only, SQLITE_READONLY) during create a session; nothing of it was written',
+    );
+    expect(error.context).toMatchObject({ reason: 'read_only', sqliteCode: 'SQLITE_READONLY' });
+    expect(error.fault).toBe('system');
+    database.pragma('query_only = OFF');
+    expect(context.read('list', ({ sessions }) => [sessions.get('s')?.id, sessions.get('t')?.id])).toEqual([
+      's',
+      undefined,
+    ]);
+  });
+});

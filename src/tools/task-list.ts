@@ -1,6 +1,7 @@
 /**
  * `task_list()`: the caller's background tasks, one `<id> [<kind>] <status> — <label>` line each, or
- * `(no background tasks)`. Every live task is listed; finished ones fill the rest, newest first kept.
+ * `(no background tasks)`. Every live task is listed; finished ones fill the rest, newest first kept —
+ * those an earlier runtime ran too, when the store remembers them (`RecordedTasks`).
  */
 import { z } from 'zod';
 import { presentedStatus } from '../notifications/index.js';
@@ -62,7 +63,13 @@ export function createTaskListTool(runtime: TaskToolsRuntime): ToolDefinition<Ta
       const limit = runtime.options.listOutputLimitBytes;
       try {
         ensureActive(runtime, TASK_LIST_TOOL_NAME);
-        const background = runtime.tasks.list(context.caller).filter((snapshot) => snapshot.isBackgrounded);
+        const held = runtime.tasks.list(context.caller).filter((snapshot) => snapshot.isBackgrounded);
+        const heldIds = new Set(held.map((snapshot) => snapshot.id));
+        // Finished work an earlier runtime ran comes first: it is older than anything this service holds.
+        const recorded = (
+          runtime.recorded?.list(context.caller, runtime.options.maxListedTasks) ?? []
+        ).filter((snapshot) => snapshot.isBackgrounded && !heldIds.has(snapshot.id));
+        const background = [...recorded, ...held];
         const listed = selectListed(background, runtime.options.maxListedTasks);
         const value: TaskListValue = {
           tasks: listed.map((snapshot) => ({

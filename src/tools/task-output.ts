@@ -6,8 +6,10 @@
  */
 import { z } from 'zod';
 import { detailString } from '../notifications/index.js';
-import { ErrandError, isTerminalStatus, type TaskSnapshot } from '../tasks/index.js';
+import { type Caller, ErrandError, isTerminalStatus, type TaskSnapshot } from '../tasks/index.js';
+import { formatTruncationMarker } from '../text/index.js';
 import { limitToolText } from './output-limit.js';
+import { RECORDED_OUTPUT_READ_BYTES } from './recorded-tasks.js';
 import { formatStatusLine } from './status-line.js';
 import {
   callSignal,
@@ -67,6 +69,38 @@ function bodyOf(text: string, snapshot: TaskSnapshot): string {
   return result === '' ? '(no output)' : result;
 }
 
+/**
+ * The answer for a task only the store remembers (an earlier runtime ran it): its recorded status and the
+ * end of its output file. It shows the model how the task ended, like any read of a finished task.
+ */
+function answerFromRecord(
+  runtime: TaskToolsRuntime,
+  taskId: string,
+  caller: Caller,
+): ToolResult<TaskOutputValue> | undefined {
+  const limit = runtime.options.defaultOutputLimitBytes;
+  const found = runtime.recorded?.read(taskId, caller, limit ?? RECORDED_OUTPUT_READ_BYTES);
+  if (found === undefined) return undefined;
+  const { snapshot } = found;
+  const outputFile = detailString(snapshot, 'outputFile');
+  const skipped = (found.totalBytes ?? 0) - Buffer.byteLength(found.text, 'utf8');
+  const text =
+    skipped > 0
+      ? `${formatTruncationMarker({ skippedBytes: skipped, ...(outputFile === undefined ? {} : { outputFile }) })}\n${found.text}`
+      : found.text;
+  const error = snapshot.error === undefined ? '' : `\nerror: ${snapshot.error}`;
+  const body = `${bodyOf(text, snapshot)}${error}`;
+  const status = formatStatusLine(snapshot, 'recorded by an earlier runtime');
+  const whole = body.endsWith('\n') ? `${body}${status}` : `${body}\n${status}`;
+  return {
+    text: limitToolText(whole, limit, outputFile === undefined ? {} : { outputFile }),
+    isError: false,
+    value: { taskId: snapshot.id, status: snapshot.status, attempt: snapshot.attempt },
+    // Every recorded attempt: the model now knows how the task ended.
+    taskEnds: [{ taskId: snapshot.id, attempt: undefined }],
+  };
+}
+
 export function createTaskOutputTool(
   runtime: TaskToolsRuntime,
 ): ToolDefinition<TaskOutputInput, TaskOutputValue> {
@@ -81,7 +115,16 @@ export function createTaskOutputTool(
       let snapshot: TaskSnapshot | undefined;
       try {
         ensureActive(runtime, TASK_OUTPUT_TOOL_NAME);
-        snapshot = tasks.get(input.task_id, caller);
+        try {
+          snapshot = tasks.get(input.task_id, caller);
+        } catch (error) {
+          // Not this service's: the store may remember it from an earlier runtime.
+          const recorded = ErrandError.hasCode(error, 'TASK_NOT_FOUND')
+            ? answerFromRecord(runtime, input.task_id, caller)
+            : undefined;
+          if (recorded !== undefined) return recorded;
+          throw error;
+        }
         let note: string | undefined;
         if (input.wait === true && !isTerminalStatus(snapshot.status)) {
           const timeoutMs = Math.min(Math.ceil(input.timeout_ms ?? options.defaultWaitMs), options.maxWaitMs);

@@ -1,6 +1,7 @@
 /** Options of the task tools: one declaration with their defaults and their validation. */
 import { type ControllerScope, MAX_TIMER_DELAY_MS, type TaskService } from '../tasks/index.js';
 import { defineOptions, type OptionsInput, option, type ResolvedOptions } from '../tasks/options.js';
+import type { RecordedTasks } from './recorded-tasks.js';
 import type { StopDispatch } from './stop-dispatch.js';
 
 /** The options of `createTaskTools`. A key not declared here is rejected with `UNKNOWN_OPTION`. */
@@ -37,6 +38,11 @@ export const taskToolsOptions = defineOptions('createTaskTools', {
    * `attachController` checks it.
    */
   controllerScope: option.shaped<ControllerScope>('a ControllerScope', []),
+  /**
+   * Finished tasks a store remembers that `tasks` does not hold (an earlier runtime's, after a resume):
+   * `task_output` and `task_list` answer from them instead of `TASK_NOT_FOUND`. Default none.
+   */
+  recorded: option.shaped<RecordedTasks>('a RecordedTasks ({ read, list })', ['read', 'list']),
 });
 
 /** Options of `createTaskTools`. */

@@ -2,6 +2,7 @@
 import { ErrandError, type TaskService, type TaskSnapshot } from '../tasks/index.js';
 import { ToolsDisposedError } from './errors.js';
 import { limitToolText } from './output-limit.js';
+import type { RecordedTasks } from './recorded-tasks.js';
 import { formatStatusLine } from './status-line.js';
 import type { StopDispatch } from './stop-dispatch.js';
 import type { ResolvedTaskToolsOptions } from './task-tools-options.js';
@@ -13,6 +14,8 @@ export interface TaskToolsRuntime {
   readonly stop: StopDispatch;
   /** Aborted when the tools are disposed: pending waits end with them. */
   readonly disposed: AbortSignal;
+  /** Finished tasks of an earlier runtime the service does not hold. */
+  readonly recorded: RecordedTasks | undefined;
 }
 
 /** Throws once the tools are disposed. */

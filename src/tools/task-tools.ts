@@ -33,7 +33,13 @@ export function createTaskTools(options: TaskToolsOptions): TaskTools {
   const { tasks } = resolved;
   const stop = resolved.stop ?? createStopDispatch({ tasks });
   const disposal = new AbortController();
-  const runtime: TaskToolsRuntime = { tasks, options: resolved, stop, disposed: disposal.signal };
+  const runtime: TaskToolsRuntime = {
+    tasks,
+    options: resolved,
+    stop,
+    disposed: disposal.signal,
+    recorded: options.recorded,
+  };
   const taskOutput = createTaskOutputTool(runtime);
   const taskList = createTaskListTool(runtime);
   const taskKill = createTaskKillTool(runtime);

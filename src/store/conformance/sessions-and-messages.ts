@@ -5,6 +5,54 @@ import { expectErrandError, type OpenSessionStore, START_TIME, useHarness } from
 export function describeSessionsAndMessages(openStore: OpenSessionStore): void {
   const harness = useHarness(openStore);
 
+  describe('transactions', () => {
+    it('keeps every change of a transaction, or none when its body throws', () => {
+      harness.store.createSession({ id: 's', cwd: '/' });
+      const kept = harness.store.transaction(() => {
+        const message = harness.store.appendMessage('s', {
+          role: 'user',
+          content: { text: 'a' },
+          source: 'user',
+        });
+        harness.store.admit({ sessionId: 's', kind: 'notification', idempotencyKey: 'k1', text: 'n1' });
+        return message.seq;
+      });
+      expect(kept).toBe(1);
+      expect(() =>
+        harness.store.transaction(() => {
+          harness.store.appendMessage('s', { role: 'user', content: { text: 'b' }, source: 'user' });
+          harness.store.admit({ sessionId: 's', kind: 'notification', idempotencyKey: 'k2', text: 'n2' });
+          throw new Error('the caller changed its mind');
+        }),
+      ).toThrow('the caller changed its mind');
+      expect(harness.store.listMessages('s').map((message) => message.content.text)).toEqual(['a']);
+      expect(harness.store.listLedger('s').map((entry) => entry.idempotencyKey)).toEqual(['k1']);
+      // The next message takes the next seq: nothing of the undone one is left.
+      expect(
+        harness.store.appendMessage('s', { role: 'user', content: { text: 'c' }, source: 'user' }).seq,
+      ).toBe(2);
+    });
+
+    it('undoes only a nested call that throws and is caught, and joins nested transactions', () => {
+      harness.store.createSession({ id: 's', cwd: '/' });
+      harness.store.transaction(() => {
+        harness.store.appendMessage('s', { role: 'user', content: { text: 'a' }, source: 'user' });
+        // A call the store refuses inside the transaction: only it is undone.
+        expectErrandError(() => harness.store.createSession({ id: 's', cwd: '/' }), 'STORE_RECORD_EXISTS');
+        expect(() =>
+          harness.store.transaction(() => {
+            harness.store.appendMessage('s', { role: 'user', content: { text: 'b' }, source: 'user' });
+            throw new Error('inner');
+          }),
+        ).toThrow('inner');
+        harness.store.transaction(() =>
+          harness.store.appendMessage('s', { role: 'user', content: { text: 'c' }, source: 'user' }),
+        );
+      });
+      expect(harness.store.listMessages('s').map((message) => message.content.text)).toEqual(['a', 'c']);
+    });
+  });
+
   describe('sessions', () => {
     it('creates a session with defaults and reads it back', () => {
       const created = harness.store.createSession({ id: 'session-1', cwd: '/work' });

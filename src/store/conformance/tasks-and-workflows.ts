@@ -148,6 +148,31 @@ export function describeTasksAndWorkflows(openStore: OpenSessionStore): void {
       ]);
       expect(harness.store.markLiveAsLost()).toEqual([]);
     });
+
+    it('marks finished records of one session told, once, and leaves live, told and unknown ones', () => {
+      harness.store.createSession({ id: 's', cwd: '/' });
+      harness.store.createSession({ id: 't', cwd: '/' });
+      harness.store.upsertTask(task({ id: 'bash-1', status: 'completed', endedAt: START_TIME + 1 }));
+      harness.store.upsertTask(task({ id: 'bash-2' }));
+      harness.store.upsertTask(
+        task({ id: 'bash-3', status: 'failed', endedAt: START_TIME + 1, reported: true, error: 'exit 1' }),
+      );
+      harness.store.upsertTask(task({ id: 'bash-1', sessionId: 't', status: 'lost', endedAt: START_TIME }));
+      harness.advance(10);
+      const told = harness.store.markReported('s', ['bash-1', 'bash-2', 'bash-3', 'bash-9']);
+      expect(told.map((record) => [record.id, record.reported, record.updatedAt])).toEqual([
+        ['bash-1', true, START_TIME + 10],
+      ]);
+      expect(harness.store.getTask('bash-1', 's')).toMatchObject({ status: 'completed', reported: true });
+      expect(harness.store.getTask('bash-2', 's')).toMatchObject({ status: 'running', reported: false });
+      expect(harness.store.getTask('bash-3', 's')?.updatedAt).toBe(START_TIME);
+      // Another session's record of the same id is another record.
+      expect(harness.store.getTask('bash-1', 't')).toMatchObject({ reported: false });
+      expect(harness.store.markReported('s', ['bash-1'])).toEqual([]);
+      expect(harness.store.markReported('s', [])).toEqual([]);
+      expectErrandError(() => harness.store.markReported('s', [''] as never), 'INVALID_ARGUMENT');
+      expectErrandError(() => harness.store.markReported('s', 'bash-1' as never), 'INVALID_ARGUMENT');
+    });
   });
 
   describe('task records changed since', () => {

@@ -81,6 +81,23 @@ export function createTaskRecords(context: StoreContext): TaskRecords {
         return lost.map(readTask);
       });
     },
+
+    markReported(sessionId, taskIds) {
+      const scope = taskScope(validateSessionKey('sessionId', sessionId));
+      const ids = validateTaskIdList('taskIds', taskIds);
+      const time = context.now();
+      return context.write('mark task endings told', ({ tasks }) => {
+        const told: TaskRow[] = [];
+        for (const id of ids) {
+          const row = tasks.get(scope, id);
+          if (row === undefined || LIVE_STATUSES.includes(row.status) || row.reported !== 0) continue;
+          const next: TaskRow = { ...row, reported: 1, updatedAt: time };
+          tasks.put(next);
+          told.push(next);
+        }
+        return told.map(readTask);
+      });
+    },
   };
 }
 

@@ -25,6 +25,17 @@ export interface TaskServiceOptions {
    * are forgotten beyond it. Default 1000.
    */
   readonly maxRetainedTasksPerOwner?: number;
+  /** Observation cursors open at once on one task (`CURSOR_LIMIT` beyond). Default 16. */
+  readonly maxCursorsPerTask?: number;
+  /** Observation cursors open at once in the whole service (`CURSOR_LIMIT` beyond). Default 1024. */
+  readonly maxCursors?: number;
+  /**
+   * A cursor nobody read for this long is closed (its next read fails with `CURSOR_CLOSED`); a read in
+   * progress, waiting included, keeps it open. Default 300000 (5 minutes).
+   */
+  readonly cursorIdleMs?: number;
+  /** The most bytes one cursor read returns (at least 4). Default 1048576 (1 MiB). */
+  readonly maxCursorReadBytes?: number;
   /** Whether `start` requires an attached controller. Default true. */
   readonly requireController?: boolean;
   /** The clock, in epoch milliseconds. */
@@ -64,6 +75,10 @@ export const TASK_SERVICE_OPTION_KEYS = optionKeys<TaskServiceOptions>()({
   maxLiveOwnerlessTasks: true,
   maxLiveTasks: true,
   maxRetainedTasksPerOwner: true,
+  maxCursorsPerTask: true,
+  maxCursors: true,
+  cursorIdleMs: true,
+  maxCursorReadBytes: true,
   requireController: true,
   now: true,
   initialSequences: true,
@@ -77,6 +92,10 @@ export interface ResolvedTaskServiceOptions {
   readonly maxLiveOwnerlessTasks: number;
   readonly maxLiveTasks: number;
   readonly maxRetainedTasksPerOwner: number;
+  readonly maxCursorsPerTask: number;
+  readonly maxCursors: number;
+  readonly cursorIdleMs: number;
+  readonly maxCursorReadBytes: number;
   readonly requireController: boolean;
   readonly now: () => number;
   readonly formatId: ((kind: TaskKind, sequence: number) => string) | undefined;
@@ -89,6 +108,10 @@ export const TASK_SERVICE_DEFAULTS = Object.freeze({
   maxLiveTasksPerOwner: 10,
   maxLiveTasks: 1000,
   maxRetainedTasksPerOwner: 1000,
+  maxCursorsPerTask: 16,
+  maxCursors: 1024,
+  cursorIdleMs: 300_000,
+  maxCursorReadBytes: 1024 * 1024,
 });
 
 function positiveInteger(field: string, value: number | undefined, fallback: number): number {
@@ -145,12 +168,26 @@ export function resolveTaskServiceOptions(options: TaskServiceOptions = {}): Res
       options.maxRetainedTasksPerOwner,
       TASK_SERVICE_DEFAULTS.maxRetainedTasksPerOwner,
     ),
+    maxCursorsPerTask: positiveInteger(
+      'maxCursorsPerTask',
+      options.maxCursorsPerTask,
+      TASK_SERVICE_DEFAULTS.maxCursorsPerTask,
+    ),
+    maxCursors: positiveInteger('maxCursors', options.maxCursors, TASK_SERVICE_DEFAULTS.maxCursors),
+    cursorIdleMs: positiveInteger('cursorIdleMs', options.cursorIdleMs, TASK_SERVICE_DEFAULTS.cursorIdleMs),
+    maxCursorReadBytes: maxCursorReadBytesOf(options.maxCursorReadBytes),
     requireController: options.requireController ?? true,
     now: options.now ?? systemClock.now,
     formatId: options.formatId,
     sequenceBlocks: validateSequenceBlocks(options.sequenceBlocks),
     logger: options.logger ?? consoleLogger,
   };
+}
+
+function maxCursorReadBytesOf(value: number | undefined): number {
+  const bytes = positiveInteger('maxCursorReadBytes', value, TASK_SERVICE_DEFAULTS.maxCursorReadBytes);
+  if (bytes < 4) throw new InvalidArgumentError('maxCursorReadBytes', 'an integer of at least 4', value);
+  return bytes;
 }
 
 function validateSequenceBlocks(blocks: SequenceBlocks | undefined): SequenceBlocks | undefined {

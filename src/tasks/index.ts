@@ -8,6 +8,7 @@ export * from './errors.js';
 export * from './ids.js';
 export * from './logger.js';
 export * from './options.js';
+export type * from './output-stream.js';
 export * from './owner.js';
 export * from './status.js';
 export type * from './task-service.js';

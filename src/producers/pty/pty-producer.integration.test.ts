@@ -82,6 +82,18 @@ describe('pty tasks in the task service', () => {
     expect((await bed.tasks.read(started.taskId)).text).toBe('hello');
   });
 
+  it("gives observation cursors the raw terminal output, apart from the model's rendered read", async () => {
+    const bed = open();
+    const { taskId } = await bed.producer.start({ command: 'printf "\\033[1mbold\\033[0m\\n"' });
+    const cursor = await bed.tasks.openCursor(taskId);
+    expect(cursor.stream).toBe('bytes');
+    await settled(bed, taskId);
+    const read = await cursor.read();
+    expect(read.text).toContain('\u001b[1mbold\u001b[0m');
+    expect(read.ended).toBe(true);
+    expect((await bed.tasks.read(taskId)).text).toBe('bold');
+  });
+
   it('completes a program that ended just before a kill, and refuses input to it', async () => {
     // Unmemoized, so the checks below see /proc as it is now.
     const bed = open({ processSource: procfsSource() });

@@ -26,6 +26,13 @@ export interface TaskToolsOptions {
   readonly maxListedTasks?: number;
   /** Characters of a label `task_list` shows. Default 120. */
   readonly maxLabelChars?: number;
+  /**
+   * The most `task_output`'s `tail_bytes` may ask for, and how far back `tail_lines` looks (4 to 16777216;
+   * at most the task service's `maxCursorReadBytes`). Default 65536.
+   */
+  readonly maxTailBytes?: number;
+  /** The most `task_output`'s `tail_lines` may ask for (1 to 100000). Default 1000. */
+  readonly maxTailLines?: number;
   /** The stop dispatch `task_kill` goes through (with its per-kind strategies). Default: a new one over `tasks`. */
   readonly stop?: StopDispatch;
   /** The name the tools attach as a task controller. Default `task-tools`. */
@@ -48,6 +55,8 @@ export const TASK_TOOLS_OPTION_KEYS = optionKeys<TaskToolsOptions>()({
   listOutputLimitBytes: true,
   maxListedTasks: true,
   maxLabelChars: true,
+  maxTailBytes: true,
+  maxTailLines: true,
   stop: true,
   controllerName: true,
   controllerScope: true,
@@ -61,6 +70,8 @@ export interface ResolvedTaskToolsOptions {
   readonly listOutputLimitBytes: number | undefined;
   readonly maxListedTasks: number;
   readonly maxLabelChars: number;
+  readonly maxTailBytes: number;
+  readonly maxTailLines: number;
   readonly controllerName: string;
 }
 
@@ -70,6 +81,8 @@ export const TASK_TOOLS_DEFAULTS = Object.freeze({
   killSettleMs: 3_000,
   maxListedTasks: 50,
   maxLabelChars: 120,
+  maxTailBytes: 65_536,
+  maxTailLines: 1000,
   controllerName: 'task-tools',
 });
 
@@ -77,7 +90,9 @@ function integer(field: string, value: unknown, fallback: number, minimum: numbe
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < minimum || value > maximum) {
     const expected =
-      minimum === 0 ? `an integer from 0 to ${maximum}` : `a positive integer no greater than ${maximum}`;
+      minimum === 1
+        ? `a positive integer no greater than ${maximum}`
+        : `an integer from ${minimum} to ${maximum}`;
     throw new InvalidArgumentError(field, expected, value);
   }
   return value;
@@ -145,6 +160,14 @@ export function resolveTaskToolsOptions(options: TaskToolsOptions): ResolvedTask
       8,
       100_000,
     ),
+    maxTailBytes: integer(
+      'maxTailBytes',
+      options.maxTailBytes,
+      TASK_TOOLS_DEFAULTS.maxTailBytes,
+      4,
+      16_777_216,
+    ),
+    maxTailLines: integer('maxTailLines', options.maxTailLines, TASK_TOOLS_DEFAULTS.maxTailLines, 1, 100_000),
     controllerName,
   };
 }

@@ -10,7 +10,7 @@ import {
   type BackgroundEventFeedOptions,
   createBackgroundEventFeed,
 } from '../events/index.js';
-import { rejectUnknownPolicyOptions } from '../notifications/index.js';
+import { rejectUnknownPolicyOptions, TASK_MONITORS_OPTION_KEYS } from '../notifications/index.js';
 import {
   BASH_PRODUCER_OPTION_KEYS,
   type BashProducer,
@@ -138,7 +138,10 @@ export interface ErrandRuntimeOptions {
   };
   /** Options of the pty producer, or false to leave it out. Default: on when node-pty loads. */
   readonly pty?: Omit<PtyProducerOptions, 'tasks'> | false;
-  readonly taskTools?: Omit<TaskToolsOptions, 'tasks'>;
+  /** Options of the task tools; `monitors` sets the limits of `task_monitor` (the runtime delivers its lines). */
+  readonly taskTools?: Omit<TaskToolsOptions, 'tasks' | 'monitors'> & {
+    readonly monitors?: Omit<NonNullable<TaskToolsOptions['monitors']>, 'notify'>;
+  };
   /**
    * Subagents (the `agent` and `agent_message` tools), or false to leave them out. Their model defaults
    * to `model` when that is a port; give `subagents.model` when `model` is a per-session factory.
@@ -224,6 +227,7 @@ const PART_KEYS = {
   'bash.tool': without(BASH_TOOL_OPTION_KEYS, 'producer'),
   pty: without(PTY_PRODUCER_OPTION_KEYS, 'tasks'),
   taskTools: without(TASK_TOOLS_OPTION_KEYS, 'tasks'),
+  'taskTools.monitors': without(TASK_MONITORS_OPTION_KEYS, 'tasks', 'notify'),
   subagents: [
     ...without(SUBAGENT_PRODUCER_OPTION_KEYS, 'tasks', 'store', 'bash', 'policyOf'),
     'autoBackgroundMs',
@@ -253,6 +257,8 @@ export function rejectUnknownRuntimeOptions(
   rejectUnknownOptions(bash.tool, PART_KEYS['bash.tool'], at('bash.tool'));
   rejectUnknownOptions(parts.pty, PART_KEYS.pty, { ...at('pty'), renamed: PTY_RENAMED_OPTIONS });
   rejectUnknownOptions(parts.taskTools, PART_KEYS.taskTools, at('taskTools'));
+  const taskTools = typeof parts.taskTools === 'object' && parts.taskTools !== null ? parts.taskTools : {};
+  rejectUnknownOptions(taskTools.monitors, PART_KEYS['taskTools.monitors'], at('taskTools.monitors'));
   rejectUnknownSubagentOptions(parts.subagents, PART_KEYS.subagents, at('subagents'));
   rejectUnknownOptions(parts.workflows, PART_KEYS.workflows, at('workflows'));
   rejectUnknownPolicyOptions(parts.notifications, POLICY_OPTION_KEYS, at('notifications'));
@@ -384,17 +390,23 @@ async function assembleRuntime(
   const ptyTools = pty ? createPtyTools(pty) : [];
   // They serve this runtime's sessions, which all get them; child sessions of subagents have their own.
   let sessions: SessionRuntime | undefined;
+  // Filled once the session runtime exists; producers and monitors only call it later, for live sessions.
+  let policyOf: SessionRuntime['policyOf'] = () => undefined;
+  const { monitors: monitorOptions, ...taskToolOptions } = options.taskTools ?? {};
   const taskTools = createTaskTools({
     tasks,
     controllerScope: { serves: (owner) => sessions?.getSession(owner.sessionId)?.owner === owner },
-    ...options.taskTools,
+    ...taskToolOptions,
+    // task_monitor's lines reach the owner through its delivery policy, onto the same inbox as its ends.
+    monitors: {
+      ...monitorOptions,
+      notify: (owner, taskId, event) => policyOf(owner.sessionId)?.notifyMonitor(taskId, event),
+    },
   });
   built.push(() => taskTools.dispose());
   // Ownerless work started through the runtime's producers is collected by the runtime's own caller
   // (`tasks`, the dashboard): the runtime serves it.
   built.push(tasks.attachController('errand-runtime', { ownerless: true }));
-  // Filled once the session runtime exists; producers only call it later, for live sessions.
-  let policyOf: SessionRuntime['policyOf'] = () => undefined;
   let subagents: SubagentProducer | undefined;
   let agentTool: AgentTool | undefined;
   if (options.subagents !== false) {
@@ -437,7 +449,9 @@ async function assembleRuntime(
   const workflowTools = workflows ? createWorkflowTools({ producer: workflows }).tools : [];
   const events = createBackgroundEventFeed({ tasks, ...options.events });
   built.push(() => events.dispose());
-  const systemPrompt = [options.systemPrompt, taskToolsPrompt()].filter(Boolean).join('\n\n');
+  const systemPrompt = [options.systemPrompt, taskToolsPrompt({ monitors: taskTools.monitors !== undefined })]
+    .filter(Boolean)
+    .join('\n\n');
 
   const outputSnapshot = (taskId: string, maxBytes = 8192) => {
     const kind = parseTaskId(taskId)?.kind;

@@ -289,7 +289,7 @@ class LocalCursor implements OutputCursor {
     this.#ensureOpen();
     const nothingNew = result.next === this.#position && result.missedBytes === 0;
     if (nothingNew && request.waitMs > 0 && isLive(this.#subject.status()) && !request.signal?.aborted) {
-      await this.#waitForChange(request.waitMs, request.signal);
+      await this.#waitForChange(request.waitMs, request.signal, result.end);
       this.#ensureOpen();
       result = await this.#page(request.maxBytes);
     }
@@ -319,8 +319,11 @@ class LocalCursor implements OutputCursor {
     };
   }
 
-  /** Resolves on new output, the task's end, the cursor's close, the signal, or after `waitMs`. */
-  #waitForChange(waitMs: number, signal: AbortSignal | undefined): Promise<void> {
+  /**
+   * Resolves on new output, the task's end, the cursor's close, the signal, or after `waitMs`. `seenEnd`
+   * is the end the page saw: output (or an end) that came while the page was being read wakes it at once.
+   */
+  #waitForChange(waitMs: number, signal: AbortSignal | undefined, seenEnd: number): Promise<void> {
     const stream = this.#subject.stream();
     return new Promise<void>((resolve) => {
       const cleanups: Array<() => void> = [];
@@ -338,6 +341,8 @@ class LocalCursor implements OutputCursor {
         cleanups.push(() => signal.removeEventListener('abort', finish));
       }
       this.#wake = finish;
+      // Checked after subscribing: nothing can slip between this check and the listeners.
+      if ((stream?.end ?? 0) !== seenEnd || !isLive(this.#subject.status())) finish();
     });
   }
 }

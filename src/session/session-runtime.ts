@@ -461,7 +461,7 @@ export class SessionRuntime {
     const key =
       notification.event === 'terminal'
         ? `task:${scope}:${notification.taskId}:${attempt}:${notification.startedAt}`
-        : `task:${scope}:${notification.taskId}:${attempt}:${notification.startedAt}:${notification.event}:${notification.createdAt}`;
+        : `task:${scope}:${notification.taskId}:${attempt}:${notification.startedAt}:${notification.event}:${notification.eventKey ?? notification.createdAt}`;
     const admission = session.deliverNotification({
       taskId: notification.taskId,
       label: notification.label,

@@ -1,4 +1,5 @@
 /** Options of the task tools, their defaults and their validation. */
+import type { TaskMonitorsOptions } from '../notifications/index.js';
 import { type ControllerScope, InvalidArgumentError, type TaskService } from '../tasks/index.js';
 import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
 import type { StopDispatch } from './stop-dispatch.js';
@@ -33,6 +34,11 @@ export interface TaskToolsOptions {
   readonly maxTailBytes?: number;
   /** The most `task_output`'s `tail_lines` may ask for (1 to 100000). Default 1000. */
   readonly maxTailLines?: number;
+  /**
+   * Adds `task_monitor`: its monitors hand their notifications to `notify` (the owner's delivery policy),
+   * within these limits (see `createTaskMonitors`). Default: no `task_monitor`.
+   */
+  readonly monitors?: Omit<TaskMonitorsOptions, 'tasks'>;
   /** The stop dispatch `task_kill` goes through (with its per-kind strategies). Default: a new one over `tasks`. */
   readonly stop?: StopDispatch;
   /** The name the tools attach as a task controller. Default `task-tools`. */
@@ -57,6 +63,7 @@ export const TASK_TOOLS_OPTION_KEYS = optionKeys<TaskToolsOptions>()({
   maxLabelChars: true,
   maxTailBytes: true,
   maxTailLines: true,
+  monitors: true,
   stop: true,
   controllerName: true,
   controllerScope: true,

@@ -517,6 +517,17 @@ async function assembleRuntime(
       if (!sessions.getSession(sessionId)) return undefined;
       return outputSnapshot(workId, maxBytes);
     },
+    // Observation cursors: each viewer reads at its own offset, and the model's read never moves.
+    openOutput: async (workId, position) => {
+      let shown: TaskSnapshot;
+      try {
+        shown = tasks.get(workId, trusted);
+      } catch {
+        return undefined;
+      }
+      if (!shown.isBackgrounded) return undefined;
+      return tasks.openCursor(shown.id, trusted, position);
+    },
   };
 
   const commands =

@@ -6,3 +6,4 @@ export {
   TASK_SERVICE_DEFAULTS,
   type TaskServiceOptions,
 } from './options.js';
+export { type OutputPage, type OutputPageRequest, readOutputPage } from './output-page.js';

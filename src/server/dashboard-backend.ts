@@ -1,9 +1,11 @@
 /**
  * What the dashboard server needs from a runtime, and nothing more: sessions, the background event
- * feed, a stop, and output snapshots. The session runtime implements it; so does
- * `createTaskServiceBackend` for a bare task service.
+ * feed, a stop, output snapshots and output readers. The session runtime implements it; so does
+ * `createTaskServiceBackend` for a bare task service, and `createStoreDashboardBackend` for every
+ * process recording into a store.
  */
 import type { BackgroundEventFeed } from '../events/index.js';
+import type { OpenCursorOptions, OutputCursor } from '../tasks/index.js';
 
 export interface DashboardSession {
   readonly id: string;
@@ -61,4 +63,12 @@ export interface DashboardBackend {
     workId: string,
     maxBytes: number,
   ): MaybePromise<OutputSnapshot | undefined>;
+  /**
+   * Opens a non-consuming reader of a background work's output (an observation cursor, or a reader of
+   * its output file), for the live output endpoints. Undefined when nothing holds that work's output
+   * (the server answers 404 `OUTPUT_UNAVAILABLE`); a position outside the output throws
+   * `INVALID_ARGUMENT`, too many open readers `CURSOR_LIMIT`. Absent: the live endpoints answer 404.
+   * The server closes every reader it opened.
+   */
+  openOutput?(workId: string, options: OpenCursorOptions): MaybePromise<OutputCursor | undefined>;
 }

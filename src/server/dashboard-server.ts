@@ -17,6 +17,7 @@ import {
   sendJson,
 } from './http-response.js';
 import { findOutputSnapshot } from './output-snapshot.js';
+import { OutputRoutes } from './output-stream.js';
 import { readJsonBody } from './read-json-body.js';
 import { createRequestGuard, type RequestGuard } from './request-guard.js';
 import {
@@ -61,6 +62,7 @@ interface Running {
   readonly guard: RequestGuard;
   readonly store: BackgroundWorksStore;
   readonly hub: EventStreamHub;
+  readonly output: OutputRoutes;
   readonly assets: ReadonlyMap<string, StaticAsset>;
   readonly address: DashboardAddress;
 }
@@ -139,6 +141,12 @@ class HttpDashboardServer implements DashboardServer {
         maxClients: options.maxEventClients,
         logger: options.logger,
       }),
+      output: new OutputRoutes({
+        backend: options.backend,
+        pageMaxBytes: options.outputPageMaxBytes,
+        heartbeatMs: options.heartbeatMs,
+        maxStreams: options.maxOutputStreams,
+      }),
       assets,
       address,
     };
@@ -153,6 +161,7 @@ class HttpDashboardServer implements DashboardServer {
     const running = this.#running ?? (await this.#starting?.catch(() => undefined));
     if (running === undefined) return;
     running.hub.closeAll();
+    running.output.closeAll();
     running.store.dispose();
     await new Promise<void>((resolve) => {
       running.server.close(() => resolve());
@@ -250,12 +259,26 @@ class HttpDashboardServer implements DashboardServer {
       extra === undefined
     ) {
       requireMethod(request, 'GET');
+      const { searchParams } = url;
+      if (searchParams.has('from') || searchParams.has('tailBytes') || searchParams.has('maxBytes')) {
+        sendJson(response, 200, await running.output.page(id, url));
+        return;
+      }
       const snapshot = await findOutputSnapshot(id, {
         backend: options.backend,
         maxBytes: options.outputSnapshotMaxBytes,
         maxParentDepth: options.maxParentDepth,
       });
       sendJson(response, 200, snapshot);
+    } else if (
+      resource === 'background-works' &&
+      id !== undefined &&
+      leaf === 'output' &&
+      extra === 'stream' &&
+      segments.length === 5
+    ) {
+      requireMethod(request, 'GET');
+      await running.output.stream(id, request, response, url);
     } else if (resource === 'commands' && id === undefined) {
       requireMethod(request, 'POST');
       const command = parseCommand(await readJsonBody(request, options.maxBodyBytes));

@@ -29,6 +29,13 @@ export interface DashboardServerOptions {
   readonly maxBodyBytes?: number;
   /** Bytes of an output snapshot. Default (and maximum) 8192. */
   readonly outputSnapshotMaxBytes?: number;
+  /**
+   * The most bytes of output one page (`GET …/output?from=`) or one stream event carries (4 to 1048576;
+   * at most the task service's `maxCursorReadBytes`). Default 65536.
+   */
+  readonly outputPageMaxBytes?: number;
+  /** Concurrent live output streams (`GET …/output/stream`); more are refused with 503. Default 32. */
+  readonly maxOutputStreams?: number;
   /** Sessions walked up the parent chain looking for a work's output. Default 32. */
   readonly maxParentDepth?: number;
   /** Heartbeat comments on event streams keep proxies and idle timers from closing them. Default 15000 ms. */
@@ -57,6 +64,8 @@ export const DASHBOARD_SERVER_OPTION_KEYS = optionKeys<DashboardServerOptions>()
   allowedOrigins: true,
   maxBodyBytes: true,
   outputSnapshotMaxBytes: true,
+  outputPageMaxBytes: true,
+  maxOutputStreams: true,
   maxParentDepth: true,
   heartbeatMs: true,
   maxClientBufferBytes: true,
@@ -74,6 +83,8 @@ export interface ResolvedDashboardOptions {
   readonly allowedOrigins: readonly string[];
   readonly maxBodyBytes: number;
   readonly outputSnapshotMaxBytes: number;
+  readonly outputPageMaxBytes: number;
+  readonly maxOutputStreams: number;
   readonly maxParentDepth: number;
   readonly heartbeatMs: number;
   readonly maxClientBufferBytes: number;
@@ -87,6 +98,8 @@ export const DASHBOARD_SERVER_DEFAULTS = Object.freeze({
   port: 0,
   maxBodyBytes: 16 * 1024,
   outputSnapshotMaxBytes: 8192,
+  outputPageMaxBytes: 65_536,
+  maxOutputStreams: 32,
   maxParentDepth: 32,
   heartbeatMs: 15_000,
   maxClientBufferBytes: 1024 * 1024,
@@ -136,6 +149,9 @@ export function resolveDashboardOptions(options: DashboardServerOptions): Resolv
       throw new InvalidArgumentError(`backend.${method}`, 'a function', backend?.[method]);
     }
   }
+  if (backend.openOutput !== undefined && typeof backend.openOutput !== 'function') {
+    throw new InvalidArgumentError('backend.openOutput', 'a function', backend.openOutput);
+  }
   if (typeof backend.events?.subscribe !== 'function') {
     throw new InvalidArgumentError('backend.events', 'a BackgroundEventFeed', backend.events);
   }
@@ -181,6 +197,20 @@ export function resolveDashboardOptions(options: DashboardServerOptions): Resolv
       defaults.outputSnapshotMaxBytes,
       1,
       8192,
+    ),
+    outputPageMaxBytes: integerInRange(
+      'outputPageMaxBytes',
+      options.outputPageMaxBytes,
+      defaults.outputPageMaxBytes,
+      4,
+      1024 * 1024,
+    ),
+    maxOutputStreams: integerInRange(
+      'maxOutputStreams',
+      options.maxOutputStreams,
+      defaults.maxOutputStreams,
+      1,
+      10_000,
     ),
     maxParentDepth: integerInRange(
       'maxParentDepth',

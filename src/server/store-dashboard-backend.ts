@@ -30,7 +30,9 @@ import {
   InvalidArgumentError,
   isTerminalStatus,
   type Logger,
+  type OutputCursor,
   systemClock,
+  type TaskId,
 } from '../tasks/index.js';
 import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
 import { readFileTail } from '../text/index.js';
@@ -41,6 +43,7 @@ import type {
   StopBackgroundWorkResult,
   StopRejectionReason,
 } from './dashboard-backend.js';
+import { openFileOutputCursor } from './file-output-cursor.js';
 import { consoleDashboardLogger, integerInRange } from './server-options.js';
 
 /** Options of `createStoreDashboardBackend`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
@@ -53,6 +56,13 @@ export interface StoreDashboardBackendOptions {
   readonly stopTimeoutMs?: number;
   /** How often a waiting Stop re-reads its command, in ms (1 to 60000). Default 50. */
   readonly stopPollMs?: number;
+  /**
+   * How often a live output reader waiting for more looks at the output file's size, in ms (1 to 60000).
+   * Default 250.
+   */
+  readonly outputPollMs?: number;
+  /** The most bytes one output read returns (4 to 16777216). Default 1048576. */
+  readonly maxOutputReadBytes?: number;
   /** Events kept for replay after a reconnect; a viewer further behind gets a reset. Default 1000. */
   readonly ringSize?: number;
   /** Whether a session's holder still runs. Default: the holder check sessions use (pid and process start). */
@@ -68,6 +78,8 @@ const STORE_DASHBOARD_BACKEND_OPTION_KEYS = optionKeys<StoreDashboardBackendOpti
   pollMs: true,
   stopTimeoutMs: true,
   stopPollMs: true,
+  outputPollMs: true,
+  maxOutputReadBytes: true,
   ringSize: true,
   isHolderLive: true,
   now: true,
@@ -78,6 +90,8 @@ export const STORE_DASHBOARD_DEFAULTS = Object.freeze({
   pollMs: 1000,
   stopTimeoutMs: 5000,
   stopPollMs: 50,
+  outputPollMs: 250,
+  maxOutputReadBytes: 1024 * 1024,
   ringSize: 1000,
 });
 
@@ -169,6 +183,15 @@ export function createStoreDashboardBackend(options: StoreDashboardBackendOption
   );
   const stopPollMs = integerInRange('stopPollMs', options.stopPollMs, defaults.stopPollMs, 1, 60_000);
   const ringSize = integerInRange('ringSize', options.ringSize, defaults.ringSize, 1, 1_000_000);
+  const outputPollMs = integerInRange('outputPollMs', options.outputPollMs, defaults.outputPollMs, 1, 60_000);
+  const maxOutputReadBytes = integerInRange(
+    'maxOutputReadBytes',
+    options.maxOutputReadBytes,
+    defaults.maxOutputReadBytes,
+    4,
+    16 * 1024 * 1024,
+  );
+  let readers = 0;
   for (const field of ['isHolderLive', 'now'] as const) {
     if (options[field] !== undefined && typeof options[field] !== 'function') {
       throw new InvalidArgumentError(field, 'a function', options[field]);
@@ -266,6 +289,27 @@ export function createStoreDashboardBackend(options: StoreDashboardBackendOption
       const outputFile = store.getTask(workId, sessionId)?.outputFile;
       if (outputFile === undefined) return undefined;
       return readFileTail(outputFile, maxBytes);
+    },
+    openOutput(workId, position): OutputCursor | undefined {
+      const facts = feed.find(workId);
+      const sessionId = facts?.sessionId ?? undefined;
+      if (facts === undefined || sessionId === undefined) return undefined;
+      const outputFile = store.getTask(workId, sessionId)?.outputFile;
+      if (outputFile === undefined) return undefined;
+      readers += 1;
+      return openFileOutputCursor(
+        {
+          id: `file-cursor-${readers}`,
+          taskId: facts.taskId as TaskId,
+          path: outputFile,
+          // The feed's view: what the store recorded, and `lost` once the work's holder is gone.
+          status: () => feed.find(workId)?.status ?? 'lost',
+          pollMs: outputPollMs,
+          maxReadBytes: maxOutputReadBytes,
+          now,
+        },
+        position,
+      );
     },
     dispose() {
       disposed = true;

@@ -123,6 +123,12 @@ export function createTaskServiceBackend(options: TaskServiceBackendOptions): Ta
       return { ok: true };
     },
     outputSnapshot: (sessionId, workId, maxBytes) => options.readOutput?.(sessionId, workId, maxBytes),
+    async openOutput(workId, position) {
+      const task = find(workId);
+      // Only what the dashboard shows: foreground work belongs to its call.
+      if (task === undefined || !task.isBackgrounded) return undefined;
+      return tasks.openCursor(task.id, caller, position);
+    },
     dispose: () => events.dispose(),
   };
 }

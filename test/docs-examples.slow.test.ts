@@ -125,5 +125,6 @@ describe('documentation examples', () => {
         return `${example.source}:${example.line + line + 1}: ${message}`;
       });
     expect(problems).toEqual([]);
-  });
+    // One type-check of every example: tens of seconds on a busy 2-core machine, so its own bound.
+  }, 180_000);
 });

@@ -393,7 +393,12 @@ class Monitor {
           signal: this.#stopped.signal,
         });
         if (this.#stopped.signal.aborted) break;
-        // A missed-bytes marker is the cursor's note, not the task's output: it never matches.
+        // A missed-bytes marker is the cursor's note, not the task's output: it never matches, and the line
+        // cut by the gap is not joined to what follows it.
+        if (read.missedBytes > 0) {
+          this.#partial = '';
+          this.#skippingLongLine = true;
+        }
         const text = read.missedBytes > 0 ? read.text.slice(read.text.indexOf('\n') + 1) : read.text;
         this.#take(text, read.ended);
         if (read.ended) {

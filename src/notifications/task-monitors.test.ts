@@ -169,6 +169,17 @@ describe('task monitors', () => {
     expect(b.sent[0]?.lines).toEqual([`needle ${'y'.repeat(8)}…`, 'last needle']);
   });
 
+  it('never matches the missed-bytes marker, nor joins a line across the gap', async () => {
+    const b = bed({ coalesceMs: 0 });
+    const { task, id } = await b.start({ retainBytes: 12 });
+    await b.monitors.start(b.owner, { taskId: id, everyLine: true });
+    task.push('first line that leaves\ntail\nnext\n');
+    await flush(b, 0);
+    // 12 bytes kept: "s\ntail\nnext\n" — the "s" is the end of a line cut by the gap, dropped.
+    expect(b.sent.flatMap((event) => event.lines)).toEqual(['tail', 'next']);
+    expect(b.sent.some((event) => event.lines.some((line) => line.includes('skipped')))).toBe(false);
+  });
+
   it('stops a monitor whose pattern is too slow on a line', async () => {
     const b = bed({ coalesceMs: 0, slowMatchMs: 50 });
     const { task, id } = await b.start();

@@ -191,7 +191,8 @@ describe('pty tasks in the task service', () => {
     expect((await bed.tasks.read(taskId)).text).toBe('repl>');
     expect((await bed.tasks.read(taskId)).text).toBe('');
     bed.producer.write(taskId, { text: 'one', keys: ['Enter'] }, undefined);
-    await expectScreen(pty, 'echo: one');
+    // The answer and the new prompt are written one after the other: wait for both, not only the answer.
+    await expectScreen(pty, /echo: one\nrepl>/);
     // The prompt line changed (it now shows what was typed); the answer and the new prompt are new.
     expect((await bed.tasks.read(taskId)).text).toBe('repl> one\necho: one\nrepl>');
     // Viewers see the output grow through throttled detail updates.

@@ -29,10 +29,6 @@ import { byId, element, errorText, formatBytes, formatStart, shortPath } from '.
 
 /** Kinds the badge counts. */
 const BADGE_KINDS = new Set(['bash', 'subagent', 'workflow']);
-/** The output view refetches at most this often when events arrive for its work. */
-const OUTPUT_REFRESH_MIN_MS = 1000;
-/** While its work runs, the output view also polls this often: not every producer reports byte counts. */
-const OUTPUT_POLL_MS = 2000;
 /** Session list refreshes are coalesced over this window. */
 const SESSIONS_REFRESH_MS = 250;
 /** The session list is read again this often: other processes' sessions have no events here. */
@@ -68,8 +64,6 @@ const rows = new Map();
 /** @type {Map<string, HTMLElement>} */
 const sessionItems = new Map();
 
-/** @type {{ workId: string, lastFetch: number, timer: number | undefined, poll: number | undefined } | null} */
-let outputView = null;
 /** @type {number | undefined} */
 let sessionsTimer;
 
@@ -632,24 +626,212 @@ function updateRow(row, work) {
 
 // ------------------------------------------------------------------ output view
 
+/**
+ * The output view follows a work live: it opens the output stream on the newest bytes and appends what
+ * comes, and "Earlier output" pages back through what the output file holds. A backend without live
+ * readers gets the snapshot, refetched as the work changes.
+ */
+
+/** The newest bytes the view starts with, and the size of one page back. */
+const OUTPUT_PAGE_BYTES = 65536;
+/** The most characters the view holds; beyond it the oldest leave (and can be paged back in). */
+const OUTPUT_HELD_MAX_CHARS = 2 * 1024 * 1024;
+/** The snapshot view refetches at most this often when events arrive for its work. */
+const OUTPUT_REFRESH_MIN_MS = 1000;
+/** While its work runs, the snapshot view also polls this often: not every producer reports byte counts. */
+const OUTPUT_POLL_MS = 2000;
+
+/**
+ * @typedef {{ from: number, next: number, node: Text }} OutputChunk
+ * @typedef {{
+ *   workId: string, mode: 'live' | 'snapshot', source: EventSource | null, received: boolean,
+ *   chunks: OutputChunk[], heldChars: number, first: number | null, next: number, end: number,
+ *   ended: boolean, loadingEarlier: boolean,
+ *   lastFetch: number, timer: number | undefined, poll: number | undefined
+ * }} OutputView
+ */
+
+/** @type {OutputView | null} */
+let outputView = null;
+let outputToolsWired = false;
+
+/** @param {string} workId */
+function outputPath(workId) {
+  return `/api/background-works/${encodeURIComponent(workId)}/output`;
+}
+
 /** @param {string} workId */
 function openOutput(workId) {
   closeOutput(false);
-  outputView = { workId, lastFetch: 0, timer: undefined, poll: undefined };
+  wireOutputTools();
+  /** @type {OutputView} */
+  const view = {
+    workId,
+    mode: 'live',
+    source: null,
+    received: false,
+    chunks: [],
+    heldChars: 0,
+    first: null,
+    next: 0,
+    end: 0,
+    ended: false,
+    loadingEarlier: false,
+    lastFetch: 0,
+    timer: undefined,
+    poll: undefined,
+  };
+  outputView = view;
   byId('output').hidden = false;
   byId('output-work').textContent = works.get(workId)?.label ?? workId;
   byId('output-text').textContent = '';
-  outputView.poll = window.setInterval(() => {
-    if (outputView !== null && works.get(outputView.workId)?.state === 'running') void fetchOutput();
-  }, OUTPUT_POLL_MS);
-  void fetchOutput();
+  byId('output-error').hidden = true;
+  byId('output-meta').textContent = '';
+  followOutput(view);
+  renderOutputTools();
   byId('output-refresh').focus();
+}
+
+/** The "Earlier output" button is this view's own: wired once, on first use. */
+function wireOutputTools() {
+  if (outputToolsWired) return;
+  outputToolsWired = true;
+  byId('output-earlier').addEventListener('click', () => void loadEarlierOutput());
+}
+
+/** @param {OutputView} view */
+function followOutput(view) {
+  const query = `tailBytes=${OUTPUT_PAGE_BYTES}&token=${encodeURIComponent(token)}`;
+  const source = new EventSource(`${outputPath(view.workId)}/stream?${query}`);
+  view.source = source;
+  source.addEventListener('output', (event) => {
+    if (outputView !== view) return;
+    view.received = true;
+    byId('output-error').hidden = true;
+    appendOutput(view, JSON.parse(/** @type {MessageEvent} */ (event).data));
+  });
+  source.addEventListener('end', () => {
+    if (outputView !== view) return;
+    view.ended = true;
+    source.close();
+    renderOutputTools();
+  });
+  source.addEventListener('error', () => {
+    if (outputView !== view || source.readyState !== EventSource.CLOSED || view.ended) return;
+    // Refused (no live reader for this work): show the snapshot instead. A dropped stream reconnects
+    // by itself, resuming after the last offset it received.
+    if (!view.received) {
+      view.mode = 'snapshot';
+      view.source = null;
+      startSnapshot(view);
+    } else {
+      const error = byId('output-error');
+      error.hidden = false;
+      error.textContent = 'The live output stream closed; Refresh reconnects.';
+    }
+  });
+}
+
+/**
+ * @param {OutputView} view
+ * @param {{ text: string, from: number, next: number, end: number }} page
+ */
+function appendOutput(view, page) {
+  const text = byId('output-text');
+  const atBottom = text.scrollTop + text.clientHeight >= text.scrollHeight - 4;
+  if (view.first === null) view.first = page.from;
+  const node = document.createTextNode(page.text);
+  text.append(node);
+  view.chunks.push({ from: page.from, next: page.next, node });
+  view.heldChars += page.text.length;
+  view.next = page.next;
+  view.end = Math.max(view.end, page.end, page.next);
+  // Bounded: the oldest held output leaves first; Earlier output brings it back.
+  while (view.heldChars > OUTPUT_HELD_MAX_CHARS && view.chunks.length > 1) {
+    const oldest = /** @type {OutputChunk} */ (view.chunks.shift());
+    oldest.node.remove();
+    view.heldChars -= oldest.node.data.length;
+    view.first = view.chunks[0]?.from ?? view.next;
+  }
+  if (atBottom) text.scrollTop = text.scrollHeight;
+  renderOutputTools();
+}
+
+/** Pages back one page before the oldest byte the view holds, keeping what is on screen in place. */
+async function loadEarlierOutput() {
+  const view = outputView;
+  if (view === null || view.first === null || view.first === 0 || view.loadingEarlier) return;
+  if (view.heldChars >= OUTPUT_HELD_MAX_CHARS) return;
+  view.loadingEarlier = true;
+  renderOutputTools();
+  const until = view.first;
+  const from = Math.max(0, until - OUTPUT_PAGE_BYTES);
+  try {
+    const response = await api(
+      `${outputPath(view.workId)}?from=${from}&maxBytes=${Math.max(4, until - from)}`,
+    );
+    if (outputView !== view) return;
+    if (!response.ok) throw new Error(await errorText(response));
+    /** @type {{ text: string, from: number, next: number }} */
+    const page = await response.json();
+    if (outputView !== view || view.first !== until) return;
+    const text = byId('output-text');
+    const height = text.scrollHeight;
+    const node = document.createTextNode(page.text);
+    text.insertBefore(node, text.firstChild);
+    view.chunks.unshift({ from: page.from, next: page.next, node });
+    view.heldChars += page.text.length;
+    view.first = page.from;
+    // The lines that were on screen stay there: only the new ones above are added.
+    text.scrollTop += text.scrollHeight - height;
+  } catch (error) {
+    const line = byId('output-error');
+    line.hidden = false;
+    line.textContent = `Earlier output unavailable: ${error instanceof Error ? error.message : String(error)}`;
+  } finally {
+    view.loadingEarlier = false;
+    if (outputView === view) renderOutputTools();
+  }
+}
+
+function renderOutputTools() {
+  const view = outputView;
+  if (view === null) return;
+  const earlier = /** @type {HTMLButtonElement} */ (byId('output-earlier'));
+  const live = view.mode === 'live';
+  earlier.hidden = !live;
+  // A load in progress does not disable it (its click is ignored): focus stays on it between pages.
+  const nothingEarlier = view.first === null || view.first === 0 || view.heldChars >= OUTPUT_HELD_MAX_CHARS;
+  const focused = document.activeElement === earlier;
+  earlier.disabled = nothingEarlier;
+  earlier.setAttribute('aria-busy', String(view.loadingEarlier));
+  // A button that turns disabled drops its focus: hand it to Refresh, inside the view.
+  if (focused && nothingEarlier) byId('output-refresh').focus();
+  if (!live) return;
+  const held = view.first === null ? 0 : view.next - view.first;
+  const state = view.ended ? 'ended' : 'live';
+  byId('output-meta').textContent =
+    view.first === null
+      ? state
+      : `${formatBytes(held)} shown, bytes ${view.first}–${view.next} of ${formatBytes(view.end)} · ${state}`;
+  byId('output').setAttribute('data-first-offset', String(view.first ?? 0));
+  byId('output').setAttribute('data-loaded-bytes', String(held));
+}
+
+/** @param {OutputView} view */
+function startSnapshot(view) {
+  view.poll = window.setInterval(() => {
+    if (outputView === view && works.get(view.workId)?.state === 'running') void fetchSnapshot(view);
+  }, OUTPUT_POLL_MS);
+  renderOutputTools();
+  void fetchSnapshot(view);
 }
 
 /** @param {boolean} restoreFocus */
 function closeOutput(restoreFocus) {
   if (outputView === null) return;
   const { workId } = outputView;
+  outputView.source?.close();
   window.clearTimeout(outputView.timer);
   window.clearInterval(outputView.poll);
   outputView = null;
@@ -660,24 +842,31 @@ function closeOutput(restoreFocus) {
   }
 }
 
-/** Refetches the snapshot, at most once per OUTPUT_REFRESH_MIN_MS. */
+/** Refetches the snapshot (snapshot views only), at most once per OUTPUT_REFRESH_MIN_MS. */
 function refreshOutputSoon() {
   const view = outputView;
-  if (view === null || view.timer !== undefined) return;
+  if (view === null || view.mode !== 'snapshot' || view.timer !== undefined) return;
   const wait = Math.max(0, view.lastFetch + OUTPUT_REFRESH_MIN_MS - Date.now());
   view.timer = window.setTimeout(() => {
     view.timer = undefined;
-    void fetchOutput();
+    void fetchSnapshot(view);
   }, wait);
 }
 
+/** The Refresh button: reconnects a live view from scratch, refetches a snapshot view. */
 async function fetchOutput() {
   const view = outputView;
   if (view === null) return;
+  if (view.mode === 'live') openOutput(view.workId);
+  else await fetchSnapshot(view);
+}
+
+/** @param {OutputView} view */
+async function fetchSnapshot(view) {
   view.lastFetch = Date.now();
   const errorLine = byId('output-error');
   try {
-    const response = await api(`/api/background-works/${encodeURIComponent(view.workId)}/output`);
+    const response = await api(outputPath(view.workId));
     if (outputView !== view) return;
     if (!response.ok) {
       errorLine.hidden = false;

@@ -38,8 +38,16 @@ describe('OpenAI adapter', () => {
               type: ['number', 'null'],
               description: expect.stringMatching(/^How long to wait/),
             },
+            tail_bytes: {
+              type: ['integer', 'null'],
+              description: expect.stringMatching(/^Show only the newest/),
+            },
+            tail_lines: {
+              type: ['integer', 'null'],
+              description: expect.stringMatching(/^Show only the last/),
+            },
           },
-          required: ['task_id', 'wait', 'timeout_ms'],
+          required: ['task_id', 'wait', 'timeout_ms', 'tail_bytes', 'tail_lines'],
           additionalProperties: false,
         },
       },
@@ -114,7 +122,16 @@ describe('OpenAI adapter', () => {
     const context = { caller: owner, toolCallId: 'call_1', signal: new AbortController().signal };
     const result = await executeOpenAIToolCall(
       set.tools,
-      { name: 'task_output', arguments: JSON.stringify({ task_id: id, wait: null, timeout_ms: null }) },
+      {
+        name: 'task_output',
+        arguments: JSON.stringify({
+          task_id: id,
+          wait: null,
+          timeout_ms: null,
+          tail_bytes: null,
+          tail_lines: null,
+        }),
+      },
       context,
     );
     expect(result.text).toBe('hello\n[status: running]');

@@ -4,6 +4,7 @@
  * included, before anything is opened.
  */
 import { backgroundEventFeedOptions } from '../events/index.js';
+import { taskMonitorsOptions } from '../notifications/index.js';
 import { OUTPUT_SNAPSHOT_BYTES } from '../producers/bash/executor-options.js';
 import { bashExecutorOptions, bashProducerOptions, bashToolOptions } from '../producers/bash/index.js';
 import { ptyProducerOptions } from '../producers/pty/index.js';
@@ -63,7 +64,13 @@ export const errandRuntimeOptions = defineOptions(
     bash: option.nested(bashPartOptions),
     /** Options of the pty producer, or false to leave it out. Default: on when node-pty loads. */
     pty: option.orFalse(option.nested(ptyProducerOptions.omit('tasks'))),
-    taskTools: option.nested(taskToolsOptions.omit('tasks', 'recorded')),
+    /** Options of the task tools; `monitors` sets the limits of `task_monitor` (the runtime delivers its lines). */
+    taskTools: option.nested(
+      defineOptions('createErrandRuntime', {
+        ...taskToolsOptions.omit('tasks', 'recorded', 'monitors').rules,
+        monitors: option.nested(taskMonitorsOptions.omit('tasks', 'notify'), { optional: true }),
+      }),
+    ),
     /**
      * Subagents (the `agent` and `agent_message` tools), or false to leave them out. Their model defaults
      * to `model` when that is a port; give `subagents.model` when `model` is a per-session factory.

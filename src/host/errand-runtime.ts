@@ -119,6 +119,9 @@ async function assembleRuntime(
   if (pty) built.push(() => pty.dispose());
   const ptyTools = pty ? createPtyTools(pty) : [];
   // They serve this runtime's sessions, which all get them; child sessions of subagents have their own.
+  // Filled once the session runtime exists; producers and monitors only call it later, for live sessions.
+  let policyOf: SessionRuntime['policyOf'] = () => undefined;
+  const { monitors: monitorOptions, ...taskToolOptions } = options.taskTools ?? {};
   const taskTools = createTaskTools({
     tasks,
     controllerScope: { serves: (owner) => sessions?.getSession(owner.sessionId)?.owner === owner },
@@ -127,14 +130,17 @@ async function assembleRuntime(
       read: (taskId, caller, maxBytes) => sessions?.recordedTasks.read(taskId, caller, maxBytes),
       list: (caller, limit) => sessions?.recordedTasks.list(caller, limit) ?? [],
     },
-    ...options.taskTools,
+    ...taskToolOptions,
+    // task_monitor's lines reach the owner through its delivery policy, onto the same inbox as its ends.
+    monitors: {
+      ...monitorOptions,
+      notify: (owner, taskId, event) => policyOf(owner.sessionId)?.notifyMonitor(taskId, event),
+    },
   });
   built.push(() => taskTools.dispose());
   // Ownerless work started through the runtime's producers is collected by the runtime's own caller
   // (`tasks`, the dashboard): the runtime serves it.
   built.push(tasks.attachController('errand-runtime', { ownerless: true }));
-  // Filled once the session runtime exists; producers only call it later, for live sessions.
-  let policyOf: SessionRuntime['policyOf'] = () => undefined;
   let subagents: SubagentProducer | undefined;
   let agentTool: AgentTool | undefined;
   if (options.subagents !== false) {
@@ -171,7 +177,9 @@ async function assembleRuntime(
   const workflowTools = workflows ? createWorkflowTools({ producer: workflows }).tools : [];
   const events = createBackgroundEventFeed({ tasks, ...options.events });
   built.push(() => events.dispose());
-  const systemPrompt = [options.systemPrompt, taskToolsPrompt()].filter(Boolean).join('\n\n');
+  const systemPrompt = [options.systemPrompt, taskToolsPrompt({ monitors: taskTools.monitors !== undefined })]
+    .filter(Boolean)
+    .join('\n\n');
 
   const outputSnapshot = (taskId: string, maxBytes = 8192) => {
     const kind = parseTaskId(taskId)?.kind;

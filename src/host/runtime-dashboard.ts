@@ -89,6 +89,12 @@ export function createRuntimeDashboard(parts: RuntimeDashboardParts): DashboardB
       if (!sessions.getSession(sessionId)) return undefined;
       return parts.outputSnapshot(workId, maxBytes);
     },
+    // Observation cursors: each viewer reads at its own offset, and the model's read never moves.
+    openOutput: async (workId, position) => {
+      const shown = find(workId);
+      if (!shown?.isBackgrounded) return undefined;
+      return tasks.openCursor(shown.id, trusted, position);
+    },
     readMessages: (sessionId, page) =>
       pageFromStore((options) => store.listMessages(sessionId, options), page),
     listForegroundWork(sessionId) {

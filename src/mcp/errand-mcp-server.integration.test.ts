@@ -166,7 +166,13 @@ describe('createErrandMcpServer', () => {
   it('offers no subagent tools by default: no model in the loop could run them', async () => {
     const { client } = await connect();
     const { tools } = await client.listTools();
-    expect(tools.map((tool) => tool.name).sort()).toEqual(['bash', 'task_kill', 'task_list', 'task_output']);
+    expect(tools.map((tool) => tool.name).sort()).toEqual([
+      'bash',
+      'task_kill',
+      'task_list',
+      'task_monitor',
+      'task_output',
+    ]);
     expect(runtime!.subagents).toBeUndefined();
   });
 

@@ -1,7 +1,7 @@
 /**
  * Errand's MCP server for one connection: one session owns every task the client starts; the session's
- * tools (`bash`, the pty tools where node-pty loads, `task_output`, `task_list`, `task_kill`) are MCP
- * tools; completion notifications reach the client in band (appended to the next tool result — the
+ * tools (`bash`, the pty tools where node-pty loads, `task_output`, `task_list`, `task_kill`,
+ * `task_monitor`) are MCP tools; completion notifications reach the client in band (appended to the next tool result — the
  * ledger's delivery, exactly once), as logging messages, and through MCP Tasks for task-augmented `bash`
  * calls (side channels). The working directory comes from `cwd`, the client's roots, or the launch
  * directory.
@@ -58,7 +58,7 @@ export interface ErrandMcpServer {
 export function mcpInstructions(): string {
   return [
     'Errand runs shell commands for you, in the foreground or in the background, and tells you when background work ends.',
-    taskToolsPrompt(),
+    taskToolsPrompt({ monitors: true }),
     '# Notifications',
     'A <task-notification> for a background task that ended is appended to the result of your next tool call, whichever tool it is, as a separate text block. Each is delivered once. If you are waiting for nothing else, task_list or task_output collects them.',
   ].join('\n\n');

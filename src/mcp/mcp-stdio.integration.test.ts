@@ -57,7 +57,9 @@ describe('errand mcp over stdio', () => {
     const cli = await start({ args: ['--home', home] });
     const { tools } = await cli.client.listTools();
     const names = tools.map((tool) => tool.name);
-    expect(names).toEqual(expect.arrayContaining(['bash', 'task_output', 'task_list', 'task_kill']));
+    expect(names).toEqual(
+      expect.arrayContaining(['bash', 'task_output', 'task_list', 'task_kill', 'task_monitor']),
+    );
     const bash = tools.find((tool) => tool.name === 'bash')!;
     expect(bash.execution?.taskSupport).toBe('optional');
     expect(Object.keys(bash.inputSchema.properties ?? {})).toEqual(

@@ -398,6 +398,55 @@ describe('delivery policy', () => {
     });
   });
 
+  it("notifies a monitor's lines on the monitor's lane, with its own key, within the wake budget", async () => {
+    const h = harness({ wakeBudget: 0 });
+    const { id, task } = await h.start({ label: 'npm run dev' });
+    const event = {
+      monitorId: 'm1',
+      sequence: 2,
+      maxNotifications: 20,
+      matching: '/error/',
+      lines: ['error: a', 'error: <b>'],
+      moreLines: 3,
+      lane: 'wakeup' as const,
+    };
+    const outcome = await h.policy.notifyMonitor(id, event);
+    // The wake budget is spent: even a waking monitor's lines take the quiet lane.
+    expect(outcome).toMatchObject({
+      delivered: true,
+      notification: { event: 'output_matched', lane: 'quiet', eventKey: 'm1:2', status: 'running' },
+    });
+    expect(h.queue[0]?.text).toBe(
+      [
+        '<task-notification>',
+        `<task-id>${id}</task-id>`,
+        '<event>output_matched</event>',
+        '<summary>2 lines of "npm run dev" matched /error/</summary>',
+        '<lines>',
+        'error: a',
+        'error: &lt;b&gt;',
+        '</lines>',
+        '<more>3 more lines matched; read them with task_output.</more>',
+        `<monitor>m1, notification 2 of at most 20; stop it with task_monitor (task_id "${id}", stop: true)</monitor>`,
+        `<collect>Read it with task_output (task_id "${id}").</collect>`,
+        '</task-notification>',
+      ].join('\n'),
+    );
+    expect(h.tasks.get(id, h.owner).reported).toBe(false);
+    const awake = harness({ wakeBudget: 5 });
+    const { id: other } = await awake.start();
+    expect(await awake.policy.notifyMonitor(other, event)).toMatchObject({
+      notification: { lane: 'wakeup' },
+    });
+    const { id: foreground } = await awake.start({ background: false });
+    expect(await awake.policy.notifyMonitor(foreground, event)).toEqual({
+      delivered: false,
+      reason: 'foreground',
+    });
+    task.settle();
+    expect(await h.policy.notifyMonitor('bash-99', event)).toEqual({ delivered: false, reason: 'not_found' });
+  });
+
   it("queues no notice for a task its own owner's disposal ended, nor for one the service's disposal ended", async () => {
     const h = harness();
     const { task } = await h.start({ onCancel: 'ignore' });

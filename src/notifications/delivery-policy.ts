@@ -18,6 +18,7 @@ import {
 } from '../tasks/index.js';
 import { defineOptions, type OptionsInput, option } from '../tasks/options.js';
 import { formatGenericNotification } from './format-generic.js';
+import { formatMonitorNotification, type MonitorEvent } from './format-monitor.js';
 import { formatterFor } from './format-notification.js';
 import { formatWorkflowProgressNotification, type WorkflowProgressEvent } from './format-workflow.js';
 import { type NotificationFormatter, outputTailOptions } from './notification-format.js';
@@ -126,6 +127,11 @@ export interface DeliveryPolicy {
   notificationFor(snapshot: TaskSnapshot, outputTail?: string): TaskNotification | undefined;
   /** Notifies that a running workflow stalled or needs input. No claim: the task is still running. */
   notifyWorkflowProgress(taskId: string, event: WorkflowProgressEvent): Promise<DeliveryOutcome>;
+  /**
+   * Notifies output lines a monitor matched on a running task, on the monitor's lane (the wake budget
+   * applies). No claim: the task's own end is notified as usual. Never rejects.
+   */
+  notifyMonitor(taskId: string, event: MonitorEvent): Promise<DeliveryOutcome>;
   /** A user message arrived: the wake budget is restored. */
   noteUserInput(): void;
   /** Background notifications woke the agent (counted when `wakeCounting` is `external`). */
@@ -174,9 +180,10 @@ export function createDeliveryPolicy(input: DeliveryPolicyOptions): DeliveryPoli
     return undefined;
   };
 
-  const laneFor = (snapshot: TaskSnapshot): NotificationLane => {
+  const laneFor = (snapshot: TaskSnapshot, asked?: NotificationLane): NotificationLane => {
     const own = snapshot.detail.notificationLane;
     const requested =
+      asked ??
       (NOTIFICATION_LANES.includes(own as NotificationLane) ? (own as NotificationLane) : undefined) ??
       options.laneOf?.(snapshot) ??
       options.lanes[snapshot.kind] ??
@@ -222,8 +229,13 @@ export function createDeliveryPolicy(input: DeliveryPolicyOptions): DeliveryPoli
     }
   };
 
-  const build = (snapshot: TaskSnapshot, event: NotificationEvent, text: string): TaskNotification => {
-    const lane = laneFor(snapshot);
+  const build = (
+    snapshot: TaskSnapshot,
+    event: NotificationEvent,
+    text: string,
+    extra: { readonly lane?: NotificationLane; readonly eventKey?: string } = {},
+  ): TaskNotification => {
+    const lane = laneFor(snapshot, extra.lane);
     const toolUseId = detailString(snapshot, 'toolUseId');
     return Object.freeze({
       taskId: snapshot.id,
@@ -239,6 +251,7 @@ export function createDeliveryPolicy(input: DeliveryPolicyOptions): DeliveryPoli
       branchGeneration: snapshot.branchGeneration,
       ...(toolUseId === undefined ? {} : { toolUseId }),
       createdAt: now(),
+      ...(extra.eventKey === undefined ? {} : { eventKey: extra.eventKey }),
     });
   };
 
@@ -246,8 +259,9 @@ export function createDeliveryPolicy(input: DeliveryPolicyOptions): DeliveryPoli
     snapshot: TaskSnapshot,
     event: NotificationEvent,
     text: string,
+    extra: { readonly lane?: NotificationLane; readonly eventKey?: string } = {},
   ): Promise<DeliveryOutcome> => {
-    const notification = build(snapshot, event, text);
+    const notification = build(snapshot, event, text, extra);
     const counted = notification.lane === 'wakeup' && wakeCounting === 'notification';
     if (counted) consecutiveWakes += 1;
     try {
@@ -352,6 +366,29 @@ export function createDeliveryPolicy(input: DeliveryPolicyOptions): DeliveryPoli
         return await hand(snapshot, event.type, text);
       } catch (error) {
         logger.warn(`task ${snapshot.id}: enqueueing its ${event.type} notification failed`, {
+          taskId: snapshot.id,
+          error: describeError(error),
+        });
+        return { delivered: false, reason: 'enqueue_failed', error };
+      }
+    },
+    async notifyMonitor(taskId, event) {
+      let snapshot: TaskSnapshot;
+      try {
+        snapshot = tasks.get(taskId, owner);
+      } catch {
+        return { delivered: false, reason: 'not_found' };
+      }
+      const suppressed = suppression(snapshot);
+      if (suppressed) return { delivered: false, reason: suppressed };
+      const text = formatMonitorNotification({ snapshot, event, budgetBytes: budgetFor(snapshot) });
+      try {
+        return await hand(snapshot, 'output_matched', text, {
+          lane: event.lane,
+          eventKey: `${event.monitorId}:${event.sequence}`,
+        });
+      } catch (error) {
+        logger.warn(`task ${snapshot.id}: enqueueing its monitor notification failed`, {
           taskId: snapshot.id,
           error: describeError(error),
         });

@@ -9,8 +9,11 @@ export type NotificationLane = 'wakeup' | 'quiet';
 
 export const NOTIFICATION_LANES: readonly NotificationLane[] = ['wakeup', 'quiet'];
 
-/** `terminal`: the task ended. `stalled` / `input_needed`: a running workflow needs attention. */
-export type NotificationEvent = 'terminal' | 'stalled' | 'input_needed';
+/**
+ * `terminal`: the task ended. `stalled` / `input_needed`: a running workflow needs attention.
+ * `output_matched`: a monitor saw matching output lines of a running task.
+ */
+export type NotificationEvent = 'terminal' | 'stalled' | 'input_needed' | 'output_matched';
 
 export interface TaskNotification {
   readonly taskId: TaskId;
@@ -37,4 +40,9 @@ export interface TaskNotification {
   readonly toolUseId?: string;
   /** Epoch milliseconds, from the policy's clock. */
   readonly createdAt: number;
+  /**
+   * Tells apart the non-terminal notifications of one task in their idempotency keys (a monitor's id and
+   * sequence). Absent: `createdAt` does.
+   */
+  readonly eventKey?: string;
 }

@@ -7,6 +7,7 @@
 export { DetailThrottle } from './detail-throttle.js';
 export { parseForegroundGroup, readForegroundGroup } from './foreground-group.js';
 export { OutputDirectory } from './output-directory.js';
+export { outputFileStream, readFileRange } from './output-file-stream.js';
 export {
   type OpenOutputFile,
   OutputFileWriter,

@@ -62,6 +62,8 @@ export class OutputFileWriter {
   #fd: number | undefined;
   #openWaiters: Array<(opened: boolean) => void> = [];
   #bytes = 0;
+  /** Bytes the file holds: written to it by completed writes. */
+  #writtenBytes = 0;
   #full = false;
   #queue: Uint8Array[] = [];
   #queuedBytes = 0;
@@ -70,6 +72,7 @@ export class OutputFileWriter {
   #drainListeners: Array<() => void> = [];
   #flushListeners: Array<() => void> = [];
   readonly #progressListeners = new Set<() => void>();
+  readonly #growListeners = new Set<() => void>();
   #error: Error | undefined;
   #closed: Promise<void> | undefined;
 
@@ -95,6 +98,14 @@ export class OutputFileWriter {
    */
   get bytes(): number {
     return this.#bytes;
+  }
+
+  /**
+   * Bytes the file holds: what completed writes put there, in order from its start. Readers of the file
+   * read up to here; it stops growing at the first error.
+   */
+  get writtenBytes(): number {
+    return this.#writtenBytes;
   }
 
   /** True once output went past the cap (and was dropped). */
@@ -172,6 +183,14 @@ export class OutputFileWriter {
     };
   }
 
+  /** Calls `listener` each time `writtenBytes` grows (kept until `close()` finished). Returns an unsubscribe. */
+  onGrow(listener: () => void): () => void {
+    this.#growListeners.add(listener);
+    return () => {
+      this.#growListeners.delete(listener);
+    };
+  }
+
   /** Writes what is queued and closes the file (a writer that never created one has none); never rejects. */
   close(): Promise<void> {
     this.#closed ??= new Promise<void>((resolve) => {
@@ -183,6 +202,7 @@ export class OutputFileWriter {
       const finish = () => {
         if (this.#fd !== undefined) closeQuietly(this.#fd);
         this.#progressListeners.clear();
+        this.#growListeners.clear();
         resolve();
       };
       const settled = this.#fd !== undefined || this.#error !== undefined;
@@ -248,6 +268,10 @@ export class OutputFileWriter {
         return;
       }
       this.#queuedBytes -= written;
+      if (written > 0) {
+        this.#writtenBytes += written;
+        if (this.#growListeners.size > 0) for (const listener of [...this.#growListeners]) listener();
+      }
       if (written < bytes) {
         // A short write: write the rest.
         this.#write(remainderOf(batch, written), bytes - written);

@@ -8,3 +8,4 @@ export {
   type TaskServiceOptions,
   taskServiceOptions,
 } from './options.js';
+export { type OutputPage, type OutputPageRequest, readOutputPage } from './output-page.js';

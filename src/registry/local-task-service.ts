@@ -21,6 +21,9 @@ import {
   NoControllerError,
   type OnTaskDoneOptions,
   type OnTasksChangedOptions,
+  type OpenCursorOptions,
+  type OutputCursor,
+  type OutputStreamKind,
   type Owner,
   OwnerDisposedError,
   ProducerContractError,
@@ -39,6 +42,7 @@ import {
   TaskNotResumableError,
   TaskNotRunningError,
   type TaskOutcome,
+  type TaskOutputStream,
   type TaskReadResult,
   type TaskRunContext,
   type TaskService,
@@ -54,6 +58,7 @@ import {
   type TaskServiceOptions,
   taskServiceOptions,
 } from './options.js';
+import { type CursorSubject, CursorTable, fixedBytesStream } from './output-cursors.js';
 import {
   type BackgroundWaiter,
   EMPTY_DETAIL,
@@ -145,11 +150,14 @@ export class LocalTaskService implements TaskService {
   #doneSubscriptions: readonly DoneSubscription[] = [];
   #changeSubscriptions: readonly ChangeSubscription[] = [];
   readonly #controllers = new ControllerSet();
+  readonly #cursors: CursorTable;
   #liveCount = 0;
   #disposal: Promise<void> | undefined;
 
   constructor(options?: TaskServiceOptions) {
     this.#options = taskServiceOptions.resolve(options);
+    const { maxCursorsPerTask, maxCursors, cursorIdleMs, maxCursorReadBytes, now } = this.#options;
+    this.#cursors = new CursorTable({ maxCursorsPerTask, maxCursors, cursorIdleMs, maxCursorReadBytes, now });
     for (const [kind, sequence] of Object.entries(this.#options.initialSequences)) {
       if (sequence !== undefined) this.#sequences.set(kind, sequence);
     }
@@ -225,6 +233,8 @@ export class LocalTaskService implements TaskService {
     let record: TaskRecord;
     if (previous) {
       record = previous;
+      // The new attempt's output starts over: cursors over the old one have nothing more to read.
+      this.#cursors.closeTask(record.id, 'task_resumed');
       this.#forgetRetained(record);
       if (record.owner !== owner && record.owner) this.#owners.get(record.owner)?.tasks.delete(record);
       record.label = spec.label;
@@ -246,6 +256,7 @@ export class LocalTaskService implements TaskService {
       record.attempt += 1;
       record.hooks = hooks;
       record.readChain = undefined;
+      record.settleListeners = undefined;
       // A resumed task may be re-registered by a replacement owner of the same session.
       record.owner = owner;
       touch(record);
@@ -447,12 +458,19 @@ export class LocalTaskService implements TaskService {
       record.onTerminal = undefined;
       for (const callback of callbacks) callback();
     }
+    if (record.settleListeners) {
+      const listeners = record.settleListeners;
+      record.settleListeners = undefined;
+      for (const listener of listeners) listener();
+    }
     this.#retain(record);
     this.#emitChange('settled', record);
     this.#notifyDone(record);
-    // A finished task keeps only what reads still need: without readOutput, nothing of the producer's
-    // hooks is used again, and letting them go keeps retained records small for the garbage collector.
-    if (record.hooks.readOutput === undefined) record.hooks = SETTLED_HOOKS;
+    // A finished task keeps only what reads still need: without readOutput or an output stream, nothing
+    // of the producer's hooks is used again, and letting them go keeps retained records small.
+    if (record.hooks.readOutput === undefined && record.hooks.output === undefined) {
+      record.hooks = SETTLED_HOOKS;
+    }
   }
 
   #notifyDone(record: TaskRecord): void {
@@ -496,6 +514,7 @@ export class LocalTaskService implements TaskService {
 
   #remove(record: TaskRecord): void {
     if (this.#records.get(record.id) !== record) return;
+    this.#cursors.closeTask(record.id, 'task_forgotten');
     this.#records.delete(record.id);
     this.#forgetRetained(record);
     this.#dropBucketIfEmpty(record.bucket);
@@ -558,6 +577,40 @@ export class LocalTaskService implements TaskService {
     if (record.attempt !== attempt) return { text, snapshot: before };
     if (wasTerminal) this.#claimRecord(record);
     return { text, snapshot: snapshotOf(record) };
+  }
+
+  // ---------------------------------------------------------------- observation cursors
+
+  async openCursor(id: string, caller?: Caller, options?: OpenCursorOptions): Promise<OutputCursor> {
+    if (this.#disposal) throw new ServiceDisposedError();
+    return this.#cursors.open(this.#cursorSubject(this.#authorize(id, caller)), options);
+  }
+
+  /** What the cursors of one registration read: it is never re-registered under them (they close first). */
+  #cursorSubject(record: TaskRecord): CursorSubject {
+    const hooks = record.hooks;
+    const kind: OutputStreamKind =
+      hooks.output !== undefined ? 'bytes' : hooks.readOutput === undefined ? 'final' : 'none';
+    let result: TaskOutputStream | undefined;
+    return {
+      taskId: record.id,
+      kind,
+      stream: () => {
+        if (kind === 'bytes') return hooks.output;
+        if (kind === 'none' || isLive(record)) return undefined;
+        // A final-output task's stream is its result, complete once it has ended.
+        result ??= fixedBytesStream(Buffer.from(record.output || record.resultText || '', 'utf8'));
+        return result;
+      },
+      status: () => record.status,
+      onSettle: (listener) => {
+        record.settleListeners ??= new Set();
+        record.settleListeners.add(listener);
+        return () => {
+          record.settleListeners?.delete(listener);
+        };
+      },
+    };
   }
 
   // ---------------------------------------------------------------- waiting
@@ -881,6 +934,7 @@ export class LocalTaskService implements TaskService {
     // What the disposal ended leaves the set (announced as removed), so no viewer keeps a stale row;
     // tasks that had finished before stay readable.
     for (const record of live) this.#remove(record);
+    this.#cursors.closeAll('service_disposed');
     for (const state of this.#owners.values()) state.detach();
     this.#owners.clear();
     this.#releaseSequenceBlocks();

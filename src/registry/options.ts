@@ -3,6 +3,7 @@ import {
   consoleLogger,
   InvalidArgumentError,
   isValidTaskKind,
+  MAX_TIMER_DELAY_MS,
   type Owner,
   systemClock,
   type TaskKind,
@@ -55,6 +56,17 @@ export const taskServiceOptions = defineOptions('createTaskService', {
    * are forgotten beyond it. Default 1000.
    */
   maxRetainedTasksPerOwner: option.integer({ min: 1, default: 1000 }),
+  /** Observation cursors open at once on one task (`CURSOR_LIMIT` beyond). Default 16. */
+  maxCursorsPerTask: option.integer({ min: 1, default: 16 }),
+  /** Observation cursors open at once in the whole service (`CURSOR_LIMIT` beyond). Default 1024. */
+  maxCursors: option.integer({ min: 1, default: 1024 }),
+  /**
+   * A cursor nobody read for this long is closed (its next read fails with `CURSOR_CLOSED`); a read in
+   * progress, waiting included, keeps it open. Default 300000 (5 minutes).
+   */
+  cursorIdleMs: option.integer({ min: 1, max: MAX_TIMER_DELAY_MS, default: 300_000 }),
+  /** The most bytes one cursor read returns (at least 4). Default 1048576 (1 MiB). */
+  maxCursorReadBytes: option.integer({ min: 4, default: 1024 * 1024 }),
   /** Whether `start` requires an attached controller. Default true. */
   requireController: option.boolean({ default: true }),
   /** The clock, in epoch milliseconds. Default: the system clock. */

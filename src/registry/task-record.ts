@@ -79,6 +79,8 @@ export class TaskRecord {
   backgroundWaiters: Set<BackgroundWaiter> | undefined = undefined;
   /** Callbacks run once the record is terminal (disposal awaits them). */
   onTerminal: Array<() => void> | undefined = undefined;
+  /** Removable callbacks run once the record is terminal (cursors waiting for output or the end). */
+  settleListeners: Set<() => void> | undefined = undefined;
   /** Serializes reads so two concurrent readers never interleave deltas. */
   readChain: Promise<unknown> | undefined = undefined;
 

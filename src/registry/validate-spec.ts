@@ -5,6 +5,7 @@ import {
   ProducerContractError,
   type TaskDetail,
   type TaskHooks,
+  type TaskOutputStream,
   type TaskSpec,
 } from '../tasks/index.js';
 
@@ -79,6 +80,20 @@ export function validateHooks(kind: string, hooks: unknown): TaskHooks {
   }
   if (candidate.readOutput !== undefined && typeof candidate.readOutput !== 'function') {
     throw new ProducerContractError(`The ${kind} producer's readOutput is not a function`);
+  }
+  const output = candidate.output as Partial<TaskOutputStream> | undefined;
+  if (
+    output !== undefined &&
+    (typeof output !== 'object' ||
+      output === null ||
+      typeof output.read !== 'function' ||
+      typeof output.onGrow !== 'function' ||
+      !Number.isSafeInteger(output.end) ||
+      !Number.isSafeInteger(output.retainedFrom))
+  ) {
+    throw new ProducerContractError(
+      `The ${kind} producer's output is not a TaskOutputStream (end, retainedFrom, read, onGrow)`,
+    );
   }
   return candidate as TaskHooks;
 }

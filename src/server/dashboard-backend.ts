@@ -1,11 +1,12 @@
 /**
  * What the dashboard server needs from a runtime, and nothing more: sessions, the background event
- * feed, a stop, and output snapshots — and, where the runtime has them, the conversation, its running
+ * feed, a stop, output snapshots and output readers — and, where the runtime has them, the conversation, its running
  * foreground work and a "move to background". `createErrandRuntime`'s `dashboard` implements all of it,
  * `createStoreDashboardBackend` too (through the store), `createTaskServiceBackend` the required part.
  */
 import type { BackgroundEventFeed } from '../events/index.js';
 import type { MessageRecord } from '../store/index.js';
+import type { OpenCursorOptions, OutputCursor } from '../tasks/index.js';
 
 export interface DashboardSession {
   readonly id: string;
@@ -122,4 +123,12 @@ export interface DashboardBackend {
    * does: the waiting tool call returns at once with its task id. Absent: the backend cannot.
    */
   moveToBackground?(workId: string): MaybePromise<MoveToBackgroundResult>;
+  /**
+   * Opens a non-consuming reader of a background work's output (an observation cursor, or a reader of
+   * its output file), for the live output endpoints. Undefined when nothing holds that work's output
+   * (the server answers 404 `OUTPUT_UNAVAILABLE`); a position outside the output throws
+   * `INVALID_ARGUMENT`, too many open readers `CURSOR_LIMIT`. Absent: the live endpoints answer 404.
+   * The server closes every reader it opened.
+   */
+  openOutput?(workId: string, options: OpenCursorOptions): MaybePromise<OutputCursor | undefined>;
 }

@@ -19,6 +19,7 @@ import {
   sendJson,
 } from './http-response.js';
 import { findOutputSnapshot } from './output-snapshot.js';
+import { OutputRoutes } from './output-stream.js';
 import { readJsonBody } from './read-json-body.js';
 import { createRequestGuard, type RequestGuard } from './request-guard.js';
 import {
@@ -64,6 +65,7 @@ interface Running {
   readonly guard: RequestGuard;
   readonly store: BackgroundWorksStore;
   readonly hub: EventStreamHub;
+  readonly output: OutputRoutes;
   readonly assets: ReadonlyMap<string, StaticAsset>;
   readonly address: DashboardAddress;
 }
@@ -142,6 +144,12 @@ class HttpDashboardServer implements DashboardServer {
         maxClients: options.maxEventClients,
         logger: options.logger,
       }),
+      output: new OutputRoutes({
+        backend: options.backend,
+        pageMaxBytes: options.outputPageMaxBytes,
+        heartbeatMs: options.heartbeatMs,
+        maxStreams: options.maxOutputStreams,
+      }),
       assets,
       address,
     };
@@ -156,6 +164,7 @@ class HttpDashboardServer implements DashboardServer {
     const running = this.#running ?? (await this.#starting?.catch(() => undefined));
     if (running === undefined) return;
     running.hub.closeAll();
+    running.output.closeAll();
     running.store.dispose();
     await new Promise<void>((resolve) => {
       running.server.close(() => resolve());
@@ -250,6 +259,11 @@ class HttpDashboardServer implements DashboardServer {
       extra === undefined
     ) {
       requireMethod(request, 'GET');
+      const { searchParams } = url;
+      if (searchParams.has('from') || searchParams.has('tailBytes') || searchParams.has('maxBytes')) {
+        sendJson(response, 200, await running.output.page(id, url));
+        return;
+      }
       const snapshot = await findOutputSnapshot(id, {
         backend: options.backend,
         maxBytes: options.outputSnapshotMaxBytes,
@@ -275,6 +289,15 @@ class HttpDashboardServer implements DashboardServer {
           maxResultBytes: options.maxToolResultBytes,
         }),
       );
+    } else if (
+      resource === 'background-works' &&
+      id !== undefined &&
+      leaf === 'output' &&
+      extra === 'stream' &&
+      segments.length === 5
+    ) {
+      requireMethod(request, 'GET');
+      await running.output.stream(id, request, response, url);
     } else if (resource === 'commands' && id === undefined) {
       requireMethod(request, 'POST');
       const command = parseCommand(

@@ -32,7 +32,11 @@ interface Dashboard {
 const open: Dashboard[] = [];
 const restartedServers: DashboardServer[] = [];
 
-async function openDashboard(serverOptions: Partial<DashboardServerOptions> = {}): Promise<Dashboard> {
+/** `live: false` serves a backend without output readers: the page falls back to snapshots. */
+async function openDashboard(
+  options: { live?: boolean } & Partial<DashboardServerOptions> = {},
+): Promise<Dashboard> {
+  const { live, ...serverOptions } = options;
   const logger = { warn: vi.fn() };
   const service = createTaskService({ logger });
   service.attachController('test');
@@ -52,8 +56,9 @@ async function openDashboard(serverOptions: Partial<DashboardServerOptions> = {}
       return text === undefined ? undefined : { text, totalBytes: Buffer.byteLength(text) };
     },
   });
+  const { openOutput, ...withoutReaders } = backend;
   const served: DashboardBackend = {
-    ...backend,
+    ...(live === false ? withoutReaders : { ...withoutReaders, openOutput }),
     events: backend.events,
     stopBackgroundWork: (workId) => refusedStops.get(workId) ?? backend.stopBackgroundWork(workId),
   };
@@ -228,8 +233,45 @@ describe.skipIf(browserPath === undefined)('the dashboard in Chromium', () => {
     dashboard.pageProblems.length = 0;
   });
 
-  it('shows a live output view of a bash work, at most 8192 bytes, refreshed as it grows', async () => {
+  it('follows a bash work live, and pages back through everything its output holds', async () => {
     const dashboard = await openDashboard();
+    const { page } = dashboard;
+    const { task, id } = await dashboard.start('main', { label: 'npm test' });
+    // 200 numbered lines of 1 KiB: more than the view starts with (the newest 64 KiB).
+    const line = (index: number) => `${String(index).padStart(4, '0')} ${'é'.repeat(509)}\n`;
+    let all = '';
+    for (let index = 0; index < 200; index += 1) all += line(index);
+    task.push(all);
+    await row(page, id).locator('button.view-output').click();
+    const text = () => page.locator('#output-text').textContent();
+    await eventually(text).toContain(line(199));
+    const first = Number(await page.locator('#output').getAttribute('data-first-offset'));
+    expect(first).toBeGreaterThan(0);
+    expect(all.endsWith((await text()) ?? '')).toBe(true);
+    expect(await page.locator('#output-meta').textContent()).toMatch(/· live$/);
+
+    // New output arrives on the stream, without a refresh.
+    task.push('Tests: 200 passed\n');
+    await eventually(text).toContain('Tests: 200 passed');
+
+    // Scrolling back brings in what the file holds, page by page, up to its start.
+    const earlier = page.locator('#output-earlier');
+    while (Number(await page.locator('#output').getAttribute('data-first-offset')) > 0) {
+      const before = await page.locator('#output').getAttribute('data-first-offset');
+      await earlier.click();
+      await eventually(() => page.locator('#output').getAttribute('data-first-offset')).not.toBe(before);
+    }
+    expect(await earlier.isDisabled()).toBe(true);
+    expect(await text()).toBe(`${all}Tests: 200 passed\n`);
+
+    task.settle();
+    await eventually(() => page.locator('#output-meta').textContent()).toMatch(/· ended$/);
+    await page.keyboard.press('Escape');
+    await eventually(() => page.locator('#output').isVisible()).toBe(false);
+  });
+
+  it('without live readers, shows an output snapshot of at most 8192 bytes, refreshed as it grows', async () => {
+    const dashboard = await openDashboard({ live: false });
     const { page } = dashboard;
     const { task, id } = await dashboard.start('child', { label: 'npm test' });
     // The subagent's bash output is held by its parent's runtime: the server walks up to it.
@@ -250,6 +292,9 @@ describe.skipIf(browserPath === undefined)('the dashboard in Chromium', () => {
 
     await page.keyboard.press('Escape');
     await eventually(() => page.locator('#output').isVisible()).toBe(false);
+    // The refused live stream is the browser's to log; the fallback is the page's answer to it.
+    expect(dashboard.pageProblems.every((problem) => problem.includes('404 (Not Found)'))).toBe(true);
+    dashboard.pageProblems.length = 0;
   });
 
   it('is usable with the keyboard: the session list moves with arrow keys, and keeps focus as it reorders', async () => {

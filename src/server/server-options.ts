@@ -27,6 +27,9 @@ function isBackend(value: unknown, path: string): boolean {
       throw new InvalidArgumentError(`${path}.${method}`, 'a function', backend[method]);
     }
   }
+  if (backend.openOutput !== undefined && typeof backend.openOutput !== 'function') {
+    throw new InvalidArgumentError('backend.openOutput', 'a function', backend.openOutput);
+  }
   if (typeof backend.events?.subscribe !== 'function') {
     throw new InvalidArgumentError(`${path}.events`, 'a BackgroundEventFeed', backend.events);
   }
@@ -75,6 +78,13 @@ export const dashboardServerOptions = defineOptions(
     maxDiscardBytes: option.integer({ min: 0, max: 1024 * 1024 * 1024, default: 16 * 1024 * 1024 }),
     /** Bytes of an output snapshot. Default (and maximum) 8192. */
     outputSnapshotMaxBytes: option.integer({ min: 1, max: 8192, default: 8192 }),
+    /**
+     * The most bytes of output one page (`GET …/output?from=`) or one stream event carries (4 to 1048576;
+     * at most the task service's `maxCursorReadBytes`). Default 65536.
+     */
+    outputPageMaxBytes: option.integer({ min: 4, max: 1024 * 1024, default: 65_536 }),
+    /** Concurrent live output streams (`GET …/output/stream`), 1 to 10000; more are refused with 503. Default 32. */
+    maxOutputStreams: option.integer({ min: 1, max: 10_000, default: 32 }),
     /** Sessions walked up the parent chain looking for a work's output, 0 to 1024. Default 32. */
     maxParentDepth: option.integer({ min: 0, max: 1024, default: 32 }),
     /** Heartbeat comments on event streams keep proxies and idle timers from closing them. Default 15000 ms. */

@@ -26,7 +26,13 @@ import {
 } from '../events/index.js';
 import { isHolderLive } from '../session/session-holder.js';
 import type { RuntimeCommandType, SessionHolder, SessionStore, StoredTask } from '../store/index.js';
-import { ErrandError, isTerminalStatus, systemClock } from '../tasks/index.js';
+import {
+  ErrandError,
+  isTerminalStatus,
+  type OutputCursor,
+  systemClock,
+  type TaskId,
+} from '../tasks/index.js';
 import { defineOptions, type OptionsInput, option } from '../tasks/options.js';
 import { readFileTail } from '../text/index.js';
 import { pageFromStore } from './conversation-endpoint.js';
@@ -41,6 +47,7 @@ import type {
   StopBackgroundWorkResult,
   StopRejectionReason,
 } from './dashboard-backend.js';
+import { openFileOutputCursor } from './file-output-cursor.js';
 import { consoleDashboardLogger } from './server-options.js';
 import { createSessionSummaries } from './session-summaries.js';
 
@@ -54,6 +61,13 @@ export const storeDashboardBackendOptions = defineOptions('createStoreDashboardB
   stopTimeoutMs: option.integer({ min: 1, max: 600_000, default: 5000 }),
   /** How often a waiting Stop re-reads its command, in ms (1 to 60000). Default 50. */
   stopPollMs: option.integer({ min: 1, max: 60_000, default: 50 }),
+  /**
+   * How often a live output reader waiting for more looks at the output file's size, in ms (1 to 60000).
+   * Default 250.
+   */
+  outputPollMs: option.integer({ min: 1, max: 60_000, default: 250 }),
+  /** The most bytes one output read returns (4 to 16777216). Default 1048576. */
+  maxOutputReadBytes: option.integer({ min: 4, max: 16 * 1024 * 1024, default: 1024 * 1024 }),
   /** Events kept for replay after a reconnect; a viewer further behind gets a reset. Default 1000. */
   ringSize: option.integer({ min: 1, max: 1_000_000, default: 1000 }),
   /** Whether a session's holder still runs. Default: the holder check sessions use (pid and process start). */
@@ -159,6 +173,8 @@ export { readFileTail };
 export function createStoreDashboardBackend(options: StoreDashboardBackendOptions): StoreDashboardBackend {
   const resolved = storeDashboardBackendOptions.resolve(options);
   const { store, pollMs, stopTimeoutMs, stopPollMs, ringSize, logger, now } = resolved;
+  const { outputPollMs, maxOutputReadBytes } = resolved;
+  let readers = 0;
   const feed = new StoreEventFeed({
     store,
     ringSize,
@@ -300,6 +316,27 @@ export function createStoreDashboardBackend(options: StoreDashboardBackendOption
         return { ok: false, reason: answer.reason as MoveRejectionReason };
       }
       throw new MoveFailedError(workId, answer.reason);
+    },
+    openOutput(workId, position): OutputCursor | undefined {
+      const facts = feed.find(workId);
+      const sessionId = facts?.sessionId ?? undefined;
+      if (facts === undefined || sessionId === undefined) return undefined;
+      const outputFile = store.getTask(workId, sessionId)?.outputFile;
+      if (outputFile === undefined) return undefined;
+      readers += 1;
+      return openFileOutputCursor(
+        {
+          id: `file-cursor-${readers}`,
+          taskId: facts.taskId as TaskId,
+          path: outputFile,
+          // The feed's view: what the store recorded, and `lost` once the work's holder is gone.
+          status: () => feed.find(workId)?.status ?? 'lost',
+          pollMs: outputPollMs,
+          maxReadBytes: maxOutputReadBytes,
+          now,
+        },
+        position,
+      );
     },
     dispose() {
       disposed = true;

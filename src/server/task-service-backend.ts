@@ -128,6 +128,12 @@ export function createTaskServiceBackend(options: TaskServiceBackendOptions): Ta
       const moved = tasks.requestBackground(workId, caller);
       return moved.isBackgrounded ? { ok: true, workId } : { ok: false, reason: 'not_running' };
     },
+    async openOutput(workId, position) {
+      const task = find(workId);
+      // Only what the dashboard shows: foreground work belongs to its call.
+      if (task === undefined || !task.isBackgrounded) return undefined;
+      return tasks.openCursor(task.id, caller, position);
+    },
     dispose: () => events.dispose(),
   };
 }

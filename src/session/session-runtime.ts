@@ -495,7 +495,7 @@ export class SessionRuntime {
     const ending = notification.event === 'terminal';
     const key = ending
       ? `task:${scope}:${notification.taskId}:${attempt}:${notification.startedAt}`
-      : `${PROGRESS_KEY_PREFIX}${scope}:${notification.taskId}:${attempt}:${notification.startedAt}:${notification.event}:${notification.createdAt}`;
+      : `${PROGRESS_KEY_PREFIX}${scope}:${notification.taskId}:${attempt}:${notification.startedAt}:${notification.event}:${notification.eventKey ?? notification.createdAt}`;
     // While the store refuses writes the admission waits behind the task's record, and is retried: the
     // inbox applies its rules again then (a session closed meanwhile refuses it; a resume tells it).
     const outcome = this.#pending.write(`notification:${session.id}:${key}`, () =>

@@ -201,6 +201,40 @@ export class MessagesNotSupportedError extends ErrandError {
   }
 }
 
+/** Why a cursor no longer reads: closed by its holder, idle too long, or its task is gone or restarted. */
+export type CursorCloseReason = 'closed' | 'expired' | 'task_forgotten' | 'task_resumed' | 'service_disposed';
+
+const CURSOR_CLOSE_REASONS: Record<CursorCloseReason, string> = {
+  closed: 'it was closed',
+  expired: 'it was idle longer than `cursorIdleMs`',
+  task_forgotten: 'its task was forgotten',
+  task_resumed: 'its task was re-registered (resumed): its output starts over',
+  service_disposed: 'the task service was disposed',
+};
+
+export class CursorClosedError extends ErrandError {
+  constructor(cursorId: string, taskId: string, reason: CursorCloseReason) {
+    super(
+      'CURSOR_CLOSED',
+      'caller',
+      `Output cursor ${cursorId} of task ${taskId} is closed: ${CURSOR_CLOSE_REASONS[reason]}; open a new one`,
+      { context: { cursorId, taskId, reason } },
+    );
+  }
+}
+
+export class CursorLimitError extends ErrandError {
+  /** `scope`: `task bash-3` or `the task service`; `option`: the limit's option name. */
+  constructor(taskId: string, scope: string, limit: number, option: string) {
+    super(
+      'CURSOR_LIMIT',
+      'caller',
+      `Cannot open another output cursor on task ${taskId}: ${scope} already has ${limit} open cursors (\`${option}\`); close one first`,
+      { context: { taskId, scope, limit, option } },
+    );
+  }
+}
+
 /**
  * An options object carries a key its options type does not have: a typo or an old name, which would
  * otherwise silently do nothing. The message names the key and suggests the closest known one, or lists them.

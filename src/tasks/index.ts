@@ -10,6 +10,7 @@ export * from './logger.js';
 export * from './option-rules.js';
 export type * from './option-types.js';
 export { type DefineOptionsSettings, defineOptions, type OptionsDeclaration } from './options.js';
+export type * from './output-stream.js';
 export * from './owner.js';
 export * from './status.js';
 export type * from './task-service.js';

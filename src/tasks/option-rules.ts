@@ -309,14 +309,26 @@ function record<K extends string, Input, Output>(
   });
 }
 
-/** A nested options record, resolved by its own declaration under this key's path; absent resolves to `{}`. */
 function nested<R extends OptionRules>(
   declaration: OptionsResolver<R>,
-): OptionRule<OptionsInput<R>, ResolvedOptions<R>> {
+  settings: { readonly optional: true },
+): OptionRule<OptionsInput<R>, ResolvedOptions<R> | undefined>;
+function nested<R extends OptionRules>(
+  declaration: OptionsResolver<R>,
+): OptionRule<OptionsInput<R>, ResolvedOptions<R>>;
+/**
+ * A nested options record, checked by its own declaration under this option's path. Absent, it resolves
+ * to its defaults — or, with `{ optional: true }`, to undefined (a part that is off unless configured).
+ */
+function nested<R extends OptionRules>(
+  declaration: OptionsResolver<R>,
+  settings: { readonly optional?: boolean } = {},
+): OptionRule<OptionsInput<R>, ResolvedOptions<R> | undefined> {
   return Object.freeze({
     expected: 'an object',
     required: false as const,
-    fallback: (path: string, where: string) => declaration.resolve({}, { where, path }),
+    fallback: (path: string, where: string) =>
+      settings.optional === true ? undefined : declaration.resolve({}, { where, path }),
     resolve: (value: unknown, path: string, where: string) => declaration.resolve(value, { where, path }),
   });
 }

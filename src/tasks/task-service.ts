@@ -1,4 +1,5 @@
 /** The TaskService contract. The in-process provider is the default; durable ones implement the same shape. */
+import type { OpenCursorOptions, OutputCursor } from './output-stream.js';
 import type { Caller } from './owner.js';
 import type { StopInitiator } from './status.js';
 import type {
@@ -30,6 +31,13 @@ export interface TaskService {
   read(id: string, caller?: Caller): Promise<TaskReadResult>;
   /** Requests cancellation; resolves to the snapshot after the request. A terminal task is returned as is. */
   kill(id: string, caller?: Caller, reason?: string, options?: KillOptions): Promise<TaskSnapshot>;
+  /**
+   * Opens a non-consuming cursor over the task's output (see `OutputCursor`), authorized like `get`:
+   * unknown and unauthorized ids both throw `TASK_NOT_FOUND`. Fails with `CURSOR_LIMIT` when the task or
+   * the service has as many open cursors as its limits allow, and with `INVALID_ARGUMENT` for a position
+   * outside the stream. Opening and reading never claim the task's delivery nor move the model's read.
+   */
+  openCursor(id: string, caller?: Caller, options?: OpenCursorOptions): Promise<OutputCursor>;
   /**
    * Resolves to the terminal snapshot when the task ends (claiming its delivery) or the live snapshot
    * after `timeoutMs`. Aborting `signal` cancels only this wait.

@@ -1,5 +1,6 @@
 /** The shapes that cross the task-service boundary: specs, producer hooks, outcomes and snapshots. */
 import type { SessionId, TaskId, TaskKind } from './ids.js';
+import type { TaskOutputStream } from './output-stream.js';
 import type { Caller, Owner } from './owner.js';
 import type { StopInitiator, TaskStatus, TerminalTaskStatus } from './status.js';
 
@@ -33,6 +34,12 @@ export interface TaskHooks {
   readonly done: Promise<TaskOutcome>;
   /** The next consuming output delta. Absent: a final-output task whose result is `outcome.output`. */
   readOutput?(): string | Promise<string>;
+  /**
+   * The output as a byte stream that observation cursors read without consuming it (the bash and pty
+   * producers: their output file). Absent: cursors of a streaming task read nothing; cursors of a
+   * final-output task read its result once it has ended.
+   */
+  readonly output?: TaskOutputStream;
   /** False: callers cannot stop it (`CANCEL_NOT_SUPPORTED`); only disposal cancels it. Default true. */
   readonly cancellable?: boolean;
   /** Forwards a message to running work that accepts them (a subagent). */

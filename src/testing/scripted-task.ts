@@ -2,7 +2,15 @@
  * A producer whose every move a test decides: push output, settle with any outcome, and choose how it
  * answers cancel (settle as killed, ignore, or throw). Use it instead of one-off mocks of the hooks.
  */
-import type { Owner, TaskHooks, TaskKind, TaskOutcome, TaskRunContext, TaskSpec } from '../tasks/index.js';
+import type {
+  Owner,
+  TaskHooks,
+  TaskKind,
+  TaskOutcome,
+  TaskOutputStream,
+  TaskRunContext,
+  TaskSpec,
+} from '../tasks/index.js';
 
 export type CancelBehavior = 'settle' | 'ignore' | 'throw';
 
@@ -12,6 +20,16 @@ export interface ScriptedTaskOptions {
   readonly owner?: Owner;
   /** Streaming tasks expose `readOutput`; final-output tasks do not. Default true. */
   readonly streaming?: boolean;
+  /**
+   * Whether a streaming task also exposes its output as a byte stream (`TaskHooks.output`) for
+   * observation cursors. Default true.
+   */
+  readonly observable?: boolean;
+  /**
+   * The stream keeps only its newest this many bytes, as a bounded stream (a Redis stream with a cap)
+   * would: older ones leave it, and a cursor behind them reads a missed-bytes marker. Default: keep all.
+   */
+  readonly retainBytes?: number;
   /** How `cancel` answers. `settle` (default) settles as killed on the next microtask. */
   readonly onCancel?: CancelBehavior;
   readonly cancellable?: boolean;
@@ -29,8 +47,10 @@ export interface ScriptedTask {
   readonly cancelReasons: readonly (string | undefined)[];
   readonly messages: readonly string[];
   readonly context: TaskRunContext | undefined;
-  /** Appends streaming output. */
+  /** Appends streaming output (to the consuming read and to the byte stream). */
   push(text: string): void;
+  /** Bytes pushed so far: the byte stream's end. */
+  readonly streamBytes: number;
   /** Settles `done` with the given outcome (default completed). */
   settle(outcome?: TaskOutcome): void;
   /** Rejects `done`: a producer breaking its contract. */
@@ -46,6 +66,8 @@ export function scriptedTask(options: ScriptedTaskOptions = {}): ScriptedTask {
   const cancelReasons: (string | undefined)[] = [];
   const messages: string[] = [];
   const onCancel = options.onCancel ?? 'settle';
+  const stream =
+    options.streaming !== false && options.observable !== false ? byteStream(options) : undefined;
 
   const run = (runContext: TaskRunContext): TaskHooks => {
     runCalls += 1;
@@ -72,6 +94,7 @@ export function scriptedTask(options: ScriptedTaskOptions = {}): ScriptedTask {
               buffer = '';
               return text;
             },
+            ...(stream ? { output: stream.port } : {}),
           }),
       ...(options.acceptsMessages ? { sendMessage: (message: string) => void messages.push(message) } : {}),
     };
@@ -100,12 +123,59 @@ export function scriptedTask(options: ScriptedTaskOptions = {}): ScriptedTask {
     },
     push(text) {
       buffer += text;
+      stream?.append(text);
+    },
+    get streamBytes() {
+      return stream?.port.end ?? 0;
     },
     settle(outcome = { status: 'completed' }) {
       resolveDone(outcome);
     },
     reject(error) {
       rejectDone(error);
+    },
+  };
+}
+
+/** The byte stream of a scripted task: what was pushed, the newest `retainBytes` of it kept. */
+function byteStream(options: ScriptedTaskOptions): {
+  readonly port: TaskOutputStream;
+  append(text: string): void;
+} {
+  const retain = options.retainBytes ?? Number.POSITIVE_INFINITY;
+  let held = Buffer.alloc(0);
+  let heldFrom = 0;
+  const listeners = new Set<() => void>();
+  const port: TaskOutputStream = {
+    get end() {
+      return heldFrom + held.length;
+    },
+    get retainedFrom() {
+      return heldFrom;
+    },
+    location: 'scripted-output',
+    read(offset, maxBytes) {
+      const from = Math.max(offset, heldFrom);
+      const start = from - heldFrom;
+      return { from, bytes: Buffer.from(held.subarray(start, start + maxBytes)) };
+    },
+    onGrow(listener) {
+      listeners.add(listener);
+      return () => {
+        listeners.delete(listener);
+      };
+    },
+  };
+  return {
+    port,
+    append(text) {
+      if (text === '') return;
+      held = Buffer.concat([held, Buffer.from(text, 'utf8')]);
+      if (held.length > retain) {
+        heldFrom += held.length - retain;
+        held = held.subarray(held.length - retain);
+      }
+      for (const listener of [...listeners]) listener();
     },
   };
 }

@@ -12,6 +12,7 @@ import {
 } from './conformance/case-context.js';
 import { changeFeedCases } from './conformance/change-feed-cases.js';
 import type { ConformanceCase, ConformanceGroup } from './conformance/conformance-case.js';
+import { cursorCases } from './conformance/cursor-cases.js';
 import { identityCases } from './conformance/identity-cases.js';
 import { disposalCases, ownerLifecycleCases, retentionCases } from './conformance/lifecycle-cases.js';
 import { preflightCases } from './conformance/preflight-cases.js';
@@ -46,6 +47,7 @@ const GROUPS: readonly ConformanceGroup[] = [
   preflightCases,
   identityCases,
   readingCases,
+  cursorCases,
   waitingCases,
   settlementCases,
   stoppingCases,

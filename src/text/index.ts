@@ -4,4 +4,5 @@ export * from './fit-tail.js';
 export * from './lines.js';
 export * from './truncation-marker.js';
 export * from './utf8.js';
+export * from './utf8-bytes.js';
 export * from './xml.js';

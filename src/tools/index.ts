@@ -8,6 +8,7 @@ export * from './stop-dispatch.js';
 export * from './system-prompt.js';
 export * from './task-kill.js';
 export * from './task-list.js';
+export * from './task-monitor.js';
 export * from './task-output.js';
 export * from './task-tools.js';
 export * from './task-tools-options.js';

@@ -3,6 +3,8 @@
 export interface TaskToolsPromptOptions {
   /** The heading line. Default `# Background tasks`. */
   readonly heading?: string;
+  /** Whether the model has `task_monitor` (a line says when to use it). Default false. */
+  readonly monitors?: boolean;
 }
 
 const GUIDANCE = [
@@ -15,9 +17,13 @@ const GUIDANCE = [
   '- Stop work that no longer matters with task_kill(task_id, reason).',
 ].join('\n');
 
+const MONITOR_GUIDANCE =
+  '- To wait for a particular line of a running task\'s output (a server saying it listens, an error), call task_monitor(task_id, pattern) instead of polling: the lines that match come to you as <task-notification>s, quietly unless you pass lane: "wakeup".';
+
 /** The section, with an optional heading override. */
 export function taskToolsPrompt(options: TaskToolsPromptOptions = {}): string {
-  return `${options.heading ?? '# Background tasks'}\n\n${GUIDANCE}`;
+  const guidance = options.monitors === true ? `${GUIDANCE}\n${MONITOR_GUIDANCE}` : GUIDANCE;
+  return `${options.heading ?? '# Background tasks'}\n\n${guidance}`;
 }
 
 /** The section with its default heading. */

@@ -1,13 +1,15 @@
 /**
- * `task_output(task_id, wait?, timeout_ms?)`: the output of a task since the last read (streaming tasks)
- * or its result once it has ended (final-output tasks), always ending with `[status: ...]`. It does not
- * block unless `wait: true`; a wait that times out reports the task running and leaves it running.
- * Reading a finished task takes its delivery claim, so no notification repeats what the model read.
+ * `task_output(task_id, wait?, timeout_ms?, tail_bytes?, tail_lines?)`: the output of a task since the
+ * last read (streaming tasks) or its result once it has ended (final-output tasks), always ending with
+ * `[status: ...]`. It does not block unless `wait: true`; a wait that times out reports the task running
+ * and leaves it running. With `tail_bytes` or `tail_lines` it shows the newest output instead, through an
+ * observation cursor, without moving the model's read position. Answering with a finished task's end
+ * takes its delivery claim, so no notification repeats what the model read.
  */
 import { z } from 'zod';
 import { detailString } from '../notifications/index.js';
 import { type Caller, ErrandError, isTerminalStatus, type TaskSnapshot } from '../tasks/index.js';
-import { formatTruncationMarker } from '../text/index.js';
+import { formatTruncationMarker, lastLines, stripTerminalEscapes, utf8ByteLength } from '../text/index.js';
 import { limitToolText } from './output-limit.js';
 import { RECORDED_OUTPUT_READ_BYTES } from './recorded-tasks.js';
 import { formatStatusLine } from './status-line.js';
@@ -25,6 +27,8 @@ export interface TaskOutputInput {
   readonly task_id: string;
   readonly wait?: boolean | undefined;
   readonly timeout_ms?: number | undefined;
+  readonly tail_bytes?: number | undefined;
+  readonly tail_lines?: number | undefined;
 }
 
 export interface TaskOutputValue {
@@ -37,22 +41,45 @@ export interface TaskOutputValue {
 export const TASK_OUTPUT_TOOL_NAME = 'task_output';
 
 function inputSchema(runtime: TaskToolsRuntime) {
-  const { defaultWaitMs, maxWaitMs } = runtime.options;
+  const { defaultWaitMs, maxWaitMs, maxTailBytes, maxTailLines } = runtime.options;
   // Strict, as bash is: an unknown key is refused by name, not silently dropped.
-  return z.strictObject({
-    task_id: z.string().describe('The id of a background task, for example "bash-3".'),
-    wait: z
-      .boolean()
-      .optional()
-      .describe('Wait for the task to end before answering. Default false: answer at once.'),
-    timeout_ms: z
-      .number()
-      .positive()
-      .optional()
-      .describe(
-        `How long to wait when wait is true, in milliseconds. Default ${defaultWaitMs}; at most ${maxWaitMs} (longer values are capped).`,
-      ),
-  });
+  return z
+    .strictObject({
+      task_id: z.string().describe('The id of a background task, for example "bash-3".'),
+      wait: z
+        .boolean()
+        .optional()
+        .describe('Wait for the task to end before answering. Default false: answer at once.'),
+      timeout_ms: z
+        .number()
+        .positive()
+        .optional()
+        .describe(
+          `How long to wait when wait is true, in milliseconds. Default ${defaultWaitMs}; at most ${maxWaitMs} (longer values are capped).`,
+        ),
+      tail_bytes: z
+        .number()
+        .int()
+        .positive()
+        .max(maxTailBytes)
+        .optional()
+        .describe(
+          `Show only the newest this many bytes of output, without moving your read position (at most ${maxTailBytes}).`,
+        ),
+      tail_lines: z
+        .number()
+        .int()
+        .positive()
+        .max(maxTailLines)
+        .optional()
+        .describe(
+          `Show only the last this many lines of output, without moving your read position (at most ${maxTailLines}).`,
+        ),
+    })
+    .refine((input) => input.tail_bytes === undefined || input.tail_lines === undefined, {
+      message: 'give tail_bytes or tail_lines, not both',
+      path: ['tail_lines'],
+    });
 }
 
 const DESCRIPTION = [
@@ -60,7 +87,40 @@ const DESCRIPTION = [
   'For a streaming task (a command) it returns the output since your last read; for a task with a final result (a subagent) it returns the result once the task has ended.',
   'The answer always ends with a [status: ...] line.',
   'It does not block unless wait is true; a wait that times out reports the task still running and does not stop it.',
+  'With tail_lines or tail_bytes it shows only the newest output and leaves your read position where it was.',
 ].join(' ');
+
+/** The newest output of a task, read through an observation cursor: the model's read does not move. */
+async function readTail(
+  runtime: TaskToolsRuntime,
+  snapshot: TaskSnapshot,
+  caller: Caller,
+  input: TaskOutputInput,
+): Promise<string> {
+  const { maxTailBytes } = runtime.options;
+  const back = input.tail_bytes ?? maxTailBytes;
+  const cursor = await runtime.tasks.openCursor(snapshot.id, caller, { from: 'end', tailBytes: back });
+  let read: Awaited<ReturnType<typeof cursor.read>>;
+  try {
+    read = await cursor.read({ maxBytes: Math.max(4, back) });
+  } finally {
+    cursor.close();
+  }
+  if (read.stream === 'none')
+    return '(this task offers no output to tail: read it without tail_lines or tail_bytes)';
+  if (read.stream === 'final' && !isTerminalStatus(read.status)) {
+    return '(no result yet: the result is returned once the task ends)';
+  }
+  if (read.end === 0) return '(no output yet)';
+  const plain = stripTerminalEscapes(read.text);
+  const lines = input.tail_lines;
+  const text = lines === undefined ? plain : lastLines(plain, lines);
+  const what =
+    lines === undefined
+      ? `the newest ${utf8ByteLength(text)} bytes`
+      : `the last ${lines === 1 ? 'line' : `${lines} lines`}`;
+  return `[${what} of ${read.end} bytes of output; your read position did not move]\n${text}`;
+}
 
 function bodyOf(text: string, snapshot: TaskSnapshot): string {
   if (!snapshot.finalOutput) return text === '' ? '(no new output)' : text;
@@ -138,12 +198,23 @@ export function createTaskOutputTool(
           }
         }
         const before = snapshot;
-        let { text, snapshot: after } = await tasks.read(before.id, caller);
-        if (!isTerminalStatus(before.status) && isTerminalStatus(after.status)) {
-          // It ended while we read: collect the rest too, so the status we show comes with all the output.
-          const rest = await tasks.read(before.id, caller);
-          text += rest.text;
-          after = rest.snapshot;
+        let text: string;
+        let after: TaskSnapshot;
+        const tail = input.tail_bytes !== undefined || input.tail_lines !== undefined;
+        if (tail) {
+          // A finished task's end is read first: its status then comes with all of its output.
+          after = tasks.get(before.id, caller);
+          text = await readTail(runtime, after, caller, input);
+          // The answer shows the model how it ended: no notification need repeat it.
+          if (isTerminalStatus(after.status)) tasks.claim(after.id, caller);
+        } else {
+          ({ text, snapshot: after } = await tasks.read(before.id, caller));
+          if (!isTerminalStatus(before.status) && isTerminalStatus(after.status)) {
+            // It ended while we read: collect the rest too, so the status we show comes with all the output.
+            const rest = await tasks.read(before.id, caller);
+            text += rest.text;
+            after = rest.snapshot;
+          }
         }
         snapshot = after;
         if (isTerminalStatus(after.status)) note = undefined;
@@ -151,7 +222,7 @@ export function createTaskOutputTool(
           isTerminalStatus(after.status) && after.error !== undefined ? `\nerror: ${after.error}` : '';
         const limit = limitFor(runtime, after);
         const outputFile = detailString(after, 'outputFile');
-        const body = `${bodyOf(text, after)}${error}`;
+        const body = `${tail ? text : bodyOf(text, after)}${error}`;
         const status = formatStatusLine(after, note);
         const whole = body.endsWith('\n') ? `${body}${status}` : `${body}\n${status}`;
         return {

@@ -1,4 +1,5 @@
 /** Options of the task tools: one declaration with their defaults and their validation. */
+import { taskMonitorsOptions } from '../notifications/index.js';
 import { type ControllerScope, MAX_TIMER_DELAY_MS, type TaskService } from '../tasks/index.js';
 import { defineOptions, type OptionsInput, option, type ResolvedOptions } from '../tasks/options.js';
 import type { RecordedTasks } from './recorded-tasks.js';
@@ -27,6 +28,18 @@ export const taskToolsOptions = defineOptions('createTaskTools', {
   maxListedTasks: option.integer({ min: 1, max: 100_000, default: 50 }),
   /** Characters of a label `task_list` shows. Default 120. */
   maxLabelChars: option.integer({ min: 8, max: 100_000, default: 120 }),
+  /**
+   * The most `task_output`'s `tail_bytes` may ask for, and how far back `tail_lines` looks (4 to 16777216;
+   * at most the task service's `maxCursorReadBytes`). Default 65536.
+   */
+  maxTailBytes: option.integer({ min: 4, max: 16_777_216, default: 65_536 }),
+  /** The most `task_output`'s `tail_lines` may ask for (1 to 100000). Default 1000. */
+  maxTailLines: option.integer({ min: 1, max: 100_000, default: 1000 }),
+  /**
+   * Adds `task_monitor`: its monitors hand their notifications to `notify` (the owner's delivery policy),
+   * within these limits (see `createTaskMonitors`). Default: no `task_monitor`.
+   */
+  monitors: option.nested(taskMonitorsOptions.omit('tasks'), { optional: true }),
   /** The stop dispatch `task_kill` goes through (with its per-kind strategies). Default: a new one over `tasks`. */
   stop: option.shaped<StopDispatch>('a StopDispatch', ['stopBackgroundTask']),
   /** The name the tools attach as a task controller. Default `task-tools`. */

@@ -1,4 +1,5 @@
 /** What the three task tools share: the service, resolved options, the stop dispatch and the disposed state. */
+import type { TaskMonitors } from '../notifications/index.js';
 import { ErrandError, type TaskService, type TaskSnapshot } from '../tasks/index.js';
 import { ToolsDisposedError } from './errors.js';
 import { limitToolText } from './output-limit.js';
@@ -12,6 +13,8 @@ export interface TaskToolsRuntime {
   readonly tasks: TaskService;
   readonly options: ResolvedTaskToolsOptions;
   readonly stop: StopDispatch;
+  /** The monitors `task_monitor` starts; absent when the tools were created without `monitors`. */
+  readonly monitors?: TaskMonitors;
   /** Aborted when the tools are disposed: pending waits end with them. */
   readonly disposed: AbortSignal;
   /** Finished tasks of an earlier runtime the service does not hold. */

@@ -152,6 +152,48 @@ describe('task_output', () => {
     });
   });
 
+  it('shows the newest bytes or lines without moving the read position', async () => {
+    const h = harness();
+    const { id, task } = await h.start();
+    task.push('one\ntwo\n\u001b[31mthree\u001b[0m\nfour\n');
+    expect((await h.call('task_output', { task_id: id, tail_lines: 2 })).text).toBe(
+      '[the last 2 lines of 28 bytes of output; your read position did not move]\nthree\nfour\n[status: running]',
+    );
+    expect((await h.call('task_output', { task_id: id, tail_bytes: 5 })).text).toBe(
+      '[the newest 5 bytes of 28 bytes of output; your read position did not move]\nfour\n[status: running]',
+    );
+    // The model's own read still starts where it left off: at the beginning.
+    expect((await h.call('task_output', { task_id: id })).text).toMatch(/^one\ntwo\n/);
+    task.settle();
+    await flushMicrotasks();
+    const last = await h.call('task_output', { task_id: id, tail_lines: 1 });
+    expect(last.text).toBe(
+      '[the last line of 28 bytes of output; your read position did not move]\nfour\n[status: completed]',
+    );
+    // It showed the end: the claim is taken, and surfaces withdraw the notification.
+    expect(h.tasks.get(id, h.owner).reported).toBe(true);
+    expect(last).toMatchObject({ taskEnds: [{ taskId: id, attempt: 1 }] });
+  });
+
+  it('tails a final-output task once it has ended, and refuses a tail of both kinds', async () => {
+    const h = harness({ maxTailLines: 10 });
+    const { id, task } = await h.start({ kind: 'agent', label: 'review', streaming: false });
+    expect((await h.call('task_output', { task_id: id, tail_lines: 1 })).text).toBe(
+      '(no result yet: the result is returned once the task ends)\n[status: running]',
+    );
+    const both = await h.call('task_output', { task_id: id, tail_lines: 1, tail_bytes: 10 });
+    expect(both).toMatchObject({ isError: true });
+    expect(both.text).toContain('give tail_bytes or tail_lines, not both');
+    expect((await h.call('task_output', { task_id: id, tail_lines: 11 })).text).toMatch(
+      /INVALID_TOOL_INPUT.*tail_lines/,
+    );
+    task.settle({ status: 'completed', output: 'Summary:\nall good' });
+    await flushMicrotasks();
+    expect((await h.call('task_output', { task_id: id, tail_lines: 1 })).text).toBe(
+      '[the last line of 17 bytes of output; your read position did not move]\nall good\n[status: completed]',
+    );
+  });
+
   it('takes the delivery claim when it reads a finished task', async () => {
     const h = harness();
     const { id, task } = await h.start();

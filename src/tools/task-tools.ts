@@ -3,9 +3,11 @@
  * service. While they exist they are attached as a task controller (producers cannot start work nobody
  * could collect or stop otherwise); `dispose()` detaches them and ends their pending waits.
  */
+import { createTaskMonitors, type TaskMonitors } from '../notifications/index.js';
 import { createStopDispatch, type StopDispatch } from './stop-dispatch.js';
 import { createTaskKillTool, type TaskKillInput, type TaskKillValue } from './task-kill.js';
 import { createTaskListTool, type TaskListInput, type TaskListValue } from './task-list.js';
+import { createTaskMonitorTool, type TaskMonitorInput, type TaskMonitorValue } from './task-monitor.js';
 import { createTaskOutputTool, type TaskOutputInput, type TaskOutputValue } from './task-output.js';
 import {
   type ResolvedTaskToolsOptions,
@@ -19,12 +21,16 @@ export interface TaskTools {
   readonly taskOutput: ToolDefinition<TaskOutputInput, TaskOutputValue>;
   readonly taskList: ToolDefinition<TaskListInput, TaskListValue>;
   readonly taskKill: ToolDefinition<TaskKillInput, TaskKillValue>;
-  /** The three definitions, in the order a model should see them. */
+  /** `task_monitor`, when the tools were created with `monitors`. */
+  readonly taskMonitor: ToolDefinition<TaskMonitorInput, TaskMonitorValue> | undefined;
+  /** The monitors `task_monitor` starts, when the tools were created with `monitors`. */
+  readonly monitors: TaskMonitors | undefined;
+  /** The definitions, in the order a model should see them (`task_monitor` last, when present). */
   readonly tools: readonly AnyToolDefinition[];
   /** The stop dispatch task_kill uses (register per-kind strategies on it). */
   readonly stop: StopDispatch;
   readonly options: ResolvedTaskToolsOptions;
-  /** Detaches the controller and ends pending waits; later calls answer `TOOLS_DISPOSED`. Idempotent. */
+  /** Detaches the controller, ends pending waits and stops monitors; later calls answer `TOOLS_DISPOSED`. Idempotent. */
   dispose(): void;
 }
 
@@ -33,28 +39,39 @@ export function createTaskTools(options: TaskToolsOptions): TaskTools {
   const { tasks } = resolved;
   const stop = resolved.stop ?? createStopDispatch({ tasks });
   const disposal = new AbortController();
+  const monitors =
+    resolved.monitors === undefined ? undefined : createTaskMonitors({ ...resolved.monitors, tasks });
   const runtime: TaskToolsRuntime = {
     tasks,
     options: resolved,
     stop,
     disposed: disposal.signal,
-    recorded: options.recorded,
+    recorded: resolved.recorded,
+    ...(monitors === undefined ? {} : { monitors }),
   };
   const taskOutput = createTaskOutputTool(runtime);
   const taskList = createTaskListTool(runtime);
   const taskKill = createTaskKillTool(runtime);
+  const taskMonitor = monitors === undefined ? undefined : createTaskMonitorTool(runtime);
   // Attach last: nothing above can fail after the controller is attached.
   const detach = tasks.attachController(resolved.controllerName, resolved.controllerScope);
   return Object.freeze({
     taskOutput,
     taskList,
     taskKill,
-    tools: Object.freeze([taskOutput, taskList, taskKill] as AnyToolDefinition[]),
+    taskMonitor,
+    monitors,
+    tools: Object.freeze(
+      (taskMonitor === undefined
+        ? [taskOutput, taskList, taskKill]
+        : [taskOutput, taskList, taskKill, taskMonitor]) as AnyToolDefinition[],
+    ),
     stop,
     options: resolved,
     dispose() {
       if (disposal.signal.aborted) return;
       disposal.abort(new Error('task tools disposed'));
+      monitors?.dispose();
       detach();
     },
   });

@@ -220,7 +220,9 @@ export class BashProducer {
       stopListening();
       return bashOutcome(facts);
     });
+    const output = handle.outputStream();
     return {
+      ...(output === undefined ? {} : { output }),
       cancel: (reason) => {
         if (this.executor.get(handle.id) !== handle) {
           // The executor no longer knows the process: nothing can stop it or report its end.

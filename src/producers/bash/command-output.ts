@@ -8,7 +8,8 @@
  * (`ensureFile`): a command without output leaves no file behind, and a path is never shown before the
  * file exists.
  */
-import type { OutputDirectory, OutputFileWriter } from '../../process/index.js';
+import { type OutputDirectory, type OutputFileWriter, outputFileStream } from '../../process/index.js';
+import type { TaskOutputStream } from '../../tasks/index.js';
 import { OUTPUT_SNAPSHOT_BYTES } from './executor-options.js';
 import { OutputWindow } from './output-window.js';
 import { completeUtf8Length, Utf8ChunkAligner } from './utf8-boundary.js';
@@ -84,6 +85,11 @@ export class CommandOutput {
   /** The path of the output file once it exists. */
   get file(): string | undefined {
     return this.#file.opened ? this.#file.path : undefined;
+  }
+
+  /** The whole stream as its output file holds it, for observation cursors (nothing consumed). */
+  stream(): TaskOutputStream {
+    return outputFileStream(this.#file);
   }
 
   /** Creates the output file now if it does not exist yet; resolves with whether it exists. */

@@ -16,6 +16,7 @@ import {
   TreeTerminator,
 } from '../../process/index.js';
 import type { CancelTimer } from '../../tasks/clock.js';
+import type { TaskOutputStream } from '../../tasks/index.js';
 import { CommandOutput, type OutputRead } from './command-output.js';
 import { OUTPUT_SNAPSHOT_BYTES, type ResolvedExecutorOptions } from './executor-options.js';
 import type { ExitFacts, StopReason } from './exit-facts.js';
@@ -222,6 +223,14 @@ export class ProcessHandle {
   /** Consuming read of the newest unread output (at most `limitBytes`, capped by `maxReadBytes`). */
   read(limitBytes = this.#options.maxReadBytes): OutputRead {
     return this.#output?.read(limitBytes) ?? { text: '', skippedBytes: 0, outputBytes: 0, outputFile: null };
+  }
+
+  /**
+   * The merged stream as the output file holds it, for any number of non-consuming readers; undefined
+   * when the output could not be set up (the command never started).
+   */
+  outputStream(): TaskOutputStream | undefined {
+    return this.#output?.stream();
   }
 
   /** Non-consuming view of the newest output, at most 8192 bytes. */

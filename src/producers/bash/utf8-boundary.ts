@@ -1,32 +1,11 @@
 /**
- * UTF-8 boundaries at the byte level. Output arrives in chunks cut anywhere; these helpers keep every
- * cut (between chunks, between stdout and stderr, at a read limit) on a character boundary.
+ * UTF-8 boundaries for command output. Output arrives in chunks cut anywhere; the aligner keeps every cut
+ * (between chunks, between stdout and stderr) on a character boundary. The byte-level rules are text/'s.
  */
 
-/** How many bytes the sequence led by `lead` spans; 1 for ASCII and for bytes that cannot lead. */
-export function utf8SequenceLength(lead: number): number {
-  if (lead >= 0xc2 && lead <= 0xdf) return 2;
-  if (lead >= 0xe0 && lead <= 0xef) return 3;
-  if (lead >= 0xf0 && lead <= 0xf4) return 4;
-  return 1;
-}
+import { completeUtf8Length, isContinuationByte, utf8SequenceLength } from '../../text/index.js';
 
-export function isContinuationByte(byte: number): boolean {
-  return (byte & 0xc0) === 0x80;
-}
-
-/**
- * The length of the longest prefix of `bytes[0, end)` that does not stop inside a multi-byte sequence.
- * Bytes that are not valid UTF-8 are never held back.
- */
-export function completeUtf8Length(bytes: Uint8Array, end = bytes.length): number {
-  const lowest = Math.max(0, end - 4);
-  let index = end - 1;
-  while (index >= lowest && isContinuationByte(bytes[index]!)) index -= 1;
-  if (index < lowest) return end;
-  const length = utf8SequenceLength(bytes[index]!);
-  return end - index < length ? index : end;
-}
+export { completeUtf8Length, isContinuationByte, utf8SequenceLength } from '../../text/index.js';
 
 /**
  * Splits one source's chunks so each piece it emits ends on a character boundary. At most three bytes

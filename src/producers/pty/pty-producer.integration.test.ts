@@ -82,6 +82,18 @@ describe('pty tasks in the task service', () => {
     expect((await bed.tasks.read(started.taskId)).text).toBe('hello');
   });
 
+  it("gives observation cursors the raw terminal output, apart from the model's rendered read", async () => {
+    const bed = open();
+    const { taskId } = await bed.producer.start({ command: 'printf "\\033[1mbold\\033[0m\\n"' });
+    const cursor = await bed.tasks.openCursor(taskId);
+    expect(cursor.stream).toBe('bytes');
+    await settled(bed, taskId);
+    const read = await cursor.read();
+    expect(read.text).toContain('\u001b[1mbold\u001b[0m');
+    expect(read.ended).toBe(true);
+    expect((await bed.tasks.read(taskId)).text).toBe('bold');
+  });
+
   it('completes a program that ended just before a kill, and refuses input to it', async () => {
     // Unmemoized, so the checks below see /proc as it is now.
     const bed = open({ processSource: procfsSource() });
@@ -179,7 +191,8 @@ describe('pty tasks in the task service', () => {
     expect((await bed.tasks.read(taskId)).text).toBe('repl>');
     expect((await bed.tasks.read(taskId)).text).toBe('');
     bed.producer.write(taskId, { text: 'one', keys: ['Enter'] }, undefined);
-    await expectScreen(pty, 'echo: one');
+    // The answer and the new prompt are written one after the other: wait for both, not only the answer.
+    await expectScreen(pty, /echo: one\nrepl>/);
     // The prompt line changed (it now shows what was typed); the answer and the new prompt are new.
     expect((await bed.tasks.read(taskId)).text).toBe('repl> one\necho: one\nrepl>');
     // Viewers see the output grow through throttled detail updates.

@@ -4,7 +4,12 @@
  * (`tasks.get(id, caller)`), so another session's task looks exactly like a missing one.
  */
 import { resolve as resolvePath } from 'node:path';
-import { DetailThrottle, OutputDirectory, type OutputFileWriter } from '../../process/index.js';
+import {
+  DetailThrottle,
+  OutputDirectory,
+  type OutputFileWriter,
+  outputFileStream,
+} from '../../process/index.js';
 import {
   type Caller,
   createTrustedCaller,
@@ -187,7 +192,7 @@ class LocalPtyProducer implements PtyProducer {
           });
           started = pty;
           if (pty.pid !== undefined) context.updateDetail({ pid: pty.pid });
-          return this.#register(context, pty);
+          return this.#register(context, pty, file);
         },
       });
     } catch (error) {
@@ -306,7 +311,7 @@ class LocalPtyProducer implements PtyProducer {
     return env;
   }
 
-  #register(context: TaskRunContext, pty: PtyProcess): TaskHooks {
+  #register(context: TaskRunContext, pty: PtyProcess, file: OutputFileWriter): TaskHooks {
     this.#entries.set(context.taskId, { process: pty, context });
     this.#outputFiles.set(context.taskId, pty.outputFile);
     // Viewers see the output grow; the final count goes out with the outcome.
@@ -336,6 +341,8 @@ class LocalPtyProducer implements PtyProducer {
       },
       done,
       readOutput: () => pty.readDelta(),
+      // Observers read the raw terminal output as the file holds it; the model reads the rendered screen.
+      output: outputFileStream(file),
     };
   }
 

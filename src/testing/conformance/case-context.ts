@@ -26,6 +26,14 @@ export interface ConformanceLimits {
   readonly maxLiveOwnerlessTasks?: number;
   readonly maxLiveTasks?: number;
   readonly maxRetainedTasksPerOwner?: number;
+  /** Observation cursors open at once on one task. */
+  readonly maxCursorsPerTask?: number;
+  /** Observation cursors open at once in the whole provider. */
+  readonly maxCursors?: number;
+  /** How long a cursor nobody reads stays open. */
+  readonly cursorIdleMs?: number;
+  /** The most bytes one cursor read returns. */
+  readonly maxCursorReadBytes?: number;
 }
 
 /** What the factory is given for one case. */

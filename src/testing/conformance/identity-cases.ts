@@ -19,6 +19,7 @@ function accessesOf({ tasks }: CaseContext): ReadonlyArray<readonly [string, (id
   return [
     ['get', (id) => tasks.get(id, bob)],
     ['read', (id) => tasks.read(id, bob)],
+    ['openCursor', (id) => tasks.openCursor(id, bob)],
     ['wait', (id) => tasks.wait(id, 1_000, bob)],
     ['kill', (id) => tasks.kill(id, bob)],
     ['claim', (id) => tasks.claim(id, bob)],

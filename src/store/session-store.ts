@@ -232,6 +232,25 @@ export interface TaskRecordInput {
   readonly error?: string;
   readonly resultText?: string;
   readonly outputFile?: string;
+  /** Default: none. */
+  readonly process?: TaskProcessInput;
+  readonly statusFile?: string;
+  /** Default false. */
+  readonly durable?: boolean;
+  /**
+   * The model's read cursor, in bytes. Absent: the stored record's cursor is kept (0 for a new record);
+   * a cursor only moves forward (`saveTaskReadOffset`), and a smaller value here is ignored.
+   */
+  readonly readOffset?: number;
+}
+
+/** `TaskProcessFacts` as given to the store: only the pid is required. */
+export interface TaskProcessInput {
+  readonly pid: number;
+  readonly startTime?: number;
+  readonly bootId?: string;
+  readonly pgid?: number;
+  readonly tag?: string;
 }
 
 export interface TaskFilter {
@@ -262,6 +281,15 @@ export interface TaskRecords {
   listTasks(filter?: TaskFilter): StoredTask[];
   /** Marks running and stopping records `lost` (their process is gone) and returns them. */
   markLiveAsLost(options?: MarkLostOptions): StoredTask[];
+  /**
+   * Moves the model's read cursor of a task forward to `offset` bytes (a smaller one changes nothing) and
+   * returns the record, or undefined when there is none.
+   */
+  saveTaskReadOffset(
+    id: string,
+    sessionId: SessionId | string | undefined,
+    offset: number,
+  ): StoredTask | undefined;
 }
 
 // ---- workflow journals ----------------------------------------------------------------------------

@@ -4,6 +4,7 @@
  * dashboard backend. The MCP server, `errand serve`, `errand demo` and `errand chat` are built on it.
  */
 
+import { existsSync } from 'node:fs';
 import { BACKGROUND_EVENT_FEED_OPTION_KEYS } from '../events/feed-options.js';
 import {
   type BackgroundEventFeed,
@@ -11,6 +12,7 @@ import {
   createBackgroundEventFeed,
 } from '../events/index.js';
 import { rejectUnknownPolicyOptions } from '../notifications/index.js';
+import { LIFELINE_DEFAULTS, Lifeline, memoizedSource, procfsSource } from '../process/index.js';
 import {
   BASH_PRODUCER_OPTION_KEYS,
   type BashProducer,
@@ -74,6 +76,7 @@ import {
   type SessionRuntime,
   storeSequenceBlocks,
 } from '../session/index.js';
+import { isHolderLive } from '../session/session-holder.js';
 import { openSqliteSessionStore, type SessionStore } from '../store/index.js';
 import {
   createTrustedCaller,
@@ -101,6 +104,8 @@ import {
   taskToolsPrompt,
 } from '../tools/index.js';
 import { startCommandPoller } from './command-poller.js';
+import { durableAdopter } from './durable-adoption.js';
+import { stopLeftoverTrees } from './leftover-sweep.js';
 
 const trusted = createTrustedCaller('errand-runtime');
 
@@ -109,6 +114,20 @@ export const ERRAND_RUNTIME_DEFAULTS = Object.freeze({
   notificationTailReadBytes: 4096,
   commandPollMs: 500,
   commandMaxAgeMs: 60_000,
+  durable: false,
+});
+
+/** Options of the runtime's lifeline (`lifeline`). */
+export interface RuntimeLifelineOptions {
+  /** How long the sidecar waits between SIGTERM and SIGKILL when the runtime died. Default 500 ms. */
+  readonly killGraceMs?: number;
+  /** Restarts of a sidecar that died, per minute, before the runtime gives up on it. Default 5. */
+  readonly maxRestartsPerMinute?: number;
+}
+
+const LIFELINE_OPTION_KEYS = optionKeys<RuntimeLifelineOptions>()({
+  killGraceMs: true,
+  maxRestartsPerMinute: true,
 });
 
 /**
@@ -176,6 +195,20 @@ export interface ErrandRuntimeOptions {
    */
   readonly commandMaxAgeMs?: number;
   readonly events?: Omit<BackgroundEventFeedOptions, 'tasks'>;
+  /**
+   * The lifeline: a small sidecar process, started with the runtime, that stops every process of the
+   * runtime's non-durable work within moments when the runtime dies by any means (SIGKILL included), or
+   * false for none. Linux only (it needs /proc); elsewhere it is off. Default on.
+   */
+  readonly lifeline?: RuntimeLifelineOptions | boolean;
+  /**
+   * Whether the bash tool's background commands are durable: they write their output file directly,
+   * their exit status is captured, they keep running when the runtime dies or exits, and a resumed
+   * session re-attaches them (same id, owner and read cursor). Default false: background work stops
+   * with the runtime that started it, which is what "no orphaned processes" promises; turn it on for
+   * work that must survive a restart (a deploy, a long build). `bash.tool.durable` wins over it.
+   */
+  readonly durable?: boolean;
   /** More tools for a session (a harness's own), after Errand's. */
   readonly tools?: (session: Session, runtime: ErrandRuntime) => readonly AnyToolDefinition[];
   readonly logger?: Logger;
@@ -201,6 +234,8 @@ export const ERRAND_RUNTIME_OPTION_KEYS = optionKeys<ErrandRuntimeOptions>()({
   commandPollMs: true,
   commandMaxAgeMs: true,
   events: true,
+  lifeline: true,
+  durable: true,
   tools: true,
   logger: true,
 });
@@ -258,6 +293,9 @@ export function rejectUnknownRuntimeOptions(
   rejectUnknownPolicyOptions(parts.notifications, POLICY_OPTION_KEYS, at('notifications'));
   rejectUnknownOptions(parts.limits, SESSION_LIMIT_KEYS, at('limits'));
   rejectUnknownOptions(parts.events, PART_KEYS.events, at('events'));
+  if (typeof parts.lifeline === 'object') {
+    rejectUnknownOptions(parts.lifeline, LIFELINE_OPTION_KEYS, at('lifeline'));
+  }
 }
 
 export interface ErrandRuntime {
@@ -278,6 +316,8 @@ export interface ErrandRuntime {
   readonly stop: StopDispatch;
   readonly events: BackgroundEventFeed;
   readonly dashboard: DashboardBackend;
+  /** The lifeline sidecar's runtime side; undefined when it is off. */
+  readonly lifeline: Lifeline | undefined;
   /** The system prompt every session gets. */
   readonly systemPrompt: string;
   createSession(options?: CreateSessionOptions): Session;
@@ -365,20 +405,33 @@ async function assembleRuntime(
   ownsStore: boolean,
   built: Array<() => unknown>,
 ): Promise<ErrandRuntime> {
+  const logger: Logger = options.logger ?? {
+    warn: (message, context) =>
+      process.emitWarning(`${message}${context ? ` ${JSON.stringify(context)}` : ''}`, 'ErrandWarning'),
+  };
+  const source = memoizedSource(procfsSource());
+  // Started first and eagerly, so nothing this runtime spawns waits for it.
+  const lifeline = startLifeline(options.lifeline, logger);
+  if (lifeline) built.push(() => lifeline.release());
   const tasks = createTaskService({
     initialSequences: lastSequences(store),
     sequenceBlocks: storeSequenceBlocks(store),
     ...options.tasks,
   });
   built.push(() => tasks.dispose());
-  const executor = new BashExecutor(options.bash?.executor);
+  const executor = new BashExecutor({
+    ...(lifeline ? { lifeline } : {}),
+    ...options.bash?.executor,
+  });
   built.push(() => executor.dispose());
   const bash = createBashProducer({ tasks, executor, ...options.bash?.producer });
   built.push(() => bash.dispose());
-  const bashTool = createBashTool({ producer: bash, ...options.bash?.tool });
+  const durable = options.durable ?? ERRAND_RUNTIME_DEFAULTS.durable;
+  if (typeof durable !== 'boolean') throw new InvalidArgumentError('durable', 'a boolean', options.durable);
+  const bashTool = createBashTool({ producer: bash, durable, ...options.bash?.tool });
   const pty =
     options.pty !== false && (await isPtyAvailable())
-      ? createPtyProducer({ tasks, ...options.pty })
+      ? createPtyProducer({ tasks, ...(lifeline ? { lifeline } : {}), ...options.pty })
       : undefined;
   if (pty) built.push(() => pty.dispose());
   const ptyTools = pty ? createPtyTools(pty) : [];
@@ -472,6 +525,11 @@ async function assembleRuntime(
       notifyModelStops: ['workflow'],
       ...options.notifications,
     },
+    reconcile: {
+      adoptDurable: durableAdopter(bash, source, logger),
+      processSource: source,
+      killGraceMs: executor.options.killGraceMs,
+    },
     tools: (session) => [
       bashTool,
       ...ptyTools,
@@ -517,15 +575,23 @@ async function assembleRuntime(
           ownerOf: (workId) => tasks.list(trusted).find((task) => task.id === workId)?.ownerSessionId,
           stop: (workId) => dashboard.stopBackgroundWork(workId),
           now: systemClock.now,
-          logger: options.logger ?? {
-            warn: (message, context) =>
-              process.emitWarning(
-                `${message}${context ? ` ${JSON.stringify(context)}` : ''}`,
-                'ErrandWarning',
-              ),
-          },
+          logger,
         });
   if (commands) built.push(() => commands.stop());
+  // A dead runtime's non-durable trees that its lifeline could not stop are stopped now.
+  const leftovers = stopLeftoverTrees({
+    store,
+    source,
+    isHolderLive,
+    clock: systemClock,
+    killGraceMs: executor.options.killGraceMs,
+    logger,
+  }).catch((error: unknown) => {
+    logger.warn('stopping the processes a dead runtime left running failed', {
+      error: error instanceof Error ? error.message : String(error),
+    });
+    return 0;
+  });
 
   let disposal: Promise<void> | undefined;
   runtime = {
@@ -543,6 +609,7 @@ async function assembleRuntime(
     stop: taskTools.stop,
     events,
     dashboard,
+    lifeline,
     systemPrompt,
     createSession: (sessionOptions) => sessions.createSession(sessionOptions),
     resumeSession: (id) => sessions.resumeSession(id),
@@ -561,6 +628,9 @@ async function assembleRuntime(
         bash.dispose();
         await tasks.dispose();
         await executor.dispose();
+        await leftovers;
+        // Last: until now a death of this process still stops what it started.
+        await lifeline?.release();
         // A session closing from inside its own turn (a tool that disposed the runtime) still writes
         // its end to the store once that turn unwinds: the store closes after it.
         if (ownsStore && sessions.listSessions().length === 0) store.close();
@@ -570,6 +640,33 @@ async function assembleRuntime(
     },
   };
   return runtime;
+}
+
+/** The lifeline, unless it is off or cannot work here (no /proc: not Linux). */
+function startLifeline(option: ErrandRuntimeOptions['lifeline'], logger: Logger): Lifeline | undefined {
+  if (option === false) return undefined;
+  if (option !== undefined && option !== true && (typeof option !== 'object' || option === null)) {
+    throw new InvalidArgumentError('lifeline', 'an object of lifeline options, or a boolean', option);
+  }
+  const settings = typeof option === 'object' ? option : {};
+  const killGraceMs = settings.killGraceMs ?? LIFELINE_DEFAULTS.killGraceMs;
+  if (!Number.isSafeInteger(killGraceMs) || killGraceMs < 1 || killGraceMs > 60_000) {
+    throw new InvalidArgumentError(
+      'lifeline.killGraceMs',
+      'an integer from 1 to 60000',
+      settings.killGraceMs,
+    );
+  }
+  const restarts = settings.maxRestartsPerMinute ?? LIFELINE_DEFAULTS.maxRestartsPerMinute;
+  if (!Number.isSafeInteger(restarts) || restarts < 0) {
+    throw new InvalidArgumentError(
+      'lifeline.maxRestartsPerMinute',
+      'a non-negative integer',
+      settings.maxRestartsPerMinute,
+    );
+  }
+  if (!existsSync('/proc/self/stat')) return undefined;
+  return new Lifeline({ killGraceMs, maxRestartsPerMinute: restarts, clock: systemClock, logger });
 }
 
 function toDashboardSession(record: {

@@ -658,7 +658,9 @@ export class LocalTaskService implements TaskService {
       this.#emitChange('stopping', record);
     }
     try {
-      record.hooks.cancel(reason);
+      // Work that outlives its runtime is let go of, not stopped.
+      if (record.hooks.detach) record.hooks.detach();
+      else record.hooks.cancel(reason);
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       this.#options.logger.warn(`task ${record.id}: cancel threw during ${reason}; work may be left behind`, {

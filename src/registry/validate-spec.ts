@@ -80,5 +80,8 @@ export function validateHooks(kind: string, hooks: unknown): TaskHooks {
   if (candidate.readOutput !== undefined && typeof candidate.readOutput !== 'function') {
     throw new ProducerContractError(`The ${kind} producer's readOutput is not a function`);
   }
+  if (candidate.detach !== undefined && typeof candidate.detach !== 'function') {
+    throw new ProducerContractError(`The ${kind} producer's detach is not a function`);
+  }
   return candidate as TaskHooks;
 }

@@ -12,8 +12,10 @@ import {
   rejectUnknownPolicyOptions,
   type TaskNotification,
 } from '../notifications/index.js';
+import { memoizedSource, type ProcessSource, procfsSource } from '../process/index.js';
 import { createTaskService, type SequenceBlocks } from '../registry/index.js';
 import { type JsonObject, jsonCopy } from '../store/json.js';
+import type { StoredTask } from '../store/records.js';
 import type { SessionStore } from '../store/session-store.js';
 import { taskRecordFromSnapshot } from '../store/task-record-from-snapshot.js';
 import {
@@ -25,6 +27,7 @@ import {
   InvalidArgumentError,
   isTerminalStatus,
   type Logger,
+  type Owner,
   parseTaskId,
   type SessionId,
   systemClock,
@@ -35,6 +38,7 @@ import {
 import { optionKeys, rejectUnknownOptions, validateLoggerOption } from '../tasks/option-keys.js';
 import type { AnyToolDefinition } from '../tools/index.js';
 import type { ModelPort } from './model-port.js';
+import { LOST_CASES, type LostCase, type ReconcileContext, reconcileSessionTasks } from './reconcile.js';
 import { Session } from './session.js';
 import type { SessionEvent } from './session-events.js';
 import { holderFor, isHolderLive, registerLiveRuntime } from './session-holder.js';
@@ -90,7 +94,28 @@ export interface SessionRuntimeOptions {
   readonly now?: () => number;
   /** Schedules each session's idle drain and delivery retries. Default: the system clock. */
   readonly clock?: Clock;
+  /** How a resume checks and takes over the tasks a dead runtime left running (see `reconcile.ts`). */
+  readonly reconcile?: ReconcileOptions;
 }
+
+/** Options of the resume's reconciliation. A key not listed here is rejected with `UNKNOWN_OPTION`. */
+export interface ReconcileOptions {
+  /**
+   * Re-registers a durable task for a resumed session (the bash producer's `adopt`; `createErrandRuntime`
+   * wires it). Absent: durable tasks are left as they are, neither stopped nor called lost.
+   */
+  readonly adoptDurable?: (record: StoredTask, owner: Owner) => boolean;
+  /** Where processes are looked up. Default /proc. */
+  readonly processSource?: ProcessSource;
+  /** SIGTERM → SIGKILL grace when a leftover tree is stopped, in ms. Default 2000. */
+  readonly killGraceMs?: number;
+}
+
+const RECONCILE_OPTION_KEYS = optionKeys<ReconcileOptions>()({
+  adoptDurable: true,
+  processSource: true,
+  killGraceMs: true,
+});
 
 /** Every key of `SessionRuntimeOptions`; any other key is rejected with `UNKNOWN_OPTION`. */
 export const SESSION_RUNTIME_OPTION_KEYS = optionKeys<SessionRuntimeOptions>()({
@@ -108,6 +133,7 @@ export const SESSION_RUNTIME_OPTION_KEYS = optionKeys<SessionRuntimeOptions>()({
   logger: true,
   now: true,
   clock: true,
+  reconcile: true,
 });
 
 /** Options of `createSession`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
@@ -186,6 +212,7 @@ export class SessionRuntime {
   readonly #allClosedWaiters: Array<() => void> = [];
   /** Per task (session and id): the viewer facts last persisted, so a detail update writes only when they change. */
   readonly #persisted = new Map<string, string>();
+  #processSource: ProcessSource | undefined;
   /** Sessions opened so far: each opening gets its own admission scope (see `#enqueue`). */
   #openings = 0;
   #disposal: Promise<void> | undefined;
@@ -274,7 +301,9 @@ export class SessionRuntime {
     // Before anything is discarded or marked lost: a runtime that still has it open keeps it (SESSION_IN_USE).
     this.store.acquireSession(sessionId, holderFor(this.#instance, this.#now()), isHolderLive);
     this.store.discardQueued(sessionId, 'session_resumed');
-    this.store.markLiveAsLost({ sessionId, error: LOST_ON_RESUME_ERROR });
+    // Checked, never assumed: what still runs is taken over, what ended is settled with the truth.
+    const reconciled = reconcileSessionTasks(sessionId, this.#reconcileContext());
+    this.store.markLiveAsLost({ sessionId, error: LOST_ON_RESUME_ERROR, keepTaskIds: reconciled.kept });
     let session: Session;
     try {
       if (record.state === 'closed') this.store.updateSession(sessionId, { state: 'active' });
@@ -284,8 +313,23 @@ export class SessionRuntime {
       this.#releaseAfterFailedOpen(sessionId);
       throw error;
     }
+    reconciled.adopt(session.owner);
     this.#tellLost(session);
     return session;
+  }
+
+  #reconcileContext(): ReconcileContext {
+    const options = this.#options.reconcile ?? {};
+    this.#processSource ??= options.processSource ?? memoizedSource(procfsSource());
+    return {
+      store: this.store,
+      tasks: this.tasks,
+      source: this.#processSource,
+      clock: this.#clock,
+      logger: this.#logger,
+      killGraceMs: options.killGraceMs ?? 2000,
+      ...(options.adoptDurable === undefined ? {} : { adoptDurable: options.adoptDurable }),
+    };
   }
 
   /** Clears this runtime's holder of a session it failed to open (a no-op when another runtime holds it). */
@@ -310,7 +354,9 @@ export class SessionRuntime {
     const lost = this.store
       .listTasks({ sessionId: session.id, statuses: ['lost'] })
       .filter(
-        (task) => task.error === LOST_ON_RESUME_ERROR && task.branchGeneration === session.branchGeneration,
+        (task) =>
+          (task.error === LOST_ON_RESUME_ERROR || lostCaseOf(task) !== undefined) &&
+          task.branchGeneration === session.branchGeneration,
       );
     if (lost.length === 0) return;
     // Earlier "lost" notifications, by task: delivered ones are not told again.
@@ -335,6 +381,7 @@ export class SessionRuntime {
             label: task.label,
             error: task.error,
             outputFile: task.outputFile,
+            lostCase: lostCaseOf(task) ?? 'runtime_stopped',
             budgetBytes,
           }),
           lane: 'quiet',
@@ -513,8 +560,19 @@ export class SessionRuntime {
       return;
     }
     if (!this.#sessions.has(task.ownerSessionId)) return;
-    const facts = `${String(task.detail.pid)}\u0000${String(task.detail.outputFile)}`;
     const ended = isTerminalStatus(task.status);
+    // A durable task its runtime let go of at exit runs on: its record stays live for the next resume.
+    if (ended && task.detail.detached === true) return;
+    const detail = task.detail;
+    const facts = [
+      detail.pid,
+      detail.outputFile,
+      detail.processStartTime,
+      detail.statusFile,
+      detail.readOffset,
+    ]
+      .map(String)
+      .join('\u0000');
     if (reason === 'updated' && (ended || this.#persisted.get(key) === facts)) return;
     if (ended) this.#persisted.delete(key);
     else this.#persisted.set(key, facts);
@@ -599,6 +657,28 @@ function validateRuntimeOptions(options: SessionRuntimeOptions): void {
   validateLoggerOption(options.logger);
   resolveSessionLimits(options.limits);
   validatePolicyOptions(options.notifications);
+  validateReconcileOptions(options.reconcile);
+}
+
+function validateReconcileOptions(reconcile: ReconcileOptions | undefined): void {
+  if (reconcile === undefined) return;
+  if (typeof reconcile !== 'object' || reconcile === null) {
+    throw new InvalidArgumentError('reconcile', 'an object of reconcile options', reconcile);
+  }
+  rejectUnknownOptions(reconcile, RECONCILE_OPTION_KEYS, {
+    where: 'createSessionRuntime',
+    path: 'reconcile',
+  });
+  if (reconcile.adoptDurable !== undefined && typeof reconcile.adoptDurable !== 'function') {
+    throw new InvalidArgumentError('reconcile.adoptDurable', 'a function', reconcile.adoptDurable);
+  }
+  if (reconcile.processSource !== undefined && typeof reconcile.processSource?.read !== 'function') {
+    throw new InvalidArgumentError('reconcile.processSource', 'a process source', reconcile.processSource);
+  }
+  const grace = reconcile.killGraceMs;
+  if (grace !== undefined && (!Number.isSafeInteger(grace) || grace < 1 || grace > 600_000)) {
+    throw new InvalidArgumentError('reconcile.killGraceMs', 'an integer from 1 to 600000', grace);
+  }
 }
 
 function validateEnvironment(field: string, env: unknown): void {
@@ -627,9 +707,19 @@ function validatePolicyOptions(notifications: PolicyOptions | undefined): void {
   }).dispose();
 }
 
-/** The diagnosis of a task found running when its session is resumed: its runtime stopped first. */
+/**
+ * The diagnosis of a task without a process of its own (a subagent, a workflow run) found running when
+ * its session is resumed: it ran inside the runtime that stopped, so it ended with it.
+ */
 const LOST_ON_RESUME_ERROR =
-  'The runtime that ran this task stopped; its process did not survive the restart.';
+  'The runtime that ran this task stopped; the task ran inside it, so it ended with it, and its result is unknown.';
+
+function lostCaseOf(task: StoredTask): LostCase | undefined {
+  const value = task.detail.lostCase;
+  return typeof value === 'string' && (LOST_CASES as readonly string[]).includes(value)
+    ? (value as LostCase)
+    : undefined;
+}
 
 /** How many ids of one kind a task service reserves in the store at a time. */
 export const TASK_ID_BLOCK_SIZE = 100;

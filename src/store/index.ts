@@ -37,4 +37,5 @@ export {
 } from './sqlite-database.js';
 export { openSqliteSessionStore, type SqliteSessionStore } from './sqlite-session-store.js';
 export { taskRecordFromSnapshot } from './task-record-from-snapshot.js';
+export { taskRecordInput } from './task-record-input.js';
 export { LOST_TASK_ERROR } from './transition-rules.js';

@@ -1,8 +1,8 @@
 /**
  * Builds the persisted form of a task from a registry snapshot. A producer publishes what recognises its
  * process after the fact in the task's detail (`pid`, `processStartTime`, `bootId`, `pgid`, `processTag`,
- * `statusFile`, `durable`); they become the record's own columns, so a later runtime finds them without
- * knowing the producer's detail shape.
+ * `statusFile`, `durable`) and the model's read cursor (`readOffset`); they become the record's own
+ * columns, so a later runtime finds them without knowing the producer's detail shape.
  */
 import type { TaskDetail, TaskSnapshot } from '../tasks/index.js';
 import type { JsonObject } from './json.js';
@@ -41,7 +41,14 @@ export function taskRecordFromSnapshot(
     ...(process === undefined ? {} : { process }),
     ...(statusFile === undefined ? {} : { statusFile }),
     durable: detail.durable === true,
+    ...(readOffsetOf(detail.readOffset) === undefined
+      ? {}
+      : { readOffset: readOffsetOf(detail.readOffset)! }),
   };
+}
+
+function readOffsetOf(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : undefined;
 }
 
 /** The process facts a producer published in `detail`; undefined without a positive integer `pid`. */

@@ -29,8 +29,8 @@ import {
 } from '../../tools/index.js';
 import { type BashProducer, optionalDuration, type StartedBashTask } from './bash-producer.js';
 import { type BashToolInput, bashToolSchema } from './bash-tool-schema.js';
-import { RunInBackgroundDisabledError, SpawnFailedError } from './errors.js';
-import { DEFAULT_STDERR_PREFIX } from './executor.js';
+import { CommandTooLargeError, RunInBackgroundDisabledError, SpawnFailedError } from './errors.js';
+import { DEFAULT_STDERR_PREFIX, MAX_COMMAND_BYTES } from './executor.js';
 import { booleanOption, integerOption } from './executor-options.js';
 import type { ExitFacts } from './exit-facts.js';
 import { withSkippedOutputMarker } from './skipped-output-marker.js';
@@ -41,6 +41,8 @@ export const BASH_TOOL_DEFAULTS = Object.freeze({
   maxTimeoutMs: 600_000,
   autoBackgroundAfterMs: 15_000,
   spawnFailureWaitMs: 10_000,
+  maxCommandBytes: 65_536,
+  durable: false,
 });
 
 /** Options of `createBashTool`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
@@ -75,6 +77,18 @@ export interface BashToolOptions {
    * reported by the call's result and not by a second notification. 1 to 2147483647 ms. Default 10000 ms.
    */
   readonly spawnFailureWaitMs?: number;
+  /**
+   * The largest `command` a call may give, in UTF-8 bytes (1 to 131071, the kernel's limit for one
+   * argument). A longer one is refused with `COMMAND_TOO_LARGE` before anything starts. Default 65536.
+   */
+  readonly maxCommandBytes?: number;
+  /**
+   * Whether commands started with `run_in_background` run durably: output straight to their file, exit
+   * status captured by a wrapper, and they keep running when the runtime dies (re-attached when the
+   * session is resumed). Foreground commands, and those that move to the background later, are not
+   * durable (their output is already piped through the runtime). Default false.
+   */
+  readonly durable?: boolean;
   readonly clock?: Clock;
 }
 
@@ -87,6 +101,8 @@ export const BASH_TOOL_OPTION_KEYS = optionKeys<BashToolOptions>()({
   autoBackgroundAfterMs: true,
   backgroundRuntimeCapMs: true,
   spawnFailureWaitMs: true,
+  maxCommandBytes: true,
+  durable: true,
   clock: true,
 });
 
@@ -170,6 +186,30 @@ export function createBashTool(options: BashToolOptions): BashTool {
   const spawnFailureWaitMs =
     optionalDuration('spawnFailureWaitMs', options.spawnFailureWaitMs) ??
     BASH_TOOL_DEFAULTS.spawnFailureWaitMs;
+  const maxCommandBytes = integerOption(
+    'maxCommandBytes',
+    options.maxCommandBytes,
+    BASH_TOOL_DEFAULTS.maxCommandBytes,
+    1,
+  );
+  if (maxCommandBytes > MAX_COMMAND_BYTES) {
+    throw new InvalidArgumentError('maxCommandBytes', `at most ${MAX_COMMAND_BYTES}`, maxCommandBytes);
+  }
+  const durable = booleanOption('durable', options.durable, BASH_TOOL_DEFAULTS.durable);
+  /** The checks that run on the raw input, before the schema (an oversized command is not even parsed). */
+  const refuseInput = (raw: unknown): Error | undefined => {
+    const command = (raw as { command?: unknown } | null)?.command;
+    if (typeof command === 'string' && command.length > maxCommandBytes / 3) {
+      const bytes = Buffer.byteLength(command, 'utf8');
+      if (bytes > maxCommandBytes) {
+        return new CommandTooLargeError('command', bytes, maxCommandBytes, 'maxCommandBytes');
+      }
+    }
+    if (!enableRunInBackground && hasInputKey('run_in_background', raw)) {
+      return new RunInBackgroundDisabledError((raw as BashToolInput).run_in_background);
+    }
+    return undefined;
+  };
   const clock = options.clock ?? systemClock;
   const foreground = new ForegroundCalls();
   const schema = bashToolSchema({
@@ -180,9 +220,8 @@ export function createBashTool(options: BashToolOptions): BashTool {
   });
 
   const execute = async (input: BashToolInput, context: ToolContext): Promise<ToolResult<BashToolValue>> => {
-    if (!enableRunInBackground && hasInputKey('run_in_background', input)) {
-      return toolError(describeToolError(new RunInBackgroundDisabledError(input.run_in_background)));
-    }
+    const refused = refuseInput(input);
+    if (refused !== undefined) return toolError(describeToolError(refused));
     const parsed = schema.safeParse(input);
     if (!parsed.success) {
       const problems = parsed.error.issues.map(
@@ -206,6 +245,7 @@ export function createBashTool(options: BashToolOptions): BashTool {
         cwd: call.workdir === undefined ? sessionCwd : resolvePath(sessionCwd, call.workdir),
         ...(context.env === undefined ? {} : { env: context.env }),
         background,
+        ...(durable && background ? { durable: true } : {}),
         ...(plan.timeoutMs === undefined ? {} : { timeoutMs: plan.timeoutMs }),
         ...(backgroundRuntimeCapMs === undefined ? {} : { backgroundRuntimeCapMs }),
       });
@@ -358,18 +398,14 @@ export function createBashTool(options: BashToolOptions): BashTool {
       defaultTimeoutMs,
       maxTimeoutMs,
       autoBackgroundAfterMs,
+      maxCommandBytes,
+      durable,
     }),
     inputSchema: schema,
     execute,
-    // The disabled parameter is absent from the schema: without this, a forced one would read "unrecognized key".
-    ...(enableRunInBackground
-      ? {}
-      : {
-          refuseInput: (raw: unknown) =>
-            hasInputKey('run_in_background', raw)
-              ? new RunInBackgroundDisabledError((raw as BashToolInput).run_in_background)
-              : undefined,
-        }),
+    // Before the schema: a disabled parameter is absent from it (a forced one would read "unrecognized
+    // key"), and an oversized command is refused without being parsed.
+    refuseInput,
   });
   return Object.freeze({
     ...definition,
@@ -406,10 +442,13 @@ function describeTool(options: {
   defaultTimeoutMs: number;
   maxTimeoutMs: number;
   autoBackgroundAfterMs: number | false;
+  maxCommandBytes: number;
+  durable: boolean;
 }): string {
   const lines = [
     'Runs a shell command with `bash -c` and returns its output (stdout and stderr interleaved, stderr lines marked `[stderr]`) followed by its exit code. A non-zero exit code is a normal result.',
     'Processes a command leaves running when it ends (`&`, `nohup`, daemons) are stopped with it.',
+    `A command may be at most ${options.maxCommandBytes} bytes; write a longer script to a file and run the file.`,
   ];
   if (options.enableRunInBackground && options.autoBackgroundAfterMs !== false) {
     lines.push(
@@ -424,6 +463,11 @@ function describeTool(options: {
     lines.push(
       'Set `run_in_background` for work that outlives this call (servers, watchers, long builds) instead of `&`: you get a task id at once, read its output with task_output, stop it with task_kill, and are notified when it ends. Keep working meanwhile instead of polling.',
     );
+    if (options.durable) {
+      lines.push(
+        'Background commands are durable: they keep running if this tool server restarts, and keep their task ids.',
+      );
+    }
   }
   return lines.join('\n');
 }

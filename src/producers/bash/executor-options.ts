@@ -2,6 +2,7 @@
 import { tmpdir } from 'node:os';
 import {
   createSpawnLauncher,
+  type LifelineLink,
   memoizedSource,
   type ProcessLauncher,
   type ProcessSource,
@@ -68,6 +69,18 @@ export interface BashExecutorOptions {
   readonly processSource?: ProcessSource;
   /** Sends a signal to a pid (negative: a process group). Default `process.kill`. */
   readonly sendSignal?: SendSignal;
+  /**
+   * The runtime's lifeline: every non-durable command's processes carry its tag and each tree is told to
+   * it, so they are stopped within moments if the runtime dies, SIGKILL included. Default: none (a
+   * standalone executor; `createErrandRuntime` gives its own).
+   */
+  readonly lifeline?: LifelineLink;
+  /**
+   * How often a durable command's output file, exit-status file and process are looked at, in ms (10 to
+   * 60000). Reads (`task_output`, snapshots) look at once; this bounds how late progress and the end are
+   * noticed. Default 250.
+   */
+  readonly durablePollMs?: number;
   readonly logger?: Logger;
 }
 
@@ -89,6 +102,8 @@ export const BASH_EXECUTOR_OPTION_KEYS = optionKeys<BashExecutorOptions>()({
   launcher: true,
   processSource: true,
   sendSignal: true,
+  lifeline: true,
+  durablePollMs: true,
   logger: true,
 });
 
@@ -108,6 +123,8 @@ export interface ResolvedExecutorOptions {
   readonly launcher: ProcessLauncher;
   readonly processSource: ProcessSource;
   readonly sendSignal: SendSignal | undefined;
+  readonly lifeline: LifelineLink | undefined;
+  readonly durablePollMs: number;
   readonly logger: Logger;
 }
 
@@ -122,6 +139,7 @@ export const BASH_EXECUTOR_DEFAULTS = Object.freeze({
   killProcessGroupOnExit: true,
   tagEnvironment: true,
   keepOutputFiles: false,
+  durablePollMs: 250,
 });
 
 export function integerOption(field: string, value: unknown, fallback: number, minimum: number): number {
@@ -167,6 +185,19 @@ function launcherOption(options: BashExecutorOptions): ProcessLauncher {
     );
   }
   return launcher;
+}
+
+function lifelineOption(lifeline: LifelineLink | undefined): LifelineLink | undefined {
+  if (lifeline === undefined) return undefined;
+  if (
+    typeof lifeline !== 'object' ||
+    lifeline === null ||
+    typeof lifeline.watch !== 'function' ||
+    typeof lifeline.tag?.name !== 'string'
+  ) {
+    throw new InvalidArgumentError('lifeline', 'a Lifeline (tag and watch)', lifeline);
+  }
+  return lifeline;
 }
 
 export function resolveExecutorOptions(options: BashExecutorOptions = {}): ResolvedExecutorOptions {
@@ -224,6 +255,8 @@ export function resolveExecutorOptions(options: BashExecutorOptions = {}): Resol
     launcher: launcherOption(options),
     processSource: memoizedSource(options.processSource ?? procfsSource()),
     sendSignal: functionOption('sendSignal', options.sendSignal),
+    lifeline: lifelineOption(options.lifeline),
+    durablePollMs: integerOption('durablePollMs', options.durablePollMs, defaults.durablePollMs, 10),
     logger: options.logger ?? bashConsoleLogger,
   };
 }

@@ -1,6 +1,6 @@
 /** Options of the pty producer, their documented defaults, and their validation (before any side effect). */
 
-import { memoizedSource, type ProcessSource, procfsSource } from '../../process/index.js';
+import { type LifelineLink, memoizedSource, type ProcessSource, procfsSource } from '../../process/index.js';
 import { MAX_LABEL_LENGTH } from '../../registry/validate-spec.js';
 import { type Clock, systemClock } from '../../tasks/clock.js';
 import { consoleLogger, InvalidArgumentError, type Logger, type TaskService } from '../../tasks/index.js';
@@ -91,6 +91,11 @@ export interface PtyProducerOptions {
   readonly clock?: Clock;
   /** Where processes are looked up (the stop census). Default: /proc, memoized per event-loop turn. */
   readonly processSource?: ProcessSource;
+  /**
+   * The runtime's lifeline: every program's processes carry its tag and each tree is told to it, so they
+   * are stopped within moments if the runtime dies. Default: none (`createErrandRuntime` gives its own).
+   */
+  readonly lifeline?: LifelineLink;
 }
 
 /** Every key of `PtyProducerOptions`; any other key is rejected with `UNKNOWN_OPTION`. */
@@ -128,6 +133,7 @@ export const PTY_PRODUCER_OPTION_KEYS = optionKeys<PtyProducerOptions>()({
   logger: true,
   clock: true,
   processSource: true,
+  lifeline: true,
 });
 
 /** Options renamed since they were published: the old name → the new one, for the `UNKNOWN_OPTION` hint. */
@@ -171,7 +177,7 @@ export const PTY_PRODUCER_DEFAULTS = Object.freeze({
   inheritProcessEnv: true,
 });
 
-type Optional = 'outputRoot' | 'runtimeCapMs' | 'outputLimitBytes' | 'loadPty';
+type Optional = 'outputRoot' | 'runtimeCapMs' | 'outputLimitBytes' | 'loadPty' | 'lifeline';
 
 /** Every option but the task service, with its default applied; the optional ones stay undefined when not given. */
 export type ResolvedPtyProducerOptions = Readonly<Required<Omit<PtyProducerOptions, 'tasks' | Optional>>> & {
@@ -232,6 +238,13 @@ export function validateEnvironment(field: string, value: unknown): Readonly<Rec
 }
 
 /** Resolves every option but `tasks` (`createPtyProducer` checks it, and rejects unknown keys). */
+function lifelineOption(lifeline: LifelineLink | undefined): LifelineLink | undefined {
+  if (lifeline !== undefined && typeof lifeline?.watch !== 'function') {
+    throw new InvalidArgumentError('lifeline', 'a Lifeline (tag and watch)', lifeline);
+  }
+  return lifeline;
+}
+
 export function resolvePtyProducerOptions(
   options: Omit<PtyProducerOptions, 'tasks'> = {},
 ): ResolvedPtyProducerOptions {
@@ -354,5 +367,6 @@ export function resolvePtyProducerOptions(
     logger: options.logger ?? consoleLogger,
     clock: options.clock ?? systemClock,
     processSource: options.processSource ?? memoizedSource(procfsSource()),
+    lifeline: lifelineOption(options.lifeline),
   };
 }

@@ -6,8 +6,11 @@
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 
-/** `path`: resolved against the working directory, need not exist; `directory`: must exist. */
-export type FlagType = 'boolean' | 'string' | 'port' | 'path' | 'directory';
+/**
+ * `path`: resolved against the working directory, need not exist; `directory`: must exist; `count`: an
+ * integer from 1 to 1000000.
+ */
+export type FlagType = 'boolean' | 'string' | 'port' | 'path' | 'directory' | 'count';
 
 export interface FlagSpec {
   readonly type: FlagType;
@@ -97,6 +100,15 @@ function convert(name: string, type: Exclude<FlagType, 'boolean'>, raw: string, 
         );
       }
       return port;
+    }
+    case 'count': {
+      const count = /^\d{1,7}$/.test(raw) ? Number(raw) : Number.NaN;
+      if (!Number.isInteger(count) || count < 1 || count > 1_000_000) {
+        throw new UsageError(
+          `Expected \`--${name}\` to be an integer from 1 to 1000000, got ${JSON.stringify(raw)}`,
+        );
+      }
+      return count;
     }
     case 'directory': {
       const path = resolve(cwd, raw);

@@ -23,6 +23,11 @@ export interface ChatOptions {
   readonly home?: string;
   /** Continue a stored session instead of starting a new one. */
   readonly resume?: string;
+  /**
+   * Background commands are durable: they keep running if chat exits or dies, and `--resume` of the
+   * session re-attaches them (same ids, output from where the model left off, one notification each).
+   */
+  readonly durable?: boolean;
   /** Overrides the model from the environment (tests, embedding). */
   readonly model?: ModelPort;
 }
@@ -65,6 +70,7 @@ export async function runChat(options: ChatOptions): Promise<number> {
     model,
     cwd: options.cwd,
     ...(options.home ? { home: options.home } : {}),
+    ...(options.durable ? { durable: true } : {}),
     systemPrompt: 'You are a helpful coding agent working in the user\u2019s terminal.',
   });
   const { out } = options;

@@ -11,9 +11,9 @@ Commands:
   demo     the whole loop on a scripted model with real background commands
            (--no-dashboard, --hold to keep the dashboard up)
   chat     the agent loop with a real model (ERRAND_MODEL, ERRAND_BASE_URL, ERRAND_API_KEY)
-           (--cwd DIR, --home DIR, --resume SESSION-ID)
+           (--cwd DIR, --home DIR, --resume SESSION-ID, --durable)
   mcp      the MCP server on stdio: background tasks with notifications for an MCP client
-           (--dashboard, --port <n>, --home <dir>, --cwd <dir>; errand mcp --help)
+           (--dashboard, --port <n>, --home <dir>, --cwd <dir>, --durable; errand mcp --help)
   serve    the dashboard on 127.0.0.1 until SIGINT/SIGTERM (--port <n>, --home <dir>)
   help     show this help
 `;
@@ -36,6 +36,7 @@ async function main(argv: readonly string[]): Promise<number> {
         cwd: flagValue(argv, '--cwd') ?? process.cwd(),
         ...(flagValue(argv, '--home') ? { home: flagValue(argv, '--home')! } : {}),
         ...(flagValue(argv, '--resume') ? { resume: flagValue(argv, '--resume')! } : {}),
+        ...(argv.includes('--durable') ? { durable: true } : {}),
       });
     case 'mcp':
       return runMcpCommand(argv.slice(1));

@@ -41,6 +41,12 @@ export interface ErrandMcpServerOptions {
   readonly tasks?: ErrandTaskStoreOptions | false;
   /** The session's title until the client says who it is. Default `MCP session`. */
   readonly sessionTitle?: string;
+  /**
+   * Resume this stored session instead of creating one (its durable tasks are re-attached, what ended
+   * meanwhile is told once). When it cannot be resumed (another runtime holds it, it is gone) a new
+   * session is created and a warning says why. Default: a new session.
+   */
+  readonly resumeSessionId?: string;
   /** Where warnings go (never stdout: it belongs to the protocol). Default: `process.emitWarning`. */
   readonly logger?: Logger;
 }
@@ -59,6 +65,7 @@ export const ERRAND_MCP_SERVER_OPTION_KEYS = optionKeys<ErrandMcpServerOptions>(
   logNotifications: true,
   tasks: true,
   sessionTitle: true,
+  resumeSessionId: true,
   logger: true,
 });
 
@@ -74,6 +81,7 @@ export interface ResolvedMcpServerOptions {
   readonly logNotifications: boolean;
   readonly tasks: ErrandTaskStoreOptions | false;
   readonly sessionTitle: string;
+  readonly resumeSessionId: string | undefined;
   readonly logger: Logger;
 }
 
@@ -168,6 +176,7 @@ export function resolveMcpServerOptions(options: ErrandMcpServerOptions): Resolv
     ),
     tasks,
     sessionTitle: optionalString('sessionTitle', options.sessionTitle) ?? defaults.sessionTitle,
+    resumeSessionId: optionalString('resumeSessionId', options.resumeSessionId),
     logger: options.logger ?? emitWarningLogger,
   });
 }

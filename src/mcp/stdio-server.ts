@@ -8,7 +8,7 @@ import type { Readable, Writable } from 'node:stream';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { type ErrandRuntime, rejectUnknownRuntimeOptions } from '../host/index.js';
 import { createDashboardServer, type DashboardAddress, type DashboardServer } from '../server/index.js';
-import type { Logger } from '../tasks/index.js';
+import { InvalidArgumentError, type Logger } from '../tasks/index.js';
 import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
 import { createErrandMcpServer, type ErrandMcpServer } from './errand-mcp-server.js';
 import { createMcpRuntime, MCP_RUNTIME_OPTION_KEYS, type McpRuntimeOptions } from './mcp-runtime.js';
@@ -17,6 +17,7 @@ import {
   type ErrandMcpServerOptions,
   emitWarningLogger,
 } from './mcp-server-options.js';
+import { findResumableMcpSession } from './resumable-session.js';
 import { ERRAND_TASK_STORE_OPTION_KEYS } from './task-store-options.js';
 
 /**
@@ -33,13 +34,23 @@ export interface StdioMcpServerOptions extends Omit<ErrandMcpServerOptions, 'run
   readonly stdin?: Readable;
   /** Default `process.stdout`. */
   readonly stdout?: Writable;
+  /**
+   * Resume the previous session of the same client in the same directory when no live server holds it
+   * (`findResumableMcpSession`: the rule of `errand mcp --durable`), instead of starting a new one. The
+   * client is known from its `initialize` request, read before the session is opened. Default false.
+   */
+  readonly resumePrevious?: boolean;
 }
 
 const STDIO_OWN_OPTION_KEYS = optionKeys<Omit<StdioMcpServerOptions, keyof ErrandMcpServerOptions>>()({
   dashboard: true,
   stdin: true,
   stdout: true,
+  resumePrevious: true,
 });
+
+/** The most of the first request read to learn who the client is; a longer one is not looked into. */
+const MAX_INITIALIZE_BYTES = 1024 * 1024;
 
 /** The MCP server's keys (its `runtime` is replaced by runtime options) and the stdio server's own. */
 const STDIO_MCP_SERVER_OPTION_KEYS: readonly string[] = [
@@ -65,15 +76,30 @@ export interface StdioMcpServer {
   readonly mcp: ErrandMcpServer;
   /** The dashboard's address (its `url` carries the token); undefined without a dashboard. */
   readonly dashboard: DashboardAddress | undefined;
-  /** Resolves once the server has shut down (stdin ended, or `shutdown` was called). */
+  /**
+   * Resolves once the server has shut down: stdin ended, the transport closed for any other reason (an
+   * error, a message over the transport's size limit), or `shutdown` was called.
+   */
   readonly closed: Promise<void>;
+  /** Why the transport closed, when it closed on an error (say, an oversized message); else undefined. */
+  readonly closeReason: () => string | undefined;
   /** Closes the connection and the dashboard and disposes the runtime. Idempotent. */
   shutdown(): Promise<void>;
 }
 
 export async function startStdioMcpServer(options: StdioMcpServerOptions = {}): Promise<StdioMcpServer> {
   rejectUnknownStdioOptions(options);
-  const { runtime: runtimeOptions, dashboard: dashboardOptions, stdin, stdout, ...serverOptions } = options;
+  const {
+    runtime: runtimeOptions,
+    dashboard: dashboardOptions,
+    stdin,
+    stdout,
+    resumePrevious,
+    ...serverOptions
+  } = options;
+  if (resumePrevious !== undefined && typeof resumePrevious !== 'boolean') {
+    throw new InvalidArgumentError('resumePrevious', 'a boolean', resumePrevious);
+  }
   const logger: Logger = serverOptions.logger ?? emitWarningLogger;
   const input = stdin ?? process.stdin;
   const output = stdout ?? process.stdout;
@@ -90,10 +116,14 @@ export async function startStdioMcpServer(options: StdioMcpServerOptions = {}): 
     finished = resolve;
   });
   let shutting: Promise<void> | undefined;
+  let transportError: string | undefined;
+  let inputEnded = false;
   const shutdown = (): Promise<void> => {
     shutting ??= (async () => {
       input.off('end', onInputEnd);
       input.off('close', onInputEnd);
+      // A transport that closed while stdin is open (an oversized message) must not keep the process up.
+      if (!inputEnded) input.destroy();
       try {
         await mcp?.close();
       } catch (error) {
@@ -110,11 +140,30 @@ export async function startStdioMcpServer(options: StdioMcpServerOptions = {}): 
     return shutting;
   };
   const onInputEnd = () => {
+    inputEnded = true;
     void shutdown();
   };
 
   try {
-    mcp = createErrandMcpServer({ ...serverOptions, runtime, logger });
+    let resumeSessionId = serverOptions.resumeSessionId;
+    if (resumePrevious === true && resumeSessionId === undefined) {
+      const first = await peekFirstLine(input, MAX_INITIALIZE_BYTES);
+      if (first.ended) inputEnded = true;
+      const clientName = clientNameOf(first.line);
+      if (clientName !== undefined) {
+        resumeSessionId = findResumableMcpSession({
+          store: runtime.store,
+          clientName,
+          directory: serverOptions.cwd ?? serverOptions.launchDirectory ?? process.cwd(),
+        });
+      }
+    }
+    mcp = createErrandMcpServer({
+      ...serverOptions,
+      ...(resumeSessionId === undefined ? {} : { resumeSessionId }),
+      runtime,
+      logger,
+    });
     if (dashboardOptions) {
       const dashboardLogger: Logger = { warn: (message, context) => logger.warn(message, context) };
       dashboard = createDashboardServer({
@@ -130,6 +179,24 @@ export async function startStdioMcpServer(options: StdioMcpServerOptions = {}): 
     input.once('end', onInputEnd);
     input.once('close', onInputEnd);
     await mcp.connect(new StdioServerTransport(input, output));
+    // The transport closes itself on a broken stream or a message over its size limit: the server
+    // ends with it, as on end of input, instead of staying up deaf.
+    const protocol = mcp.server.server;
+    const previousError = protocol.onerror;
+    protocol.onerror = (error) => {
+      // The newest error is the one a close follows.
+      transportError = error.message;
+      previousError?.(error);
+    };
+    const previousClose = protocol.onclose;
+    protocol.onclose = () => {
+      previousClose?.();
+      if (!inputEnded && transportError !== undefined) {
+        logger.warn('the MCP transport closed; shutting down', { reason: transportError });
+      }
+      void shutdown();
+    };
+    if (inputEnded) void shutdown();
   } catch (error) {
     await shutdown();
     throw error;
@@ -140,8 +207,50 @@ export async function startStdioMcpServer(options: StdioMcpServerOptions = {}): 
     mcp,
     dashboard: dashboard?.address,
     closed,
+    closeReason: () => transportError,
     shutdown,
   };
+}
+
+/**
+ * Reads `input` up to its first newline (or `maxBytes`, or its end) and puts everything read back, so
+ * the transport reads it as if nothing had looked.
+ */
+function peekFirstLine(input: Readable, maxBytes: number): Promise<{ line: string; ended: boolean }> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let length = 0;
+    const finish = (ended: boolean) => {
+      input.off('data', onData);
+      input.off('end', onEnd);
+      input.pause();
+      const all = Buffer.concat(chunks);
+      // A stream that ended cannot take its bytes back: without a newline they were no message anyway.
+      if (all.length > 0 && !ended) input.unshift(all);
+      const end = all.indexOf(10);
+      resolve({ line: all.subarray(0, end < 0 ? all.length : end).toString('utf8'), ended });
+    };
+    const onData = (chunk: Buffer | string) => {
+      const buffer = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+      chunks.push(buffer);
+      length += buffer.length;
+      if (buffer.includes(10) || length >= maxBytes) finish(false);
+    };
+    const onEnd = () => finish(true);
+    input.on('data', onData);
+    input.once('end', onEnd);
+  });
+}
+
+/** The `clientInfo.name` of an `initialize` request line, or undefined. */
+function clientNameOf(line: string): string | undefined {
+  try {
+    const message = JSON.parse(line) as { method?: unknown; params?: { clientInfo?: { name?: unknown } } };
+    const name = message.method === 'initialize' ? message.params?.clientInfo?.name : undefined;
+    return typeof name === 'string' && name !== '' ? name : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function describe(error: unknown): string {

@@ -3,7 +3,8 @@
  * lifeline could not stop them: it was off, or died too) are stopped, whether or not those sessions are
  * ever resumed — a non-durable process must not outlive its runtime. Only records of sessions whose
  * holder is gone are looked at, each tree is recognised by pid, start time, boot and tag before anything
- * is signalled, and the records themselves are left to the session's resume, which settles them.
+ * is signalled. The records are left to the session's resume, which settles them: the tree's status file
+ * says it was stopped here (`{"stoppedBy":"restart"}`).
  */
 import {
   isDead,
@@ -11,6 +12,7 @@ import {
   parseEnvironmentTag,
   recognizeTree,
   TreeTerminator,
+  writeStatusFile,
 } from '../process/index.js';
 import type { SessionHolder, SessionStore } from '../store/index.js';
 import type { Clock, Logger } from '../tasks/index.js';
@@ -55,6 +57,10 @@ export async function stopLeftoverTrees(options: LeftoverSweepOptions): Promise<
         ? found.rootStartTime
         : (facts.startTime ?? Math.min(...found.members.map((member) => member.startTime)));
     const root = { pid: facts.pid, startTime };
+    // Recorded first: the session's resume, whenever it comes, settles the task with why it ended.
+    if (record.statusFile !== undefined) {
+      writeStatusFile(record.statusFile, { kind: 'stopped', by: 'restart', at: options.clock.now() });
+    }
     stops.push(
       new TreeTerminator({
         root,

@@ -1,16 +1,20 @@
 /**
  * The exit-status file of a process tree: one JSON line written atomically (a temporary file renamed over
  * the path) by something that outlives the runtime — the durable wrapper when its command exits
- * (`{"exitCode":N}`), or the lifeline when it stopped the tree because its runtime died
- * (`{"stoppedBy":"lifeline","at":T}`). A later runtime reads it to settle the task with the truth.
+ * (`{"exitCode":N}`); the lifeline when it stops the tree because its runtime died
+ * (`{"stoppedBy":"lifeline","at":T}`); a later runtime's start when it stops a tree a dead runtime left
+ * running (`{"stoppedBy":"restart","at":T}`). A resume reads it to settle the task with the truth.
  */
 import { closeSync, constants, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 
 export type RecordedEnd =
   /** The command exited with this status, as its shell's `wait` reported it (128 + N: signal N). */
   | { readonly kind: 'exited'; readonly exitCode: number }
-  /** The lifeline stopped the tree at `at` (epoch ms) because its runtime died. */
-  | { readonly kind: 'stopped_by_lifeline'; readonly at: number };
+  /**
+   * The tree was stopped at `at` (epoch ms) because its runtime was gone: by the lifeline as the runtime
+   * died, or by a later runtime's start that found it still running.
+   */
+  | { readonly kind: 'stopped'; readonly by: 'lifeline' | 'restart'; readonly at: number };
 
 /** The most a status file may hold; anything longer is not one. */
 const MAX_STATUS_BYTES = 1024;
@@ -35,8 +39,12 @@ export function readStatusFile(path: string): RecordedEnd | undefined {
   if (typeof exitCode === 'number' && Number.isSafeInteger(exitCode) && exitCode >= 0 && exitCode <= 255) {
     return { kind: 'exited', exitCode };
   }
-  if (stoppedBy === 'lifeline' && typeof at === 'number' && Number.isSafeInteger(at)) {
-    return { kind: 'stopped_by_lifeline', at };
+  if (
+    (stoppedBy === 'lifeline' || stoppedBy === 'restart') &&
+    typeof at === 'number' &&
+    Number.isSafeInteger(at)
+  ) {
+    return { kind: 'stopped', by: stoppedBy, at };
   }
   return undefined;
 }
@@ -46,7 +54,7 @@ export function writeStatusFile(path: string, end: RecordedEnd): boolean {
   const body =
     end.kind === 'exited'
       ? JSON.stringify({ exitCode: end.exitCode })
-      : JSON.stringify({ stoppedBy: 'lifeline', at: end.at });
+      : JSON.stringify({ stoppedBy: end.by, at: end.at });
   const temporary = `${path}.${process.pid}.tmp`;
   try {
     const fd = openSync(

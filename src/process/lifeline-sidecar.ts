@@ -155,7 +155,7 @@ async function stopEverything(tag: EnvironmentTag): Promise<void> {
     for (const tree of watched) {
       if (!tree.hadMembers || recorded.has(tree) || tree.message.statusFile === undefined) continue;
       recorded.add(tree);
-      writeStatusFile(tree.message.statusFile, { kind: 'stopped_by_lifeline', at });
+      writeStatusFile(tree.message.statusFile, { kind: 'stopped', by: 'lifeline', at });
     }
   };
   const first = census();

@@ -27,7 +27,16 @@ import type { JsonObject } from '../store/json.js';
 import type { StoredTask } from '../store/records.js';
 import type { SessionStore } from '../store/session-store.js';
 import { taskRecordInput } from '../store/task-record-input.js';
-import type { Clock, Logger, Owner, TaskHooks, TaskId, TaskOutcome, TaskService } from '../tasks/index.js';
+import {
+  type Clock,
+  createTrustedCaller,
+  type Logger,
+  type Owner,
+  type TaskHooks,
+  type TaskId,
+  type TaskOutcome,
+  type TaskService,
+} from '../tasks/index.js';
 import { readFileTail } from '../text/index.js';
 
 /** Which case a task found `lost` on resume is: what the notice tells the model. */
@@ -96,6 +105,7 @@ type Decision =
 
 /** How much of a settled task's output file `task_output` returns. */
 const FINAL_OUTPUT_BYTES = 16 * 1024;
+const reconciler = createTrustedCaller('reconcile');
 
 /**
  * Checks every live record of the session that names a process, writes the lost ones (with their case)
@@ -143,18 +153,39 @@ export type Verdict =
 export function judgeLeftTask(record: StoredTask, source: ProcessSource): Verdict {
   if (record.process === undefined) return { kind: 'lost', lostCase: 'unrecognizable' };
   const recorded = record.statusFile === undefined ? undefined : readStatusFile(record.statusFile);
-  if (recorded?.kind === 'stopped_by_lifeline') {
+  if (recorded?.kind === 'stopped') {
     return {
       kind: 'ended',
-      outcome: {
-        status: 'killed',
-        error:
-          "Stopped by Errand's lifeline when the runtime that started it died (it was still running then).",
-        detail: { reason: 'runtime_died', stoppedAt: recorded.at },
-      },
+      outcome:
+        recorded.by === 'lifeline'
+          ? {
+              status: 'killed',
+              error:
+                "Stopped by Errand's lifeline when the runtime that started it died (it was still running then).",
+              detail: { reason: 'runtime_died', stoppedAt: recorded.at },
+            }
+          : {
+              status: 'killed',
+              error:
+                'It was still running when a new runtime started after the one that started it had died, so it was stopped: work that is not durable does not outlive its runtime.',
+              detail: { reason: 'runtime_restarted', stoppedAt: recorded.at },
+            },
     };
   }
-  if (recorded?.kind === 'exited') return { kind: 'exited', exitCode: recorded.exitCode };
+  if (recorded?.kind === 'exited') {
+    if (record.status === 'stopping') {
+      // Someone asked it to stop while no runtime held it (a person's Stop), and it exited as asked.
+      return {
+        kind: 'ended',
+        outcome: {
+          status: 'killed',
+          detail: { reason: 'cancelled', exitCode: recorded.exitCode },
+          error: 'Stopped while no runtime held it.',
+        },
+      };
+    }
+    return { kind: 'exited', exitCode: recorded.exitCode };
+  }
   const recognition = recognizeTree(identityOf(record), source);
   switch (recognition.state) {
     case 'other_boot':
@@ -229,8 +260,18 @@ function writeLost(record: StoredTask, lostCase: LostCase, context: ReconcileCon
 /** Re-registers one taken-over record; if registering fails, its record is settled in the store directly. */
 function take(record: StoredTask, decision: Decision, owner: Owner, context: ReconcileContext): void {
   if (decision.kind === 'adopt') {
-    if (context.adoptDurable?.(record, owner)) return;
-    writeLost(record, 'unrecognizable', context);
+    if (!context.adoptDurable?.(record, owner)) {
+      writeLost(record, 'unrecognizable', context);
+      return;
+    }
+    // A stop asked for while no runtime held it is carried out now.
+    if (record.status === 'stopping') {
+      context.tasks
+        .kill(record.id, reconciler, 'stopped while no runtime held it', {
+          initiator: record.stopInitiator ?? 'user',
+        })
+        .catch(() => {});
+    }
     return;
   }
   const settled = decision.kind === 'settle' ? decision.outcome : undefined;
@@ -243,33 +284,40 @@ function take(record: StoredTask, decision: Decision, owner: Owner, context: Rec
     done: outcome,
     readOutput: () => finalOutput(record.outputFile),
   };
-  context.tasks
-    .start({
-      kind: record.kind,
-      label: record.label,
-      owner,
-      background: true,
-      resumeId: record.id as TaskId,
-      detail: { ...record.detail, adopted: true },
-      run: () => hooks,
-    })
-    .catch(async (error: unknown) => {
-      context.logger.warn(`task ${record.id}: re-registering it after the restart failed`, {
-        error: messageOf(error),
-      });
-      const end = await outcome;
-      try {
-        context.store.upsertTask({
-          ...taskRecordInput(record),
-          status: end.status,
-          ...(end.error === undefined ? {} : { error: end.error }),
-          detail: { ...record.detail, ...end.detail } as JsonObject,
-          endedAt: context.clock.now(),
-        });
-      } catch (failure) {
-        context.logger.warn(`task ${record.id}: recording its end failed`, { error: messageOf(failure) });
-      }
+  const registered = context.tasks.start({
+    kind: record.kind,
+    label: record.label,
+    owner,
+    background: true,
+    resumeId: record.id as TaskId,
+    detail: { ...record.detail, adopted: true },
+    run: () => hooks,
+  });
+  // Registered synchronously; who asked for the stop is kept before the end settles in a later step.
+  if (record.stopInitiator !== undefined) {
+    try {
+      context.tasks.setStopInitiator(record.id, record.stopInitiator, reconciler);
+    } catch {
+      // Not registered: the fallback below records the end.
+    }
+  }
+  registered.catch(async (error: unknown) => {
+    context.logger.warn(`task ${record.id}: re-registering it after the restart failed`, {
+      error: messageOf(error),
     });
+    const end = await outcome;
+    try {
+      context.store.upsertTask({
+        ...taskRecordInput(record),
+        status: end.status,
+        ...(end.error === undefined ? {} : { error: end.error }),
+        detail: { ...record.detail, ...end.detail } as JsonObject,
+        endedAt: context.clock.now(),
+      });
+    } catch (failure) {
+      context.logger.warn(`task ${record.id}: recording its end failed`, { error: messageOf(failure) });
+    }
+  });
 }
 
 /** Stops a non-durable tree an earlier runtime left running: it must not outlive that runtime. */

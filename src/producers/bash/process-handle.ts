@@ -139,9 +139,12 @@ export class ProcessHandle implements CommandHandle {
     return this.#output?.consumedBytes ?? 0;
   }
 
-  /** Where the lifeline records that it stopped the tree (when a lifeline watches it). */
+  /**
+   * Where it is recorded that the tree was stopped because its runtime was gone (by the lifeline, or by
+   * a later runtime's start); nothing writes it while this runtime watches the command.
+   */
   get statusFile(): string | undefined {
-    return this.#unwatch === undefined ? undefined : statusFileOf(this.#output?.path);
+    return this.#pid === undefined ? undefined : statusFileOf(this.#output?.path);
   }
 
   processFacts(): CommandProcessFacts | undefined {

@@ -146,7 +146,8 @@ export async function startStdioMcpServer(options: StdioMcpServerOptions = {}): 
 
   try {
     let resumeSessionId = serverOptions.resumeSessionId;
-    if (resumePrevious === true && resumeSessionId === undefined) {
+    const peeked = resumePrevious === true && resumeSessionId === undefined;
+    if (peeked) {
       const first = await peekFirstLine(input, MAX_INITIALIZE_BYTES);
       if (first.ended) inputEnded = true;
       const clientName = clientNameOf(first.line);
@@ -179,6 +180,8 @@ export async function startStdioMcpServer(options: StdioMcpServerOptions = {}): 
     input.once('end', onInputEnd);
     input.once('close', onInputEnd);
     await mcp.connect(new StdioServerTransport(input, output));
+    // A peek paused the stream explicitly: a new 'data' listener alone does not make it flow again.
+    if (peeked && !inputEnded) input.resume();
     // The transport closes itself on a broken stream or a message over its size limit: the server
     // ends with it, as on end of input, instead of staying up deaf.
     const protocol = mcp.server.server;

@@ -23,7 +23,7 @@ import {
 import { parseEnvironmentTag } from './process-identity.js';
 import { ProcessSweep } from './process-sweep.js';
 import { isDead, memoizedSource, type ProcessEntry, procfsSource } from './process-table.js';
-import { type EnvironmentTag, scanTree } from './process-tree.js';
+import { censusTree, type EnvironmentTag } from './process-tree.js';
 
 /** A line longer than this is not a message of ours: it is dropped. */
 const MAX_LINE_BYTES = 64 * 1024;
@@ -114,37 +114,43 @@ async function finish(): Promise<void> {
 async function stopEverything(tag: EnvironmentTag): Promise<void> {
   const source = memoizedSource(procfsSource());
   const watched = [...trees.values()];
+  // One read of the table per round, shared by every tree: dozens of trees must not read /proc dozens of times.
   const census = (): ProcessEntry[] => {
+    const table: ProcessEntry[] = [];
+    for (const pid of source.listPids()) {
+      const entry = source.read(pid);
+      if (entry !== undefined) table.push(entry);
+    }
+    const byPid = new Map(table.map((entry) => [entry.pid, entry]));
     const found = new Map<number, ProcessEntry>();
     for (const tree of watched) {
       const { pid, startTime } = tree.message;
-      const root = source.read(pid);
+      const root = byPid.get(pid);
+      const treeTag = tree.tag;
       // The root is the process that was told only while its start time fits and it carries its tree's tag.
       const rootIsOurs =
         root !== undefined &&
         root.startTime >= startTime &&
-        (tree.tag === undefined || source.environmentValue(pid, tree.tag.name) === tree.tag.value);
-      const members = scanTree(
-        source,
-        { pid, startTime },
-        {
-          rootAlive: rootIsOurs,
-          known: tree.known,
-          exclude: process.pid,
-          ...(tree.tag === undefined ? {} : { tag: tree.tag }),
-        },
-      ).members;
+        (treeTag === undefined || source.environmentValue(pid, treeTag.name) === treeTag.value);
+      const isTagged =
+        treeTag === undefined
+          ? undefined
+          : (candidate: number) => source.environmentValue(candidate, treeTag.name) === treeTag.value;
+      const members = censusTree({ pid, startTime }, table, {
+        rootAlive: rootIsOurs,
+        known: tree.known,
+        exclude: process.pid,
+        ...(isTagged === undefined ? {} : { isTagged }),
+      }).members;
       for (const member of members) {
         tree.known.set(member.pid, member.startTime);
         tree.hadMembers = true;
         found.set(member.pid, member);
       }
     }
-    for (const pid of source.listPids()) {
-      if (pid === process.pid || found.has(pid)) continue;
-      const entry = source.read(pid);
-      if (entry === undefined || isDead(entry)) continue;
-      if (source.environmentValue(pid, tag.name) === tag.value) found.set(pid, entry);
+    for (const entry of table) {
+      if (entry.pid === process.pid || found.has(entry.pid) || isDead(entry)) continue;
+      if (source.environmentValue(entry.pid, tag.name) === tag.value) found.set(entry.pid, entry);
     }
     return [...found.values()];
   };

@@ -650,7 +650,8 @@ export class LocalTaskService implements TaskService {
   #cancelForTeardown(record: TaskRecord, reason: string): void {
     if (!isLive(record)) return;
     record.tornDown = true;
-    if (record.status === 'running') {
+    // Work let go of is not being stopped: it is not shown stopping (a record of it stays as it was).
+    if (record.status === 'running' && record.hooks.detach === undefined) {
       record.status = 'stopping';
       record.cancelRequestedAt = this.#options.now();
       record.stopInitiator ??= 'system';

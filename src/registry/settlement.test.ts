@@ -162,9 +162,18 @@ describe('detach', () => {
     };
     const killed = await durable('killed');
     await durable('released');
+    const statuses: string[] = [];
+    tasks.onTasksChanged(
+      (change) => {
+        if (change.task.label === 'released') statuses.push(change.task.status);
+      },
+      { caller: createTrustedCaller('test') },
+    );
     await tasks.kill(killed.id, owner, 'no longer needed');
     await owner.dispose();
     expect(calls).toEqual(['killed: cancel no longer needed', 'released: detach']);
+    // Let go of, never shown stopping.
+    expect(statuses).not.toContain('stopping');
   });
 });
 

@@ -255,7 +255,7 @@ export class BashExecutor {
   async #disposeNow(): Promise<void> {
     // Durable commands outlive the executor: let go of them; stop the rest.
     this.detachDurable();
-    const live = [...this.#live];
+    const live = [...this.#live].filter((handle) => !(handle instanceof DurableHandle && handle.isDetached));
     for (const handle of live) handle.cancel('executor disposal');
     await Promise.all(live.map((handle) => handle.stopped));
     this.#handles.clear();

@@ -172,7 +172,8 @@ describe('resuming after the runtime was killed', () => {
     await vi.waitFor(() => expect(readFileSync(statusFile, 'utf8')).toContain('"exitCode":7'), {
       timeout: 5000,
     });
-    expect(markedPids(crash)).toEqual([]);
+    // The wrapper writes the status, then exits.
+    await vi.waitFor(() => expect(markedPids(crash)).toEqual([]), { timeout: 5000 });
 
     const runtime = await resumedRuntime(home);
     const session = runtime.resumeSession(host.sessionId);

@@ -276,7 +276,8 @@ describe('preflight and scale', () => {
     await tasks.dispose();
     expect(tasks.list().every((task) => task.status === 'killed')).toBe(true);
     expect(strayProcesses()).toEqual([]);
-  });
+    // 200 spawns and 200 tree stops: on a loaded 2-core machine well over the default 30 s.
+  }, 120_000);
 
   it('disposing the service stops trees with pipe holders, SIGTERM-ignorers and escapees', async () => {
     const { tasks, producer } = setup({ executor: { killGraceMs: 200 } });

@@ -465,7 +465,7 @@ function describeTool(options: {
     );
     if (options.durable) {
       lines.push(
-        'Background commands are durable: they keep running if this tool server restarts, and keep their task ids.',
+        'Background commands are durable: they keep running if this runtime restarts, and keep their task ids and output.',
       );
     }
   }

@@ -9,6 +9,7 @@ const specs: FlagSpecs = {
   port: { type: 'port', placeholder: '<n>', description: 'the port' },
   home: { type: 'path', placeholder: '<dir>', description: 'the data directory' },
   cwd: { type: 'directory', placeholder: '<dir>', description: 'where commands run' },
+  tasks: { type: 'count', placeholder: '<n>', description: 'how many' },
 };
 
 const directories: string[] = [];
@@ -28,6 +29,15 @@ function usageError(argv: string[], cwd?: string): string {
 }
 
 describe('parseFlags', () => {
+  it('reads a count from 1 to 1000000 and names the flag and the value otherwise', () => {
+    expect(parseFlags(['--tasks', '50'], specs).values).toEqual({ tasks: 50 });
+    for (const raw of ['0', '-1', '1.5', 'many', '1000001']) {
+      expect(usageError([`--tasks=${raw}`])).toBe(
+        `Expected \`--tasks\` to be a positive integer no greater than 1000000, got ${JSON.stringify(raw)}`,
+      );
+    }
+  });
+
   it('reads boolean, spaced and inline values; resolves paths against the working directory', () => {
     const directory = mkdtempSync(join(tmpdir(), 'errand-args-'));
     directories.push(directory);
@@ -71,7 +81,7 @@ describe('parseFlags', () => {
     expect(parseFlags(['--clients', '200'], counts).values).toEqual({ clients: 200 });
     for (const raw of ['0', '-3', '1.5', 'many', '1e3', '9999999999']) {
       expect(() => parseFlags([`--clients=${raw}`], counts)).toThrow(
-        `Expected \`--clients\` to be a positive integer, got ${JSON.stringify(raw)}`,
+        `Expected \`--clients\` to be a positive integer no greater than 1000000, got ${JSON.stringify(raw)}`,
       );
     }
   });
@@ -82,6 +92,7 @@ describe('parseFlags', () => {
       '  --port <n>    the port',
       '  --home <dir>  the data directory',
       '  --cwd <dir>   where commands run',
+      '  --tasks <n>   how many',
       '  --help        show this help',
     ]);
   });

@@ -5,11 +5,15 @@
  */
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { describeIntegerRange } from '../tasks/index.js';
 
 /**
  * `path`: resolved against the working directory, need not exist; `directory`: must exist; `count`: a
- * positive integer.
+ * positive integer no greater than 1000000.
  */
+/** The largest `count` flag: beyond it a count is a typo, not a bound anyone means. */
+const MAX_COUNT = 1_000_000;
+
 export type FlagType = 'boolean' | 'string' | 'port' | 'count' | 'path' | 'directory';
 
 export interface FlagSpec {
@@ -102,9 +106,11 @@ function convert(name: string, type: Exclude<FlagType, 'boolean'>, raw: string, 
       return port;
     }
     case 'count': {
-      const count = /^\d{1,9}$/.test(raw) ? Number(raw) : Number.NaN;
-      if (!Number.isInteger(count) || count < 1) {
-        throw new UsageError(`Expected \`--${name}\` to be a positive integer, got ${JSON.stringify(raw)}`);
+      const count = /^\d{1,7}$/.test(raw) ? Number(raw) : Number.NaN;
+      if (!Number.isInteger(count) || count < 1 || count > MAX_COUNT) {
+        throw new UsageError(
+          `Expected \`--${name}\` to be ${describeIntegerRange(1, MAX_COUNT)}, got ${JSON.stringify(raw)}`,
+        );
       }
       return count;
     }

@@ -34,6 +34,10 @@ export const CHAT_FLAGS: FlagSpecs = {
     placeholder: '<session-id>',
     description: 'continue a stored session instead of starting a new one',
   },
+  durable: {
+    type: 'boolean',
+    description: 'background commands keep running if chat exits or dies; --resume re-attaches them',
+  },
 };
 
 const COMMANDS_HELP = `commands: /tasks  /stop <task-id>  /stop all  /bg (or Ctrl-B)  /help  /quit
@@ -71,6 +75,11 @@ export interface ChatOptions {
   readonly home?: string;
   /** Continue a stored session instead of starting a new one. */
   readonly resume?: string;
+  /**
+   * Background commands are durable: they keep running if chat exits or dies, and `--resume` of the
+   * session re-attaches them (same ids, output from where the model left off, one notification each).
+   */
+  readonly durable?: boolean;
   /** Overrides the model from the environment (tests, embedding); its replies are not streamed here. */
   readonly model?: ModelPort;
 }
@@ -78,7 +87,7 @@ export interface ChatOptions {
 /** `errand chat [flags]`: parses the flags (`--help` needs no model) and runs the chat. */
 export async function runChatCommand(
   argv: readonly string[],
-  io: Omit<ChatOptions, 'cwd' | 'home' | 'resume'> & { readonly cwd: string },
+  io: Omit<ChatOptions, 'cwd' | 'home' | 'resume' | 'durable'> & { readonly cwd: string },
 ): Promise<number> {
   let values: Record<string, unknown>;
   try {
@@ -100,6 +109,7 @@ export async function runChatCommand(
     cwd: typeof values.cwd === 'string' ? values.cwd : io.cwd,
     ...(typeof values.home === 'string' ? { home: values.home } : {}),
     ...(typeof values.resume === 'string' ? { resume: values.resume } : {}),
+    ...(values.durable === true ? { durable: true } : {}),
   });
 }
 
@@ -208,6 +218,7 @@ export async function runChat(options: ChatOptions): Promise<number> {
     cwd: options.cwd,
     ...(options.home ? { home: options.home } : {}),
     ...(subagentModel ? { subagents: { model: subagentModel } } : {}),
+    ...(options.durable ? { durable: true } : {}),
     systemPrompt: 'You are a helpful coding agent working in the user\u2019s terminal.',
   });
   let session: Session;

@@ -1,7 +1,9 @@
 /**
  * `errand mcp`: Errand's MCP server on stdio. Stdout carries the protocol and nothing else; the
- * dashboard URL and warnings go to stderr. Ends when stdin closes or on SIGINT / SIGTERM, after
- * stopping every background process it started and removing their output files.
+ * dashboard URL and warnings go to stderr. Ends when stdin closes, when the transport closes for any
+ * other reason (an error, an oversized message) or on SIGINT / SIGTERM, after stopping every
+ * non-durable background process it started and removing their output files; with `--durable`,
+ * background commands run on and the next server of the same client in the same directory resumes them.
  */
 import type { Readable, Writable } from 'node:stream';
 import { startStdioMcpServer } from '../mcp/index.js';
@@ -32,6 +34,16 @@ export const MCP_FLAGS: FlagSpecs = {
     type: 'directory',
     placeholder: '<dir>',
     description: "where commands run (default: the client's first root, else the launch directory)",
+  },
+  'max-live-tasks': {
+    type: 'count',
+    placeholder: '<n>',
+    description: 'how many background tasks the client may have running at once (default 10)',
+  },
+  durable: {
+    type: 'boolean',
+    description:
+      'background commands survive this server: they keep running if it dies or exits, and a server the same client starts again in the same directory resumes their session (same task ids, output, one notification each)',
   },
 };
 
@@ -90,7 +102,14 @@ export async function runMcpCommand(argv: readonly string[], io: CommandIo = pro
     launchDirectory: io.cwd,
     logger: { warn },
     ...(typeof values.cwd === 'string' ? { cwd: values.cwd } : {}),
-    ...(typeof values.home === 'string' ? { runtime: { home: values.home } } : {}),
+    runtime: {
+      ...(typeof values.home === 'string' ? { home: values.home } : {}),
+      ...(typeof values['max-live-tasks'] === 'number'
+        ? { tasks: { maxLiveTasksPerOwner: values['max-live-tasks'] } }
+        : {}),
+      ...(values.durable === true ? { durable: true } : {}),
+    },
+    ...(values.durable === true ? { resumePrevious: true } : {}),
     dashboard:
       values.dashboard === true
         ? {
@@ -118,6 +137,8 @@ export async function runMcpCommand(argv: readonly string[], io: CommandIo = pro
   process.once('unhandledRejection', onCrash);
   try {
     await server.closed;
+    const reason = server.closeReason();
+    if (reason !== undefined) io.stderr.write(`errand mcp: the connection closed (${reason}); stopped\n`);
   } finally {
     stopListening();
     process.off('uncaughtException', onCrash);

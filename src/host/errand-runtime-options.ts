@@ -1,3 +1,15 @@
+/** The options of the runtime's lifeline (`lifeline`). */
+export const lifelineOptions = defineOptions('createErrandRuntime', {
+  /** How long the sidecar waits between SIGTERM and SIGKILL when the runtime died, 1 to 60000 ms. Default 500. */
+  killGraceMs: option.integer({ min: 1, max: 60_000, default: 500 }),
+  /** Restarts of a sidecar that died, per minute, before the runtime gives up on it. Default 5. */
+  maxRestartsPerMinute: option.integer({ min: 0, default: 5 }),
+});
+
+export type RuntimeLifelineOptions = OptionsInput<typeof lifelineOptions.rules>;
+/** The lifeline's resolved options, or false when it is off. */
+export type ResolvedRuntimeLifeline = ResolvedOptions<typeof lifelineOptions.rules> | false;
+
 /**
  * The options of `createErrandRuntime`: its own and, nested, those of every part it assembles — each part's
  * own declaration less the keys the runtime sets itself — so one `resolve` checks them all, unknown keys
@@ -108,6 +120,29 @@ export const errandRuntimeOptions = defineOptions(
      */
     commandMaxAgeMs: option.integer({ min: 1, default: 60_000 }),
     events: option.nested(backgroundEventFeedOptions.omit('tasks')),
+    /**
+     * The lifeline: a small sidecar process, started with the runtime, that stops every process of the
+     * runtime's non-durable work within moments when the runtime dies by any means (SIGKILL included):
+     * its options, true for the defaults, or false for none. Linux only (it needs /proc); elsewhere it is
+     * off. Default on.
+     */
+    lifeline: option.custom<RuntimeLifelineOptions | boolean, ResolvedRuntimeLifeline>(
+      'an object of lifeline options, or a boolean',
+      (value) => typeof value === 'boolean' || (typeof value === 'object' && value !== null),
+      {
+        convert: (value, path, where) =>
+          value === false ? false : lifelineOptions.resolve(value === true ? {} : value, { where, path }),
+        fallback: () => lifelineOptions.resolve({}),
+      },
+    ),
+    /**
+     * Whether the bash tool's background commands are durable: they write their output file directly,
+     * their exit status is captured, they keep running when the runtime dies or exits, and a resumed
+     * session re-attaches them (same id, owner and read cursor). Default false: background work stops
+     * with the runtime that started it, which is what "no orphaned processes" promises; turn it on for
+     * work that must survive a restart (a deploy, a long build). `bash.tool.durable` wins over it.
+     */
+    durable: option.boolean({ default: false }),
     /** More tools for a session (a harness's own), after Errand's. */
     tools: option.func<(session: Session, runtime: ErrandRuntime) => readonly AnyToolDefinition[]>(),
     /** Told about failures no caller sees. Default: each part's own. */
@@ -135,4 +170,5 @@ export const ERRAND_RUNTIME_DEFAULTS = Object.freeze({
   notificationTailReadBytes: errandRuntimeOptions.defaults.notificationTailReadBytes,
   commandPollMs: 500,
   commandMaxAgeMs: errandRuntimeOptions.defaults.commandMaxAgeMs,
+  durable: errandRuntimeOptions.defaults.durable,
 });

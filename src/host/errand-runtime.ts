@@ -4,7 +4,9 @@
  * dashboard backend. The MCP server, `errand serve`, `errand demo` and `errand chat` are built on it.
  */
 
+import { existsSync } from 'node:fs';
 import { createBackgroundEventFeed } from '../events/index.js';
+import { Lifeline, memoizedSource, procfsSource } from '../process/index.js';
 import { BashExecutor } from '../producers/bash/executor.js';
 import { createBashProducer, createBashTool } from '../producers/bash/index.js';
 import { createPtyProducer, createPtyTools, isPtyAvailable } from '../producers/pty/index.js';
@@ -28,10 +30,12 @@ import {
   type SessionRuntime,
   storeSequenceBlocks,
 } from '../session/index.js';
+import { isHolderLive } from '../session/session-holder.js';
 import { openSqliteSessionStore, type SessionStore } from '../store/index.js';
 import {
   createTrustedCaller,
   emitWarningLogger,
+  type Logger,
   parseTaskId,
   systemClock,
   type TaskSnapshot,
@@ -40,11 +44,14 @@ import { truncateUtf8Tail, utf8ByteLength } from '../text/index.js';
 import { createTaskTools, taskToolsPrompt } from '../tools/index.js';
 import type { ErrandRuntime } from './assembled-runtime.js';
 import { startCommandPoller } from './command-poller.js';
+import { durableAdopter } from './durable-adoption.js';
 import {
   ERRAND_RUNTIME_DEFAULTS,
   type ErrandRuntimeOptions,
   errandRuntimeOptions,
+  type ResolvedRuntimeLifeline,
 } from './errand-runtime-options.js';
+import { stopLeftoverTrees } from './leftover-sweep.js';
 import { createRuntimeDashboard } from './runtime-dashboard.js';
 
 const trusted = createTrustedCaller('errand-runtime');
@@ -66,7 +73,14 @@ export async function createErrandRuntime(options: ErrandRuntimeOptions): Promis
   const built: Array<() => unknown> = ownsStore ? [() => store.close()] : [];
   try {
     return await assembleRuntime(
-      { ...options, notificationTailReadBytes, commandPollMs, commandMaxAgeMs },
+      {
+        ...options,
+        notificationTailReadBytes,
+        commandPollMs,
+        commandMaxAgeMs,
+        lifeline: resolved.lifeline,
+        durable: resolved.durable,
+      },
       store,
       ownsStore,
       built,
@@ -86,15 +100,22 @@ export async function createErrandRuntime(options: ErrandRuntimeOptions): Promis
 
 /** Builds the parts in dependency order, recording in `built` how to release each one. */
 async function assembleRuntime(
-  options: ErrandRuntimeOptions & {
+  options: Omit<ErrandRuntimeOptions, 'lifeline' | 'durable'> & {
     readonly notificationTailReadBytes: number;
     readonly commandPollMs: number | false;
     readonly commandMaxAgeMs: number;
+    readonly lifeline: ResolvedRuntimeLifeline;
+    readonly durable: boolean;
   },
   store: SessionStore,
   ownsStore: boolean,
   built: Array<() => unknown>,
 ): Promise<ErrandRuntime> {
+  const logger: Logger = options.logger ?? emitWarningLogger;
+  const source = memoizedSource(procfsSource());
+  // Started first and eagerly, so nothing this runtime spawns waits for it.
+  const lifeline = startLifeline(options.lifeline, logger);
+  if (lifeline) built.push(() => lifeline.release());
   // Filled once the session runtime exists; it refuses background work while the store refuses writes.
   let sessions: SessionRuntime | undefined;
   const tasks = createTaskService({
@@ -107,14 +128,18 @@ async function assembleRuntime(
     },
   });
   built.push(() => tasks.dispose());
-  const executor = new BashExecutor(options.bash?.executor);
+  const executor = new BashExecutor({
+    ...(lifeline ? { lifeline } : {}),
+    ...options.bash?.executor,
+  });
   built.push(() => executor.dispose());
   const bash = createBashProducer({ tasks, executor, ...options.bash?.producer });
   built.push(() => bash.dispose());
-  const bashTool = createBashTool({ producer: bash, ...options.bash?.tool });
+  const { durable } = options;
+  const bashTool = createBashTool({ producer: bash, durable, ...options.bash?.tool });
   const pty =
     options.pty !== false && (await isPtyAvailable())
-      ? createPtyProducer({ tasks, ...options.pty })
+      ? createPtyProducer({ tasks, ...(lifeline ? { lifeline } : {}), ...options.pty })
       : undefined;
   if (pty) built.push(() => pty.dispose());
   const ptyTools = pty ? createPtyTools(pty) : [];
@@ -215,6 +240,11 @@ async function assembleRuntime(
       notifyModelStops: ['workflow'],
       ...options.notifications,
     },
+    reconcile: {
+      adoptDurable: durableAdopter(bash, source, logger),
+      processSource: source,
+      killGraceMs: executor.options.killGraceMs,
+    },
     tools: (session) => [
       bashTool,
       ...ptyTools,
@@ -251,9 +281,23 @@ async function assembleRuntime(
           stop: (workId) => dashboard.stopBackgroundWork(workId),
           moveToBackground: (workId) => dashboard.moveToBackground!(workId),
           now: systemClock.now,
-          logger: options.logger ?? emitWarningLogger,
+          logger,
         });
   if (commands) built.push(() => commands.stop());
+  // A dead runtime's non-durable trees that its lifeline could not stop are stopped now.
+  const leftovers = stopLeftoverTrees({
+    store,
+    source,
+    isHolderLive,
+    clock: systemClock,
+    killGraceMs: executor.options.killGraceMs,
+    logger,
+  }).catch((error: unknown) => {
+    logger.warn('stopping the processes a dead runtime left running failed', {
+      error: error instanceof Error ? error.message : String(error),
+    });
+    return 0;
+  });
 
   let disposal: Promise<void> | undefined;
   runtime = {
@@ -271,6 +315,7 @@ async function assembleRuntime(
     stop: taskTools.stop,
     events,
     dashboard,
+    lifeline,
     systemPrompt,
     createSession: (sessionOptions) => sessions.createSession(sessionOptions),
     resumeSession: (id) => sessions.resumeSession(id),
@@ -290,6 +335,9 @@ async function assembleRuntime(
         bash.dispose();
         await tasks.dispose();
         await executor.dispose();
+        await leftovers;
+        // Last: until now a death of this process still stops what it started.
+        await lifeline?.release();
         // A session closing from inside its own turn (a tool that disposed the runtime) still writes
         // its end to the store once that turn unwinds: the store closes after it.
         if (ownsStore && sessions.listSessions().length === 0) store.close();
@@ -299,4 +347,10 @@ async function assembleRuntime(
     },
   };
   return runtime;
+}
+
+/** The lifeline, unless it is off or cannot work here (no /proc: not Linux). */
+function startLifeline(settings: ResolvedRuntimeLifeline, logger: Logger): Lifeline | undefined {
+  if (settings === false || !existsSync('/proc/self/stat')) return undefined;
+  return new Lifeline({ ...settings, clock: systemClock, logger });
 }

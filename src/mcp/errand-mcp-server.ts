@@ -74,10 +74,7 @@ export function createErrandMcpServer(options: ErrandMcpServerOptions): ErrandMc
     timeoutMs: resolved.rootsTimeoutMs,
     logger,
   });
-  const session = runtime.createSession({
-    title: resolved.sessionTitle,
-    cwd: workingDirectory.current,
-  });
+  const session = openSession(runtime, resolved, workingDirectory.current);
 
   let server!: McpServer;
   const taskStore =
@@ -218,6 +215,21 @@ export function createErrandMcpServer(options: ErrandMcpServerOptions): ErrandMc
   };
 }
 
+/** The resumed session when one is asked for and can be resumed, else a new one. */
+function openSession(runtime: ErrandRuntime, resolved: ResolvedMcpServerOptions, cwd: string): Session {
+  const resumeId = resolved.resumeSessionId;
+  if (resumeId !== undefined) {
+    try {
+      return runtime.resumeSession(resumeId);
+    } catch (error) {
+      resolved.logger.warn(`session ${resumeId} could not be resumed; starting a new session`, {
+        error: error instanceof Error ? error.message : String(error),
+      });
+    }
+  }
+  return runtime.createSession({ title: resolved.sessionTitle, cwd });
+}
+
 type CallTool = (
   definition: AnyToolDefinition,
   args: unknown,
@@ -326,6 +338,8 @@ function describeClient(
         ...(client ? { client: { name: client.name, version: client.version } } : {}),
         workingDirectory: workingDirectory.current,
         workingDirectorySource: workingDirectory.source,
+        // What a restarted server matches to resume this session (see `findResumableMcpSession`).
+        launchDirectory: workingDirectory.launchKey,
       },
     });
   } catch {

@@ -53,6 +53,12 @@ export const errandMcpServerOptions = defineOptions('createErrandMcpServer', {
   tasks: option.orFalse(option.nested(errandTaskStoreOptions)),
   /** The session's title until the client says who it is. Default `MCP session`. */
   sessionTitle: option.string({ default: 'MCP session' }),
+  /**
+   * Resume this stored session instead of creating one (its durable tasks are re-attached, what ended
+   * meanwhile is told once). When it cannot be resumed (another runtime holds it, it is gone) a new
+   * session is created and a warning says why. Default: a new session.
+   */
+  resumeSessionId: option.string(),
   /** Where warnings go (never stdout: it belongs to the protocol). Default: `process.emitWarning`. */
   logger: option.logger({ default: emitWarningLogger }),
 });

@@ -18,6 +18,7 @@ import { defineOptions, type OptionsInput, option } from '../tasks/options.js';
 import { createErrandMcpServer, type ErrandMcpServer } from './errand-mcp-server.js';
 import { createMcpRuntime, mcpRuntimeOptions } from './mcp-runtime.js';
 import { errandMcpServerOptions } from './mcp-server-options.js';
+import { findResumableMcpSession } from './resumable-session.js';
 
 /**
  * The options of `startStdioMcpServer`: the MCP server's (but `runtime`) and its own. A key not declared
@@ -45,7 +46,16 @@ const stdioMcpServerOptions = defineOptions('startStdioMcpServer', {
   stdin: option.shaped<Readable>('a readable stream', ['on']),
   /** Default `process.stdout`. */
   stdout: option.shaped<Writable>('a writable stream', ['write']),
+  /**
+   * Resume the previous session of the same client in the same directory when no live server holds it
+   * (`findResumableMcpSession`: the rule of `errand mcp --durable`), instead of starting a new one. The
+   * client is known from its `initialize` request, read before the session is opened. Default false.
+   */
+  resumePrevious: option.boolean({ default: false }),
 });
+
+/** The most of the first request read to learn who the client is; a longer one is not looked into. */
+const MAX_INITIALIZE_BYTES = 1024 * 1024;
 
 /** Options of `startStdioMcpServer`. */
 export type StdioMcpServerOptions = OptionsInput<typeof stdioMcpServerOptions.rules>;
@@ -55,15 +65,27 @@ export interface StdioMcpServer {
   readonly mcp: ErrandMcpServer;
   /** The dashboard's address (its `url` carries the token); undefined without a dashboard. */
   readonly dashboard: DashboardAddress | undefined;
-  /** Resolves once the server has shut down (stdin ended, or `shutdown` was called). */
+  /**
+   * Resolves once the server has shut down: stdin ended, the transport closed for any other reason (an
+   * error, a message over the transport's size limit), or `shutdown` was called.
+   */
   readonly closed: Promise<void>;
+  /** Why the transport closed, when it closed on an error (say, an oversized message); else undefined. */
+  readonly closeReason: () => string | undefined;
   /** Closes the connection and the dashboard and disposes the runtime. Idempotent. */
   shutdown(): Promise<void>;
 }
 
 export async function startStdioMcpServer(options: StdioMcpServerOptions = {}): Promise<StdioMcpServer> {
   stdioMcpServerOptions.resolve(options);
-  const { runtime: runtimeOptions, dashboard: dashboardOptions, stdin, stdout, ...serverOptions } = options;
+  const {
+    runtime: runtimeOptions,
+    dashboard: dashboardOptions,
+    stdin,
+    stdout,
+    resumePrevious,
+    ...serverOptions
+  } = options;
   const logger: Logger = serverOptions.logger ?? emitWarningLogger;
   const input = stdin ?? process.stdin;
   const output = stdout ?? process.stdout;
@@ -80,10 +102,14 @@ export async function startStdioMcpServer(options: StdioMcpServerOptions = {}): 
     finished = resolve;
   });
   let shutting: Promise<void> | undefined;
+  let transportError: string | undefined;
+  let inputEnded = false;
   const shutdown = (): Promise<void> => {
     shutting ??= (async () => {
       input.off('end', onInputEnd);
       input.off('close', onInputEnd);
+      // A transport that closed while stdin is open (an oversized message) must not keep the process up.
+      if (!inputEnded) input.destroy();
       try {
         await mcp?.close();
       } catch (error) {
@@ -100,11 +126,31 @@ export async function startStdioMcpServer(options: StdioMcpServerOptions = {}): 
     return shutting;
   };
   const onInputEnd = () => {
+    inputEnded = true;
     void shutdown();
   };
 
   try {
-    mcp = createErrandMcpServer({ ...serverOptions, runtime, logger });
+    let resumeSessionId = serverOptions.resumeSessionId;
+    const peeked = resumePrevious === true && resumeSessionId === undefined;
+    if (peeked) {
+      const first = await peekFirstLine(input, MAX_INITIALIZE_BYTES);
+      if (first.ended) inputEnded = true;
+      const clientName = clientNameOf(first.line);
+      if (clientName !== undefined) {
+        resumeSessionId = findResumableMcpSession({
+          store: runtime.store,
+          clientName,
+          directory: serverOptions.cwd ?? serverOptions.launchDirectory ?? process.cwd(),
+        });
+      }
+    }
+    mcp = createErrandMcpServer({
+      ...serverOptions,
+      ...(resumeSessionId === undefined ? {} : { resumeSessionId }),
+      runtime,
+      logger,
+    });
     if (dashboardOptions) {
       const dashboardLogger: Logger = { warn: (message, context) => logger.warn(message, context) };
       dashboard = createDashboardServer({
@@ -123,6 +169,26 @@ export async function startStdioMcpServer(options: StdioMcpServerOptions = {}): 
     input.once('end', onInputEnd);
     input.once('close', onInputEnd);
     await mcp.connect(new StdioServerTransport(input, output));
+    // A peek paused the stream explicitly: a new 'data' listener alone does not make it flow again.
+    if (peeked && !inputEnded) input.resume();
+    // The transport closes itself on a broken stream or a message over its size limit: the server
+    // ends with it, as on end of input, instead of staying up deaf.
+    const protocol = mcp.server.server;
+    const previousError = protocol.onerror;
+    protocol.onerror = (error) => {
+      // The newest error is the one a close follows.
+      transportError = error.message;
+      previousError?.(error);
+    };
+    const previousClose = protocol.onclose;
+    protocol.onclose = () => {
+      previousClose?.();
+      if (!inputEnded && transportError !== undefined) {
+        logger.warn('the MCP transport closed; shutting down', { reason: transportError });
+      }
+      void shutdown();
+    };
+    if (inputEnded) void shutdown();
   } catch (error) {
     await shutdown();
     throw error;
@@ -133,8 +199,50 @@ export async function startStdioMcpServer(options: StdioMcpServerOptions = {}): 
     mcp,
     dashboard: dashboard?.address,
     closed,
+    closeReason: () => transportError,
     shutdown,
   };
+}
+
+/**
+ * Reads `input` up to its first newline (or `maxBytes`, or its end) and puts everything read back, so
+ * the transport reads it as if nothing had looked.
+ */
+function peekFirstLine(input: Readable, maxBytes: number): Promise<{ line: string; ended: boolean }> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let length = 0;
+    const finish = (ended: boolean) => {
+      input.off('data', onData);
+      input.off('end', onEnd);
+      input.pause();
+      const all = Buffer.concat(chunks);
+      // A stream that ended cannot take its bytes back: without a newline they were no message anyway.
+      if (all.length > 0 && !ended) input.unshift(all);
+      const end = all.indexOf(10);
+      resolve({ line: all.subarray(0, end < 0 ? all.length : end).toString('utf8'), ended });
+    };
+    const onData = (chunk: Buffer | string) => {
+      const buffer = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+      chunks.push(buffer);
+      length += buffer.length;
+      if (buffer.includes(10) || length >= maxBytes) finish(false);
+    };
+    const onEnd = () => finish(true);
+    input.on('data', onData);
+    input.once('end', onEnd);
+  });
+}
+
+/** The `clientInfo.name` of an `initialize` request line, or undefined. */
+function clientNameOf(line: string): string | undefined {
+  try {
+    const message = JSON.parse(line) as { method?: unknown; params?: { clientInfo?: { name?: unknown } } };
+    const name = message.method === 'initialize' ? message.params?.clientInfo?.name : undefined;
+    return typeof name === 'string' && name !== '' ? name : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function describe(error: unknown): string {

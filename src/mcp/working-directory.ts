@@ -62,6 +62,11 @@ export class WorkingDirectory {
     return this.#source;
   }
 
+  /** The directory the server was started for: `--cwd` when given, else the launch directory. */
+  get launchKey(): string {
+    return this.#options.fixed ?? this.#options.fallback;
+  }
+
   /** Resolves once the first roots answer was applied, or after `timeoutMs`, whichever comes first. */
   whenReady(): Promise<void> {
     return new Promise((resolve) => {

@@ -473,12 +473,26 @@ describe('the lost-task form', () => {
         '<task-id>bash-4</task-id>',
         '<output-file>/tmp/out.log</output-file>',
         '<status>lost</status>',
-        '<summary>Background command "npm run &lt;dev&gt; server" was lost: the runtime that ran it stopped before it ended, so its result is unknown. It is not running any more; start it again if it is still needed.</summary>',
+        '<lost-case>runtime_stopped</lost-case>',
+        '<summary>Background command "npm run &lt;dev&gt; server" was lost: it ran inside the runtime that stopped before it ended, so its result is unknown. It is not running any more; start it again if it is still needed.</summary>',
         '<error>The runtime that ran this task stopped.</error>',
         '</task-notification>',
       ].join('\n'),
     );
     expect(text).not.toContain('task_output');
+  });
+
+  it('says which case a lost task is, and never calls an unchecked process gone', () => {
+    const text = (lostCase: string) =>
+      formatLostTaskNotification({ taskId: 'bash-2', kind: 'bash', label: 'make', lostCase });
+    expect(text('machine_restarted')).toContain('the machine restarted since it started');
+    expect(text('ended_unwatched')).toContain('its exit status was not captured');
+    expect(text('status_not_captured')).toContain('its wrapper was killed');
+    expect(text('pid_reused')).toContain('its pid now names another process');
+    expect(text('ended_unwatched')).toContain('It is not running any more');
+    expect(text('unrecognizable')).toContain('It may still be running; check before starting it again.');
+    expect(text('unrecognizable')).not.toContain('not running any more');
+    expect(text('pid_reused')).toContain('<lost-case>pid_reused</lost-case>');
   });
 
   it('names the kind and keeps its stable fields within a small budget', () => {

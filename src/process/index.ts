@@ -2,10 +2,25 @@
  * The process layer: what every producer that runs operating-system processes shares. Launching (the
  * spawn seam), the /proc process table, the census of a process tree and its terminator, a terminal's
  * foreground group, bounded pipe waits, the private output directory and the one capped output-file
- * writer. It knows no task, session or store: it sits above the contract (`tasks/`) and `text/` only.
+ * writer; the lifeline (a sidecar that stops a dead runtime's trees), recognising a tree after the fact,
+ * exit-status files and following a file another process writes. It knows no task, session or store: it
+ * sits above the contract (`tasks/`) and `text/` only.
  */
 export { DetailThrottle } from './detail-throttle.js';
+export { type RecordedEnd, readStatusFile, statusFileBeside, writeStatusFile } from './exit-status-file.js';
+export { FileFollower, type FileFollowerOptions } from './file-follower.js';
 export { parseForegroundGroup, readForegroundGroup } from './foreground-group.js';
+export {
+  defaultSidecarScript,
+  isLifelineLink,
+  LIFELINE_DEFAULTS,
+  LIFELINE_TAG_VARIABLE,
+  Lifeline,
+  type LifelineLink,
+  type LifelineOptions,
+  type LifelineTree,
+} from './lifeline.js';
+export { LIFELINE_PROTOCOL_VERSION } from './lifeline-protocol.js';
 export { OutputDirectory } from './output-directory.js';
 export { outputFileStream, readFileRange } from './output-file-stream.js';
 export {
@@ -15,6 +30,13 @@ export {
 } from './output-file-writer.js';
 export { closedWithin, drainedWithin } from './pipe-wait.js';
 export {
+  formatEnvironmentTag,
+  type ProcessIdentity,
+  parseEnvironmentTag,
+  type Recognition,
+  recognizeTree,
+} from './process-identity.js';
+export {
   createSpawnLauncher,
   type LaunchedProcess,
   type LaunchRequest,
@@ -22,6 +44,7 @@ export {
   type ProcessLauncher,
   type Spawner,
 } from './process-launcher.js';
+export { ProcessSweep, type ProcessSweepOptions } from './process-sweep.js';
 export {
   findEnvironmentValue,
   isDead,

@@ -57,6 +57,11 @@ export interface ProcessSource {
    * started after this call has a start time no smaller than what it returned.
    */
   clockTicks(): number;
+  /**
+   * The boot this table belongs to (`/proc/sys/kernel/random/boot_id`), when known: pids and start times
+   * recorded in another boot name nothing of this one.
+   */
+  bootId?(): string | undefined;
   /** Releases what the source holds open (called when the producer that reads it is disposed). */
   close?(): void;
 }
@@ -69,6 +74,7 @@ export function procfsSource(root = '/proc'): ProcessSource {
   const scratch = Buffer.allocUnsafe(1024);
   let lastPidFd: number | undefined;
   let boot: { uptimeSeconds: number; at: bigint } | undefined;
+  let bootId: string | null | undefined;
   return {
     listPids() {
       const pids: number[] = [];
@@ -135,6 +141,16 @@ export function procfsSource(root = '/proc'): ProcessSource {
       const seconds = boot.uptimeSeconds + Number(process.hrtime.bigint() - boot.at) / 1e9;
       // Start times count USER_HZ ticks, 100 per second on Linux; one tick of slack for rounding.
       return Number.isFinite(seconds) ? Math.max(0, Math.floor(seconds * USER_HZ) - 1) : 0;
+    },
+    bootId() {
+      if (bootId === undefined) {
+        try {
+          bootId = readFileSync(`${root}/sys/kernel/random/boot_id`, 'latin1').trim() || null;
+        } catch {
+          bootId = null;
+        }
+      }
+      return bootId ?? undefined;
     },
     close() {
       if (lastPidFd === undefined) return;
@@ -209,6 +225,7 @@ export function memoizedSource(source: ProcessSource, maxAgeMs = 2): ProcessSour
     },
     lastPid: () => source.lastPid(),
     clockTicks: () => source.clockTicks(),
+    bootId: () => source.bootId?.(),
     close: () => source.close?.(),
   };
 }

@@ -707,7 +707,8 @@ export class LocalTaskService implements TaskService {
   #cancelForTeardown(record: TaskRecord, reason: string): void {
     if (!isLive(record)) return;
     record.tornDown = true;
-    if (record.status === 'running') {
+    // Work let go of is not being stopped: it is not shown stopping (a record of it stays as it was).
+    if (record.status === 'running' && record.hooks.detach === undefined) {
       record.status = 'stopping';
       record.cancelRequestedAt = this.#options.now();
       record.stopInitiator ??= 'system';
@@ -715,7 +716,9 @@ export class LocalTaskService implements TaskService {
       this.#emitChange('stopping', record);
     }
     try {
-      record.hooks.cancel(reason);
+      // Work that outlives its runtime is let go of, not stopped.
+      if (record.hooks.detach) record.hooks.detach();
+      else record.hooks.cancel(reason);
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       this.#options.logger.warn(`task ${record.id}: cancel threw during ${reason}; work may be left behind`, {

@@ -133,6 +133,50 @@ describe('teardown', () => {
   });
 });
 
+describe('detach', () => {
+  it('a teardown lets go of work that offers detach instead of cancelling it; a kill still cancels', async () => {
+    const { tasks } = serviceForTest();
+    const owner = createOwner('s1');
+    const calls: string[] = [];
+    const durable = (name: string) => {
+      let finish!: (outcome: TaskOutcome) => void;
+      const done = new Promise<TaskOutcome>((resolve) => {
+        finish = resolve;
+      });
+      return tasks.start({
+        kind: 'bash',
+        label: name,
+        owner,
+        run: () => ({
+          cancel: (reason) => {
+            calls.push(`${name}: cancel ${reason}`);
+            finish({ status: 'killed' });
+          },
+          detach: () => {
+            calls.push(`${name}: detach`);
+            finish({ status: 'lost', detail: { detached: true } });
+          },
+          done,
+        }),
+      });
+    };
+    const killed = await durable('killed');
+    await durable('released');
+    const statuses: string[] = [];
+    tasks.onTasksChanged(
+      (change) => {
+        if (change.task.label === 'released') statuses.push(change.task.status);
+      },
+      { caller: createTrustedCaller('test') },
+    );
+    await tasks.kill(killed.id, owner, 'no longer needed');
+    await owner.dispose();
+    expect(calls).toEqual(['killed: cancel no longer needed', 'released: detach']);
+    // Let go of, never shown stopping.
+    expect(statuses).not.toContain('stopping');
+  });
+});
+
 describe('service disposal', () => {
   it('cancels every live task and waits for compliant producers', async () => {
     const { tasks } = serviceForTest();

@@ -95,5 +95,8 @@ export function validateHooks(kind: string, hooks: unknown): TaskHooks {
       `The ${kind} producer's output is not a TaskOutputStream (end, retainedFrom, read, onGrow)`,
     );
   }
+  if (candidate.detach !== undefined && typeof candidate.detach !== 'function') {
+    throw new ProducerContractError(`The ${kind} producer's detach is not a function`);
+  }
   return candidate as TaskHooks;
 }

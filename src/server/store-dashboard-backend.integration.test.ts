@@ -130,7 +130,7 @@ describe('a store-backed dashboard over another process', () => {
     }
   });
 
-  it('shows the work of a killed runtime as lost, never running, and refuses to stop it', async () => {
+  it('shows the work of a killed runtime as its lifeline stopped it, never running once gone, and refuses to stop it', async () => {
     const home = temporaryHome();
     const { child, ready } = await startWorker(home);
     const { backend } = backendOn(home);
@@ -142,8 +142,20 @@ describe('a store-backed dashboard over another process', () => {
     const exited = new Promise((done) => child.once('exit', done));
     child.kill('SIGKILL');
     await exited;
-    backend.refresh();
-    expect(backend.events.find(ready.taskId)).toMatchObject({ status: 'lost', cancellable: false });
+    // The lifeline stops the sleep and records why; until it did, the sleep runs and is shown running.
+    await vi.waitFor(
+      () => {
+        backend.refresh();
+        expect(backend.events.find(ready.taskId)?.status).not.toBe('running');
+      },
+      { timeout: 5000, interval: 20 },
+    );
+    expect(backend.events.find(ready.taskId)).toMatchObject({
+      status: 'killed',
+      reason: 'runtime_died',
+      cancellable: false,
+    });
+    expect(isAlive(ready.pid)).toBe(false);
     expect(events).toEqual(['BackgroundTaskCompleted']);
     backend.refresh();
     expect(events).toEqual(['BackgroundTaskCompleted']);

@@ -3,12 +3,17 @@
  * runtime that records into the store — `errand mcp`, `errand chat`, a harness — from another process,
  * with no listener in those runtimes. Sessions and task records come from the store; events come from
  * polling it every `pollMs` (there is no cross-process event), emitted only when a viewer would see a
- * change; byte counts and output come from each task's output file; a task recorded running whose
- * session holder is gone is shown `lost`, never running. Stop submits a command to the session's live
- * holder, which polls for it (`commandPollMs` of `createErrandRuntime`), and waits up to `stopTimeoutMs`
- * for its answer: acknowledged, rejected with a reason, or — no answer in time — an error (the command is
- * expired), never a fake success. "Move to background" of a running foreground command (recorded in the
- * store too) is a command of its own the same way. The conversation is the store's message log.
+ * change; byte counts and output come from each task's output file. A task recorded running whose
+ * session holder is gone is checked against the process table and its exit-status file (the resume's
+ * own judgement, `judgeLeftTask`): shown running while its process runs (a durable command, or a tree
+ * nothing stopped), with its recorded end once it ended, `lost` only when its end cannot be known.
+ * Stop submits a command to the session's live holder, which polls for it (`commandPollMs` of
+ * `createErrandRuntime`), and waits up to `stopTimeoutMs` for its answer: acknowledged, rejected with a
+ * reason, or — no answer in time — an error (the command is expired), never a fake success. Work whose
+ * holder is gone is stopped here: its record is marked `stopping` (initiator `user`) and its tree is
+ * terminated with the same start-time checks as every stop; the next resume settles it.
+ * "Move to background" of a running foreground command (recorded in the store too) is a command of its
+ * own the same way. The conversation is the store's message log.
  */
 import { statSync } from 'node:fs';
 import {
@@ -24,11 +29,27 @@ import {
   sameFacts,
   worksLevel,
 } from '../events/index.js';
+import {
+  isDead,
+  memoizedSource,
+  type ProcessSource,
+  parseEnvironmentTag,
+  procfsSource,
+  TreeTerminator,
+} from '../process/index.js';
+import { judgeLeftTask, LOST_CASE_ERRORS, type Verdict } from '../session/reconcile.js';
 import { isHolderLive } from '../session/session-holder.js';
-import type { RuntimeCommandType, SessionHolder, SessionStore, StoredTask } from '../store/index.js';
+import {
+  type RuntimeCommandType,
+  type SessionHolder,
+  type SessionStore,
+  type StoredTask,
+  taskRecordInput,
+} from '../store/index.js';
 import {
   ErrandError,
   isTerminalStatus,
+  type Logger,
   type OutputCursor,
   systemClock,
   type TaskId,
@@ -75,6 +96,10 @@ export const storeDashboardBackendOptions = defineOptions('createStoreDashboardB
   /** The clock, in epoch milliseconds. Default: the system clock. */
   now: option.func({ default: systemClock.now }),
   /** Told about failed polls. Default: `consoleDashboardLogger`. */
+  /** Where processes of work whose holder is gone are looked up. Default /proc. */
+  processSource: option.shaped<ProcessSource>('a process source', ['read']),
+  /** SIGTERM → SIGKILL grace when such work is stopped here, in ms (1 to 600000). Default 2000. */
+  killGraceMs: option.integer({ min: 1, max: 600_000, default: 2000 }),
   logger: option.logger({ default: consoleDashboardLogger }),
 });
 
@@ -175,11 +200,14 @@ export function createStoreDashboardBackend(options: StoreDashboardBackendOption
   const { store, pollMs, stopTimeoutMs, stopPollMs, ringSize, logger, now } = resolved;
   const { outputPollMs, maxOutputReadBytes } = resolved;
   let readers = 0;
+  const { killGraceMs } = resolved;
+  const source = resolved.processSource ?? memoizedSource(procfsSource());
   const feed = new StoreEventFeed({
     store,
     ringSize,
     holderLive: resolved.isHolderLive,
     now,
+    source,
   });
   let failing = false;
   const refresh = () => {
@@ -263,7 +291,11 @@ export function createStoreDashboardBackend(options: StoreDashboardBackendOption
       const task = records.filter((record) => record.status === 'running').at(-1);
       if (task?.sessionId === undefined) return { ok: false, reason: 'not_running' };
       const holder = liveHolderOf(task.sessionId);
-      if (holder === undefined) return { ok: false, reason: 'not_running' };
+      if (holder === undefined) {
+        const stopped = await stopUnheld(task, { store, source, killGraceMs, logger });
+        refresh();
+        return stopped ? { ok: true } : { ok: false, reason: 'not_running' };
+      }
       const answer = await submitAndWait(
         'cancel_background_work',
         { ...task, sessionId: task.sessionId },
@@ -351,6 +383,42 @@ interface FeedParts {
   readonly ringSize: number;
   readonly holderLive: (holder: SessionHolder) => boolean;
   readonly now: () => number;
+  readonly source: ProcessSource;
+}
+
+/**
+ * Stops work whose session no runtime holds: it is still running (checked), so its record says a person
+ * asked to stop it, and its tree is terminated. False when nothing of it runs.
+ */
+async function stopUnheld(
+  task: StoredTask,
+  parts: { store: SessionStore; source: ProcessSource; killGraceMs: number; logger: Logger },
+): Promise<boolean> {
+  const verdict = judgeLeftTask(task, parts.source);
+  if (verdict.kind !== 'runs') return false;
+  const facts = task.process!;
+  const members = verdict.recognition.members;
+  const startTime =
+    verdict.recognition.state === 'running'
+      ? verdict.recognition.rootStartTime
+      : (facts.startTime ?? Math.min(...members.map((member) => member.startTime)));
+  parts.store.upsertTask({ ...taskRecordInput(task), status: 'stopping', stopInitiator: 'user' });
+  const root = { pid: facts.pid, startTime };
+  const source = parts.source;
+  await new TreeTerminator({
+    root,
+    source,
+    clock: systemClock,
+    killGraceMs: parts.killGraceMs,
+    tag: parseEnvironmentTag(facts.tag),
+    rootAlive: () => {
+      const entry = source.read(root.pid);
+      return entry !== undefined && entry.startTime === root.startTime && !isDead(entry);
+    },
+    newerPidsUntil: 0,
+    logger: parts.logger,
+  }).terminate();
+  return true;
 }
 
 /** The background event feed of a store: what `refresh` finds changed since the last read. */
@@ -501,10 +569,12 @@ class StoreEventFeed implements BackgroundEventFeed {
 
   #factsOf(task: StoredTask, holder: SessionHolder | undefined): BackgroundTaskFacts {
     const live = isLive(task);
-    const lost = live && holder === undefined;
-    const status = lost ? 'lost' : task.status;
+    // Nobody holds it: what it really is now, checked (it may run on, or have ended with a status).
+    const verdict = live && holder === undefined ? judgeLeftTask(task, this.#parts.source) : undefined;
+    const shown = verdict === undefined ? undefined : shownVerdict(task, verdict);
+    const status = shown?.status ?? task.status;
     const detail = task.detail;
-    const outputBytes = live && !lost ? fileSize(task.outputFile) : undefined;
+    const outputBytes = isLive({ ...task, status }) ? fileSize(task.outputFile) : undefined;
     return Object.freeze({
       sessionId: task.sessionId ?? null,
       taskId: task.id,
@@ -522,12 +592,40 @@ class StoreEventFeed implements BackgroundEventFeed {
       pid: numberOrNull(detail.pid),
       outputBytes: outputBytes ?? numberOrNull(detail.outputBytes),
       tail: null,
-      exitCode: numberOrNull(detail.exitCode, true),
+      exitCode: shown?.exitCode ?? numberOrNull(detail.exitCode, true),
       signal: stringOrNull(detail.signal),
-      reason: stringOrNull(detail.reason),
-      error: lost
-        ? 'The runtime that ran this task is gone; its process did not survive.'
-        : (task.error ?? null),
+      reason: shown?.reason ?? stringOrNull(detail.reason),
+      error: shown !== undefined ? shown.error : (task.error ?? null),
     });
+  }
+}
+
+interface ShownVerdict {
+  readonly status: StoredTask['status'];
+  readonly exitCode?: number;
+  readonly reason: string | null;
+  readonly error: string | null;
+}
+
+/** How a checked verdict is shown: a record that runs on stays as recorded. */
+function shownVerdict(task: StoredTask, verdict: Verdict): ShownVerdict {
+  switch (verdict.kind) {
+    case 'runs':
+      return { status: task.status, reason: stringOrNull(task.detail.reason), error: null };
+    case 'exited':
+      return {
+        status: verdict.exitCode === 0 ? 'completed' : 'failed',
+        exitCode: verdict.exitCode,
+        reason: 'completed',
+        error: null,
+      };
+    case 'ended':
+      return {
+        status: verdict.outcome.status,
+        reason: stringOrNull(verdict.outcome.detail?.reason),
+        error: verdict.outcome.error ?? null,
+      };
+    case 'lost':
+      return { status: 'lost', reason: verdict.lostCase, error: LOST_CASE_ERRORS[verdict.lostCase] };
   }
 }

@@ -4,10 +4,13 @@
  * their validation.
  */
 import { deliveryPolicyOptions } from '../notifications/index.js';
+import type { ProcessSource } from '../process/index.js';
+import type { StoredTask } from '../store/index.js';
 import type { SessionStore } from '../store/session-store.js';
 import {
   emitWarningLogger,
   MAX_TIMER_DELAY_MS,
+  type Owner,
   type SessionId,
   systemClock,
   type TaskService,
@@ -54,6 +57,21 @@ function environment() {
   return option.custom<Readonly<Record<string, string>>>('an object of environment variables', isEnvironment);
 }
 
+/** Options of the resume's reconciliation. A key not declared here is rejected with `UNKNOWN_OPTION`. */
+export const reconcileOptions = defineOptions('createSessionRuntime', {
+  /**
+   * Re-registers a durable task for a resumed session (the bash producer's `adopt`; `createErrandRuntime`
+   * wires it). Absent: durable tasks are left as they are, neither stopped nor called lost.
+   */
+  adoptDurable: option.func<(record: StoredTask, owner: Owner) => boolean>(),
+  /** Where processes are looked up. Default /proc. */
+  processSource: option.shaped<ProcessSource>('a process source', ['read']),
+  /** SIGTERM → SIGKILL grace when a leftover tree is stopped, 1 to 600000 ms. Default 2000. */
+  killGraceMs: option.integer({ min: 1, max: 600_000, default: 2000 }),
+});
+
+export type ReconcileOptions = OptionsInput<typeof reconcileOptions.rules>;
+
 /**
  * The options of `createSessionRuntime`. A key not declared here (or in `limits` or `notifications`) is
  * rejected with `UNKNOWN_OPTION`.
@@ -96,6 +114,8 @@ export const sessionRuntimeOptions = defineOptions('createSessionRuntime', {
    * unloaded. In milliseconds (1 to 2147483647), or false for never. Default false: a `Session` object a
    * caller holds closes when its session unloads, so a host that keeps them turns this on knowingly.
    */
+  /** How a resume checks and takes over the tasks a dead runtime left running (see `reconcile.ts`). */
+  reconcile: option.nested(reconcileOptions),
   unloadIdleAfterMs: option.orFalse(option.integer({ min: 1, max: MAX_TIMER_DELAY_MS }), { default: false }),
 });
 

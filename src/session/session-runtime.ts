@@ -9,8 +9,10 @@ import {
   formatLostTaskNotification,
   type TaskNotification,
 } from '../notifications/index.js';
+import { memoizedSource, type ProcessSource, procfsSource } from '../process/index.js';
 import { createTaskService, type SequenceBlocks, type StartGuardRequest } from '../registry/index.js';
 import { type JsonObject, jsonCopy } from '../store/json.js';
+import type { StoredTask } from '../store/records.js';
 import type { SessionStore } from '../store/session-store.js';
 import { taskRecordFromSnapshot } from '../store/task-record-from-snapshot.js';
 import { taskSnapshotFromRecord } from '../store/task-snapshot-from-record.js';
@@ -35,6 +37,7 @@ import { readFileTail } from '../text/index.js';
 import type { RecordedTasks } from '../tools/index.js';
 import type { ModelPort } from './model-port.js';
 import { PendingStoreWrites, type StoreFailure } from './pending-store-writes.js';
+import { LOST_CASES, type LostCase, type ReconcileContext, reconcileSessionTasks } from './reconcile.js';
 import { PROGRESS_KEY_PREFIX, takeQueuedResidue, untoldEndings } from './resume-residue.js';
 import { Session } from './session.js';
 import { describeStoreFailure, PersistenceFailingError } from './session-errors.js';
@@ -99,6 +102,7 @@ export class SessionRuntime {
   readonly #allClosedWaiters: Array<() => void> = [];
   /** Per task (session and id): the viewer facts last persisted, so a detail update writes only when they change. */
   readonly #persisted = new Map<string, string>();
+  #processSource: ProcessSource | undefined;
   /** Sessions opened so far: each opening gets its own admission scope (see `#enqueue`). */
   #openings = 0;
   readonly #limits: ResolvedSessionLimits;
@@ -250,10 +254,13 @@ export class SessionRuntime {
     // Before anything is discarded or marked lost: a runtime that still has it open keeps it (SESSION_IN_USE).
     this.store.acquireSession(sessionId, holderFor(this.#instance, this.#now()), isHolderLive);
     let residue: ReturnType<typeof takeQueuedResidue>;
+    let reconciled: ReturnType<typeof reconcileSessionTasks>;
     let session: Session;
     try {
       residue = takeQueuedResidue(this.store, sessionId);
-      this.store.markLiveAsLost({ sessionId, error: LOST_ON_RESUME_ERROR });
+      // Checked, never assumed: what still runs is taken over, what ended is settled with the truth.
+      reconciled = reconcileSessionTasks(sessionId, this.#reconcileContext());
+      this.store.markLiveAsLost({ sessionId, error: LOST_ON_RESUME_ERROR, keepTaskIds: reconciled.kept });
       if (record.state === 'closed') this.store.updateSession(sessionId, { state: 'active' });
       session = this.#open(sessionId, record.parentId, record.cwd, options.env, record.branchGeneration);
     } catch (error) {
@@ -262,11 +269,26 @@ export class SessionRuntime {
       throw error;
     }
     session.restoreNotifications(residue);
+    reconciled.adopt(session.owner);
     this.#tellUntold(
       session,
       new Set(residue.filter((notification) => notification.ending !== false).map((entry) => entry.taskId)),
     );
     return session;
+  }
+
+  #reconcileContext(): ReconcileContext {
+    const options = this.#options.reconcile;
+    this.#processSource ??= options.processSource ?? memoizedSource(procfsSource());
+    return {
+      store: this.store,
+      tasks: this.tasks,
+      source: this.#processSource,
+      clock: this.#clock,
+      logger: this.#logger,
+      killGraceMs: options.killGraceMs ?? 2000,
+      ...(options.adoptDurable === undefined ? {} : { adoptDurable: options.adoptDurable }),
+    };
   }
 
   /** Clears this runtime's holder of a session it failed to open (a no-op when another runtime holds it). */
@@ -301,6 +323,7 @@ export class SessionRuntime {
               label: task.label,
               error: task.error,
               outputFile: task.outputFile,
+              lostCase: lostCaseOf(task) ?? 'runtime_stopped',
               budgetBytes,
             }),
             lane: 'quiet',
@@ -577,8 +600,19 @@ export class SessionRuntime {
       // session's own turn with the tool result that showed the end: that is when the model sees it.
       if (reason === 'claimed' && (this.#policyClaiming || session.calledFromOwnTurn())) return;
     }
-    const facts = `${String(task.detail.pid)}\u0000${String(task.detail.outputFile)}`;
     const ended = isTerminalStatus(task.status);
+    // A durable task its runtime let go of at exit runs on: its record stays live for the next resume.
+    if (ended && task.detail.detached === true) return;
+    const detail = task.detail;
+    const facts = [
+      detail.pid,
+      detail.outputFile,
+      detail.processStartTime,
+      detail.statusFile,
+      detail.readOffset,
+    ]
+      .map(String)
+      .join('\u0000');
     if (reason === 'updated' && (ended || this.#persisted.get(key) === facts)) return;
     if (ended) this.#persisted.delete(key);
     else this.#persisted.set(key, facts);
@@ -712,9 +746,19 @@ const unsetModel: ModelPort = {
   generate: () => Promise.reject(new Error('The session has no model')),
 };
 
-/** The diagnosis of a task found running when its session is resumed: its runtime stopped first. */
+/**
+ * The diagnosis of a task without a process of its own (a subagent, a workflow run) found running when
+ * its session is resumed: it ran inside the runtime that stopped, so it ended with it.
+ */
 const LOST_ON_RESUME_ERROR =
-  'The runtime that ran this task stopped; its process did not survive the restart.';
+  'The runtime that ran this task stopped; the task ran inside it, so it ended with it, and its result is unknown.';
+
+function lostCaseOf(task: StoredTask): LostCase | undefined {
+  const value = task.detail.lostCase;
+  return typeof value === 'string' && (LOST_CASES as readonly string[]).includes(value)
+    ? (value as LostCase)
+    : undefined;
+}
 
 /** The line a tool result carries once the store started refusing writes. */
 function failingNote(failure: StoreFailure): string {

@@ -41,5 +41,6 @@ export {
 } from './sqlite-database.js';
 export { openSqliteSessionStore, type SqliteSessionStore } from './sqlite-session-store.js';
 export { taskRecordFromSnapshot } from './task-record-from-snapshot.js';
+export { taskRecordInput } from './task-record-input.js';
 export { taskSnapshotFromRecord } from './task-snapshot-from-record.js';
 export { LOST_TASK_ERROR } from './transition-rules.js';

@@ -91,6 +91,11 @@ describe('migrations', () => {
         scriptPath: '/f',
         scriptHash: 'h',
       });
+      expect(store.getTask('bash-1', 'old-session')).toMatchObject({
+        process: undefined,
+        durable: false,
+        readOffset: 0,
+      });
       expect(store.markLiveAsLost().map((record) => record.id)).toEqual(['bash-1']);
     } finally {
       store.close();
@@ -160,6 +165,40 @@ describe('migrations', () => {
         )
         .run(),
     ).toThrow(/CHECK constraint failed/);
+  });
+
+  it('gives task records written before the process facts existed none, and a cursor at 0', () => {
+    const { file, database } = rawDatabase();
+    migrate(database, file, START_TIME, MIGRATIONS.slice(0, 6));
+    database
+      .prepare(
+        `INSERT INTO sessions (id, schema_version, parent_id, cwd, title, branch_generation, state, last_seq, metadata, created_at, updated_at)
+         VALUES ('s', 1, NULL, '/work', NULL, 0, 'active', 0, '{}', 1, 1)`,
+      )
+      .run();
+    database
+      .prepare(
+        `INSERT INTO tasks (scope, id, session_id, schema_version, kind, label, status, detail, is_backgrounded,
+           branch_generation, started_at, reported, updated_at)
+         VALUES ('s', 'bash-1', 's', 1, 'bash', 'sleep', 'running', '{"pid":4242}', 1, 0, 1, 0, 1)`,
+      )
+      .run();
+    database.close();
+    databases.splice(databases.indexOf(database), 1);
+    const store = openSqliteSessionStore({ file, now: () => START_TIME, pruneOnOpen: false });
+    try {
+      expect(store.migration).toEqual({ from: 6, to: LATEST_SCHEMA_VERSION });
+      expect(store.getTask('bash-1', 's')).toMatchObject({
+        status: 'running',
+        detail: { pid: 4242 },
+        process: undefined,
+        statusFile: undefined,
+        durable: false,
+        readOffset: 0,
+      });
+    } finally {
+      store.close();
+    }
   });
 
   it('refuses a database from a newer Errand without touching it', () => {

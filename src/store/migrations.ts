@@ -235,6 +235,25 @@ export const MIGRATIONS: readonly Migration[] = Object.freeze([
       END;
     `,
   },
+  {
+    version: 8,
+    name: 'task process facts',
+    sql: `
+      -- What recognises a task's process after the runtime that started it is gone: the root's pid, its
+      -- start time (clock ticks after boot, /proc/<pid>/stat field 22) and the boot it started in, its
+      -- process group, the environment tag its tree carries, and the file its exit status is written to.
+      ALTER TABLE tasks ADD COLUMN pid INTEGER CHECK (pid > 0);
+      ALTER TABLE tasks ADD COLUMN process_start_time INTEGER CHECK (process_start_time >= 0);
+      ALTER TABLE tasks ADD COLUMN boot_id TEXT;
+      ALTER TABLE tasks ADD COLUMN pgid INTEGER CHECK (pgid > 0);
+      ALTER TABLE tasks ADD COLUMN process_tag TEXT;
+      ALTER TABLE tasks ADD COLUMN status_file TEXT;
+      -- A durable task keeps running when its runtime dies and is re-attached on resume.
+      ALTER TABLE tasks ADD COLUMN durable INTEGER NOT NULL DEFAULT 0 CHECK (durable IN (0, 1));
+      -- Bytes of the output the model has read (its task_output cursor), so a resume continues there.
+      ALTER TABLE tasks ADD COLUMN read_offset INTEGER NOT NULL DEFAULT 0 CHECK (read_offset >= 0);
+    `,
+  },
 ]);
 
 /** The newest schema version this code understands. */

@@ -19,6 +19,7 @@ import {
   type SessionHolder,
   type SessionRecord,
   type StoredTask,
+  type TaskProcessFacts,
   WORKFLOW_RUN_STATUSES,
   WORKFLOW_STEP_STATES,
   type WorkflowRun,
@@ -182,6 +183,21 @@ export function readTask(row: TaskRow): StoredTask {
     resultText: optional(row.resultText),
     outputFile: optional(row.outputFile),
     updatedAt: row.updatedAt,
+    process: readTaskProcess(row),
+    statusFile: optional(row.statusFile),
+    durable: row.durable === 1,
+    readOffset: row.readOffset,
+  };
+}
+
+function readTaskProcess(row: TaskRow): TaskProcessFacts | undefined {
+  if (row.pid === null) return undefined;
+  return {
+    pid: row.pid,
+    startTime: optional(row.processStartTime),
+    bootId: optional(row.bootId),
+    pgid: optional(row.pgid),
+    tag: optional(row.processTag),
   };
 }
 

@@ -158,6 +158,31 @@ export interface StoredTask {
   readonly resultText: string | undefined;
   readonly outputFile: string | undefined;
   readonly updatedAt: number;
+  /** How to recognise the task's process after the fact; absent for tasks without one. */
+  readonly process: TaskProcessFacts | undefined;
+  /** Where the exit status is written by something that outlives the runtime (durable commands). */
+  readonly statusFile: string | undefined;
+  /** True for a task that keeps running when its runtime dies and is re-attached on resume. */
+  readonly durable: boolean;
+  /** Bytes of the task's output the model has read (its `task_output` cursor); 0 before the first read. */
+  readonly readOffset: number;
+}
+
+/**
+ * What identifies a task's process tree once the runtime that started it is gone. A pid alone can name
+ * another process by then; the pid with its start time, in the same boot, cannot.
+ */
+export interface TaskProcessFacts {
+  /** The tree's root. */
+  readonly pid: number;
+  /** The root's start time in clock ticks after boot (`/proc/<pid>/stat` field 22), when known. */
+  readonly startTime: number | undefined;
+  /** `/proc/sys/kernel/random/boot_id` of the boot the root started in, when known. */
+  readonly bootId: string | undefined;
+  /** The root's process group (the root leads it in Errand's launches), when known. */
+  readonly pgid: number | undefined;
+  /** The environment tag every process of the tree carries, `NAME=value`, when it has one. */
+  readonly tag: string | undefined;
 }
 
 export type WorkflowRunStatus = 'running' | 'completed' | 'failed' | 'killed' | 'superseded';

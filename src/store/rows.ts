@@ -73,6 +73,20 @@ export interface TaskRow {
   resultText: string | null;
   outputFile: string | null;
   updatedAt: number;
+  /** The process tree's root (also its group and session id when it leads them), or null. */
+  pid: number | null;
+  /** The root's start time in clock ticks after boot (/proc/<pid>/stat field 22), or null. */
+  processStartTime: number | null;
+  /** /proc/sys/kernel/random/boot_id when the root started, or null. */
+  bootId: string | null;
+  pgid: number | null;
+  /** The tree's environment tag, `NAME=value`, or null. */
+  processTag: string | null;
+  /** Where the exit status is written by something that outlives the runtime, or null. */
+  statusFile: string | null;
+  durable: number;
+  /** Bytes of the output the model has read. */
+  readOffset: number;
 }
 
 export interface RunRow {

@@ -238,6 +238,25 @@ export interface TaskRecordInput {
   readonly error?: string;
   readonly resultText?: string;
   readonly outputFile?: string;
+  /** Default: none. */
+  readonly process?: TaskProcessInput;
+  readonly statusFile?: string;
+  /** Default false. */
+  readonly durable?: boolean;
+  /**
+   * The model's read cursor, in bytes. Absent: the stored record's cursor is kept (0 for a new record);
+   * a cursor only moves forward (`saveTaskReadOffset`), and a smaller value here is ignored.
+   */
+  readonly readOffset?: number;
+}
+
+/** `TaskProcessFacts` as given to the store: only the pid is required. */
+export interface TaskProcessInput {
+  readonly pid: number;
+  readonly startTime?: number;
+  readonly bootId?: string;
+  readonly pgid?: number;
+  readonly tag?: string;
 }
 
 export interface TaskFilter {
@@ -274,6 +293,15 @@ export interface TaskRecords {
    * are. Returns the records it changed.
    */
   markReported(sessionId: SessionId | string, taskIds: readonly string[]): StoredTask[];
+  /**
+   * Moves the model's read cursor of a task forward to `offset` bytes (a smaller one changes nothing) and
+   * returns the record, or undefined when there is none.
+   */
+  saveTaskReadOffset(
+    id: string,
+    sessionId: SessionId | string | undefined,
+    offset: number,
+  ): StoredTask | undefined;
 }
 
 // ---- workflow journals ----------------------------------------------------------------------------

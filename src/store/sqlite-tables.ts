@@ -74,6 +74,14 @@ const TASK_FIELDS: Fields<TaskRow> = {
   resultText: true,
   outputFile: true,
   updatedAt: true,
+  pid: true,
+  processStartTime: true,
+  bootId: true,
+  pgid: true,
+  processTag: true,
+  statusFile: true,
+  durable: true,
+  readOffset: true,
 };
 const RUN_FIELDS: Fields<RunRow> = {
   runId: true,

@@ -50,4 +50,41 @@ describe('taskRecordFromSnapshot', () => {
     expect(record.sessionId).toBeUndefined();
     expect(record.outputFile).toBe('/spill');
   });
+
+  it('takes the process facts, the status file and the durable flag from detail', () => {
+    const record = taskRecordFromSnapshot({
+      ...snapshot,
+      detail: {
+        pid: 4242,
+        pgid: 4242,
+        processStartTime: 123_456,
+        bootId: 'b00t',
+        processTag: 'ERRAND_PROCESS_TAG=x.1',
+        statusFile: '/tmp/x.status',
+        durable: true,
+      },
+    });
+    expect(record).toMatchObject({
+      process: { pid: 4242, pgid: 4242, startTime: 123_456, bootId: 'b00t', tag: 'ERRAND_PROCESS_TAG=x.1' },
+      statusFile: '/tmp/x.status',
+      durable: true,
+    });
+    const store = createMemorySessionStore({ now: () => 200 });
+    store.createSession({ id: 's', cwd: '/' });
+    expect(store.upsertTask(record)).toMatchObject({
+      durable: true,
+      process: { pid: 4242, startTime: 123_456 },
+    });
+  });
+
+  it('publishes no process without a pid, and ignores facts of the wrong type', () => {
+    const record = taskRecordFromSnapshot({
+      ...snapshot,
+      detail: { pid: null, pgid: 'x', processStartTime: -1, durable: 'yes' },
+    });
+    expect(record.process).toBeUndefined();
+    expect(record.durable).toBe(false);
+    const loose = taskRecordFromSnapshot({ ...snapshot, detail: { pid: 9, processStartTime: 1.5 } });
+    expect(loose.process).toEqual({ pid: 9 });
+  });
 });

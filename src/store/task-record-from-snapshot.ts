@@ -1,7 +1,12 @@
-/** Builds the persisted form of a task from a registry snapshot. */
-import type { TaskSnapshot } from '../tasks/index.js';
+/**
+ * Builds the persisted form of a task from a registry snapshot. A producer publishes what recognises its
+ * process after the fact in the task's detail (`pid`, `processStartTime`, `bootId`, `pgid`, `processTag`,
+ * `statusFile`, `durable`) and the model's read cursor (`readOffset`); they become the record's own
+ * columns, so a later runtime finds them without knowing the producer's detail shape.
+ */
+import type { TaskDetail, TaskSnapshot } from '../tasks/index.js';
 import type { JsonObject } from './json.js';
-import type { TaskRecordInput } from './session-store.js';
+import type { TaskProcessInput, TaskRecordInput } from './session-store.js';
 
 export interface TaskRecordExtras {
   /** Where the task's full output was spilled, if the producer spills it. Default: `detail.outputFile` when a string. */
@@ -13,16 +18,17 @@ export function taskRecordFromSnapshot(
   snapshot: TaskSnapshot,
   extras: TaskRecordExtras = {},
 ): TaskRecordInput {
-  const detailOutputFile = snapshot.detail.outputFile;
-  const outputFile =
-    extras.outputFile ?? (typeof detailOutputFile === 'string' ? detailOutputFile : undefined);
+  const detail = snapshot.detail;
+  const outputFile = extras.outputFile ?? stringOf(detail.outputFile);
+  const process = processOf(detail);
+  const statusFile = stringOf(detail.statusFile);
   return {
     id: snapshot.id,
     sessionId: snapshot.ownerSessionId,
     kind: snapshot.kind,
     label: snapshot.label,
     status: snapshot.status,
-    detail: snapshot.detail as JsonObject,
+    detail: detail as JsonObject,
     isBackgrounded: snapshot.isBackgrounded,
     branchGeneration: snapshot.branchGeneration,
     stopInitiator: snapshot.stopInitiator,
@@ -32,5 +38,42 @@ export function taskRecordFromSnapshot(
     error: snapshot.error,
     resultText: snapshot.resultText,
     outputFile,
+    ...(process === undefined ? {} : { process }),
+    ...(statusFile === undefined ? {} : { statusFile }),
+    durable: detail.durable === true,
+    ...(readOffsetOf(detail.readOffset) === undefined
+      ? {}
+      : { readOffset: readOffsetOf(detail.readOffset)! }),
   };
+}
+
+function readOffsetOf(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : undefined;
+}
+
+/** The process facts a producer published in `detail`; undefined without a positive integer `pid`. */
+function processOf(detail: TaskDetail): TaskProcessInput | undefined {
+  const pid = positiveOf(detail.pid);
+  if (pid === undefined) return undefined;
+  const startTime = detail.processStartTime;
+  const bootId = stringOf(detail.bootId);
+  const pgid = positiveOf(detail.pgid);
+  const tag = stringOf(detail.processTag);
+  return {
+    pid,
+    ...(typeof startTime === 'number' && Number.isSafeInteger(startTime) && startTime >= 0
+      ? { startTime }
+      : {}),
+    ...(bootId === undefined ? {} : { bootId }),
+    ...(pgid === undefined ? {} : { pgid }),
+    ...(tag === undefined ? {} : { tag }),
+  };
+}
+
+function stringOf(value: unknown): string | undefined {
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}
+
+function positiveOf(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value > 0 ? value : undefined;
 }

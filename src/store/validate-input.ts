@@ -39,6 +39,7 @@ import type {
   NewWorkflowRun,
   NewWorkflowStep,
   SessionPatch,
+  TaskProcessInput,
   TaskRecordInput,
   WorkflowRunPatch,
 } from './session-store.js';
@@ -351,7 +352,35 @@ export function validateTaskRecord(record: TaskRecordInput, time: number, maxFie
     resultText: optionalText('resultText', record.resultText, maxFieldBytes),
     outputFile: optionalName('outputFile', record.outputFile, MAX_PATH_LENGTH),
     updatedAt: time,
+    ...validateTaskProcess(record.process),
+    statusFile: optionalName('statusFile', record.statusFile, MAX_PATH_LENGTH),
+    durable: record.durable === undefined ? 0 : validateBoolean('durable', record.durable),
+    readOffset: record.readOffset === undefined ? 0 : validateCount('readOffset', record.readOffset),
   };
+}
+
+type ProcessColumns = Pick<TaskRow, 'pid' | 'processStartTime' | 'bootId' | 'pgid' | 'processTag'>;
+
+function validateTaskProcess(process: TaskProcessInput | undefined): ProcessColumns {
+  if (process === undefined) {
+    return { pid: null, processStartTime: null, bootId: null, pgid: null, processTag: null };
+  }
+  validateObject('process', process);
+  return {
+    pid: validatePositive('process.pid', process.pid),
+    processStartTime:
+      process.startTime === undefined ? null : validateCount('process.startTime', process.startTime),
+    bootId: optionalName('process.bootId', process.bootId, 64),
+    pgid: process.pgid === undefined ? null : validatePositive('process.pgid', process.pgid),
+    processTag: optionalName('process.tag', process.tag),
+  };
+}
+
+function validatePositive(field: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
+    throw new InvalidArgumentError(field, 'a positive integer', value);
+  }
+  return value;
 }
 
 // ---- workflow journals ----------------------------------------------------------------------------

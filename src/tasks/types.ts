@@ -44,6 +44,12 @@ export interface TaskHooks {
   readonly cancellable?: boolean;
   /** Forwards a message to running work that accepts them (a subagent). */
   sendMessage?(message: string): void;
+  /**
+   * For work meant to outlive its runtime (a durable command): called by a teardown (the owner's or the
+   * service's disposal) instead of `cancel`. It lets go of the work without stopping it, and must make
+   * `done` settle. Absent: a teardown cancels. A caller's kill always cancels.
+   */
+  detach?(): void;
 }
 
 export interface TaskRunContext {

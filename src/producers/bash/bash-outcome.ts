@@ -12,6 +12,7 @@ import {
 import { describeExit, type ExitFacts } from './exit-facts.js';
 
 export function bashTaskStatus(facts: ExitFacts): TerminalTaskStatus {
+  if (facts.lost) return 'lost';
   if (facts.reason === 'completed') return facts.exitCode === 0 ? 'completed' : 'failed';
   return mapPortStatus(facts.reason);
 }

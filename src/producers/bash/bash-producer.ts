@@ -30,9 +30,10 @@ import {
   option,
 } from '../../tasks/options.js';
 import { bashOutcome } from './bash-outcome.js';
+import type { CommandHandle, OutputSnapshot } from './command-handle.js';
+import { type DurableAttachment, DurableHandle } from './durable-handle.js';
 import type { BashExecutor } from './executor.js';
 import { OUTPUT_SNAPSHOT_BYTES } from './executor-options.js';
-import type { OutputSnapshot, ProcessHandle } from './process-handle.js';
 import { withSkippedOutputMarker } from './skipped-output-marker.js';
 
 /** The runtime cap Errand applies to background bash owned by a subagent: one hour. */
@@ -81,13 +82,29 @@ export interface BashTaskRequest {
    * `timed_out`), 1 to 2147483647 ms. Default: no cap. Subagents use `SUBAGENT_BACKGROUND_RUNTIME_CAP_MS`.
    */
   readonly backgroundRuntimeCapMs?: number;
+  /**
+   * Run it durably (background work only): its output goes straight to its file, its exit status is
+   * captured by a wrapper, and it keeps running when the runtime dies, to be re-attached on resume
+   * (`adopt`). Default false.
+   */
+  readonly durable?: boolean;
+}
+
+/** A durable command an earlier runtime started, as its task record tells it (for `adopt`). */
+export interface AdoptedBashTask {
+  readonly taskId: string;
+  readonly owner: Owner;
+  readonly label: string;
+  /** The record's detail (command, description, working directory, tool-use id, ...). */
+  readonly detail: Readonly<Record<string, unknown>>;
+  readonly attachment: DurableAttachment;
 }
 
 export interface StartedBashTask {
   readonly taskId: TaskId;
   /** The snapshot right after registration (pid and output file in its detail). */
   readonly snapshot: TaskSnapshot;
-  readonly handle: ProcessHandle;
+  readonly handle: CommandHandle;
 }
 
 /** What a UI's bash detail view shows: the newest output, at most 8192 bytes, never consumed. */
@@ -103,7 +120,7 @@ export class BashProducer {
   readonly #clock: Clock;
   readonly #trusted = createTrustedCaller('bash-producer');
   /** Task id → the handle serving it. */
-  readonly #handles = new Map<string, ProcessHandle>();
+  readonly #handles = new Map<string, CommandHandle>();
   readonly #unsubscribe: Disposer;
 
   constructor(options: BashProducerOptions) {
@@ -127,12 +144,23 @@ export class BashProducer {
    */
   async start(request: BashTaskRequest): Promise<StartedBashTask> {
     const background = request.background ?? true;
+    if (request.durable !== undefined && typeof request.durable !== 'boolean') {
+      throw new InvalidArgumentError('durable', 'a boolean', request.durable);
+    }
+    if (request.durable === true && !background) {
+      throw new InvalidArgumentError(
+        'durable',
+        'false for foreground work (a durable command writes its file directly; start it in the background)',
+        request.durable,
+      );
+    }
     const cap = optionalDuration('backgroundRuntimeCapMs', request.backgroundRuntimeCapMs);
     const timeoutMs = optionalDuration('timeoutMs', request.timeoutMs);
     const resolved = this.executor.resolve({
       command: request.command,
       ...(request.cwd === undefined ? {} : { cwd: request.cwd }),
       ...(request.env === undefined ? {} : { env: request.env }),
+      ...(request.durable === true ? { durable: true } : {}),
       ...(shorter(timeoutMs, background ? cap : undefined) === undefined
         ? {}
         : { timeoutMs: shorter(timeoutMs, background ? cap : undefined) }),
@@ -143,7 +171,7 @@ export class BashProducer {
     if (request.toolUseId !== undefined && typeof request.toolUseId !== 'string') {
       throw new InvalidArgumentError('toolUseId', 'a string', request.toolUseId);
     }
-    let started: ProcessHandle | undefined;
+    let started: CommandHandle | undefined;
     const snapshot = await this.tasks.start({
       kind: 'bash',
       label: labelOf(request.description, request.command),
@@ -168,8 +196,35 @@ export class BashProducer {
     return { taskId: snapshot.id, snapshot, handle };
   }
 
+  /**
+   * Re-registers a durable command an earlier runtime started, under its id and for `owner` (a resumed
+   * session): the executor re-attaches to it (`BashExecutor.attach`), reads continue from the model's
+   * cursor, and its end — now, if it ended while no runtime watched — settles the task and is notified
+   * as any other. Throws what the registration throws.
+   */
+  async adopt(task: AdoptedBashTask): Promise<StartedBashTask> {
+    let started: CommandHandle | undefined;
+    const snapshot = await this.tasks.start({
+      kind: 'bash',
+      label: task.label,
+      owner: task.owner,
+      outputLimitBytes: this.outputLimitBytes,
+      background: true,
+      resumeId: task.taskId as TaskId,
+      detail: { ...task.detail, adopted: true },
+      run: (context) => {
+        const handle = this.executor.attach(task.attachment);
+        started = handle;
+        return this.#hooks(context, handle);
+      },
+    });
+    const handle = started!;
+    this.#handles.set(snapshot.id, handle);
+    return { taskId: snapshot.id, snapshot, handle };
+  }
+
   /** The handle serving a task, when the executor still knows it. */
-  handleOf(taskId: string): ProcessHandle | undefined {
+  handleOf(taskId: string): CommandHandle | undefined {
     const handle = this.#handles.get(taskId);
     return handle !== undefined && this.executor.get(handle.id) === handle ? handle : undefined;
   }
@@ -196,7 +251,7 @@ export class BashProducer {
     this.#unsubscribe();
   }
 
-  #hooks(context: TaskRunContext, handle: ProcessHandle): TaskHooks {
+  #hooks(context: TaskRunContext, handle: CommandHandle): TaskHooks {
     const throttle = new DetailThrottle(this.#clock, this.#detailIntervalMs, () =>
       context.updateDetail({ outputBytes: handle.outputBytes }),
     );
@@ -209,7 +264,25 @@ export class BashProducer {
       pid: handle.pid ?? null,
       pgid: handle.pid ?? null,
       outputFile: handle.outputFile ?? null,
-      outputBytes: 0,
+      outputBytes: handle.outputBytes,
+      durable: handle.durable,
+      // Written by the durable wrapper, or by the lifeline if it had to stop the tree.
+      statusFile: handle.statusFile ?? null,
+      ...(handle.durable ? { readOffset: handle.readOffset } : {}),
+    });
+    // What recognises the process after the fact, read once it runs and after the start's own I/O (a
+    // /proc read right after a fork costs a noticeable part of the spawn).
+    void handle.spawned.then((spawned) => {
+      if (!spawned) return;
+      setImmediate(() => {
+        const facts = handle.processFacts();
+        if (facts === undefined || !handle.running) return;
+        context.updateDetail({
+          processStartTime: facts.startTime ?? null,
+          bootId: facts.bootId ?? null,
+          processTag: facts.tag === undefined ? null : `${facts.tag.name}=${facts.tag.value}`,
+        });
+      });
     });
     let reportLost!: (outcome: TaskOutcome) => void;
     const lost = new Promise<TaskOutcome>((resolve) => {
@@ -220,9 +293,30 @@ export class BashProducer {
       stopListening();
       return bashOutcome(facts);
     });
+    const detached =
+      handle instanceof DurableHandle
+        ? handle.detached.then(
+            (): TaskOutcome => ({
+              status: 'lost',
+              error: `The runtime let go of durable task ${context.taskId} at its exit; the command keeps running and is re-attached when its session is resumed`,
+              detail: { detached: true },
+            }),
+          )
+        : new Promise<TaskOutcome>(() => {});
+    let publishedOffset = handle.readOffset;
     const output = handle.outputStream();
     return {
       ...(output === undefined ? {} : { output }),
+      ...(handle instanceof DurableHandle
+        ? {
+            // A teardown (a clean runtime exit) lets go of a durable command instead of stopping it.
+            detach: () => {
+              throttle.stop();
+              stopListening();
+              handle.detach();
+            },
+          }
+        : {}),
       cancel: (reason) => {
         if (this.executor.get(handle.id) !== handle) {
           // The executor no longer knows the process: nothing can stop it or report its end.
@@ -235,16 +329,21 @@ export class BashProducer {
         }
         handle.cancel(reason);
       },
-      done: Promise.race([finished, lost]),
+      done: Promise.race([finished, lost, detached]),
       readOutput: () => {
         const read = handle.read(this.outputLimitBytes);
+        // A durable command's cursor is persisted, so a resumed session reads on where the model stopped.
+        if (handle.durable && handle.readOffset !== publishedOffset) {
+          publishedOffset = handle.readOffset;
+          context.updateDetail({ readOffset: publishedOffset });
+        }
         return withSkippedOutputMarker(read.text, read.skippedBytes, read.outputFile);
       },
     };
   }
 
   /** Foreground work follows its call's deadline; once backgrounded only the runtime cap applies. */
-  #applyCapWhenBackgrounded(taskId: TaskId, handle: ProcessHandle, cap: number | undefined): void {
+  #applyCapWhenBackgrounded(taskId: TaskId, handle: CommandHandle, cap: number | undefined): void {
     this.tasks.waitForBackground(taskId, this.#trusted).then(
       (result) => {
         if (result === 'backgrounded') handle.setTimeout(cap);

@@ -24,8 +24,8 @@ import {
 } from '../../tools/index.js';
 import { type BashProducer, durationRule, type StartedBashTask } from './bash-producer.js';
 import { type BashToolInput, bashToolSchema } from './bash-tool-schema.js';
-import { RunInBackgroundDisabledError, SpawnFailedError } from './errors.js';
-import { DEFAULT_STDERR_PREFIX } from './executor.js';
+import { CommandTooLargeError, RunInBackgroundDisabledError, SpawnFailedError } from './errors.js';
+import { DEFAULT_STDERR_PREFIX, MAX_COMMAND_BYTES } from './executor.js';
 import type { ExitFacts } from './exit-facts.js';
 import { withSkippedOutputMarker } from './skipped-output-marker.js';
 
@@ -65,6 +65,18 @@ export const bashToolOptions = defineOptions('createBashTool', {
    * reported by the call's result and not by a second notification. Default 10000 ms.
    */
   spawnFailureWaitMs: durationRule({ default: 10_000 }),
+  /**
+   * The largest `command` a call may give, in UTF-8 bytes (1 to 131071, the kernel's limit for one
+   * argument). A longer one is refused with `COMMAND_TOO_LARGE` before anything starts. Default 65536.
+   */
+  maxCommandBytes: option.integer({ min: 1, max: MAX_COMMAND_BYTES, default: 65_536 }),
+  /**
+   * Whether commands started with `run_in_background` run durably: output straight to their file, exit
+   * status captured by a wrapper, and they keep running when the runtime dies (re-attached when the
+   * session is resumed). Foreground commands, and those that move to the background later, are not
+   * durable (their output is already piped through the runtime). Default false.
+   */
+  durable: option.boolean({ default: false }),
   /** Times auto-backgrounding. Default: the system clock. */
   clock: option.clock({ default: systemClock }),
 });
@@ -113,6 +125,21 @@ export function createBashTool(options: BashToolOptions): BashTool {
   const { producer, enableRunInBackground, defaultTimeoutMs, maxTimeoutMs, clock } = resolved;
   const { backgroundRuntimeCapMs, spawnFailureWaitMs } = resolved;
   const autoBackgroundAfterMs = enableRunInBackground ? resolved.autoBackgroundAfterMs : false;
+  const { maxCommandBytes, durable } = resolved;
+  /** The checks that run on the raw input, before the schema (an oversized command is not even parsed). */
+  const refuseInput = (raw: unknown): Error | undefined => {
+    const command = (raw as { command?: unknown } | null)?.command;
+    if (typeof command === 'string' && command.length > maxCommandBytes / 3) {
+      const bytes = Buffer.byteLength(command, 'utf8');
+      if (bytes > maxCommandBytes) {
+        return new CommandTooLargeError('command', bytes, maxCommandBytes, 'maxCommandBytes');
+      }
+    }
+    if (!enableRunInBackground && hasInputKey('run_in_background', raw)) {
+      return new RunInBackgroundDisabledError((raw as BashToolInput).run_in_background);
+    }
+    return undefined;
+  };
   const foreground = new ForegroundCalls();
   const schema = bashToolSchema({
     enableRunInBackground,
@@ -122,9 +149,8 @@ export function createBashTool(options: BashToolOptions): BashTool {
   });
 
   const execute = async (input: BashToolInput, context: ToolContext): Promise<ToolResult<BashToolValue>> => {
-    if (!enableRunInBackground && hasInputKey('run_in_background', input)) {
-      return toolError(describeToolError(new RunInBackgroundDisabledError(input.run_in_background)));
-    }
+    const refused = refuseInput(input);
+    if (refused !== undefined) return toolError(describeToolError(refused));
     const parsed = schema.safeParse(input);
     if (!parsed.success) {
       const problems = parsed.error.issues.map(
@@ -148,6 +174,7 @@ export function createBashTool(options: BashToolOptions): BashTool {
         cwd: call.workdir === undefined ? sessionCwd : resolvePath(sessionCwd, call.workdir),
         ...(context.env === undefined ? {} : { env: context.env }),
         background,
+        ...(durable && background ? { durable: true } : {}),
         ...(plan.timeoutMs === undefined ? {} : { timeoutMs: plan.timeoutMs }),
         ...(backgroundRuntimeCapMs === undefined ? {} : { backgroundRuntimeCapMs }),
       });
@@ -300,18 +327,14 @@ export function createBashTool(options: BashToolOptions): BashTool {
       defaultTimeoutMs,
       maxTimeoutMs,
       autoBackgroundAfterMs,
+      maxCommandBytes,
+      durable,
     }),
     inputSchema: schema,
     execute,
-    // The disabled parameter is absent from the schema: without this, a forced one would read "unrecognized key".
-    ...(enableRunInBackground
-      ? {}
-      : {
-          refuseInput: (raw: unknown) =>
-            hasInputKey('run_in_background', raw)
-              ? new RunInBackgroundDisabledError((raw as BashToolInput).run_in_background)
-              : undefined,
-        }),
+    // Before the schema: a disabled parameter is absent from it (a forced one would read "unrecognized
+    // key"), and an oversized command is refused without being parsed.
+    refuseInput,
   });
   return Object.freeze({
     ...definition,
@@ -348,10 +371,13 @@ function describeTool(options: {
   defaultTimeoutMs: number;
   maxTimeoutMs: number;
   autoBackgroundAfterMs: number | false;
+  maxCommandBytes: number;
+  durable: boolean;
 }): string {
   const lines = [
     'Runs a shell command with `bash -c` and returns its output (stdout and stderr interleaved, stderr lines marked `[stderr]`) followed by its exit code. A non-zero exit code is a normal result.',
     'Processes a command leaves running when it ends (`&`, `nohup`, daemons) are stopped with it.',
+    `A command may be at most ${options.maxCommandBytes} bytes; write a longer script to a file and run the file.`,
   ];
   if (options.enableRunInBackground && options.autoBackgroundAfterMs !== false) {
     lines.push(
@@ -366,6 +392,11 @@ function describeTool(options: {
     lines.push(
       'Set `run_in_background` for work that outlives this call (servers, watchers, long builds) instead of `&`: you get a task id at once, read its output with task_output, stop it with task_kill, and are notified when it ends. Keep working meanwhile instead of polling.',
     );
+    if (options.durable) {
+      lines.push(
+        'Background commands are durable: they keep running if this runtime restarts, and keep their task ids and output.',
+      );
+    }
   }
   return lines.join('\n');
 }

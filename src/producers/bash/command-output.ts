@@ -82,6 +82,11 @@ export class CommandOutput {
     return this.#window.totalBytes;
   }
 
+  /** Bytes consuming reads have returned or passed over. */
+  get consumedBytes(): number {
+    return this.#window.consumedBytes;
+  }
+
   /** The path of the output file once it exists. */
   get file(): string | undefined {
     return this.#file.opened ? this.#file.path : undefined;

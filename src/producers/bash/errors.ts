@@ -48,3 +48,15 @@ export class RunInBackgroundDisabledError extends ErrandError {
     );
   }
 }
+
+/** A command longer than a bash tool or executor accepts (before it could fail late with E2BIG). */
+export class CommandTooLargeError extends ErrandError {
+  constructor(field: string, bytes: number, maxBytes: number, setting?: string) {
+    super(
+      'COMMAND_TOO_LARGE',
+      'caller',
+      `Expected \`${field}\` to be at most ${maxBytes} bytes${setting ? ` (${setting})` : ''}, got ${bytes} bytes: put a long script in a file and run the file instead`,
+      { context: { field, bytes, maxBytes } },
+    );
+  }
+}

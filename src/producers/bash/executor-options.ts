@@ -2,6 +2,8 @@
 import { tmpdir } from 'node:os';
 import {
   createSpawnLauncher,
+  isLifelineLink,
+  type LifelineLink,
   memoizedSource,
   type ProcessLauncher,
   type ProcessSource,
@@ -77,6 +79,18 @@ export const bashExecutorOptions = defineOptions(
     }),
     /** Sends a signal to a pid (negative: a process group). Default `process.kill`. */
     sendSignal: option.func<SendSignal>(),
+    /**
+     * The runtime's lifeline: every non-durable command's processes carry its tag and each tree is told to
+     * it, so they are stopped within moments if the runtime dies, SIGKILL included. Default: none (a
+     * standalone executor; `createErrandRuntime` gives its own).
+     */
+    lifeline: option.custom<LifelineLink>('a Lifeline (tag and watch)', isLifelineLink),
+    /**
+     * How often a durable command's output file, exit-status file and process are looked at, in ms (10 to
+     * 60000). Reads (`task_output`, snapshots) look at once; this bounds how late progress and the end are
+     * noticed. Default 250.
+     */
+    durablePollMs: option.integer({ min: 10, max: 60_000, default: 250 }),
     /** Told about failures no caller sees. Default: the console logger of `errand:bash`. */
     logger: option.logger({ default: bashConsoleLogger }),
   },

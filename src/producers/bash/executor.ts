@@ -4,11 +4,13 @@
  * The executor knows every handle it started until it is released; disposing it stops every command,
  * waits for them, and removes the private output directory.
  */
-import { accessSync, constants } from 'node:fs';
-import { delimiter, isAbsolute, join, resolve as resolvePath } from 'node:path';
+import { accessSync, constants, rmdirSync } from 'node:fs';
+import { delimiter, dirname, isAbsolute, join, resolve as resolvePath } from 'node:path';
 import { OutputDirectory, ProcessTags } from '../../process/index.js';
 import { InvalidArgumentError, InvalidTimeoutError, MAX_TIMER_DELAY_MS } from '../../tasks/index.js';
-import { ExecutorDisposedError, ProcessIdInUseError } from './errors.js';
+import type { CommandHandle } from './command-handle.js';
+import { type DurableAttachment, DurableHandle } from './durable-handle.js';
+import { CommandTooLargeError, ExecutorDisposedError, ProcessIdInUseError } from './errors.js';
 import {
   type BashExecutorOptions,
   OUTPUT_SNAPSHOT_BYTES,
@@ -35,6 +37,12 @@ export interface CommandRequest {
   readonly timeoutMs?: number;
   /** The handle's id. Default: a fresh `process-N`. */
   readonly id?: string;
+  /**
+   * Run durably: the command writes its output file directly, its exit status is written by a wrapper
+   * that waits for it, and it keeps running when the runtime dies (no lifeline watches it); a later
+   * runtime re-attaches to it (`attach`). Default false.
+   */
+  readonly durable?: boolean;
 }
 
 export interface ForegroundRunOptions {
@@ -54,11 +62,19 @@ export interface ForegroundRunResult {
 
 export const DEFAULT_STDERR_PREFIX = '[stderr] ';
 
+/**
+ * The largest command the executor starts, in bytes of UTF-8: the kernel refuses a single argument
+ * longer than 128 KiB (MAX_ARG_STRLEN, counting its terminating NUL) with E2BIG.
+ */
+export const MAX_COMMAND_BYTES = 131_071;
+
 export class BashExecutor {
   readonly #options: ResolvedExecutorOptions;
   readonly #directory: OutputDirectory;
-  readonly #handles = new Map<string, ProcessHandle>();
-  readonly #live = new Set<ProcessHandle>();
+  /** Output and status files of durable commands: never removed with the executor (they outlive it). */
+  readonly #durableDirectory: OutputDirectory;
+  readonly #handles = new Map<string, CommandHandle>();
+  readonly #live = new Set<CommandHandle>();
   readonly #resolved = new WeakSet<ResolvedCommand>();
   readonly #shellPaths = new Map<string, string>();
   #sequence = 0;
@@ -68,6 +84,7 @@ export class BashExecutor {
   constructor(options: BashExecutorOptions = {}) {
     this.#options = resolveExecutorOptions(options);
     this.#directory = new OutputDirectory('errand-bash-', this.#options.outputDirectoryParent);
+    this.#durableDirectory = new OutputDirectory('errand-durable-', this.#options.outputDirectoryParent);
   }
 
   /** The effective options (defaults filled in). */
@@ -85,9 +102,16 @@ export class BashExecutor {
     if (typeof request !== 'object' || request === null) {
       throw new InvalidArgumentError('request', 'an object', request);
     }
-    const { command, cwd, env, timeoutMs, id } = request;
+    const { command, cwd, env, timeoutMs, id, durable } = request;
     if (typeof command !== 'string' || command.trim() === '' || command.includes('\0')) {
       throw new InvalidArgumentError('command', 'a non-empty string without NUL characters', command);
+    }
+    const commandBytes = Buffer.byteLength(command, 'utf8');
+    if (commandBytes > MAX_COMMAND_BYTES) {
+      throw new CommandTooLargeError('command', commandBytes, MAX_COMMAND_BYTES);
+    }
+    if (durable !== undefined && typeof durable !== 'boolean') {
+      throw new InvalidArgumentError('durable', 'a boolean', durable);
     }
     if (cwd !== undefined && (typeof cwd !== 'string' || cwd === '' || cwd.includes('\0'))) {
       throw new InvalidArgumentError('cwd', 'a non-empty path without NUL characters', cwd);
@@ -112,6 +136,7 @@ export class BashExecutor {
       env: environment,
       shell: this.#shellPath(environment.PATH),
       timeoutMs,
+      durable: durable === true,
     });
     this.#resolved.add(resolved);
     return resolved;
@@ -121,19 +146,41 @@ export class BashExecutor {
    * Starts a command in the background. Validation errors throw; failures to start (a missing working
    * directory or shell) do not: the handle stops at once with reason `spawn_error`.
    */
-  start(request: CommandRequest | ResolvedCommand): ProcessHandle {
+  start(request: CommandRequest | ResolvedCommand): CommandHandle {
     if (this.#disposal) throw new ExecutorDisposedError();
     const resolved = this.#resolved.has(request as ResolvedCommand)
       ? (request as ResolvedCommand)
       : this.resolve(request);
     if (this.#handles.has(resolved.id)) throw new ProcessIdInUseError(resolved.id);
     const tag = this.#options.tagEnvironment ? this.#tags.next() : undefined;
-    const handle = new ProcessHandle(resolved, this.#options, this.#directory, tag);
-    this.#handles.set(resolved.id, handle);
-    this.#live.add(handle);
-    void handle.stopped.then(() => this.#live.delete(handle));
+    const handle = resolved.durable
+      ? new DurableHandle({ kind: 'spawn', resolved, directory: this.#durableDirectory }, this.#options, tag)
+      : new ProcessHandle(resolved, this.#options, this.#directory, tag);
+    this.#track(handle);
     handle.start();
     return handle;
+  }
+
+  /**
+   * Re-attaches to a durable command an earlier runtime started (its task record's facts): the handle
+   * follows its output file from the model's cursor and sees it end through its status file. Throws
+   * `PROCESS_ID_IN_USE` for an id this executor already knows.
+   */
+  attach(attachment: DurableAttachment): CommandHandle {
+    if (this.#disposal) throw new ExecutorDisposedError();
+    if (this.#handles.has(attachment.id)) throw new ProcessIdInUseError(attachment.id);
+    const handle = new DurableHandle({ kind: 'attach', attachment }, this.#options, undefined);
+    this.#track(handle);
+    handle.start();
+    return handle;
+  }
+
+  #track(handle: ProcessHandle | DurableHandle): void {
+    this.#handles.set(handle.id, handle);
+    this.#live.add(handle);
+    const done = () => this.#live.delete(handle);
+    void handle.stopped.then(done);
+    if (handle instanceof DurableHandle) void handle.detached.then(done);
   }
 
   /** Runs a command to its end; the handle is released (and its output file deleted) afterwards. */
@@ -154,12 +201,12 @@ export class BashExecutor {
     return this.#handles.has(id);
   }
 
-  get(id: string): ProcessHandle | undefined {
+  get(id: string): CommandHandle | undefined {
     return this.#handles.get(id);
   }
 
   /** Every known handle, oldest first. */
-  list(): ProcessHandle[] {
+  list(): CommandHandle[] {
     return [...this.#handles.values()];
   }
 
@@ -176,11 +223,24 @@ export class BashExecutor {
     const handle = this.#handles.get(id);
     if (!handle) return;
     this.#handles.delete(id);
+    // A detached durable command runs on, and a later runtime reads its files.
+    if (handle instanceof DurableHandle && handle.isDetached) return;
     handle.cancel('released');
     await handle.stopped;
-    if (handle.outputFile !== undefined && !this.#options.keepOutputFiles) {
-      this.#directory.removeFile(handle.outputFile);
+    if (this.#options.keepOutputFiles) return;
+    for (const file of [handle.outputFile, handle.statusFile]) {
+      if (file !== undefined) this.#directory.removeFile(file);
     }
+    // A re-attached command's files sit in an earlier runtime's durable directory: it goes once empty.
+    if (handle.durable && handle.outputFile !== undefined) removeIfEmpty(dirname(handle.outputFile));
+  }
+
+  /**
+   * Lets go of every durable command without stopping it (a clean exit of the runtime: they run on, and
+   * a later runtime re-attaches to them).
+   */
+  detachDurable(): void {
+    for (const handle of this.#live) if (handle instanceof DurableHandle) handle.detach();
   }
 
   /**
@@ -193,11 +253,15 @@ export class BashExecutor {
   }
 
   async #disposeNow(): Promise<void> {
-    const live = [...this.#live];
+    // Durable commands outlive the executor: let go of them; stop the rest.
+    this.detachDurable();
+    const live = [...this.#live].filter((handle) => !(handle instanceof DurableHandle && handle.isDetached));
     for (const handle of live) handle.cancel('executor disposal');
     await Promise.all(live.map((handle) => handle.stopped));
     this.#handles.clear();
     this.#options.processSource.close?.();
+    const durablePath = this.#durableDirectory.path;
+    if (durablePath !== undefined) removeIfEmpty(durablePath);
     try {
       this.#directory.dispose(this.#options.keepOutputFiles);
     } catch (error) {
@@ -253,4 +317,13 @@ function copyEnvironment(
     copy[name] = value;
   }
   return Object.freeze(copy);
+}
+
+/** Removes a directory if it is empty; anything else (not empty, gone) leaves it. */
+function removeIfEmpty(path: string): void {
+  try {
+    rmdirSync(path);
+  } catch {
+    // Not empty, or already gone.
+  }
 }

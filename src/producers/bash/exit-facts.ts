@@ -33,10 +33,16 @@ export interface ExitFacts {
   readonly timeoutMs: number | null;
   /** The output file cap that was exceeded, for `output_limit`. */
   readonly outputLimitBytes: number | null;
+  /**
+   * Why the command's end could not be known, when it could not (a durable command whose exit status
+   * was never written: its wrapper was killed); the task is then `lost`. Null (or absent) otherwise.
+   */
+  readonly lost?: string | null;
 }
 
 /** One line for a person or a model: "exit code 0", "killed by SIGSEGV", "timed out after 5000 ms". */
 export function describeExit(facts: ExitFacts): string {
+  if (facts.lost) return `was lost: ${facts.lost}`;
   switch (facts.reason) {
     case 'spawn_error':
       return `could not start: ${facts.error ?? 'unknown error'}`;

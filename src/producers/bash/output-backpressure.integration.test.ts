@@ -12,9 +12,9 @@ import {
   strayProcesses,
 } from '../../../test/fixtures/bash/index.js';
 import { createManualClock } from '../../tasks/clock.js';
+import type { CommandHandle } from './command-handle.js';
 import { BashExecutor } from './executor.js';
 import type { BashExecutorOptions } from './executor-options.js';
-import type { ProcessHandle } from './process-handle.js';
 
 /** Writes to output files wait here while the disk is stalled. */
 const disk = vi.hoisted(() => ({ stalled: false, held: [] as Array<() => void> }));
@@ -54,7 +54,7 @@ afterEach(async () => {
 });
 
 /** Resolves once the command has produced at least `bytes` bytes of output. */
-function outputReached(handle: ProcessHandle, bytes: number): Promise<void> {
+function outputReached(handle: CommandHandle, bytes: number): Promise<void> {
   return new Promise((resolve, reject) => {
     if (handle.outputBytes >= bytes) return resolve();
     const unsubscribe = handle.onOutput((total) => {

@@ -51,6 +51,23 @@ export class OutputWindow {
     return this.#end - this.#cursor;
   }
 
+  /** The consuming cursor: how many bytes of the stream consuming reads have returned or passed over. */
+  get consumedBytes(): number {
+    return this.#cursor;
+  }
+
+  /**
+   * Makes an empty window continue a stream at `offset` (the bytes before it are not held), with the
+   * consuming cursor at `cursor` (at most `offset`): what lies between counts as skipped for the next read.
+   * Only before anything was appended.
+   */
+  continueAt(offset: number, cursor: number): void {
+    if (this.#end !== 0) throw new Error('continueAt is only for an empty window');
+    this.#start = offset;
+    this.#end = offset;
+    this.#cursor = Math.min(cursor, offset);
+  }
+
   /** Bytes of memory the ring holds. */
   get allocatedBytes(): number {
     return this.#ring.length;

@@ -12,15 +12,18 @@ import {
   errnoOf,
   type LaunchedProcess,
   type OutputDirectory,
+  statusFileBeside,
   type TerminationReport,
   TreeTerminator,
 } from '../../process/index.js';
 import type { CancelTimer } from '../../tasks/clock.js';
 import type { TaskOutputStream } from '../../tasks/index.js';
+import type { CommandHandle, CommandProcessFacts, OutputSnapshot } from './command-handle.js';
 import { CommandOutput, type OutputRead } from './command-output.js';
 import { OUTPUT_SNAPSHOT_BYTES, type ResolvedExecutorOptions } from './executor-options.js';
 import type { ExitFacts, StopReason } from './exit-facts.js';
 
+export type { OutputSnapshot } from './command-handle.js';
 export type { OutputRead } from './command-output.js';
 
 /** A command with every default filled in, ready to start. */
@@ -35,23 +38,16 @@ export interface ResolvedCommand {
   readonly shell: string;
   /** Kill with reason `timed_out` this long after the start; undefined: no deadline. */
   readonly timeoutMs: number | undefined;
+  /** Runs durably (see `DurableHandle`): output straight to its file, it outlives the runtime. */
+  readonly durable: boolean;
 }
 
-/** A non-consuming view for UIs: the newest output, at most 8192 bytes. */
-export interface OutputSnapshot {
-  readonly text: string;
-  /** Bytes before `text` that the snapshot leaves out. */
-  readonly skippedBytes: number;
-  readonly outputBytes: number;
-  readonly outputFile: string | null;
-  readonly running: boolean;
-}
-
-export class ProcessHandle {
+export class ProcessHandle implements CommandHandle {
   readonly id: string;
   readonly command: string;
   readonly cwd: string;
   readonly startedAt: number;
+  readonly durable = false;
   readonly #options: ResolvedExecutorOptions;
   readonly #directory: OutputDirectory;
   /** Dropped once the shell is spawned: the environment is not kept for the handle's lifetime. */
@@ -61,6 +57,10 @@ export class ProcessHandle {
   #output: CommandOutput | undefined;
   #streams: Readable[] = [];
   #pid: number | undefined;
+  /** A lower bound of the shell's start time, taken just before the spawn. */
+  #startedAfter = 0;
+  #facts_: CommandProcessFacts | undefined;
+  #unwatch: (() => void) | undefined;
   #terminator: TreeTerminator | undefined;
   #reason: StopReason | undefined;
   #cancelMessage: string | undefined;
@@ -136,6 +136,35 @@ export class ProcessHandle {
     return this.#output?.totalBytes ?? 0;
   }
 
+  get readOffset(): number {
+    return this.#output?.consumedBytes ?? 0;
+  }
+
+  /**
+   * Where it is recorded that the tree was stopped because its runtime was gone (by the lifeline, or by
+   * a later runtime's start); nothing writes it while this runtime watches the command.
+   */
+  get statusFile(): string | undefined {
+    return this.#pid === undefined ? undefined : statusFileOf(this.#output?.path);
+  }
+
+  processFacts(): CommandProcessFacts | undefined {
+    const pid = this.#pid;
+    if (pid === undefined) return undefined;
+    if (this.#facts_ === undefined) {
+      const source = this.#options.processSource;
+      // Read once: the start time never changes for a pid's lifetime, and the root is ours until reaped.
+      const entry = this.#leaderExited ? undefined : source.read(pid);
+      this.#facts_ = Object.freeze({
+        pid,
+        startTime: entry !== undefined && entry.startTime >= this.#startedAfter ? entry.startTime : undefined,
+        bootId: source.bootId?.(),
+        tag: this.#tag,
+      });
+    }
+    return this.#facts_;
+  }
+
   /** True until `stopped` settles. */
   get running(): boolean {
     return this.#facts === undefined;
@@ -169,14 +198,20 @@ export class ProcessHandle {
     // A lower bound of the shell's start time, from the clock: reading /proc/<pid>/stat right after the
     // spawn would wait for the new process to finish exec.
     const startedAfter = options.processSource.clockTicks();
+    this.#startedAfter = startedAfter;
     this.#resolved = undefined;
+    const lifeline = options.lifeline;
     let child: LaunchedProcess;
     try {
       child = options.launcher.launch({
         file: this.#shell,
         args: ['-c', this.command],
         cwd: this.cwd,
-        env: resolved.env,
+        // Every process of the tree carries the lifeline's tag, so the sidecar finds even untold ones.
+        env:
+          lifeline === undefined
+            ? resolved.env
+            : { ...resolved.env, [lifeline.tag.name]: lifeline.tag.value },
         tag: this.#tag,
       });
     } catch (error) {
@@ -202,6 +237,13 @@ export class ProcessHandle {
     });
     if (child.pid === undefined) return; // 'error' follows with the reason.
     this.#pid = child.pid;
+    // Told asynchronously (the lifeline batches its writes): nothing here waits for the sidecar.
+    this.#unwatch = lifeline?.watch({
+      pid: child.pid,
+      startTime: startedAfter,
+      tag: this.#tag,
+      statusFile: statusFileOf(this.#output?.path),
+    });
     this.#terminator = new TreeTerminator({
       root: { pid: child.pid, startTime: startedAfter },
       source: options.processSource,
@@ -389,6 +431,7 @@ export class ProcessHandle {
     // A finished handle may be kept for reading a long time: hold on to nothing but its output.
     this.#streams = [];
     this.#terminator = undefined;
+    this.#unwatch?.();
     this.#facts = Object.freeze({
       reason,
       exitCode: this.#exitCode,
@@ -406,7 +449,13 @@ export class ProcessHandle {
       cancelMessage: this.#cancelMessage ?? null,
       timeoutMs: reason === 'timed_out' ? (this.#timeoutMs ?? null) : null,
       outputLimitBytes: reason === 'output_limit' ? options.maxOutputFileBytes : null,
+      lost: null,
     });
     this.#resolveStopped(this.#facts);
   }
+}
+
+/** The exit-status file beside an output file, once its path is known. */
+export function statusFileOf(outputPath: string | undefined): string | undefined {
+  return outputPath === undefined ? undefined : statusFileBeside(outputPath);
 }

@@ -1,6 +1,12 @@
 /** Options of the pty producer: one declaration with their documented defaults and their validation. */
 
-import { memoizedSource, type ProcessSource, procfsSource } from '../../process/index.js';
+import {
+  isLifelineLink,
+  type LifelineLink,
+  memoizedSource,
+  type ProcessSource,
+  procfsSource,
+} from '../../process/index.js';
 import { MAX_LABEL_LENGTH } from '../../registry/validate-spec.js';
 import { systemClock } from '../../tasks/clock.js';
 import { consoleLogger, type TaskService } from '../../tasks/index.js';
@@ -123,6 +129,11 @@ export const ptyProducerOptions = defineOptions(
     processSource: option.custom<ProcessSource>('a process source', isProcessSource, {
       fallback: () => memoizedSource(procfsSource()),
     }),
+    /**
+     * The runtime's lifeline: every program's processes carry its tag and each tree is told to it, so they
+     * are stopped within moments if the runtime dies. Default: none (`createErrandRuntime` gives its own).
+     */
+    lifeline: option.custom<LifelineLink>('a Lifeline (tag and watch)', isLifelineLink),
   },
   { renamed: { maxRuntimeMs: 'runtimeCapMs', terminateGraceMs: 'killGraceMs' } },
 );
@@ -144,7 +155,6 @@ export function validateEnvironment(field: string, value: unknown): Readonly<Rec
   >;
 }
 
-/** Resolves every option but `tasks` (`createPtyProducer` checks it, and rejects unknown keys). */
 export function resolvePtyProducerOptions(
   options: Omit<PtyProducerOptions, 'tasks'> = {},
 ): ResolvedPtyProducerOptions {

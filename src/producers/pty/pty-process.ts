@@ -11,6 +11,7 @@ import {
   checkSpawnable,
   isDead,
   type LaunchRequest,
+  type LifelineLink,
   launchEnvironment,
   type OutputDirectory,
   type OutputFileWriter,
@@ -19,6 +20,7 @@ import {
   type RequestedStopReason,
   readForegroundGroup,
   type StopReason,
+  statusFileBeside,
   type TerminationReport,
   TreeTerminator,
 } from '../../process/index.js';
@@ -75,6 +77,19 @@ export interface PtyProcessSettings {
   readonly logger: Logger;
   readonly clock: Clock;
   readonly processSource: ProcessSource;
+  /** The runtime's lifeline: the program's tree carries its tag and is told to it. Default: none. */
+  readonly lifeline?: LifelineLink | undefined;
+}
+
+/** What recognises a pty program's tree after the runtime that started it is gone. */
+export interface PtyProcessFacts {
+  readonly pid: number;
+  readonly startTime: number;
+  readonly bootId: string | undefined;
+  /** `NAME=value`. */
+  readonly tag: string;
+  /** Where the lifeline records that it stopped the tree. */
+  readonly statusFile: string | undefined;
 }
 
 export interface PtyProcessSpec {
@@ -122,6 +137,8 @@ export interface PtyProcess {
   onChange(listener: () => void): () => void;
   /** Requests the stop sequence. Idempotent; the first reason wins. */
   cancel(reason?: PtyStopReason): void;
+  /** The program's root facts once it runs (undefined without /proc or when it never started). */
+  processFacts(): PtyProcessFacts | undefined;
 }
 
 export function spawnPtyProcess(spec: PtyProcessSpec): PtyProcess {
@@ -174,6 +191,8 @@ class PtyProcessHandle implements PtyProcess {
   /** The program's pid and start time, when /proc is there to tell when it ended. */
   #leader: { readonly pid: number; readonly startTime: number } | undefined;
   #leaderExited = false;
+  #processFacts: PtyProcessFacts | undefined;
+  #unwatch: (() => void) | undefined;
   #exit: PtyExit | undefined;
   #stopReason: PtyStopReason | undefined;
   readonly #stopSignals: NodeJS.Signals[] = [];
@@ -265,6 +284,10 @@ class PtyProcessHandle implements PtyProcess {
     };
   }
 
+  processFacts(): PtyProcessFacts | undefined {
+    return this.#processFacts;
+  }
+
   cancel(reason: PtyStopReason = 'cancelled'): void {
     if (this.#stopReason !== undefined || !this.running) return;
     this.#stopReason = reason;
@@ -286,7 +309,10 @@ class PtyProcessHandle implements PtyProcess {
       return;
     }
     const tag = tags.next();
-    const request: LaunchRequest = { file, args, cwd: spec.cwd, env: spec.env, tag };
+    const lifeline = settings.lifeline;
+    // Every process of the tree carries the lifeline's tag, so its sidecar finds even untold ones.
+    const env = lifeline === undefined ? spec.env : { ...spec.env, [lifeline.tag.name]: lifeline.tag.value };
+    const request: LaunchRequest = { file, args, cwd: spec.cwd, env, tag };
     const startedAt = settings.clock.now();
     let child: PtyChild;
     try {
@@ -311,6 +337,15 @@ class PtyProcessHandle implements PtyProcess {
       // node-pty made the child a session (and group) leader: its pid names the whole tree.
       const rootIdentity = { pid: child.pid, startTime: root.startTime };
       this.#leader = rootIdentity;
+      const statusFile = statusFileBeside(spec.outputFile.path);
+      this.#processFacts = Object.freeze({
+        pid: child.pid,
+        startTime: root.startTime,
+        bootId: source.bootId?.(),
+        tag: `${tag.name}=${tag.value}`,
+        statusFile: lifeline === undefined ? undefined : statusFile,
+      });
+      this.#unwatch = lifeline?.watch({ ...rootIdentity, tag, statusFile });
       this.#terminator = new TreeTerminator({
         root: rootIdentity,
         source,
@@ -502,6 +537,7 @@ class PtyProcessHandle implements PtyProcess {
       outputBytes: this.#file.bytes,
       ...(error === undefined ? {} : { error }),
     });
+    this.#unwatch?.();
     this.#resolveStopped(this.#exit);
     for (const listener of [...this.#listeners]) listener();
     this.#listeners.clear();

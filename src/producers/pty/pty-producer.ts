@@ -191,7 +191,17 @@ class LocalPtyProducer implements PtyProducer {
             ...(validated.timeoutMs === undefined ? {} : { timeoutMs: validated.timeoutMs }),
           });
           started = pty;
-          if (pty.pid !== undefined) context.updateDetail({ pid: pty.pid });
+          if (pty.pid !== undefined) context.updateDetail({ pid: pty.pid, pgid: pty.pid, durable: false });
+          const facts = pty.processFacts();
+          if (facts !== undefined) {
+            // What recognises the program's tree after the fact (a restart that finds it still running).
+            context.updateDetail({
+              processStartTime: facts.startTime,
+              bootId: facts.bootId ?? null,
+              processTag: facts.tag,
+              statusFile: facts.statusFile ?? null,
+            });
+          }
           return this.#register(context, pty, file);
         },
       });

@@ -56,6 +56,10 @@ export function describeTasksAndWorkflows(openStore: OpenSessionStore): void {
         resultText: undefined,
         outputFile: '/tmp/out.log',
         updatedAt: START_TIME,
+        process: undefined,
+        statusFile: undefined,
+        durable: false,
+        readOffset: 0,
       });
       expect(harness.store.getTask('bash-1', 's')).toEqual(stored);
       harness.advance(100);
@@ -172,6 +176,83 @@ export function describeTasksAndWorkflows(openStore: OpenSessionStore): void {
       expect(harness.store.markReported('s', [])).toEqual([]);
       expectErrandError(() => harness.store.markReported('s', [''] as never), 'INVALID_ARGUMENT');
       expectErrandError(() => harness.store.markReported('s', 'bash-1' as never), 'INVALID_ARGUMENT');
+    });
+  });
+
+  describe('task process facts and the read cursor', () => {
+    it('keeps what recognises a process after the fact, and the durable flag', () => {
+      harness.store.createSession({ id: 's', cwd: '/' });
+      const stored = harness.store.upsertTask(
+        task({
+          process: {
+            pid: 4242,
+            startTime: 987_654,
+            bootId: '0b7c5d1e-1d2f-4a6b-9c3d-2e1f0a9b8c7d',
+            pgid: 4242,
+            tag: 'ERRAND_PROCESS_TAG=abc.1',
+          },
+          statusFile: '/tmp/errand-bash-x/1.status',
+          durable: true,
+        }),
+      );
+      expect(stored).toMatchObject({
+        process: {
+          pid: 4242,
+          startTime: 987_654,
+          bootId: '0b7c5d1e-1d2f-4a6b-9c3d-2e1f0a9b8c7d',
+          pgid: 4242,
+          tag: 'ERRAND_PROCESS_TAG=abc.1',
+        },
+        statusFile: '/tmp/errand-bash-x/1.status',
+        durable: true,
+      });
+      expect(harness.store.getTask('bash-1', 's')).toEqual(stored);
+      const partial = harness.store.upsertTask(task({ process: { pid: 7 } }));
+      expect(partial.process).toEqual({
+        pid: 7,
+        startTime: undefined,
+        bootId: undefined,
+        pgid: undefined,
+        tag: undefined,
+      });
+      expect(partial).toMatchObject({ durable: false, statusFile: undefined });
+    });
+
+    it('refuses malformed process facts, naming the field', () => {
+      harness.store.createSession({ id: 's', cwd: '/' });
+      for (const [process, field] of [
+        [{ pid: 0 }, 'process.pid'],
+        [{ pid: 1, startTime: -1 }, 'process.startTime'],
+        [{ pid: 1, pgid: 1.5 }, 'process.pgid'],
+        [{ pid: 1, bootId: '' }, 'process.bootId'],
+      ] as const) {
+        const error = expectErrandError(
+          () => harness.store.upsertTask(task({ process: process as never })),
+          'INVALID_ARGUMENT',
+        );
+        expect(error.message).toContain(field);
+      }
+      expectErrandError(
+        () => harness.store.upsertTask(task({ durable: 'yes' as never })),
+        'INVALID_ARGUMENT',
+      );
+      expectErrandError(() => harness.store.upsertTask(task({ readOffset: -1 })), 'INVALID_ARGUMENT');
+      expect(harness.store.listTasks()).toEqual([]);
+    });
+
+    it('moves the read cursor only forward, and keeps it across upserts that do not name it', () => {
+      harness.store.createSession({ id: 's', cwd: '/' });
+      harness.store.upsertTask(task());
+      expect(harness.store.saveTaskReadOffset('bash-1', 's', 120)?.readOffset).toBe(120);
+      expect(harness.store.saveTaskReadOffset('bash-1', 's', 80)?.readOffset).toBe(120);
+      expect(harness.store.upsertTask(task({ status: 'completed', endedAt: START_TIME })).readOffset).toBe(
+        120,
+      );
+      expect(harness.store.upsertTask(task({ readOffset: 10 })).readOffset).toBe(120);
+      expect(harness.store.upsertTask(task({ readOffset: 300 })).readOffset).toBe(300);
+      expect(harness.store.saveTaskReadOffset('bash-2', 's', 1)).toBeUndefined();
+      expect(harness.store.saveTaskReadOffset('bash-1', undefined, 1)).toBeUndefined();
+      expectErrandError(() => harness.store.saveTaskReadOffset('bash-1', 's', -5), 'INVALID_ARGUMENT');
     });
   });
 

@@ -30,8 +30,26 @@ export function createTaskRecords(context: StoreContext): TaskRecords {
       const row = validateTaskRecord(record, context.now(), context.maxFieldBytes);
       return context.write('save a task record', ({ sessions, tasks }) => {
         if (row.sessionId !== null) requireSession(sessions, row.sessionId);
-        tasks.put(row);
-        return readTask(row);
+        // The model's read cursor only moves forward, and only when asked to.
+        const stored = tasks.get(row.scope, row.id)?.readOffset ?? 0;
+        const saved = { ...row, readOffset: Math.max(stored, row.readOffset) };
+        tasks.put(saved);
+        return readTask(saved);
+      });
+    },
+
+    saveTaskReadOffset(id, sessionId, offset) {
+      const taskId = validateName('id', id);
+      const scope = taskScope(sessionId === undefined ? null : validateSessionKey('sessionId', sessionId));
+      const readOffset = validateCount('offset', offset);
+      const time = context.now();
+      return context.write('save a task read offset', ({ tasks }) => {
+        const row = tasks.get(scope, taskId);
+        if (row === undefined) return undefined;
+        if (readOffset <= row.readOffset) return readTask(row);
+        const saved = { ...row, readOffset, updatedAt: time };
+        tasks.put(saved);
+        return readTask(saved);
       });
     },
 

@@ -1,0 +1,58 @@
+/**
+ * How an assembled runtime re-attaches a durable bash command on resume: the task record's facts become
+ * a `DurableAttachment`, and the bash producer re-registers the task under its id for the resumed
+ * session's owner (`BashProducer.adopt`). A root whose start time was never recorded is looked up by its
+ * tree's tag; when it cannot be found, nothing of the tree is ever signalled (the census starts after it).
+ */
+import { type ProcessSource, parseEnvironmentTag, recognizeTree } from '../process/index.js';
+import type { BashProducer } from '../producers/bash/bash-producer.js';
+import type { StoredTask } from '../store/index.js';
+import type { Logger, Owner } from '../tasks/index.js';
+
+/** A start time no process has: a census from it finds nothing, so nothing is signalled. */
+const NOTHING_STARTED_AFTER = Number.MAX_SAFE_INTEGER;
+
+export function durableAdopter(
+  bash: BashProducer,
+  source: ProcessSource,
+  logger: Logger,
+): (record: StoredTask, owner: Owner) => boolean {
+  return (record, owner) => {
+    const facts = record.process;
+    if (record.kind !== 'bash' || facts === undefined) return false;
+    if (record.outputFile === undefined || record.statusFile === undefined) return false;
+    const tag = parseEnvironmentTag(facts.tag);
+    let startTime = facts.startTime;
+    if (startTime === undefined) {
+      const found = recognizeTree({ pid: facts.pid, tag, bootId: facts.bootId }, source);
+      startTime = found.state === 'running' ? found.rootStartTime : NOTHING_STARTED_AFTER;
+    }
+    const detail = record.detail;
+    bash
+      .adopt({
+        taskId: record.id,
+        owner,
+        label: record.label,
+        detail,
+        attachment: {
+          id: record.id,
+          command: typeof detail.command === 'string' ? detail.command : record.label,
+          cwd: typeof detail.cwd === 'string' ? detail.cwd : '/',
+          startedAt: record.startedAt,
+          pid: facts.pid,
+          startTime,
+          bootId: facts.bootId,
+          tag,
+          outputFile: record.outputFile,
+          statusFile: record.statusFile,
+          readOffset: record.readOffset,
+        },
+      })
+      .catch((error: unknown) => {
+        logger.warn(`task ${record.id}: re-attaching the durable command failed`, {
+          error: error instanceof Error ? error.message : String(error),
+        });
+      });
+    return true;
+  };
+}

@@ -1,0 +1,53 @@
+/**
+ * The wrapper a durable command runs in: a POSIX shell that is the tree's root (the leader of its own
+ * session and process group), runs the command with its output appended straight to the output file (it
+ * never passes through the runtime, so it survives the runtime's death), waits for it, and writes its exit
+ * status atomically to the status file before exiting with the same status. A SIGTERM (or hangup, or
+ * interrupt) to the group reaches the command; the wrapper's trap only defers its own reaction until the
+ * command ended, so the status of a stopped command is still recorded. Only SIGKILL keeps it from writing.
+ */
+import type { EnvironmentTag, LaunchRequest } from '../../process/index.js';
+
+/** The script, run as `sh -c <script> errand-durable <status file> <output file> <shell> <command>`. */
+export const DURABLE_WRAPPER_SCRIPT = [
+  'status=$1 output=$2 shell=$3 command=$4',
+  'exec </dev/null >>"$output" 2>&1',
+  // A handler, not SIG_IGN: the command starts with default dispositions, and the wrapper outlives it.
+  "trap ': stopping' HUP INT TERM",
+  '"$shell" -c "$command"',
+  'code=$?',
+  'printf \'{"exitCode":%d}\\n\' "$code" >"$status.tmp" && mv -f "$status.tmp" "$status"',
+  'exit "$code"',
+].join('\n');
+
+/** The shell the wrapper runs in. */
+export const DURABLE_WRAPPER_SHELL = '/bin/sh';
+
+export interface DurableLaunch {
+  readonly shell: string;
+  readonly command: string;
+  readonly cwd: string;
+  readonly env: Readonly<Record<string, string>>;
+  readonly tag: EnvironmentTag | undefined;
+  readonly outputFile: string;
+  readonly statusFile: string;
+}
+
+/** The launch request that runs `launch.command` durably. */
+export function durableLaunchRequest(launch: DurableLaunch): LaunchRequest {
+  return {
+    file: DURABLE_WRAPPER_SHELL,
+    args: [
+      '-c',
+      DURABLE_WRAPPER_SCRIPT,
+      'errand-durable',
+      launch.statusFile,
+      launch.outputFile,
+      launch.shell,
+      launch.command,
+    ],
+    cwd: launch.cwd,
+    env: launch.env,
+    tag: launch.tag,
+  };
+}

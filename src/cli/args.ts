@@ -6,8 +6,11 @@
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 
-/** `path`: resolved against the working directory, need not exist; `directory`: must exist. */
-export type FlagType = 'boolean' | 'string' | 'port' | 'path' | 'directory';
+/**
+ * `path`: resolved against the working directory, need not exist; `directory`: must exist; `integer`: a
+ * non-negative integer.
+ */
+export type FlagType = 'boolean' | 'string' | 'port' | 'integer' | 'path' | 'directory';
 
 export interface FlagSpec {
   readonly type: FlagType;
@@ -87,6 +90,15 @@ function convert(name: string, type: Exclude<FlagType, 'boolean'>, raw: string, 
   switch (type) {
     case 'string':
       return raw;
+    case 'integer': {
+      const value = /^\d{1,15}$/.test(raw) ? Number(raw) : Number.NaN;
+      if (!Number.isSafeInteger(value)) {
+        throw new UsageError(
+          `Expected \`--${name}\` to be a non-negative integer, got ${JSON.stringify(raw)}`,
+        );
+      }
+      return value;
+    }
     case 'path':
       return resolve(cwd, raw);
     case 'port': {

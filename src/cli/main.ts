@@ -1,9 +1,9 @@
 #!/usr/bin/env node
-/** The `errand` command. */
-import { runChat } from './chat.js';
-import { runDemo } from './demo.js';
-import { runMcpCommand } from './mcp-command.js';
-import { runServeCommand } from './serve-command.js';
+/**
+ * The `errand` command. Each command's module is loaded only when it runs: `errand hook` runs on every
+ * tool call of a client and must not pay for loading the runtime.
+ */
+import { writeSync } from 'node:fs';
 
 const usage = `Usage: errand <command>
 
@@ -13,21 +13,28 @@ Commands:
   chat     the agent loop with a real model (ERRAND_MODEL, ERRAND_BASE_URL, ERRAND_API_KEY)
            (--cwd DIR, --home DIR, --resume SESSION-ID)
   mcp      the MCP server on stdio: background tasks with notifications for an MCP client
-           (--dashboard, --port <n>, --home <dir>, --cwd <dir>; errand mcp --help)
+           (--dashboard, --port <n>, --home <dir>, --cwd <dir>, --max-tasks <n>; errand mcp --help)
+  install  write a client's MCP server entry and hooks: errand install <claude-code|codex|gemini>
+           (--scope project|user, --print; errand install --help)
+  hook     run by a client as a hook: errand hook <client> <event> (errand hook --help)
   serve    the dashboard on 127.0.0.1 until SIGINT/SIGTERM (--port <n>, --home <dir>)
+  dashboard  print the data directory's dashboard URL, starting errand serve if needed (--home <dir>)
   help     show this help
 `;
 
 async function main(argv: readonly string[]): Promise<number> {
   const [command] = argv;
   switch (command) {
-    case 'demo':
+    case 'demo': {
+      const { runDemo } = await import('./demo.js');
       return runDemo({
         out: process.stdout,
         hold: argv.includes('--hold'),
         dashboard: !argv.includes('--no-dashboard'),
       });
-    case 'chat':
+    }
+    case 'chat': {
+      const { runChat } = await import('./chat.js');
       return runChat({
         input: process.stdin,
         out: process.stdout,
@@ -37,10 +44,33 @@ async function main(argv: readonly string[]): Promise<number> {
         ...(flagValue(argv, '--home') ? { home: flagValue(argv, '--home')! } : {}),
         ...(flagValue(argv, '--resume') ? { resume: flagValue(argv, '--resume')! } : {}),
       });
+    }
     case 'mcp':
-      return runMcpCommand(argv.slice(1));
+      return (await import('./mcp-command.js')).runMcpCommand(argv.slice(1));
     case 'serve':
-      return runServeCommand(argv.slice(1));
+      return (await import('./serve-command.js')).runServeCommand(argv.slice(1));
+    case 'dashboard':
+      return (await import('./dashboard-command.js')).runDashboardCommand(argv.slice(1));
+    case 'install':
+      return (await import('./install-command.js')).runInstallCommand(argv.slice(1));
+    case 'hook': {
+      const { runHookCommand } = await import('./hook-command.js');
+      const code = await runHookCommand(argv.slice(1), {
+        stdin: process.stdin,
+        stdout: process.stdout,
+        stderr: process.stderr,
+        cwd: process.cwd(),
+        env: process.env,
+        // Synchronous: once it returns, the client has the output, and the reservation may be committed.
+        writeOut: (text) => {
+          const bytes = Buffer.from(text, 'utf8');
+          let written = 0;
+          while (written < bytes.length) written += writeSync(1, bytes, written);
+        },
+      });
+      // A client that keeps stdin open must not keep the hook alive.
+      return process.exit(code);
+    }
     case undefined:
     case 'help':
     case '--help':

@@ -28,6 +28,11 @@ export const MCP_FLAGS: FlagSpecs = {
     placeholder: '<dir>',
     description: "where commands run (default: the client's first root, else the launch directory)",
   },
+  'max-tasks': {
+    type: 'integer',
+    placeholder: '<n>',
+    description: 'background tasks the client may have running at once (default 32)',
+  },
 };
 
 export const MCP_USAGE = `Usage: errand mcp [options]
@@ -66,6 +71,9 @@ export async function runMcpCommand(argv: readonly string[], io: CommandIo = pro
     if (values.port !== undefined && values.dashboard !== true) {
       throw new UsageError("`--port` sets the dashboard's port: add `--dashboard`");
     }
+    if (values['max-tasks'] === 0) {
+      throw new UsageError('Expected `--max-tasks` to be a positive integer, got "0"');
+    }
   } catch (error) {
     if (error instanceof UsageError) {
       io.stderr.write(`errand mcp: ${error.message}\n\n${MCP_USAGE}`);
@@ -83,7 +91,10 @@ export async function runMcpCommand(argv: readonly string[], io: CommandIo = pro
     launchDirectory: io.cwd,
     logger: { warn },
     ...(typeof values.cwd === 'string' ? { cwd: values.cwd } : {}),
-    ...(typeof values.home === 'string' ? { runtime: { home: values.home } } : {}),
+    runtime: {
+      ...(typeof values.home === 'string' ? { home: values.home } : {}),
+      ...(typeof values['max-tasks'] === 'number' ? { maxTasks: values['max-tasks'] } : {}),
+    },
     dashboard:
       values.dashboard === true ? (typeof values.port === 'number' ? { port: values.port } : {}) : false,
   });

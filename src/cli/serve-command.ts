@@ -2,12 +2,23 @@
  * `errand serve`: the dashboard on 127.0.0.1 over the data directory. It shows the sessions and the
  * background work of every runtime recording into that store — `errand mcp`, `errand chat`, other
  * processes — by polling the store (`createStoreDashboardBackend`); Stop reaches the runtime holding the
- * work as a command through the store. Prints the URL (token included) on stdout and runs until
- * SIGINT / SIGTERM, then closes the server and the store, leaving no process behind.
+ * work as a command through the store. It is the data directory's own dashboard: its token is kept in
+ * the data directory (`dashboard.json`, 0600) and the port it last used is tried first, so its URL stays
+ * the same across restarts; while it runs it is recorded in `run/dashboard.json` for `errand dashboard`,
+ * and a second `errand serve` on the same data directory prints the running one's URL instead of
+ * starting another. Prints the URL (token included) on stdout and runs until SIGINT / SIGTERM, then
+ * closes the server and the store, leaving no process behind.
  */
 import { createDashboardServer, createStoreDashboardBackend } from '../server/index.js';
-import { openSqliteSessionStore } from '../store/index.js';
+import { openSqliteSessionStore, resolveErrandHome } from '../store/index.js';
 import { describeFlags, type FlagSpecs, parseFlags, UsageError } from './args.js';
+import {
+  dashboardUrl,
+  loadDashboardSettings,
+  recordRunningDashboard,
+  runningDashboard,
+  saveDashboardPort,
+} from './dashboard-state.js';
 import { type CommandIo, processIo } from './mcp-command.js';
 import { onShutdownSignal } from './shutdown-signals.js';
 
@@ -15,7 +26,7 @@ export const SERVE_FLAGS: FlagSpecs = {
   port: {
     type: 'port',
     placeholder: '<n>',
-    description: 'the port on 127.0.0.1 (default: a free port)',
+    description: 'the port on 127.0.0.1 (default: the port it used last time if free, else a free one)',
   },
   home: {
     type: 'path',
@@ -55,26 +66,52 @@ export async function runServeCommand(argv: readonly string[], io: CommandIo = p
   const warn = (message: string, context?: Record<string, unknown>) => {
     io.stderr.write(`errand serve: warning: ${message}${context ? ` ${JSON.stringify(context)}` : ''}\n`);
   };
-  const store = openSqliteSessionStore(typeof values.home === 'string' ? { home: values.home } : {});
+  const home = typeof values.home === 'string' ? values.home : resolveErrandHome();
+  const settings = loadDashboardSettings(home);
+  const running = runningDashboard(home);
+  if (running !== undefined) {
+    io.stdout.write(`Errand dashboard (already running): ${dashboardUrl(running.port, settings.token)}\n`);
+    return 0;
+  }
+  const store = openSqliteSessionStore({ home });
   const backend = createStoreDashboardBackend({ store, logger: { warn } });
   const release = () => {
     backend.dispose();
     store.close();
   };
-  const server = createDashboardServer({
-    backend,
-    host: '127.0.0.1',
-    ...(typeof values.port === 'number' ? { port: values.port } : {}),
-    logger: { warn },
-  });
+  const listen = async (port: number | undefined) => {
+    const server = createDashboardServer({
+      backend,
+      host: '127.0.0.1',
+      token: settings.token,
+      ...(port === undefined ? {} : { port }),
+      logger: { warn },
+    });
+    try {
+      return { server, address: await server.listen() };
+    } catch (error) {
+      await server.close();
+      throw error;
+    }
+  };
+  let started: Awaited<ReturnType<typeof listen>>;
   try {
-    const address = await server.listen();
-    io.stdout.write(`Errand dashboard: ${address.url}\n`);
+    if (typeof values.port === 'number') started = await listen(values.port);
+    else {
+      // The port of last time keeps the URL the person bookmarked; taken meanwhile, any free one.
+      started = await listen(settings.port).catch((error: NodeJS.ErrnoException) => {
+        if (settings.port === undefined || error.code !== 'EADDRINUSE') throw error;
+        return listen(undefined);
+      });
+    }
   } catch (error) {
-    await server.close();
     release();
     throw error;
   }
+  const { server, address } = started;
+  saveDashboardPort(home, settings, address.port);
+  const unrecord = recordRunningDashboard(home, address.port);
+  io.stdout.write(`Errand dashboard: ${address.url}\n`);
 
   let stop!: () => void;
   const stopped = new Promise<void>((resolve) => {
@@ -88,6 +125,7 @@ export async function runServeCommand(argv: readonly string[], io: CommandIo = p
     await server.close();
     release();
   } finally {
+    unrecord();
     stopListening();
   }
   return 0;

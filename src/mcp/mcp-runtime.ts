@@ -11,7 +11,7 @@ import {
   rejectUnknownRuntimeOptions,
 } from '../host/index.js';
 import type { ModelPort } from '../session/index.js';
-import { ErrandError } from '../tasks/index.js';
+import { ErrandError, InvalidArgumentError } from '../tasks/index.js';
 
 /** A model port for sessions whose model lives in the MCP client: every request is refused. */
 export const MCP_CLIENT_MODEL: ModelPort = Object.freeze({
@@ -27,13 +27,27 @@ export const MCP_CLIENT_MODEL: ModelPort = Object.freeze({
 });
 
 /**
- * Options of `createMcpRuntime`: the runtime's, but `model`. A key not listed there (or in a part's options)
- * is rejected with `UNKNOWN_OPTION`.
+ * Options of `createMcpRuntime`: the runtime's, but `model`, and `maxTasks`. A key not listed there (or in
+ * a part's options) is rejected with `UNKNOWN_OPTION`.
  */
-export type McpRuntimeOptions = Omit<ErrandRuntimeOptions, 'model'>;
+export interface McpRuntimeOptions extends Omit<ErrandRuntimeOptions, 'model'> {
+  /**
+   * Background tasks the client's session may have running at once (`tasks.maxLiveTasksPerOwner`); one
+   * more is refused with `ADMISSION_LIMIT`. Default 32: coding agents run a score of commands or
+   * subagents in parallel (Claude Code 20 subagents, Codex 64 processes). Give this or
+   * `tasks.maxLiveTasksPerOwner`, not both.
+   */
+  readonly maxTasks?: number;
+}
 
-/** The keys `McpRuntimeOptions` takes: the runtime's, but `model` (the client is the model). */
-export const MCP_RUNTIME_OPTION_KEYS = ERRAND_RUNTIME_OPTION_KEYS.filter((key) => key !== 'model');
+/** The default of `McpRuntimeOptions.maxTasks`. */
+export const MCP_DEFAULT_MAX_TASKS = 32;
+
+/** The keys `McpRuntimeOptions` takes: the runtime's, but `model` (the client is the model), and `maxTasks`. */
+export const MCP_RUNTIME_OPTION_KEYS = [
+  ...ERRAND_RUNTIME_OPTION_KEYS.filter((key) => key !== 'model'),
+  'maxTasks',
+] as const;
 
 /**
  * `createErrandRuntime` for an MCP server: the refusing model port, notifications never wake a turn.
@@ -43,9 +57,24 @@ export const MCP_RUNTIME_OPTION_KEYS = ERRAND_RUNTIME_OPTION_KEYS.filter((key) =
 export async function createMcpRuntime(options: McpRuntimeOptions = {}): Promise<ErrandRuntime> {
   // Checked here: subagents without a model of their own are dropped below, unchecked otherwise.
   rejectUnknownRuntimeOptions(options, MCP_RUNTIME_OPTION_KEYS, { where: 'createMcpRuntime' });
+  const { maxTasks, ...runtimeOptions } = options;
+  if (maxTasks !== undefined && (!Number.isSafeInteger(maxTasks) || maxTasks < 1)) {
+    throw new InvalidArgumentError('maxTasks', 'a positive integer', maxTasks);
+  }
+  if (maxTasks !== undefined && options.tasks?.maxLiveTasksPerOwner !== undefined) {
+    throw new InvalidArgumentError(
+      'maxTasks',
+      'left out when `tasks.maxLiveTasksPerOwner` is given (they set the same limit)',
+      maxTasks,
+    );
+  }
   const subagents = options.subagents && options.subagents.model !== undefined ? options.subagents : false;
   return createErrandRuntime({
-    ...options,
+    ...runtimeOptions,
+    tasks: {
+      ...options.tasks,
+      maxLiveTasksPerOwner: options.tasks?.maxLiveTasksPerOwner ?? maxTasks ?? MCP_DEFAULT_MAX_TASKS,
+    },
     model: MCP_CLIENT_MODEL,
     subagents,
     notifications: { ...options.notifications, wakeBudget: 0 },

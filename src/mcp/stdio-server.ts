@@ -4,13 +4,28 @@
  * nothing behind — every background process killed, output files removed. Stdout carries the protocol
  * and nothing else; the dashboard URL and warnings are the caller's to print elsewhere.
  */
+
+import { rmSync } from 'node:fs';
 import type { Readable, Writable } from 'node:stream';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import {
+  chooseSocketPath,
+  identityOf,
+  SERVER_RECORD_SCHEMA_VERSION,
+  writeServerRecord,
+} from '../hooks/index.js';
 import { type ErrandRuntime, rejectUnknownRuntimeOptions } from '../host/index.js';
 import { createDashboardServer, type DashboardAddress, type DashboardServer } from '../server/index.js';
-import type { Logger } from '../tasks/index.js';
+import { resolveErrandHome } from '../store/data-directory.js';
+import { type Logger, systemClock } from '../tasks/index.js';
 import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
 import { createErrandMcpServer, type ErrandMcpServer } from './errand-mcp-server.js';
+import {
+  type HookEndpoint,
+  type HookEndpointOptions,
+  resolveHookEndpointOptions,
+  startHookEndpoint,
+} from './hook-endpoint.js';
 import { createMcpRuntime, MCP_RUNTIME_OPTION_KEYS, type McpRuntimeOptions } from './mcp-runtime.js';
 import {
   ERRAND_MCP_SERVER_OPTION_KEYS,
@@ -33,12 +48,19 @@ export interface StdioMcpServerOptions extends Omit<ErrandMcpServerOptions, 'run
   readonly stdin?: Readable;
   /** Default `process.stdout`. */
   readonly stdout?: Writable;
+  /**
+   * The socket client hooks (`errand hook`) ask for this session's notifications on, registered in the
+   * data directory's `run/` folder with this process's parent as the client; or false to offer none.
+   * Default: on, with the endpoint's defaults.
+   */
+  readonly hooks?: HookEndpointOptions | false;
 }
 
 const STDIO_OWN_OPTION_KEYS = optionKeys<Omit<StdioMcpServerOptions, keyof ErrandMcpServerOptions>>()({
   dashboard: true,
   stdin: true,
   stdout: true,
+  hooks: true,
 });
 
 /** The MCP server's keys (its `runtime` is replaced by runtime options) and the stdio server's own. */
@@ -58,6 +80,8 @@ function rejectUnknownStdioOptions(options: StdioMcpServerOptions): void {
   rejectUnknownRuntimeOptions(options?.runtime, MCP_RUNTIME_OPTION_KEYS, { where, path: 'runtime' });
   rejectUnknownOptions(options?.dashboard, DASHBOARD_OPTION_KEYS, { where, path: 'dashboard' });
   rejectUnknownOptions(options?.tasks, ERRAND_TASK_STORE_OPTION_KEYS, { where, path: 'tasks' });
+  if (options?.hooks !== undefined && options.hooks !== false)
+    resolveHookEndpointOptions(options.hooks, where);
 }
 
 export interface StdioMcpServer {
@@ -73,7 +97,14 @@ export interface StdioMcpServer {
 
 export async function startStdioMcpServer(options: StdioMcpServerOptions = {}): Promise<StdioMcpServer> {
   rejectUnknownStdioOptions(options);
-  const { runtime: runtimeOptions, dashboard: dashboardOptions, stdin, stdout, ...serverOptions } = options;
+  const {
+    runtime: runtimeOptions,
+    dashboard: dashboardOptions,
+    stdin,
+    stdout,
+    hooks: hookOptions,
+    ...serverOptions
+  } = options;
   const logger: Logger = serverOptions.logger ?? emitWarningLogger;
   const input = stdin ?? process.stdin;
   const output = stdout ?? process.stdout;
@@ -85,6 +116,7 @@ export async function startStdioMcpServer(options: StdioMcpServerOptions = {}): 
 
   let mcp: ErrandMcpServer | undefined;
   let dashboard: DashboardServer | undefined;
+  let hooks: { endpoint: HookEndpoint; unregister: () => void } | undefined;
   let finished!: () => void;
   const closed = new Promise<void>((resolve) => {
     finished = resolve;
@@ -94,6 +126,9 @@ export async function startStdioMcpServer(options: StdioMcpServerOptions = {}): 
     shutting ??= (async () => {
       input.off('end', onInputEnd);
       input.off('close', onInputEnd);
+      // Hooks first: what they hold goes back to the queue before the session closes.
+      await hooks?.endpoint.close();
+      hooks?.unregister();
       try {
         await mcp?.close();
       } catch (error) {
@@ -125,6 +160,17 @@ export async function startStdioMcpServer(options: StdioMcpServerOptions = {}): 
       });
       await dashboard.listen();
     }
+    if (hookOptions !== false) {
+      const home = runtimeOptions?.home ?? resolveErrandHome();
+      try {
+        hooks = await startHooks(home, mcp, runtime, hookOptions ?? {}, logger);
+      } catch (error) {
+        // The server works without hooks; notifications still ride on tool results.
+        logger.warn('listening for client hooks failed; hooks will not find this server', {
+          error: describe(error),
+        });
+      }
+    }
     // The client went away mid-write: nothing to report it to, and it must not crash the shutdown.
     output.on('error', () => {});
     input.once('end', onInputEnd);
@@ -141,6 +187,52 @@ export async function startStdioMcpServer(options: StdioMcpServerOptions = {}): 
     dashboard: dashboard?.address,
     closed,
     shutdown,
+  };
+}
+
+/**
+ * Listens for this session's client hooks and registers the server in `home`. The client is this
+ * process's parent: the hook finds the server by walking its own ancestors up to it.
+ */
+async function startHooks(
+  home: string,
+  mcp: ErrandMcpServer,
+  runtime: ErrandRuntime,
+  options: HookEndpointOptions,
+  logger: Logger,
+): Promise<{ endpoint: HookEndpoint; unregister: () => void }> {
+  const server = identityOf(process.pid);
+  const client = identityOf(process.ppid);
+  const socket = chooseSocketPath(home, process.pid);
+  // A socket left behind by an earlier process with this pid (it was killed) is not ours to keep.
+  rmSync(socket.path, { force: true });
+  const endpoint = await startHookEndpoint(
+    { session: mcp.session, tasks: runtime.tasks, socketPath: socket.path, logger },
+    options,
+  );
+  let removeRecord = () => {};
+  if (server !== undefined && client !== undefined) {
+    try {
+      removeRecord = writeServerRecord(home, {
+        schemaVersion: SERVER_RECORD_SCHEMA_VERSION,
+        server,
+        client,
+        sessionId: mcp.session.id,
+        socket: socket.path,
+        startedAt: systemClock.now(),
+      });
+    } catch (error) {
+      logger.warn('registering the server for client hooks failed; hooks will not find it', {
+        error: describe(error),
+      });
+    }
+  }
+  return {
+    endpoint,
+    unregister: () => {
+      removeRecord();
+      socket.cleanup();
+    },
   };
 }
 

@@ -133,18 +133,21 @@ export async function startHookEndpoint(
   const remindingNow = new Set<string>();
   /** Wakes waiting end-of-turn requests: something was queued or something ended. */
   const waiters = new Set<() => void>();
-  let lastEndAt = Number.NEGATIVE_INFINITY;
+  /** Tasks that ended and whose notification was neither queued nor discarded yet, with when they ended. */
+  const pendingEnds = new Map<string, number>();
   let closed = false;
 
   const wakeAll = () => {
     for (const wake of [...waiters]) wake();
   };
   const stopSessionEvents = session.on((event) => {
-    if (event.type === 'notification-queued') wakeAll();
+    if (event.type !== 'notification-queued' && event.type !== 'notification-discarded') return;
+    pendingEnds.delete(event.taskId);
+    wakeAll();
   });
   const stopTaskEvents: Disposer = tasks.onTaskDone(
     (snapshot) => {
-      lastEndAt = clock.now();
+      pendingEnds.set(snapshot.id, clock.now());
       reminded.delete(snapshot.id);
       wakeAll();
     },
@@ -236,12 +239,16 @@ export async function startHookEndpoint(
         }
         const running = runningWork();
         const now = clock.now();
-        const settling = now < lastEndAt + resolved.endGraceMs;
-        if (now < deadline && (running.length > 0 || settling)) {
-          // Wait for an ending (or the end of the grace an ending's notification gets to be queued).
+        // An ending whose notification may still be on its way (the policy reads the output tail first).
+        let graceEnd = Number.NEGATIVE_INFINITY;
+        for (const [taskId, endedAt] of pendingEnds) {
+          if (now >= endedAt + resolved.endGraceMs) pendingEnds.delete(taskId);
+          else graceEnd = Math.max(graceEnd, endedAt + resolved.endGraceMs);
+        }
+        if (now < deadline && (running.length > 0 || now < graceEnd)) {
           waiters.add(evaluate);
           cancelTimer?.();
-          const until = running.length > 0 ? deadline : Math.min(deadline, lastEndAt + resolved.endGraceMs);
+          const until = running.length > 0 ? deadline : Math.min(deadline, graceEnd);
           cancelTimer = clock.schedule(Math.max(0, until - now), evaluate);
           return;
         }

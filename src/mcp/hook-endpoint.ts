@@ -33,7 +33,7 @@ import {
   systemClock,
   type TaskService,
 } from '../tasks/index.js';
-import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
+import { optionKeys, rejectUnknownOptions, type UnknownOptionsCheck } from '../tasks/option-keys.js';
 import { utf8ByteLength } from '../text/index.js';
 
 /** The `source` of the conversation message that records a delivery through a client hook. */
@@ -73,15 +73,21 @@ export const HOOK_ENDPOINT_DEFAULTS = Object.freeze({
 
 export type ResolvedHookEndpointOptions = Required<HookEndpointOptions>;
 
+/** Validates and completes the options; `check` places them inside a caller's own (`hooks`). */
 export function resolveHookEndpointOptions(
   options: HookEndpointOptions = {},
-  where = 'startHookEndpoint',
+  check: UnknownOptionsCheck = { where: 'startHookEndpoint' },
 ): ResolvedHookEndpointOptions {
-  rejectUnknownOptions(options, HOOK_ENDPOINT_OPTION_KEYS, { where });
+  rejectUnknownOptions(options, HOOK_ENDPOINT_OPTION_KEYS, check);
+  const prefix = check.path === undefined ? '' : `${check.path}.`;
   const integer = (field: keyof HookEndpointOptions, minimum: number, maximum: number): number => {
     const value = options[field] ?? HOOK_ENDPOINT_DEFAULTS[field];
     if (!Number.isSafeInteger(value) || value < minimum || value > maximum) {
-      throw new InvalidArgumentError(field, `an integer from ${minimum} to ${maximum}`, options[field]);
+      throw new InvalidArgumentError(
+        `${prefix}${field}`,
+        `an integer from ${minimum} to ${maximum}`,
+        options[field],
+      );
     }
     return value;
   };

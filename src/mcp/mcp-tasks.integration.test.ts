@@ -144,12 +144,10 @@ describe('errand mcp and the client it serves', () => {
         CallToolResultSchema,
       );
       const id = /Started (bash-\d+)/.exec(textBlocks(result)[0] ?? '')?.[1];
-      await cli.waitForLog((params) => (params.data as { taskId?: string } | undefined)?.taskId === id);
-      return (
-        cli.logs.find((params) => (params.data as { taskId?: string }).taskId === id)?.data as {
-          notification: string;
-        }
-      ).notification;
+      const log = await cli.waitForLog(
+        (params) => (params.data as { taskId?: string } | undefined)?.taskId === id,
+      );
+      return (log.data as { notification: string }).notification;
     };
     expect(await background({ 'claudecode/toolUseId': 'toolu_01XYZ' })).toContain(
       '<tool-use-id>toolu_01XYZ</tool-use-id>',

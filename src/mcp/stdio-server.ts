@@ -80,8 +80,9 @@ function rejectUnknownStdioOptions(options: StdioMcpServerOptions): void {
   rejectUnknownRuntimeOptions(options?.runtime, MCP_RUNTIME_OPTION_KEYS, { where, path: 'runtime' });
   rejectUnknownOptions(options?.dashboard, DASHBOARD_OPTION_KEYS, { where, path: 'dashboard' });
   rejectUnknownOptions(options?.tasks, ERRAND_TASK_STORE_OPTION_KEYS, { where, path: 'tasks' });
-  if (options?.hooks !== undefined && options.hooks !== false)
-    resolveHookEndpointOptions(options.hooks, where);
+  if (options?.hooks !== undefined && options.hooks !== false) {
+    resolveHookEndpointOptions(options.hooks, { where, path: 'hooks' });
+  }
 }
 
 export interface StdioMcpServer {

@@ -89,6 +89,17 @@ function claudeInput(event: string, fields: Record<string, unknown> = {}) {
   };
 }
 
+/**
+ * Starts a background command that exits with `code` once the test lets it (after the tool result that
+ * started it was received, so that result cannot carry its notification in band), and lets it.
+ */
+async function endingAfterStart(cli: McpCli, home: string, code: number): Promise<string> {
+  const go = join(home, `go-${code}`);
+  const id = await startBackground(cli, `while [ ! -e ${go} ]; do sleep 0.05; done; exit ${code}`);
+  writeFileSync(go, '');
+  return id;
+}
+
 async function startBackground(cli: McpCli, command: string): Promise<string> {
   const result = await cli.call('bash', { command, run_in_background: true });
   const id = /Started (bash-\d+) in the background/.exec(textBlocks(result)[0] ?? '')?.[1];
@@ -118,7 +129,7 @@ describe('errand hook claude-code (the documented contract)', () => {
   it('PostToolUse adds the queued notification as additionalContext, once', async () => {
     const home = temporaryDirectory();
     const cli = await startServer(home);
-    const id = await startBackground(cli, 'exit 3');
+    const id = await endingAfterStart(cli, home, 3);
     await queued(cli, id);
     const input = claudeInput('PostToolUse', {
       tool_name: 'Bash',
@@ -128,6 +139,7 @@ describe('errand hook claude-code (the documented contract)', () => {
     });
     const first = await hook(home, 'claude-code', 'PostToolUse', input);
     expect(first.code).toBe(0);
+    expect(first.stdout, first.stderr).not.toBe('');
     const output = JSON.parse(first.stdout) as {
       hookSpecificOutput: { hookEventName: string; additionalContext: string };
     };
@@ -147,10 +159,11 @@ describe('errand hook claude-code (the documented contract)', () => {
     const cli = await startServer(home);
     const input = claudeInput('UserPromptSubmit', { prompt: 'how is the build going?' });
     expect(await hook(home, 'claude-code', 'UserPromptSubmit', input)).toMatchObject({ code: 0, stdout: '' });
-    const id = await startBackground(cli, 'exit 0');
+    const id = await endingAfterStart(cli, home, 0);
     await queued(cli, id);
-    const { stdout, code } = await hook(home, 'claude-code', 'UserPromptSubmit', input);
+    const { stdout, stderr, code } = await hook(home, 'claude-code', 'UserPromptSubmit', input);
     expect(code).toBe(0);
+    expect(stdout, stderr).not.toBe('');
     const output = JSON.parse(stdout) as { hookSpecificOutput: Record<string, string> };
     expect(output.hookSpecificOutput.hookEventName).toBe('UserPromptSubmit');
     expect(output.hookSpecificOutput.additionalContext).toContain(`<task-id>${id}</task-id>`);
@@ -196,7 +209,7 @@ describe('errand hook claude-code (the documented contract)', () => {
   it('a hook killed while it holds the notifications gives them back: the next one delivers them, once', async () => {
     const home = temporaryDirectory();
     const cli = await startServer(home);
-    const id = await startBackground(cli, 'exit 4');
+    const id = await endingAfterStart(cli, home, 4);
     await queued(cli, id);
     const [record] = listLiveServers(home);
     const holder = spawn(process.execPath, [holdFixture, record!.socket], {

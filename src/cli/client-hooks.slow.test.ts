@@ -86,6 +86,16 @@ function script(box: Sandbox, bashTool: (tools: readonly string[]) => string) {
   };
 }
 
+const OFFLINE_CODEX_FEATURES = [
+  'apps',
+  'plugins',
+  'remote_plugin',
+  'plugin_sharing',
+  'in_app_updates',
+  'api_key_model_discovery',
+  'skill_search',
+];
+
 function mentions(raw: string): number {
   return raw.match(NOTIFICATION_MARK)?.length ?? 0;
 }
@@ -196,6 +206,12 @@ describe('client hooks with the real clients', () => {
       [
         'model = "scripted-model"',
         'model_provider = "scripted"',
+        // Offline: no update check, no analytics (measured with strace: no lookup leaves 127.0.0.1).
+        'check_for_update_on_startup = false',
+        '[analytics]',
+        'enabled = false',
+        '[feedback]',
+        'enabled = false',
         '[model_providers.scripted]',
         'name = "scripted"',
         `base_url = "${model.origin}/v1"`,
@@ -212,6 +228,8 @@ describe('client hooks with the real clients', () => {
         // The hooks errand install wrote are not trusted yet in this fresh CODEX_HOME.
         '--dangerously-bypass-hook-trust',
         '--dangerously-bypass-approvals-and-sandbox',
+        // Features that reach chatgpt.com or api.github.com at start; nothing here may leave the machine.
+        ...OFFLINE_CODEX_FEATURES.flatMap((feature) => ['--disable', feature]),
         'Build the project.',
       ],
       {
@@ -247,7 +265,17 @@ describe('client hooks with the real clients', () => {
     const settings = JSON.parse(readFileSync(settingsFile, 'utf8')) as Record<string, unknown>;
     writeFileSync(
       settingsFile,
-      JSON.stringify({ ...settings, security: { auth: { selectedType: 'gemini-api-key' } } }, null, 2),
+      JSON.stringify(
+        {
+          ...settings,
+          security: { auth: { selectedType: 'gemini-api-key' } },
+          // Offline: no usage statistics (play.googleapis.com), no update check.
+          privacy: { usageStatisticsEnabled: false },
+          general: { enableAutoUpdate: false, enableAutoUpdateNotification: false },
+        },
+        null,
+        2,
+      ),
     );
     const result = await run(
       bin('gemini'),

@@ -11,6 +11,8 @@ import { existsSync, mkdtempSync, readdirSync, realpathSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   CLI_PATH,
@@ -234,6 +236,40 @@ describe('errand hook claude-code (the documented contract)', () => {
     expect(delivered).toContain(`<task-id>${id}</task-id>`);
     expect((await hook(home, 'claude-code', 'PostToolUse', claudeInput('PostToolUse'))).stdout).toBe('');
     expect(deliveredViaHooks(home)).toHaveLength(1);
+  });
+});
+
+describe('errand hook finds the server of its client', () => {
+  it('also when the client started errand mcp through a launcher (sh -c, without exec)', async () => {
+    const home = temporaryDirectory();
+    const transport = new StdioClientTransport({
+      command: '/bin/sh',
+      // The shell stays between the client (this process) and the server, as npx would.
+      args: ['-c', `"${process.execPath}" "${CLI_PATH}" mcp --home "${home}"; exit 0`],
+      stderr: 'pipe',
+    });
+    const client = new Client({ name: 'launcher-test', version: '1' });
+    await client.connect(transport);
+    try {
+      for (let round = 0; round < 400 && listLiveServers(home).length === 0; round += 1) {
+        await new Promise((resolvePromise) => setTimeout(resolvePromise, 25));
+      }
+      const [record] = listLiveServers(home);
+      expect(record?.client.pid).toBe(process.pid);
+      const go = join(home, 'go');
+      const started = await client.callTool({
+        name: 'bash',
+        arguments: { command: `while [ ! -e ${go} ]; do sleep 0.05; done; exit 2`, run_in_background: true },
+      });
+      const id = /Started (bash-\d+)/.exec(JSON.stringify(started))?.[1];
+      const stopping = hook(home, 'codex', 'Stop', { stop_hook_active: false });
+      writeFileSync(go, '');
+      const { stdout } = await stopping;
+      expect(JSON.parse(stdout)).toMatchObject({ decision: 'block' });
+      expect(stdout).toContain(`<task-id>${id}</task-id>`);
+    } finally {
+      await client.close();
+    }
   });
 });
 

@@ -33,11 +33,14 @@ export {
 export { type HookRunResult, RUN_HOOK_DEFAULTS, type RunHookOptions, runHook } from './run-hook.js';
 export {
   ancestorsOf,
+  type CommandLineReader,
   chooseSocketPath,
+  clientOf,
   identityOf,
   isRunning,
   listLiveServers,
   type ProcessIdentity,
+  procfsCommandLine,
   RUN_DIRECTORY_NAME,
   runDirectoryOf,
   SERVER_RECORD_SCHEMA_VERSION,

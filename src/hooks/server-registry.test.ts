@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { ProcessEntry, ProcessSource } from '../process/index.js';
 import {
   ancestorsOf,
+  clientOf,
   listLiveServers,
   SERVER_RECORD_SCHEMA_VERSION,
   type ServerRecord,
@@ -77,6 +78,27 @@ describe('serversOfClient', () => {
   it('does not take a reused pid for the client', () => {
     const reused = [record([21, 210], [20, 199])];
     expect(serversOfClient(reused, ancestorsOf(26, processes))).toEqual([]);
+  });
+});
+
+describe('clientOf', () => {
+  // 100: the client; 110 `npx errand mcp` (node npx-cli.js), 111 `sh -c errand mcp`, 112: errand mcp.
+  const processes = table({ 100: [1, 10], 110: [100, 11], 111: [110, 12], 112: [111, 13], 120: [100, 14] });
+  const commandLines: Record<number, string[]> = {
+    100: ['/usr/local/bin/claude'],
+    110: ['/usr/bin/node', '/usr/lib/node_modules/npm/bin/npx-cli.js', 'errand', 'mcp'],
+    111: ['/bin/sh', '-c', 'errand mcp'],
+    112: ['/usr/bin/node', '/project/node_modules/.bin/errand', 'mcp'],
+    120: ['/usr/bin/node', '/opt/errand/dist/cli/main.js', 'mcp'],
+  };
+  const read = (pid: number) => commandLines[pid];
+
+  it('is the parent of a server the client started directly', () => {
+    expect(clientOf(120, processes, read)).toEqual({ pid: 100, startTime: 10 });
+  });
+
+  it('skips the launchers a client started the server through (npx, sh -c)', () => {
+    expect(clientOf(112, processes, read)).toEqual({ pid: 100, startTime: 10 });
   });
 });
 

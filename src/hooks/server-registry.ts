@@ -1,7 +1,7 @@
 /**
  * Where an MCP server tells hooks it exists: one record per `errand mcp` process in the data directory's
  * `run/` folder (0700), `mcp-<pid>.json` (0600, written whole by a rename), naming the server's process,
- * its client process (its parent), its session and its Unix socket. A hook lists the records, keeps the
+ * its client process (its parent, past any launcher such as `npx`), its session and its Unix socket. A hook lists the records, keeps the
  * live ones (pid and process start time both match, so a reused pid does not count), and matches a client
  * among its own ancestors. A record left by a server that was killed is removed by whoever finds it dead.
  */
@@ -148,6 +148,53 @@ function readRecord(path: string): ServerRecord | undefined {
 function isIdentity(value: unknown): value is ProcessIdentity {
   const identity = value as Partial<ProcessIdentity> | null;
   return Number.isSafeInteger(identity?.pid) && Number.isSafeInteger(identity?.startTime);
+}
+
+/** Launchers a client may start `errand mcp` through: a shell (`sh -c`), npm's `npx` / `npm exec`. */
+const LAUNCHER_PROGRAMS = new Set(['sh', 'bash', 'dash', 'zsh', 'npm', 'npx']);
+const NODE_LAUNCHER_SCRIPTS = /(?:^|\/)(?:npx-cli\.js|npm-cli\.js|npx|npm)$/;
+/** The most launchers skipped between a server and its client. */
+const MAX_LAUNCHER_DEPTH = 4;
+
+/** The command line of `pid`, or undefined when it cannot be read. */
+export type CommandLineReader = (pid: number) => readonly string[] | undefined;
+
+export const procfsCommandLine: CommandLineReader = (pid) => {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'latin1')
+      .split('\0')
+      .filter((part) => part !== '');
+  } catch {
+    return undefined;
+  }
+};
+
+function isLauncher(commandLine: readonly string[] | undefined): boolean {
+  if (commandLine === undefined || commandLine.length === 0) return false;
+  const program = (commandLine[0] as string).split('/').at(-1) as string;
+  if (LAUNCHER_PROGRAMS.has(program)) return true;
+  return /^node(?:js)?$/.test(program) && NODE_LAUNCHER_SCRIPTS.test(commandLine[1] ?? '');
+}
+
+/**
+ * The client a server serves: its parent, or — when the client started it through a launcher (`sh -c`,
+ * `npx errand mcp`) — the nearest ancestor that is not one. Undefined when the parent is gone.
+ */
+export function clientOf(
+  pid: number,
+  source: ProcessSource = procfsSource(),
+  commandLine: CommandLineReader = procfsCommandLine,
+): ProcessIdentity | undefined {
+  let entry = source.read(pid);
+  for (let depth = 0; entry !== undefined && entry.ppid > 1; depth += 1) {
+    const parent = source.read(entry.ppid);
+    if (parent === undefined || isGone(parent)) return undefined;
+    if (depth >= MAX_LAUNCHER_DEPTH || !isLauncher(commandLine(parent.pid))) {
+      return { pid: parent.pid, startTime: parent.startTime };
+    }
+    entry = parent;
+  }
+  return undefined;
 }
 
 /** The most ancestors a hook walks looking for its client. */

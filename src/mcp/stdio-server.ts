@@ -10,6 +10,7 @@ import type { Readable, Writable } from 'node:stream';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import {
   chooseSocketPath,
+  clientOf,
   identityOf,
   SERVER_RECORD_SCHEMA_VERSION,
   writeServerRecord,
@@ -193,7 +194,8 @@ export async function startStdioMcpServer(options: StdioMcpServerOptions = {}): 
 
 /**
  * Listens for this session's client hooks and registers the server in `home`. The client is this
- * process's parent: the hook finds the server by walking its own ancestors up to it.
+ * process's parent (past a launcher such as `npx`): the hook finds the server by walking its own
+ * ancestors up to it.
  */
 async function startHooks(
   home: string,
@@ -203,7 +205,7 @@ async function startHooks(
   logger: Logger,
 ): Promise<{ endpoint: HookEndpoint; unregister: () => void }> {
   const server = identityOf(process.pid);
-  const client = identityOf(process.ppid);
+  const client = clientOf(process.pid);
   const socket = chooseSocketPath(home, process.pid);
   // A socket left behind by an earlier process with this pid (it was killed) is not ours to keep.
   rmSync(socket.path, { force: true });

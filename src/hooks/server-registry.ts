@@ -8,7 +8,8 @@
 import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type ProcessEntry, type ProcessSource, procfsSource } from '../process/index.js';
+// The table module alone: a hook runs on every tool call and loads no more than it needs.
+import { type ProcessEntry, type ProcessSource, procfsSource } from '../process/process-table.js';
 import { ensurePrivateDirectory } from '../store/data-directory.js';
 
 export const SERVER_RECORD_SCHEMA_VERSION = 1;

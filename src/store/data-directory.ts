@@ -6,7 +6,7 @@
 import { chmodSync, closeSync, mkdirSync, openSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
-import { InvalidArgumentError } from '../tasks/index.js';
+import { InvalidArgumentError } from '../tasks/errors.js';
 
 export const DATABASE_FILE_NAME = 'errand.sqlite';
 export const DIRECTORY_MODE = 0o700;

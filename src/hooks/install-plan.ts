@@ -95,6 +95,16 @@ export function planInstall(options: InstallOptions): InstallPlan {
     command.includes(` hook ${options.client} ${event}`) && /errand|main\.js/.test(command);
   const moments: readonly HookMoment[] = ['tool', 'prompt', 'stop'];
   const base = options.scope === 'project' ? options.projectDirectory : options.userHome;
+  const plan = (files: readonly PlannedFile[], notes: readonly string[]): InstallPlan => ({
+    files,
+    notes:
+      options.scope === 'project'
+        ? [
+            ...notes,
+            "The entries name this machine's Node and Errand by absolute path: keep them out of a repository others use, or install with --scope user.",
+          ]
+        : notes,
+  });
 
   switch (options.client) {
     case 'claude-code': {
@@ -106,17 +116,17 @@ export function planInstall(options: InstallOptions): InstallPlan {
       }));
       const serverFile = options.scope === 'project' ? join(base, '.mcp.json') : join(base, '.claude.json');
       const hooksFile = join(base, '.claude', 'settings.json');
-      return {
-        files: [
+      return plan(
+        [
           jsonFile(serverFile, { servers: { key: 'mcpServers', name, entry: serverEntry } }),
           jsonFile(hooksFile, { hooks, isOurHook }),
         ],
-        notes: [
+        [
           options.scope === 'project'
             ? 'Claude Code asks once whether to use the MCP servers in .mcp.json; approve "errand".'
-            : 'Claude Code loads the user-scope MCP server and hooks at its next start.',
+            : 'Claude Code loads the user-scope MCP server and hooks at its next start; it rewrites ~/.claude.json while it runs, so install with Claude Code closed.',
         ],
-      };
+      );
     }
     case 'codex': {
       const directory =
@@ -132,18 +142,18 @@ export function planInstall(options: InstallOptions): InstallPlan {
         `args = [${serverEntry.args.map(tomlString).join(', ')}]`,
       ].join('\n');
       const configFile = join(directory, 'config.toml');
-      return {
-        files: [
+      return plan(
+        [
           { path: configFile, merge: (text) => mergeTomlServer(configFile, text, name, table) },
           jsonFile(join(directory, 'hooks.json'), { hooks, isOurHook }),
         ],
-        notes: [
+        [
           'Codex runs new or changed hooks only once you trust them: review them with /hooks in Codex (a headless `codex exec` needs them trusted, or --dangerously-bypass-hook-trust).',
           ...(options.scope === 'project'
             ? ['Codex reads .codex/ of a project only once you trust the project.']
             : []),
         ],
-      };
+      );
     }
     case 'gemini': {
       const hooks: HookEntry[] = moments.map((moment) => ({

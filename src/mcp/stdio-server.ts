@@ -21,12 +21,8 @@ import { resolveErrandHome } from '../store/data-directory.js';
 import { type Logger, systemClock } from '../tasks/index.js';
 import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
 import { createErrandMcpServer, type ErrandMcpServer } from './errand-mcp-server.js';
-import {
-  type HookEndpoint,
-  type HookEndpointOptions,
-  resolveHookEndpointOptions,
-  startHookEndpoint,
-} from './hook-endpoint.js';
+import { type HookEndpoint, startHookEndpoint } from './hook-endpoint.js';
+import { type HookEndpointOptions, resolveHookEndpointOptions } from './hook-endpoint-options.js';
 import { createMcpRuntime, MCP_RUNTIME_OPTION_KEYS, type McpRuntimeOptions } from './mcp-runtime.js';
 import {
   ERRAND_MCP_SERVER_OPTION_KEYS,

@@ -65,13 +65,37 @@ function sandbox(): Sandbox {
   return sandbox;
 }
 
-/** The model: start the command in the background, end the turn, then acknowledge the notification. */
-function script(box: Sandbox, bashTool: (tools: readonly string[]) => string) {
+/** How the scripted model waits for a client whose MCP servers are still starting: the client's own shell. */
+interface ClientTools {
+  /** Errand's bash among the offered tools, or undefined while the client has not listed it yet. */
+  readonly errandBash: (tools: readonly string[]) => string | undefined;
+  /** A call of the client's built-in shell that takes a moment. */
+  readonly pause: ModelReply;
+}
+
+/** At most this many pauses while the client's MCP server starts. */
+const MAX_PAUSES = 120;
+
+/**
+ * The model: start the command in the background (once the client offers Errand's bash: a loaded machine
+ * may start the MCP server after the client's first request), end the turn, then acknowledge the
+ * notification.
+ */
+function script(box: Sandbox, client: ClientTools) {
+  let started: number | undefined;
+  let pauses = 0;
   return (request: ModelRequest): ModelReply => {
-    if (request.turn === 1) {
+    if (started === undefined) {
+      const name = client.errandBash(request.tools);
+      if (name === undefined) {
+        pauses += 1;
+        if (pauses > MAX_PAUSES) throw new Error(`no errand bash among ${request.tools.join(', ')}`);
+        return client.pause;
+      }
+      started = request.turn;
       return {
         kind: 'tool',
-        name: bashTool(request.tools),
+        name,
         args: {
           command: `while [ ! -e ${box.go} ]; do sleep 0.05; done; echo build-finished; exit 7`,
           description: 'slow build',
@@ -85,6 +109,9 @@ function script(box: Sandbox, bashTool: (tools: readonly string[]) => string) {
     return { kind: 'text', text: 'The build runs in the background; I am done for now.' };
   };
 }
+
+const findErrandBash = (tools: readonly string[]) =>
+  tools.find((tool) => /errand/.test(tool) && /bash$/.test(tool));
 
 const OFFLINE_CODEX_FEATURES = [
   'apps',
@@ -155,12 +182,21 @@ async function install(box: Sandbox, client: string): Promise<string> {
   return result.output;
 }
 
+/** The index of the request the model answered by starting the command. */
+function startIndex(model: ScriptedModelServer): number {
+  const index = model.turns.findIndex((turn) => findErrandBash(turn.tools) !== undefined);
+  return index < 0 ? model.turns.length : index;
+}
+
 /** What the model server received, in the terms the assertions need. */
 function deliveries(model: ScriptedModelServer) {
   return {
-    turns: model.turns.length,
-    /** Notification blocks each main request carried (the whole conversation so far). */
-    perRequest: model.turns.map((turn) => mentions(turn.raw)),
+    turns: model.turns.length - startIndex(model),
+    /**
+     * Notification blocks each main request carried (the whole conversation so far), from the request
+     * that started the command on (requests before it only waited for the client's MCP server).
+     */
+    perRequest: model.turns.slice(startIndex(model)).map((turn) => mentions(turn.raw)),
     last: model.turns.at(-1)?.raw ?? '',
   };
 }
@@ -190,10 +226,9 @@ describe('client hooks with the real clients', () => {
   it('codex exec: a background command that ends after the last tool call reaches the model once, with its exit code', async () => {
     const box = sandbox();
     const model = await startScriptedModelServer(
-      script(box, (tools) => {
-        const name = tools.find((tool) => /errand/.test(tool) && /bash$/.test(tool));
-        if (!name) throw new Error(`no errand bash among ${tools.join(', ')}`);
-        return name;
+      script(box, {
+        errandBash: findErrandBash,
+        pause: { kind: 'tool', name: 'exec_command', args: { cmd: 'sleep 0.25' } },
       }),
     );
     servers.push(model);
@@ -249,7 +284,7 @@ describe('client hooks with the real clients', () => {
     expect(seen.perRequest).toEqual([0, 0, 1]);
     expect(seen.last).toMatch(/exit code 7/);
     // The model's own call id, from Codex's `_meta.callId`, not a JSON-RPC request number.
-    expect(seen.last).toMatch(/tool-use-id(?:>|&gt;)call_1/);
+    expect(seen.last).toMatch(/tool-use-id(?:>|&gt;)call_\d+/);
     expect(result.output).toContain('The build exited with 7.');
     expect(ledgerOf(box.errandHome)).toEqual({ viaHook: 1, delivered: 1, undelivered: 0 });
   }, 120_000);
@@ -257,10 +292,9 @@ describe('client hooks with the real clients', () => {
   it('gemini -p: a background command that ends after the last tool call reaches the model once, with its exit code', async () => {
     const box = sandbox();
     const model = await startScriptedModelServer(
-      script(box, (tools) => {
-        const name = tools.find((tool) => /errand/.test(tool) && /bash$/.test(tool));
-        if (!name) throw new Error(`no errand bash among ${tools.join(', ')}`);
-        return name;
+      script(box, {
+        errandBash: findErrandBash,
+        pause: { kind: 'tool', name: 'run_shell_command', args: { command: 'sleep 0.25' } },
       }),
     );
     servers.push(model);

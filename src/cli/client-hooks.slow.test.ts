@@ -253,10 +253,6 @@ describe('client hooks with the real clients', () => {
         'wire_api = "responses"',
         '',
         readFileSync(config, 'utf8'),
-        // errand install wrote [mcp_servers.errand] last. On a loaded machine the server may need more than
-        // Codex's default start-up wait, and a first request without its tools would end the run.
-        'startup_timeout_sec = 60',
-        '',
       ].join('\n'),
     );
     const result = await run(

@@ -28,6 +28,8 @@ const layers = [
   ['adapters', 6],
   ['server', 7],
   ['host', 7],
+  // Client hooks: the contracts and the socket protocol both the MCP server and the command line speak.
+  ['hooks', 8],
   ['mcp', 8],
   ['testing', 9],
   ['cli', 10],

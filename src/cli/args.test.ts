@@ -96,4 +96,24 @@ describe('parseFlags', () => {
       '  --help        show this help',
     ]);
   });
+
+  it('reads a non-negative integer and names the flag and the value when it is not one', () => {
+    const integers: FlagSpecs = {
+      'max-tasks': { type: 'integer', placeholder: '<n>', description: 'live tasks' },
+    };
+    const refused = (argv: string[]) => {
+      expect(() => parseFlags(argv, integers)).toThrow(UsageError);
+      return () => parseFlags(argv, integers);
+    };
+    expect(parseFlags(['--max-tasks', '40'], integers).values).toEqual({ 'max-tasks': 40 });
+    expect(refused(['--max-tasks', '-1'])).toThrow(
+      'Expected `--max-tasks` to be a non-negative integer, got "-1"',
+    );
+    expect(refused(['--max-tasks=2.5'])).toThrow(
+      'Expected `--max-tasks` to be a non-negative integer, got "2.5"',
+    );
+    expect(refused(['--max-tasks=many'])).toThrow(
+      'Expected `--max-tasks` to be a non-negative integer, got "many"',
+    );
+  });
 });

@@ -9,12 +9,12 @@ import { describeIntegerRange } from '../tasks/index.js';
 
 /**
  * `path`: resolved against the working directory, need not exist; `directory`: must exist; `count`: a
- * positive integer no greater than 1000000.
+ * positive integer no greater than 1000000; `integer`: a non-negative integer.
  */
+export type FlagType = 'boolean' | 'string' | 'port' | 'count' | 'integer' | 'path' | 'directory';
+
 /** The largest `count` flag: beyond it a count is a typo, not a bound anyone means. */
 const MAX_COUNT = 1_000_000;
-
-export type FlagType = 'boolean' | 'string' | 'port' | 'count' | 'path' | 'directory';
 
 export interface FlagSpec {
   readonly type: FlagType;
@@ -94,6 +94,15 @@ function convert(name: string, type: Exclude<FlagType, 'boolean'>, raw: string, 
   switch (type) {
     case 'string':
       return raw;
+    case 'integer': {
+      const value = /^\d{1,15}$/.test(raw) ? Number(raw) : Number.NaN;
+      if (!Number.isSafeInteger(value)) {
+        throw new UsageError(
+          `Expected \`--${name}\` to be a non-negative integer, got ${JSON.stringify(raw)}`,
+        );
+      }
+      return value;
+    }
     case 'path':
       return resolve(cwd, raw);
     case 'port': {

@@ -1,10 +1,10 @@
 #!/usr/bin/env node
-/** The `errand` command. */
-import { ErrandError } from '../tasks/index.js';
-import { runChatCommand } from './chat.js';
-import { runDemo } from './demo.js';
-import { runMcpCommand } from './mcp-command.js';
-import { runServeCommand } from './serve-command.js';
+/**
+ * The `errand` command. Each command's module is loaded only when it runs: `errand hook` runs on every
+ * tool call of a client and must not pay for loading the runtime.
+ */
+import { writeSync } from 'node:fs';
+import { ErrandError } from '../tasks/errors.js';
 
 const usage = `Usage: errand <command>
 
@@ -14,22 +14,28 @@ Commands:
   chat     the agent loop with a real model (ERRAND_MODEL, ERRAND_BASE_URL, ERRAND_API_KEY)
            (--cwd <dir>, --home <dir>, --resume <session-id>, --durable; errand chat --help)
   mcp      the MCP server on stdio: background tasks with notifications for an MCP client
-           (--dashboard, --port <n>, --home <dir>, --cwd <dir>, --durable; errand mcp --help)
+           (--dashboard, --port <n>, --home <dir>, --cwd <dir>, --max-tasks <n>, --durable; errand mcp --help)
+  install  write a client's MCP server entry and hooks: errand install <claude-code|codex|gemini>
+           (--scope project|user, --print; errand install --help)
+  hook     run by a client as a hook: errand hook <client> <event> (errand hook --help)
   serve    the dashboard on 127.0.0.1 until SIGINT/SIGTERM (--port <n>, --home <dir>; errand serve --help)
+  dashboard  print the data directory's dashboard URL, starting errand serve if needed (--home <dir>)
   help     show this help
 `;
 
 async function main(argv: readonly string[]): Promise<number> {
   const [command] = argv;
   switch (command) {
-    case 'demo':
+    case 'demo': {
+      const { runDemo } = await import('./demo.js');
       return runDemo({
         out: process.stdout,
         hold: argv.includes('--hold'),
         dashboard: !argv.includes('--no-dashboard'),
       });
+    }
     case 'chat':
-      return runChatCommand(argv.slice(1), {
+      return (await import('./chat.js')).runChatCommand(argv.slice(1), {
         input: process.stdin,
         out: process.stdout,
         err: process.stderr,
@@ -37,9 +43,31 @@ async function main(argv: readonly string[]): Promise<number> {
         cwd: process.cwd(),
       });
     case 'mcp':
-      return runMcpCommand(argv.slice(1));
+      return (await import('./mcp-command.js')).runMcpCommand(argv.slice(1));
     case 'serve':
-      return runServeCommand(argv.slice(1));
+      return (await import('./serve-command.js')).runServeCommand(argv.slice(1));
+    case 'dashboard':
+      return (await import('./dashboard-command.js')).runDashboardCommand(argv.slice(1));
+    case 'install':
+      return (await import('./install-command.js')).runInstallCommand(argv.slice(1));
+    case 'hook': {
+      const { runHookCommand } = await import('./hook-command.js');
+      const code = await runHookCommand(argv.slice(1), {
+        stdin: process.stdin,
+        stdout: process.stdout,
+        stderr: process.stderr,
+        cwd: process.cwd(),
+        env: process.env,
+        // Synchronous: once it returns, the client has the output, and the reservation may be committed.
+        writeOut: (text) => {
+          const bytes = Buffer.from(text, 'utf8');
+          let written = 0;
+          while (written < bytes.length) written += writeSync(1, bytes, written);
+        },
+      });
+      // A client that keeps stdin open must not keep the hook alive.
+      return process.exit(code);
+    }
     case undefined:
     case 'help':
     case '--help':

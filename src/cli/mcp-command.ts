@@ -35,10 +35,10 @@ export const MCP_FLAGS: FlagSpecs = {
     placeholder: '<dir>',
     description: "where commands run (default: the client's first root, else the launch directory)",
   },
-  'max-live-tasks': {
-    type: 'count',
+  'max-tasks': {
+    type: 'integer',
     placeholder: '<n>',
-    description: 'how many background tasks the client may have running at once (default 10)',
+    description: 'background tasks the client may have running at once (default 32)',
   },
   durable: {
     type: 'boolean',
@@ -85,6 +85,9 @@ export async function runMcpCommand(argv: readonly string[], io: CommandIo = pro
         throw new UsageError(`\`--${flag}\` is a dashboard setting: add \`--dashboard\``);
       }
     }
+    if (values['max-tasks'] === 0) {
+      throw new UsageError('Expected `--max-tasks` to be a positive integer, got "0"');
+    }
   } catch (error) {
     if (error instanceof UsageError) {
       io.stderr.write(`errand mcp: ${error.message}\n\n${MCP_USAGE}`);
@@ -104,9 +107,7 @@ export async function runMcpCommand(argv: readonly string[], io: CommandIo = pro
     ...(typeof values.cwd === 'string' ? { cwd: values.cwd } : {}),
     runtime: {
       ...(typeof values.home === 'string' ? { home: values.home } : {}),
-      ...(typeof values['max-live-tasks'] === 'number'
-        ? { tasks: { maxLiveTasksPerOwner: values['max-live-tasks'] } }
-        : {}),
+      ...(typeof values['max-tasks'] === 'number' ? { maxTasks: values['max-tasks'] } : {}),
       ...(values.durable === true ? { durable: true } : {}),
     },
     ...(values.durable === true ? { resumePrevious: true } : {}),

@@ -2,12 +2,24 @@
  * `errand serve`: the dashboard on 127.0.0.1 over the data directory. It shows the sessions and the
  * background work of every runtime recording into that store — `errand mcp`, `errand chat`, other
  * processes — by polling the store (`createStoreDashboardBackend`); Stop reaches the runtime holding the
- * work as a command through the store. Prints the URL (token included) on stdout and runs until
- * SIGINT / SIGTERM, then closes the server and the store, leaving no process behind.
+ * work as a command through the store. It is the data directory's own dashboard: its token is kept in
+ * the data directory (`dashboard.json`, 0600) and the port it last used is tried first, so its URL stays
+ * the same across restarts; while it runs it is recorded in `run/dashboard.json` for `errand dashboard`,
+ * and a second `errand serve` on the same data directory prints the running one's URL instead of
+ * starting another. Prints the URL (token included) on stdout and runs until SIGINT / SIGTERM, then
+ * closes the server and the store, leaving no process behind.
  */
 import { createDashboardServer, createStoreDashboardBackend } from '../server/index.js';
-import { openSqliteSessionStore } from '../store/index.js';
+import { DataDirectoryError, openSqliteSessionStore, resolveErrandHome } from '../store/index.js';
+import { ErrandError } from '../tasks/index.js';
 import { describeFlags, type FlagSpecs, parseFlags, UsageError } from './args.js';
+import {
+  dashboardUrl,
+  loadDashboardSettings,
+  recordRunningDashboard,
+  runningDashboard,
+  saveDashboardPort,
+} from './dashboard-state.js';
 import { type CommandIo, processIo } from './mcp-command.js';
 import { onShutdownSignal } from './shutdown-signals.js';
 
@@ -15,7 +27,7 @@ export const SERVE_FLAGS: FlagSpecs = {
   port: {
     type: 'port',
     placeholder: '<n>',
-    description: 'the port on 127.0.0.1 (default: a free port)',
+    description: 'the port on 127.0.0.1 (default: the port it used last time if free, else a free one)',
   },
   'max-event-clients': {
     type: 'count',
@@ -60,29 +72,65 @@ export async function runServeCommand(argv: readonly string[], io: CommandIo = p
   const warn = (message: string, context?: Record<string, unknown>) => {
     io.stderr.write(`errand serve: warning: ${message}${context ? ` ${JSON.stringify(context)}` : ''}\n`);
   };
-  const store = openSqliteSessionStore(typeof values.home === 'string' ? { home: values.home } : {});
+  const home = typeof values.home === 'string' ? values.home : resolveErrandHome();
+  const running = runningDashboard(home);
+  if (running !== undefined) {
+    const { token } = loadDashboardSettings(home);
+    io.stdout.write(`Errand dashboard (already running): ${dashboardUrl(running.port, token)}\n`);
+    return 0;
+  }
+  // The store first: a data directory that cannot be used is reported as the store finds it.
+  const store = openSqliteSessionStore({ home });
+  let settings: ReturnType<typeof loadDashboardSettings>;
+  try {
+    settings = loadDashboardSettings(home);
+  } catch (error) {
+    store.close();
+    throw ErrandError.isInstance(error)
+      ? error
+      : new DataDirectoryError(home, (error as NodeJS.ErrnoException).code, error);
+  }
   const backend = createStoreDashboardBackend({ store, logger: { warn } });
   const release = () => {
     backend.dispose();
     store.close();
   };
-  const server = createDashboardServer({
-    backend,
-    host: '127.0.0.1',
-    ...(typeof values.port === 'number' ? { port: values.port } : {}),
-    ...(typeof values['max-event-clients'] === 'number'
-      ? { maxEventClients: values['max-event-clients'] }
-      : {}),
-    logger: { warn },
-  });
+  const listen = async (port: number | undefined) => {
+    const server = createDashboardServer({
+      backend,
+      host: '127.0.0.1',
+      token: settings.token,
+      ...(port === undefined ? {} : { port }),
+      ...(typeof values['max-event-clients'] === 'number'
+        ? { maxEventClients: values['max-event-clients'] }
+        : {}),
+      logger: { warn },
+    });
+    try {
+      return { server, address: await server.listen() };
+    } catch (error) {
+      await server.close();
+      throw error;
+    }
+  };
+  let started: Awaited<ReturnType<typeof listen>>;
   try {
-    const address = await server.listen();
-    io.stdout.write(`Errand dashboard: ${address.url}\n`);
+    if (typeof values.port === 'number') started = await listen(values.port);
+    else {
+      // The port of last time keeps the URL the person bookmarked; taken meanwhile, any free one.
+      started = await listen(settings.port).catch((error: NodeJS.ErrnoException) => {
+        if (settings.port === undefined || error.code !== 'EADDRINUSE') throw error;
+        return listen(undefined);
+      });
+    }
   } catch (error) {
-    await server.close();
     release();
     throw error;
   }
+  const { server, address } = started;
+  saveDashboardPort(home, settings, address.port);
+  const unrecord = recordRunningDashboard(home, address.port);
+  io.stdout.write(`Errand dashboard: ${address.url}\n`);
 
   let stop!: () => void;
   const stopped = new Promise<void>((resolve) => {
@@ -96,6 +144,7 @@ export async function runServeCommand(argv: readonly string[], io: CommandIo = p
     await server.close();
     release();
   } finally {
+    unrecord();
     stopListening();
   }
   return 0;

@@ -35,6 +35,7 @@ import {
 } from './mcp-server-options.js';
 import { forwardNotificationsAsLogs } from './notification-log.js';
 import { ResultDeliveries } from './result-delivery.js';
+import { clientToolCallId, mcpToolDescription } from './tool-descriptions.js';
 import { WorkingDirectory } from './working-directory.js';
 
 export interface ErrandMcpServer {
@@ -59,8 +60,11 @@ export function mcpInstructions(): string {
   return [
     'Errand runs shell commands for you, in the foreground or in the background, and tells you when background work ends.',
     taskToolsPrompt({ monitors: true }),
+    '# Which tools own these tasks',
+    "Prefer this server's bash over your client's built-in shell for any command that may run longer than a few seconds or should keep running while you work (builds, test suites, servers, watchers): start it with run_in_background: true and keep working; you are told when it ends.",
+    "Task ids such as bash-3 belong to Errand: read, wait for, list and stop them only with this server's task_output, task_list and task_kill. Your client's own task tools (for example TaskOutput, TaskStop, TaskList) do not know them.",
     '# Notifications',
-    'A <task-notification> for a background task that ended is appended to the result of your next tool call, whichever tool it is, as a separate text block. Each is delivered once. If you are waiting for nothing else, task_list or task_output collects them.',
+    "A <task-notification> for a background task that ended is appended to the result of your next tool call to this server, as a separate text block; where Errand's client hooks are installed, it also arrives after any other tool's result, with the next prompt, and when you end your turn. Each is delivered once. If you are waiting for nothing else, task_list or task_output collects them.",
   ].join('\n\n');
 }
 
@@ -87,6 +91,7 @@ export function createErrandMcpServer(options: ErrandMcpServerOptions): ErrandMc
             stop: runtime.stop,
             outputOf: (taskId) => runtime.bash.handleOf(taskId),
             onStatusChange: (task) => sendTaskStatus(server, task),
+            reportEnd: (end) => session.inbox.withdraw(end),
           },
           resolved.tasks,
         );
@@ -99,9 +104,10 @@ export function createErrandMcpServer(options: ErrandMcpServerOptions): ErrandMc
     { capabilities, instructions: mcpInstructions(), ...(taskStore ? { taskStore } : {}) },
   );
 
-  const toolContext = (requestId: string | number, signal: AbortSignal): ToolContext => ({
+  const toolContext = (requestId: string | number, signal: AbortSignal, meta?: unknown): ToolContext => ({
     caller: session.owner,
-    toolCallId: `mcp-${String(requestId)}`,
+    // The model's own id for the call when the client sent it, so <tool-use-id> matches its conversation.
+    toolCallId: clientToolCallId(meta) ?? `mcp-${String(requestId)}`,
     signal,
     cwd: workingDirectory.current,
     env: session.env,
@@ -123,9 +129,10 @@ export function createErrandMcpServer(options: ErrandMcpServerOptions): ErrandMc
     args: unknown,
     requestId: string | number,
     signal: AbortSignal,
+    meta?: unknown,
   ): Promise<CallToolResult> => {
     await workingDirectory.whenReady();
-    const executed = await executeTool(definition, args, toolContext(requestId, signal));
+    const executed = await executeTool(definition, args, toolContext(requestId, signal, meta));
     // The store is failing (or works again): the answer says so, once.
     const note = session.takePersistenceNote();
     const result = note === undefined ? executed : { ...executed, text: `${executed.text}\n${note}` };
@@ -138,9 +145,9 @@ export function createErrandMcpServer(options: ErrandMcpServerOptions): ErrandMc
 
   for (const definition of session.tools) {
     if (definition.name === 'bash' && taskStore) {
-      registerBashTaskTool(server, definition, taskStore, callTool, async (requestId, signal) => {
+      registerBashTaskTool(server, definition, taskStore, callTool, async (requestId, signal, meta) => {
         await workingDirectory.whenReady();
-        return toolContext(requestId, signal);
+        return toolContext(requestId, signal, meta);
       });
     } else {
       registerTool(server, definition, callTool);
@@ -235,11 +242,13 @@ type CallTool = (
   args: unknown,
   requestId: string | number,
   signal: AbortSignal,
+  meta?: unknown,
 ) => Promise<CallToolResult>;
 
 interface RequestFacts {
   readonly requestId: string | number;
   readonly signal: AbortSignal;
+  readonly _meta?: unknown;
 }
 
 // The SDK's overloads are generic over zod shapes; a definition's schema is already a zod object.
@@ -253,8 +262,8 @@ function registerTool(server: McpServer, definition: AnyToolDefinition, callTool
   const register = server.registerTool.bind(server) as unknown as RegisterTool;
   return register(
     definition.name,
-    { description: definition.description, inputSchema: definition.inputSchema },
-    (args, extra) => callTool(definition, args, extra.requestId, extra.signal),
+    { description: mcpToolDescription(definition), inputSchema: definition.inputSchema },
+    (args, extra) => callTool(definition, args, extra.requestId, extra.signal, extra._meta),
   );
 }
 
@@ -270,7 +279,7 @@ function registerBashTaskTool(
   store: ErrandTaskStore,
   callTool: CallTool,
   /** The context of a task-augmented call, once its working directory is known. */
-  toolContext: (requestId: string | number, signal: AbortSignal) => Promise<ToolContext>,
+  toolContext: (requestId: string | number, signal: AbortSignal, meta?: unknown) => Promise<ToolContext>,
 ): RegisteredTool {
   const handler: ToolTaskHandler<typeof definition.inputSchema> = {
     createTask: async (args, extra) => {
@@ -280,7 +289,7 @@ function registerBashTaskTool(
       });
       if (store.isInline(task.taskId)) {
         try {
-          const result = await callTool(definition, args, extra.requestId, extra.signal);
+          const result = await callTool(definition, args, extra.requestId, extra.signal, extra._meta);
           return { task: store.completeInline(task.taskId, result) };
         } catch (error) {
           store.forget(task.taskId);
@@ -288,7 +297,7 @@ function registerBashTaskTool(
         }
       }
       const input = { ...(args as Record<string, unknown>), run_in_background: true };
-      const context = await toolContext(extra.requestId, extra.signal);
+      const context = await toolContext(extra.requestId, extra.signal, extra._meta);
       const started = (await executeTool(definition, input, context)) as ToolResult<BashToolValue>;
       if (started.isError || started.value?.kind !== 'background') {
         return { task: store.fail(task.taskId, toCallToolResult(started)) };
@@ -302,7 +311,7 @@ function registerBashTaskTool(
   return server.experimental.tasks.registerToolTask(
     definition.name,
     {
-      description: definition.description,
+      description: mcpToolDescription(definition),
       inputSchema: definition.inputSchema,
       execution: { taskSupport: 'optional' },
     },

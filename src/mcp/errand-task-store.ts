@@ -3,8 +3,10 @@
  * An MCP task created by a task-augmented `bash` call is bound to the Errand task running the command:
  * `tasks/get` reads the Errand task's real status, `tasks/cancel` stops it through the stop dispatch
  * (initiator `user`) and waits for its process tree to be gone, `tasks/result` returns its output and
- * exit line. It is a side channel: it never takes the delivery claim, so the in-band notification of
- * the session still goes out once. Records are bounded in number and expire `ttl` after they finish.
+ * exit line. Reading a finished task's result with `tasks/result` is the model learning how it ended, as
+ * with `task_output`: it takes the task's delivery claim and withdraws its queued notification (through
+ * `reportEnd`), so no `<task-notification>` repeats it. `tasks/get` and status notifications are a side
+ * channel and claim nothing. Records are bounded in number and expire `ttl` after they finish.
  *
  * An ordinary (not task-augmented) call of a tool that supports tasks reaches the SDK's automatic
  * polling, which also creates a task; such a task is "inline": it is hidden from `tasks/get` and
@@ -59,6 +61,11 @@ export interface ErrandTaskStoreDependencies {
   readonly outputOf: (taskId: string) => CommandOutput | undefined;
   /** Told when a bound task reaches a terminal MCP status by itself (for `notifications/tasks/status`). */
   readonly onStatusChange?: (task: McpTask) => void;
+  /**
+   * Told when `tasks/result` handed a finished Errand task's result to the client: the session's inbox
+   * withdraws that end's notification (`session.inbox.withdraw`).
+   */
+  readonly reportEnd?: (end: { readonly taskId: string; readonly attempt: number }) => void;
 }
 
 interface TaskRecord {
@@ -69,6 +76,8 @@ interface TaskRecord {
   readonly pollInterval: number;
   readonly inline: boolean;
   errandTaskId: string | undefined;
+  /** The attempt of the Errand task whose end the result shows (set when it settles from one). */
+  errandAttempt: number | undefined;
   status: McpTaskStatus;
   statusMessage: string | undefined;
   result: Result | undefined;
@@ -132,6 +141,7 @@ export class ErrandTaskStore implements TaskStore {
       pollInterval: this.options.pollIntervalMs,
       inline,
       errandTaskId: undefined,
+      errandAttempt: undefined,
       status: 'working',
       statusMessage: undefined,
       result: undefined,
@@ -174,6 +184,7 @@ export class ErrandTaskStore implements TaskStore {
     if (record.result === undefined) throw new McpTaskNotFinishedError(taskId);
     // An inline task's result is the ordinary tool result: handed out once, then forgotten.
     if (record.inline) this.#records.delete(taskId);
+    else this.#claimEnd(record);
     return record.result;
   }
 
@@ -288,6 +299,20 @@ export class ErrandTaskStore implements TaskStore {
     this.#refresh(record);
   }
 
+  /** The client read how the bound task ended: nobody notifies it again. */
+  #claimEnd(record: TaskRecord): void {
+    const taskId = record.errandTaskId;
+    const attempt = record.errandAttempt;
+    if (taskId === undefined || attempt === undefined) return;
+    try {
+      // First come wins: if the delivery policy took the claim first, the withdrawal below covers it.
+      this.#dependencies.tasks.claim(taskId, this.#dependencies.owner);
+    } catch {
+      // Forgotten meanwhile: its end can no longer be notified either.
+    }
+    this.#dependencies.reportEnd?.({ taskId, attempt });
+  }
+
   #onTaskDone(snapshot: TaskSnapshot): void {
     const taskId = this.#byErrandTask.get(snapshot.id);
     const record = taskId === undefined ? undefined : this.#records.get(taskId);
@@ -329,6 +354,7 @@ export class ErrandTaskStore implements TaskStore {
   }
 
   #settleFrom(record: TaskRecord, snapshot: TaskSnapshot): void {
+    record.errandAttempt = snapshot.attempt;
     const status = mcpTaskStatusOf(snapshot, record.cancelRequested);
     const result = renderBashTaskResult(
       snapshot,

@@ -18,6 +18,17 @@ export {
   McpTaskNotFoundError,
 } from './errors.js';
 export {
+  CLIENT_HOOK_SOURCE,
+  type HookEndpoint,
+  type HookEndpointDependencies,
+  startHookEndpoint,
+} from './hook-endpoint.js';
+export {
+  HOOK_ENDPOINT_DEFAULTS,
+  type HookEndpointOptions,
+  type ResolvedHookEndpointOptions,
+} from './hook-endpoint-options.js';
+export {
   appendQueuedNotifications,
   carriesNotificationBlock,
   MCP_TOOL_RESULT_SOURCE,
@@ -26,7 +37,12 @@ export {
   type ReservingNotificationInbox,
   reserveQueuedNotificationsFor,
 } from './in-band-notifications.js';
-export { createMcpRuntime, MCP_CLIENT_MODEL, type McpRuntimeOptions } from './mcp-runtime.js';
+export {
+  createMcpRuntime,
+  MCP_CLIENT_MODEL,
+  MCP_DEFAULT_MAX_TASKS,
+  type McpRuntimeOptions,
+} from './mcp-runtime.js';
 export {
   type ErrandMcpServerOptions,
   MCP_SERVER_DEFAULTS,
@@ -44,6 +60,7 @@ export {
   type ErrandTaskStoreOptions,
   type ResolvedErrandTaskStoreOptions,
 } from './task-store-options.js';
+export { clientToolCallId, mcpToolDescription } from './tool-descriptions.js';
 export {
   firstDirectory,
   type McpRoot,

@@ -72,7 +72,7 @@ describe('errand mcp killed with SIGKILL', () => {
     const mark = newMark();
     marks.push(mark);
     const home = temporaryDirectory('errand-mcp-crash-');
-    const cli = await startMarked(mark, { args: ['--home', home, '--max-live-tasks', '60'] });
+    const cli = await startMarked(mark, { args: ['--home', home, '--max-tasks', '60'] });
     const files = await Promise.all(
       hardTrees(50).map(async (command) =>
         outputFileOf(textBlocks(await cli.call('bash', { command, run_in_background: true }))[0]!),

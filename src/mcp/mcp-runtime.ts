@@ -5,8 +5,8 @@
  */
 import { createErrandRuntime, type ErrandRuntime, errandRuntimeOptions } from '../host/index.js';
 import type { ModelPort } from '../session/index.js';
-import { ErrandError } from '../tasks/index.js';
-import type { OptionsInput } from '../tasks/options.js';
+import { ErrandError, InvalidArgumentError } from '../tasks/index.js';
+import { defineOptions, type OptionsInput, option } from '../tasks/options.js';
 
 /** A model port for sessions whose model lives in the MCP client: every request is refused. */
 export const MCP_CLIENT_MODEL: ModelPort = Object.freeze({
@@ -22,13 +22,25 @@ export const MCP_CLIENT_MODEL: ModelPort = Object.freeze({
 });
 
 /**
- * The options of `createMcpRuntime`: the runtime's, but `model` (the client is the model). A key not
- * declared there (or in a part's options) is rejected with `UNKNOWN_OPTION`.
+ * The options of `createMcpRuntime`: the runtime's, but `model` (the client is the model), and `maxTasks`.
+ * A key not declared there (or in a part's options) is rejected with `UNKNOWN_OPTION`.
  */
-export const mcpRuntimeOptions = errandRuntimeOptions.omit('model');
+export const mcpRuntimeOptions = defineOptions('createMcpRuntime', {
+  ...errandRuntimeOptions.omit('model').rules,
+  /**
+   * Background tasks the client's session may have running at once (`tasks.maxLiveTasksPerOwner`); one
+   * more is refused with `ADMISSION_LIMIT`. Default 32: coding agents run a score of commands or
+   * subagents in parallel (Claude Code 20 subagents, Codex 64 processes). Give this or
+   * `tasks.maxLiveTasksPerOwner`, not both.
+   */
+  maxTasks: option.integer({ min: 1 }),
+});
 
 /** Options of `createMcpRuntime`. */
 export type McpRuntimeOptions = OptionsInput<typeof mcpRuntimeOptions.rules>;
+
+/** The default of `McpRuntimeOptions.maxTasks`. */
+export const MCP_DEFAULT_MAX_TASKS = 32;
 
 /**
  * `createErrandRuntime` for an MCP server: the refusing model port, notifications never wake a turn.
@@ -38,9 +50,21 @@ export type McpRuntimeOptions = OptionsInput<typeof mcpRuntimeOptions.rules>;
 export async function createMcpRuntime(options: McpRuntimeOptions = {}): Promise<ErrandRuntime> {
   // Checked here: subagents without a model of their own are dropped below, unchecked otherwise.
   mcpRuntimeOptions.resolve(options, { where: 'createMcpRuntime' });
+  const { maxTasks, ...runtimeOptions } = options;
+  if (maxTasks !== undefined && options.tasks?.maxLiveTasksPerOwner !== undefined) {
+    throw new InvalidArgumentError(
+      'maxTasks',
+      'left out when `tasks.maxLiveTasksPerOwner` is given (they set the same limit)',
+      maxTasks,
+    );
+  }
   const subagents = options.subagents && options.subagents.model !== undefined ? options.subagents : false;
   return createErrandRuntime({
-    ...options,
+    ...runtimeOptions,
+    tasks: {
+      ...options.tasks,
+      maxLiveTasksPerOwner: options.tasks?.maxLiveTasksPerOwner ?? maxTasks ?? MCP_DEFAULT_MAX_TASKS,
+    },
     model: MCP_CLIENT_MODEL,
     subagents,
     notifications: { ...options.notifications, wakeBudget: 0 },

@@ -19,10 +19,10 @@ afterEach(async () => {
   for (const directory of directories.splice(0)) rmSync(directory, { recursive: true, force: true });
 });
 
-async function start(): Promise<McpCli> {
+async function start(args: readonly string[] = []): Promise<McpCli> {
   const home = realpathSync(mkdtempSync(join(tmpdir(), 'errand-mcp-tasks-')));
   directories.push(home);
-  const cli = await startMcpCli({ args: ['--home', home] });
+  const cli = await startMcpCli({ args: ['--home', home, ...args] });
   clis.push(cli);
   return cli;
 }
@@ -106,5 +106,84 @@ describe('MCP Tasks for task-augmented bash calls', () => {
     const invalid = await cli.call('bash', { command: '' });
     expect(invalid.isError).toBe(true);
     expect(textBlocks(invalid)[0]).toContain('command');
+  });
+
+  it('tasks/result claims the ending like task_output: no <task-notification> repeats it', async () => {
+    const cli = await start();
+    const task = await createBashTask(cli, 'echo read-through-tasks; exit 6');
+    const errandId = /^(bash-\d+)/.exec(task.statusMessage ?? '')?.[1];
+    // Its notification is queued (the logging side channel says so) before the client reads the result.
+    await cli.waitForLog((params) => (params.data as { taskId?: string } | undefined)?.taskId === errandId);
+    const result = await cli.client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
+    expect(textBlocks(result as never)[0]).toContain('[exit code: 6]');
+    // The next tool result carries its own text only.
+    expect(textBlocks(await cli.call('task_list'))).toHaveLength(1);
+    // A task whose result nobody read is still notified once, on the next result.
+    const unread = await createBashTask(cli, 'exit 0');
+    const unreadId = /^(bash-\d+)/.exec(unread.statusMessage ?? '')?.[1];
+    await cli.waitForLog((params) => (params.data as { taskId?: string } | undefined)?.taskId === unreadId);
+    const next = textBlocks(await cli.call('task_list'));
+    expect(next).toHaveLength(2);
+    expect(next[1]).toContain(`<task-id>${unreadId}</task-id>`);
+  });
+});
+
+describe('errand mcp and the client it serves', () => {
+  it("names a notification's <tool-use-id> after the client's call id from _meta (Claude Code, Codex), else the request", async () => {
+    const cli = await start();
+    const background = async (meta: Record<string, unknown> | undefined) => {
+      const result = await cli.client.request(
+        {
+          method: 'tools/call',
+          params: {
+            name: 'bash',
+            arguments: { command: 'exit 0', run_in_background: true },
+            ...(meta ? { _meta: meta } : {}),
+          },
+        },
+        CallToolResultSchema,
+      );
+      const id = /Started (bash-\d+)/.exec(textBlocks(result)[0] ?? '')?.[1];
+      const log = await cli.waitForLog(
+        (params) => (params.data as { taskId?: string } | undefined)?.taskId === id,
+      );
+      return (log.data as { notification: string }).notification;
+    };
+    expect(await background({ 'claudecode/toolUseId': 'toolu_01XYZ' })).toContain(
+      '<tool-use-id>toolu_01XYZ</tool-use-id>',
+    );
+    expect(await background({ callId: 'call_abc', progressToken: 3 })).toContain(
+      '<tool-use-id>call_abc</tool-use-id>',
+    );
+    expect(await background(undefined)).toMatch(/<tool-use-id>mcp-\d+<\/tool-use-id>/);
+  });
+
+  it('runs 20 background commands at once by default, and --max-tasks sets the limit', async () => {
+    const cli = await start();
+    const started = await Promise.all(
+      Array.from({ length: 20 }, () => cli.call('bash', { command: 'sleep 30', run_in_background: true })),
+    );
+    expect(started.filter((result) => result.isError)).toEqual([]);
+    const limited = await start(['--max-tasks', '2']);
+    for (let index = 0; index < 2; index += 1) {
+      expect((await limited.call('bash', { command: 'sleep 30', run_in_background: true })).isError).toBe(
+        false,
+      );
+    }
+    const refused = await limited.call('bash', { command: 'sleep 30', run_in_background: true });
+    expect(refused.isError).toBe(true);
+    expect(textBlocks(refused)[0]).toMatch(/ADMISSION_LIMIT|at most 2/);
+  });
+
+  it("steers the model: Errand's bash for long work, Errand's task tools for Errand's ids", async () => {
+    const cli = await start();
+    const instructions = cli.client.getInstructions() ?? '';
+    expect(instructions).toMatch(/Prefer this server's bash over your client's built-in shell/);
+    expect(instructions).toMatch(/TaskOutput, TaskStop, TaskList\) do not know them/);
+    const { tools } = await cli.client.listTools();
+    const description = (name: string) => tools.find((tool) => tool.name === name)?.description ?? '';
+    expect(description('bash')).toMatch(/Prefer this tool over your client's built-in shell/);
+    expect(description('task_output')).toMatch(/Only for Errand's task ids/);
+    expect(description('task_kill')).toMatch(/Only for Errand's task ids/);
   });
 });

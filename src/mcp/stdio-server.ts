@@ -4,8 +4,17 @@
  * nothing behind — every background process killed, output files removed. Stdout carries the protocol
  * and nothing else; the dashboard URL and warnings are the caller's to print elsewhere.
  */
+
+import { rmSync } from 'node:fs';
 import type { Readable, Writable } from 'node:stream';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import {
+  chooseSocketPath,
+  clientOf,
+  identityOf,
+  SERVER_RECORD_SCHEMA_VERSION,
+  writeServerRecord,
+} from '../hooks/index.js';
 import type { ErrandRuntime } from '../host/index.js';
 import {
   createDashboardServer,
@@ -13,9 +22,12 @@ import {
   type DashboardServer,
   dashboardServerOptions,
 } from '../server/index.js';
-import { emitWarningLogger, type Logger } from '../tasks/index.js';
+import { resolveErrandHome } from '../store/data-directory.js';
+import { emitWarningLogger, type Logger, systemClock } from '../tasks/index.js';
 import { defineOptions, type OptionsInput, option } from '../tasks/options.js';
 import { createErrandMcpServer, type ErrandMcpServer } from './errand-mcp-server.js';
+import { type HookEndpoint, startHookEndpoint } from './hook-endpoint.js';
+import { type HookEndpointOptions, hookEndpointOptions } from './hook-endpoint-options.js';
 import { createMcpRuntime, mcpRuntimeOptions } from './mcp-runtime.js';
 import { errandMcpServerOptions } from './mcp-server-options.js';
 import { findResumableMcpSession } from './resumable-session.js';
@@ -52,6 +64,12 @@ const stdioMcpServerOptions = defineOptions('startStdioMcpServer', {
    * client is known from its `initialize` request, read before the session is opened. Default false.
    */
   resumePrevious: option.boolean({ default: false }),
+  /**
+   * The socket client hooks (`errand hook`) ask for this session's notifications on, registered in the
+   * data directory's `run/` folder with this process's parent as the client; or false to offer none.
+   * Default: on, with the endpoint's defaults.
+   */
+  hooks: option.orFalse(option.nested(hookEndpointOptions)),
 });
 
 /** The most of the first request read to learn who the client is; a longer one is not looked into. */
@@ -84,6 +102,7 @@ export async function startStdioMcpServer(options: StdioMcpServerOptions = {}): 
     stdin,
     stdout,
     resumePrevious,
+    hooks: hookOptions,
     ...serverOptions
   } = options;
   const logger: Logger = serverOptions.logger ?? emitWarningLogger;
@@ -97,6 +116,7 @@ export async function startStdioMcpServer(options: StdioMcpServerOptions = {}): 
 
   let mcp: ErrandMcpServer | undefined;
   let dashboard: DashboardServer | undefined;
+  let hooks: { endpoint: HookEndpoint; unregister: () => void } | undefined;
   let finished!: () => void;
   const closed = new Promise<void>((resolve) => {
     finished = resolve;
@@ -108,6 +128,9 @@ export async function startStdioMcpServer(options: StdioMcpServerOptions = {}): 
     shutting ??= (async () => {
       input.off('end', onInputEnd);
       input.off('close', onInputEnd);
+      // Hooks first: what they hold goes back to the queue before the session closes.
+      await hooks?.endpoint.close();
+      hooks?.unregister();
       // A transport that closed while stdin is open (an oversized message) must not keep the process up.
       if (!inputEnded) input.destroy();
       try {
@@ -163,6 +186,17 @@ export async function startStdioMcpServer(options: StdioMcpServerOptions = {}): 
         logger: dashboardLogger,
       });
       await dashboard.listen();
+    }
+    if (hookOptions !== false) {
+      const home = runtimeOptions?.home ?? resolveErrandHome();
+      try {
+        hooks = await startHooks(home, mcp, runtime, hookOptions ?? {}, logger);
+      } catch (error) {
+        // The server works without hooks; notifications still ride on tool results.
+        logger.warn('listening for client hooks failed; hooks will not find this server', {
+          error: describe(error),
+        });
+      }
     }
     // The client went away mid-write: nothing to report it to, and it must not crash the shutdown.
     output.on('error', () => {});
@@ -243,6 +277,53 @@ function clientNameOf(line: string): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * Listens for this session's client hooks and registers the server in `home`. The client is this
+ * process's parent (past a launcher such as `npx`): the hook finds the server by walking its own
+ * ancestors up to it.
+ */
+async function startHooks(
+  home: string,
+  mcp: ErrandMcpServer,
+  runtime: ErrandRuntime,
+  options: HookEndpointOptions,
+  logger: Logger,
+): Promise<{ endpoint: HookEndpoint; unregister: () => void }> {
+  const server = identityOf(process.pid);
+  const client = clientOf(process.pid);
+  const socket = chooseSocketPath(home, process.pid);
+  // A socket left behind by an earlier process with this pid (it was killed) is not ours to keep.
+  rmSync(socket.path, { force: true });
+  const endpoint = await startHookEndpoint(
+    { session: mcp.session, tasks: runtime.tasks, socketPath: socket.path, logger },
+    options,
+  );
+  let removeRecord = () => {};
+  if (server !== undefined && client !== undefined) {
+    try {
+      removeRecord = writeServerRecord(home, {
+        schemaVersion: SERVER_RECORD_SCHEMA_VERSION,
+        server,
+        client,
+        sessionId: mcp.session.id,
+        socket: socket.path,
+        startedAt: systemClock.now(),
+      });
+    } catch (error) {
+      logger.warn('registering the server for client hooks failed; hooks will not find it', {
+        error: describe(error),
+      });
+    }
+  }
+  return {
+    endpoint,
+    unregister: () => {
+      removeRecord();
+      socket.cleanup();
+    },
+  };
 }
 
 function describe(error: unknown): string {

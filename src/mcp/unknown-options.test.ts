@@ -64,6 +64,7 @@ describe('unknown option keys of the MCP server', () => {
     // Subagents without a model of their own are left out, but their options are still checked.
     ['subagents.maxDepht', { subagents: { maxDepht: 2 } }, 'did you mean `subagents.maxDepth`?'],
     ['pty.maxRuntimeMs', { pty: { maxRuntimeMs: 5 } }, 'did you mean `pty.runtimeCapMs`?'],
+    ['maxTask', { maxTask: 5 }, 'did you mean `maxTasks`?'],
   ])('createMcpRuntime rejects %s before opening the store', async (_key, options, message) => {
     const creating = createMcpRuntime({ home, ...options } as never);
     await expect(creating).rejects.toMatchObject({ code: 'UNKNOWN_OPTION' });
@@ -81,10 +82,28 @@ describe('unknown option keys of the MCP server', () => {
     ['runtime.model', { runtime: { model: {} } }, 'Unknown option `runtime.model` for startStdioMcpServer'],
     ['dashboard.prot', { dashboard: { prot: 0 } }, 'did you mean `dashboard.port`?'],
     ['tasks.maxTask', { tasks: { maxTask: 0 } }, 'did you mean `tasks.maxTasks`?'],
+    ['hooks.leaseMS', { hooks: { leaseMS: 5 } }, 'did you mean `hooks.leaseMs`?'],
   ])('startStdioMcpServer rejects %s before creating the runtime', async (_key, options, message) => {
     const starting = startStdioMcpServer({ runtime: { home }, ...options } as never);
     await expect(starting).rejects.toMatchObject({ code: 'UNKNOWN_OPTION' });
     await expect(starting).rejects.toThrow(message);
+    expect(readdirSync(home)).toEqual([]);
+  });
+
+  it('createMcpRuntime checks maxTasks before opening the store', async () => {
+    await expect(createMcpRuntime({ home, maxTasks: 0 })).rejects.toThrow(
+      'Expected `maxTasks` to be a positive integer, got 0 (number)',
+    );
+    await expect(createMcpRuntime({ home, maxTasks: 5, tasks: { maxLiveTasksPerOwner: 5 } })).rejects.toThrow(
+      /maxTasks/,
+    );
+    expect(readdirSync(home)).toEqual([]);
+  });
+
+  it('startStdioMcpServer checks the hook endpoint options before creating the runtime', async () => {
+    await expect(startStdioMcpServer({ runtime: { home }, hooks: { leaseMs: 0 } })).rejects.toThrow(
+      /`hooks.leaseMs` to be a positive integer no greater than 3600000/,
+    );
     expect(readdirSync(home)).toEqual([]);
   });
 });

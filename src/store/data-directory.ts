@@ -6,7 +6,7 @@
 import { accessSync, chmodSync, closeSync, constants, mkdirSync, openSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
-import { ErrandError, InvalidArgumentError } from '../tasks/index.js';
+import { ErrandError, InvalidArgumentError } from '../tasks/errors.js';
 
 export const DATABASE_FILE_NAME = 'errand.sqlite';
 export const DIRECTORY_MODE = 0o700;

@@ -1,0 +1,141 @@
+/**
+ * `errand hook <client> <event>`: run by Claude Code, Codex or Gemini CLI as one of their hooks. It
+ * hands the model the queued task notifications of the Errand session its client runs (through that
+ * `errand mcp`'s socket) in the client's JSON on stdout. It never breaks its client: whatever goes wrong
+ * — no Errand server for this client, a dead one, malformed input — it prints nothing and exits 0;
+ * diagnostics go to stderr. Only a mistake on its own command line exits 1 (a non-blocking error for
+ * every client; 2 would block the client's action).
+ */
+import type { Readable, Writable } from 'node:stream';
+import {
+  HOOK_CLIENTS,
+  hookEventsOf,
+  isHookClient,
+  momentOf,
+  parseHookInput,
+  runHook,
+} from '../hooks/index.js';
+import { resolveErrandHome } from '../store/data-directory.js';
+import { describeFlags, type FlagSpecs, parseFlags, UsageError } from './args.js';
+
+export const HOOK_FLAGS: FlagSpecs = {
+  home: {
+    type: 'path',
+    placeholder: '<dir>',
+    description: "the data directory of the client's `errand mcp` (default: $ERRAND_HOME, else ~/.errand)",
+  },
+  'stop-wait-ms': {
+    type: 'integer',
+    placeholder: '<ms>',
+    description: 'at the end of a turn, how long to wait for running background work to end (default 120000)',
+  },
+  'max-bytes': {
+    type: 'integer',
+    placeholder: '<n>',
+    description: 'the most bytes of notification text printed at once (default 10000)',
+  },
+};
+
+export const HOOK_USAGE = `Usage: errand hook <client> <event> [options]
+
+Hands the queued background-task notifications of the client's Errand session to its model. Run by the
+client as a hook (errand install <client> writes them); reads the hook's JSON on stdin.
+
+Clients and events:
+${HOOK_CLIENTS.map((client) => `  ${client.padEnd(12)} ${hookEventsOf(client).join(', ')}`).join('\n')}
+
+Options:
+${describeFlags(HOOK_FLAGS)}
+`;
+
+/** The most bytes of the hook's stdin kept for parsing; the rest is read and dropped. */
+const MAX_INPUT_BYTES = 1024 * 1024;
+/** How long the hook waits for its stdin to end before it goes on with what it has. */
+const INPUT_TIMEOUT_MS = 5_000;
+
+export interface HookCommandIo {
+  readonly stdin: Readable & { isTTY?: boolean };
+  readonly stdout: Writable;
+  readonly stderr: Writable;
+  readonly cwd: string;
+  readonly env: Readonly<Record<string, string | undefined>>;
+  /** Writes the output so that it was handed over once this returns. */
+  readonly writeOut: (text: string) => void;
+}
+
+export async function runHookCommand(argv: readonly string[], io: HookCommandIo): Promise<number> {
+  const [client, event, ...rest] = argv;
+  let values: Record<string, unknown>;
+  try {
+    if (client === '--help' || client === '-h' || client === undefined) {
+      io.stdout.write(HOOK_USAGE);
+      return client === undefined ? 1 : 0;
+    }
+    if (!isHookClient(client)) {
+      throw new UsageError(
+        `Expected \`<client>\` to be one of ${HOOK_CLIENTS.join(', ')}, got ${JSON.stringify(client)}`,
+      );
+    }
+    const moment = event === undefined ? undefined : momentOf(client, event);
+    if (moment === undefined) {
+      throw new UsageError(
+        `Expected \`<event>\` to be one of ${hookEventsOf(client).join(', ')} for ${client}, got ${JSON.stringify(event ?? '')}`,
+      );
+    }
+    values = parseFlags(rest, HOOK_FLAGS, io.cwd).values;
+  } catch (error) {
+    if (error instanceof UsageError) {
+      io.stderr.write(`errand hook: ${error.message}\n\n${HOOK_USAGE}`);
+      return 1;
+    }
+    throw error;
+  }
+  const moment = momentOf(client, event as string)!;
+  const warn = (message: string) => io.stderr.write(`errand hook: ${message}\n`);
+  try {
+    const input = parseHookInput(await readInput(io.stdin));
+    const home =
+      typeof values.home === 'string'
+        ? values.home
+        : resolveErrandHome({ env: io.env as Record<string, string> });
+    await runHook({
+      client,
+      moment,
+      home,
+      stopHookActive: input.stopHookActive,
+      ...(typeof values['max-bytes'] === 'number' ? { maxBytes: Math.max(1, values['max-bytes']) } : {}),
+      ...(typeof values['stop-wait-ms'] === 'number' ? { stopWaitMs: values['stop-wait-ms'] } : {}),
+      write: io.writeOut,
+      warn,
+    });
+  } catch (error) {
+    warn(`delivering notifications failed: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  return 0;
+}
+
+/** The hook's stdin, at most `MAX_INPUT_BYTES` of it; '' for a terminal or a stdin that never ends. */
+function readInput(stdin: Readable & { isTTY?: boolean }): Promise<string> {
+  if (stdin.isTTY) return Promise.resolve('');
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let kept = 0;
+    const done = () => {
+      clearTimeout(timer);
+      stdin.off('data', onData);
+      stdin.off('end', done);
+      stdin.off('error', done);
+      resolve(Buffer.concat(chunks).toString('utf8'));
+    };
+    const onData = (chunk: Buffer) => {
+      if (kept >= MAX_INPUT_BYTES) return;
+      chunks.push(chunk.subarray(0, MAX_INPUT_BYTES - kept));
+      kept += chunk.length;
+    };
+    const timer = setTimeout(done, INPUT_TIMEOUT_MS);
+    timer.unref();
+    stdin.on('data', onData);
+    stdin.once('end', done);
+    stdin.once('error', done);
+  });
+}

@@ -1,0 +1,104 @@
+/**
+ * The hook contracts of the clients Errand plugs into: which of each client's hook events deliver task
+ * notifications, and the JSON each expects on stdout. Three moments matter, whatever a client calls
+ * them: after any tool's result (`tool`), when the user submits a prompt (`prompt`), and when the model
+ * ends its turn (`stop`). At the first two the notifications are added as context; at the end of a turn
+ * the end is refused, with the notifications as the reason, so the model continues with them.
+ *
+ * Sources (the shapes checked here are those of the versions Errand is tested with):
+ * - Claude Code: hooks reference, `PostToolUse` / `UserPromptSubmit` `hookSpecificOutput.additionalContext`,
+ *   `Stop` `{ "decision": "block", "reason" }`, input field `stop_hook_active`.
+ * - Codex CLI (0.171): `codex-rs/hooks/schema/generated/*.command.{input,output}.schema.json` — the same
+ *   three events and output shapes as Claude Code; `PostToolUse` also runs for MCP tools.
+ * - Gemini CLI (0.61): `docs/hooks/reference.md` — `AfterTool` and `BeforeAgent`
+ *   `hookSpecificOutput.additionalContext`, `AfterAgent` `{ "decision": "deny", "reason" }` (the reason
+ *   becomes the next prompt), input field `stop_hook_active`.
+ */
+
+/** The moment a hook runs at, in Errand's words. */
+export type HookMoment = 'tool' | 'prompt' | 'stop';
+
+export const HOOK_CLIENTS = ['claude-code', 'codex', 'gemini'] as const;
+
+export type HookClient = (typeof HOOK_CLIENTS)[number];
+
+interface ClientContract {
+  /** The client's event name for each moment. */
+  readonly events: Readonly<Record<HookMoment, string>>;
+  /** The word the client's end-of-turn event takes to refuse the end (and continue with the reason). */
+  readonly refuseStop: 'block' | 'deny';
+}
+
+const CONTRACTS: Readonly<Record<HookClient, ClientContract>> = {
+  'claude-code': {
+    events: { tool: 'PostToolUse', prompt: 'UserPromptSubmit', stop: 'Stop' },
+    refuseStop: 'block',
+  },
+  codex: {
+    events: { tool: 'PostToolUse', prompt: 'UserPromptSubmit', stop: 'Stop' },
+    refuseStop: 'block',
+  },
+  gemini: {
+    events: { tool: 'AfterTool', prompt: 'BeforeAgent', stop: 'AfterAgent' },
+    refuseStop: 'deny',
+  },
+};
+
+export function isHookClient(value: unknown): value is HookClient {
+  return typeof value === 'string' && (HOOK_CLIENTS as readonly string[]).includes(value);
+}
+
+/** The client's event names, in moment order (tool, prompt, stop). */
+export function hookEventsOf(client: HookClient): readonly string[] {
+  const { events } = CONTRACTS[client];
+  return [events.tool, events.prompt, events.stop];
+}
+
+/** The event name the client uses for `moment`. */
+export function hookEventFor(client: HookClient, moment: HookMoment): string {
+  return CONTRACTS[client].events[moment];
+}
+
+/** The moment a client's event stands for, or undefined when Errand does not hook it. */
+export function momentOf(client: HookClient, event: string): HookMoment | undefined {
+  const { events } = CONTRACTS[client];
+  for (const moment of ['tool', 'prompt', 'stop'] as const) {
+    if (events[moment] === event) return moment;
+  }
+  return undefined;
+}
+
+/**
+ * What the hook prints for `text` (the notifications, or a reminder at the end of a turn): the client's
+ * JSON, on one line. Empty text prints nothing — an empty stdout is "no opinion" to every client.
+ */
+export function formatHookOutput(client: HookClient, moment: HookMoment, text: string): string {
+  if (text === '') return '';
+  const contract = CONTRACTS[client];
+  if (moment === 'stop') return JSON.stringify({ decision: contract.refuseStop, reason: text });
+  return JSON.stringify({
+    hookSpecificOutput: { hookEventName: contract.events[moment], additionalContext: text },
+  });
+}
+
+/** The facts Errand reads from a hook's stdin. Every field is optional: a malformed input reads as empty. */
+export interface HookInput {
+  /** True when the client is already continuing because an end-of-turn hook refused the end. */
+  readonly stopHookActive: boolean;
+  /** The client's event name, as it reported it. */
+  readonly eventName: string | undefined;
+}
+
+export function parseHookInput(text: string): HookInput {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return { stopHookActive: false, eventName: undefined };
+  }
+  const record = typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {};
+  return {
+    stopHookActive: record.stop_hook_active === true,
+    eventName: typeof record.hook_event_name === 'string' ? record.hook_event_name : undefined,
+  };
+}

@@ -1,0 +1,199 @@
+/**
+ * What `errand install <client>` writes: the client's MCP server entry for `errand mcp` and its hooks
+ * for `errand hook`, in the files that client reads for the chosen scope. Each file is merged, never
+ * replaced (see `settings-merge.ts`); a file whose merge changes nothing is left untouched.
+ *
+ * | client      | scope   | MCP server entry                         | hooks                         |
+ * | ----------- | ------- | ---------------------------------------- | ----------------------------- |
+ * | claude-code | project | `.mcp.json`                              | `.claude/settings.json`       |
+ * | claude-code | user    | `~/.claude.json`                         | `~/.claude/settings.json`     |
+ * | codex       | project | `.codex/config.toml`                     | `.codex/hooks.json`           |
+ * | codex       | user    | `$CODEX_HOME/config.toml` (`~/.codex`)   | `$CODEX_HOME/hooks.json`      |
+ * | gemini      | project | `.gemini/settings.json`                  | `.gemini/settings.json`       |
+ * | gemini      | user    | `~/.gemini/settings.json`                | `~/.gemini/settings.json`     |
+ */
+import { join } from 'node:path';
+import { type HookClient, type HookMoment, hookEventFor } from './hook-clients.js';
+import {
+  formatJsonSettings,
+  type HookEntry,
+  mergeJsonSettings,
+  mergeTomlServer,
+  parseJsonSettings,
+  tomlString,
+} from './settings-merge.js';
+
+export type InstallScope = 'project' | 'user';
+
+export interface InstallOptions {
+  readonly client: HookClient;
+  readonly scope: InstallScope;
+  /** The project's directory (project scope). */
+  readonly projectDirectory: string;
+  /** The user's home directory (user scope). */
+  readonly userHome: string;
+  /** Codex's home for the user scope. Default `<userHome>/.codex`. */
+  readonly codexHome?: string;
+  /** How the client runs Errand: an executable and the arguments before the command name. */
+  readonly errand: { readonly command: string; readonly args: readonly string[] };
+  /** The data directory passed to both `errand mcp` and `errand hook`. Default: theirs ($ERRAND_HOME, ~/.errand). */
+  readonly errandHome?: string;
+  /** `errand hook`'s end-of-turn wait, in ms (`--stop-wait-ms`). Default: the hook's (120000). */
+  readonly stopWaitMs?: number;
+  /** The name of the MCP server entry. Default `errand`. */
+  readonly serverName?: string;
+}
+
+/** One file to merge: `merge` gets the file's current text (undefined when absent) and returns the new. */
+export interface PlannedFile {
+  readonly path: string;
+  readonly merge: (text: string | undefined) => string;
+}
+
+export interface InstallPlan {
+  readonly files: readonly PlannedFile[];
+  /** What the person should know after installing (one line each). */
+  readonly notes: readonly string[];
+}
+
+/** How long a tool-result or prompt hook may take before its client gives up on it, in seconds. */
+const QUICK_HOOK_TIMEOUT_S = 30;
+/** How much longer than its end-of-turn wait the stop hook may take, in seconds. */
+const STOP_HOOK_SLACK_S = 30;
+const DEFAULT_STOP_WAIT_MS = 120_000;
+
+/** POSIX shell quoting, for the command strings clients run hooks with. */
+export function shellQuote(word: string): string {
+  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`;
+}
+
+export function planInstall(options: InstallOptions): InstallPlan {
+  const name = options.serverName ?? 'errand';
+  const homeArgs = options.errandHome === undefined ? [] : ['--home', options.errandHome];
+  const serverEntry = {
+    command: options.errand.command,
+    args: [...options.errand.args, 'mcp', ...homeArgs],
+  };
+  const stopWaitMs = options.stopWaitMs ?? DEFAULT_STOP_WAIT_MS;
+  const hookCommand = (moment: HookMoment): string =>
+    [
+      options.errand.command,
+      ...options.errand.args,
+      'hook',
+      options.client,
+      hookEventFor(options.client, moment),
+      ...homeArgs,
+      ...(moment === 'stop' && options.stopWaitMs !== undefined
+        ? ['--stop-wait-ms', String(stopWaitMs)]
+        : []),
+    ]
+      .map(shellQuote)
+      .join(' ');
+  const timeoutSeconds = (moment: HookMoment) =>
+    moment === 'stop' ? Math.ceil(stopWaitMs / 1000) + STOP_HOOK_SLACK_S : QUICK_HOOK_TIMEOUT_S;
+  const isOurHook = (command: string, event: string) =>
+    command.includes(` hook ${options.client} ${event}`) && /errand|main\.js/.test(command);
+  const moments: readonly HookMoment[] = ['tool', 'prompt', 'stop'];
+  const base = options.scope === 'project' ? options.projectDirectory : options.userHome;
+  const plan = (files: readonly PlannedFile[], notes: readonly string[]): InstallPlan => ({
+    files,
+    notes:
+      options.scope === 'project'
+        ? [
+            ...notes,
+            "The entries name this machine's Node and Errand by absolute path: keep them out of a repository others use, or install with --scope user.",
+          ]
+        : notes,
+  });
+
+  switch (options.client) {
+    case 'claude-code': {
+      const hooks: HookEntry[] = moments.map((moment) => ({
+        event: hookEventFor('claude-code', moment),
+        ...(moment === 'tool' ? { matcher: '*' } : {}),
+        command: hookCommand(moment),
+        timeout: timeoutSeconds(moment),
+      }));
+      const serverFile = options.scope === 'project' ? join(base, '.mcp.json') : join(base, '.claude.json');
+      const hooksFile = join(base, '.claude', 'settings.json');
+      return plan(
+        [
+          jsonFile(serverFile, { servers: { key: 'mcpServers', name, entry: serverEntry } }),
+          jsonFile(hooksFile, { hooks, isOurHook }),
+        ],
+        [
+          options.scope === 'project'
+            ? 'Claude Code asks once whether to use the MCP servers in .mcp.json; approve "errand".'
+            : 'Claude Code loads the user-scope MCP server and hooks at its next start; it rewrites ~/.claude.json while it runs, so install with Claude Code closed.',
+        ],
+      );
+    }
+    case 'codex': {
+      const directory =
+        options.scope === 'project' ? join(base, '.codex') : (options.codexHome ?? join(base, '.codex'));
+      const hooks: HookEntry[] = moments.map((moment) => ({
+        event: hookEventFor('codex', moment),
+        command: hookCommand(moment),
+        timeout: timeoutSeconds(moment),
+      }));
+      const table = [
+        `[mcp_servers.${name}]`,
+        `command = ${tomlString(serverEntry.command)}`,
+        `args = [${serverEntry.args.map(tomlString).join(', ')}]`,
+      ].join('\n');
+      const configFile = join(directory, 'config.toml');
+      return plan(
+        [
+          { path: configFile, merge: (text) => mergeTomlServer(configFile, text, name, table) },
+          jsonFile(join(directory, 'hooks.json'), { hooks, isOurHook }),
+        ],
+        [
+          'Codex runs new or changed hooks only once you trust them: review them with /hooks in Codex (a headless `codex exec` needs them trusted, or --dangerously-bypass-hook-trust).',
+          ...(options.scope === 'project'
+            ? ['Codex reads .codex/ of a project only once you trust the project.']
+            : []),
+        ],
+      );
+    }
+    case 'gemini': {
+      const hooks: HookEntry[] = moments.map((moment) => ({
+        event: hookEventFor('gemini', moment),
+        ...(moment === 'tool' ? { matcher: '.*' } : {}),
+        name: `errand-${moment}`,
+        command: hookCommand(moment),
+        // Gemini CLI counts hook timeouts in milliseconds.
+        timeout: timeoutSeconds(moment) * 1000,
+      }));
+      return {
+        files: [
+          jsonFile(join(base, '.gemini', 'settings.json'), {
+            servers: { key: 'mcpServers', name, entry: serverEntry },
+            hooks,
+            isOurHook,
+          }),
+        ],
+        notes: [
+          options.scope === 'project'
+            ? "Gemini CLI runs a project's hooks only in a trusted folder, and warns once about new ones."
+            : 'Gemini CLI loads the user-scope MCP server and hooks at its next start.',
+        ],
+      };
+    }
+  }
+}
+
+function jsonFile(path: string, plan: Parameters<typeof mergeJsonSettings>[2]): PlannedFile {
+  return {
+    path,
+    merge: (text) => {
+      const settings = parseJsonSettings(path, text);
+      const merged = mergeJsonSettings(path, settings, plan);
+      // Unchanged settings keep their text exactly (formatting included).
+      return text !== undefined && isDeepEqual(settings, merged) ? text : formatJsonSettings(merged);
+    },
+  };
+}
+
+function isDeepEqual(left: unknown, right: unknown): boolean {
+  return JSON.stringify(left) === JSON.stringify(right);
+}

@@ -1,0 +1,28 @@
+/** Options of the client-hook endpoint (`startHookEndpoint`): one declaration with their defaults and validation. */
+import { defineOptions, type OptionsInput, option, type ResolvedOptions } from '../tasks/options.js';
+
+/** The options of `startHookEndpoint`. A key not declared here is rejected with `UNKNOWN_OPTION`. */
+export const hookEndpointOptions = defineOptions('startHookEndpoint', {
+  /**
+   * How long a reservation waits for the hook's commit before it goes back to the queue, in ms (1 to
+   * 3600000). Default 30000.
+   */
+  leaseMs: option.integer({ min: 1, max: 3_600_000, default: 30_000 }),
+  /** The longest end-of-turn wait a hook may ask for, in ms (0 to 86400000). Default 600000 (10 minutes). */
+  maxStopWaitMs: option.integer({ min: 0, max: 86_400_000, default: 600_000 }),
+  /**
+   * After the last running task ended, how long an end-of-turn wait still waits for its notification to be
+   * queued (the delivery policy reads the output tail first), in ms (0 to 60000). Default 2000.
+   */
+  endGraceMs: option.integer({ min: 0, max: 60_000, default: 2_000 }),
+  /** Notifications handed to one hook at most (1 to 1000); the rest follow at the next. Default 10. */
+  maxNotificationsPerHook: option.integer({ min: 1, max: 1000, default: 10 }),
+  /** Hook connections open at once (1 to 1024); more are closed at once (their hooks print nothing). Default 32. */
+  maxConnections: option.integer({ min: 1, max: 1024, default: 32 }),
+});
+
+export type HookEndpointOptions = OptionsInput<typeof hookEndpointOptions.rules>;
+export type ResolvedHookEndpointOptions = ResolvedOptions<typeof hookEndpointOptions.rules>;
+
+/** The defaults of `HookEndpointOptions`. */
+export const HOOK_ENDPOINT_DEFAULTS = hookEndpointOptions.defaults;

@@ -83,7 +83,7 @@ describe('background event derivation', () => {
         cancellable: true,
         pid: 4242,
         cancelRequestedAt: null,
-        resultDelivered: false,
+        resultPending: false,
       }),
     ]);
   });
@@ -191,7 +191,7 @@ describe('background event derivation', () => {
     expect(harness.taskEvents()).toHaveLength(3);
   });
 
-  it('completes with exit facts, then updates once the result is delivered or returned', async () => {
+  it('completes with exit facts; without a ledger, its result is pending while nobody holds the claim', async () => {
     const harness = createHarness();
     const { task, snapshot } = await harness.start();
     task.settle({ status: 'completed', detail: { exitCode: 0, reason: 'completed' } });
@@ -201,12 +201,12 @@ describe('background event derivation', () => {
     harness.service.releaseClaim(snapshot.id, harness.owner);
 
     expect(
-      harness.taskEvents().map((event) => [event.type, event.status, event.exitCode, event.resultDelivered]),
+      harness.taskEvents().map((event) => [event.type, event.status, event.exitCode, event.resultPending]),
     ).toEqual([
       ['BackgroundTaskStarted', 'running', null, false],
-      ['BackgroundTaskCompleted', 'completed', 0, false],
-      ['BackgroundTaskUpdated', 'completed', 0, true],
+      ['BackgroundTaskCompleted', 'completed', 0, true],
       ['BackgroundTaskUpdated', 'completed', 0, false],
+      ['BackgroundTaskUpdated', 'completed', 0, true],
     ]);
   });
 

@@ -1,8 +1,9 @@
 /**
  * Derives the BackgroundTask* events from the task service's change feed: only background work, an
  * `Updated` only when a viewer would see a difference, monotonic ids, a replay ring for reconnecting
- * viewers, and the level signal. Event-driven; it polls only through an optional sampler, for facts
- * that have no event.
+ * viewers, and the level signal. Whether an ended work's result is pending comes from the sessions'
+ * ledgers (`ledger`), told of their changes. Event-driven; it polls only through an optional sampler, for
+ * facts that have no event, and re-reads the ledger while a result is pending.
  */
 import { type Disposer, isTerminalStatus, type TaskChange, type TaskSnapshot } from '../tasks/index.js';
 import {
@@ -18,12 +19,14 @@ import {
   sameFacts,
   type ViewerFacts,
 } from './background-task-facts.js';
+import { EndClaims } from './end-claims.js';
 import { EventRing, type ReplayResult } from './event-ring.js';
 import {
   type BackgroundEventFeedOptions,
   type ResolvedFeedOptions,
   resolveFeedOptions,
 } from './feed-options.js';
+import { LedgerReads } from './ledger-reads.js';
 
 export type BackgroundEventListener = (event: BackgroundEvent) => void;
 
@@ -63,8 +66,12 @@ class LocalBackgroundEventFeed implements BackgroundEventFeed {
   readonly #tracked = new Map<string, TrackedTask>();
   readonly #listeners = new Set<BackgroundEventListener>();
   readonly #unsubscribe: Disposer;
+  readonly #unsubscribeLedger: Disposer | undefined;
+  /** Who took each ended task's claim, as far as the change feed shows it. */
+  readonly #endClaims: EndClaims;
   #nextId = 1;
   #timer: ReturnType<typeof setInterval> | undefined;
+  #ledgerTimer: ReturnType<typeof setInterval> | undefined;
   #sampling = false;
   #sampleCursor = 0;
   #disposed = false;
@@ -72,15 +79,22 @@ class LocalBackgroundEventFeed implements BackgroundEventFeed {
   constructor(options: ResolvedFeedOptions) {
     this.#options = options;
     this.#ring = new EventRing(options.ringSize);
+    this.#endClaims = new EndClaims(options.now);
     // Work that exists before the feed is part of the level, not of the event history.
+    const reads = this.#reads();
     for (const task of options.tasks.list(options.caller)) {
-      if (task.isBackgrounded)
-        this.#tracked.set(task.id, { facts: this.#derive(task, undefined), sampled: undefined });
+      if (!task.isBackgrounded) continue;
+      this.#endClaims.observe(task);
+      this.#tracked.set(task.id, { facts: this.#derive(task, undefined, reads), sampled: undefined });
     }
     this.#unsubscribe = options.tasks.onTasksChanged((change) => this.#onChange(change), {
       caller: options.caller,
     });
+    this.#unsubscribeLedger = options.ledger?.subscribe((sessionId, taskId) =>
+      this.#onLedgerChange(sessionId, taskId),
+    );
     this.#updateSampling();
+    this.#updateLedgerChecks();
   }
 
   get streamId(): string {
@@ -115,28 +129,37 @@ class LocalBackgroundEventFeed implements BackgroundEventFeed {
     if (this.#disposed) return;
     this.#disposed = true;
     this.#unsubscribe();
+    this.#unsubscribeLedger?.();
     this.#listeners.clear();
     this.#stopTimer();
+    this.#stopLedgerChecks();
   }
 
   // ---------------------------------------------------------------- derivation
 
-  #derive(task: TaskSnapshot, sampled: ViewerFacts | undefined): BackgroundTaskFacts {
+  /** Ledger reads for one pass over tasks: each session's queue is read at most once. */
+  #reads(): LedgerReads {
+    return new LedgerReads(this.#options.ledger, this.#options.logger);
+  }
+
+  #derive(task: TaskSnapshot, sampled: ViewerFacts | undefined, reads: LedgerReads): BackgroundTaskFacts {
     return deriveTaskFacts(task, {
       readFacts: this.#options.readFacts,
       tailMaxBytes: this.#options.tailMaxBytes,
       sampled,
+      resultPending: reads.resultPending(task, this.#endClaims.notifying(task)),
     });
   }
 
   #levelFacts(tasks: readonly TaskSnapshot[], sessionId: string | null | undefined): BackgroundTaskFacts[] {
     const facts: BackgroundTaskFacts[] = [];
+    const reads = this.#reads();
     for (const task of tasks) {
       if (!task.isBackgrounded) continue;
       if (sessionId !== undefined && (task.ownerSessionId ?? null) !== sessionId) continue;
       const tracked = this.#tracked.get(task.id);
       const sampled = tracked?.facts.attempt === task.attempt ? tracked.sampled : undefined;
-      facts.push(this.#derive(task, sampled));
+      facts.push(this.#derive(task, sampled, reads));
     }
     return facts;
   }
@@ -154,8 +177,9 @@ class LocalBackgroundEventFeed implements BackgroundEventFeed {
       if (tracked) this.#forget(change, task);
       return;
     }
+    this.#endClaims.observe(task);
     const sameAttempt = tracked !== undefined && tracked.facts.attempt === task.attempt;
-    const facts = this.#derive(task, sameAttempt ? tracked.sampled : undefined);
+    const facts = this.#derive(task, sameAttempt ? tracked.sampled : undefined, this.#reads());
     if (!sameAttempt) {
       this.#tracked.set(task.id, { facts, sampled: undefined });
       this.#emitTask(
@@ -166,6 +190,7 @@ class LocalBackgroundEventFeed implements BackgroundEventFeed {
       this.#publish(tracked, facts);
     }
     this.#updateSampling();
+    this.#updateLedgerChecks();
   }
 
   /** Records new facts and emits what a viewer needs to know, if anything. */
@@ -179,6 +204,7 @@ class LocalBackgroundEventFeed implements BackgroundEventFeed {
 
   #forget(change: TaskChange, task: TaskSnapshot): void {
     this.#tracked.delete(task.id);
+    this.#endClaims.forget(task.id);
     const sessionId = task.ownerSessionId ?? null;
     this.#emit((id, at) => ({
       type: 'BackgroundWorksLevel',
@@ -189,6 +215,7 @@ class LocalBackgroundEventFeed implements BackgroundEventFeed {
       tasks: this.#levelFacts(change.tasks(), sessionId),
     }));
     this.#updateSampling();
+    this.#updateLedgerChecks();
   }
 
   #emitTask(type: BackgroundTaskEventType, facts: BackgroundTaskFacts): void {
@@ -273,7 +300,67 @@ class LocalBackgroundEventFeed implements BackgroundEventFeed {
     const current = this.#safeGet(taskId) ?? task;
     if (current.attempt !== tracked.facts.attempt || isTerminalStatus(current.status)) return;
     tracked.sampled = { ...tracked.sampled, ...withoutUndefined(sampled) };
-    this.#publish(tracked, this.#derive(current, tracked.sampled));
+    this.#publish(tracked, this.#derive(current, tracked.sampled, this.#reads()));
+  }
+
+  // ---------------------------------------------------------------- the ledger (pending results)
+
+  /**
+   * A session's notifications changed: re-derive the task named, or every pending result of the
+   * session (a delivery names no task; a closing session can tell none of them any more).
+   */
+  #onLedgerChange(sessionId: string, taskId: string | undefined): void {
+    if (this.#disposed) return;
+    const reads = this.#reads();
+    if (taskId !== undefined) {
+      const tracked = this.#tracked.get(taskId);
+      if (tracked === undefined || tracked.facts.sessionId !== sessionId) return;
+      // Queued, refused or discarded: the ledger says the rest from now on.
+      this.#endClaims.settle(taskId);
+      this.#refresh(taskId, tracked, reads);
+    } else {
+      for (const [id, tracked] of this.#pendingResults()) {
+        if (tracked.facts.sessionId === sessionId) this.#refresh(id, tracked, reads);
+      }
+    }
+    this.#updateLedgerChecks();
+  }
+
+  /** Tracked tasks whose result is pending now. */
+  #pendingResults(): Array<[string, TrackedTask]> {
+    return [...this.#tracked].filter(([, tracked]) => tracked.facts.resultPending);
+  }
+
+  #refresh(taskId: string, tracked: TrackedTask, reads: LedgerReads): void {
+    const task = this.#safeGet(taskId);
+    if (task === undefined || task.attempt !== tracked.facts.attempt || !task.isBackgrounded) return;
+    this.#publish(tracked, this.#derive(task, tracked.sampled, reads));
+  }
+
+  /** The periodic re-read, for deliveries that send no signal (another process's). */
+  #checkLedger(): void {
+    if (this.#disposed) return;
+    const reads = this.#reads();
+    // A notifier that queued nothing within a check period is not queueing any more.
+    this.#endClaims.expire(this.#options.ledgerCheckMs);
+    for (const [id, tracked] of this.#pendingResults()) this.#refresh(id, tracked, reads);
+    this.#updateLedgerChecks();
+  }
+
+  #updateLedgerChecks(): void {
+    if (this.#options.ledger === undefined || this.#disposed) return;
+    const needed = this.#pendingResults().length > 0;
+    if (needed && this.#ledgerTimer === undefined) {
+      this.#ledgerTimer = setInterval(() => this.#checkLedger(), this.#options.ledgerCheckMs);
+      this.#ledgerTimer.unref?.();
+    } else if (!needed) {
+      this.#stopLedgerChecks();
+    }
+  }
+
+  #stopLedgerChecks(): void {
+    if (this.#ledgerTimer !== undefined) clearInterval(this.#ledgerTimer);
+    this.#ledgerTimer = undefined;
   }
 
   #safeGet(taskId: string): TaskSnapshot | undefined {

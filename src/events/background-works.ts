@@ -1,6 +1,6 @@
 /**
  * The `backgroundWorks` projection: a pure reducer from background events to the works a viewer
- * shows, with four states. A state that nothing changed is returned as is (no delta).
+ * shows, with five states. A state that nothing changed is returned as is (no delta).
  */
 import type { TaskStatus } from '../tasks/index.js';
 import { type BackgroundEvent, isBackgroundTaskEvent } from './background-events.js';
@@ -8,10 +8,11 @@ import type { BackgroundTaskFacts } from './background-task-facts.js';
 import { BADGE_WORK_KINDS, type BackgroundWorkKind } from './display-kind.js';
 
 /**
- * `running` (running or stopping), `resultPending` (completed, result not yet delivered), `failed`
- * (failed, lost, timed out, spawn error, output limit), `cancelled` (stopped on request).
+ * `running` (running or stopping); `resultPending` (ended, the model not told yet: its notification waits
+ * to be delivered); then the final states: `completed`, `failed` (failed, lost, timed out, spawn error,
+ * output limit), `cancelled` (stopped on request).
  */
-export type BackgroundWorkState = 'running' | 'resultPending' | 'failed' | 'cancelled';
+export type BackgroundWorkState = 'running' | 'resultPending' | 'completed' | 'failed' | 'cancelled';
 
 export interface BackgroundWork {
   /** The task id (for a workflow run also its run id); never translated. */
@@ -41,27 +42,32 @@ export interface BackgroundWork {
 /** Port words that end a task as `killed` in the registry but are failures to a viewer. */
 const FAILURE_REASONS = new Set(['timed_out', 'spawn_error', 'output_limit']);
 
-/** The state a viewer shows for these facts; undefined when the work is no longer shown. */
-export function backgroundWorkStateOf(facts: BackgroundTaskFacts): BackgroundWorkState | undefined {
+/** The state a viewer shows for these facts. */
+export function backgroundWorkStateOf(facts: BackgroundTaskFacts): BackgroundWorkState {
   switch (facts.status) {
     case 'running':
     case 'stopping':
       return 'running';
-    case 'completed':
-      // A delivered result needs no attention any more.
-      return facts.resultDelivered ? undefined : 'resultPending';
+    default:
+      return facts.resultPending ? 'resultPending' : finalStateOf(facts);
+  }
+}
+
+/** The state of an ended work once its result is no longer pending. */
+function finalStateOf(facts: BackgroundTaskFacts): BackgroundWorkState {
+  switch (facts.status) {
     case 'killed':
       return facts.reason !== null && FAILURE_REASONS.has(facts.reason) ? 'failed' : 'cancelled';
-    case 'failed':
-    case 'lost':
+    case 'completed':
+      return 'completed';
+    default:
       return 'failed';
   }
 }
 
-/** The work a viewer shows for these facts, or undefined when it is not shown. */
-export function toBackgroundWork(facts: BackgroundTaskFacts): BackgroundWork | undefined {
+/** The work a viewer shows for these facts. */
+export function toBackgroundWork(facts: BackgroundTaskFacts): BackgroundWork {
   const state = backgroundWorkStateOf(facts);
-  if (state === undefined) return undefined;
   return Object.freeze({
     workId: facts.taskId,
     sessionId: facts.sessionId,

@@ -12,6 +12,7 @@ import {
 } from '../tasks/index.js';
 import { optionKeys, rejectUnknownOptions } from '../tasks/option-keys.js';
 import { readDetailFacts, type ViewerFacts, type ViewerFactsReader } from './background-task-facts.js';
+import type { NotificationLedgerView } from './notification-ledger-view.js';
 
 /**
  * Reads facts that have no event (a byte count, a tail snapshot) straight from a running task's
@@ -44,6 +45,17 @@ export interface BackgroundEventFeedOptions {
   readonly maxSampledTasks?: number;
   /** Names this feed's id sequence; viewers resuming with another feed's ids get a reset. Default random. */
   readonly streamId?: string;
+  /**
+   * The sessions' ledgers, which say when an ended work's result is pending: from its end until its
+   * notification is delivered or discarded, or the model read the end. Absent: a result is pending
+   * while nobody took the end's delivery claim (a notifier takes it before queueing, so this is short).
+   */
+  readonly ledger?: NotificationLedgerView;
+  /**
+   * While a shown work's result is pending, its ledger is read again this often: a delivery made by
+   * another process on the same store (a client hook) sends this feed no signal. Default 1000 ms.
+   */
+  readonly ledgerCheckMs?: number;
   /** The clock, in epoch milliseconds. */
   readonly now?: () => number;
   readonly logger?: Logger;
@@ -60,6 +72,8 @@ export const BACKGROUND_EVENT_FEED_OPTION_KEYS = optionKeys<BackgroundEventFeedO
   sampleIntervalMs: true,
   maxSampledTasks: true,
   streamId: true,
+  ledger: true,
+  ledgerCheckMs: true,
   now: true,
   logger: true,
 });
@@ -74,6 +88,8 @@ export interface ResolvedFeedOptions {
   readonly sampleIntervalMs: number;
   readonly maxSampledTasks: number;
   readonly streamId: string;
+  readonly ledger: NotificationLedgerView | undefined;
+  readonly ledgerCheckMs: number;
   readonly now: () => number;
   readonly logger: Logger;
 }
@@ -83,6 +99,7 @@ export const BACKGROUND_EVENT_FEED_DEFAULTS = Object.freeze({
   tailMaxBytes: 1024,
   sampleIntervalMs: 2000,
   maxSampledTasks: 64,
+  ledgerCheckMs: 1000,
 });
 
 const STREAM_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
@@ -93,6 +110,25 @@ function positiveInteger(field: string, value: unknown, fallback: number): numbe
     throw new InvalidArgumentError(field, 'a positive integer', value);
   }
   return value;
+}
+
+function optionalLedger(value: unknown): NotificationLedgerView | undefined {
+  if (value === undefined) return undefined;
+  const ledger = value as Partial<NotificationLedgerView> | null;
+  if (
+    typeof ledger !== 'object' ||
+    ledger === null ||
+    typeof ledger.deliverableGeneration !== 'function' ||
+    typeof ledger.queuedTaskIds !== 'function' ||
+    typeof ledger.subscribe !== 'function'
+  ) {
+    throw new InvalidArgumentError(
+      'ledger',
+      'a NotificationLedgerView (deliverableGeneration, queuedTaskIds, subscribe)',
+      value,
+    );
+  }
+  return ledger as NotificationLedgerView;
 }
 
 function optionalFunction<Value>(field: string, value: Value | undefined): Value | undefined {
@@ -137,6 +173,12 @@ export function resolveFeedOptions(options: BackgroundEventFeedOptions): Resolve
       BACKGROUND_EVENT_FEED_DEFAULTS.maxSampledTasks,
     ),
     streamId,
+    ledger: optionalLedger(options.ledger),
+    ledgerCheckMs: positiveInteger(
+      'ledgerCheckMs',
+      options.ledgerCheckMs,
+      BACKGROUND_EVENT_FEED_DEFAULTS.ledgerCheckMs,
+    ),
     now: optionalFunction('now', options.now) ?? systemClock.now,
     logger: options.logger ?? consoleLogger,
   };

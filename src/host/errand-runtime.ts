@@ -76,6 +76,7 @@ import {
 } from '../session/index.js';
 import { openSqliteSessionStore, type SessionStore } from '../store/index.js';
 import {
+  consoleLogger,
   createTrustedCaller,
   InvalidArgumentError,
   type Logger,
@@ -102,6 +103,7 @@ import {
 } from '../tools/index.js';
 import { startCommandPoller } from './command-poller.js';
 import { createRuntimeDashboard } from './runtime-dashboard.js';
+import { createRuntimeLedgerView } from './runtime-ledger-view.js';
 
 const trusted = createTrustedCaller('errand-runtime');
 
@@ -230,7 +232,7 @@ const PART_KEYS = {
     'autoBackgroundMs',
   ],
   workflows: without(WORKFLOW_PRODUCER_OPTION_KEYS, 'tasks', 'store', 'subagents', 'executor', 'policyOf'),
-  events: without(BACKGROUND_EVENT_FEED_OPTION_KEYS, 'tasks'),
+  events: without(BACKGROUND_EVENT_FEED_OPTION_KEYS, 'tasks', 'ledger'),
 } as const;
 
 /**
@@ -436,7 +438,9 @@ async function assembleRuntime(
     : undefined;
   if (workflows) built.push(() => workflows.dispose());
   const workflowTools = workflows ? createWorkflowTools({ producer: workflows }).tools : [];
-  const events = createBackgroundEventFeed({ tasks, ...options.events });
+  // A result stays pending until the sessions' ledgers say the model was told (see runtime-ledger-view.ts).
+  const ledger = createRuntimeLedgerView(store, options.events?.logger ?? options.logger ?? consoleLogger);
+  const events = createBackgroundEventFeed({ tasks, ...options.events, ledger });
   built.push(() => events.dispose());
   const systemPrompt = [options.systemPrompt, taskToolsPrompt()].filter(Boolean).join('\n\n');
 
@@ -484,6 +488,10 @@ async function assembleRuntime(
     ...(workflows ? { onSessionShutdown: workflowShutdownSweep(workflows) } : {}),
   });
   policyOf = (id) => sessions.policyOf(id);
+  const unfollow = [ledger.follow(sessions), ...(subagents ? [ledger.follow(subagents.childRuntime)] : [])];
+  built.push(() => {
+    for (const stop of unfollow) stop();
+  });
 
   const dashboard = createRuntimeDashboard({
     store,

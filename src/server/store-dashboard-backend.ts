@@ -20,6 +20,9 @@ import {
   type BackgroundWorksLevel,
   displayKindOf,
   EventRing,
+  isResultPending,
+  isSupersededDetail,
+  queuedNotificationTaskIds,
   type ReplayResult,
   sameFacts,
   worksLevel,
@@ -495,27 +498,40 @@ class StoreEventFeed implements BackgroundEventFeed {
       // Listed oldest start first: a later record replaces an earlier one unless that one is live.
       if (current === undefined || !isLive(current) || isLive(task)) byId.set(task.id, task);
     }
-    const holders = new Map<string, SessionHolder | undefined>();
-    const liveHolder = (sessionId: string): SessionHolder | undefined => {
-      if (!holders.has(sessionId)) {
-        const holder = this.#parts.store.getSession(sessionId)?.holder;
-        holders.set(sessionId, holder !== undefined && this.#parts.holderLive(holder) ? holder : undefined);
-      }
-      return holders.get(sessionId);
-    };
-    return [...byId.values()].map((task) =>
-      this.#factsOf(task, isLive(task) ? liveHolder(task.sessionId!) : undefined),
-    );
+    const sessions = new SessionReads(this.#parts);
+    return [...byId.values()].map((task) => this.#factsOf(task, sessions));
   }
 
-  #factsOf(task: StoredTask, holder: SessionHolder | undefined): BackgroundTaskFacts {
+  #factsOf(task: StoredTask, sessions: SessionReads): BackgroundTaskFacts {
     const live = isLive(task);
+    const sessionId = task.sessionId!;
+    const holder = sessions.liveHolder(sessionId);
     const lost = live && holder === undefined;
     const status = lost ? 'lost' : task.status;
     const detail = task.detail;
     const outputBytes = live && !lost ? fileSize(task.outputFile) : undefined;
+    // The same rule as the in-process feed; a notifier's claim between its end and its queueing lasts
+    // less than a poll, so it is not seen here.
+    const sessionGeneration = holder === undefined ? undefined : sessions.generation(sessionId);
+    const resultPending = isResultPending(
+      {
+        status,
+        reported: task.reported,
+        stopInitiator: task.stopInitiator,
+        branchGeneration: task.branchGeneration,
+        superseded: isSupersededDetail(detail),
+      },
+      {
+        sessionGeneration,
+        queued:
+          sessionGeneration !== undefined &&
+          isTerminalStatus(status) &&
+          sessions.queuedTaskIds(sessionId).has(task.id),
+        notifying: false,
+      },
+    );
     return Object.freeze({
-      sessionId: task.sessionId ?? null,
+      sessionId,
       taskId: task.id,
       taskKind: task.kind,
       kind: displayKindOf(task.kind),
@@ -523,7 +539,7 @@ class StoreEventFeed implements BackgroundEventFeed {
       toolUseId: stringOrNull(detail.toolUseId),
       status,
       cancellable: status === 'running',
-      resultDelivered: task.reported,
+      resultPending,
       attempt: 1,
       startedAt: task.startedAt,
       endedAt: task.endedAt ?? null,
@@ -538,5 +554,48 @@ class StoreEventFeed implements BackgroundEventFeed {
         ? 'The runtime that ran this task is gone; its process did not survive.'
         : (task.error ?? null),
     });
+  }
+}
+
+/** What one read of the store learns about sessions: each session's holder, generation and queue, once. */
+class SessionReads {
+  readonly #parts: FeedParts;
+  readonly #records = new Map<string, { holder: SessionHolder | undefined; generation: number }>();
+  readonly #queued = new Map<string, ReadonlySet<string>>();
+
+  constructor(parts: FeedParts) {
+    this.#parts = parts;
+  }
+
+  /** The session's holder if its runtime still runs. */
+  liveHolder(sessionId: string): SessionHolder | undefined {
+    return this.#record(sessionId).holder;
+  }
+
+  generation(sessionId: string): number {
+    return this.#record(sessionId).generation;
+  }
+
+  queuedTaskIds(sessionId: string): ReadonlySet<string> {
+    let ids = this.#queued.get(sessionId);
+    if (ids === undefined) {
+      ids = queuedNotificationTaskIds(this.#parts.store, sessionId);
+      this.#queued.set(sessionId, ids);
+    }
+    return ids;
+  }
+
+  #record(sessionId: string): { holder: SessionHolder | undefined; generation: number } {
+    let record = this.#records.get(sessionId);
+    if (record === undefined) {
+      const session = this.#parts.store.getSession(sessionId);
+      const holder = session?.holder;
+      record = {
+        holder: holder !== undefined && this.#parts.holderLive(holder) ? holder : undefined,
+        generation: session?.branchGeneration ?? 0,
+      };
+      this.#records.set(sessionId, record);
+    }
+    return record;
   }
 }

@@ -9,7 +9,7 @@ import { createConversationView } from './conversation.js';
 import { byId, element, errorText, formatBytes, formatStart, shortPath } from './dom.js';
 
 /**
- * @typedef {'running' | 'resultPending' | 'failed' | 'cancelled'} WorkState
+ * @typedef {'running' | 'resultPending' | 'completed' | 'failed' | 'cancelled'} WorkState
  * @typedef {{
  *   workId: string, sessionId: string | null, kind: string, taskKind: string, label: string,
  *   toolUseId: string | null,
@@ -43,8 +43,17 @@ const GROUP_ORDER = /** @type {const} */ ({ running: 0, live: 1, ended: 2 });
 const STATE_LABELS = /** @type {const} */ ({
   running: 'running',
   resultPending: 'result pending',
+  completed: 'completed',
   failed: 'failed',
   cancelled: 'cancelled',
+});
+
+/** How an ended work ended, by its status: what a pending result's details start with. */
+const ENDED_AS = /** @type {Record<string, string>} */ ({
+  completed: 'completed',
+  failed: 'failed',
+  killed: 'stopped',
+  lost: 'lost',
 });
 
 const token = new URLSearchParams(window.location.search).get('token') ?? '';
@@ -501,6 +510,8 @@ function sessionWorks() {
 /** @param {BackgroundWork} work */
 function detailsOf(work) {
   const parts = [];
+  // The state says the model is not told yet; how the work ended is said here.
+  if (work.state === 'resultPending') parts.push(ENDED_AS[work.status] ?? work.status);
   if (work.pid !== null) parts.push(`pid ${work.pid}`);
   if (work.outputBytes !== null) parts.push(formatBytes(work.outputBytes));
   if (work.exitCode !== null) parts.push(`exit code ${work.exitCode}`);

@@ -335,6 +335,15 @@ describe('background event derivation', () => {
     );
     expect(() => createBackgroundEventFeed({ tasks: service, streamId: 'a b' })).toThrow(/streamId/);
     expect(() => createBackgroundEventFeed({ tasks: undefined as unknown as TaskService })).toThrow(/tasks/);
+    expect(() => createBackgroundEventFeed({ tasks: service, ledgerCheckMs: -1 })).toThrow(
+      'Expected `ledgerCheckMs` to be a positive integer, got -1 (number)',
+    );
+    expect(() =>
+      createBackgroundEventFeed({
+        tasks: service,
+        ledger: { queuedTaskIds: () => new Set() } as unknown as NotificationLedgerView,
+      }),
+    ).toThrow(/Expected `ledger` to be a NotificationLedgerView/);
   });
 });
 

@@ -69,6 +69,8 @@ class LocalBackgroundEventFeed implements BackgroundEventFeed {
   readonly #unsubscribeLedger: Disposer | undefined;
   /** Who took each ended task's claim, as far as the change feed shows it. */
   readonly #endClaims: EndClaims;
+  /** The tracked tasks whose result is pending now (what ledger changes and checks re-derive). */
+  readonly #pending = new Set<string>();
   #nextId = 1;
   #timer: ReturnType<typeof setInterval> | undefined;
   #ledgerTimer: ReturnType<typeof setInterval> | undefined;
@@ -85,7 +87,7 @@ class LocalBackgroundEventFeed implements BackgroundEventFeed {
     for (const task of options.tasks.list(options.caller)) {
       if (!task.isBackgrounded) continue;
       this.#endClaims.observe(task);
-      this.#tracked.set(task.id, { facts: this.#derive(task, undefined, reads), sampled: undefined });
+      this.#track(task.id, { facts: this.#derive(task, undefined, reads), sampled: undefined });
     }
     this.#unsubscribe = options.tasks.onTasksChanged((change) => this.#onChange(change), {
       caller: options.caller,
@@ -181,7 +183,7 @@ class LocalBackgroundEventFeed implements BackgroundEventFeed {
     const sameAttempt = tracked !== undefined && tracked.facts.attempt === task.attempt;
     const facts = this.#derive(task, sameAttempt ? tracked.sampled : undefined, this.#reads());
     if (!sameAttempt) {
-      this.#tracked.set(task.id, { facts, sampled: undefined });
+      this.#track(task.id, { facts, sampled: undefined });
       this.#emitTask(
         isTerminalStatus(task.status) ? 'BackgroundTaskCompleted' : 'BackgroundTaskStarted',
         facts,
@@ -198,12 +200,24 @@ class LocalBackgroundEventFeed implements BackgroundEventFeed {
     const previous = tracked.facts;
     if (sameFacts(previous, facts)) return;
     tracked.facts = facts;
+    this.#notePending(facts);
     const completed = isTerminalStatus(facts.status) && !isTerminalStatus(previous.status);
     this.#emitTask(completed ? 'BackgroundTaskCompleted' : 'BackgroundTaskUpdated', facts);
   }
 
+  #track(taskId: string, tracked: TrackedTask): void {
+    this.#tracked.set(taskId, tracked);
+    this.#notePending(tracked.facts);
+  }
+
+  #notePending(facts: BackgroundTaskFacts): void {
+    if (facts.resultPending) this.#pending.add(facts.taskId);
+    else this.#pending.delete(facts.taskId);
+  }
+
   #forget(change: TaskChange, task: TaskSnapshot): void {
     this.#tracked.delete(task.id);
+    this.#pending.delete(task.id);
     this.#endClaims.forget(task.id);
     const sessionId = task.ownerSessionId ?? null;
     this.#emit((id, at) => ({
@@ -326,9 +340,14 @@ class LocalBackgroundEventFeed implements BackgroundEventFeed {
     this.#updateLedgerChecks();
   }
 
-  /** Tracked tasks whose result is pending now. */
+  /** Tracked tasks whose result is pending now (a copy: re-deriving them changes the set). */
   #pendingResults(): Array<[string, TrackedTask]> {
-    return [...this.#tracked].filter(([, tracked]) => tracked.facts.resultPending);
+    const pending: Array<[string, TrackedTask]> = [];
+    for (const taskId of this.#pending) {
+      const tracked = this.#tracked.get(taskId);
+      if (tracked !== undefined) pending.push([taskId, tracked]);
+    }
+    return pending;
   }
 
   #refresh(taskId: string, tracked: TrackedTask, reads: LedgerReads): void {
@@ -340,6 +359,7 @@ class LocalBackgroundEventFeed implements BackgroundEventFeed {
   /** The periodic re-read, for deliveries that send no signal (another process's). */
   #checkLedger(): void {
     if (this.#disposed) return;
+    this.#options.ledger?.refresh?.();
     const reads = this.#reads();
     // A notifier that queued nothing within a check period is not queueing any more.
     this.#endClaims.expire(this.#options.ledgerCheckMs);
@@ -349,7 +369,7 @@ class LocalBackgroundEventFeed implements BackgroundEventFeed {
 
   #updateLedgerChecks(): void {
     if (this.#options.ledger === undefined || this.#disposed) return;
-    const needed = this.#pendingResults().length > 0;
+    const needed = this.#pending.size > 0;
     if (needed && this.#ledgerTimer === undefined) {
       this.#ledgerTimer = setInterval(() => this.#checkLedger(), this.#options.ledgerCheckMs);
       this.#ledgerTimer.unref?.();

@@ -32,20 +32,21 @@ export class LedgerReads {
     // Ownerless work has nobody to tell.
     if (sessionId === undefined) return false;
     const sessionGeneration = this.#generation(sessionId);
-    return isResultPending(
-      {
-        status: task.status,
-        reported: task.reported,
-        stopInitiator: task.stopInitiator,
-        branchGeneration: task.branchGeneration,
-        superseded: isSupersededDetail(task.detail),
-      },
-      {
-        sessionGeneration,
-        queued: sessionGeneration !== undefined && this.#queuedIds(sessionId).has(task.id),
-        notifying,
-      },
-    );
+    const facts = {
+      status: task.status,
+      reported: task.reported,
+      stopInitiator: task.stopInitiator,
+      branchGeneration: task.branchGeneration,
+      superseded: isSupersededDetail(task.detail),
+    };
+    if (isResultPending(facts, { sessionGeneration, queued: false, notifying })) return true;
+    // The queue is read only when it decides: an ended task of a deliverable session is pending if queued.
+    if (sessionGeneration === undefined) return false;
+    return isResultPending(facts, {
+      sessionGeneration,
+      queued: this.#queuedIds(sessionId).has(task.id),
+      notifying,
+    });
   }
 
   #generation(sessionId: string): number | undefined {

@@ -23,6 +23,11 @@ export interface NotificationLedgerView {
   queuedTaskIds(sessionId: string): ReadonlySet<string>;
   /** Tells `listener` about changes as they happen; a delivery made elsewhere may come without one. */
   subscribe(listener: LedgerChangeListener): Disposer;
+  /**
+   * Forgets whatever the view kept of earlier reads, so the next ones see the store as it is now: the
+   * feed calls it before each periodic check (a view that keeps nothing leaves it out).
+   */
+  refresh?(): void;
 }
 
 /** The ids of the tasks whose notifications wait in `sessionId`'s ledger (one indexed read of its queue). */

@@ -2,14 +2,16 @@
  * The notification ledger as a runtime's own event feed sees it, so the dashboard shows a result pending
  * until the model is told: which notifications wait in each session's ledger (the store), which sessions
  * can still be told anything (open in a followed session runtime — the runtime's, its subagents' — not
- * closing, not sealed), and the session events that say either may have changed.
+ * closing, not sealed), and the session events that say either may have changed. A session's queue is
+ * read from the store once and then kept in step with its events (a burst of a thousand ends reads it
+ * once, not a thousand times); `refresh` forgets it, for what other processes wrote.
  */
 import {
   type LedgerChangeListener,
   type NotificationLedgerView,
   queuedNotificationTaskIds,
 } from '../events/index.js';
-import type { Session, SessionRuntime } from '../session/index.js';
+import type { Session, SessionEvent, SessionRuntime } from '../session/index.js';
 import type { SessionStore } from '../store/index.js';
 import type { Disposer, Logger } from '../tasks/index.js';
 
@@ -24,6 +26,18 @@ export function createRuntimeLedgerView(
 ): RuntimeLedgerView {
   const runtimes = new Set<Pick<SessionRuntime, 'getSession' | 'onSessionEvent'>>();
   const listeners = new Set<LedgerChangeListener>();
+  /** The task ids queued per session, as last read and kept in step with the session's events since. */
+  const queued = new Map<string, Set<string>>();
+
+  /** Applies a session event to what is kept of its queue. */
+  const follow = (sessionId: string, event: SessionEvent): void => {
+    const ids = queued.get(sessionId);
+    if (event.type === 'notification-queued') ids?.add(event.taskId);
+    // A discard drops every queued entry of its task (a read end, a seal, a rewind, another branch).
+    else if (event.type === 'notification-discarded') ids?.delete(event.taskId);
+    // A delivery names no task; a closing session discards without events: read it again when asked.
+    else queued.delete(sessionId);
+  };
 
   const sessionOf = (sessionId: string): Session | undefined => {
     for (const runtime of runtimes) {
@@ -54,7 +68,17 @@ export function createRuntimeLedgerView(
       }
       return session.branchGeneration;
     },
-    queuedTaskIds: (sessionId) => queuedNotificationTaskIds(store, sessionId),
+    queuedTaskIds(sessionId) {
+      let ids = queued.get(sessionId);
+      if (ids === undefined) {
+        ids = queuedNotificationTaskIds(store, sessionId);
+        queued.set(sessionId, ids);
+      }
+      return ids;
+    },
+    refresh() {
+      queued.clear();
+    },
     subscribe(listener) {
       listeners.add(listener);
       return () => {
@@ -66,8 +90,10 @@ export function createRuntimeLedgerView(
       const stop = runtime.onSessionEvent((sessionId, event) => {
         // Queued or discarded name their task; a delivery is a message (it names none); closing ends them all.
         if (event.type === 'notification-queued' || event.type === 'notification-discarded') {
+          follow(sessionId, event);
           tell(sessionId, event.taskId);
         } else if (event.type === 'message' || event.type === 'state') {
+          follow(sessionId, event);
           tell(sessionId, undefined);
         }
       });

@@ -13,7 +13,8 @@ import { byId, element, errorText, formatBytes, formatStart, shortPath } from '.
  * @typedef {{
  *   workId: string, sessionId: string | null, kind: string, taskKind: string, label: string,
  *   toolUseId: string | null,
- *   state: WorkState, status: string, cancellable: boolean, startedAt: number, endedAt: number | null,
+ *   state: WorkState, endState: 'completed' | 'failed' | 'cancelled' | null, status: string,
+ *   cancellable: boolean, startedAt: number, endedAt: number | null,
  *   cancelRequestedAt: number | null, pid: number | null, outputBytes: number | null, tail: string | null,
  *   exitCode: number | null, signal: string | null, error: string | null
  * }} BackgroundWork
@@ -48,12 +49,11 @@ const STATE_LABELS = /** @type {const} */ ({
   cancelled: 'cancelled',
 });
 
-/** How an ended work ended, by its status: what a pending result's details start with. */
-const ENDED_AS = /** @type {Record<string, string>} */ ({
+/** How an ended work ended (its `endState`): what a pending result's details start with. */
+const ENDED_AS = /** @type {const} */ ({
   completed: 'completed',
   failed: 'failed',
-  killed: 'stopped',
-  lost: 'lost',
+  cancelled: 'stopped',
 });
 
 const token = new URLSearchParams(window.location.search).get('token') ?? '';
@@ -511,7 +511,7 @@ function sessionWorks() {
 function detailsOf(work) {
   const parts = [];
   // The state says the model is not told yet; how the work ended is said here.
-  if (work.state === 'resultPending') parts.push(ENDED_AS[work.status] ?? work.status);
+  if (work.state === 'resultPending' && work.endState !== null) parts.push(ENDED_AS[work.endState]);
   if (work.pid !== null) parts.push(`pid ${work.pid}`);
   if (work.outputBytes !== null) parts.push(formatBytes(work.outputBytes));
   if (work.exitCode !== null) parts.push(`exit code ${work.exitCode}`);

@@ -13,6 +13,7 @@ import {
   reduceBackgroundWorks,
   reduceWithDelta,
   selectSessionWorks,
+  toBackgroundWork,
 } from './background-works.js';
 import { type BackgroundWorksChange, createBackgroundWorksStore } from './background-works-store.js';
 
@@ -77,6 +78,22 @@ describe('backgroundWorks states', () => {
   ];
   it.each(cases)('%s %j → %s', (status, overrides, expected) => {
     expect(backgroundWorkStateOf(facts({ status, ...overrides }))).toBe(expected);
+  });
+
+  it('says how an ended work ended, while its result is pending and after', () => {
+    const pending = { resultPending: true };
+    expect(toBackgroundWork(facts({ status: 'killed', reason: 'timed_out', ...pending }))).toMatchObject({
+      state: 'resultPending',
+      endState: 'failed',
+    });
+    expect(toBackgroundWork(facts({ status: 'killed', reason: 'cancelled', ...pending })).endState).toBe(
+      'cancelled',
+    );
+    expect(toBackgroundWork(facts({ status: 'completed' }))).toMatchObject({
+      state: 'completed',
+      endState: 'completed',
+    });
+    expect(toBackgroundWork(facts({ status: 'stopping' })).endState).toBeNull();
   });
 
   it('never shows a running work as pending, whatever its facts say', () => {

@@ -14,6 +14,9 @@ import { BADGE_WORK_KINDS, type BackgroundWorkKind } from './display-kind.js';
  */
 export type BackgroundWorkState = 'running' | 'resultPending' | 'completed' | 'failed' | 'cancelled';
 
+/** The states an ended work takes once its result is no longer pending. */
+export type BackgroundWorkEndState = Extract<BackgroundWorkState, 'completed' | 'failed' | 'cancelled'>;
+
 export interface BackgroundWork {
   /** The task id (for a workflow run also its run id); never translated. */
   readonly workId: string;
@@ -24,6 +27,11 @@ export interface BackgroundWork {
   /** The tool call that started it, when known: a conversation view's card follows the work by it. */
   readonly toolUseId: string | null;
   readonly state: BackgroundWorkState;
+  /**
+   * How it ended: the state it has, or takes once its result is no longer pending; null while it runs.
+   * A viewer shows it beside `resultPending`.
+   */
+  readonly endState: BackgroundWorkEndState | null;
   /** The registry status behind `state`. */
   readonly status: TaskStatus;
   /** A viewer may offer Stop. */
@@ -44,24 +52,24 @@ const FAILURE_REASONS = new Set(['timed_out', 'spawn_error', 'output_limit']);
 
 /** The state a viewer shows for these facts. */
 export function backgroundWorkStateOf(facts: BackgroundTaskFacts): BackgroundWorkState {
-  switch (facts.status) {
-    case 'running':
-    case 'stopping':
-      return 'running';
-    default:
-      return facts.resultPending ? 'resultPending' : finalStateOf(facts);
-  }
+  const ended = endStateOf(facts);
+  if (ended === null) return 'running';
+  return facts.resultPending ? 'resultPending' : ended;
 }
 
-/** The state of an ended work once its result is no longer pending. */
-function finalStateOf(facts: BackgroundTaskFacts): BackgroundWorkState {
+/** The state of an ended work once its result is no longer pending; null while it runs. */
+export function endStateOf(facts: BackgroundTaskFacts): BackgroundWorkEndState | null {
   switch (facts.status) {
     case 'killed':
       return facts.reason !== null && FAILURE_REASONS.has(facts.reason) ? 'failed' : 'cancelled';
     case 'completed':
       return 'completed';
-    default:
+    case 'failed':
+    case 'lost':
       return 'failed';
+    case 'running':
+    case 'stopping':
+      return null;
   }
 }
 
@@ -76,6 +84,7 @@ export function toBackgroundWork(facts: BackgroundTaskFacts): BackgroundWork {
     label: facts.label,
     toolUseId: facts.toolUseId,
     state,
+    endState: endStateOf(facts),
     status: facts.status,
     cancellable: facts.cancellable,
     startedAt: facts.startedAt,

@@ -28,12 +28,14 @@ export {
 } from './background-task-facts.js';
 export {
   type BackgroundWork,
+  type BackgroundWorkEndState,
   type BackgroundWorkState,
   type BackgroundWorksDelta,
   type BackgroundWorksState,
   backgroundWorkStateOf,
   countBadgeWorks,
   EMPTY_BACKGROUND_WORKS,
+  endStateOf,
   hasRunningWork,
   reduceBackgroundWorks,
   reduceWithDelta,

@@ -178,7 +178,8 @@ export interface ErrandRuntimeOptions {
    * up long before), in ms (at least 1). Default 60000.
    */
   readonly commandMaxAgeMs?: number;
-  readonly events?: Omit<BackgroundEventFeedOptions, 'tasks'>;
+  /** The event feed's options; its `tasks` and `ledger` are the runtime's own. */
+  readonly events?: Omit<BackgroundEventFeedOptions, 'tasks' | 'ledger'>;
   /** More tools for a session (a harness's own), after Errand's. */
   readonly tools?: (session: Session, runtime: ErrandRuntime) => readonly AnyToolDefinition[];
   readonly logger?: Logger;

@@ -19,14 +19,14 @@ import {
   sameFacts,
   type ViewerFacts,
 } from './background-task-facts.js';
-import { EndClaims } from './end-claims.js';
 import { EventRing, type ReplayResult } from './event-ring.js';
 import {
   type BackgroundEventFeedOptions,
   type ResolvedFeedOptions,
   resolveFeedOptions,
 } from './feed-options.js';
-import { LedgerReads } from './ledger-reads.js';
+import type { LedgerReads } from './ledger-reads.js';
+import { PendingResults } from './pending-results.js';
 
 export type BackgroundEventListener = (event: BackgroundEvent) => void;
 
@@ -66,14 +66,10 @@ class LocalBackgroundEventFeed implements BackgroundEventFeed {
   readonly #tracked = new Map<string, TrackedTask>();
   readonly #listeners = new Set<BackgroundEventListener>();
   readonly #unsubscribe: Disposer;
-  readonly #unsubscribeLedger: Disposer | undefined;
-  /** Who took each ended task's claim, as far as the change feed shows it. */
-  readonly #endClaims: EndClaims;
-  /** The tracked tasks whose result is pending now (what ledger changes and checks re-derive). */
-  readonly #pending = new Set<string>();
+  /** When to derive an ended work's facts again: its result's ledger changed, or a check is due. */
+  readonly #results: PendingResults;
   #nextId = 1;
   #timer: ReturnType<typeof setInterval> | undefined;
-  #ledgerTimer: ReturnType<typeof setInterval> | undefined;
   #sampling = false;
   #sampleCursor = 0;
   #disposed = false;
@@ -81,22 +77,25 @@ class LocalBackgroundEventFeed implements BackgroundEventFeed {
   constructor(options: ResolvedFeedOptions) {
     this.#options = options;
     this.#ring = new EventRing(options.ringSize);
-    this.#endClaims = new EndClaims(options.now);
+    this.#results = new PendingResults({
+      ledger: options.ledger,
+      checkMs: options.ledgerCheckMs,
+      logger: options.logger,
+      now: options.now,
+      sessionOf: (taskId) => this.#tracked.get(taskId)?.facts.sessionId,
+      refresh: (taskId, reads) => this.#refresh(taskId, reads),
+    });
     // Work that exists before the feed is part of the level, not of the event history.
-    const reads = this.#reads();
+    const reads = this.#results.reads();
     for (const task of options.tasks.list(options.caller)) {
       if (!task.isBackgrounded) continue;
-      this.#endClaims.observe(task);
+      this.#results.observe(task);
       this.#track(task.id, { facts: this.#derive(task, undefined, reads), sampled: undefined });
     }
     this.#unsubscribe = options.tasks.onTasksChanged((change) => this.#onChange(change), {
       caller: options.caller,
     });
-    this.#unsubscribeLedger = options.ledger?.subscribe((sessionId, taskId) =>
-      this.#onLedgerChange(sessionId, taskId),
-    );
     this.#updateSampling();
-    this.#updateLedgerChecks();
   }
 
   get streamId(): string {
@@ -131,31 +130,25 @@ class LocalBackgroundEventFeed implements BackgroundEventFeed {
     if (this.#disposed) return;
     this.#disposed = true;
     this.#unsubscribe();
-    this.#unsubscribeLedger?.();
+    this.#results.dispose();
     this.#listeners.clear();
     this.#stopTimer();
-    this.#stopLedgerChecks();
   }
 
   // ---------------------------------------------------------------- derivation
-
-  /** Ledger reads for one pass over tasks: each session's queue is read at most once. */
-  #reads(): LedgerReads {
-    return new LedgerReads(this.#options.ledger, this.#options.logger);
-  }
 
   #derive(task: TaskSnapshot, sampled: ViewerFacts | undefined, reads: LedgerReads): BackgroundTaskFacts {
     return deriveTaskFacts(task, {
       readFacts: this.#options.readFacts,
       tailMaxBytes: this.#options.tailMaxBytes,
       sampled,
-      resultPending: reads.resultPending(task, this.#endClaims.notifying(task)),
+      resultPending: this.#results.resultPending(task, reads),
     });
   }
 
   #levelFacts(tasks: readonly TaskSnapshot[], sessionId: string | null | undefined): BackgroundTaskFacts[] {
     const facts: BackgroundTaskFacts[] = [];
-    const reads = this.#reads();
+    const reads = this.#results.reads();
     for (const task of tasks) {
       if (!task.isBackgrounded) continue;
       if (sessionId !== undefined && (task.ownerSessionId ?? null) !== sessionId) continue;
@@ -179,9 +172,9 @@ class LocalBackgroundEventFeed implements BackgroundEventFeed {
       if (tracked) this.#forget(change, task);
       return;
     }
-    this.#endClaims.observe(task);
+    this.#results.observe(task);
     const sameAttempt = tracked !== undefined && tracked.facts.attempt === task.attempt;
-    const facts = this.#derive(task, sameAttempt ? tracked.sampled : undefined, this.#reads());
+    const facts = this.#derive(task, sameAttempt ? tracked.sampled : undefined, this.#results.reads());
     if (!sameAttempt) {
       this.#track(task.id, { facts, sampled: undefined });
       this.#emitTask(
@@ -192,7 +185,6 @@ class LocalBackgroundEventFeed implements BackgroundEventFeed {
       this.#publish(tracked, facts);
     }
     this.#updateSampling();
-    this.#updateLedgerChecks();
   }
 
   /** Records new facts and emits what a viewer needs to know, if anything. */
@@ -200,25 +192,28 @@ class LocalBackgroundEventFeed implements BackgroundEventFeed {
     const previous = tracked.facts;
     if (sameFacts(previous, facts)) return;
     tracked.facts = facts;
-    this.#notePending(facts);
+    this.#results.note(facts);
     const completed = isTerminalStatus(facts.status) && !isTerminalStatus(previous.status);
     this.#emitTask(completed ? 'BackgroundTaskCompleted' : 'BackgroundTaskUpdated', facts);
   }
 
   #track(taskId: string, tracked: TrackedTask): void {
     this.#tracked.set(taskId, tracked);
-    this.#notePending(tracked.facts);
+    this.#results.note(tracked.facts);
   }
 
-  #notePending(facts: BackgroundTaskFacts): void {
-    if (facts.resultPending) this.#pending.add(facts.taskId);
-    else this.#pending.delete(facts.taskId);
+  /** Derives a tracked task's facts again (its ledger changed) and publishes what changed. */
+  #refresh(taskId: string, reads: LedgerReads): void {
+    const tracked = this.#tracked.get(taskId);
+    const task = tracked === undefined ? undefined : this.#safeGet(taskId);
+    if (tracked === undefined || task === undefined) return;
+    if (task.attempt !== tracked.facts.attempt || !task.isBackgrounded) return;
+    this.#publish(tracked, this.#derive(task, tracked.sampled, reads));
   }
 
   #forget(change: TaskChange, task: TaskSnapshot): void {
     this.#tracked.delete(task.id);
-    this.#pending.delete(task.id);
-    this.#endClaims.forget(task.id);
+    this.#results.forget(task.id);
     const sessionId = task.ownerSessionId ?? null;
     this.#emit((id, at) => ({
       type: 'BackgroundWorksLevel',
@@ -229,7 +224,6 @@ class LocalBackgroundEventFeed implements BackgroundEventFeed {
       tasks: this.#levelFacts(change.tasks(), sessionId),
     }));
     this.#updateSampling();
-    this.#updateLedgerChecks();
   }
 
   #emitTask(type: BackgroundTaskEventType, facts: BackgroundTaskFacts): void {
@@ -314,73 +308,7 @@ class LocalBackgroundEventFeed implements BackgroundEventFeed {
     const current = this.#safeGet(taskId) ?? task;
     if (current.attempt !== tracked.facts.attempt || isTerminalStatus(current.status)) return;
     tracked.sampled = { ...tracked.sampled, ...withoutUndefined(sampled) };
-    this.#publish(tracked, this.#derive(current, tracked.sampled, this.#reads()));
-  }
-
-  // ---------------------------------------------------------------- the ledger (pending results)
-
-  /**
-   * A session's notifications changed: re-derive the task named, or every pending result of the
-   * session (a delivery names no task; a closing session can tell none of them any more).
-   */
-  #onLedgerChange(sessionId: string, taskId: string | undefined): void {
-    if (this.#disposed) return;
-    const reads = this.#reads();
-    if (taskId !== undefined) {
-      const tracked = this.#tracked.get(taskId);
-      if (tracked === undefined || tracked.facts.sessionId !== sessionId) return;
-      // Queued, refused or discarded: the ledger says the rest from now on.
-      this.#endClaims.settle(taskId);
-      this.#refresh(taskId, tracked, reads);
-    } else {
-      for (const [id, tracked] of this.#pendingResults()) {
-        if (tracked.facts.sessionId === sessionId) this.#refresh(id, tracked, reads);
-      }
-    }
-    this.#updateLedgerChecks();
-  }
-
-  /** Tracked tasks whose result is pending now (a copy: re-deriving them changes the set). */
-  #pendingResults(): Array<[string, TrackedTask]> {
-    const pending: Array<[string, TrackedTask]> = [];
-    for (const taskId of this.#pending) {
-      const tracked = this.#tracked.get(taskId);
-      if (tracked !== undefined) pending.push([taskId, tracked]);
-    }
-    return pending;
-  }
-
-  #refresh(taskId: string, tracked: TrackedTask, reads: LedgerReads): void {
-    const task = this.#safeGet(taskId);
-    if (task === undefined || task.attempt !== tracked.facts.attempt || !task.isBackgrounded) return;
-    this.#publish(tracked, this.#derive(task, tracked.sampled, reads));
-  }
-
-  /** The periodic re-read, for deliveries that send no signal (another process's). */
-  #checkLedger(): void {
-    if (this.#disposed) return;
-    this.#options.ledger?.refresh?.();
-    const reads = this.#reads();
-    // A notifier that queued nothing within a check period is not queueing any more.
-    this.#endClaims.expire(this.#options.ledgerCheckMs);
-    for (const [id, tracked] of this.#pendingResults()) this.#refresh(id, tracked, reads);
-    this.#updateLedgerChecks();
-  }
-
-  #updateLedgerChecks(): void {
-    if (this.#options.ledger === undefined || this.#disposed) return;
-    const needed = this.#pending.size > 0;
-    if (needed && this.#ledgerTimer === undefined) {
-      this.#ledgerTimer = setInterval(() => this.#checkLedger(), this.#options.ledgerCheckMs);
-      this.#ledgerTimer.unref?.();
-    } else if (!needed) {
-      this.#stopLedgerChecks();
-    }
-  }
-
-  #stopLedgerChecks(): void {
-    if (this.#ledgerTimer !== undefined) clearInterval(this.#ledgerTimer);
-    this.#ledgerTimer = undefined;
+    this.#publish(tracked, this.#derive(current, tracked.sampled, this.#results.reads()));
   }
 
   #safeGet(taskId: string): TaskSnapshot | undefined {

@@ -22,7 +22,6 @@ import {
   EventRing,
   isResultPending,
   isSupersededDetail,
-  queuedNotificationTaskIds,
   type ReplayResult,
   sameFacts,
   worksLevel,
@@ -52,6 +51,7 @@ import type {
 } from './dashboard-backend.js';
 import { consoleDashboardLogger, integerInRange } from './server-options.js';
 import { createSessionSummaries } from './session-summaries.js';
+import { StoreSessionReads } from './store-session-reads.js';
 
 /** Options of `createStoreDashboardBackend`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
 export interface StoreDashboardBackendOptions {
@@ -498,11 +498,11 @@ class StoreEventFeed implements BackgroundEventFeed {
       // Listed oldest start first: a later record replaces an earlier one unless that one is live.
       if (current === undefined || !isLive(current) || isLive(task)) byId.set(task.id, task);
     }
-    const sessions = new SessionReads(this.#parts);
+    const sessions = new StoreSessionReads(this.#parts.store, this.#parts.holderLive);
     return [...byId.values()].map((task) => this.#factsOf(task, sessions));
   }
 
-  #factsOf(task: StoredTask, sessions: SessionReads): BackgroundTaskFacts {
+  #factsOf(task: StoredTask, sessions: StoreSessionReads): BackgroundTaskFacts {
     const live = isLive(task);
     const sessionId = task.sessionId!;
     const holder = sessions.liveHolder(sessionId);
@@ -554,48 +554,5 @@ class StoreEventFeed implements BackgroundEventFeed {
         ? 'The runtime that ran this task is gone; its process did not survive.'
         : (task.error ?? null),
     });
-  }
-}
-
-/** What one read of the store learns about sessions: each session's holder, generation and queue, once. */
-class SessionReads {
-  readonly #parts: FeedParts;
-  readonly #records = new Map<string, { holder: SessionHolder | undefined; generation: number }>();
-  readonly #queued = new Map<string, ReadonlySet<string>>();
-
-  constructor(parts: FeedParts) {
-    this.#parts = parts;
-  }
-
-  /** The session's holder if its runtime still runs. */
-  liveHolder(sessionId: string): SessionHolder | undefined {
-    return this.#record(sessionId).holder;
-  }
-
-  generation(sessionId: string): number {
-    return this.#record(sessionId).generation;
-  }
-
-  queuedTaskIds(sessionId: string): ReadonlySet<string> {
-    let ids = this.#queued.get(sessionId);
-    if (ids === undefined) {
-      ids = queuedNotificationTaskIds(this.#parts.store, sessionId);
-      this.#queued.set(sessionId, ids);
-    }
-    return ids;
-  }
-
-  #record(sessionId: string): { holder: SessionHolder | undefined; generation: number } {
-    let record = this.#records.get(sessionId);
-    if (record === undefined) {
-      const session = this.#parts.store.getSession(sessionId);
-      const holder = session?.holder;
-      record = {
-        holder: holder !== undefined && this.#parts.holderLive(holder) ? holder : undefined,
-        generation: session?.branchGeneration ?? 0,
-      };
-      this.#records.set(sessionId, record);
-    }
-    return record;
   }
 }

@@ -749,3 +749,94 @@ describe('a result pending on the ledger', () => {
     expect(logger.warn.mock.calls[0]?.[0]).toBe('reading the notification ledger for pending results failed');
   });
 });
+
+describe('pending results as a whole (model-based)', () => {
+  type Operation =
+    | { readonly op: 'start' }
+    | { readonly op: 'wait'; readonly index: number }
+    | { readonly op: 'settle'; readonly index: number; readonly status: 'completed' | 'failed' }
+    | { readonly op: 'kill'; readonly index: number; readonly initiator: 'user' | 'model' }
+    | { readonly op: 'read'; readonly index: number }
+    | { readonly op: 'deliver' }
+    | { readonly op: 'close' };
+
+  const operation: fc.Arbitrary<Operation> = fc.oneof(
+    fc.record({ op: fc.constant('start' as const) }),
+    fc.record({ op: fc.constant('wait' as const), index: fc.nat(5) }),
+    fc.record({
+      op: fc.constant('settle' as const),
+      index: fc.nat(5),
+      status: fc.constantFrom('completed' as const, 'failed' as const),
+    }),
+    fc.record({
+      op: fc.constant('kill' as const),
+      index: fc.nat(5),
+      initiator: fc.constantFrom('user' as const, 'model' as const),
+    }),
+    fc.record({ op: fc.constant('read' as const), index: fc.nat(5) }),
+    fc.record({ op: fc.constant('deliver' as const) }),
+    fc.record({ op: fc.constant('close' as const) }),
+  );
+
+  it('a result is pending exactly while the ledger says so, and events fold to the level', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(operation, { maxLength: 25 }), async (operations) => {
+        const harness = createLedgerHarness();
+        harness.tail.resolve('');
+        const tasks: { task: ScriptedTask; id: string }[] = [];
+        const pick = (index: number) => tasks[index % Math.max(tasks.length, 1)];
+        for (const step of operations) {
+          const entry = 'index' in step ? pick(step.index) : undefined;
+          if (step.op === 'start' && tasks.length < 6) {
+            const started = await harness.start();
+            tasks.push({ task: started.task, id: started.snapshot.id });
+          } else if (step.op === 'deliver') {
+            if (harness.store.listQueued('session-1').length > 0) harness.deliverQueued();
+          } else if (step.op === 'close') {
+            harness.deliverable = false;
+            harness.tell();
+          } else if (entry !== undefined) {
+            const live = harness.service.get(entry.id, harness.owner).status === 'running';
+            if (step.op === 'wait' && live) void harness.service.wait(entry.id, 60_000, harness.owner);
+            if (step.op === 'settle') entry.task.settle({ status: step.status });
+            if (step.op === 'kill' && live) {
+              await harness.service.kill(entry.id, harness.owner, 'stop', { initiator: step.initiator });
+            }
+            if (step.op === 'read') {
+              // The model reads the end: its queued notification is withdrawn (discarded), as the inbox does.
+              const queued = harness.store
+                .listQueued('session-1')
+                .filter((candidate) => candidate.taskId === entry.id);
+              harness.store.markDiscarded(
+                queued.map((candidate) => candidate.id),
+                'result_read',
+              );
+              harness.tell(entry.id);
+            }
+          }
+          await flush();
+
+          // The oracle, from the registry and the store alone (no notifier is in flight after a flush).
+          const queuedIds = new Set(harness.store.listQueued('session-1').map((queued) => queued.taskId));
+          for (const { id } of tasks) {
+            const snapshot = harness.service.get(id, harness.owner);
+            const ended = snapshot.status !== 'running' && snapshot.status !== 'stopping';
+            const expected =
+              ended &&
+              harness.deliverable &&
+              (queuedIds.has(id) || (!snapshot.reported && snapshot.stopInitiator !== 'model'));
+            expect([id, harness.feed.find(id)?.resultPending]).toEqual([id, expected]);
+          }
+        }
+        const folded = harness.events.reduce(reduceBackgroundWorks, EMPTY_BACKGROUND_WORKS);
+        const fromLevel = reduceBackgroundWorks(EMPTY_BACKGROUND_WORKS, harness.feed.level());
+        expect([...folded.works.values()]).toEqual([...fromLevel.works.values()]);
+        harness.feed.dispose();
+        harness.policy.dispose();
+        await harness.service.dispose();
+        harnesses = harnesses.filter((candidate) => candidate !== harness);
+      }),
+      { numRuns: 60 },
+    );
+  });
+});

@@ -557,6 +557,7 @@ async function assembleRuntime(
         await workflows?.dispose();
         await subagents?.dispose();
         taskTools.dispose();
+        for (const stop of unfollow) stop();
         events.dispose();
         await pty?.dispose();
         bash.dispose();

@@ -9,11 +9,12 @@ import { createConversationView } from './conversation.js';
 import { byId, element, errorText, formatBytes, formatStart, shortPath } from './dom.js';
 
 /**
- * @typedef {'running' | 'resultPending' | 'failed' | 'cancelled'} WorkState
+ * @typedef {'running' | 'resultPending' | 'completed' | 'failed' | 'cancelled'} WorkState
  * @typedef {{
  *   workId: string, sessionId: string | null, kind: string, taskKind: string, label: string,
  *   toolUseId: string | null,
- *   state: WorkState, status: string, cancellable: boolean, startedAt: number, endedAt: number | null,
+ *   state: WorkState, endState: 'completed' | 'failed' | 'cancelled' | null, status: string,
+ *   cancellable: boolean, startedAt: number, endedAt: number | null,
  *   cancelRequestedAt: number | null, pid: number | null, outputBytes: number | null, tail: string | null,
  *   exitCode: number | null, signal: string | null, error: string | null
  * }} BackgroundWork
@@ -39,8 +40,16 @@ const GROUP_ORDER = /** @type {const} */ ({ running: 0, live: 1, ended: 2 });
 const STATE_LABELS = /** @type {const} */ ({
   running: 'running',
   resultPending: 'result pending',
+  completed: 'completed',
   failed: 'failed',
   cancelled: 'cancelled',
+});
+
+/** How an ended work ended (its `endState`): what a pending result's details start with. */
+const ENDED_AS = /** @type {const} */ ({
+  completed: 'completed',
+  failed: 'failed',
+  cancelled: 'stopped',
 });
 
 const token = new URLSearchParams(window.location.search).get('token') ?? '';
@@ -495,6 +504,8 @@ function sessionWorks() {
 /** @param {BackgroundWork} work */
 function detailsOf(work) {
   const parts = [];
+  // The state says the model is not told yet; how the work ended is said here.
+  if (work.state === 'resultPending' && work.endState !== null) parts.push(ENDED_AS[work.endState]);
   if (work.pid !== null) parts.push(`pid ${work.pid}`);
   if (work.outputBytes !== null) parts.push(formatBytes(work.outputBytes));
   if (work.exitCode !== null) parts.push(`exit code ${work.exitCode}`);

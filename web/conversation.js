@@ -423,8 +423,10 @@ export function createConversationView(deps) {
       if (work.state === 'running') return { state: 'running', detail: work.workId, workId: work.workId };
       if (work.state === 'resultPending')
         return { state: 'resultPending', detail: work.workId, workId: work.workId };
+      // Ended, and the model told (or never to be told): its final state.
+      const ended = work.state === 'completed' || work.state === 'cancelled' ? work.state : 'failed';
       return {
-        state: work.state === 'cancelled' ? 'cancelled' : stateOfStatus(work.status),
+        state: ended === 'failed' && work.status === 'lost' ? 'lost' : ended,
         detail: work.workId,
         workId: work.workId,
       };

@@ -1,12 +1,20 @@
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { deferred } from '../../test/support/waiting.js';
+import { createDeliveryPolicy, type DeliveryPolicy } from '../notifications/index.js';
 import { createTaskService } from '../registry/index.js';
+import { createMemorySessionStore, type SessionStore } from '../store/index.js';
 import { createOwner, type Owner, type TaskService, type TaskSnapshot } from '../tasks/index.js';
 import { type ScriptedTask, type ScriptedTaskOptions, scriptedTask } from '../testing/index.js';
 import { type BackgroundEventFeed, createBackgroundEventFeed } from './background-event-feed.js';
 import type { BackgroundEvent, BackgroundTaskEvent } from './background-events.js';
 import { EMPTY_BACKGROUND_WORKS, reduceBackgroundWorks } from './background-works.js';
 import type { BackgroundEventFeedOptions } from './feed-options.js';
+import {
+  type LedgerChangeListener,
+  type NotificationLedgerView,
+  queuedNotificationTaskIds,
+} from './notification-ledger-view.js';
 
 const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
 
@@ -83,7 +91,7 @@ describe('background event derivation', () => {
         cancellable: true,
         pid: 4242,
         cancelRequestedAt: null,
-        resultDelivered: false,
+        resultPending: false,
       }),
     ]);
   });
@@ -191,7 +199,7 @@ describe('background event derivation', () => {
     expect(harness.taskEvents()).toHaveLength(3);
   });
 
-  it('completes with exit facts, then updates once the result is delivered or returned', async () => {
+  it('completes with exit facts; without a ledger, its result is pending while nobody holds the claim', async () => {
     const harness = createHarness();
     const { task, snapshot } = await harness.start();
     task.settle({ status: 'completed', detail: { exitCode: 0, reason: 'completed' } });
@@ -201,12 +209,12 @@ describe('background event derivation', () => {
     harness.service.releaseClaim(snapshot.id, harness.owner);
 
     expect(
-      harness.taskEvents().map((event) => [event.type, event.status, event.exitCode, event.resultDelivered]),
+      harness.taskEvents().map((event) => [event.type, event.status, event.exitCode, event.resultPending]),
     ).toEqual([
       ['BackgroundTaskStarted', 'running', null, false],
-      ['BackgroundTaskCompleted', 'completed', 0, false],
-      ['BackgroundTaskUpdated', 'completed', 0, true],
+      ['BackgroundTaskCompleted', 'completed', 0, true],
       ['BackgroundTaskUpdated', 'completed', 0, false],
+      ['BackgroundTaskUpdated', 'completed', 0, true],
     ]);
   });
 
@@ -327,6 +335,15 @@ describe('background event derivation', () => {
     );
     expect(() => createBackgroundEventFeed({ tasks: service, streamId: 'a b' })).toThrow(/streamId/);
     expect(() => createBackgroundEventFeed({ tasks: undefined as unknown as TaskService })).toThrow(/tasks/);
+    expect(() => createBackgroundEventFeed({ tasks: service, ledgerCheckMs: -1 })).toThrow(
+      'Expected `ledgerCheckMs` to be a positive integer, got -1 (number)',
+    );
+    expect(() =>
+      createBackgroundEventFeed({
+        tasks: service,
+        ledger: { queuedTaskIds: () => new Set() } as unknown as NotificationLedgerView,
+      }),
+    ).toThrow(/Expected `ledger` to be a NotificationLedgerView/);
   });
 });
 
@@ -475,6 +492,347 @@ describe('the event stream as a whole (model-based)', () => {
           left.workId.localeCompare(right.workId);
         expect([...folded.works.values()].sort(byId)).toEqual([...fromLevel.works.values()].sort(byId));
         harness.feed.dispose();
+        await harness.service.dispose();
+        harnesses = harnesses.filter((candidate) => candidate !== harness);
+      }),
+      { numRuns: 60 },
+    );
+  });
+});
+
+/**
+ * A session's ledger on a real store, its delivery policy over the real registry, and the port the feed
+ * reads them through: the policy queues into the store and says so, as the session's inbox does.
+ */
+interface LedgerHarness extends Harness {
+  readonly store: SessionStore;
+  readonly policy: DeliveryPolicy;
+  /** Held until released: the notifier's claim is taken, its notification not queued yet. */
+  readonly tail: ReturnType<typeof deferred<string>>;
+  /** The session can still be told something (false: it closes). */
+  deliverable: boolean;
+  clock: number;
+  /** Tells the feed that the session's notifications changed (`taskId`: one task's). */
+  tell(taskId?: string): void;
+  /** Delivers every queued notification in one message, as a tool result carrying them would. */
+  deliverQueued(options?: { tell: boolean }): void;
+  pendingStates(): [string, boolean][];
+}
+
+function createLedgerHarness(feedOptions: Partial<BackgroundEventFeedOptions> = {}): LedgerHarness {
+  const store = createMemorySessionStore();
+  store.createSession({ id: 'session-1', cwd: '/' });
+  const listeners = new Set<LedgerChangeListener>();
+  const ledger: NotificationLedgerView = {
+    deliverableGeneration: () => (harness.deliverable ? 0 : undefined),
+    queuedTaskIds: (sessionId) => queuedNotificationTaskIds(store, sessionId),
+    subscribe(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+  };
+  const base = createHarness({ ledger, now: () => harness.clock, ...feedOptions });
+  const tail = deferred<string>();
+  const tell = (taskId?: string) => {
+    for (const listener of listeners) listener('session-1', taskId);
+  };
+  const policy = createDeliveryPolicy({
+    tasks: base.service,
+    owner: base.owner,
+    logger: silentLogger(),
+    readOutputTail: () => tail.promise,
+    enqueue: (notification) => {
+      store.admit({
+        sessionId: 'session-1',
+        kind: 'notification',
+        idempotencyKey: `task:${notification.taskId}:${notification.attempt}`,
+        taskId: notification.taskId,
+        text: notification.text,
+      });
+      tell(notification.taskId);
+    },
+  });
+  const harness: LedgerHarness = {
+    ...base,
+    store,
+    policy,
+    tail,
+    deliverable: true,
+    clock: 5_000,
+    tell,
+    deliverQueued({ tell: told } = { tell: true }) {
+      const queued = store.listQueued('session-1');
+      store.commitDelivery(
+        'session-1',
+        queued.map((entry) => entry.id),
+        { role: 'user', content: { text: queued.map((entry) => entry.text).join('\n\n') }, source: 'test' },
+      );
+      if (told) tell();
+    },
+    pendingStates: () =>
+      base.taskEvents().map((event) => [event.type, event.resultPending] as [string, boolean]),
+  };
+  return harness;
+}
+
+describe('a result pending on the ledger', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('is pending from the end, through the notifier queueing it, until it is delivered', async () => {
+    const harness = createLedgerHarness();
+    const { task, snapshot } = await harness.start();
+    task.settle({ status: 'completed', detail: { exitCode: 0 } });
+    await flush();
+    // The notifier holds the claim and reads the tail: nothing is queued, and it is pending all the same.
+    expect(harness.service.get(snapshot.id, harness.owner).reported).toBe(true);
+    expect(harness.store.listQueued('session-1')).toEqual([]);
+    expect(harness.feed.find(snapshot.id)?.resultPending).toBe(true);
+
+    harness.tail.resolve('ok');
+    await flush();
+    expect(harness.store.listQueued('session-1')).toHaveLength(1);
+    expect(harness.feed.level().tasks[0]?.resultPending).toBe(true);
+
+    harness.deliverQueued();
+    expect(harness.feed.find(snapshot.id)?.resultPending).toBe(false);
+    // One event per visible step: no flicker while the claim is taken and the notification queued.
+    expect(harness.pendingStates()).toEqual([
+      ['BackgroundTaskStarted', false],
+      ['BackgroundTaskCompleted', true],
+      ['BackgroundTaskUpdated', false],
+    ]);
+    const works = harness.events.reduce(reduceBackgroundWorks, EMPTY_BACKGROUND_WORKS);
+    expect(works.works.get(snapshot.id)).toMatchObject({ state: 'completed', exitCode: 0 });
+  });
+
+  it("passes failed work and a person's stop through the same pending state", async () => {
+    const harness = createLedgerHarness();
+    harness.tail.resolve('');
+    const failed = await harness.start({ label: 'lint' });
+    const stopped = await harness.start({ label: 'dev server' });
+    failed.task.settle({ status: 'failed', detail: { exitCode: 1 } });
+    await harness.service.kill(stopped.snapshot.id, harness.owner, 'stopped', { initiator: 'user' });
+    await flush();
+    const state = () => harness.events.reduce(reduceBackgroundWorks, EMPTY_BACKGROUND_WORKS);
+    expect([...state().works.values()].map((work) => work.state)).toEqual(['resultPending', 'resultPending']);
+    harness.deliverQueued();
+    expect([...state().works.values()].map((work) => work.state)).toEqual(['failed', 'cancelled']);
+  });
+
+  it('never shows an end its own call reported (a waiter took it) as pending', async () => {
+    const harness = createLedgerHarness();
+    const { task, snapshot } = await harness.start();
+    const waited = harness.service.wait(snapshot.id, 60_000, harness.owner);
+    task.settle({ status: 'completed' });
+    await waited;
+    harness.tail.resolve('');
+    await flush();
+    expect(harness.pendingStates()).toEqual([
+      ['BackgroundTaskStarted', false],
+      ['BackgroundTaskCompleted', false],
+    ]);
+    expect(harness.store.listQueued('session-1')).toEqual([]);
+  });
+
+  it("never shows the model's own stop as pending", async () => {
+    const harness = createLedgerHarness();
+    const { snapshot } = await harness.start();
+    await harness.service.kill(snapshot.id, harness.owner, 'not needed', { initiator: 'model' });
+    await flush();
+    expect(harness.pendingStates()).toEqual([
+      ['BackgroundTaskStarted', false],
+      ['BackgroundTaskUpdated', false],
+      ['BackgroundTaskCompleted', false],
+    ]);
+  });
+
+  it('ends when the notification is discarded (the model read the end), or the session closes', async () => {
+    const harness = createLedgerHarness();
+    harness.tail.resolve('');
+    const read = await harness.start({ label: 'read' });
+    const closing = await harness.start({ label: 'closing' });
+    read.task.settle({ status: 'completed' });
+    closing.task.settle({ status: 'completed' });
+    await flush();
+    const [first] = harness.store.listQueued('session-1');
+    harness.store.markDiscarded([first!.id], 'result_read');
+    harness.tell(read.snapshot.id);
+    expect(harness.feed.find(read.snapshot.id)?.resultPending).toBe(false);
+    expect(harness.feed.find(closing.snapshot.id)?.resultPending).toBe(true);
+
+    harness.deliverable = false;
+    harness.tell();
+    expect(harness.feed.find(closing.snapshot.id)?.resultPending).toBe(false);
+    expect(harness.store.listQueued('session-1')).toHaveLength(1);
+  });
+
+  it('sees a delivery made elsewhere, which sends no signal, within one check period', async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    const harness = createLedgerHarness({ ledgerCheckMs: 250 });
+    harness.tail.resolve('');
+    const { task, snapshot } = await harness.start();
+    task.settle({ status: 'completed' });
+    await flush();
+    expect(vi.getTimerCount()).toBe(1);
+    harness.deliverQueued({ tell: false });
+    expect(harness.feed.find(snapshot.id)?.resultPending).toBe(true);
+    vi.advanceTimersByTime(250);
+    expect(harness.feed.find(snapshot.id)?.resultPending).toBe(false);
+    // Nothing pending: nothing is read any more.
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('does not hold a notifier that queues nothing pending past a check period', async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    const harness = createLedgerHarness({ ledgerCheckMs: 250 });
+    const { task, snapshot } = await harness.start();
+    task.settle({ status: 'completed' });
+    await flush();
+    harness.clock += 249;
+    vi.advanceTimersByTime(250);
+    expect(harness.feed.find(snapshot.id)?.resultPending).toBe(true);
+    harness.clock += 1;
+    vi.advanceTimersByTime(250);
+    expect(harness.feed.find(snapshot.id)?.resultPending).toBe(false);
+    // When it does queue it, it is pending again until delivered.
+    harness.tail.resolve('');
+    await flush();
+    expect(harness.feed.find(snapshot.id)?.resultPending).toBe(true);
+    harness.deliverQueued();
+    expect(harness.feed.find(snapshot.id)?.resultPending).toBe(false);
+  });
+
+  it('builds the level of a feed created later from the ledger', async () => {
+    const harness = createLedgerHarness();
+    harness.tail.resolve('');
+    const { task, snapshot } = await harness.start();
+    task.settle({ status: 'completed' });
+    await flush();
+    const listeners: LedgerChangeListener[] = [];
+    const later = createBackgroundEventFeed({
+      tasks: harness.service,
+      logger: silentLogger(),
+      ledger: {
+        deliverableGeneration: () => 0,
+        queuedTaskIds: (sessionId) => queuedNotificationTaskIds(harness.store, sessionId),
+        subscribe: (listener) => {
+          listeners.push(listener);
+          return () => {};
+        },
+      },
+    });
+    try {
+      expect(later.level().tasks.map((facts) => facts.resultPending)).toEqual([true]);
+      harness.deliverQueued({ tell: false });
+      expect(later.level().tasks.map((facts) => facts.resultPending)).toEqual([false]);
+      for (const listener of listeners) listener('session-1', undefined);
+      expect(later.find(snapshot.id)?.resultPending).toBe(false);
+    } finally {
+      later.dispose();
+    }
+  });
+
+  it('logs a failing ledger read once and shows nothing queued', async () => {
+    const logger = silentLogger();
+    const harness = createLedgerHarness({ logger });
+    harness.tail.resolve('');
+    const { task, snapshot } = await harness.start();
+    task.settle({ status: 'completed' });
+    await flush();
+    harness.store.close();
+    harness.tell(snapshot.id);
+    harness.tell();
+    expect(harness.feed.find(snapshot.id)?.resultPending).toBe(false);
+    expect(logger.warn).toHaveBeenCalledTimes(1);
+    expect(logger.warn.mock.calls[0]?.[0]).toBe('reading the notification ledger for pending results failed');
+  });
+});
+
+describe('pending results as a whole (model-based)', () => {
+  type Operation =
+    | { readonly op: 'start' }
+    | { readonly op: 'wait'; readonly index: number }
+    | { readonly op: 'settle'; readonly index: number; readonly status: 'completed' | 'failed' }
+    | { readonly op: 'kill'; readonly index: number; readonly initiator: 'user' | 'model' }
+    | { readonly op: 'read'; readonly index: number }
+    | { readonly op: 'deliver' }
+    | { readonly op: 'close' };
+
+  const operation: fc.Arbitrary<Operation> = fc.oneof(
+    fc.record({ op: fc.constant('start' as const) }),
+    fc.record({ op: fc.constant('wait' as const), index: fc.nat(5) }),
+    fc.record({
+      op: fc.constant('settle' as const),
+      index: fc.nat(5),
+      status: fc.constantFrom('completed' as const, 'failed' as const),
+    }),
+    fc.record({
+      op: fc.constant('kill' as const),
+      index: fc.nat(5),
+      initiator: fc.constantFrom('user' as const, 'model' as const),
+    }),
+    fc.record({ op: fc.constant('read' as const), index: fc.nat(5) }),
+    fc.record({ op: fc.constant('deliver' as const) }),
+    fc.record({ op: fc.constant('close' as const) }),
+  );
+
+  it('a result is pending exactly while the ledger says so, and events fold to the level', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(operation, { maxLength: 25 }), async (operations) => {
+        const harness = createLedgerHarness();
+        harness.tail.resolve('');
+        const tasks: { task: ScriptedTask; id: string }[] = [];
+        const pick = (index: number) => tasks[index % Math.max(tasks.length, 1)];
+        for (const step of operations) {
+          const entry = 'index' in step ? pick(step.index) : undefined;
+          if (step.op === 'start' && tasks.length < 6) {
+            const started = await harness.start();
+            tasks.push({ task: started.task, id: started.snapshot.id });
+          } else if (step.op === 'deliver') {
+            if (harness.store.listQueued('session-1').length > 0) harness.deliverQueued();
+          } else if (step.op === 'close') {
+            harness.deliverable = false;
+            harness.tell();
+          } else if (entry !== undefined) {
+            const live = harness.service.get(entry.id, harness.owner).status === 'running';
+            if (step.op === 'wait' && live) void harness.service.wait(entry.id, 60_000, harness.owner);
+            if (step.op === 'settle') entry.task.settle({ status: step.status });
+            if (step.op === 'kill' && live) {
+              await harness.service.kill(entry.id, harness.owner, 'stop', { initiator: step.initiator });
+            }
+            if (step.op === 'read') {
+              // The model reads the end: its queued notification is withdrawn (discarded), as the inbox does.
+              const queued = harness.store
+                .listQueued('session-1')
+                .filter((candidate) => candidate.taskId === entry.id);
+              harness.store.markDiscarded(
+                queued.map((candidate) => candidate.id),
+                'result_read',
+              );
+              harness.tell(entry.id);
+            }
+          }
+          await flush();
+
+          // The oracle, from the registry and the store alone (no notifier is in flight after a flush).
+          const queuedIds = new Set(harness.store.listQueued('session-1').map((queued) => queued.taskId));
+          for (const { id } of tasks) {
+            const snapshot = harness.service.get(id, harness.owner);
+            const ended = snapshot.status !== 'running' && snapshot.status !== 'stopping';
+            const expected =
+              ended &&
+              harness.deliverable &&
+              (queuedIds.has(id) || (!snapshot.reported && snapshot.stopInitiator !== 'model'));
+            expect([id, harness.feed.find(id)?.resultPending]).toEqual([id, expected]);
+          }
+        }
+        const folded = harness.events.reduce(reduceBackgroundWorks, EMPTY_BACKGROUND_WORKS);
+        const fromLevel = reduceBackgroundWorks(EMPTY_BACKGROUND_WORKS, harness.feed.level());
+        expect([...folded.works.values()]).toEqual([...fromLevel.works.values()]);
+        harness.feed.dispose();
+        harness.policy.dispose();
         await harness.service.dispose();
         harnesses = harnesses.filter((candidate) => candidate !== harness);
       }),

@@ -1,8 +1,9 @@
 /**
  * Derives the BackgroundTask* events from the task service's change feed: only background work, an
  * `Updated` only when a viewer would see a difference, monotonic ids, a replay ring for reconnecting
- * viewers, and the level signal. Event-driven; it polls only through an optional sampler, for facts
- * that have no event.
+ * viewers, and the level signal. Whether an ended work's result is pending comes from the sessions'
+ * ledgers (`ledger`), told of their changes. Event-driven; it polls only through an optional sampler, for
+ * facts that have no event, and re-reads the ledger while a result is pending.
  */
 import { type Disposer, isTerminalStatus, type TaskChange, type TaskSnapshot } from '../tasks/index.js';
 import {
@@ -24,6 +25,8 @@ import {
   backgroundEventFeedOptions,
   type ResolvedFeedOptions,
 } from './feed-options.js';
+import type { LedgerReads } from './ledger-reads.js';
+import { PendingResults } from './pending-results.js';
 
 export type BackgroundEventListener = (event: BackgroundEvent) => void;
 
@@ -63,6 +66,8 @@ class LocalBackgroundEventFeed implements BackgroundEventFeed {
   readonly #tracked = new Map<string, TrackedTask>();
   readonly #listeners = new Set<BackgroundEventListener>();
   readonly #unsubscribe: Disposer;
+  /** When to derive an ended work's facts again: its result's ledger changed, or a check is due. */
+  readonly #results: PendingResults;
   #nextId = 1;
   #timer: ReturnType<typeof setInterval> | undefined;
   #sampling = false;
@@ -72,10 +77,20 @@ class LocalBackgroundEventFeed implements BackgroundEventFeed {
   constructor(options: ResolvedFeedOptions) {
     this.#options = options;
     this.#ring = new EventRing(options.ringSize);
+    this.#results = new PendingResults({
+      ledger: options.ledger,
+      checkMs: options.ledgerCheckMs,
+      logger: options.logger,
+      now: options.now,
+      sessionOf: (taskId) => this.#tracked.get(taskId)?.facts.sessionId,
+      refresh: (taskId, reads) => this.#refresh(taskId, reads),
+    });
     // Work that exists before the feed is part of the level, not of the event history.
+    const reads = this.#results.reads();
     for (const task of options.tasks.list(options.caller)) {
-      if (task.isBackgrounded)
-        this.#tracked.set(task.id, { facts: this.#derive(task, undefined), sampled: undefined });
+      if (!task.isBackgrounded) continue;
+      this.#results.observe(task);
+      this.#track(task.id, { facts: this.#derive(task, undefined, reads), sampled: undefined });
     }
     this.#unsubscribe = options.tasks.onTasksChanged((change) => this.#onChange(change), {
       caller: options.caller,
@@ -115,28 +130,31 @@ class LocalBackgroundEventFeed implements BackgroundEventFeed {
     if (this.#disposed) return;
     this.#disposed = true;
     this.#unsubscribe();
+    this.#results.dispose();
     this.#listeners.clear();
     this.#stopTimer();
   }
 
   // ---------------------------------------------------------------- derivation
 
-  #derive(task: TaskSnapshot, sampled: ViewerFacts | undefined): BackgroundTaskFacts {
+  #derive(task: TaskSnapshot, sampled: ViewerFacts | undefined, reads: LedgerReads): BackgroundTaskFacts {
     return deriveTaskFacts(task, {
       readFacts: this.#options.readFacts,
       tailMaxBytes: this.#options.tailMaxBytes,
       sampled,
+      resultPending: this.#results.resultPending(task, reads),
     });
   }
 
   #levelFacts(tasks: readonly TaskSnapshot[], sessionId: string | null | undefined): BackgroundTaskFacts[] {
     const facts: BackgroundTaskFacts[] = [];
+    const reads = this.#results.reads();
     for (const task of tasks) {
       if (!task.isBackgrounded) continue;
       if (sessionId !== undefined && (task.ownerSessionId ?? null) !== sessionId) continue;
       const tracked = this.#tracked.get(task.id);
       const sampled = tracked?.facts.attempt === task.attempt ? tracked.sampled : undefined;
-      facts.push(this.#derive(task, sampled));
+      facts.push(this.#derive(task, sampled, reads));
     }
     return facts;
   }
@@ -154,10 +172,11 @@ class LocalBackgroundEventFeed implements BackgroundEventFeed {
       if (tracked) this.#forget(change, task);
       return;
     }
+    this.#results.observe(task);
     const sameAttempt = tracked !== undefined && tracked.facts.attempt === task.attempt;
-    const facts = this.#derive(task, sameAttempt ? tracked.sampled : undefined);
+    const facts = this.#derive(task, sameAttempt ? tracked.sampled : undefined, this.#results.reads());
     if (!sameAttempt) {
-      this.#tracked.set(task.id, { facts, sampled: undefined });
+      this.#track(task.id, { facts, sampled: undefined });
       this.#emitTask(
         isTerminalStatus(task.status) ? 'BackgroundTaskCompleted' : 'BackgroundTaskStarted',
         facts,
@@ -173,12 +192,28 @@ class LocalBackgroundEventFeed implements BackgroundEventFeed {
     const previous = tracked.facts;
     if (sameFacts(previous, facts)) return;
     tracked.facts = facts;
+    this.#results.note(facts);
     const completed = isTerminalStatus(facts.status) && !isTerminalStatus(previous.status);
     this.#emitTask(completed ? 'BackgroundTaskCompleted' : 'BackgroundTaskUpdated', facts);
   }
 
+  #track(taskId: string, tracked: TrackedTask): void {
+    this.#tracked.set(taskId, tracked);
+    this.#results.note(tracked.facts);
+  }
+
+  /** Derives a tracked task's facts again (its ledger changed) and publishes what changed. */
+  #refresh(taskId: string, reads: LedgerReads): void {
+    const tracked = this.#tracked.get(taskId);
+    const task = tracked === undefined ? undefined : this.#safeGet(taskId);
+    if (tracked === undefined || task === undefined) return;
+    if (task.attempt !== tracked.facts.attempt || !task.isBackgrounded) return;
+    this.#publish(tracked, this.#derive(task, tracked.sampled, reads));
+  }
+
   #forget(change: TaskChange, task: TaskSnapshot): void {
     this.#tracked.delete(task.id);
+    this.#results.forget(task.id);
     const sessionId = task.ownerSessionId ?? null;
     this.#emit((id, at) => ({
       type: 'BackgroundWorksLevel',
@@ -273,7 +308,7 @@ class LocalBackgroundEventFeed implements BackgroundEventFeed {
     const current = this.#safeGet(taskId) ?? task;
     if (current.attempt !== tracked.facts.attempt || isTerminalStatus(current.status)) return;
     tracked.sampled = { ...tracked.sampled, ...withoutUndefined(sampled) };
-    this.#publish(tracked, this.#derive(current, tracked.sampled));
+    this.#publish(tracked, this.#derive(current, tracked.sampled, this.#results.reads()));
   }
 
   #safeGet(taskId: string): TaskSnapshot | undefined {

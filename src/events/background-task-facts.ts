@@ -2,7 +2,7 @@
  * What a viewer sees of one background task, derived from a registry snapshot plus optionally sampled
  * facts. Every field is JSON-ready (null, never undefined) so a fact set survives the wire unchanged.
  */
-import type { TaskDetail, TaskSnapshot, TaskStatus } from '../tasks/index.js';
+import { isTerminalStatus, type TaskDetail, type TaskSnapshot, type TaskStatus } from '../tasks/index.js';
 import { type BackgroundWorkKind, displayKindOf } from './display-kind.js';
 import { takeUtf8Tail } from './utf8-tail.js';
 
@@ -20,8 +20,11 @@ export interface BackgroundTaskFacts {
   readonly status: TaskStatus;
   /** Running, cancellable by its producer, and no cancel requested yet: a viewer may offer Stop. */
   readonly cancellable: boolean;
-  /** The terminal result has been delivered (the registry's `reported` claim). */
-  readonly resultDelivered: boolean;
+  /**
+   * The task ended and the model is still to be told: its notification waits to be delivered (see
+   * `isResultPending`). False while it runs, and once the end was delivered, discarded or read.
+   */
+  readonly resultPending: boolean;
   /** 1 for a task never resumed; a resumed id starts a new attempt. */
   readonly attempt: number;
   readonly startedAt: number;
@@ -82,6 +85,11 @@ export interface DeriveFactsOptions {
   readonly tailMaxBytes: number;
   /** Facts sampled from the producer; they win over the same facts in `detail`. */
   readonly sampled?: ViewerFacts | undefined;
+  /**
+   * Whether the result is pending, as the feed's ledger says. Default, for a feed that knows no ledger:
+   * the task ended and nobody took its delivery claim yet.
+   */
+  readonly resultPending?: boolean | undefined;
 }
 
 export function deriveTaskFacts(task: TaskSnapshot, options: DeriveFactsOptions): BackgroundTaskFacts {
@@ -97,7 +105,7 @@ export function deriveTaskFacts(task: TaskSnapshot, options: DeriveFactsOptions)
     toolUseId: stringOrUndefined(task.detail.toolUseId) ?? null,
     status: task.status,
     cancellable: task.status === 'running' && task.cancellable && task.cancelRequestedAt === undefined,
-    resultDelivered: task.reported,
+    resultPending: options.resultPending ?? (isTerminalStatus(task.status) && !task.reported),
     attempt: task.attempt,
     startedAt: task.startedAt,
     endedAt: task.endedAt ?? null,

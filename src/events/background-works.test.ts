@@ -13,6 +13,7 @@ import {
   reduceBackgroundWorks,
   reduceWithDelta,
   selectSessionWorks,
+  toBackgroundWork,
 } from './background-works.js';
 import { type BackgroundWorksChange, createBackgroundWorksStore } from './background-works-store.js';
 
@@ -26,7 +27,7 @@ function facts(overrides: Partial<BackgroundTaskFacts> = {}): BackgroundTaskFact
     toolUseId: null,
     status: 'running',
     cancellable: true,
-    resultDelivered: false,
+    resultPending: false,
     attempt: 1,
     startedAt: 100,
     endedAt: null,
@@ -59,11 +60,14 @@ function level(
 }
 
 describe('backgroundWorks states', () => {
-  const cases: [TaskStatus, Partial<BackgroundTaskFacts>, string | undefined][] = [
+  const cases: [TaskStatus, Partial<BackgroundTaskFacts>, string][] = [
     ['running', {}, 'running'],
     ['stopping', { cancellable: false, cancelRequestedAt: 5 }, 'running'],
-    ['completed', { resultDelivered: false }, 'resultPending'],
-    ['completed', { resultDelivered: true }, undefined],
+    ['completed', { resultPending: true }, 'resultPending'],
+    ['completed', {}, 'completed'],
+    ['killed', { reason: 'cancelled', resultPending: true }, 'resultPending'],
+    ['failed', { error: 'exit 1', resultPending: true }, 'resultPending'],
+    ['lost', { resultPending: true }, 'resultPending'],
     ['killed', { reason: 'cancelled' }, 'cancelled'],
     ['killed', { reason: null }, 'cancelled'],
     ['killed', { reason: 'timed_out' }, 'failed'],
@@ -76,9 +80,25 @@ describe('backgroundWorks states', () => {
     expect(backgroundWorkStateOf(facts({ status, ...overrides }))).toBe(expected);
   });
 
-  it('keeps failed and cancelled work even after its result was delivered', () => {
-    expect(backgroundWorkStateOf(facts({ status: 'failed', resultDelivered: true }))).toBe('failed');
-    expect(backgroundWorkStateOf(facts({ status: 'killed', resultDelivered: true }))).toBe('cancelled');
+  it('says how an ended work ended, while its result is pending and after', () => {
+    const pending = { resultPending: true };
+    expect(toBackgroundWork(facts({ status: 'killed', reason: 'timed_out', ...pending }))).toMatchObject({
+      state: 'resultPending',
+      endState: 'failed',
+    });
+    expect(toBackgroundWork(facts({ status: 'killed', reason: 'cancelled', ...pending })).endState).toBe(
+      'cancelled',
+    );
+    expect(toBackgroundWork(facts({ status: 'completed' }))).toMatchObject({
+      state: 'completed',
+      endState: 'completed',
+    });
+    expect(toBackgroundWork(facts({ status: 'stopping' })).endState).toBeNull();
+  });
+
+  it('never shows a running work as pending, whatever its facts say', () => {
+    expect(backgroundWorkStateOf(facts({ status: 'running', resultPending: true }))).toBe('running');
+    expect(backgroundWorkStateOf(facts({ status: 'stopping', resultPending: true }))).toBe('running');
   });
 });
 
@@ -104,19 +124,20 @@ describe('reduceBackgroundWorks', () => {
     expect(reduceBackgroundWorks(EMPTY_BACKGROUND_WORKS, level([]))).toBe(EMPTY_BACKGROUND_WORKS);
   });
 
-  it('removes a resultPending entry once its result is delivered', () => {
+  it('turns a resultPending entry into its final state once its result is no longer pending', () => {
     let state = reduceBackgroundWorks(EMPTY_BACKGROUND_WORKS, event('BackgroundTaskStarted'));
     state = reduceBackgroundWorks(
       state,
-      event('BackgroundTaskCompleted', { status: 'completed', exitCode: 0 }),
+      event('BackgroundTaskCompleted', { status: 'completed', exitCode: 0, resultPending: true }),
     );
     expect(state.works.get('bash-1')?.state).toBe('resultPending');
     const delivered = reduceWithDelta(
       state,
-      event('BackgroundTaskUpdated', { status: 'completed', resultDelivered: true }),
+      event('BackgroundTaskUpdated', { status: 'completed', exitCode: 0, resultPending: false }),
     );
-    expect(delivered.state.works.has('bash-1')).toBe(false);
-    expect(delivered.delta).toEqual({ upserted: [], removed: ['bash-1'] });
+    expect(delivered.state.works.get('bash-1')).toMatchObject({ state: 'completed', exitCode: 0 });
+    expect(delivered.delta?.removed).toEqual([]);
+    expect(delivered.delta?.upserted.map((work) => work.state)).toEqual(['completed']);
   });
 
   it('does not mutate the state it was given', () => {
@@ -190,7 +211,7 @@ describe('the live backgroundWorks store', () => {
     await service.dispose();
   });
 
-  it('follows the registry: running, resultPending, delivered, with one change per visible step', async () => {
+  it('follows the registry: running, resultPending, completed, with one change per visible step', async () => {
     const feed = createBackgroundEventFeed({ tasks: service, logger: { warn: vi.fn() } });
     const store = createBackgroundWorksStore(feed, { logger: { warn: vi.fn() } });
     const changes: BackgroundWorksChange[] = [];
@@ -210,12 +231,13 @@ describe('the live backgroundWorks store', () => {
     expect(store.work(id)).toMatchObject({ state: 'resultPending', exitCode: 0 });
     expect(store.hasRunningWork('s1')).toBe(false);
 
+    // Without a ledger, the claim is what ends a pending result.
     expect(service.claim(id, owner)).toBe(true);
-    expect(store.work(id)).toBeUndefined();
+    expect(store.work(id)).toMatchObject({ state: 'completed', exitCode: 0 });
     expect(changes.map((change) => [change.upserted.map((work) => work.state), change.removed])).toEqual([
       [['running'], []],
       [['resultPending'], []],
-      [[], [id]],
+      [['completed'], []],
     ]);
     expect(changes.map((change) => change.eventId)).toEqual([1, 2, 3]);
 

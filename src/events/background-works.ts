@@ -1,6 +1,6 @@
 /**
  * The `backgroundWorks` projection: a pure reducer from background events to the works a viewer
- * shows, with four states. A state that nothing changed is returned as is (no delta).
+ * shows, with five states. A state that nothing changed is returned as is (no delta).
  */
 import type { TaskStatus } from '../tasks/index.js';
 import { type BackgroundEvent, isBackgroundTaskEvent } from './background-events.js';
@@ -8,10 +8,14 @@ import type { BackgroundTaskFacts } from './background-task-facts.js';
 import { BADGE_WORK_KINDS, type BackgroundWorkKind } from './display-kind.js';
 
 /**
- * `running` (running or stopping), `resultPending` (completed, result not yet delivered), `failed`
- * (failed, lost, timed out, spawn error, output limit), `cancelled` (stopped on request).
+ * `running` (running or stopping); `resultPending` (ended, the model not told yet: its notification waits
+ * to be delivered); then the final states: `completed`, `failed` (failed, lost, timed out, spawn error,
+ * output limit), `cancelled` (stopped on request).
  */
-export type BackgroundWorkState = 'running' | 'resultPending' | 'failed' | 'cancelled';
+export type BackgroundWorkState = 'running' | 'resultPending' | 'completed' | 'failed' | 'cancelled';
+
+/** The states an ended work takes once its result is no longer pending. */
+export type BackgroundWorkEndState = Extract<BackgroundWorkState, 'completed' | 'failed' | 'cancelled'>;
 
 export interface BackgroundWork {
   /** The task id (for a workflow run also its run id); never translated. */
@@ -23,6 +27,11 @@ export interface BackgroundWork {
   /** The tool call that started it, when known: a conversation view's card follows the work by it. */
   readonly toolUseId: string | null;
   readonly state: BackgroundWorkState;
+  /**
+   * How it ended: the state it has, or takes once its result is no longer pending; null while it runs.
+   * A viewer shows it beside `resultPending`.
+   */
+  readonly endState: BackgroundWorkEndState | null;
   /** The registry status behind `state`. */
   readonly status: TaskStatus;
   /** A viewer may offer Stop. */
@@ -41,27 +50,32 @@ export interface BackgroundWork {
 /** Port words that end a task as `killed` in the registry but are failures to a viewer. */
 const FAILURE_REASONS = new Set(['timed_out', 'spawn_error', 'output_limit']);
 
-/** The state a viewer shows for these facts; undefined when the work is no longer shown. */
-export function backgroundWorkStateOf(facts: BackgroundTaskFacts): BackgroundWorkState | undefined {
+/** The state a viewer shows for these facts. */
+export function backgroundWorkStateOf(facts: BackgroundTaskFacts): BackgroundWorkState {
+  const ended = endStateOf(facts);
+  if (ended === null) return 'running';
+  return facts.resultPending ? 'resultPending' : ended;
+}
+
+/** The state of an ended work once its result is no longer pending; null while it runs. */
+export function endStateOf(facts: BackgroundTaskFacts): BackgroundWorkEndState | null {
   switch (facts.status) {
-    case 'running':
-    case 'stopping':
-      return 'running';
-    case 'completed':
-      // A delivered result needs no attention any more.
-      return facts.resultDelivered ? undefined : 'resultPending';
     case 'killed':
       return facts.reason !== null && FAILURE_REASONS.has(facts.reason) ? 'failed' : 'cancelled';
+    case 'completed':
+      return 'completed';
     case 'failed':
     case 'lost':
       return 'failed';
+    case 'running':
+    case 'stopping':
+      return null;
   }
 }
 
-/** The work a viewer shows for these facts, or undefined when it is not shown. */
-export function toBackgroundWork(facts: BackgroundTaskFacts): BackgroundWork | undefined {
+/** The work a viewer shows for these facts. */
+export function toBackgroundWork(facts: BackgroundTaskFacts): BackgroundWork {
   const state = backgroundWorkStateOf(facts);
-  if (state === undefined) return undefined;
   return Object.freeze({
     workId: facts.taskId,
     sessionId: facts.sessionId,
@@ -70,6 +84,7 @@ export function toBackgroundWork(facts: BackgroundTaskFacts): BackgroundWork | u
     label: facts.label,
     toolUseId: facts.toolUseId,
     state,
+    endState: endStateOf(facts),
     status: facts.status,
     cancellable: facts.cancellable,
     startedAt: facts.startedAt,

@@ -10,6 +10,7 @@ import {
 } from '../tasks/index.js';
 import { defineOptions, type OptionsInput, option, type ResolvedOptions } from '../tasks/options.js';
 import { readDetailFacts, type ViewerFacts, type ViewerFactsReader } from './background-task-facts.js';
+import type { NotificationLedgerView } from './notification-ledger-view.js';
 
 /**
  * Reads facts that have no event (a byte count, a tail snapshot) straight from a running task's
@@ -50,6 +51,20 @@ export const backgroundEventFeedOptions = defineOptions('createBackgroundEventFe
     (value) => typeof value === 'string' && STREAM_ID_PATTERN.test(value),
     { fallback: () => randomBytes(6).toString('base64url') },
   ),
+  /**
+   * The sessions' ledgers, which say when an ended work's result is pending: from its end until its
+   * notification is delivered or discarded, or the model read the end. Absent: a result is pending
+   * while nobody took the end's delivery claim (a notifier takes it before queueing, so this is short).
+   */
+  ledger: option.shaped<NotificationLedgerView>(
+    'a NotificationLedgerView (deliverableGeneration, queuedTaskIds, subscribe)',
+    ['deliverableGeneration', 'queuedTaskIds', 'subscribe'],
+  ),
+  /**
+   * While a shown work's result is pending, its ledger is read again this often: a delivery made by
+   * another process on the same store (a client hook) sends this feed no signal. Default 1000 ms.
+   */
+  ledgerCheckMs: option.integer({ min: 1, default: 1000 }),
   /** The clock, in epoch milliseconds. Default: the system clock. */
   now: option.func({ default: systemClock.now }),
   /** Told about failing listeners and samplers. Default: the console logger. */

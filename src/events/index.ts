@@ -1,4 +1,7 @@
-/** BackgroundTask* events derived from the task service, the level signal, and the backgroundWorks projection. */
+/**
+ * BackgroundTask* events derived from the task service, the level signal, the backgroundWorks projection,
+ * and the rule that says when an ended work's result is pending (from the sessions' ledgers).
+ */
 export {
   type BackgroundEventFeed,
   type BackgroundEventListener,
@@ -25,12 +28,14 @@ export {
 } from './background-task-facts.js';
 export {
   type BackgroundWork,
+  type BackgroundWorkEndState,
   type BackgroundWorkState,
   type BackgroundWorksDelta,
   type BackgroundWorksState,
   backgroundWorkStateOf,
   countBadgeWorks,
   EMPTY_BACKGROUND_WORKS,
+  endStateOf,
   hasRunningWork,
   reduceBackgroundWorks,
   reduceWithDelta,
@@ -57,4 +62,15 @@ export {
   backgroundEventFeedOptions,
   type ViewerFactsSampler,
 } from './feed-options.js';
+export {
+  type LedgerChangeListener,
+  type NotificationLedgerView,
+  queuedNotificationTaskIds,
+} from './notification-ledger-view.js';
+export {
+  isResultPending,
+  isSupersededDetail,
+  type ResultPendingLedger,
+  type ResultPendingTask,
+} from './result-pending.js';
 export { takeUtf8Tail, type Utf8Tail } from './utf8-tail.js';

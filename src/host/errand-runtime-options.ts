@@ -119,7 +119,8 @@ export const errandRuntimeOptions = defineOptions(
      * up long before), in ms. Default 60000.
      */
     commandMaxAgeMs: option.integer({ min: 1, default: 60_000 }),
-    events: option.nested(backgroundEventFeedOptions.omit('tasks')),
+    /** The event feed's options; its `tasks` and `ledger` are the runtime's own. */
+    events: option.nested(backgroundEventFeedOptions.omit('tasks', 'ledger')),
     /**
      * The lifeline: a small sidecar process, started with the runtime, that stops every process of the
      * runtime's non-durable work within moments when the runtime dies by any means (SIGKILL included):

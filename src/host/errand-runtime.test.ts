@@ -87,6 +87,8 @@ describe('unknown option keys', () => {
     ['notifications.wakeBudjet', { notifications: { wakeBudjet: 1 } }, 'notifications.wakeBudget'],
     ['limits.maxStep', { limits: { maxStep: 1 } }, 'known options: `limits.maxStepsPerTurn`'],
     ['events.ringsize', { events: { ringsize: 1 } }, 'events.ringSize'],
+    // The runtime's feed reads its own sessions' ledgers.
+    ['events.ledger', { events: { ledger: {} } }, 'Unknown option `events.ledger`'],
   ])('rejects %s before opening the store', async (field, options, hint) => {
     const directory = home();
     const creating = createErrandRuntime({

@@ -33,6 +33,7 @@ import {
 import { isHolderLive } from '../session/session-holder.js';
 import { openSqliteSessionStore, type SessionStore } from '../store/index.js';
 import {
+  consoleLogger,
   createTrustedCaller,
   emitWarningLogger,
   type Logger,
@@ -53,6 +54,7 @@ import {
 } from './errand-runtime-options.js';
 import { stopLeftoverTrees } from './leftover-sweep.js';
 import { createRuntimeDashboard } from './runtime-dashboard.js';
+import { createRuntimeLedgerView } from './runtime-ledger-view.js';
 
 const trusted = createTrustedCaller('errand-runtime');
 
@@ -200,7 +202,9 @@ async function assembleRuntime(
     : undefined;
   if (workflows) built.push(() => workflows.dispose());
   const workflowTools = workflows ? createWorkflowTools({ producer: workflows }).tools : [];
-  const events = createBackgroundEventFeed({ tasks, ...options.events });
+  // A result stays pending until the sessions' ledgers say the model was told (see runtime-ledger-view.ts).
+  const ledger = createRuntimeLedgerView(store, options.events?.logger ?? options.logger ?? consoleLogger);
+  const events = createBackgroundEventFeed({ tasks, ...options.events, ledger });
   built.push(() => events.dispose());
   const systemPrompt = [options.systemPrompt, taskToolsPrompt({ monitors: taskTools.monitors !== undefined })]
     .filter(Boolean)
@@ -256,6 +260,10 @@ async function assembleRuntime(
     ...(workflows ? { onSessionShutdown: workflowShutdownSweep(workflows) } : {}),
   });
   policyOf = (id) => sessions.policyOf(id);
+  const unfollow = [ledger.follow(sessions), ...(subagents ? [ledger.follow(subagents.childRuntime)] : [])];
+  built.push(() => {
+    for (const stop of unfollow) stop();
+  });
 
   const dashboard = createRuntimeDashboard({
     store,
@@ -330,6 +338,7 @@ async function assembleRuntime(
         await workflows?.dispose();
         await subagents?.dispose();
         taskTools.dispose();
+        for (const stop of unfollow) stop();
         events.dispose();
         await pty?.dispose();
         bash.dispose();

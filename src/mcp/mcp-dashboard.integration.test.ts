@@ -1,13 +1,14 @@
 /**
  * The dashboard of `errand mcp --dashboard` (URL with token on stderr, stdout left to the protocol,
- * token required, foreign Origin refused) and `errand serve` (serves the store's sessions, exits
- * cleanly on SIGTERM), both through the built CLI. Also the CLI's refusal of bad flags.
+ * token required, foreign Origin refused; a background result pending until the next tool result
+ * carries its notification) and `errand serve` (serves the store's sessions, exits cleanly on SIGTERM),
+ * both through the built CLI. Also the CLI's refusal of bad flags.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { isAlive, strayProcesses } from '../../test/fixtures/bash/index.js';
 import {
   CLI_PATH,
@@ -114,6 +115,75 @@ describe('errand mcp --dashboard', () => {
     const next = textBlocks(await cli.call('task_list'));
     expect(next[1]).toContain(`<task-id>${taskId}</task-id>`);
     expect(next[1]).toContain('<status>killed</status>');
+  });
+
+  it('shows a background result pending while its notification waits for the next tool result, then completed', async () => {
+    const home = temporaryDirectory('errand-mcp-pending-');
+    const cli = await startMcpCli({ args: ['--dashboard', '--home', home] });
+    clis.push(cli);
+    const [, url] = (await cli.stderr.waitFor(
+      /dashboard at (http:\/\/127\.0\.0\.1:\d+\/\?token=\S+)\n/,
+    )) as unknown as [string, string];
+    const page = new URL(url);
+    const headers = { Authorization: `Bearer ${page.searchParams.get('token')}` };
+    const get = async (path: string) =>
+      JSON.parse((await httpCall(new URL(path, page.origin).href, { headers })).body);
+
+    const gate = join(home, 'gate');
+    const started = textBlocks(
+      await cli.call('bash', {
+        command: `while [ ! -e ${gate} ]; do sleep 0.02; done; echo built`,
+        run_in_background: true,
+        description: 'build',
+      }),
+    )[0]!;
+    const taskId = /Started (bash-\d+)/.exec(started)![1]!;
+    const [session] = (await get('/api/sessions')).sessions as { id: string }[];
+    const works = async () =>
+      (await get(`/api/sessions/${encodeURIComponent(session!.id)}/background-works`)).backgroundWorks as {
+        workId: string;
+        state: string;
+      }[];
+    expect(await works()).toMatchObject([{ workId: taskId, state: 'running' }]);
+
+    writeFileSync(gate, '');
+    // The logging side channel tells the moment it is queued; nothing delivers it until a tool result.
+    await cli.waitForLog((params) => (params.data as { taskId?: string }).taskId === taskId);
+    expect(await works()).toMatchObject([
+      { workId: taskId, state: 'resultPending', status: 'completed', exitCode: 0 },
+    ]);
+    // `errand serve` on the same data directory says the same, from the store.
+    const serve = runCli(['serve', '--home', home, '--port', '0']);
+    const [, serveUrl] = (await serve.stdout.waitFor(
+      /Errand dashboard: (http:\/\/127\.0\.0\.1:\d+\/\?token=\S+)\n/,
+    )) as unknown as [string, string];
+    const served = new URL(serveUrl);
+    const servedWorks = async () =>
+      JSON.parse(
+        (
+          await httpCall(
+            new URL(`/api/sessions/${encodeURIComponent(session!.id)}/background-works`, served.origin).href,
+            { headers: { Authorization: `Bearer ${served.searchParams.get('token')}` } },
+          )
+        ).body,
+      ).backgroundWorks as { workId: string; state: string }[];
+    expect(await servedWorks()).toMatchObject([{ workId: taskId, state: 'resultPending' }]);
+
+    const next = textBlocks(await cli.call('task_list'));
+    expect(next[1]).toContain(`<task-id>${taskId}</task-id>`);
+    // Committed once the result was handed to the transport.
+    await vi.waitFor(
+      async () => expect(await works()).toMatchObject([{ workId: taskId, state: 'completed' }]),
+      { timeout: 10_000 },
+    );
+    await vi.waitFor(
+      async () => expect(await servedWorks()).toMatchObject([{ workId: taskId, state: 'completed' }]),
+      { timeout: 10_000 },
+    );
+    serve.child.kill('SIGTERM');
+    expect(await serve.exit).toEqual({ code: 0, signal: null });
+    const again = textBlocks(await cli.call('task_list'));
+    expect(again.join('\n')).not.toContain('<task-notification>');
   });
 
   it('refuses bad flags with exit code 2 and a message naming the flag', async () => {

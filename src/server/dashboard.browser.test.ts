@@ -154,7 +154,7 @@ describe.skipIf(browserPath === undefined)('the dashboard in Chromium', () => {
     await eventually(() => sessionButton(page, 'child').getAttribute('class')).toBe('session');
   });
 
-  it('shows status changes live, and drops a delivered result', async () => {
+  it('shows status changes live, and a result no longer pending in its final state', async () => {
     const dashboard = await openDashboard();
     const { page } = dashboard;
     const build = await dashboard.start('main', { label: 'npm run build' });
@@ -167,6 +167,12 @@ describe.skipIf(browserPath === undefined)('the dashboard in Chromium', () => {
       .poll(() => row(page, build.id).locator('[data-cell="details"]').textContent())
       .toContain('exit code 0');
     lint.task.settle({ status: 'failed', detail: { exitCode: 1 }, error: 'lint errors' });
+    await eventually(() => stateOf(page, lint.id)).toBe('result pending');
+    await expect
+      .poll(() => row(page, lint.id).locator('[data-cell="details"]').textContent())
+      .toContain('failed · exit code 1');
+    // A bare task service knows no ledger: the claim a notifier takes is what ends a pending result.
+    dashboard.service.claim(lint.id, dashboard.owner('main'));
     await eventually(() => stateOf(page, lint.id)).toBe('failed');
 
     // Stop is offered only while running.
@@ -174,7 +180,8 @@ describe.skipIf(browserPath === undefined)('the dashboard in Chromium', () => {
     expect(await row(page, lint.id).locator('button.stop').count()).toBe(0);
 
     dashboard.service.claim(build.id, dashboard.owner('main'));
-    await eventually(() => row(page, build.id).count()).toBe(0);
+    await eventually(() => stateOf(page, build.id)).toBe('completed');
+    expect(await row(page, build.id).locator('[data-cell="details"]').textContent()).toBe('exit code 0');
   });
 
   it('offers no Stop for work its producer cannot cancel', async () => {
@@ -204,6 +211,9 @@ describe.skipIf(browserPath === undefined)('the dashboard in Chromium', () => {
     expect(await stop.evaluate((element) => element === document.activeElement)).toBe(true);
     await page.keyboard.press('Enter');
 
+    // A person's stop is told to the model: pending until then.
+    await eventually(() => stateOf(page, id)).toBe('result pending');
+    dashboard.service.claim(id, dashboard.owner('main'));
     await eventually(() => stateOf(page, id)).toBe('cancelled');
     expect(task.cancelReasons).toEqual(['stopped from the dashboard']);
     const snapshot = dashboard.service.get(id, dashboard.owner('main'));
@@ -352,7 +362,7 @@ describe.skipIf(browserPath === undefined)('the dashboard in Chromium', () => {
     await restarted.listen();
     restartedServers.push(restarted);
     // The browser reconnects on its own (after the stream's retry delay) and resumes from its last event id.
-    await eventually(() => stateOf(page, id)).toBe('failed');
+    await eventually(() => stateOf(page, id)).toBe('result pending');
     expect(await page.locator('#connection').textContent()).toBe('Live');
   });
 

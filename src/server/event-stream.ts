@@ -48,24 +48,16 @@ export function parseEventId(streamId: string, value: string): number | null {
   return Number(digits);
 }
 
-function works(facts: readonly Parameters<typeof toBackgroundWork>[0][]): BackgroundWork[] {
-  const result: BackgroundWork[] = [];
-  for (const entry of facts) {
-    const work = toBackgroundWork(entry);
-    if (work !== undefined) result.push(work);
-  }
-  return result;
-}
-
 /**
- * The JSON sent for an event. A task event: the event plus `work`, what a viewer shows for it (null:
- * no longer shown). A level: its envelope plus `works`, the projected works (its raw facts are left out:
- * a level can be large, and the works are what a viewer replaces its state with).
+ * The JSON sent for an event. A task event: the event plus `work`, what a viewer shows for it. A level:
+ * its envelope plus `works`, the projected works (its raw facts are left out: a level can be large, and
+ * the works are what a viewer replaces its state with).
  */
 export function eventPayload(event: BackgroundEvent): Record<string, unknown> {
-  if (isBackgroundTaskEvent(event)) return { ...event, work: toBackgroundWork(event) ?? null };
+  if (isBackgroundTaskEvent(event)) return { ...event, work: toBackgroundWork(event) };
   const { tasks, ...envelope } = event;
-  return { ...envelope, works: works(tasks) };
+  const works: BackgroundWork[] = tasks.map(toBackgroundWork);
+  return { ...envelope, works };
 }
 
 export class EventStreamHub {

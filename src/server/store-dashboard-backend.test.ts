@@ -3,7 +3,8 @@ import { closeSync, constants, mkdtempSync, openSync, rmSync, writeFileSync } fr
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createMemorySessionStore, type MemorySessionStore } from '../store/index.js';
+import { createBackgroundWorksStore } from '../events/index.js';
+import { createMemorySessionStore, type MemorySessionStore, type TaskRecordInput } from '../store/index.js';
 import {
   createStoreDashboardBackend,
   readFileTail,
@@ -45,6 +46,91 @@ function setup(live: boolean, options: { stopTimeoutMs?: number } = {}) {
   backends.push(backend);
   return { store, backend };
 }
+
+/** The record of `bash-1` once it ended (reported: its notifier took the claim). */
+function ended(overrides: Partial<TaskRecordInput> = {}): TaskRecordInput {
+  return {
+    id: 'bash-1',
+    sessionId: 's',
+    kind: 'bash',
+    label: 'sleep',
+    status: 'completed',
+    detail: { exitCode: 0 },
+    isBackgrounded: true,
+    branchGeneration: 0,
+    startedAt: 1,
+    endedAt: 2,
+    reported: true,
+    ...overrides,
+  };
+}
+
+function admitNotification(store: MemorySessionStore, taskId = 'bash-1') {
+  return store.admit({
+    sessionId: 's',
+    kind: 'notification',
+    idempotencyKey: `task:${taskId}:1`,
+    taskId,
+    text: `<task-notification><task-id>${taskId}</task-id></task-notification>`,
+  }).entry;
+}
+
+describe('pending results in the store-backed backend', () => {
+  it('shows a result pending while its notification waits in the ledger, then its final state', () => {
+    const { store, backend } = setup(true);
+    const works = createBackgroundWorksStore(backend.events, { logger: { warn() {} } });
+    const states = () => works.sessionWorks('s').map((work) => work.state);
+    // Ended, nobody took it yet: the notifier is about to.
+    store.upsertTask(ended({ reported: false }));
+    backend.refresh();
+    expect(states()).toEqual(['resultPending']);
+    // Claimed by the notifier and queued: still pending, however many polls.
+    store.upsertTask(ended());
+    const entry = admitNotification(store);
+    backend.refresh();
+    backend.refresh();
+    expect(states()).toEqual(['resultPending']);
+    // Delivered (the task record did not change): the next poll shows it completed.
+    store.commitDelivery('s', [entry.id], { role: 'user', content: { text: entry.text }, source: 'test' });
+    backend.refresh();
+    expect(states()).toEqual(['completed']);
+    expect(works.work('bash-1')).toMatchObject({ exitCode: 0, status: 'completed' });
+    works.dispose();
+  });
+
+  it('ends a pending result that was discarded, and never shows a claimed end without a notification', () => {
+    const { store, backend } = setup(true);
+    store.upsertTask(ended({ status: 'failed', detail: { exitCode: 1 } }));
+    const entry = admitNotification(store);
+    backend.refresh();
+    expect(backend.events.find('bash-1')?.resultPending).toBe(true);
+    store.markDiscarded([entry.id], 'result_read');
+    backend.refresh();
+    expect(backend.events.find('bash-1')?.resultPending).toBe(false);
+
+    // Taken by its own call (a waiter), or the model stopped it: nothing is queued, nothing pending.
+    store.upsertTask(ended({ id: 'bash-2', startedAt: 3 }));
+    store.upsertTask(
+      ended({ id: 'bash-3', startedAt: 4, status: 'killed', stopInitiator: 'model', reported: false }),
+    );
+    backend.refresh();
+    expect(['bash-2', 'bash-3'].map((id) => backend.events.find(id)?.resultPending)).toEqual([false, false]);
+  });
+
+  it('never shows a result pending in a session no runtime holds, or of an abandoned branch', () => {
+    const gone = setup(false);
+    gone.store.upsertTask(ended());
+    admitNotification(gone.store);
+    gone.backend.refresh();
+    expect(gone.backend.events.find('bash-1')).toMatchObject({ status: 'completed', resultPending: false });
+
+    const rewound = setup(true);
+    rewound.store.updateSession('s', { branchGeneration: 1 });
+    rewound.store.upsertTask(ended({ reported: false }));
+    rewound.backend.refresh();
+    expect(rewound.backend.events.find('bash-1')?.resultPending).toBe(false);
+  });
+});
 
 describe('the store-backed dashboard backend', () => {
   it('reads only what changed between polls, and the whole table again every 60 polls', () => {

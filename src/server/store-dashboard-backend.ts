@@ -25,6 +25,8 @@ import {
   type BackgroundWorksLevel,
   displayKindOf,
   EventRing,
+  isResultPending,
+  isSupersededDetail,
   type ReplayResult,
   sameFacts,
   worksLevel,
@@ -71,6 +73,7 @@ import type {
 import { openFileOutputCursor } from './file-output-cursor.js';
 import { consoleDashboardLogger } from './server-options.js';
 import { createSessionSummaries } from './session-summaries.js';
+import { StoreSessionReads } from './store-session-reads.js';
 
 /** The options of `createStoreDashboardBackend`. A key not declared here is rejected with `UNKNOWN_OPTION`. */
 export const storeDashboardBackendOptions = defineOptions('createStoreDashboardBackend', {
@@ -554,29 +557,42 @@ class StoreEventFeed implements BackgroundEventFeed {
       // Listed oldest start first: a later record replaces an earlier one unless that one is live.
       if (current === undefined || !isLive(current) || isLive(task)) byId.set(task.id, task);
     }
-    const holders = new Map<string, SessionHolder | undefined>();
-    const liveHolder = (sessionId: string): SessionHolder | undefined => {
-      if (!holders.has(sessionId)) {
-        const holder = this.#parts.store.getSession(sessionId)?.holder;
-        holders.set(sessionId, holder !== undefined && this.#parts.holderLive(holder) ? holder : undefined);
-      }
-      return holders.get(sessionId);
-    };
-    return [...byId.values()].map((task) =>
-      this.#factsOf(task, isLive(task) ? liveHolder(task.sessionId!) : undefined),
-    );
+    const sessions = new StoreSessionReads(this.#parts.store, this.#parts.holderLive);
+    return [...byId.values()].map((task) => this.#factsOf(task, sessions));
   }
 
-  #factsOf(task: StoredTask, holder: SessionHolder | undefined): BackgroundTaskFacts {
+  #factsOf(task: StoredTask, sessions: StoreSessionReads): BackgroundTaskFacts {
     const live = isLive(task);
+    const sessionId = task.sessionId!;
+    const holder = sessions.liveHolder(sessionId);
     // Nobody holds it: what it really is now, checked (it may run on, or have ended with a status).
     const verdict = live && holder === undefined ? judgeLeftTask(task, this.#parts.source) : undefined;
     const shown = verdict === undefined ? undefined : shownVerdict(task, verdict);
     const status = shown?.status ?? task.status;
     const detail = task.detail;
     const outputBytes = isLive({ ...task, status }) ? fileSize(task.outputFile) : undefined;
+    // The same rule as the in-process feed; a notifier's claim between its end and its queueing lasts
+    // less than a poll, so it is not seen here.
+    const sessionGeneration = holder === undefined ? undefined : sessions.generation(sessionId);
+    const resultPending = isResultPending(
+      {
+        status,
+        reported: task.reported,
+        stopInitiator: task.stopInitiator,
+        branchGeneration: task.branchGeneration,
+        superseded: isSupersededDetail(detail),
+      },
+      {
+        sessionGeneration,
+        queued:
+          sessionGeneration !== undefined &&
+          isTerminalStatus(status) &&
+          sessions.queuedTaskIds(sessionId).has(task.id),
+        notifying: false,
+      },
+    );
     return Object.freeze({
-      sessionId: task.sessionId ?? null,
+      sessionId,
       taskId: task.id,
       taskKind: task.kind,
       kind: displayKindOf(task.kind),
@@ -584,7 +600,7 @@ class StoreEventFeed implements BackgroundEventFeed {
       toolUseId: stringOrNull(detail.toolUseId),
       status,
       cancellable: status === 'running',
-      resultDelivered: task.reported,
+      resultPending,
       attempt: 1,
       startedAt: task.startedAt,
       endedAt: task.endedAt ?? null,

@@ -16,6 +16,7 @@ import {
   type TaskKind,
   type TaskService,
   type TaskSnapshot,
+  taskFact,
 } from '../tasks/index.js';
 import {
   nestedCheck,
@@ -32,7 +33,6 @@ import {
   type OutputTailLimits,
 } from './notification-format.js';
 import { releaseAttemptClaim } from './release-attempt-claim.js';
-import { detailString } from './task-facts.js';
 import {
   NOTIFICATION_LANES,
   type NotificationEvent,
@@ -44,7 +44,7 @@ import {
 export type OutputTailSource = (snapshot: TaskSnapshot) => string | undefined | Promise<string | undefined>;
 
 /** The default tail source: what the producer published as `detail.outputTail`. */
-export const detailOutputTail: OutputTailSource = (snapshot) => detailString(snapshot, 'outputTail');
+export const detailOutputTail: OutputTailSource = (snapshot) => taskFact(snapshot, 'outputTail');
 
 /**
  * Options of `createDeliveryPolicy`. A key not listed here (or in `outputTail`) is rejected with
@@ -252,7 +252,8 @@ function validateOptions(options: DeliveryPolicyOptions): void {
 }
 
 function isSuperseded(snapshot: TaskSnapshot): boolean {
-  const value = snapshot.detail.supersededBy;
+  // Any value but an empty one marks it, whatever a producer outside TypeScript put there.
+  const value: unknown = snapshot.detail.supersededBy;
   return value !== undefined && value !== null && value !== false && value !== '';
 }
 
@@ -292,9 +293,8 @@ export function createDeliveryPolicy(options: DeliveryPolicyOptions): DeliveryPo
   };
 
   const laneFor = (snapshot: TaskSnapshot): NotificationLane => {
-    const own = snapshot.detail.notificationLane;
     const requested =
-      (NOTIFICATION_LANES.includes(own as NotificationLane) ? (own as NotificationLane) : undefined) ??
+      taskFact(snapshot, 'notificationLane') ??
       options.laneOf?.(snapshot) ??
       options.lanes?.[snapshot.kind] ??
       options.defaultLane ??
@@ -346,7 +346,7 @@ export function createDeliveryPolicy(options: DeliveryPolicyOptions): DeliveryPo
     text: string,
   ): Promise<DeliveryOutcome> => {
     const lane = laneFor(snapshot);
-    const toolUseId = detailString(snapshot, 'toolUseId');
+    const toolUseId = taskFact(snapshot, 'toolUseId');
     const notification: TaskNotification = Object.freeze({
       taskId: snapshot.id,
       kind: snapshot.kind,

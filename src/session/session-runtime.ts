@@ -13,7 +13,7 @@ import {
   type TaskNotification,
 } from '../notifications/index.js';
 import { createTaskService, type SequenceBlocks } from '../registry/index.js';
-import { type JsonObject, jsonCopy } from '../store/json.js';
+import { jsonCopy } from '../store/json.js';
 import type { SessionStore } from '../store/session-store.js';
 import { taskRecordFromSnapshot } from '../store/task-record-from-snapshot.js';
 import {
@@ -28,6 +28,7 @@ import {
   parseTaskId,
   type SessionId,
   systemClock,
+  type TaskFacts,
   type TaskService,
   type TaskSnapshot,
   validateSessionId,
@@ -521,7 +522,8 @@ export class SessionRuntime {
     try {
       this.store.upsertTask({
         ...taskRecordFromSnapshot(task),
-        detail: (jsonCopy(task.detail) ?? {}) as JsonObject,
+        // A JSON copy: what JSON cannot carry is left out.
+        detail: (jsonCopy(task.detail) ?? {}) as TaskFacts,
       });
     } catch (error) {
       this.#logger.warn(`task ${task.id}: persisting its record failed`, {

@@ -11,7 +11,7 @@ const snapshot: TaskSnapshot = {
   ownerSessionId: asSessionId('s'),
   outputLimitBytes: 4096,
   reported: true,
-  detail: { exitSignal: 'SIGTERM', outputFile: '/tmp/bash-3.log' },
+  detail: { signal: 'SIGTERM', outputFile: '/tmp/bash-3.log' },
   isBackgrounded: true,
   branchGeneration: 2,
   stopInitiator: 'user',

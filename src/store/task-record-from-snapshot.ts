@@ -1,6 +1,5 @@
 /** Builds the persisted form of a task from a registry snapshot. */
 import type { TaskSnapshot } from '../tasks/index.js';
-import type { JsonObject } from './json.js';
 import type { TaskRecordInput } from './session-store.js';
 
 export interface TaskRecordExtras {
@@ -22,7 +21,7 @@ export function taskRecordFromSnapshot(
     kind: snapshot.kind,
     label: snapshot.label,
     status: snapshot.status,
-    detail: snapshot.detail as JsonObject,
+    detail: snapshot.detail,
     isBackgrounded: snapshot.isBackgrounded,
     branchGeneration: snapshot.branchGeneration,
     stopInitiator: snapshot.stopInitiator,

@@ -1,6 +1,7 @@
 /** The TaskService contract. The in-process provider is the default; durable ones implement the same shape. */
 import type { Caller } from './owner.js';
 import type { StopInitiator } from './status.js';
+import type { TaskFacts } from './task-facts.js';
 import type {
   BackgroundWaitResult,
   ControllerScope,
@@ -19,6 +20,11 @@ import type {
 export interface TaskService {
   /** Atomic, preflighted registration; resolves to the committed snapshot. */
   start(spec: TaskSpec): Promise<TaskSnapshot>;
+  /**
+   * The same, for a producer with facts of its own: `start<BashFacts>(spec)` checks the spec's detail,
+   * `updateDetail` and the outcome against `BashFacts` and types the snapshot's. `F` is never inferred.
+   */
+  start<F extends TaskFacts>(spec: TaskSpec<NoInfer<F>>): Promise<TaskSnapshot<F>>;
   /** A non-consuming snapshot. Unknown and unauthorized ids both throw `TASK_NOT_FOUND`. */
   get(id: string, caller?: Caller): TaskSnapshot;
   /** Non-consuming snapshots of every task the caller may see, oldest first. */

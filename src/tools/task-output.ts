@@ -5,8 +5,7 @@
  * Reading a finished task takes its delivery claim, so no notification repeats what the model read.
  */
 import { z } from 'zod';
-import { detailString } from '../notifications/index.js';
-import { ErrandError, isTerminalStatus, type TaskSnapshot } from '../tasks/index.js';
+import { ErrandError, isTerminalStatus, type TaskSnapshot, taskFact } from '../tasks/index.js';
 import { limitToolText } from './output-limit.js';
 import { formatStatusLine } from './status-line.js';
 import {
@@ -107,7 +106,7 @@ export function createTaskOutputTool(
         const error =
           isTerminalStatus(after.status) && after.error !== undefined ? `\nerror: ${after.error}` : '';
         const limit = limitFor(runtime, after);
-        const outputFile = detailString(after, 'outputFile');
+        const outputFile = taskFact(after, 'outputFile');
         const body = `${bodyOf(text, after)}${error}`;
         const status = formatStatusLine(after, note);
         const whole = body.endsWith('\n') ? `${body}${status}` : `${body}\n${status}`;

@@ -23,6 +23,7 @@ import {
   type TaskSnapshot,
 } from '../../tasks/index.js';
 import { optionKeys, rejectUnknownOptions } from '../../tasks/option-keys.js';
+import type { BashFacts } from './bash-facts.js';
 import { bashOutcome } from './bash-outcome.js';
 import { type BashExecutor, MAX_COMMAND_TIMEOUT_MS } from './executor.js';
 import { integerOption, OUTPUT_SNAPSHOT_BYTES } from './executor-options.js';
@@ -85,7 +86,7 @@ export interface BashTaskRequest {
 export interface StartedBashTask {
   readonly taskId: TaskId;
   /** The snapshot right after registration (pid and output file in its detail). */
-  readonly snapshot: TaskSnapshot;
+  readonly snapshot: TaskSnapshot<BashFacts>;
   readonly handle: ProcessHandle;
 }
 
@@ -149,7 +150,7 @@ export class BashProducer {
       throw new InvalidArgumentError('toolUseId', 'a string', request.toolUseId);
     }
     let started: ProcessHandle | undefined;
-    const snapshot = await this.tasks.start({
+    const snapshot = await this.tasks.start<BashFacts>({
       kind: 'bash',
       label: labelOf(request.description, request.command),
       ...(request.owner ? { owner: request.owner } : {}),
@@ -201,7 +202,7 @@ export class BashProducer {
     this.#unsubscribe();
   }
 
-  #hooks(context: TaskRunContext, handle: ProcessHandle): TaskHooks {
+  #hooks(context: TaskRunContext<BashFacts>, handle: ProcessHandle): TaskHooks<BashFacts> {
     const throttle = new DetailThrottle(this.#clock, this.#detailIntervalMs, () =>
       context.updateDetail({ outputBytes: handle.outputBytes }),
     );
@@ -216,8 +217,8 @@ export class BashProducer {
       outputFile: handle.outputFile ?? null,
       outputBytes: 0,
     });
-    let reportLost!: (outcome: TaskOutcome) => void;
-    const lost = new Promise<TaskOutcome>((resolve) => {
+    let reportLost!: (outcome: TaskOutcome<BashFacts>) => void;
+    const lost = new Promise<TaskOutcome<BashFacts>>((resolve) => {
       reportLost = resolve;
     });
     const finished = handle.stopped.then((facts) => {

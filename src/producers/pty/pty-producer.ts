@@ -11,7 +11,6 @@ import {
   InvalidArgumentError,
   isTerminalStatus,
   type Owner,
-  type TaskDetail,
   type TaskHooks,
   type TaskId,
   TaskNotFoundError,
@@ -35,6 +34,7 @@ import {
   resolvePtyProducerOptions,
   validateEnvironment,
 } from './options.js';
+import type { PtyFacts } from './pty-facts.js';
 import { outcomeOf } from './pty-outcome.js';
 import { createPtyOutputFile, type PtyProcess, spawnPtyProcess } from './pty-process.js';
 import { loadPtyRuntime } from './pty-runtime.js';
@@ -63,7 +63,7 @@ export interface PtyStartRequest {
 
 export interface PtyStarted {
   readonly taskId: TaskId;
-  readonly snapshot: TaskSnapshot;
+  readonly snapshot: TaskSnapshot<PtyFacts>;
   readonly pid: number | undefined;
   readonly outputFile: string;
 }
@@ -97,7 +97,7 @@ export interface PtyProducer {
 
 interface Entry {
   readonly process: PtyProcess;
-  readonly context: TaskRunContext;
+  readonly context: TaskRunContext<PtyFacts>;
 }
 
 export function createPtyProducer(options: PtyProducerOptions): PtyProducer {
@@ -162,7 +162,7 @@ class LocalPtyProducer implements PtyProducer {
       toSingleLine(request.description ?? command ?? 'interactive shell'),
       this.options.maxLabelChars,
     );
-    const detail: TaskDetail = {
+    const detail: PtyFacts = {
       command: command ?? [this.options.shell, ...this.options.interactiveShellArgs].join(' '),
       ...(request.description === undefined ? {} : { description: request.description }),
       ...(request.toolUseId === undefined ? {} : { toolUseId: request.toolUseId }),
@@ -172,9 +172,9 @@ class LocalPtyProducer implements PtyProducer {
       outputFile: file.path,
     };
     let started: PtyProcess | undefined;
-    let snapshot: TaskSnapshot;
+    let snapshot: TaskSnapshot<PtyFacts>;
     try {
-      snapshot = await this.#tasks.start({
+      snapshot = await this.#tasks.start<PtyFacts>({
         kind: PTY_TASK_KIND,
         label,
         ...(request.owner === undefined ? {} : { owner: request.owner }),
@@ -316,7 +316,7 @@ class LocalPtyProducer implements PtyProducer {
     return env;
   }
 
-  #register(context: TaskRunContext, pty: PtyProcess): TaskHooks {
+  #register(context: TaskRunContext<PtyFacts>, pty: PtyProcess): TaskHooks<PtyFacts> {
     this.#entries.set(context.taskId, { process: pty, context });
     this.#outputFiles.set(context.taskId, pty.outputFile);
     // Viewers see the output grow; the final count goes out with the outcome.

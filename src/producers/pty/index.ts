@@ -12,6 +12,7 @@ export {
   type PtyProducerOptions,
   type ResolvedPtyProducerOptions,
 } from './options.js';
+export { type PtyFacts, ptyFacts } from './pty-facts.js';
 export { outcomeOf as ptyOutcomeOf } from './pty-outcome.js';
 export {
   PTY_TAG_VARIABLE,

@@ -28,6 +28,7 @@ export type {
   WorkflowContext,
   WorkflowFunction,
 } from './workflow-context.js';
+export { type WorkflowFacts, workflowFacts } from './workflow-facts.js';
 export {
   type ResolvedWorkflowOptions,
   WORKFLOW_DEFAULTS,

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Enforces Errand's layering: imports only point down the layer list, a producer imports a sibling
-// producer only through its index, process and producer modules never read the clock themselves, and
-// no module imports itself through a circle. Prints each violation and exits non-zero when there is one.
+// producer only through its index, process and producer modules never read the clock themselves, every
+// export is named (no `export *`), and no module imports itself through a circle. Prints each violation
+// and exits non-zero when there is one.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 
@@ -33,7 +34,9 @@ const layers = [
   ['mcp', 8],
   ['testing', 9],
   ['cli', 10],
+  // The package's entries: the root, and `errand/format` for custom notification formatters.
   ['index.ts', 11],
+  ['format.ts', 11],
 ];
 // Units that must import nothing of ours outside themselves.
 const isolated = new Set(['tasks', 'text']);
@@ -76,6 +79,17 @@ function clockReadsOf(file) {
     if (code.startsWith('//') || code.startsWith('*') || code.startsWith('/*')) return;
     if (clockRead.test(code.replace(/\/\/.*$/, ''))) found.push(index + 1);
   });
+  return found;
+}
+
+/** Lines with `export * from` or `export type * from`. */
+function wildcardExportsOf(file) {
+  const found = [];
+  readFileSync(file, 'utf8')
+    .split('\n')
+    .forEach((line, index) => {
+      if (/^\s*export\s+(?:type\s+)?\*/.test(line)) found.push(index + 1);
+    });
   return found;
 }
 
@@ -123,6 +137,10 @@ for (const [file, targets] of graph) {
         `${relative(root, file)}: a producer imports a sibling producer only through its index (${relative(root, target)}; use src/${to.unit}/index.ts)`,
       );
     }
+  }
+  // Every export is named: `export *` would make whatever a file gains public by accident.
+  for (const line of wildcardExportsOf(file)) {
+    problems.push(`${relative(root, file)}:${line}: \`export *\` re-exports by accident; name each export`);
   }
   if (clockInjected(from.unit, file)) {
     for (const line of clockReadsOf(file)) {

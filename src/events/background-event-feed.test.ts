@@ -4,7 +4,13 @@ import { deferred } from '../../test/support/waiting.js';
 import { createDeliveryPolicy, type DeliveryPolicy } from '../notifications/index.js';
 import { createTaskService } from '../registry/index.js';
 import { createMemorySessionStore, type SessionStore } from '../store/index.js';
-import { createOwner, type Owner, type TaskService, type TaskSnapshot } from '../tasks/index.js';
+import {
+  createOwner,
+  type Owner,
+  type TaskFacts,
+  type TaskService,
+  type TaskSnapshot,
+} from '../tasks/index.js';
 import { type ScriptedTask, type ScriptedTaskOptions, scriptedTask } from '../testing/index.js';
 import { type BackgroundEventFeed, createBackgroundEventFeed } from './background-event-feed.js';
 import type { BackgroundEvent, BackgroundTaskEvent } from './background-events.js';
@@ -22,12 +28,19 @@ function silentLogger() {
   return { warn: vi.fn() };
 }
 
+/** Facts of the harness's producer: the common ones and one no viewer reads. */
+interface ProducerFacts extends TaskFacts {
+  readonly internal?: number;
+}
+
 interface Harness {
   readonly service: TaskService;
   readonly feed: BackgroundEventFeed;
   readonly events: BackgroundEvent[];
   readonly owner: Owner;
-  start(options?: ScriptedTaskOptions): Promise<{ task: ScriptedTask; snapshot: TaskSnapshot }>;
+  start(
+    options?: ScriptedTaskOptions<ProducerFacts>,
+  ): Promise<{ task: ScriptedTask<ProducerFacts>; snapshot: TaskSnapshot }>;
   taskEvents(): BackgroundTaskEvent[];
 }
 
@@ -55,8 +68,8 @@ function createHarness(
     events,
     owner,
     async start(options = {}) {
-      const task = scriptedTask({ kind: 'bash', label: 'npm test', owner, ...options });
-      const snapshot = await service.start(task.spec);
+      const task = scriptedTask<ProducerFacts>({ kind: 'bash', label: 'npm test', owner, ...options });
+      const snapshot = await service.start<ProducerFacts>(task.spec);
       return { task, snapshot };
     },
     taskEvents: () =>
@@ -99,7 +112,8 @@ describe('background event derivation', () => {
   it('carries the tool-use id of the call that started the work, so a viewer finds its card', async () => {
     const harness = createHarness();
     await harness.start({ spec: { detail: { toolUseId: 'call_7' } } });
-    await harness.start({ spec: { detail: { toolUseId: 42 } } });
+    // A producer outside TypeScript can publish a fact of the wrong type.
+    await harness.start({ spec: { detail: { toolUseId: 42 as unknown as string } } });
     await harness.start();
     expect(harness.taskEvents().map((event) => event.toolUseId)).toEqual(['call_7', null, null]);
     expect(harness.feed.level().tasks.map((facts) => facts.toolUseId)).toEqual(['call_7', null, null]);

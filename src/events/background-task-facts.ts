@@ -2,7 +2,7 @@
  * What a viewer sees of one background task, derived from a registry snapshot plus optionally sampled
  * facts. Every field is JSON-ready (null, never undefined) so a fact set survives the wire unchanged.
  */
-import { isTerminalStatus, type TaskDetail, type TaskSnapshot, type TaskStatus } from '../tasks/index.js';
+import { isTerminalStatus, type TaskFacts, type TaskSnapshot, type TaskStatus } from '../tasks/index.js';
 import { type BackgroundWorkKind, displayKindOf } from './display-kind.js';
 import { takeUtf8Tail } from './utf8-tail.js';
 
@@ -53,7 +53,7 @@ export interface ViewerFacts {
 }
 
 /** Reads viewer facts out of a task's detail. */
-export type ViewerFactsReader = (detail: TaskDetail, task: TaskSnapshot) => ViewerFacts;
+export type ViewerFactsReader = (detail: TaskFacts, task: TaskSnapshot) => ViewerFacts;
 
 function integerOrUndefined(value: unknown): number | undefined {
   return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : undefined;

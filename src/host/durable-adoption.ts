@@ -4,8 +4,10 @@
  * session's owner (`BashProducer.adopt`). A root whose start time was never recorded is looked up by its
  * tree's tag; when it cannot be found, nothing of the tree is ever signalled (the census starts after it).
  */
+
 import { type ProcessSource, parseEnvironmentTag, recognizeTree } from '../process/index.js';
 import type { BashProducer } from '../producers/bash/bash-producer.js';
+import type { BashFacts } from '../producers/bash/index.js';
 import type { StoredTask } from '../store/index.js';
 import type { Logger, Owner } from '../tasks/index.js';
 
@@ -27,7 +29,7 @@ export function durableAdopter(
       const found = recognizeTree({ pid: facts.pid, tag, bootId: facts.bootId }, source);
       startTime = found.state === 'running' ? found.rootStartTime : NOTHING_STARTED_AFTER;
     }
-    const detail = record.detail;
+    const detail = record.detail as BashFacts;
     bash
       .adopt({
         taskId: record.id,

@@ -1,2 +1,8 @@
 /** A complete Errand runtime assembled from its parts. */
-export * from './errand-runtime.js';
+export {
+  createErrandRuntime,
+  ERRAND_RUNTIME_DEFAULTS,
+  type ErrandRuntime,
+  type ErrandRuntimeOptions,
+  errandRuntimeOptions,
+} from './errand-runtime.js';

@@ -20,6 +20,7 @@ import {
   startRuntimeChild,
 } from '../../test/support/crash.js';
 import { procfsSource } from '../process/index.js';
+import type { BashFacts } from '../producers/bash/index.js';
 import { createStoreDashboardBackend } from '../server/index.js';
 import { createSessionRuntime } from '../session/index.js';
 import { openSqliteSessionStore, type SessionStore } from '../store/index.js';
@@ -322,7 +323,7 @@ describe('resuming after the runtime was killed', () => {
         branchGeneration: 0,
         startedAt: 1,
         reported: false,
-        detail: { command: 'sleep 1000' },
+        detail: { command: 'sleep 1000' } as BashFacts,
         process: { ...process, tag: `ERRAND_PROCESS_TAG=${id}` },
       });
     // The recorded process started earlier than the one that now has its pid.

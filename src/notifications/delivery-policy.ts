@@ -15,6 +15,7 @@ import {
   type TaskKind,
   type TaskService,
   type TaskSnapshot,
+  taskFact,
 } from '../tasks/index.js';
 import { defineOptions, type OptionsInput, option } from '../tasks/options.js';
 import { formatGenericNotification } from './format-generic.js';
@@ -23,7 +24,6 @@ import { formatterFor } from './format-notification.js';
 import { formatWorkflowProgressNotification, type WorkflowProgressEvent } from './format-workflow.js';
 import { type NotificationFormatter, outputTailOptions } from './notification-format.js';
 import { releaseAttemptClaim } from './release-attempt-claim.js';
-import { detailString } from './task-facts.js';
 import {
   NOTIFICATION_LANES,
   type NotificationEvent,
@@ -35,7 +35,7 @@ import {
 export type OutputTailSource = (snapshot: TaskSnapshot) => string | undefined | Promise<string | undefined>;
 
 /** The default tail source: what the producer published as `detail.outputTail`. */
-export const detailOutputTail: OutputTailSource = (snapshot) => detailString(snapshot, 'outputTail');
+export const detailOutputTail: OutputTailSource = (snapshot) => taskFact(snapshot, 'outputTail');
 
 const isOwner = (value: unknown) => typeof (value as Partial<Owner> | null)?.sessionId === 'string';
 const lane = () => option.oneOf(NOTIFICATION_LANES);
@@ -146,7 +146,8 @@ export interface DeliveryPolicy {
 }
 
 function isSuperseded(snapshot: TaskSnapshot): boolean {
-  const value = snapshot.detail.supersededBy;
+  // Any value but an empty one marks it, whatever a producer outside TypeScript put there.
+  const value: unknown = snapshot.detail.supersededBy;
   return value !== undefined && value !== null && value !== false && value !== '';
 }
 
@@ -181,10 +182,9 @@ export function createDeliveryPolicy(input: DeliveryPolicyOptions): DeliveryPoli
   };
 
   const laneFor = (snapshot: TaskSnapshot, asked?: NotificationLane): NotificationLane => {
-    const own = snapshot.detail.notificationLane;
     const requested =
       asked ??
-      (NOTIFICATION_LANES.includes(own as NotificationLane) ? (own as NotificationLane) : undefined) ??
+      taskFact(snapshot, 'notificationLane') ??
       options.laneOf?.(snapshot) ??
       options.lanes[snapshot.kind] ??
       options.defaultLane;
@@ -236,7 +236,7 @@ export function createDeliveryPolicy(input: DeliveryPolicyOptions): DeliveryPoli
     extra: { readonly lane?: NotificationLane; readonly eventKey?: string } = {},
   ): TaskNotification => {
     const lane = laneFor(snapshot, extra.lane);
-    const toolUseId = detailString(snapshot, 'toolUseId');
+    const toolUseId = taskFact(snapshot, 'toolUseId');
     return Object.freeze({
       taskId: snapshot.id,
       kind: snapshot.kind,
@@ -348,7 +348,7 @@ export function createDeliveryPolicy(input: DeliveryPolicyOptions): DeliveryPoli
     notificationFor(snapshot, outputTail) {
       if (!isTerminalStatus(snapshot.status) || suppression(snapshot) !== undefined) return undefined;
       if (snapshot.stopInitiator === 'model' && !notifyModelStops.has(snapshot.kind)) return undefined;
-      const tail = tailLimits === false ? undefined : (outputTail ?? detailString(snapshot, 'outputTail'));
+      const tail = tailLimits === false ? undefined : (outputTail ?? taskFact(snapshot, 'outputTail'));
       return build(snapshot, 'terminal', format(snapshot, tail));
     },
     async notifyWorkflowProgress(taskId, event) {

@@ -16,23 +16,23 @@
  *     </task-notification>
  */
 
-import type { TaskSnapshot } from '../tasks/index.js';
+import { type TaskSnapshot, taskFact } from '../tasks/index.js';
 import { toSingleLine } from '../text/index.js';
 import { renderEnvelope } from './envelope.js';
 import { boundOutputTail, collectInstruction, type NotificationFormatInput } from './notification-format.js';
-import { detailNumber, detailString, presentedStatus, taskDescription } from './task-facts.js';
+import { presentedStatus, taskDescription } from './presented-status.js';
 
 /** `Background command "<description>" completed (exit code 0)` / `failed with exit code 1` / `was stopped`. */
 export function bashSummary(snapshot: TaskSnapshot, description: string | undefined): string {
   const subject = description === undefined ? 'Background command' : `Background command "${description}"`;
-  const exitCode = detailNumber(snapshot, 'exitCode');
+  const exitCode = taskFact(snapshot, 'exitCode');
   switch (presentedStatus(snapshot)) {
     case 'completed':
       return exitCode === undefined ? `${subject} completed` : `${subject} completed (exit code ${exitCode})`;
     case 'failed':
       return exitCode === undefined ? `${subject} failed` : `${subject} failed with exit code ${exitCode}`;
     case 'killed': {
-      const reason = detailString(snapshot, 'reason');
+      const reason = taskFact(snapshot, 'reason');
       return reason === undefined || reason === 'cancelled'
         ? `${subject} was stopped`
         : `${subject} was stopped (${reason})`;
@@ -47,12 +47,12 @@ export function bashSummary(snapshot: TaskSnapshot, description: string | undefi
 export function formatBashNotification(input: NotificationFormatInput): string {
   const { snapshot } = input;
   const description = toSingleLine(taskDescription(snapshot));
-  const exitCode = detailNumber(snapshot, 'exitCode');
+  const exitCode = taskFact(snapshot, 'exitCode');
   return renderEnvelope(
     [
       { name: 'task-id', text: snapshot.id },
-      { name: 'tool-use-id', text: detailString(snapshot, 'toolUseId') ?? '', cutOrder: 5 },
-      { name: 'output-file', text: detailString(snapshot, 'outputFile') ?? '', cutOrder: 6 },
+      { name: 'tool-use-id', text: taskFact(snapshot, 'toolUseId') ?? '', cutOrder: 5 },
+      { name: 'output-file', text: taskFact(snapshot, 'outputFile') ?? '', cutOrder: 6 },
       { name: 'status', text: presentedStatus(snapshot), cutOrder: 8 },
       {
         name: 'summary',
@@ -61,7 +61,7 @@ export function formatBashNotification(input: NotificationFormatInput): string {
         cutOrder: 7,
       },
       { name: 'exit-code', text: exitCode === undefined ? '' : String(exitCode), cutOrder: 4 },
-      { name: 'signal', text: detailString(snapshot, 'signal') ?? '', cutOrder: 3 },
+      { name: 'signal', text: taskFact(snapshot, 'signal') ?? '', cutOrder: 3 },
       // An exit code already says why a command failed; the error explains failures without one.
       {
         name: 'error',

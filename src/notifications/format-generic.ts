@@ -2,7 +2,7 @@
 import { toSingleLine } from '../text/index.js';
 import { renderEnvelope } from './envelope.js';
 import { boundOutputTail, collectInstruction, type NotificationFormatInput } from './notification-format.js';
-import { presentedStatus, statusFacts } from './task-facts.js';
+import { presentedStatus, statusFacts } from './presented-status.js';
 
 export function formatGenericNotification(input: NotificationFormatInput): string {
   const { snapshot } = input;

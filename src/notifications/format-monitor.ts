@@ -18,7 +18,7 @@
 import type { TaskSnapshot } from '../tasks/index.js';
 import { renderEnvelope } from './envelope.js';
 import { collectInstruction } from './notification-format.js';
-import { taskDescription } from './task-facts.js';
+import { taskDescription } from './presented-status.js';
 import type { NotificationLane } from './task-notification.js';
 
 /** What a monitor hands to its owner's delivery policy: the lines of one notification. */

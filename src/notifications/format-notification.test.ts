@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { asTaskId, type TaskSnapshot } from '../tasks/index.js';
+import { asTaskId, type TaskFacts, type TaskSnapshot } from '../tasks/index.js';
 import { utf8ByteLength } from '../text/index.js';
 import {
   formatBashNotification,
@@ -198,7 +198,13 @@ describe('subagent notification', () => {
 
   it('renders a completed and a failed subagent', () => {
     const completed = formatSubagentNotification({
-      snapshot: snapshot({ id: asTaskId('agent-2'), kind: 'agent', label: 'x', detail: { durationMs: 10 } }),
+      // Usage keys flat at the top of the detail, as older producers published them.
+      snapshot: snapshot({
+        id: asTaskId('agent-2'),
+        kind: 'agent',
+        label: 'x',
+        detail: { durationMs: 10 } as TaskFacts,
+      }),
     });
     expect(completed).toContain('<status>completed</status>\n<summary>Agent "x" completed</summary>');
     expect(completed).toContain('<usage>\nduration_ms: 10\n</usage>');

@@ -3,11 +3,11 @@
  * (tokens, tool uses, duration).
  */
 
-import type { TaskSnapshot } from '../tasks/index.js';
+import { type TaskSnapshot, taskFact } from '../tasks/index.js';
 import { toSingleLine } from '../text/index.js';
 import { renderEnvelope } from './envelope.js';
 import { boundOutputTail, collectInstruction, type NotificationFormatInput } from './notification-format.js';
-import { detailString, presentedStatus, taskDescription, taskUsage } from './task-facts.js';
+import { presentedStatus, taskDescription, taskUsage } from './presented-status.js';
 
 /** Registry words, except that a killed subagent reads `stopped`. */
 export function subagentStatus(snapshot: TaskSnapshot): string {
@@ -48,7 +48,7 @@ export function formatSubagentNotification(input: NotificationFormatInput): stri
   return renderEnvelope(
     [
       { name: 'task-id', text: snapshot.id },
-      { name: 'tool-use-id', text: detailString(snapshot, 'toolUseId') ?? '', cutOrder: 4 },
+      { name: 'tool-use-id', text: taskFact(snapshot, 'toolUseId') ?? '', cutOrder: 4 },
       { name: 'status', text: subagentStatus(snapshot), cutOrder: 7 },
       {
         name: 'summary',

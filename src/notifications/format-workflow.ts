@@ -4,11 +4,11 @@
  * needs its script fixed. Running runs notify too, when they stall or need input.
  */
 
-import type { TaskSnapshot } from '../tasks/index.js';
+import { type TaskSnapshot, taskFact } from '../tasks/index.js';
 import { toSingleLine } from '../text/index.js';
 import { renderEnvelope } from './envelope.js';
 import { collectInstruction, type NotificationFormatInput } from './notification-format.js';
-import { detailString, presentedStatus, taskDescription } from './task-facts.js';
+import { presentedStatus, taskDescription } from './presented-status.js';
 
 export const WORKFLOW_NEXT_STEPS = Object.freeze({
   completed: 'Review its result before relying on it.',
@@ -73,7 +73,7 @@ export function formatWorkflowNotification(input: NotificationFormatInput): stri
   return renderEnvelope(
     [
       { name: 'task-id', text: snapshot.id },
-      { name: 'tool-use-id', text: detailString(snapshot, 'toolUseId') ?? '', cutOrder: 3 },
+      { name: 'tool-use-id', text: taskFact(snapshot, 'toolUseId') ?? '', cutOrder: 3 },
       { name: 'status', text: presentedStatus(snapshot), cutOrder: 5 },
       {
         name: 'summary',

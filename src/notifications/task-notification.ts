@@ -1,11 +1,7 @@
 /** What the delivery policy hands to the session's queue: one model-only message and its routing facts. */
-import type { TaskId, TaskKind, TaskStatus } from '../tasks/index.js';
+import type { NotificationLane, TaskId, TaskKind, TaskStatus } from '../tasks/index.js';
 
-/**
- * `wakeup`: the message starts a model turn when the session is idle. `quiet`: it becomes context for
- * the next request without waking an idle agent.
- */
-export type NotificationLane = 'wakeup' | 'quiet';
+export type { NotificationLane } from '../tasks/index.js';
 
 export const NOTIFICATION_LANES: readonly NotificationLane[] = ['wakeup', 'quiet'];
 

@@ -33,8 +33,8 @@ import {
   type StopInitiator,
   type TaskChangeListener,
   type TaskChangeReason,
-  type TaskDetail,
   type TaskDoneListener,
+  type TaskFacts,
   type TaskHooks,
   type TaskId,
   type TaskKind,
@@ -96,25 +96,25 @@ interface DoneSubscription {
 /** The context a producer's run() receives; detail published before commit is kept for the record. */
 class RunContext implements TaskRunContext {
   readonly taskId: TaskId;
-  pendingDetail: TaskDetail;
+  pendingDetail: TaskFacts;
   record: TaskRecord | undefined = undefined;
   attempt = 0;
-  #bound: ((patch: TaskDetail) => void) | undefined = undefined;
+  #bound: ((patch: Partial<TaskFacts>) => void) | undefined = undefined;
   readonly #onDetail: (record: TaskRecord) => void;
 
-  constructor(taskId: TaskId, detail: TaskDetail, onDetail: (record: TaskRecord) => void) {
+  constructor(taskId: TaskId, detail: TaskFacts, onDetail: (record: TaskRecord) => void) {
     this.taskId = taskId;
     this.pendingDetail = detail;
     this.#onDetail = onDetail;
   }
 
   /** Bound on first use, so producers may pass it around unbound without every task paying for it. */
-  get updateDetail(): (patch: TaskDetail) => void {
+  get updateDetail(): (patch: Partial<TaskFacts>) => void {
     this.#bound ??= (patch) => this.#update(patch);
     return this.#bound;
   }
 
-  #update(patch: TaskDetail): void {
+  #update(patch: Partial<TaskFacts>): void {
     validateDetailPatch(patch);
     const record = this.record;
     if (record === undefined) {
@@ -165,6 +165,9 @@ export class LocalTaskService implements TaskService {
 
   // ---------------------------------------------------------------- registration
 
+  start(spec: TaskSpec): Promise<TaskSnapshot>;
+  start<F extends TaskFacts>(spec: TaskSpec<NoInfer<F>>): Promise<TaskSnapshot<F>>;
+  // The registry stores facts without reading them: a producer's facts type is its own business.
   async start(spec: TaskSpec): Promise<TaskSnapshot> {
     return this.#startNow(spec);
   }

@@ -201,7 +201,7 @@ describe('service disposal', () => {
 describe('snapshots', () => {
   it('are frozen and stable while nothing changes', async () => {
     const { tasks } = serviceForTest();
-    const { id } = await tasks.start(scriptedTask({ spec: { detail: { a: 1 } } }).spec);
+    const { id } = await tasks.start(scriptedTask({ spec: { detail: { pid: 1 } } }).spec);
     const first: TaskSnapshot = tasks.get(id);
     expect(tasks.get(id)).toBe(first);
     expect(Object.isFrozen(first.detail)).toBe(true);

@@ -4,7 +4,7 @@ import type {
   Owner,
   SessionId,
   StopInitiator,
-  TaskDetail,
+  TaskFacts,
   TaskHooks,
   TaskId,
   TaskKind,
@@ -15,7 +15,7 @@ import { RetentionQueue } from './retention-queue.js';
 
 export { RetentionQueue };
 
-export const EMPTY_DETAIL: TaskDetail = Object.freeze({});
+export const EMPTY_DETAIL: TaskFacts = Object.freeze({});
 
 export interface Waiter {
   /** Set when settlement hands this waiter the terminal snapshot; an abort after that is ignored. */
@@ -58,7 +58,7 @@ export class TaskRecord {
    * teardown (reported, the claim never returned), since nobody is left to tell.
    */
   tornDown = false;
-  detail: TaskDetail;
+  detail: TaskFacts;
   isBackgrounded: boolean;
   branchGeneration: number;
   stopInitiator: StopInitiator | undefined = undefined;
@@ -91,7 +91,7 @@ export class TaskRecord {
     owner: Owner | undefined,
     bucket: SessionBucket,
     hooks: TaskHooks,
-    detail: TaskDetail,
+    detail: TaskFacts,
     isBackgrounded: boolean,
     branchGeneration: number,
     outputLimitBytes: number | undefined,

@@ -3,7 +3,7 @@ import {
   InvalidTaskSpecError,
   isValidTaskKind,
   ProducerContractError,
-  type TaskDetail,
+  type TaskFacts,
   type TaskHooks,
   type TaskOutputStream,
   type TaskSpec,
@@ -61,7 +61,7 @@ export function validateSpec(spec: TaskSpec, kindKnown = false): void {
   }
 }
 
-export function validateDetailPatch(patch: TaskDetail): TaskDetail {
+export function validateDetailPatch(patch: TaskFacts): TaskFacts {
   if (!isPlainObject(patch)) throw new InvalidTaskSpecError('detail', 'a plain object', patch);
   return patch;
 }

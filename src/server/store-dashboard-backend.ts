@@ -580,7 +580,7 @@ class StoreEventFeed implements BackgroundEventFeed {
         reported: task.reported,
         stopInitiator: task.stopInitiator,
         branchGeneration: task.branchGeneration,
-        superseded: isSupersededDetail(detail),
+        superseded: isSupersededDetail(detail as Readonly<Record<string, unknown>>),
       },
       {
         sessionGeneration,

@@ -1,13 +1,33 @@
 /** The session runtime: sessions, the turn loop, the model port, the command queue. */
-export * from './command-queue.js';
+export {
+  CommandQueue,
+  QUEUE_PRIORITIES,
+  type QueuedCommand,
+  type QueuedConfiguration,
+  type QueuedNotification,
+  type QueuedUserInput,
+  QueueFullError,
+  type QueuePriority,
+  validateQueuePriority,
+} from './command-queue.js';
 export {
   type DeliveryForm,
   type InboxLedger,
   type NotificationEntry,
   volatileInboxLedger,
 } from './inbox-ledger.js';
-export * from './model-port.js';
-export * from './notification-delivery-error.js';
+export type {
+  FinishReason,
+  ModelMessage,
+  ModelPort,
+  ModelRequest,
+  ModelResponse,
+  ModelToolCall,
+  ModelToolResult,
+  ModelToolSpec,
+  ModelUsage,
+} from './model-port.js';
+export { NOTIFICATION_DELIVERY_FAILED, NotificationDeliveryError } from './notification-delivery-error.js';
 export {
   type DeliveredNotification,
   type InboxSurface,
@@ -21,11 +41,43 @@ export {
   type TakeQueuedNotificationsOptions,
   type TurnReservationOptions,
 } from './notification-inbox.js';
-export * from './session.js';
-export { SessionBusyError, SessionClosedError } from './session-errors.js';
-export * from './session-events.js';
-export * from './session-limits.js';
-export * from './session-options.js';
-export * from './session-runtime.js';
+export { type SendOptions, Session, type SessionDependencies, type TurnEndReason } from './session.js';
+export { PersistenceFailingError, SessionBusyError, SessionClosedError } from './session-errors.js';
+export type {
+  SessionEvent,
+  SessionEventListener,
+  SessionRunState,
+  TurnOutcome,
+  TurnSource,
+} from './session-events.js';
+export {
+  type ResolvedSessionLimits,
+  SESSION_LIMIT_DEFAULTS,
+  type SessionLimits,
+  sessionLimitOptions,
+} from './session-limits.js';
+export {
+  type CreateSessionOptions,
+  createSessionOptions,
+  type PolicyOptions,
+  policyOptions,
+  type ReconcileOptions,
+  type ResolvedSessionRuntimeOptions,
+  type ResumeSessionOptions,
+  reconcileOptions,
+  resumeSessionOptions,
+  type SessionRuntimeOptions,
+  sessionRuntimeOptions,
+} from './session-options.js';
+export {
+  createSessionRuntime,
+  lastSequences,
+  type RuntimeEventListener,
+  SessionExistsError,
+  SessionNotFoundError,
+  SessionRuntime,
+  storeSequenceBlocks,
+  TASK_ID_BLOCK_SIZE,
+} from './session-runtime.js';
 export { toModelMessages } from './turn-loop.js';
 export { batchTitle } from './turn-runner.js';

@@ -2,7 +2,13 @@
  * Turns stored rows back into records, defensively: a corrupt JSON column, an unknown enum word or a row
  * written by a newer schema throws `STORE_RECORD_CORRUPT` naming the table, the key and the column.
  */
-import { asSessionId, type StopInitiator, TASK_STATUSES, type TaskStatus } from '../tasks/index.js';
+import {
+  asSessionId,
+  type StopInitiator,
+  TASK_STATUSES,
+  type TaskFacts,
+  type TaskStatus,
+} from '../tasks/index.js';
 import { StoreRecordCorruptError } from './errors.js';
 import { type JsonValue, parseJsonColumn, parseJsonObjectColumn } from './json.js';
 import {
@@ -172,7 +178,8 @@ export function readTask(row: TaskRow): StoredTask {
     kind: row.kind,
     label: row.label,
     status: reader.oneOf<TaskStatus>('status', row.status, TASK_STATUSES),
-    detail: parseJsonObjectColumn({ table: 'tasks', key, column: 'detail' }, row.detail),
+    // Stored as published; readers check each fact's type (`taskFact`).
+    detail: parseJsonObjectColumn({ table: 'tasks', key, column: 'detail' }, row.detail) as TaskFacts,
     isBackgrounded: row.isBackgrounded !== 0,
     branchGeneration: row.branchGeneration,
     stopInitiator: reader.optionalOneOf('stopInitiator', row.stopInitiator, STOP_INITIATORS),

@@ -2,7 +2,7 @@
  * The records the session store keeps: sessions, conversation messages, the input ledger, task records and
  * workflow journals. Every record carries the `schemaVersion` it was written with.
  */
-import type { SessionId, StopInitiator, TaskStatus } from '../tasks/index.js';
+import type { SessionId, StopInitiator, TaskFacts, TaskStatus } from '../tasks/index.js';
 import type { JsonObject, JsonValue } from './json.js';
 
 /** The version of every record shape this code writes. Rows of a newer version are refused on read. */
@@ -147,7 +147,11 @@ export interface StoredTask {
   readonly kind: string;
   readonly label: string;
   readonly status: TaskStatus;
-  readonly detail: JsonObject;
+  /**
+   * The producer's facts, stored as the JSON the task published: a record written by another version or
+   * another producer can hold any value, so read one with `taskFact`.
+   */
+  readonly detail: TaskFacts;
   readonly isBackgrounded: boolean;
   readonly branchGeneration: number;
   readonly stopInitiator: StopInitiator | undefined;

@@ -9,7 +9,7 @@
  * signature would make every caller await and reopen those interleavings for no gain today; a remote
  * provider can sit behind its own async contract that mirrors this one.
  */
-import type { SessionId, StopInitiator, TaskStatus } from '../tasks/index.js';
+import type { SessionId, StopInitiator, TaskFacts, TaskStatus } from '../tasks/index.js';
 import type { JsonObject, JsonValue } from './json.js';
 import type { PruneOptions } from './options.js';
 import type {
@@ -227,8 +227,8 @@ export interface TaskRecordInput {
   readonly kind: string;
   readonly label: string;
   readonly status: TaskStatus;
-  /** Default `{}`. Must be JSON. */
-  readonly detail?: JsonObject;
+  /** The producer's facts. Default `{}`. Must be JSON. */
+  readonly detail?: TaskFacts;
   readonly isBackgrounded: boolean;
   readonly branchGeneration: number;
   readonly stopInitiator?: StopInitiator;

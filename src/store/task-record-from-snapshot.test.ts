@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { asSessionId, asTaskId, type TaskSnapshot } from '../tasks/index.js';
+import { asSessionId, asTaskId, type TaskFacts, type TaskSnapshot } from '../tasks/index.js';
 import { createMemorySessionStore } from './memory-session-store.js';
 import { taskRecordFromSnapshot } from './task-record-from-snapshot.js';
 
@@ -11,7 +11,7 @@ const snapshot: TaskSnapshot = {
   ownerSessionId: asSessionId('s'),
   outputLimitBytes: 4096,
   reported: true,
-  detail: { exitSignal: 'SIGTERM', outputFile: '/tmp/bash-3.log' },
+  detail: { signal: 'SIGTERM', outputFile: '/tmp/bash-3.log' },
   isBackgrounded: true,
   branchGeneration: 2,
   stopInitiator: 'user',
@@ -80,7 +80,8 @@ describe('taskRecordFromSnapshot', () => {
   it('publishes no process without a pid, and ignores facts of the wrong type', () => {
     const record = taskRecordFromSnapshot({
       ...snapshot,
-      detail: { pid: null, pgid: 'x', processStartTime: -1, durable: 'yes' },
+      // Facts of the wrong type, as a record written by another producer could hold them.
+      detail: { pid: null, pgid: 'x', processStartTime: -1, durable: 'yes' } as unknown as TaskFacts,
     });
     expect(record.process).toBeUndefined();
     expect(record.durable).toBe(false);

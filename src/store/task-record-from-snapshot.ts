@@ -4,7 +4,7 @@
  * `statusFile`, `durable`) and the model's read cursor (`readOffset`); they become the record's own
  * columns, so a later runtime finds them without knowing the producer's detail shape.
  */
-import type { TaskDetail, TaskSnapshot } from '../tasks/index.js';
+import type { TaskSnapshot } from '../tasks/index.js';
 import type { JsonObject } from './json.js';
 import type { TaskProcessInput, TaskRecordInput } from './session-store.js';
 
@@ -20,7 +20,7 @@ export function taskRecordFromSnapshot(
 ): TaskRecordInput {
   const detail = snapshot.detail;
   const outputFile = extras.outputFile ?? stringOf(detail.outputFile);
-  const process = processOf(detail);
+  const process = processOf(detail as Readonly<Record<string, unknown>>);
   const statusFile = stringOf(detail.statusFile);
   return {
     id: snapshot.id,
@@ -52,7 +52,7 @@ function readOffsetOf(value: unknown): number | undefined {
 }
 
 /** The process facts a producer published in `detail`; undefined without a positive integer `pid`. */
-function processOf(detail: TaskDetail): TaskProcessInput | undefined {
+function processOf(detail: Readonly<Record<string, unknown>>): TaskProcessInput | undefined {
   const pid = positiveOf(detail.pid);
   if (pid === undefined) return undefined;
   const startTime = detail.processStartTime;

@@ -2,6 +2,7 @@
 import type { OpenCursorOptions, OutputCursor } from './output-stream.js';
 import type { Caller } from './owner.js';
 import type { StopInitiator } from './status.js';
+import type { TaskFacts } from './task-facts.js';
 import type {
   BackgroundWaitResult,
   ControllerScope,
@@ -20,6 +21,11 @@ import type {
 export interface TaskService {
   /** Atomic, preflighted registration; resolves to the committed snapshot. */
   start(spec: TaskSpec): Promise<TaskSnapshot>;
+  /**
+   * The same, for a producer with facts of its own: `start<BashFacts>(spec)` checks the spec's detail,
+   * `updateDetail` and the outcome against `BashFacts` and types the snapshot's. `F` is never inferred.
+   */
+  start<F extends TaskFacts>(spec: TaskSpec<NoInfer<F>>): Promise<TaskSnapshot<F>>;
   /** A non-consuming snapshot. Unknown and unauthorized ids both throw `TASK_NOT_FOUND`. */
   get(id: string, caller?: Caller): TaskSnapshot;
   /** Non-consuming snapshots of every task the caller may see, oldest first. */

@@ -3,20 +3,18 @@ import type { SessionId, TaskId, TaskKind } from './ids.js';
 import type { TaskOutputStream } from './output-stream.js';
 import type { Caller, Owner } from './owner.js';
 import type { StopInitiator, TaskStatus, TerminalTaskStatus } from './status.js';
+import type { TaskFacts } from './task-facts.js';
 
 /**
- * Producer facts (exit code, signal, stop reason, output file, tool-use id, ...). The registry stores and
- * projects them without interpreting them. Values should be JSON-serializable.
+ * What a producer reports when its work has ended and its resources are released. `F` is the producer's
+ * facts type (`TaskFacts` or one that extends it).
  */
-export type TaskDetail = Readonly<Record<string, unknown>>;
-
-/** What a producer reports when its work has ended and its resources are released. */
-export interface TaskOutcome {
+export interface TaskOutcome<F extends TaskFacts = TaskFacts> {
   readonly status: TerminalTaskStatus;
   /** The final output of a final-output task (one without `readOutput`). */
   readonly output?: string;
-  /** Merged over the task's detail. */
-  readonly detail?: TaskDetail;
+  /** Facts merged over the task's detail. */
+  readonly detail?: Partial<F>;
   /** A diagnosis to show with a failed or lost task. */
   readonly error?: string;
   /** A produced artifact's text (for example a workflow run's result). */
@@ -24,14 +22,14 @@ export interface TaskOutcome {
 }
 
 /** The execution hooks a producer returns from `run()`. */
-export interface TaskHooks {
+export interface TaskHooks<F extends TaskFacts = TaskFacts> {
   /**
    * Requests termination: synchronous, idempotent, and must make `done` settle. Disposal calls it even
    * on tasks that declare `cancellable: false`.
    */
   cancel(reason?: string): void;
   /** Never rejects; settles only after the producer released the task's resources. */
-  readonly done: Promise<TaskOutcome>;
+  readonly done: Promise<TaskOutcome<F>>;
   /** The next consuming output delta. Absent: a final-output task whose result is `outcome.output`. */
   readOutput?(): string | Promise<string>;
   /**
@@ -52,13 +50,17 @@ export interface TaskHooks {
   detach?(): void;
 }
 
-export interface TaskRunContext {
+export interface TaskRunContext<F extends TaskFacts = TaskFacts> {
   readonly taskId: TaskId;
   /** Publishes new producer facts (merged into `detail`); ignored once the task has settled. */
-  updateDetail(patch: TaskDetail): void;
+  updateDetail(patch: Partial<F>): void;
 }
 
-export interface TaskSpec {
+/**
+ * What a producer registers. `F` is its facts type: `tasks.start<BashFacts>(spec)` lets `detail`,
+ * `updateDetail` and the outcome's `detail` carry exactly the facts a bash task documents.
+ */
+export interface TaskSpec<F extends TaskFacts = TaskFacts> {
   readonly kind: TaskKind;
   /** A short human label (a command, a description). */
   readonly label: string;
@@ -71,17 +73,18 @@ export interface TaskSpec {
   /** Overrides the owner's branch generation. */
   readonly branchGeneration?: number;
   /** Initial producer facts. */
-  readonly detail?: TaskDetail;
+  readonly detail?: Partial<F>;
   /** Re-registers a finished task under the same id (resume); resets its settlement surface. */
   readonly resumeId?: TaskId;
   /**
    * Starts the work. Called exactly once, after every check that can fail has passed; if it throws,
    * nothing is registered and no id is spent.
    */
-  run(context: TaskRunContext): TaskHooks;
+  run(context: TaskRunContext<F>): TaskHooks<F>;
 }
 
-export interface TaskSnapshot {
+/** A frozen view of one task. `F` types its `detail`: what the task's producer publishes. */
+export interface TaskSnapshot<F extends TaskFacts = TaskFacts> {
   readonly id: TaskId;
   readonly kind: TaskKind;
   readonly label: string;
@@ -90,7 +93,8 @@ export interface TaskSnapshot {
   readonly outputLimitBytes: number | undefined;
   /** The one-shot delivery claim: true once some reader, waiter or notifier took the terminal result. */
   readonly reported: boolean;
-  readonly detail: TaskDetail;
+  /** The producer's facts, as it published them (the registry does not check their types: `taskFact` does). */
+  readonly detail: Readonly<F>;
   readonly isBackgrounded: boolean;
   readonly branchGeneration: number;
   readonly stopInitiator: StopInitiator | undefined;

@@ -1,9 +1,11 @@
 /**
  * A producer whose every move a test decides: push output, settle with any outcome, and choose how it
  * answers cancel (settle as killed, ignore, or throw). Use it instead of one-off mocks of the hooks.
+ * `scriptedTask<MyFacts>(...)` publishes facts of your own type (`start<MyFacts>(task.spec)`).
  */
 import type {
   Owner,
+  TaskFacts,
   TaskHooks,
   TaskKind,
   TaskOutcome,
@@ -14,7 +16,7 @@ import type {
 
 export type CancelBehavior = 'settle' | 'ignore' | 'throw';
 
-export interface ScriptedTaskOptions {
+export interface ScriptedTaskOptions<F extends TaskFacts = TaskFacts> {
   readonly kind?: TaskKind;
   readonly label?: string;
   readonly owner?: Owner;
@@ -37,53 +39,57 @@ export interface ScriptedTaskOptions {
   readonly background?: boolean;
   readonly acceptsMessages?: boolean;
   /** Spec fields passed through unchanged (resume, detail, branch generation). */
-  readonly spec?: Partial<Omit<TaskSpec, 'run'>>;
+  readonly spec?: Partial<Omit<TaskSpec<F>, 'run'>>;
 }
 
-export interface ScriptedTask {
-  readonly spec: TaskSpec;
+export interface ScriptedTask<F extends TaskFacts = TaskFacts> {
+  readonly spec: TaskSpec<F>;
   /** How many times the service called `run()`. */
   readonly runCalls: number;
   readonly cancelReasons: readonly (string | undefined)[];
   readonly messages: readonly string[];
-  readonly context: TaskRunContext | undefined;
+  readonly context: TaskRunContext<F> | undefined;
   /** Appends streaming output (to the consuming read and to the byte stream). */
   push(text: string): void;
   /** Bytes pushed so far: the byte stream's end. */
   readonly streamBytes: number;
   /** Settles `done` with the given outcome (default completed). */
-  settle(outcome?: TaskOutcome): void;
+  settle(outcome?: TaskOutcome<F>): void;
   /** Rejects `done`: a producer breaking its contract. */
   reject(error: unknown): void;
 }
 
-export function scriptedTask(options: ScriptedTaskOptions = {}): ScriptedTask {
-  let resolveDone!: (outcome: TaskOutcome) => void;
+export function scriptedTask<F extends TaskFacts = TaskFacts>(
+  options: NoInfer<ScriptedTaskOptions<F>> = {},
+): ScriptedTask<F> {
+  let resolveDone!: (outcome: TaskOutcome<F>) => void;
   let rejectDone!: (error: unknown) => void;
   let buffer = '';
   let runCalls = 0;
-  let context: TaskRunContext | undefined;
+  let context: TaskRunContext<F> | undefined;
   const cancelReasons: (string | undefined)[] = [];
   const messages: string[] = [];
   const onCancel = options.onCancel ?? 'settle';
   const stream =
     options.streaming !== false && options.observable !== false ? byteStream(options) : undefined;
 
-  const run = (runContext: TaskRunContext): TaskHooks => {
+  const run = (runContext: TaskRunContext<F>): TaskHooks<F> => {
     runCalls += 1;
     context = runContext;
-    const done = new Promise<TaskOutcome>((resolve, reject) => {
+    const done = new Promise<TaskOutcome<F>>((resolve, reject) => {
       resolveDone = resolve;
       rejectDone = reject;
     });
-    const hooks: TaskHooks = {
+    const hooks: TaskHooks<F> = {
       done,
       cancellable: options.cancellable ?? true,
       cancel(reason) {
         cancelReasons.push(reason);
         if (onCancel === 'throw') throw new Error('scripted cancel failure');
         if (onCancel === 'settle') {
-          queueMicrotask(() => resolveDone({ status: 'killed', detail: { reason: 'cancelled' } }));
+          queueMicrotask(() =>
+            resolveDone({ status: 'killed', detail: { reason: 'cancelled' } as Partial<F> }),
+          );
         }
       },
       ...(options.streaming === false
@@ -101,7 +107,7 @@ export function scriptedTask(options: ScriptedTaskOptions = {}): ScriptedTask {
     return hooks;
   };
 
-  const spec: TaskSpec = {
+  const spec: TaskSpec<F> = {
     kind: options.kind ?? 'scripted',
     label: options.label ?? 'scripted task',
     ...(options.owner ? { owner: options.owner } : {}),

@@ -1,15 +1,72 @@
 /** Model-facing tools: the tool definition type, the task tools, the output limit, the stop dispatch, the prompt. */
-export * from './errors.js';
-export * from './foreground-calls.js';
-export * from './output-limit.js';
-export * from './recorded-tasks.js';
-export * from './status-line.js';
-export * from './stop-dispatch.js';
-export * from './system-prompt.js';
-export * from './task-kill.js';
-export * from './task-list.js';
-export * from './task-monitor.js';
-export * from './task-output.js';
-export * from './task-tools.js';
-export * from './task-tools-options.js';
-export * from './tool-definition.js';
+export { ToolCallAbortedError, ToolsDisposedError } from './errors.js';
+export { type ForegroundCall, ForegroundCalls } from './foreground-calls.js';
+export { type LimitToolTextOptions, limitToolResult, limitToolText } from './output-limit.js';
+export { RECORDED_OUTPUT_READ_BYTES, type RecordedTaskOutput, type RecordedTasks } from './recorded-tasks.js';
+export { formatStatusLine } from './status-line.js';
+export {
+  createStopDispatch,
+  killWithInitiator,
+  type StopAllEntry,
+  type StopDispatch,
+  type StopDispatchOptions,
+  type StopFailureReason,
+  type StopRequest,
+  type StopResult,
+  type StopStrategy,
+  type StopStrategyContext,
+} from './stop-dispatch.js';
+export { TASK_TOOLS_PROMPT, type TaskToolsPromptOptions, taskToolsPrompt } from './system-prompt.js';
+export {
+  createTaskKillTool,
+  TASK_KILL_TOOL_NAME,
+  type TaskKillInput,
+  type TaskKillValue,
+} from './task-kill.js';
+export {
+  createTaskListTool,
+  formatTaskLine,
+  NO_BACKGROUND_TASKS,
+  TASK_LIST_TOOL_NAME,
+  type TaskListInput,
+  type TaskListValue,
+} from './task-list.js';
+export {
+  createTaskMonitorTool,
+  TASK_MONITOR_TOOL_NAME,
+  type TaskMonitorInput,
+  type TaskMonitorValue,
+} from './task-monitor.js';
+export {
+  createTaskOutputTool,
+  TASK_OUTPUT_TOOL_NAME,
+  type TaskOutputInput,
+  type TaskOutputValue,
+} from './task-output.js';
+export { createTaskTools, type TaskTools } from './task-tools.js';
+export {
+  type ResolvedTaskToolsOptions,
+  TASK_TOOLS_DEFAULTS,
+  type TaskToolsOptions,
+  taskToolsOptions,
+} from './task-tools-options.js';
+export {
+  type AnyToolDefinition,
+  type BackgroundToolValue,
+  type DefineToolOptions,
+  defineTool,
+  describeToolError,
+  type ExecuteToolOptions,
+  executeTool,
+  hasInputKey,
+  type JsonSchema,
+  type ReportedTaskEnd,
+  reportedTaskEnd,
+  reportedTaskEnds,
+  type ToolContext,
+  type ToolDefinition,
+  type ToolPolicy,
+  type ToolResult,
+  toolError,
+  toolResult,
+} from './tool-definition.js';

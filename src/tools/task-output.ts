@@ -7,8 +7,7 @@
  * takes its delivery claim, so no notification repeats what the model read.
  */
 import { z } from 'zod';
-import { detailString } from '../notifications/index.js';
-import { type Caller, ErrandError, isTerminalStatus, type TaskSnapshot } from '../tasks/index.js';
+import { type Caller, ErrandError, isTerminalStatus, type TaskSnapshot, taskFact } from '../tasks/index.js';
 import { formatTruncationMarker, lastLines, stripTerminalEscapes, utf8ByteLength } from '../text/index.js';
 import { limitToolText } from './output-limit.js';
 import { RECORDED_OUTPUT_READ_BYTES } from './recorded-tasks.js';
@@ -142,7 +141,7 @@ function answerFromRecord(
   const found = runtime.recorded?.read(taskId, caller, limit ?? RECORDED_OUTPUT_READ_BYTES);
   if (found === undefined) return undefined;
   const { snapshot } = found;
-  const outputFile = detailString(snapshot, 'outputFile');
+  const outputFile = taskFact(snapshot, 'outputFile');
   const skipped = (found.totalBytes ?? 0) - Buffer.byteLength(found.text, 'utf8');
   const text =
     skipped > 0
@@ -221,7 +220,7 @@ export function createTaskOutputTool(
         const error =
           isTerminalStatus(after.status) && after.error !== undefined ? `\nerror: ${after.error}` : '';
         const limit = limitFor(runtime, after);
-        const outputFile = detailString(after, 'outputFile');
+        const outputFile = taskFact(after, 'outputFile');
         const body = `${tail ? text : bodyOf(text, after)}${error}`;
         const status = formatStatusLine(after, note);
         const whole = body.endsWith('\n') ? `${body}${status}` : `${body}\n${status}`;

@@ -3,12 +3,8 @@
  * (cancelled, timed_out, output_limit → killed; spawn_error → failed); a command that ended on its own
  * is completed only with exit code 0. The raw facts go to `detail` uninterpreted.
  */
-import {
-  mapPortStatus,
-  type TaskDetail,
-  type TaskOutcome,
-  type TerminalTaskStatus,
-} from '../../tasks/index.js';
+import { mapPortStatus, type TaskOutcome, type TerminalTaskStatus } from '../../tasks/index.js';
+import type { BashFacts } from './bash-facts.js';
 import { describeExit, type ExitFacts } from './exit-facts.js';
 
 export function bashTaskStatus(facts: ExitFacts): TerminalTaskStatus {
@@ -18,7 +14,7 @@ export function bashTaskStatus(facts: ExitFacts): TerminalTaskStatus {
 }
 
 /** The detail a stopped command publishes: every exit fact, JSON-ready. */
-export function exitDetail(facts: ExitFacts): TaskDetail {
+export function exitDetail(facts: ExitFacts): BashFacts {
   const killed =
     facts.reason === 'cancelled' || facts.reason === 'timed_out' || facts.reason === 'output_limit';
   return {
@@ -40,7 +36,7 @@ export function exitDetail(facts: ExitFacts): TaskDetail {
   };
 }
 
-export function bashOutcome(facts: ExitFacts): TaskOutcome {
+export function bashOutcome(facts: ExitFacts): TaskOutcome<BashFacts> {
   const status = bashTaskStatus(facts);
   const detail = exitDetail(facts);
   if (status === 'completed') return { status, detail };

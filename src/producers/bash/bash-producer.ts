@@ -29,6 +29,7 @@ import {
   type OptionsInput,
   option,
 } from '../../tasks/options.js';
+import type { BashFacts } from './bash-facts.js';
 import { bashOutcome } from './bash-outcome.js';
 import type { CommandHandle, OutputSnapshot } from './command-handle.js';
 import { type DurableAttachment, DurableHandle } from './durable-handle.js';
@@ -96,14 +97,14 @@ export interface AdoptedBashTask {
   readonly owner: Owner;
   readonly label: string;
   /** The record's detail (command, description, working directory, tool-use id, ...). */
-  readonly detail: Readonly<Record<string, unknown>>;
+  readonly detail: BashFacts;
   readonly attachment: DurableAttachment;
 }
 
 export interface StartedBashTask {
   readonly taskId: TaskId;
   /** The snapshot right after registration (pid and output file in its detail). */
-  readonly snapshot: TaskSnapshot;
+  readonly snapshot: TaskSnapshot<BashFacts>;
   readonly handle: CommandHandle;
 }
 
@@ -172,7 +173,7 @@ export class BashProducer {
       throw new InvalidArgumentError('toolUseId', 'a string', request.toolUseId);
     }
     let started: CommandHandle | undefined;
-    const snapshot = await this.tasks.start({
+    const snapshot = await this.tasks.start<BashFacts>({
       kind: 'bash',
       label: labelOf(request.description, request.command),
       ...(request.owner ? { owner: request.owner } : {}),
@@ -204,7 +205,7 @@ export class BashProducer {
    */
   async adopt(task: AdoptedBashTask): Promise<StartedBashTask> {
     let started: CommandHandle | undefined;
-    const snapshot = await this.tasks.start({
+    const snapshot = await this.tasks.start<BashFacts>({
       kind: 'bash',
       label: task.label,
       owner: task.owner,
@@ -251,7 +252,7 @@ export class BashProducer {
     this.#unsubscribe();
   }
 
-  #hooks(context: TaskRunContext, handle: CommandHandle): TaskHooks {
+  #hooks(context: TaskRunContext<BashFacts>, handle: CommandHandle): TaskHooks<BashFacts> {
     const throttle = new DetailThrottle(this.#clock, this.#detailIntervalMs, () =>
       context.updateDetail({ outputBytes: handle.outputBytes }),
     );
@@ -284,8 +285,8 @@ export class BashProducer {
         });
       });
     });
-    let reportLost!: (outcome: TaskOutcome) => void;
-    const lost = new Promise<TaskOutcome>((resolve) => {
+    let reportLost!: (outcome: TaskOutcome<BashFacts>) => void;
+    const lost = new Promise<TaskOutcome<BashFacts>>((resolve) => {
       reportLost = resolve;
     });
     const finished = handle.stopped.then((facts) => {
@@ -296,13 +297,13 @@ export class BashProducer {
     const detached =
       handle instanceof DurableHandle
         ? handle.detached.then(
-            (): TaskOutcome => ({
+            (): TaskOutcome<BashFacts> => ({
               status: 'lost',
               error: `The runtime let go of durable task ${context.taskId} at its exit; the command keeps running and is re-attached when its session is resumed`,
               detail: { detached: true },
             }),
           )
-        : new Promise<TaskOutcome>(() => {});
+        : new Promise<TaskOutcome<BashFacts>>(() => {});
     let publishedOffset = handle.readOffset;
     const output = handle.outputStream();
     return {

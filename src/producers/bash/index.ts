@@ -22,6 +22,7 @@ export {
   type ManualClock,
   systemClock,
 } from '../../tasks/clock.js';
+export { type BashFacts, bashFacts } from './bash-facts.js';
 export { bashOutcome, bashTaskStatus, exitDetail } from './bash-outcome.js';
 export {
   type BashOutputView,
@@ -46,6 +47,7 @@ export {
 } from './bash-tool.js';
 export { type BashToolInput, type BashToolSchemaOptions, bashToolSchema } from './bash-tool-schema.js';
 export {
+  CommandTooLargeError,
   ExecutorDisposedError,
   ProcessIdInUseError,
   RunInBackgroundDisabledError,

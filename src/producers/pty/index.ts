@@ -13,6 +13,7 @@ export {
   ptyProducerOptions,
   type ResolvedPtyProducerOptions,
 } from './options.js';
+export { type PtyFacts, ptyFacts } from './pty-facts.js';
 export { outcomeOf as ptyOutcomeOf } from './pty-outcome.js';
 export {
   PTY_TAG_VARIABLE,

@@ -2,12 +2,13 @@
  * Maps a pty program's exit facts to a task outcome, like the bash producer: a stop (cancelled, timed
  * out, output limit) is killed, a spawn error or a non-zero exit is failed. The raw facts go to `detail`.
  */
-import type { TaskDetail, TaskOutcome } from '../../tasks/index.js';
+import type { TaskOutcome } from '../../tasks/index.js';
+import type { PtyFacts } from './pty-facts.js';
 import type { PtyExit } from './pty-process.js';
 
 /** Maps exit facts to the registry: stops → killed, spawn errors and non-zero exits → failed. */
-export function outcomeOf(exit: PtyExit): TaskOutcome {
-  const detail: TaskDetail = {
+export function outcomeOf(exit: PtyExit): TaskOutcome<PtyFacts> {
+  const detail: PtyFacts = {
     reason: exit.reason,
     exitCode: exit.exitCode,
     signal: exit.signal,

@@ -16,7 +16,6 @@ import {
   InvalidArgumentError,
   isTerminalStatus,
   type Owner,
-  type TaskDetail,
   type TaskHooks,
   type TaskId,
   TaskNotFoundError,
@@ -37,6 +36,7 @@ import {
   type ResolvedPtyProducerOptions,
   validateEnvironment,
 } from './options.js';
+import type { PtyFacts } from './pty-facts.js';
 import { outcomeOf } from './pty-outcome.js';
 import { createPtyOutputFile, type PtyProcess, spawnPtyProcess } from './pty-process.js';
 import { loadPtyRuntime } from './pty-runtime.js';
@@ -65,7 +65,7 @@ export interface PtyStartRequest {
 
 export interface PtyStarted {
   readonly taskId: TaskId;
-  readonly snapshot: TaskSnapshot;
+  readonly snapshot: TaskSnapshot<PtyFacts>;
   readonly pid: number | undefined;
   readonly outputFile: string;
 }
@@ -99,7 +99,7 @@ export interface PtyProducer {
 
 interface Entry {
   readonly process: PtyProcess;
-  readonly context: TaskRunContext;
+  readonly context: TaskRunContext<PtyFacts>;
 }
 
 export function createPtyProducer(options: PtyProducerOptions): PtyProducer {
@@ -157,7 +157,7 @@ class LocalPtyProducer implements PtyProducer {
       toSingleLine(request.description ?? command ?? 'interactive shell'),
       this.options.maxLabelChars,
     );
-    const detail: TaskDetail = {
+    const detail: PtyFacts = {
       command: command ?? [this.options.shell, ...this.options.interactiveShellArgs].join(' '),
       ...(request.description === undefined ? {} : { description: request.description }),
       ...(request.toolUseId === undefined ? {} : { toolUseId: request.toolUseId }),
@@ -167,9 +167,9 @@ class LocalPtyProducer implements PtyProducer {
       outputFile: file.path,
     };
     let started: PtyProcess | undefined;
-    let snapshot: TaskSnapshot;
+    let snapshot: TaskSnapshot<PtyFacts>;
     try {
-      snapshot = await this.#tasks.start({
+      snapshot = await this.#tasks.start<PtyFacts>({
         kind: PTY_TASK_KIND,
         label,
         ...(request.owner === undefined ? {} : { owner: request.owner }),
@@ -321,7 +321,7 @@ class LocalPtyProducer implements PtyProducer {
     return env;
   }
 
-  #register(context: TaskRunContext, pty: PtyProcess, file: OutputFileWriter): TaskHooks {
+  #register(context: TaskRunContext<PtyFacts>, pty: PtyProcess, file: OutputFileWriter): TaskHooks<PtyFacts> {
     this.#entries.set(context.taskId, { process: pty, context });
     this.#outputFiles.set(context.taskId, pty.outputFile);
     // Viewers see the output grow; the final count goes out with the outcome.

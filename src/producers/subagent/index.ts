@@ -35,6 +35,7 @@ export {
   SubagentNotContinuableError,
   SubagentProducerDisposedError,
 } from './errors.js';
+export { type SubagentFacts, subagentFacts } from './subagent-facts.js';
 export {
   type ResolvedSubagentOptions,
   SUBAGENT_DEFAULTS,

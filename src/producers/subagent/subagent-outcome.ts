@@ -3,12 +3,13 @@
  * final output and `resultText`; cancelled → killed; anything else → failed with its diagnosis. Usage,
  * the end reason and the child session travel in `detail` (the subagent notification reads them).
  */
-import type { TaskDetail, TaskOutcome } from '../../tasks/index.js';
+import type { TaskOutcome } from '../../tasks/index.js';
 import type { ChildRunResult } from './child-run.js';
+import type { SubagentFacts } from './subagent-facts.js';
 
 /** Maps a child run's result to the task outcome the registry settles with. */
-export function subagentOutcome(result: ChildRunResult): TaskOutcome {
-  const detail: TaskDetail = {
+export function subagentOutcome(result: ChildRunResult): TaskOutcome<SubagentFacts> {
+  const detail: SubagentFacts = {
     usage: { ...result.usage },
     reason: result.reason,
     childSessionId: result.childSessionId ?? null,

@@ -12,7 +12,6 @@ import {
   type Disposer,
   isTerminalStatus,
   type Owner,
-  type TaskDetail,
   type TaskId,
   type TaskService,
   type TaskSnapshot,
@@ -28,6 +27,7 @@ import {
   SubagentNotContinuableError,
   SubagentProducerDisposedError,
 } from './errors.js';
+import type { SubagentFacts } from './subagent-facts.js';
 import {
   type ResolvedSubagentOptions,
   type SubagentProducerOptions,
@@ -69,7 +69,7 @@ export interface ResumeSubagentOptions {
 export interface StartedSubagent {
   readonly taskId: TaskId;
   /** The snapshot right after registration. */
-  readonly snapshot: TaskSnapshot;
+  readonly snapshot: TaskSnapshot<SubagentFacts>;
   /** The run's result; settles after the child was released. Never rejects. */
   readonly result: Promise<ChildRunResult>;
 }
@@ -272,14 +272,14 @@ export class SubagentProducer {
     // A resume waited for its lingering child to close: a disposal that began meanwhile would miss it.
     this.#ensureOpen();
     let run: ChildRun | undefined;
-    const detail: TaskDetail = {
+    const detail: SubagentFacts = {
       description: record.description ?? null,
       prompt: prompt.slice(0, MAX_PROMPT_DETAIL_CHARACTERS),
       profile: record.profile?.name ?? null,
       toolUseId: how.toolUseId ?? null,
       childSessionId: record.childSessionId ?? null,
     };
-    const snapshot = await this.tasks.start({
+    const snapshot = await this.tasks.start<SubagentFacts>({
       kind: 'agent',
       label: labelOf(record.description, prompt),
       owner,

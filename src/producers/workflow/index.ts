@@ -20,7 +20,15 @@ export {
   locateScript as locateWorkflowScript,
   WORKFLOW_SCRIPT_EXTENSIONS,
 } from './script-loader.js';
-export type * from './workflow-context.js';
+export type {
+  WorkflowAgentOptions,
+  WorkflowAgentResult,
+  WorkflowBashOptions,
+  WorkflowCommandResult,
+  WorkflowContext,
+  WorkflowFunction,
+} from './workflow-context.js';
+export { type WorkflowFacts, workflowFacts } from './workflow-facts.js';
 export {
   type ResolvedWorkflowOptions,
   WORKFLOW_DEFAULTS,
@@ -40,4 +48,13 @@ export type {
   WorkflowCallerOptions,
   WorkflowStartRequest,
 } from './workflow-request.js';
-export * from './workflow-tools.js';
+export {
+  createWorkflowTools,
+  WORKFLOW_TOOL_NAMES,
+  type WorkflowAmendInput,
+  type WorkflowAnswerInput,
+  type WorkflowResumeInput,
+  type WorkflowRunInput,
+  type WorkflowTools,
+  type WorkflowToolsOptions,
+} from './workflow-tools.js';

@@ -5,15 +5,16 @@
  */
 
 import type { SessionStore } from '../../store/index.js';
-import type { Logger, StopInitiator, TaskDetail, TaskOutcome } from '../../tasks/index.js';
+import type { Logger, StopInitiator, TaskOutcome } from '../../tasks/index.js';
 import { describeError } from './run-text.js';
 import type { ExecutionOutcome } from './workflow-execution.js';
+import type { WorkflowFacts } from './workflow-facts.js';
 
 export function workflowTaskOutcome(
   outcome: ExecutionOutcome,
   supersededBy: string | undefined,
-): TaskOutcome {
-  const detail: TaskDetail = {
+): TaskOutcome<WorkflowFacts> {
+  const detail: WorkflowFacts = {
     stepsDone: outcome.stepsDone,
     stepsReplayed: outcome.stepsReplayed,
     reason: outcome.status === 'killed' ? 'cancelled' : outcome.status,

@@ -8,7 +8,7 @@
 import type { WorkflowProgressEvent } from '../../notifications/index.js';
 import type { JsonValue } from '../../store/index.js';
 import type { Logger } from '../../tasks/index.js';
-import { InvalidArgumentError, MAX_TIMER_DELAY_MS, type TaskDetail } from '../../tasks/index.js';
+import { InvalidArgumentError, MAX_TIMER_DELAY_MS } from '../../tasks/index.js';
 import type { BashExecutor, Clock } from '../bash/index.js';
 import type { SubagentProducer } from '../subagent/index.js';
 import { runCommand } from './command-step.js';
@@ -30,6 +30,7 @@ import type {
   WorkflowCommandResult,
   WorkflowContext,
 } from './workflow-context.js';
+import type { WorkflowFacts } from './workflow-facts.js';
 
 const MAX_PROGRESS_CHARACTERS = 2000;
 
@@ -53,7 +54,7 @@ export interface ExecutionDependencies {
   readonly stallAfterMs: number | false;
   readonly cancelGraceMs: number;
   /** Publishes progress facts into the task's detail. */
-  readonly updateDetail: (patch: TaskDetail) => void;
+  readonly updateDetail: (patch: WorkflowFacts) => void;
   /** Raises a stall or an input-needed notification. */
   readonly notify: (event: WorkflowProgressEvent) => void;
 }

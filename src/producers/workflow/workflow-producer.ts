@@ -17,13 +17,13 @@ import {
   isTerminalStatus,
   type Owner,
   type StopInitiator,
-  type TaskDetail,
   type TaskId,
   TaskNotFoundError,
   type TaskOutcome,
   type TaskRunContext,
   type TaskService,
   type TaskSnapshot,
+  taskFact,
 } from '../../tasks/index.js';
 import { BashExecutor } from '../bash/index.js';
 import {
@@ -37,6 +37,7 @@ import { recordRunEnd, workflowTaskOutcome } from './run-outcome.js';
 import { describeError } from './run-text.js';
 import { importScript, type LoadedScript, loadScript, locateScript } from './script-loader.js';
 import { type ExecutionOutcome, WorkflowExecution } from './workflow-execution.js';
+import type { WorkflowFacts } from './workflow-facts.js';
 import {
   type ResolvedWorkflowOptions,
   type WorkflowProducerOptions,
@@ -47,7 +48,6 @@ import {
   ensureOwner,
   labelOf,
   type StartedWorkflow,
-  stringDetail,
   validateText,
   type WorkflowAmendOptions,
   type WorkflowCallerOptions,
@@ -58,7 +58,7 @@ interface RunEntry {
   readonly sessionId: string;
   readonly legacy: boolean;
   execution: WorkflowExecution;
-  context: TaskRunContext;
+  context: TaskRunContext<WorkflowFacts>;
   supersededBy: string | undefined;
   carriedSteps: number;
 }
@@ -281,14 +281,14 @@ export class WorkflowProducer {
     // Loading the script took a while: a disposal that began meanwhile would never stop this run.
     this.#ensureOpen();
     const { store } = this.options;
-    const detail: TaskDetail = {
+    const detail: WorkflowFacts = {
       script: script.name,
       description: how.description ?? null,
       toolUseId: how.toolUseId ?? null,
       legacy: how.legacy,
       ...(mode.kind === 'amend' ? { amends: mode.previous } : {}),
     };
-    const snapshot = await this.tasks.start({
+    const snapshot = await this.tasks.start<WorkflowFacts>({
       kind: 'workflow',
       label: labelOf(how.description, script.name),
       owner,
@@ -395,7 +395,7 @@ export class WorkflowProducer {
     }
   }
 
-  #finish(runId: string, entry: RunEntry, outcome: ExecutionOutcome): TaskOutcome {
+  #finish(runId: string, entry: RunEntry, outcome: ExecutionOutcome): TaskOutcome<WorkflowFacts> {
     if (!entry.legacy && entry.supersededBy === undefined) {
       const initiator = this.#tryGet(runId, trusted)?.stopInitiator;
       recordRunEnd(this.options.store, runId, outcome, initiator, this.options.logger);
@@ -403,7 +403,12 @@ export class WorkflowProducer {
     return workflowTaskOutcome(outcome, entry.supersededBy);
   }
 
-  #notify(sessionId: string, runId: string, event: WorkflowProgressEvent, context: TaskRunContext): void {
+  #notify(
+    sessionId: string,
+    runId: string,
+    event: WorkflowProgressEvent,
+    context: TaskRunContext<WorkflowFacts>,
+  ): void {
     if (event.type === 'stalled') context.updateDetail({ stalledForMs: event.idleMs ?? null });
     let policy: ReturnType<NonNullable<ResolvedWorkflowOptions['policyOf']>>;
     try {
@@ -444,10 +449,12 @@ export class WorkflowProducer {
 
   /** A run's description: from the registry, else from the task record an earlier process stored. */
   #descriptionOf(runId: string, caller: Owner): string | undefined {
-    const live = stringDetail(this.#tryGet(runId, caller)?.detail, 'description');
+    const snapshot = this.#tryGet(runId, caller);
+    const live = snapshot === undefined ? undefined : taskFact(snapshot, 'description');
     if (live !== undefined) return live;
     try {
-      return stringDetail(this.options.store.getTask(runId, caller.sessionId)?.detail, 'description');
+      const stored = this.options.store.getTask(runId, caller.sessionId);
+      return stored === undefined ? undefined : taskFact(stored, 'description');
     } catch {
       return undefined;
     }

@@ -1,5 +1,6 @@
 /** What callers of the workflow producer pass and get back, and the checks their input goes through. */
 import { InvalidArgumentError, type Owner, type TaskId, type TaskSnapshot } from '../../tasks/index.js';
+import type { WorkflowFacts } from './workflow-facts.js';
 
 const MAX_LABEL_CHARACTERS = 200;
 const MAX_DESCRIPTION_CHARACTERS = 1000;
@@ -41,7 +42,7 @@ export interface WorkflowAmendOptions extends WorkflowCallerOptions {
 
 export interface StartedWorkflow {
   readonly runId: TaskId;
-  readonly snapshot: TaskSnapshot;
+  readonly snapshot: TaskSnapshot<WorkflowFacts>;
   readonly script: string;
 }
 
@@ -70,14 +71,6 @@ export function validateText(field: string, value: unknown): void {
       value,
     );
   }
-}
-
-export function stringDetail(
-  detail: Readonly<Record<string, unknown>> | undefined,
-  key: string,
-): string | undefined {
-  const value = detail?.[key];
-  return typeof value === 'string' && value !== '' ? value : undefined;
 }
 
 export function labelOf(description: string | undefined, script: string): string {

@@ -3,9 +3,20 @@
  * once, and a start that fails — before or inside `run()` — registers nothing and spends no id.
  */
 import assert from 'node:assert/strict';
-import { createOwner, type TaskHooks, type TaskSpec } from '../../tasks/index.js';
+import {
+  createOwner,
+  type TaskFacts,
+  type TaskHooks,
+  type TaskOutcome,
+  type TaskSpec,
+} from '../../tasks/index.js';
 import { failsWith, failure } from './case-context.js';
 import type { ConformanceGroup } from './conformance-case.js';
+
+/** A producer's own facts beside the common ones, as a provider must keep them. */
+interface CommandFacts extends TaskFacts {
+  readonly command?: string;
+}
 
 const INVALID_SPECS: ReadonlyArray<readonly [string, Record<string, unknown>, string]> = [
   ['a missing kind', { kind: undefined }, 'kind'],
@@ -337,9 +348,9 @@ export const preflightCases: ConformanceGroup = {
     {
       name: 'keeps detail published during run() and after, merges the outcome detail, ignores detail after settlement',
       async run({ tasks, onCleanup, settled }) {
-        let publish: ((patch: Record<string, unknown>) => void) | undefined;
+        let publish: ((patch: CommandFacts) => void) | undefined;
         let finish: (() => void) | undefined;
-        const snapshot = await tasks.start({
+        const snapshot = await tasks.start<CommandFacts>({
           kind: 'bash',
           label: 'x',
           detail: { command: 'ls' },
@@ -348,7 +359,7 @@ export const preflightCases: ConformanceGroup = {
             publish = context.updateDetail;
             return {
               cancel() {},
-              done: new Promise((resolve) => {
+              done: new Promise<TaskOutcome<CommandFacts>>((resolve) => {
                 finish = () => resolve({ status: 'completed', detail: { exitCode: 0 } });
               }),
             };

@@ -127,7 +127,7 @@ export const readingCases: ConformanceGroup = {
     {
       name: 'gives frozen, non-consuming snapshots',
       async run({ tasks, start }) {
-        const { task, snapshot } = await start({ spec: { detail: { a: 1 } } });
+        const { task, snapshot } = await start({ spec: { detail: { pid: 1 } } });
         task.push('kept');
         const seen = tasks.get(snapshot.id);
         assert.ok(Object.isFrozen(seen) && Object.isFrozen(seen.detail));

@@ -1,23 +1,15 @@
 /**
- * Producer facts read from a snapshot's `detail`, and the status a model is shown. The registry never
- * interprets `detail`; these readers are the one place the model-facing surfaces do.
- *
- * Detail keys Errand's surfaces understand (all optional):
- * `exitCode` (number), `signal` (string), `reason` (string: why it stopped), `description` (string),
- * `toolUseId` (string), `outputFile` (string), `outputTail` (string), `supersededBy` (string),
- * `notificationLane` ('wakeup' | 'quiet'), `usage` ({ totalTokens?, toolUses?, durationMs? }).
+ * What a model is shown of a task's status and facts: the presented status, the facts that qualify it,
+ * the task's one-phrase description and its usage. Facts are read with `taskFact`, the contract's one
+ * checked reader; the registry itself never interprets them.
  */
-import type { StopInitiator, TaskSnapshot, TaskStatus } from '../tasks/index.js';
-
-export function detailString(snapshot: TaskSnapshot, key: string): string | undefined {
-  const value = snapshot.detail[key];
-  return typeof value === 'string' && value !== '' ? value : undefined;
-}
-
-export function detailNumber(snapshot: TaskSnapshot, key: string): number | undefined {
-  const value = snapshot.detail[key];
-  return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
-}
+import {
+  type StopInitiator,
+  type TaskSnapshot,
+  type TaskStatus,
+  taskFact,
+  type UsageFacts,
+} from '../tasks/index.js';
 
 /**
  * The status a model is shown. It is the registry's status, except that a task reported `completed`
@@ -25,7 +17,7 @@ export function detailNumber(snapshot: TaskSnapshot, key: string): number | unde
  */
 export function presentedStatus(snapshot: TaskSnapshot): TaskStatus {
   if (snapshot.status !== 'completed') return snapshot.status;
-  const exitCode = detailNumber(snapshot, 'exitCode');
+  const exitCode = taskFact(snapshot, 'exitCode');
   return exitCode !== undefined && exitCode !== 0 ? 'failed' : 'completed';
 }
 
@@ -38,11 +30,11 @@ const INITIATOR_WORDS: Record<StopInitiator, string> = {
 /** Short facts that qualify a status: `exit code 1`, `signal SIGTERM`, `reason: timed out`, who stopped it. */
 export function statusFacts(snapshot: TaskSnapshot): string[] {
   const facts: string[] = [];
-  const exitCode = detailNumber(snapshot, 'exitCode');
+  const exitCode = taskFact(snapshot, 'exitCode');
   if (exitCode !== undefined) facts.push(`exit code ${exitCode}`);
-  const signal = detailString(snapshot, 'signal');
+  const signal = taskFact(snapshot, 'signal');
   if (signal !== undefined) facts.push(`signal ${signal}`);
-  const reason = detailString(snapshot, 'reason');
+  const reason = taskFact(snapshot, 'reason');
   // `completed` and `cancelled` say nothing the status and the initiator do not already say.
   if (
     reason !== undefined &&
@@ -72,21 +64,20 @@ export function describeStatus(snapshot: TaskSnapshot): string {
 
 /** What a task is about in one phrase: the producer's description, else its label. */
 export function taskDescription(snapshot: TaskSnapshot): string {
-  return detailString(snapshot, 'description') ?? snapshot.label;
+  return taskFact(snapshot, 'description') ?? snapshot.label;
 }
 
-export interface TaskUsage {
-  readonly totalTokens?: number;
-  readonly toolUses?: number;
-  readonly durationMs?: number;
-}
+export type TaskUsage = Pick<UsageFacts, 'totalTokens' | 'toolUses' | 'durationMs'>;
 
-/** Usage facts of a subagent: `detail.usage` (or the same keys at the top of `detail`), duration from the clock. */
+/**
+ * Usage facts of a subagent: `detail.usage` (or the same keys flat at the top of `detail`, as older
+ * producers published them), the duration from the clock when the producer gave none.
+ */
 export function taskUsage(snapshot: TaskSnapshot): TaskUsage {
-  const nested = snapshot.detail.usage;
-  const source: Record<string, unknown> =
-    typeof nested === 'object' && nested !== null ? (nested as Record<string, unknown>) : snapshot.detail;
-  const number = (key: string): number | undefined => {
+  // A flat `detail` has no declared usage keys: read it as the usage it stands for.
+  const source: Readonly<Record<string, unknown>> = (taskFact(snapshot, 'usage') ??
+    snapshot.detail) as Readonly<Record<string, unknown>>;
+  const number = (key: keyof TaskUsage): number | undefined => {
     const value = source[key];
     return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
   };

@@ -361,7 +361,9 @@ describe('errand serve over work whose runtime is gone', () => {
     const [[taskId, pid]] = [...host.tasks];
     await host.kill();
     const store = openSqliteSessionStore({ home });
-    const backend = createStoreDashboardBackend({ store, logger: quiet, killGraceMs: 200 });
+    // The wrapper records the command's status after SIGTERM; a grace long enough for a loaded machine
+    // keeps SIGKILL from reaching it first (the stop returns as soon as the tree is gone).
+    const backend = createStoreDashboardBackend({ store, logger: quiet, killGraceMs: 10_000 });
     cleanups.push(() => {
       backend.dispose();
       store.close();

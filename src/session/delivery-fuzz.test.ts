@@ -140,9 +140,10 @@ describe('session delivery across races', () => {
                 break;
               case 'commit':
                 try {
-                  reservations.shift()?.commit();
+                  reservations[0]?.commit();
+                  reservations.shift();
                 } catch {
-                  // Stays reserved; released below.
+                  // Stays reserved (and held): committed again or released later.
                 }
                 break;
               case 'release':

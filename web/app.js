@@ -15,7 +15,7 @@ import { byId, element, errorText, formatBytes, formatStart, shortPath } from '.
  *   toolUseId: string | null,
  *   state: WorkState, status: string, cancellable: boolean, startedAt: number, endedAt: number | null,
  *   cancelRequestedAt: number | null, pid: number | null, outputBytes: number | null, tail: string | null,
- *   exitCode: number | null, signal: string | null, error: string | null
+ *   exitCode: number | null, signal: string | null, error: string | null, sandbox?: string | null
  * }} BackgroundWork
  * @typedef {{
  *   id: string, title: string | null, parentId: string | null, createdAt: number | null, cwd: string | null,
@@ -506,6 +506,7 @@ function detailsOf(work) {
   if (work.exitCode !== null) parts.push(`exit code ${work.exitCode}`);
   if (work.signal !== null) parts.push(work.signal);
   if (work.error !== null) parts.push(work.error);
+  if (work.sandbox) parts.push(`sandbox ${work.sandbox}`);
   return parts.join(' · ');
 }
 

@@ -11,9 +11,11 @@ Commands:
   demo     the whole loop on a scripted model with real background commands
            (--no-dashboard, --hold to keep the dashboard up)
   chat     the agent loop with a real model (ERRAND_MODEL, ERRAND_BASE_URL, ERRAND_API_KEY)
-           (--cwd <dir>, --home <dir>, --resume <session-id>; errand chat --help)
+           (--cwd <dir>, --home <dir>, --resume <session-id>, --sandbox <profile>, --no-network;
+           errand chat --help)
   mcp      the MCP server on stdio: background tasks with notifications for an MCP client
-           (--dashboard, --port <n>, --home <dir>, --cwd <dir>; errand mcp --help)
+           (--dashboard, --port <n>, --home <dir>, --cwd <dir>, --sandbox <profile>, --no-network;
+           errand mcp --help)
   serve    the dashboard on 127.0.0.1 until SIGINT/SIGTERM (--port <n>, --home <dir>; errand serve --help)
   help     show this help
 `;

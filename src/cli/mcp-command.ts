@@ -5,7 +5,9 @@
  */
 import type { Readable, Writable } from 'node:stream';
 import { startStdioMcpServer } from '../mcp/index.js';
+import { ErrandError } from '../tasks/index.js';
 import { describeFlags, type FlagSpecs, parseFlags, UsageError } from './args.js';
+import { SANDBOX_FLAGS, sandboxFromFlags } from './sandbox-flags.js';
 import { onShutdownSignal } from './shutdown-signals.js';
 
 export const MCP_FLAGS: FlagSpecs = {
@@ -33,6 +35,7 @@ export const MCP_FLAGS: FlagSpecs = {
     placeholder: '<dir>',
     description: "where commands run (default: the client's first root, else the launch directory)",
   },
+  ...SANDBOX_FLAGS,
 };
 
 export const MCP_USAGE = `Usage: errand mcp [options]
@@ -61,6 +64,7 @@ export const processIo = (): CommandIo => ({
 
 export async function runMcpCommand(argv: readonly string[], io: CommandIo = processIo()): Promise<number> {
   let values: Record<string, unknown>;
+  let sandbox: ReturnType<typeof sandboxFromFlags>;
   try {
     const parsed = parseFlags(argv, MCP_FLAGS, io.cwd);
     if (parsed.help) {
@@ -73,6 +77,7 @@ export async function runMcpCommand(argv: readonly string[], io: CommandIo = pro
         throw new UsageError(`\`--${flag}\` is a dashboard setting: add \`--dashboard\``);
       }
     }
+    sandbox = sandboxFromFlags(values);
   } catch (error) {
     if (error instanceof UsageError) {
       io.stderr.write(`errand mcp: ${error.message}\n\n${MCP_USAGE}`);
@@ -84,23 +89,37 @@ export async function runMcpCommand(argv: readonly string[], io: CommandIo = pro
   const warn = (message: string, context?: Record<string, unknown>) => {
     io.stderr.write(`errand mcp: warning: ${message}${context ? ` ${JSON.stringify(context)}` : ''}\n`);
   };
-  const server = await startStdioMcpServer({
-    stdin: io.stdin,
-    stdout: io.stdout,
-    launchDirectory: io.cwd,
-    logger: { warn },
-    ...(typeof values.cwd === 'string' ? { cwd: values.cwd } : {}),
-    ...(typeof values.home === 'string' ? { runtime: { home: values.home } } : {}),
-    dashboard:
-      values.dashboard === true
-        ? {
-            ...(typeof values.port === 'number' ? { port: values.port } : {}),
-            ...(typeof values['max-event-clients'] === 'number'
-              ? { maxEventClients: values['max-event-clients'] }
-              : {}),
-          }
-        : false,
-  });
+  const runtime = {
+    ...(typeof values.home === 'string' ? { home: values.home } : {}),
+    ...(sandbox === undefined ? {} : { sandbox }),
+  };
+  let server: Awaited<ReturnType<typeof startStdioMcpServer>>;
+  try {
+    server = await startStdioMcpServer({
+      stdin: io.stdin,
+      stdout: io.stdout,
+      launchDirectory: io.cwd,
+      logger: { warn },
+      ...(typeof values.cwd === 'string' ? { cwd: values.cwd } : {}),
+      ...(Object.keys(runtime).length === 0 ? {} : { runtime }),
+      dashboard:
+        values.dashboard === true
+          ? {
+              ...(typeof values.port === 'number' ? { port: values.port } : {}),
+              ...(typeof values['max-event-clients'] === 'number'
+                ? { maxEventClients: values['max-event-clients'] }
+                : {}),
+            }
+          : false,
+    });
+  } catch (error) {
+    // A sandbox that cannot be set up is said plainly; the server never runs unconfined instead.
+    if (ErrandError.hasCode(error, 'SANDBOX_UNAVAILABLE')) {
+      io.stderr.write(`errand mcp: ${error.message}\n`);
+      return 1;
+    }
+    throw error;
+  }
   if (server.dashboard) io.stderr.write(`errand mcp: dashboard at ${server.dashboard.url}\n`);
   const stopListening = onShutdownSignal(() => server.shutdown(), {
     onForce: () => io.stderr.write('errand mcp: stopping now without cleaning up\n'),

@@ -11,6 +11,7 @@ import {
   createBackgroundEventFeed,
 } from '../events/index.js';
 import { rejectUnknownPolicyOptions } from '../notifications/index.js';
+import { resolveSandbox, type SandboxSetting } from '../process/index.js';
 import {
   BASH_PRODUCER_OPTION_KEYS,
   type BashProducer,
@@ -132,6 +133,14 @@ export interface ErrandRuntimeOptions {
   /** Default environment of sessions. Default `process.env`. */
   readonly env?: Readonly<Record<string, string>>;
   readonly tasks?: TaskServiceOptions;
+  /**
+   * The sandbox every bash command and pty program of the runtime runs in (workflow command steps and
+   * subagents' bash included): a profile (`read-only`, `workspace-write`, `full`), `{ profile, network }`,
+   * or a `Sandbox`, enforced by bubblewrap. `bash.executor.sandbox`, `bash.tool.sandbox` and
+   * `pty.sandbox` override it for their part. When a profile needs bwrap and it is missing the runtime is
+   * not created (`SANDBOX_UNAVAILABLE`, naming Debian's `bubblewrap` package). Default: none.
+   */
+  readonly sandbox?: SandboxSetting;
   readonly bash?: {
     readonly executor?: BashExecutorOptions;
     readonly producer?: Omit<BashProducerOptions, 'tasks' | 'executor'>;
@@ -191,6 +200,7 @@ export const ERRAND_RUNTIME_OPTION_KEYS = optionKeys<ErrandRuntimeOptions>()({
   cwd: true,
   env: true,
   tasks: true,
+  sandbox: true,
   bash: true,
   pty: true,
   taskTools: true,
@@ -331,13 +341,21 @@ export async function createErrandRuntime(options: ErrandRuntimeOptions): Promis
   if (!Number.isSafeInteger(commandMaxAgeMs) || commandMaxAgeMs < 1) {
     throw new InvalidArgumentError('commandMaxAgeMs', 'a positive integer', options.commandMaxAgeMs);
   }
+  // Before anything is opened: a profile that needs a missing bwrap fails the whole runtime (never a part).
+  const sandbox = options.sandbox === undefined ? undefined : resolveSandbox(options.sandbox, 'sandbox');
   const ownsStore = options.store === undefined;
   const store =
     options.store ?? openSqliteSessionStore(options.home === undefined ? {} : { home: options.home });
   const built: Array<() => unknown> = ownsStore ? [() => store.close()] : [];
   try {
     return await assembleRuntime(
-      { ...options, notificationTailReadBytes: tailReadBytes, commandPollMs, commandMaxAgeMs },
+      {
+        ...options,
+        ...(sandbox === undefined ? {} : { sandbox }),
+        notificationTailReadBytes: tailReadBytes,
+        commandPollMs,
+        commandMaxAgeMs,
+      },
       store,
       ownsStore,
       built,
@@ -366,20 +384,24 @@ async function assembleRuntime(
   ownsStore: boolean,
   built: Array<() => unknown>,
 ): Promise<ErrandRuntime> {
+  const sandbox = options.sandbox === undefined ? undefined : resolveSandbox(options.sandbox, 'sandbox');
   const tasks = createTaskService({
     initialSequences: lastSequences(store),
     sequenceBlocks: storeSequenceBlocks(store),
     ...options.tasks,
   });
   built.push(() => tasks.dispose());
-  const executor = new BashExecutor(options.bash?.executor);
+  const executor = new BashExecutor({
+    ...(sandbox === undefined ? {} : { sandbox }),
+    ...options.bash?.executor,
+  });
   built.push(() => executor.dispose());
   const bash = createBashProducer({ tasks, executor, ...options.bash?.producer });
   built.push(() => bash.dispose());
   const bashTool = createBashTool({ producer: bash, ...options.bash?.tool });
   const pty =
     options.pty !== false && (await isPtyAvailable())
-      ? createPtyProducer({ tasks, ...options.pty })
+      ? createPtyProducer({ tasks, ...(sandbox === undefined ? {} : { sandbox }), ...options.pty })
       : undefined;
   if (pty) built.push(() => pty.dispose());
   const ptyTools = pty ? createPtyTools(pty) : [];

@@ -2,7 +2,7 @@
  * The process layer: what every producer that runs operating-system processes shares. Launching (the
  * spawn seam), the /proc process table, the census of a process tree and its terminator, a terminal's
  * foreground group, bounded pipe waits, the private output directory and the one capped output-file
- * writer. It knows no task, session or store: it sits above the contract (`tasks/`) and `text/` only.
+ * writer, and the sandbox profiles that rewrite a launch to run under bubblewrap. It knows no task, session or store: it sits above the contract (`tasks/`) and `text/` only.
  */
 export { DetailThrottle } from './detail-throttle.js';
 export { parseForegroundGroup, readForegroundGroup } from './foreground-group.js';
@@ -46,6 +46,19 @@ export {
   type TreeCensus,
   type TreeRoot,
 } from './process-tree.js';
+export {
+  BUBBLEWRAP_PACKAGE,
+  isSandbox,
+  resolveSandbox,
+  SANDBOX_PROFILES,
+  type Sandbox,
+  type SandboxFacts,
+  type SandboxOptions,
+  type SandboxProfile,
+  type SandboxSetting,
+  SandboxUnavailableError,
+  sandboxSummaryOf,
+} from './sandbox.js';
 export { checkSpawnable } from './spawn-check.js';
 export { diagnoseSpawnFailure, errnoOf } from './spawn-failure.js';
 export { type RequestedStopReason, STOP_REASONS, type StopReason } from './stop-reason.js';

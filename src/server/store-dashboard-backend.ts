@@ -24,6 +24,7 @@ import {
   sameFacts,
   worksLevel,
 } from '../events/index.js';
+import { sandboxSummaryOf } from '../process/index.js';
 import { isHolderLive } from '../session/session-holder.js';
 import type { RuntimeCommandType, SessionHolder, SessionStore, StoredTask } from '../store/index.js';
 import {
@@ -537,6 +538,7 @@ class StoreEventFeed implements BackgroundEventFeed {
       error: lost
         ? 'The runtime that ran this task is gone; its process did not survive.'
         : (task.error ?? null),
+      sandbox: sandboxSummaryOf(detail) ?? null,
     });
   }
 }

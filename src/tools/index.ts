@@ -2,6 +2,7 @@
 export * from './errors.js';
 export * from './foreground-calls.js';
 export * from './output-limit.js';
+export * from './sandbox-description.js';
 export * from './status-line.js';
 export * from './stop-dispatch.js';
 export * from './system-prompt.js';

@@ -5,7 +5,7 @@
  * through `updateDetail`, throttled; output files are deleted when the task service forgets the task.
  */
 
-import { DetailThrottle } from '../../process/index.js';
+import { DetailThrottle, type SandboxSetting } from '../../process/index.js';
 import { type Clock, systemClock } from '../../tasks/clock.js';
 import {
   type Caller,
@@ -80,6 +80,10 @@ export interface BashTaskRequest {
    * `timed_out`), 1 to 2147483647 ms. Default: no cap. Subagents use `SUBAGENT_BACKGROUND_RUNTIME_CAP_MS`.
    */
   readonly backgroundRuntimeCapMs?: number;
+  /** The sandbox the command runs in (a profile, `{ profile, network }` or a `Sandbox`). Default: the executor's. */
+  readonly sandbox?: SandboxSetting;
+  /** Where `workspace-write` allows writes (the session's directory). Default: `cwd`. */
+  readonly workspace?: string;
 }
 
 export interface StartedBashTask {
@@ -138,6 +142,8 @@ export class BashProducer {
       command: request.command,
       ...(request.cwd === undefined ? {} : { cwd: request.cwd }),
       ...(request.env === undefined ? {} : { env: request.env }),
+      ...(request.sandbox === undefined ? {} : { sandbox: request.sandbox }),
+      ...(request.workspace === undefined ? {} : { workspace: request.workspace }),
       ...(shorter(timeoutMs, background ? cap : undefined) === undefined
         ? {}
         : { timeoutMs: shorter(timeoutMs, background ? cap : undefined) }),
@@ -160,6 +166,8 @@ export class BashProducer {
         description: request.description ?? null,
         cwd: resolved.cwd,
         toolUseId: request.toolUseId ?? null,
+        // Shown wherever details are: the task list, the dashboard, the store.
+        ...(resolved.sandbox === undefined ? {} : { sandbox: { ...resolved.sandbox.facts } }),
       },
       run: (context) => {
         const handle = this.executor.start(resolved);

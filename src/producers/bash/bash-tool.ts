@@ -5,6 +5,7 @@
  * same task id. Background calls return `{ kind: 'background', taskId }` at once.
  */
 import { resolve as resolvePath } from 'node:path';
+import { resolveSandbox, type Sandbox, type SandboxSetting } from '../../process/index.js';
 import { type CancelTimer, type Clock, systemClock } from '../../tasks/clock.js';
 import {
   createTrustedCaller,
@@ -16,6 +17,7 @@ import { optionKeys, rejectUnknownOptions } from '../../tasks/option-keys.js';
 import {
   type BackgroundToolValue,
   defineTool,
+  describeSandbox,
   describeToolError,
   type ForegroundCall,
   ForegroundCalls,
@@ -75,6 +77,14 @@ export interface BashToolOptions {
    * reported by the call's result and not by a second notification. 1 to 2147483647 ms. Default 10000 ms.
    */
   readonly spawnFailureWaitMs?: number;
+  /**
+   * The sandbox this tool's commands run in, whatever the executor's default: a profile (`read-only`,
+   * `workspace-write`, `full`), `{ profile, network }`, or a `Sandbox`. `workspace-write` allows writes
+   * under the session's working directory (not a `workdir` the model names). The tool's description
+   * tells the model. `SANDBOX_UNAVAILABLE` (naming Debian's `bubblewrap`) when bwrap is missing. Default:
+   * the executor's `sandbox`.
+   */
+  readonly sandbox?: SandboxSetting;
   readonly clock?: Clock;
 }
 
@@ -87,6 +97,7 @@ export const BASH_TOOL_OPTION_KEYS = optionKeys<BashToolOptions>()({
   autoBackgroundAfterMs: true,
   backgroundRuntimeCapMs: true,
   spawnFailureWaitMs: true,
+  sandbox: true,
   clock: true,
 });
 
@@ -171,6 +182,10 @@ export function createBashTool(options: BashToolOptions): BashTool {
     optionalDuration('spawnFailureWaitMs', options.spawnFailureWaitMs) ??
     BASH_TOOL_DEFAULTS.spawnFailureWaitMs;
   const clock = options.clock ?? systemClock;
+  const sandbox =
+    options.sandbox === undefined
+      ? producer.executor.options.sandbox
+      : resolveSandbox(options.sandbox, 'sandbox');
   const foreground = new ForegroundCalls();
   const schema = bashToolSchema({
     enableRunInBackground,
@@ -205,6 +220,7 @@ export function createBashTool(options: BashToolOptions): BashTool {
         toolUseId: context.toolCallId,
         cwd: call.workdir === undefined ? sessionCwd : resolvePath(sessionCwd, call.workdir),
         ...(context.env === undefined ? {} : { env: context.env }),
+        ...(sandbox === undefined ? {} : { sandbox, workspace: resolvePath(sessionCwd) }),
         background,
         ...(plan.timeoutMs === undefined ? {} : { timeoutMs: plan.timeoutMs }),
         ...(backgroundRuntimeCapMs === undefined ? {} : { backgroundRuntimeCapMs }),
@@ -358,6 +374,7 @@ export function createBashTool(options: BashToolOptions): BashTool {
       defaultTimeoutMs,
       maxTimeoutMs,
       autoBackgroundAfterMs,
+      sandbox,
     }),
     inputSchema: schema,
     execute,
@@ -406,11 +423,14 @@ function describeTool(options: {
   defaultTimeoutMs: number;
   maxTimeoutMs: number;
   autoBackgroundAfterMs: number | false;
+  sandbox: Sandbox | undefined;
 }): string {
   const lines = [
     'Runs a shell command with `bash -c` and returns its output (stdout and stderr interleaved, stderr lines marked `[stderr]`) followed by its exit code. A non-zero exit code is a normal result.',
     'Processes a command leaves running when it ends (`&`, `nohup`, daemons) are stopped with it.',
   ];
+  const confinement = describeSandbox(options.sandbox);
+  if (confinement !== undefined) lines.push(confinement);
   if (options.enableRunInBackground && options.autoBackgroundAfterMs !== false) {
     lines.push(
       `A command still running after ${options.autoBackgroundAfterMs} ms moves to the background by itself and you get its task id; it is killed only at an explicit \`timeout_ms\` (at most ${options.maxTimeoutMs}).`,

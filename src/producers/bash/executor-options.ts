@@ -6,6 +6,9 @@ import {
   type ProcessLauncher,
   type ProcessSource,
   procfsSource,
+  resolveSandbox,
+  type Sandbox,
+  type SandboxSetting,
   type SendSignal,
   type Spawner,
 } from '../../process/index.js';
@@ -64,6 +67,13 @@ export interface BashExecutorOptions {
    * stdin on /dev/null and stdout and stderr piped. Default: `spawn` from this process.
    */
   readonly launcher?: ProcessLauncher;
+  /**
+   * The sandbox every command runs in unless its request names another: a profile (`read-only`,
+   * `workspace-write`, `full`), `{ profile, network }`, or a resolved `Sandbox`. Enforced by bubblewrap;
+   * when a profile needs it and `bwrap` is missing, the executor is not created (`SANDBOX_UNAVAILABLE`,
+   * naming Debian's `bubblewrap` package). Default: none (commands run with the user's own rights).
+   */
+  readonly sandbox?: SandboxSetting;
   /** Where the process table is read from. Default /proc. */
   readonly processSource?: ProcessSource;
   /** Sends a signal to a pid (negative: a process group). Default `process.kill`. */
@@ -87,6 +97,7 @@ export const BASH_EXECUTOR_OPTION_KEYS = optionKeys<BashExecutorOptions>()({
   clock: true,
   spawn: true,
   launcher: true,
+  sandbox: true,
   processSource: true,
   sendSignal: true,
   logger: true,
@@ -106,6 +117,7 @@ export interface ResolvedExecutorOptions {
   readonly keepOutputFiles: boolean;
   readonly clock: Clock;
   readonly launcher: ProcessLauncher;
+  readonly sandbox: Sandbox | undefined;
   readonly processSource: ProcessSource;
   readonly sendSignal: SendSignal | undefined;
   readonly logger: Logger;
@@ -222,6 +234,7 @@ export function resolveExecutorOptions(options: BashExecutorOptions = {}): Resol
     keepOutputFiles: booleanOption('keepOutputFiles', options.keepOutputFiles, defaults.keepOutputFiles),
     clock: options.clock ?? systemClock,
     launcher: launcherOption(options),
+    sandbox: options.sandbox === undefined ? undefined : resolveSandbox(options.sandbox, 'sandbox'),
     processSource: memoizedSource(options.processSource ?? procfsSource()),
     sendSignal: functionOption('sendSignal', options.sendSignal),
     logger: options.logger ?? bashConsoleLogger,

@@ -6,7 +6,7 @@
  */
 import { accessSync, constants } from 'node:fs';
 import { delimiter, isAbsolute, join, resolve as resolvePath } from 'node:path';
-import { OutputDirectory, ProcessTags } from '../../process/index.js';
+import { OutputDirectory, ProcessTags, resolveSandbox, type SandboxSetting } from '../../process/index.js';
 import { InvalidArgumentError, InvalidTimeoutError } from '../../tasks/index.js';
 import { ExecutorDisposedError, ProcessIdInUseError } from './errors.js';
 import {
@@ -35,6 +35,13 @@ export interface CommandRequest {
   readonly timeoutMs?: number;
   /** The handle's id. Default: a fresh `process-N`. */
   readonly id?: string;
+  /** The sandbox this command runs in (see `BashExecutorOptions.sandbox`). Default: the executor's. */
+  readonly sandbox?: SandboxSetting;
+  /**
+   * Where `workspace-write` allows writes: the session's working directory, whatever `cwd` the command
+   * asked for. Relative paths resolve against the runtime's cwd. Default: the command's `cwd`.
+   */
+  readonly workspace?: string;
 }
 
 export interface ForegroundRunOptions {
@@ -85,7 +92,7 @@ export class BashExecutor {
     if (typeof request !== 'object' || request === null) {
       throw new InvalidArgumentError('request', 'an object', request);
     }
-    const { command, cwd, env, timeoutMs, id } = request;
+    const { command, cwd, env, timeoutMs, id, workspace } = request;
     if (typeof command !== 'string' || command.trim() === '' || command.includes('\0')) {
       throw new InvalidArgumentError('command', 'a non-empty string without NUL characters', command);
     }
@@ -104,14 +111,25 @@ export class BashExecutor {
     if (id !== undefined && (typeof id !== 'string' || id === '')) {
       throw new InvalidArgumentError('id', 'a non-empty string', id);
     }
+    if (
+      workspace !== undefined &&
+      (typeof workspace !== 'string' || workspace === '' || workspace.includes('\0'))
+    ) {
+      throw new InvalidArgumentError('workspace', 'a non-empty path without NUL characters', workspace);
+    }
+    const sandbox =
+      request.sandbox === undefined ? this.#options.sandbox : resolveSandbox(request.sandbox, 'sandbox');
     const environment = copyEnvironment(env ?? process.env);
+    const directory = resolvePath(cwd ?? process.cwd());
     const resolved: ResolvedCommand = Object.freeze({
       id: id ?? `process-${++this.#sequence}`,
       command,
-      cwd: resolvePath(cwd ?? process.cwd()),
+      cwd: directory,
       env: environment,
       shell: this.#shellPath(environment.PATH),
       timeoutMs,
+      sandbox,
+      workspace: workspace === undefined ? directory : resolvePath(workspace),
     });
     this.#resolved.add(resolved);
     return resolved;

@@ -11,7 +11,9 @@ import {
   type EnvironmentTag,
   errnoOf,
   type LaunchedProcess,
+  type LaunchRequest,
   type OutputDirectory,
+  type Sandbox,
   type TerminationReport,
   TreeTerminator,
 } from '../../process/index.js';
@@ -34,6 +36,10 @@ export interface ResolvedCommand {
   readonly shell: string;
   /** Kill with reason `timed_out` this long after the start; undefined: no deadline. */
   readonly timeoutMs: number | undefined;
+  /** The sandbox the shell runs in; undefined: none. */
+  readonly sandbox: Sandbox | undefined;
+  /** Absolute path where `workspace-write` allows writes. */
+  readonly workspace: string;
 }
 
 /** A non-consuming view for UIs: the newest output, at most 8192 bytes. */
@@ -56,6 +62,8 @@ export class ProcessHandle {
   /** Dropped once the shell is spawned: the environment is not kept for the handle's lifetime. */
   #resolved: ResolvedCommand | undefined;
   readonly #shell: string;
+  /** The program actually launched: the shell, or bwrap around it. */
+  #launched: string;
   readonly #tag: EnvironmentTag | undefined;
   #output: CommandOutput | undefined;
   #streams: Readable[] = [];
@@ -97,6 +105,7 @@ export class ProcessHandle {
     this.cwd = resolved.cwd;
     this.#resolved = resolved;
     this.#shell = resolved.shell;
+    this.#launched = resolved.shell;
     this.#options = options;
     this.#directory = directory;
     this.startedAt = options.clock.now();
@@ -170,16 +179,20 @@ export class ProcessHandle {
     const startedAfter = options.processSource.clockTicks();
     this.#resolved = undefined;
     let child: LaunchedProcess;
+    const command: LaunchRequest = {
+      file: this.#shell,
+      args: ['-c', this.command],
+      cwd: this.cwd,
+      env: resolved.env,
+      tag: this.#tag,
+    };
+    // A pure rewrite of the request, so any launcher (a spawner process, a worker) starts it the same way.
+    const request = resolved.sandbox?.confine(command, resolved.workspace) ?? command;
+    this.#launched = request.file;
     try {
-      child = options.launcher.launch({
-        file: this.#shell,
-        args: ['-c', this.command],
-        cwd: this.cwd,
-        env: resolved.env,
-        tag: this.#tag,
-      });
+      child = options.launcher.launch(request);
     } catch (error) {
-      this.#failToStart(diagnoseSpawnFailure(this.cwd, this.#shell, error), error);
+      this.#failToStart(diagnoseSpawnFailure(this.cwd, request.file, error), error);
       return;
     }
     child.on('error', (error) => this.#onChildError(error));
@@ -301,7 +314,7 @@ export class ProcessHandle {
   #onChildError(error: Error): void {
     if (this.#pid === undefined && !this.#facts) {
       for (const stream of this.#streams) stream.destroy();
-      this.#failToStart(diagnoseSpawnFailure(this.cwd, this.#shell, error), error);
+      this.#failToStart(diagnoseSpawnFailure(this.cwd, this.#launched, error), error);
       return;
     }
     this.#options.logger.warn('a command process reported an error', { id: this.id, error: error.message });

@@ -35,9 +35,11 @@ export {
   createPtyStartTool,
   createPtyTools,
   createPtyWriteTool,
+  PTY_TOOLS_OPTION_KEYS,
   type PtyResizeInput,
   type PtyScreenValue,
   type PtyStartInput,
+  type PtyToolsOptions,
   type PtyWriteInput,
 } from './pty-tools.js';
 export { type QuietWaitOptions, type ScreenWaitOptions, waitForQuiet, waitForScreen } from './screen-wait.js';

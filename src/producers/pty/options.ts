@@ -1,6 +1,13 @@
 /** Options of the pty producer, their documented defaults, and their validation (before any side effect). */
 
-import { memoizedSource, type ProcessSource, procfsSource } from '../../process/index.js';
+import {
+  memoizedSource,
+  type ProcessSource,
+  procfsSource,
+  resolveSandbox,
+  type Sandbox,
+  type SandboxSetting,
+} from '../../process/index.js';
 import { MAX_LABEL_LENGTH } from '../../registry/validate-spec.js';
 import { type Clock, systemClock } from '../../tasks/clock.js';
 import { consoleLogger, InvalidArgumentError, type Logger, type TaskService } from '../../tasks/index.js';
@@ -91,6 +98,13 @@ export interface PtyProducerOptions {
   readonly clock?: Clock;
   /** Where processes are looked up (the stop census). Default: /proc, memoized per event-loop turn. */
   readonly processSource?: ProcessSource;
+  /**
+   * The sandbox every program runs in unless its request names another: a profile (`read-only`,
+   * `workspace-write`, `full`), `{ profile, network }`, or a `Sandbox`, enforced by bubblewrap. When a
+   * profile needs bwrap and it is missing, the producer is not created (`SANDBOX_UNAVAILABLE`). Default:
+   * none.
+   */
+  readonly sandbox?: SandboxSetting;
 }
 
 /** Every key of `PtyProducerOptions`; any other key is rejected with `UNKNOWN_OPTION`. */
@@ -128,6 +142,7 @@ export const PTY_PRODUCER_OPTION_KEYS = optionKeys<PtyProducerOptions>()({
   logger: true,
   clock: true,
   processSource: true,
+  sandbox: true,
 });
 
 /** Options renamed since they were published: the old name → the new one, for the `UNKNOWN_OPTION` hint. */
@@ -174,8 +189,13 @@ export const PTY_PRODUCER_DEFAULTS = Object.freeze({
 type Optional = 'outputRoot' | 'runtimeCapMs' | 'outputLimitBytes' | 'loadPty';
 
 /** Every option but the task service, with its default applied; the optional ones stay undefined when not given. */
-export type ResolvedPtyProducerOptions = Readonly<Required<Omit<PtyProducerOptions, 'tasks' | Optional>>> & {
+export type ResolvedPtyProducerOptions = Readonly<
+  Required<Omit<PtyProducerOptions, 'tasks' | 'sandbox' | Optional>>
+> & {
   readonly [Key in Optional]: PtyProducerOptions[Key] | undefined;
+} & {
+  /** The resolved default sandbox; undefined: none. */
+  readonly sandbox: Sandbox | undefined;
 };
 
 function integer(field: string, value: unknown, fallback: number, minimum: number, maximum?: number): number {
@@ -354,5 +374,6 @@ export function resolvePtyProducerOptions(
     logger: options.logger ?? consoleLogger,
     clock: options.clock ?? systemClock,
     processSource: options.processSource ?? memoizedSource(procfsSource()),
+    sandbox: options.sandbox === undefined ? undefined : resolveSandbox(options.sandbox, 'sandbox'),
   };
 }

@@ -18,6 +18,7 @@ import {
   ProcessTags,
   type RequestedStopReason,
   readForegroundGroup,
+  type Sandbox,
   type StopReason,
   type TerminationReport,
   TreeTerminator,
@@ -91,6 +92,10 @@ export interface PtyProcessSpec {
   readonly outputFile: OutputFileWriter;
   /** Stops the program with reason `timed_out` after this long. */
   readonly timeoutMs?: number;
+  /** The sandbox the program runs in (the request is rewritten to start it under bwrap). */
+  readonly sandbox?: Sandbox | undefined;
+  /** Where `workspace-write` allows writes. Default: `cwd`. */
+  readonly workspace?: string;
 }
 
 export interface PtyProcess {
@@ -286,7 +291,9 @@ class PtyProcessHandle implements PtyProcess {
       return;
     }
     const tag = tags.next();
-    const request: LaunchRequest = { file, args, cwd: spec.cwd, env: spec.env, tag };
+    const program: LaunchRequest = { file, args, cwd: spec.cwd, env: spec.env, tag };
+    // The same pure rewrite the bash executor applies: the terminal's leader is bwrap, the program its child.
+    const request = spec.sandbox?.confine(program, spec.workspace) ?? program;
     const startedAt = settings.clock.now();
     let child: PtyChild;
     try {

@@ -1,4 +1,5 @@
 /** Options of the in-process task service, their defaults and their validation. */
+
 import {
   consoleLogger,
   InvalidArgumentError,
@@ -8,6 +9,7 @@ import {
   type TaskKind,
 } from '../tasks/index.js';
 import { optionKeys, rejectUnknownOptions, validateLoggerOption } from '../tasks/option-keys.js';
+import { isTracing, resolveTracing, type Tracing, type TracingSetting } from '../tracing/index.js';
 
 /** Options of `createTaskService`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
 export interface TaskServiceOptions {
@@ -42,6 +44,12 @@ export interface TaskServiceOptions {
    * service counts on its own from `initialSequences`.
    */
   readonly sequenceBlocks?: SequenceBlocks;
+  /**
+   * Traces every task's lifetime as a span (`task <kind>`) in the context active at `start`, and stores
+   * its traceparent with the task. A `Tracing` (e.g. `openTelemetryTracing({ tracer })`), or false for
+   * none. Default: the global OpenTelemetry API when `@opentelemetry/api` is installed, else none.
+   */
+  readonly tracing?: TracingSetting;
   readonly logger?: Logger;
 }
 
@@ -69,6 +77,7 @@ export const TASK_SERVICE_OPTION_KEYS = optionKeys<TaskServiceOptions>()({
   initialSequences: true,
   formatId: true,
   sequenceBlocks: true,
+  tracing: true,
   logger: true,
 });
 
@@ -82,6 +91,7 @@ export interface ResolvedTaskServiceOptions {
   readonly formatId: ((kind: TaskKind, sequence: number) => string) | undefined;
   readonly sequenceBlocks: SequenceBlocks | undefined;
   readonly initialSequences: Readonly<Record<string, number>>;
+  readonly tracing: Tracing;
   readonly logger: Logger;
 }
 
@@ -149,8 +159,16 @@ export function resolveTaskServiceOptions(options: TaskServiceOptions = {}): Res
     now: options.now ?? systemClock.now,
     formatId: options.formatId,
     sequenceBlocks: validateSequenceBlocks(options.sequenceBlocks),
+    tracing: tracingOption(options.tracing),
     logger: options.logger ?? consoleLogger,
   };
+}
+
+function tracingOption(setting: TracingSetting | undefined): Tracing {
+  if (setting !== undefined && setting !== false && !isTracing(setting)) {
+    throw new InvalidArgumentError('tracing', 'a Tracing (see openTelemetryTracing) or false', setting);
+  }
+  return resolveTracing(setting);
 }
 
 function validateSequenceBlocks(blocks: SequenceBlocks | undefined): SequenceBlocks | undefined {

@@ -181,6 +181,7 @@ export function readTask(row: TaskRow): StoredTask {
     error: optional(row.error),
     resultText: optional(row.resultText),
     outputFile: optional(row.outputFile),
+    traceparent: optional(row.traceparent),
     updatedAt: row.updatedAt,
   };
 }

@@ -157,6 +157,8 @@ export interface StoredTask {
   readonly error: string | undefined;
   readonly resultText: string | undefined;
   readonly outputFile: string | undefined;
+  /** The task span's W3C traceparent, when the task was traced. */
+  readonly traceparent: string | undefined;
   readonly updatedAt: number;
 }
 

@@ -72,6 +72,7 @@ export interface TaskRow {
   error: string | null;
   resultText: string | null;
   outputFile: string | null;
+  traceparent: string | null;
   updatedAt: number;
 }
 

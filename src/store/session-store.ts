@@ -237,6 +237,8 @@ export interface TaskRecordInput {
   readonly error?: string;
   readonly resultText?: string;
   readonly outputFile?: string;
+  /** The task span's W3C traceparent, so a later delivery (after a resume too) links to it. */
+  readonly traceparent?: string;
 }
 
 export interface TaskFilter {

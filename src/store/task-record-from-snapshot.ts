@@ -32,5 +32,6 @@ export function taskRecordFromSnapshot(
     error: snapshot.error,
     resultText: snapshot.resultText,
     outputFile,
+    ...(snapshot.traceparent === undefined ? {} : { traceparent: snapshot.traceparent }),
   };
 }

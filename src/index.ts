@@ -11,3 +11,4 @@ export * from './store/index.js';
 export * from './tasks/index.js';
 export * from './text/index.js';
 export * from './tools/index.js';
+export * from './tracing/index.js';

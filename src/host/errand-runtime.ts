@@ -101,6 +101,7 @@ import {
   type TaskToolsOptions,
   taskToolsPrompt,
 } from '../tools/index.js';
+import { isTracing, resolveTracing, type Tracing, type TracingSetting } from '../tracing/index.js';
 import { startCommandPoller } from './command-poller.js';
 import { createRuntimeDashboard } from './runtime-dashboard.js';
 
@@ -186,6 +187,13 @@ export interface ErrandRuntimeOptions {
    */
   readonly commandMaxAgeMs?: number;
   readonly events?: Omit<BackgroundEventFeedOptions, 'tasks'>;
+  /**
+   * OpenTelemetry tracing of tasks, turns, model and tool calls and notification deliveries: a
+   * `Tracing` (e.g. `openTelemetryTracing({ tracer })`), or false for none. Default: the global
+   * OpenTelemetry API when `@opentelemetry/api` is installed (spans go to whatever provider the
+   * application registered), else none. `tasks.tracing` overrides it for the task service.
+   */
+  readonly tracing?: TracingSetting;
   /** More tools for a session (a harness's own), after Errand's. */
   readonly tools?: (session: Session, runtime: ErrandRuntime) => readonly AnyToolDefinition[];
   readonly logger?: Logger;
@@ -212,6 +220,7 @@ export const ERRAND_RUNTIME_OPTION_KEYS = optionKeys<ErrandRuntimeOptions>()({
   commandPollMs: true,
   commandMaxAgeMs: true,
   events: true,
+  tracing: true,
   tools: true,
   logger: true,
 });
@@ -291,6 +300,8 @@ export interface ErrandRuntime {
   readonly dashboard: DashboardBackend;
   /** The system prompt every session gets. */
   readonly systemPrompt: string;
+  /** Where the runtime's spans go (`NOOP_TRACING` when off); surfaces on top trace their calls with it. */
+  readonly tracing: Tracing;
   createSession(options?: CreateSessionOptions): Session;
   resumeSession(id: string): Session;
   /**
@@ -341,6 +352,13 @@ export async function createErrandRuntime(options: ErrandRuntimeOptions): Promis
   if (!Number.isSafeInteger(commandMaxAgeMs) || commandMaxAgeMs < 1) {
     throw new InvalidArgumentError('commandMaxAgeMs', 'a positive integer', options.commandMaxAgeMs);
   }
+  if (options.tracing !== undefined && options.tracing !== false && !isTracing(options.tracing)) {
+    throw new InvalidArgumentError(
+      'tracing',
+      'a Tracing (see openTelemetryTracing) or false',
+      options.tracing,
+    );
+  }
   // Before anything is opened: a profile that needs a missing bwrap fails the whole runtime (never a part).
   const sandbox = options.sandbox === undefined ? undefined : resolveSandbox(options.sandbox, 'sandbox');
   const ownsStore = options.store === undefined;
@@ -385,9 +403,11 @@ async function assembleRuntime(
   built: Array<() => unknown>,
 ): Promise<ErrandRuntime> {
   const sandbox = options.sandbox === undefined ? undefined : resolveSandbox(options.sandbox, 'sandbox');
+  const tracing = resolveTracing(options.tracing);
   const tasks = createTaskService({
     initialSequences: lastSequences(store),
     sequenceBlocks: storeSequenceBlocks(store),
+    tracing,
     ...options.tasks,
   });
   built.push(() => tasks.dispose());
@@ -483,6 +503,7 @@ async function assembleRuntime(
   sessions = createSessionRuntime({
     store,
     tasks,
+    tracing,
     model: options.model,
     systemPrompt,
     ...(options.cwd ? { cwd: options.cwd } : {}),
@@ -558,6 +579,7 @@ async function assembleRuntime(
     events,
     dashboard,
     systemPrompt,
+    tracing,
     createSession: (sessionOptions) => sessions.createSession(sessionOptions),
     resumeSession: (id) => sessions.resumeSession(id),
     outputSnapshot,

@@ -6,6 +6,7 @@
  * calls (side channels). The working directory comes from `cwd`, the client's roots, or the launch
  * directory.
  */
+
 import type { ToolTaskHandler } from '@modelcontextprotocol/sdk/experimental/tasks/interfaces.js';
 import { McpServer, type RegisteredTool } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
@@ -27,6 +28,7 @@ import {
   type ToolResult,
   taskToolsPrompt,
 } from '../tools/index.js';
+import type { Tracing } from '../tracing/index.js';
 import { ErrandTaskStore } from './errand-task-store.js';
 import {
   type ErrandMcpServerOptions,
@@ -128,7 +130,9 @@ export function createErrandMcpServer(options: ErrandMcpServerOptions): ErrandMc
     signal: AbortSignal,
   ): Promise<CallToolResult> => {
     await workingDirectory.whenReady();
-    const result = await executeTool(definition, args, toolContext(requestId, signal));
+    const result = await executeTool(definition, args, toolContext(requestId, signal), {
+      tracing: runtime.tracing,
+    });
     // The answer shows how a task ended: its notification would tell the client a second time. A cancelled
     // request's answer is never sent, so the client has not read that end: its notification stays.
     if (!signal.aborted) for (const end of reportedTaskEnds(result)) session.inbox.withdraw(end);
@@ -138,10 +142,17 @@ export function createErrandMcpServer(options: ErrandMcpServerOptions): ErrandMc
 
   for (const definition of session.tools) {
     if (definition.name === 'bash' && taskStore) {
-      registerBashTaskTool(server, definition, taskStore, callTool, async (requestId, signal) => {
-        await workingDirectory.whenReady();
-        return toolContext(requestId, signal);
-      });
+      registerBashTaskTool(
+        server,
+        definition,
+        taskStore,
+        callTool,
+        async (requestId, signal) => {
+          await workingDirectory.whenReady();
+          return toolContext(requestId, signal);
+        },
+        runtime.tracing,
+      );
     } else {
       registerTool(server, definition, callTool);
     }
@@ -256,6 +267,7 @@ function registerBashTaskTool(
   callTool: CallTool,
   /** The context of a task-augmented call, once its working directory is known. */
   toolContext: (requestId: string | number, signal: AbortSignal) => Promise<ToolContext>,
+  tracing: Tracing,
 ): RegisteredTool {
   const handler: ToolTaskHandler<typeof definition.inputSchema> = {
     createTask: async (args, extra) => {
@@ -274,7 +286,9 @@ function registerBashTaskTool(
       }
       const input = { ...(args as Record<string, unknown>), run_in_background: true };
       const context = await toolContext(extra.requestId, extra.signal);
-      const started = (await executeTool(definition, input, context)) as ToolResult<BashToolValue>;
+      const started = (await executeTool(definition, input, context, {
+        tracing,
+      })) as ToolResult<BashToolValue>;
       if (started.isError || started.value?.kind !== 'background') {
         return { task: store.fail(task.taskId, toCallToolResult(started)) };
       }

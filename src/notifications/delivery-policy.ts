@@ -360,6 +360,7 @@ export function createDeliveryPolicy(options: DeliveryPolicyOptions): DeliveryPo
       startedAt: snapshot.startedAt,
       branchGeneration: snapshot.branchGeneration,
       ...(toolUseId === undefined ? {} : { toolUseId }),
+      ...(snapshot.traceparent === undefined ? {} : { traceparent: snapshot.traceparent }),
       createdAt: now(),
     });
     const counted = lane === 'wakeup' && wakeCounting === 'notification';

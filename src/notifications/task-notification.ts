@@ -37,4 +37,6 @@ export interface TaskNotification {
   readonly toolUseId?: string;
   /** Epoch milliseconds, from the policy's clock. */
   readonly createdAt: number;
+  /** The task span's W3C traceparent (`snapshot.traceparent`): the delivery span links to it. */
+  readonly traceparent?: string;
 }

@@ -2,6 +2,7 @@
  * The session runtime: creates and resumes sessions over one task service and one store, wires each
  * session's delivery policy to its queue, keeps task records in the store, and shuts everything down.
  */
+
 import { randomUUID } from 'node:crypto';
 import {
   createDeliveryPolicy,
@@ -34,6 +35,7 @@ import {
 } from '../tasks/index.js';
 import { optionKeys, rejectUnknownOptions, validateLoggerOption } from '../tasks/option-keys.js';
 import type { AnyToolDefinition } from '../tools/index.js';
+import { isTracing, resolveTracing, type Tracing, type TracingSetting } from '../tracing/index.js';
 import type { ModelPort } from './model-port.js';
 import { Session } from './session.js';
 import type { SessionEvent } from './session-events.js';
@@ -90,6 +92,13 @@ export interface SessionRuntimeOptions {
   readonly now?: () => number;
   /** Schedules each session's idle drain and delivery retries. Default: the system clock. */
   readonly clock?: Clock;
+  /**
+   * Where sessions trace their turns (`invoke_agent`), model calls (`chat`), tool calls (`execute_tool`)
+   * and notification deliveries (linked to the tasks' spans), and the default task service its tasks. A
+   * `Tracing` (e.g. `openTelemetryTracing({ tracer })`), or false for none. Default: the global
+   * OpenTelemetry API when `@opentelemetry/api` is installed, else none.
+   */
+  readonly tracing?: TracingSetting;
 }
 
 /** Every key of `SessionRuntimeOptions`; any other key is rejected with `UNKNOWN_OPTION`. */
@@ -108,6 +117,7 @@ export const SESSION_RUNTIME_OPTION_KEYS = optionKeys<SessionRuntimeOptions>()({
   logger: true,
   now: true,
   clock: true,
+  tracing: true,
 });
 
 /** Options of `createSession`. A key not listed here is rejected with `UNKNOWN_OPTION`. */
@@ -179,6 +189,7 @@ export class SessionRuntime {
   readonly #logger: Logger;
   readonly #now: () => number;
   readonly #clock: Clock;
+  readonly #tracing: Tracing;
   readonly #stopRecording: () => void;
   /** Distinguishes this runtime's notifications in the ledger from an earlier one's with the same task ids. */
   readonly #instance = randomUUID().slice(0, 8);
@@ -198,12 +209,14 @@ export class SessionRuntime {
     this.#logger = options.logger ?? defaultLogger;
     this.#clock = options.clock ?? systemClock;
     this.#now = options.now ?? (() => this.#clock.now());
+    this.#tracing = resolveTracing(options.tracing);
     this.#ownsTasks = options.tasks === undefined;
     this.tasks =
       options.tasks ??
       createTaskService({
         initialSequences: lastSequences(options.store),
         sequenceBlocks: storeSequenceBlocks(options.store),
+        ...(options.tracing === undefined ? {} : { tracing: options.tracing }),
       });
     this.#stopRecording = this.tasks.onTasksChanged((change) => this.#record(change.reason, change.task), {
       caller: runtimeCaller,
@@ -340,6 +353,8 @@ export class SessionRuntime {
           lane: 'quiet',
           branchGeneration: task.branchGeneration,
           idempotencyKey: `lost:${task.id}:${task.startedAt}:${(told?.count ?? 0) + 1}`,
+          // The span of the task that ran before the restart: its delivery links to it.
+          ...(task.traceparent === undefined ? {} : { traceparent: task.traceparent }),
         });
       } catch (error) {
         this.#logger.warn(`task ${task.id}: queueing the notification that it was lost failed`, {
@@ -407,6 +422,7 @@ export class SessionRuntime {
       logger: this.#logger,
       now: this.#now,
       clock: this.#clock,
+      tracing: this.#tracing,
       tools: (created) => options.tools?.(created) ?? [],
       ...(options.beforeUserPrompt ? { beforeUserPrompt: options.beforeUserPrompt } : {}),
       onShutdown: async (closing) => {
@@ -471,6 +487,7 @@ export class SessionRuntime {
       branchGeneration: notification.branchGeneration,
       idempotencyKey: key,
       attempt,
+      ...(notification.traceparent === undefined ? {} : { traceparent: notification.traceparent }),
     });
     // A duplicate was admitted before; an end the model already read needs no notification: both keep the claim.
     if (!admission.admitted && admission.reason !== 'duplicate' && admission.reason !== 'result_read') {
@@ -597,6 +614,13 @@ function validateRuntimeOptions(options: SessionRuntimeOptions): void {
   }
   validateEnvironment('env', options.env);
   validateLoggerOption(options.logger);
+  if (options.tracing !== undefined && options.tracing !== false && !isTracing(options.tracing)) {
+    throw new InvalidArgumentError(
+      'tracing',
+      'a Tracing (see openTelemetryTracing) or false',
+      options.tracing,
+    );
+  }
   resolveSessionLimits(options.limits);
   validatePolicyOptions(options.notifications);
 }

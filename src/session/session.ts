@@ -8,6 +8,7 @@
  * `DrainScheduler` (debounce and retry back-off on the injected clock), `QueueDrain` (the drain loop),
  * `TurnRunner` (one turn at a time) and `SessionShutdown` (the closing steps). See README.md.
  */
+
 import type { MessageRecord } from '../store/records.js';
 import type { NewMessage, SessionStore } from '../store/session-store.js';
 import {
@@ -19,6 +20,7 @@ import {
   type TaskService,
 } from '../tasks/index.js';
 import type { AnyToolDefinition } from '../tools/index.js';
+import { NOOP_TRACING, type Tracing } from '../tracing/index.js';
 import { CommandQueue, type QueuedCommand, type QueuePriority } from './command-queue.js';
 import { DrainScheduler } from './drain-scheduler.js';
 import type { ModelPort } from './model-port.js';
@@ -68,6 +70,8 @@ export interface SessionDependencies {
   readonly onShutdown?: (session: Session) => Promise<void> | void;
   /** Runs for a person's input before it is delivered; background-task turns skip it. */
   readonly beforeUserPrompt?: (text: string, session: Session) => string | undefined;
+  /** Where the session's turns, model calls, tool calls and deliveries are traced. Default: none. */
+  readonly tracing?: Tracing;
 }
 
 export class Session {
@@ -111,6 +115,7 @@ export class Session {
     this.#now = dependencies.now;
     this.#branchGeneration = dependencies.branchGeneration;
     const limits = dependencies.limits;
+    const tracing = dependencies.tracing ?? NOOP_TRACING;
     const emit = (event: SessionEvent) => this.#emit(event);
     this.#queue = new CommandQueue(limits.maxQueuedCommands);
     this.#ledger = new SessionLedger({
@@ -141,6 +146,7 @@ export class Session {
         // A drain that runs a turn schedules the retry once the turn has ended.
         if (!this.#drain.working) this.#scheduler.retry();
       },
+      tracing,
     });
     this.inbox = this.#inbox;
     this.#turns = new TurnRunner({
@@ -165,6 +171,7 @@ export class Session {
       emit,
       setState: (state) => this.#setState(state),
       isClosing: () => this.#shutdown.begun,
+      tracing,
     });
     this.#shutdown = new SessionShutdown({
       sessionId: this.id,
@@ -199,6 +206,7 @@ export class Session {
       isClosing: () => this.#shutdown.begun,
       calledFromOwnTurn: () => this.#turns.calledFromOwnTurn(),
       wake: () => this.#scheduler.schedule(),
+      tracing,
     });
     this.owner = createOwner(this.id, { branchGeneration: () => this.#branchGeneration });
     this.#tools = dependencies.tools(this);

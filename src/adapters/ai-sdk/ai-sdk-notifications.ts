@@ -46,6 +46,7 @@ import {
 } from '../../session/index.js';
 import { consoleLogger, InvalidArgumentError, systemClock } from '../../tasks/index.js';
 import { optionKeys, rejectUnknownOptions } from '../../tasks/option-keys.js';
+import { resolveTracing, type TraceContext, type TracingSetting } from '../../tracing/index.js';
 
 /**
  * Options of `createAiSdkNotificationBridge`: the delivery policy's (but `enqueue`) and the bridge's own. A
@@ -63,6 +64,12 @@ export interface AiSdkNotificationBridgeOptions extends Omit<DeliveryPolicyOptio
    * and a warning logged). Default 1000.
    */
   readonly maxPendingNotifications?: number;
+  /**
+   * Where a steered delivery's `deliver_notifications` span goes: into the context active when
+   * `nextSteering()` was called (the harness's span around the generation), linked to the tasks' spans.
+   * A `Tracing`, or false for none. Default: the global OpenTelemetry API when installed.
+   */
+  readonly tracing?: TracingSetting;
 }
 
 /** The bridge's own options; the rest go to the delivery policy. */
@@ -73,6 +80,7 @@ const BRIDGE_OWN_OPTION_KEYS = optionKeys<
   onSteer: true,
   createSteering: true,
   maxPendingNotifications: true,
+  tracing: true,
 });
 
 const BRIDGE_OPTION_KEYS: readonly string[] = [
@@ -137,6 +145,9 @@ export function createAiSdkNotificationBridge(
   const createSteering = options.createSteering ?? experimental_createSteering;
   const currentGeneration = options.currentBranchGeneration ?? (() => options.owner.branchGeneration);
   let current: Experimental_Steering | undefined;
+  const tracing = resolveTracing(options.tracing);
+  /** The context of the generation being steered (captured by `nextSteering`). */
+  let generationContext: TraceContext | undefined;
   let disposed = false;
   let sequence = 0;
   /** Ledger id in the inbox → the policy's notification. */
@@ -173,6 +184,7 @@ export function createAiSdkNotificationBridge(
     wake: () => {},
     deliverySucceeded: () => {},
     deliveryFailed: () => {},
+    tracing,
     discarded(queued, reason) {
       for (const entry of queued) {
         const notification = notifications.get(entry.ledgerId);
@@ -225,6 +237,8 @@ export function createAiSdkNotificationBridge(
       source: AI_SDK_STEERING_SOURCE,
       limit: 1,
       ...(lane ? { lane } : {}),
+      // Into the generation, never into the context of the task whose end just arrived.
+      ...(generationContext === undefined ? {} : { traceContext: generationContext }),
     });
     const entry = reservation.notifications[0];
     const notification = entry === undefined ? undefined : notifications.get(entry.ledgerId);
@@ -236,6 +250,7 @@ export function createAiSdkNotificationBridge(
     onSteer: _onSteer,
     createSteering: _createSteering,
     maxPendingNotifications: _maxPendingNotifications,
+    tracing: _tracing,
     ...policyOptions
   } = options;
   const policy = createDeliveryPolicy({
@@ -249,6 +264,7 @@ export function createAiSdkNotificationBridge(
         priority: notification.priority,
         branchGeneration: notification.branchGeneration,
         attempt: notification.attempt,
+        ...(notification.traceparent === undefined ? {} : { traceparent: notification.traceparent }),
         idempotencyKey: `${notification.taskId}:${notification.attempt}:${notification.event}:${++sequence}`,
       });
       if (!admission.admitted) {
@@ -269,6 +285,7 @@ export function createAiSdkNotificationBridge(
     nextSteering() {
       const steering = createSteering();
       current = steering;
+      generationContext = tracing.capture();
       // One reservation per message: each has its own outcome. Stale ones are dropped on the way.
       for (let left = inbox.queued; left > 0; left -= 1) steerNext(steering);
       return steering;

@@ -20,12 +20,20 @@ export interface AiSdkToolsOptions extends ExecuteToolOptions {
    * that task's waiting notification, so the model is not told twice. Default: none.
    */
   readonly notifications?: Pick<AiSdkNotificationBridge, 'taskEndReported'>;
+  /**
+   * Default `join`: the SDK runs a tool inside its own `execute_tool` span (with its telemetry on, e.g.
+   * `@ai-sdk/otel`), so the call adds none and the tasks it starts are children of the SDK's span.
+   * `own`: Errand's `execute_tool` span as well (for an SDK without telemetry).
+   */
+  readonly toolSpan?: 'own' | 'join';
 }
 
 const AI_SDK_TOOLS_OPTION_KEYS = optionKeys<AiSdkToolsOptions>()({
   policy: true,
   caller: true,
   notifications: true,
+  tracing: true,
+  toolSpan: true,
 });
 
 const neverAborted = new AbortController().signal;
@@ -57,7 +65,11 @@ function adapt(definition: AnyToolDefinition, options: AiSdkToolsOptions): Tool<
           toolCallId: execution.toolCallId,
           signal: execution.abortSignal ?? neverAborted,
         },
-        { ...(options.policy === undefined ? {} : { policy: options.policy }) },
+        {
+          ...(options.policy === undefined ? {} : { policy: options.policy }),
+          ...(options.tracing === undefined ? {} : { tracing: options.tracing }),
+          toolSpan: options.toolSpan ?? 'join',
+        },
       );
       // The result shows how a task ended: its waiting notification would tell the model a second time.
       // An aborted generation does not hand the result to the model: then the notification stays.

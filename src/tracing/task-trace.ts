@@ -89,9 +89,6 @@ export class TaskTrace {
           'errand.task.stop_initiator': task.stopInitiator,
         });
         return;
-      case 'claimed':
-        this.#span.addEvent('errand.task.claimed');
-        return;
       case 'settled':
         this.#settle(task);
         return;

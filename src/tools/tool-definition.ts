@@ -169,6 +169,9 @@ export async function executeTool<Input, Value>(
       'gen_ai.conversation.id': context.caller?.sessionId,
     },
   });
+  // The API without an SDK: a span that records nothing and names no trace needs no context switch.
+  if (!span.recording && span.traceparent === undefined)
+    return runLimited(definition, rawInput, context, options);
   try {
     const result = await tracing.withSpan(span, () => runLimited(definition, rawInput, context, options));
     const value = result.value as { kind?: unknown; taskId?: unknown } | undefined;

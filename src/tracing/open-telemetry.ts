@@ -125,13 +125,23 @@ export function openTelemetryTracing(options: OpenTelemetryTracingOptions = {}):
   });
 }
 
+const INVALID_TRACE_ID = '0'.repeat(32);
+
 class OtelTracingSpan implements TracingSpan {
   readonly span: OtelSpan;
-  readonly traceparent: string | undefined;
+  #traceparent: string | undefined | null = null;
 
   constructor(span: OtelSpan) {
     this.span = span;
-    this.traceparent = formatTraceparent(span.spanContext());
+  }
+
+  /** Formatted on first use; a span without a trace (the API's no-op tracer) answers at once. */
+  get traceparent(): string | undefined {
+    if (this.#traceparent === null) {
+      const context = this.span.spanContext();
+      this.#traceparent = context.traceId === INVALID_TRACE_ID ? undefined : formatTraceparent(context);
+    }
+    return this.#traceparent;
   }
 
   get recording(): boolean {

@@ -52,6 +52,8 @@ export class TaskTrace {
         ? {}
         : { links: [{ traceparent: start.previous, attributes: { 'errand.link': 'previous_attempt' } }] }),
     });
+    // Nobody records it and it names no trace (the API without an SDK): nothing to keep or to run in.
+    if (!span.recording && span.traceparent === undefined) return undefined;
     return new TaskTrace(tracing, span);
   }
 

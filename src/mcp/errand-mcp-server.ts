@@ -130,14 +130,30 @@ export function createErrandMcpServer(options: ErrandMcpServerOptions): ErrandMc
     signal: AbortSignal,
   ): Promise<CallToolResult> => {
     await workingDirectory.whenReady();
-    const result = await executeTool(definition, args, toolContext(requestId, signal), {
-      tracing: runtime.tracing,
+    const tracing = runtime.tracing;
+    // The request's span (MCP conventions): the tool's execute_tool span and the delivery of the
+    // notifications this answer carries (committed once it was sent) are its children.
+    const span = tracing.startSpan(`tools/call ${definition.name}`, {
+      kind: 'server',
+      attributes: {
+        'mcp.method.name': 'tools/call',
+        'gen_ai.tool.name': definition.name,
+        'jsonrpc.request.id': String(requestId),
+        'gen_ai.conversation.id': session.id,
+      },
     });
-    // The answer shows how a task ended: its notification would tell the client a second time. A cancelled
-    // request's answer is never sent, so the client has not read that end: its notification stays.
-    if (!signal.aborted) for (const end of reportedTaskEnds(result)) session.inbox.withdraw(end);
-    const answer = toCallToolResult(limitToolResult(result, resolved.maxToolResultBytes));
-    return deliveries.attach(answer, requestId, signal, resolved.maxNotificationsPerResult);
+    try {
+      return await tracing.withSpan(span, async () => {
+        const result = await executeTool(definition, args, toolContext(requestId, signal), { tracing });
+        // The answer shows how a task ended: its notification would tell the client a second time. A
+        // cancelled request's answer is never sent, so the client has not read that end: it stays.
+        if (!signal.aborted) for (const end of reportedTaskEnds(result)) session.inbox.withdraw(end);
+        const answer = toCallToolResult(limitToolResult(result, resolved.maxToolResultBytes));
+        return deliveries.attach(answer, requestId, signal, resolved.maxNotificationsPerResult);
+      });
+    } finally {
+      span.end();
+    }
   };
 
   for (const definition of session.tools) {

@@ -73,7 +73,7 @@ describe('resolveSandbox', () => {
 });
 
 describe('Sandbox.confine', () => {
-  it('workspace-write: read-only root, a fresh /dev, a private /tmp, then the workspace writable', () => {
+  it('workspace-write: read-only root, a fresh /dev, its own pids, a private /tmp, then the workspace writable', () => {
     const sandbox = resolveSandbox({ profile: 'workspace-write', bwrap });
     const confined = sandbox.confine(request, '/work/project');
     expect(confined.file).toBe(bwrap);
@@ -83,6 +83,9 @@ describe('Sandbox.confine', () => {
       '/',
       '--dev',
       '/dev',
+      '--unshare-pid',
+      '--proc',
+      '/proc',
       '--tmpfs',
       '/tmp',
       '--bind',
@@ -112,6 +115,9 @@ describe('Sandbox.confine', () => {
       '/',
       '--dev',
       '/dev',
+      '--unshare-pid',
+      '--proc',
+      '/proc',
       '--tmpfs',
       '/tmp',
       '--unshare-net',
@@ -127,12 +133,15 @@ describe('Sandbox.confine', () => {
   it('keeps a working directory inside /tmp visible, read-only unless the workspace covers it', () => {
     const inTmp = { ...request, cwd: '/tmp/errand-ws/sub' };
     const readOnly = resolveSandbox({ profile: 'read-only', bwrap }).confine(inTmp);
-    expect(readOnly.args.slice(0, 10)).toEqual([
+    expect(readOnly.args.slice(0, 13)).toEqual([
       '--ro-bind',
       '/',
       '/',
       '--dev',
       '/dev',
+      '--unshare-pid',
+      '--proc',
+      '/proc',
       '--tmpfs',
       '/tmp',
       '--ro-bind',
@@ -140,7 +149,7 @@ describe('Sandbox.confine', () => {
       '/tmp/errand-ws/sub',
     ]);
     const writable = resolveSandbox({ profile: 'workspace-write', bwrap }).confine(inTmp, '/tmp/errand-ws');
-    expect(writable.args.slice(7, 10)).toEqual(['--bind', '/tmp/errand-ws', '/tmp/errand-ws']);
+    expect(writable.args.slice(10, 13)).toEqual(['--bind', '/tmp/errand-ws', '/tmp/errand-ws']);
     expect(writable.args.filter((arg) => arg === '--ro-bind')).toHaveLength(1);
     // A workdir outside the workspace but inside /tmp is still there to chdir into, read-only.
     const outside = resolveSandbox({ profile: 'workspace-write', bwrap }).confine(inTmp, '/work/project');

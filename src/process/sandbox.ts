@@ -11,7 +11,7 @@ import { ErrandError, InvalidArgumentError } from '../tasks/errors.js';
 import type { LaunchRequest } from './process-launcher.js';
 
 /**
- * - `read-only`: the whole filesystem read-only, a private empty `/tmp`;
+ * - `read-only`: the whole filesystem read-only, a private empty `/tmp`, a pid namespace of its own;
  * - `workspace-write`: the same, plus writes under the workspace (the session's working directory);
  * - `full`: the user's own rights (no filesystem confinement; with the network off it still runs in bwrap).
  */
@@ -180,12 +180,12 @@ function isUnder(path: string, directory: string): boolean {
 }
 
 /**
- * The bwrap command line. No pid namespace (`--unshare-pid`): the sandboxed processes stay in the
- * launch's session and group with pids this process sees, so the census and the polite SIGTERM before
- * SIGKILL work as for any command (a pid namespace's init would SIGKILL every member the moment the
- * command's leader exits). No `--new-session` either: that would move the command out of the launch's
- * group. No `--die-with-parent`: bwrap itself dies on the group's SIGTERM, and the command must still
- * get its own grace.
+ * The bwrap command line. The confining profiles give the command a pid namespace of its own
+ * (`--unshare-pid`, with its own `/proc`): it sees and signals only its own processes. The census is
+ * unaffected: this process's /proc lists every member with the pids it knows, in the launch's session and
+ * group, carrying the tree's tag. No `--new-session`: that would move the command out of the launch's
+ * group. No `--die-with-parent`: bwrap itself dies on the group's SIGTERM, and the command must still get
+ * its own grace.
  */
 function confineRequest(
   request: LaunchRequest,
@@ -198,7 +198,18 @@ function confineRequest(
   if (facts.profile === 'full') {
     args.push('--bind', '/', '/');
   } else {
-    args.push('--ro-bind', '/', '/', '--dev', '/dev', '--tmpfs', PRIVATE_TMP);
+    args.push(
+      '--ro-bind',
+      '/',
+      '/',
+      '--dev',
+      '/dev',
+      '--unshare-pid',
+      '--proc',
+      '/proc',
+      '--tmpfs',
+      PRIVATE_TMP,
+    );
     // Mounted after the private /tmp, so a workspace or a working directory inside /tmp stays visible.
     if (facts.profile === 'workspace-write') args.push('--bind', workspace, workspace);
     const covered = facts.profile === 'workspace-write' && isUnder(request.cwd, workspace);

@@ -15,7 +15,7 @@ import {
   pidsAfter,
   waitForOutput,
 } from '../../../test/fixtures/bash/index.js';
-import { findBubblewrap } from '../../../test/support/bubblewrap.js';
+import { findBubblewrap, outerPidOf } from '../../../test/support/bubblewrap.js';
 import { createTaskService } from '../../registry/index.js';
 import { createOwner, type TaskService } from '../../tasks/index.js';
 import { createTaskTools, executeTool, type ToolContext } from '../../tools/index.js';
@@ -162,7 +162,9 @@ describe.skipIf(bwrap === undefined)('bash under bubblewrap', () => {
     const run = executor({ sandbox: 'workspace-write' });
     const handle = run.start({ command: `${fixtureCommand('setsid-escape')} & sleep 1000 & wait` });
     const text = await waitForOutput(handle, 'ready');
-    const [escapee] = pidsAfter(text, 'escapee');
+    // The command prints the pid its own namespace gives the escapee; this process knows it by another.
+    const escapee = outerPidOf(pidsAfter(text, 'escapee')[0]!);
+    expect(escapee).toBeDefined();
     expect(isAlive(escapee!)).toBe(true);
     // The escapee left the group and the session: only its parent chain or its tag can find it.
     const stat = readFileSync(`/proc/${escapee}/stat`, 'latin1');
@@ -174,14 +176,31 @@ describe.skipIf(bwrap === undefined)('bash under bubblewrap', () => {
     expect(facts.reason).toBe('cancelled');
     expect(isAlive(escapee!)).toBe(false);
     expect(facts.survivors).toEqual([]);
-    // bwrap, the shell, the fixture, its sleep, the escapee and the other sleep.
-    expect(facts.signalledProcesses).toBeGreaterThanOrEqual(4);
+    // bwrap, its pid namespace's init, the shell, the fixture, its sleep, the escapee and the other sleep.
+    expect(facts.signalledProcesses).toBeGreaterThanOrEqual(5);
+  });
+
+  it('a confined command sees and signals only its own processes (a pid namespace of its own)', async () => {
+    const { bash } = tool({ sandbox: 'read-only' });
+    const result = await executeTool(
+      bash,
+      {
+        command: `kill -0 ${process.pid} 2>&1; echo "kill: $?"; ls /proc | grep -c '^[0-9]' ; echo "self: $$"`,
+      },
+      context(directory('errand-ws-')),
+    );
+    // Its init, the shell, and the ls and grep of the pipe.
+    expect(result.text).toMatch(
+      new RegExp(`kill: \\(${process.pid}\\) - No such process\nkill: 1\n[1-5]\nself: 2\n`),
+    );
+    expect(isAlive(process.pid)).toBe(true);
   });
 
   it('a double-forked escapee inside, with no ppid link, is found by its tag and killed', async () => {
     const run = executor({ sandbox: 'read-only' });
     const handle = run.start({ command: fixtureCommand('setsid-escape', 'detach') });
-    const [escapee] = pidsAfter(await waitForOutput(handle, 'ready'), 'escapee');
+    const escapee = outerPidOf(pidsAfter(await waitForOutput(handle, 'ready'), 'escapee')[0]!);
+    expect(escapee).toBeDefined();
     handle.cancel();
     await handle.stopped;
     expect(isAlive(escapee!)).toBe(false);

@@ -14,7 +14,7 @@ import {
   ptyTestbed,
 } from '../../../test/fixtures/pty/harness.js';
 import { findMarkedProcesses, LEAK_MARK_VARIABLE } from '../../../test/setup/process-census.js';
-import { findBubblewrap } from '../../../test/support/bubblewrap.js';
+import { findBubblewrap, outerPidOf } from '../../../test/support/bubblewrap.js';
 import { createOwner } from '../../tasks/index.js';
 import { executeTool } from '../../tools/index.js';
 import { createPtyTools } from './pty-tools.js';
@@ -103,7 +103,11 @@ describe.skipIf(bwrap === undefined)('pty under bubblewrap', () => {
     });
     const pty = testbed.producer.process(taskId, undefined);
     await expectScreen(pty, /escaped \d+ \d+/);
-    const [child, grandchild] = /escaped (\d+) (\d+)/.exec(pty.screen().text)!.slice(1).map(Number);
+    // Pids inside the sandbox's own namespace; this process knows them by others.
+    const [child, grandchild] = /escaped (\d+) (\d+)/
+      .exec(pty.screen().text)!
+      .slice(1)
+      .map((pid) => outerPidOf(Number(pid)));
     expect(isAlive(child!) && isAlive(grandchild!)).toBe(true);
     await testbed.tasks.kill(taskId);
     const settled = await testbed.tasks.wait(taskId, 20_000);

@@ -13,8 +13,9 @@ export function describeSandbox(sandbox: Sandbox | undefined): string | undefine
       : sandbox.profile === 'workspace-write'
         ? "it may write only under the session's working directory and a private, empty /tmp"
         : 'the filesystem is not confined';
+  const processes = sandbox.profile === 'full' ? '' : '; it sees and can signal only its own processes';
   const network = sandbox.network
     ? 'the network is reachable'
     : "it has no network (only a private loopback: connections to this machine's services fail too)";
-  return `Commands run in a sandbox (profile ${sandbox.summary}): ${files}; ${network}. A command that crosses the boundary fails with the system's error (e.g. "Read-only file system", "Network is unreachable"); do not try to work around it.`;
+  return `Commands run in a sandbox (profile ${sandbox.summary}): ${files}${processes}; ${network}. A command that crosses the boundary fails with the system's error (e.g. "Read-only file system", "Network is unreachable"); do not try to work around it.`;
 }

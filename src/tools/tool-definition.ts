@@ -170,8 +170,10 @@ export async function executeTool<Input, Value>(
     },
   });
   // The API without an SDK: a span that records nothing and names no trace needs no context switch.
-  if (!span.recording && span.traceparent === undefined)
+  if (!span.recording && span.traceparent === undefined) {
+    span.end();
     return runLimited(definition, rawInput, context, options);
+  }
   try {
     const result = await tracing.withSpan(span, () => runLimited(definition, rawInput, context, options));
     const value = result.value as { kind?: unknown; taskId?: unknown } | undefined;

@@ -53,7 +53,10 @@ export class TaskTrace {
         : { links: [{ traceparent: start.previous, attributes: { 'errand.link': 'previous_attempt' } }] }),
     });
     // Nobody records it and it names no trace (the API without an SDK): nothing to keep or to run in.
-    if (!span.recording && span.traceparent === undefined) return undefined;
+    if (!span.recording && span.traceparent === undefined) {
+      span.end();
+      return undefined;
+    }
     return new TaskTrace(tracing, span);
   }
 

@@ -16,6 +16,8 @@ const layers = [
   ['text', 0],
   // Processes, pipes and output files: under every producer, above nothing but the contract and text.
   ['process', 1],
+  // Tracing: a port over OpenTelemetry and the task span, used by the registry, tools and sessions.
+  ['tracing', 1],
   ['registry', 2],
   ['store', 2],
   ['tools', 3],

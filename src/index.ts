@@ -1,7 +1,7 @@
 /**
  * Errand: a background-task runtime for LLM agent harnesses. The root entry is a harness author's API,
  * chosen name by name: the task contract and its in-process service, the producers and their tools, the
- * task tools, notification delivery, the session runtime, the store, the adapters, and the errors with
+ * task tools, notification delivery, the session runtime, the store, the adapters, tracing, and the errors with
  * their codes. The assembled runtime is on `errand/host`; what custom notification formatters and tail
  * sources build on (envelopes, built-in forms, text budgets) is on `errand/format`.
  */
@@ -98,6 +98,13 @@ export {
   procfsSource,
   type ResolvedCommand,
   RunInBackgroundDisabledError,
+  resolveSandbox,
+  SANDBOX_PROFILES,
+  type Sandbox,
+  type SandboxOptions,
+  type SandboxProfile,
+  type SandboxSetting,
+  SandboxUnavailableError,
   type SendSignal,
   type Spawner,
   SpawnFailedError,
@@ -521,3 +528,29 @@ export {
   toolError,
   toolResult,
 } from './tools/index.js';
+// ---- tracing: the optional OpenTelemetry port and the traceparent ---------------------------------
+export {
+  defaultTracing,
+  formatTraceparent,
+  isTraceparent,
+  isTracing,
+  NOOP_TRACING,
+  type OpenTelemetryApi,
+  type OpenTelemetryTracer,
+  type OpenTelemetryTracingOptions,
+  openTelemetryTracing,
+  parseTraceparent,
+  resolveTracing,
+  type SpanAttributes,
+  type SpanLink,
+  type SpanParent,
+  type StartSpanOptions,
+  TaskTrace,
+  type TaskTraceStart,
+  TRACER_NAME,
+  type TraceContext,
+  type TraceIds,
+  type Tracing,
+  type TracingSetting,
+  type TracingSpan,
+} from './tracing/index.js';

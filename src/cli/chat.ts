@@ -10,10 +10,12 @@ import { createInterface, type Interface } from 'node:readline/promises';
 import type { Readable, Writable } from 'node:stream';
 import { openAiChatModelFromEnvironment } from '../adapters/index.js';
 import { createErrandRuntime, type ErrandRuntime } from '../host/index.js';
+import type { SandboxOptions } from '../process/index.js';
 import type { ModelPort, Session, SessionEvent } from '../session/index.js';
-import { createTrustedCaller, systemClock } from '../tasks/index.js';
+import { createTrustedCaller, ErrandError, systemClock } from '../tasks/index.js';
 import { shortenText, toSingleLine } from '../text/index.js';
 import { describeFlags, type FlagSpecs, parseFlags, UsageError } from './args.js';
+import { SANDBOX_FLAGS, sandboxFromFlags } from './sandbox-flags.js';
 import { formatBytes, runningTaskRows, TaskPanel } from './task-panel.js';
 
 const person = createTrustedCaller('chat-user');
@@ -38,6 +40,7 @@ export const CHAT_FLAGS: FlagSpecs = {
     type: 'boolean',
     description: 'background commands keep running if chat exits or dies; --resume re-attaches them',
   },
+  ...SANDBOX_FLAGS,
 };
 
 const COMMANDS_HELP = `commands: /tasks  /stop <task-id>  /stop all  /bg (or Ctrl-B)  /help  /quit
@@ -82,14 +85,17 @@ export interface ChatOptions {
   readonly durable?: boolean;
   /** Overrides the model from the environment (tests, embedding); its replies are not streamed here. */
   readonly model?: ModelPort;
+  /** The sandbox commands run in (`--sandbox`, `--no-network`). Default: none. */
+  readonly sandbox?: SandboxOptions;
 }
 
 /** `errand chat [flags]`: parses the flags (`--help` needs no model) and runs the chat. */
 export async function runChatCommand(
   argv: readonly string[],
-  io: Omit<ChatOptions, 'cwd' | 'home' | 'resume' | 'durable'> & { readonly cwd: string },
+  io: Omit<ChatOptions, 'cwd' | 'home' | 'resume' | 'durable' | 'sandbox'> & { readonly cwd: string },
 ): Promise<number> {
   let values: Record<string, unknown>;
+  let sandbox: SandboxOptions | undefined;
   try {
     const parsed = parseFlags(argv, CHAT_FLAGS, io.cwd);
     if (parsed.help) {
@@ -97,6 +103,7 @@ export async function runChatCommand(
       return 0;
     }
     values = parsed.values;
+    sandbox = sandboxFromFlags(values);
   } catch (error) {
     if (error instanceof UsageError) {
       io.err.write(`errand chat: ${error.message}\n\n${CHAT_USAGE}`);
@@ -110,6 +117,7 @@ export async function runChatCommand(
     ...(typeof values.home === 'string' ? { home: values.home } : {}),
     ...(typeof values.resume === 'string' ? { resume: values.resume } : {}),
     ...(values.durable === true ? { durable: true } : {}),
+    ...(sandbox === undefined ? {} : { sandbox }),
   });
 }
 
@@ -212,15 +220,26 @@ export async function runChat(options: ChatOptions): Promise<number> {
   const subagentModel = options.model ?? openAiChatModelFromEnvironment(options.env);
   /** Warnings go where the chat prints, so they never break the live region; bound once it exists. */
   const warn: (line: string) => void = (line) => options.err.write(line);
-  const runtime = await createErrandRuntime({
-    model,
-    logger: { warn: (message) => warn(`[warning: ${message}]\n`) },
-    cwd: options.cwd,
-    ...(options.home ? { home: options.home } : {}),
-    ...(subagentModel ? { subagents: { model: subagentModel } } : {}),
-    ...(options.durable ? { durable: true } : {}),
-    systemPrompt: 'You are a helpful coding agent working in the user\u2019s terminal.',
-  });
+  let runtime: ErrandRuntime;
+  try {
+    runtime = await createErrandRuntime({
+      model,
+      logger: { warn: (message) => warn(`[warning: ${message}]\n`) },
+      cwd: options.cwd,
+      ...(options.home ? { home: options.home } : {}),
+      ...(options.sandbox ? { sandbox: options.sandbox } : {}),
+      ...(subagentModel ? { subagents: { model: subagentModel } } : {}),
+      ...(options.durable ? { durable: true } : {}),
+      systemPrompt: 'You are a helpful coding agent working in the user\u2019s terminal.',
+    });
+  } catch (error) {
+    // A sandbox that cannot be set up is said plainly; the chat never runs commands unconfined instead.
+    if (ErrandError.hasCode(error, 'SANDBOX_UNAVAILABLE')) {
+      options.err.write(`errand chat: ${error.message}\n`);
+      return 1;
+    }
+    throw error;
+  }
   let session: Session;
   try {
     session = options.resume

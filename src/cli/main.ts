@@ -12,9 +12,11 @@ Commands:
   demo     the whole loop on a scripted model with real background commands
            (--no-dashboard, --hold to keep the dashboard up)
   chat     the agent loop with a real model (ERRAND_MODEL, ERRAND_BASE_URL, ERRAND_API_KEY)
-           (--cwd <dir>, --home <dir>, --resume <session-id>, --durable; errand chat --help)
+           (--cwd <dir>, --home <dir>, --resume <session-id>, --durable, --sandbox <profile>, --no-network;
+           errand chat --help)
   mcp      the MCP server on stdio: background tasks with notifications for an MCP client
-           (--dashboard, --port <n>, --home <dir>, --cwd <dir>, --max-tasks <n>, --durable; errand mcp --help)
+           (--dashboard, --port <n>, --home <dir>, --cwd <dir>, --max-tasks <n>, --durable,
+           --sandbox <profile>, --no-network; errand mcp --help)
   install  write a client's MCP server entry and hooks: errand install <claude-code|codex|gemini>
            (--scope project|user, --print; errand install --help)
   hook     run by a client as a hook: errand hook <client> <event> (errand hook --help)

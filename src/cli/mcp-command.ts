@@ -7,7 +7,9 @@
  */
 import type { Readable, Writable } from 'node:stream';
 import { startStdioMcpServer } from '../mcp/index.js';
+import { ErrandError } from '../tasks/index.js';
 import { describeFlags, type FlagSpecs, parseFlags, UsageError } from './args.js';
+import { SANDBOX_FLAGS, sandboxFromFlags } from './sandbox-flags.js';
 import { onShutdownSignal } from './shutdown-signals.js';
 
 export const MCP_FLAGS: FlagSpecs = {
@@ -45,6 +47,7 @@ export const MCP_FLAGS: FlagSpecs = {
     description:
       'background commands survive this server: they keep running if it dies or exits, and a server the same client starts again in the same directory resumes their session (same task ids, output, one notification each)',
   },
+  ...SANDBOX_FLAGS,
 };
 
 export const MCP_USAGE = `Usage: errand mcp [options]
@@ -73,6 +76,7 @@ export const processIo = (): CommandIo => ({
 
 export async function runMcpCommand(argv: readonly string[], io: CommandIo = processIo()): Promise<number> {
   let values: Record<string, unknown>;
+  let sandbox: ReturnType<typeof sandboxFromFlags>;
   try {
     const parsed = parseFlags(argv, MCP_FLAGS, io.cwd);
     if (parsed.help) {
@@ -88,6 +92,7 @@ export async function runMcpCommand(argv: readonly string[], io: CommandIo = pro
     if (values['max-tasks'] === 0) {
       throw new UsageError('Expected `--max-tasks` to be a positive integer, got "0"');
     }
+    sandbox = sandboxFromFlags(values);
   } catch (error) {
     if (error instanceof UsageError) {
       io.stderr.write(`errand mcp: ${error.message}\n\n${MCP_USAGE}`);
@@ -99,28 +104,39 @@ export async function runMcpCommand(argv: readonly string[], io: CommandIo = pro
   const warn = (message: string, context?: Record<string, unknown>) => {
     io.stderr.write(`errand mcp: warning: ${message}${context ? ` ${JSON.stringify(context)}` : ''}\n`);
   };
-  const server = await startStdioMcpServer({
-    stdin: io.stdin,
-    stdout: io.stdout,
-    launchDirectory: io.cwd,
-    logger: { warn },
-    ...(typeof values.cwd === 'string' ? { cwd: values.cwd } : {}),
-    runtime: {
-      ...(typeof values.home === 'string' ? { home: values.home } : {}),
-      ...(typeof values['max-tasks'] === 'number' ? { maxTasks: values['max-tasks'] } : {}),
-      ...(values.durable === true ? { durable: true } : {}),
-    },
-    ...(values.durable === true ? { resumePrevious: true } : {}),
-    dashboard:
-      values.dashboard === true
-        ? {
-            ...(typeof values.port === 'number' ? { port: values.port } : {}),
-            ...(typeof values['max-event-clients'] === 'number'
-              ? { maxEventClients: values['max-event-clients'] }
-              : {}),
-          }
-        : false,
-  });
+  let server: Awaited<ReturnType<typeof startStdioMcpServer>>;
+  try {
+    server = await startStdioMcpServer({
+      stdin: io.stdin,
+      stdout: io.stdout,
+      launchDirectory: io.cwd,
+      logger: { warn },
+      ...(typeof values.cwd === 'string' ? { cwd: values.cwd } : {}),
+      runtime: {
+        ...(typeof values.home === 'string' ? { home: values.home } : {}),
+        ...(typeof values['max-tasks'] === 'number' ? { maxTasks: values['max-tasks'] } : {}),
+        ...(values.durable === true ? { durable: true } : {}),
+        ...(sandbox === undefined ? {} : { sandbox }),
+      },
+      ...(values.durable === true ? { resumePrevious: true } : {}),
+      dashboard:
+        values.dashboard === true
+          ? {
+              ...(typeof values.port === 'number' ? { port: values.port } : {}),
+              ...(typeof values['max-event-clients'] === 'number'
+                ? { maxEventClients: values['max-event-clients'] }
+                : {}),
+            }
+          : false,
+    });
+  } catch (error) {
+    // A sandbox that cannot be set up is said plainly; the server never runs unconfined instead.
+    if (ErrandError.hasCode(error, 'SANDBOX_UNAVAILABLE')) {
+      io.stderr.write(`errand mcp: ${error.message}\n`);
+      return 1;
+    }
+    throw error;
+  }
   if (server.dashboard) io.stderr.write(`errand mcp: dashboard at ${server.dashboard.url}\n`);
   const stopListening = onShutdownSignal(() => server.shutdown(), {
     onForce: () => io.stderr.write('errand mcp: stopping now without cleaning up\n'),

@@ -119,6 +119,24 @@ describe('background event derivation', () => {
     expect(harness.feed.level().tasks.map((facts) => facts.toolUseId)).toEqual(['call_7', null, null]);
   });
 
+  it('carries the sandbox a confined command runs in, in words, and null for an unconfined one', async () => {
+    const harness = createHarness();
+    await harness.start({ spec: { detail: { sandbox: { profile: 'workspace-write', network: false } } } });
+    await harness.start();
+    expect(harness.taskEvents().map((event) => event.sandbox)).toEqual([
+      'workspace-write, network off',
+      null,
+    ]);
+    const works = harness.events.reduce(
+      (state, event) => reduceBackgroundWorks(state, event),
+      EMPTY_BACKGROUND_WORKS,
+    );
+    expect([...works.works.values()].map((work) => work.sandbox)).toEqual([
+      'workspace-write, network off',
+      null,
+    ]);
+  });
+
   it('decides the display kind once, where the event is emitted', async () => {
     const harness = createHarness();
     for (const kind of ['bash', 'pty', 'agent', 'workflow', 'monitor', 'custom_probe']) {

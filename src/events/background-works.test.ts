@@ -39,6 +39,7 @@ function facts(overrides: Partial<BackgroundTaskFacts> = {}): BackgroundTaskFact
     signal: null,
     reason: null,
     error: null,
+    sandbox: null,
     ...overrides,
   };
 }

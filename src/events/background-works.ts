@@ -45,6 +45,8 @@ export interface BackgroundWork {
   readonly exitCode: number | null;
   readonly signal: string | null;
   readonly error: string | null;
+  /** The sandbox it runs in (`workspace-write, network off`); null when unconfined. */
+  readonly sandbox: string | null;
 }
 
 /** Port words that end a task as `killed` in the registry but are failures to a viewer. */
@@ -96,6 +98,7 @@ export function toBackgroundWork(facts: BackgroundTaskFacts): BackgroundWork {
     exitCode: facts.exitCode,
     signal: facts.signal,
     error: facts.error,
+    sandbox: facts.sandbox,
   });
 }
 

@@ -11,6 +11,7 @@ import type { CreateSessionOptions, Session, SessionRuntime } from '../session/i
 import type { SessionStore } from '../store/index.js';
 import type { TaskService } from '../tasks/index.js';
 import type { StopDispatch, TaskTools } from '../tools/index.js';
+import type { Tracing } from '../tracing/index.js';
 
 export interface ErrandRuntime {
   readonly tasks: TaskService;
@@ -34,6 +35,8 @@ export interface ErrandRuntime {
   readonly lifeline: Lifeline | undefined;
   /** The system prompt every session gets. */
   readonly systemPrompt: string;
+  /** Where the runtime's spans go (`NOOP_TRACING` when off); surfaces on top trace their calls with it. */
+  readonly tracing: Tracing;
   createSession(options?: CreateSessionOptions): Session;
   resumeSession(id: string): Session;
   /** The session, resident or opened again from the store (see `SessionRuntime.loadSession`). */

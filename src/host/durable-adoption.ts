@@ -36,6 +36,7 @@ export function durableAdopter(
         owner,
         label: record.label,
         detail,
+        traceparent: record.traceparent,
         attachment: {
           id: record.id,
           command: typeof detail.command === 'string' ? detail.command : record.label,

@@ -1,15 +1,3 @@
-/** The options of the runtime's lifeline (`lifeline`). */
-export const lifelineOptions = defineOptions('createErrandRuntime', {
-  /** How long the sidecar waits between SIGTERM and SIGKILL when the runtime died, 1 to 60000 ms. Default 500. */
-  killGraceMs: option.integer({ min: 1, max: 60_000, default: 500 }),
-  /** Restarts of a sidecar that died, per minute, before the runtime gives up on it. Default 5. */
-  maxRestartsPerMinute: option.integer({ min: 0, default: 5 }),
-});
-
-export type RuntimeLifelineOptions = OptionsInput<typeof lifelineOptions.rules>;
-/** The lifeline's resolved options, or false when it is off. */
-export type ResolvedRuntimeLifeline = ResolvedOptions<typeof lifelineOptions.rules> | false;
-
 /**
  * The options of `createErrandRuntime`: its own and, nested, those of every part it assembles — each part's
  * own declaration less the keys the runtime sets itself — so one `resolve` checks them all, unknown keys
@@ -17,6 +5,7 @@ export type ResolvedRuntimeLifeline = ResolvedOptions<typeof lifelineOptions.rul
  */
 import { backgroundEventFeedOptions } from '../events/index.js';
 import { taskMonitorsOptions } from '../notifications/index.js';
+import { sandboxOption } from '../process/index.js';
 import { OUTPUT_SNAPSHOT_BYTES } from '../producers/bash/executor-options.js';
 import { bashExecutorOptions, bashProducerOptions, bashToolOptions } from '../producers/bash/index.js';
 import { ptyProducerOptions } from '../producers/pty/index.js';
@@ -33,7 +22,20 @@ import type { SessionStore } from '../store/index.js';
 import { InvalidArgumentError } from '../tasks/index.js';
 import { defineOptions, type OptionsInput, option, type ResolvedOptions } from '../tasks/options.js';
 import { type AnyToolDefinition, taskToolsOptions } from '../tools/index.js';
+import { tracingOption } from '../tracing/index.js';
 import type { ErrandRuntime } from './assembled-runtime.js';
+
+/** The options of the runtime's lifeline (`lifeline`). */
+export const lifelineOptions = defineOptions('createErrandRuntime', {
+  /** How long the sidecar waits between SIGTERM and SIGKILL when the runtime died, 1 to 60000 ms. Default 500. */
+  killGraceMs: option.integer({ min: 1, max: 60_000, default: 500 }),
+  /** Restarts of a sidecar that died, per minute, before the runtime gives up on it. Default 5. */
+  maxRestartsPerMinute: option.integer({ min: 0, default: 5 }),
+});
+
+export type RuntimeLifelineOptions = OptionsInput<typeof lifelineOptions.rules>;
+/** The lifeline's resolved options, or false when it is off. */
+export type ResolvedRuntimeLifeline = ResolvedOptions<typeof lifelineOptions.rules> | false;
 
 /** The runtime's `bash`: the executor's options, and the producer's and the tool's but what the runtime sets. */
 const bashPartOptions = defineOptions('createErrandRuntime', {
@@ -73,6 +75,14 @@ export const errandRuntimeOptions = defineOptions(
     /** Default environment of sessions. Default `process.env`. */
     env: sessionRuntimeOptions.rules.env,
     tasks: option.nested(taskServiceOptions),
+    /**
+     * The sandbox every bash command and pty program of the runtime runs in (workflow command steps and
+     * subagents' bash included): a profile (`read-only`, `workspace-write`, `full`), `{ profile, network }`,
+     * or a `Sandbox`, enforced by bubblewrap. `bash.executor.sandbox`, `bash.tool.sandbox` and
+     * `pty.sandbox` override it for their part. When a profile needs bwrap and it is missing the runtime is
+     * not created (`SANDBOX_UNAVAILABLE`, naming Debian's `bubblewrap` package). Default: none.
+     */
+    sandbox: sandboxOption(),
     bash: option.nested(bashPartOptions),
     /** Options of the pty producer, or false to leave it out. Default: on when node-pty loads. */
     pty: option.orFalse(option.nested(ptyProducerOptions.omit('tasks'))),
@@ -144,6 +154,13 @@ export const errandRuntimeOptions = defineOptions(
      * work that must survive a restart (a deploy, a long build). `bash.tool.durable` wins over it.
      */
     durable: option.boolean({ default: false }),
+    /**
+     * OpenTelemetry tracing of tasks, turns, model and tool calls and notification deliveries: a
+     * `Tracing` (e.g. `openTelemetryTracing({ tracer })`), or false for none. Default: the global
+     * OpenTelemetry API when `@opentelemetry/api` is installed (spans go to whatever provider the
+     * application registered), else none. `tasks.tracing` overrides it for the task service.
+     */
+    tracing: tracingOption(),
     /** More tools for a session (a harness's own), after Errand's. */
     tools: option.func<(session: Session, runtime: ErrandRuntime) => readonly AnyToolDefinition[]>(),
     /** Told about failures no caller sees. Default: each part's own. */

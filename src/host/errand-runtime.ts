@@ -6,7 +6,7 @@
 
 import { existsSync } from 'node:fs';
 import { createBackgroundEventFeed } from '../events/index.js';
-import { Lifeline, memoizedSource, procfsSource } from '../process/index.js';
+import { Lifeline, memoizedSource, procfsSource, type Sandbox } from '../process/index.js';
 import { BashExecutor } from '../producers/bash/executor.js';
 import { createBashProducer, createBashTool } from '../producers/bash/index.js';
 import { createPtyProducer, createPtyTools, isPtyAvailable } from '../producers/pty/index.js';
@@ -43,6 +43,7 @@ import {
 } from '../tasks/index.js';
 import { truncateUtf8Tail, utf8ByteLength } from '../text/index.js';
 import { createTaskTools, taskToolsPrompt } from '../tools/index.js';
+import type { Tracing } from '../tracing/index.js';
 import type { ErrandRuntime } from './assembled-runtime.js';
 import { startCommandPoller } from './command-poller.js';
 import { durableAdopter } from './durable-adoption.js';
@@ -82,6 +83,8 @@ export async function createErrandRuntime(options: ErrandRuntimeOptions): Promis
         commandMaxAgeMs,
         lifeline: resolved.lifeline,
         durable: resolved.durable,
+        sandbox: resolved.sandbox,
+        tracing: resolved.tracing,
       },
       store,
       ownsStore,
@@ -102,12 +105,14 @@ export async function createErrandRuntime(options: ErrandRuntimeOptions): Promis
 
 /** Builds the parts in dependency order, recording in `built` how to release each one. */
 async function assembleRuntime(
-  options: Omit<ErrandRuntimeOptions, 'lifeline' | 'durable'> & {
+  options: Omit<ErrandRuntimeOptions, 'lifeline' | 'durable' | 'sandbox' | 'tracing'> & {
     readonly notificationTailReadBytes: number;
     readonly commandPollMs: number | false;
     readonly commandMaxAgeMs: number;
     readonly lifeline: ResolvedRuntimeLifeline;
     readonly durable: boolean;
+    readonly sandbox: Sandbox | undefined;
+    readonly tracing: Tracing;
   },
   store: SessionStore,
   ownsStore: boolean,
@@ -118,11 +123,13 @@ async function assembleRuntime(
   // Started first and eagerly, so nothing this runtime spawns waits for it.
   const lifeline = startLifeline(options.lifeline, logger);
   if (lifeline) built.push(() => lifeline.release());
+  const { sandbox, tracing } = options;
   // Filled once the session runtime exists; it refuses background work while the store refuses writes.
   let sessions: SessionRuntime | undefined;
   const tasks = createTaskService({
     initialSequences: lastSequences(store),
     sequenceBlocks: storeSequenceBlocks(store),
+    tracing,
     ...options.tasks,
     startGuard: (request) => {
       options.tasks?.startGuard?.(request);
@@ -132,6 +139,7 @@ async function assembleRuntime(
   built.push(() => tasks.dispose());
   const executor = new BashExecutor({
     ...(lifeline ? { lifeline } : {}),
+    ...(sandbox === undefined ? {} : { sandbox }),
     ...options.bash?.executor,
   });
   built.push(() => executor.dispose());
@@ -141,7 +149,12 @@ async function assembleRuntime(
   const bashTool = createBashTool({ producer: bash, durable, ...options.bash?.tool });
   const pty =
     options.pty !== false && (await isPtyAvailable())
-      ? createPtyProducer({ tasks, ...(lifeline ? { lifeline } : {}), ...options.pty })
+      ? createPtyProducer({
+          tasks,
+          ...(lifeline ? { lifeline } : {}),
+          ...(sandbox === undefined ? {} : { sandbox }),
+          ...options.pty,
+        })
       : undefined;
   if (pty) built.push(() => pty.dispose());
   const ptyTools = pty ? createPtyTools(pty) : [];
@@ -231,6 +244,7 @@ async function assembleRuntime(
   sessions = createSessionRuntime({
     store,
     tasks,
+    tracing,
     model: options.model,
     systemPrompt,
     ...(options.cwd ? { cwd: options.cwd } : {}),
@@ -325,6 +339,7 @@ async function assembleRuntime(
     dashboard,
     lifeline,
     systemPrompt,
+    tracing,
     createSession: (sessionOptions) => sessions.createSession(sessionOptions),
     resumeSession: (id) => sessions.resumeSession(id),
     loadSession: (id) => sessions.loadSession(id),

@@ -6,6 +6,7 @@
  * calls (side channels). The working directory comes from `cwd`, the client's roots, or the launch
  * directory.
  */
+
 import type { ToolTaskHandler } from '@modelcontextprotocol/sdk/experimental/tasks/interfaces.js';
 import { McpServer, type RegisteredTool } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
@@ -27,6 +28,7 @@ import {
   type ToolResult,
   taskToolsPrompt,
 } from '../tools/index.js';
+import type { Tracing } from '../tracing/index.js';
 import { ErrandTaskStore } from './errand-task-store.js';
 import {
   type ErrandMcpServerOptions,
@@ -132,23 +134,50 @@ export function createErrandMcpServer(options: ErrandMcpServerOptions): ErrandMc
     meta?: unknown,
   ): Promise<CallToolResult> => {
     await workingDirectory.whenReady();
-    const executed = await executeTool(definition, args, toolContext(requestId, signal, meta));
-    // The store is failing (or works again): the answer says so, once.
-    const note = session.takePersistenceNote();
-    const result = note === undefined ? executed : { ...executed, text: `${executed.text}\n${note}` };
-    // The answer shows how a task ended: its notification would tell the client a second time. A cancelled
-    // request's answer is never sent, so the client has not read that end: its notification stays.
-    if (!signal.aborted) for (const end of reportedTaskEnds(result)) session.inbox.withdraw(end);
-    const answer = toCallToolResult(limitToolResult(result, resolved.maxToolResultBytes));
-    return deliveries.attach(answer, requestId, signal, resolved.maxNotificationsPerResult);
+    const tracing = runtime.tracing;
+    // The request's span (MCP conventions): the tool's execute_tool span and the delivery of the
+    // notifications this answer carries (committed once it was sent) are its children.
+    const span = tracing.startSpan(`tools/call ${definition.name}`, {
+      kind: 'server',
+      attributes: {
+        'mcp.method.name': 'tools/call',
+        'gen_ai.tool.name': definition.name,
+        'jsonrpc.request.id': String(requestId),
+        'gen_ai.conversation.id': session.id,
+      },
+    });
+    try {
+      return await tracing.withSpan(span, async () => {
+        const executed = await executeTool(definition, args, toolContext(requestId, signal, meta), {
+          tracing,
+        });
+        // The store is failing (or works again): the answer says so, once.
+        const note = session.takePersistenceNote();
+        const result = note === undefined ? executed : { ...executed, text: `${executed.text}\n${note}` };
+        // The answer shows how a task ended: its notification would tell the client a second time. A
+        // cancelled request's answer is never sent, so the client has not read that end: it stays.
+        if (!signal.aborted) for (const end of reportedTaskEnds(result)) session.inbox.withdraw(end);
+        const answer = toCallToolResult(limitToolResult(result, resolved.maxToolResultBytes));
+        return deliveries.attach(answer, requestId, signal, resolved.maxNotificationsPerResult);
+      });
+    } finally {
+      span.end();
+    }
   };
 
   for (const definition of session.tools) {
     if (definition.name === 'bash' && taskStore) {
-      registerBashTaskTool(server, definition, taskStore, callTool, async (requestId, signal, meta) => {
-        await workingDirectory.whenReady();
-        return toolContext(requestId, signal, meta);
-      });
+      registerBashTaskTool(
+        server,
+        definition,
+        taskStore,
+        callTool,
+        async (requestId, signal, meta) => {
+          await workingDirectory.whenReady();
+          return toolContext(requestId, signal, meta);
+        },
+        runtime.tracing,
+      );
     } else {
       registerTool(server, definition, callTool);
     }
@@ -280,6 +309,7 @@ function registerBashTaskTool(
   callTool: CallTool,
   /** The context of a task-augmented call, once its working directory is known. */
   toolContext: (requestId: string | number, signal: AbortSignal, meta?: unknown) => Promise<ToolContext>,
+  tracing: Tracing,
 ): RegisteredTool {
   const handler: ToolTaskHandler<typeof definition.inputSchema> = {
     createTask: async (args, extra) => {
@@ -298,7 +328,9 @@ function registerBashTaskTool(
       }
       const input = { ...(args as Record<string, unknown>), run_in_background: true };
       const context = await toolContext(extra.requestId, extra.signal, extra._meta);
-      const started = (await executeTool(definition, input, context)) as ToolResult<BashToolValue>;
+      const started = (await executeTool(definition, input, context, {
+        tracing,
+      })) as ToolResult<BashToolValue>;
       if (started.isError || started.value?.kind !== 'background') {
         return { task: store.fail(task.taskId, toCallToolResult(started)) };
       }

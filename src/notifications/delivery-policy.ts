@@ -250,6 +250,7 @@ export function createDeliveryPolicy(input: DeliveryPolicyOptions): DeliveryPoli
       startedAt: snapshot.startedAt,
       branchGeneration: snapshot.branchGeneration,
       ...(toolUseId === undefined ? {} : { toolUseId }),
+      ...(snapshot.traceparent === undefined ? {} : { traceparent: snapshot.traceparent }),
       createdAt: now(),
       ...(extra.eventKey === undefined ? {} : { eventKey: extra.eventKey }),
     });

@@ -41,4 +41,6 @@ export interface TaskNotification {
    * sequence). Absent: `createdAt` does.
    */
   readonly eventKey?: string;
+  /** The task span's W3C traceparent (`snapshot.traceparent`): the delivery span links to it. */
+  readonly traceparent?: string;
 }

@@ -3,8 +3,9 @@
  * spawn seam), the /proc process table, the census of a process tree and its terminator, a terminal's
  * foreground group, bounded pipe waits, the private output directory and the one capped output-file
  * writer; the lifeline (a sidecar that stops a dead runtime's trees), recognising a tree after the fact,
- * exit-status files and following a file another process writes. It knows no task, session or store: it
- * sits above the contract (`tasks/`) and `text/` only.
+ * exit-status files and following a file another process writes; and the sandbox profiles that rewrite a
+ * launch to run under bubblewrap. It knows no task, session or store: it sits above the contract
+ * (`tasks/`) and `text/` only.
  */
 export { DetailThrottle } from './detail-throttle.js';
 export { type RecordedEnd, readStatusFile, statusFileBeside, writeStatusFile } from './exit-status-file.js';
@@ -70,6 +71,20 @@ export {
   type TreeCensus,
   type TreeRoot,
 } from './process-tree.js';
+export {
+  BUBBLEWRAP_PACKAGE,
+  isSandbox,
+  resolveSandbox,
+  SANDBOX_PROFILES,
+  type Sandbox,
+  type SandboxFacts,
+  type SandboxOptions,
+  type SandboxProfile,
+  type SandboxSetting,
+  SandboxUnavailableError,
+  sandboxOption,
+  sandboxSummaryOf,
+} from './sandbox.js';
 export { checkSpawnable } from './spawn-check.js';
 export { diagnoseSpawnFailure, errnoOf } from './spawn-failure.js';
 export { type RequestedStopReason, STOP_REASONS, type StopReason } from './stop-reason.js';

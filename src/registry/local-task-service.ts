@@ -51,6 +51,7 @@ import {
   TERMINAL_STATUSES,
   WaitAbortedError,
 } from '../tasks/index.js';
+import { TaskTrace } from '../tracing/index.js';
 import { ControllerSet } from './controller-set.js';
 import {
   type ResolvedTaskServiceOptions,
@@ -223,10 +224,25 @@ export class LocalTaskService implements TaskService {
       this.#onDetail,
     );
 
+    // The task's span, in the caller's context (or the stored one); the producer starts inside it.
+    const trace = TaskTrace.start(this.#options.tracing, {
+      taskId: id,
+      kind: spec.kind,
+      label: spec.label,
+      attempt: (previous?.attempt ?? 0) + 1,
+      sessionId: owner?.sessionId,
+      toolCallId: typeof spec.detail?.toolUseId === 'string' ? spec.detail.toolUseId : undefined,
+      parent: spec.traceparent,
+      previous: previous?.traceparent,
+    });
     let hooks: TaskHooks;
     try {
-      hooks = this.#runProducer(spec, context);
+      hooks =
+        trace === undefined
+          ? this.#runProducer(spec, context)
+          : trace.run(() => this.#runProducer(spec, context));
     } catch (error) {
+      trace?.abandon(error);
       this.#dropBucketIfEmpty(bucket);
       throw error;
     }
@@ -279,6 +295,8 @@ export class LocalTaskService implements TaskService {
       );
       this.#records.set(id, record);
     }
+    record.trace = trace;
+    record.traceparent = trace?.traceparent ?? spec.traceparent;
     context.record = record;
     context.attempt = record.attempt;
     if (owner) this.#owners.get(owner)?.tasks.add(record);
@@ -861,6 +879,11 @@ export class LocalTaskService implements TaskService {
   }
 
   #emitChange(reason: TaskChangeReason, record: TaskRecord): void {
+    const trace = record.trace;
+    if (trace !== undefined) {
+      trace.change(reason, snapshotOf(record));
+      if (reason === 'settled' || reason === 'removed') record.trace = undefined;
+    }
     const subscriptions = this.#changeSubscriptions;
     if (subscriptions.length === 0) return;
     const task = snapshotOf(record);

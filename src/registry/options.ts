@@ -9,6 +9,7 @@ import {
   type TaskKind,
 } from '../tasks/index.js';
 import { defineOptions, type OptionsInput, option, type ResolvedOptions } from '../tasks/options.js';
+import { tracingOption } from '../tracing/index.js';
 
 /** What a start guard is asked about. */
 export interface StartGuardRequest {
@@ -92,6 +93,12 @@ export const taskServiceOptions = defineOptions('createTaskService', {
    * A session runtime uses it to refuse background work while its store cannot record endings. Default none.
    */
   startGuard: option.func<(request: StartGuardRequest) => void>(),
+  /**
+   * Traces every task's lifetime as a span (`task <kind>`) in the context active at `start`, and stores
+   * its traceparent with the task. A `Tracing` (e.g. `openTelemetryTracing({ tracer })`), or false for
+   * none. Default: the global OpenTelemetry API when `@opentelemetry/api` is installed, else none.
+   */
+  tracing: tracingOption(),
   /** Told about failing listeners and cancels. Default: the console logger. */
   logger: option.logger({ default: consoleLogger }),
 });

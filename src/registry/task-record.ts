@@ -1,4 +1,5 @@
 /** The registry's mutable record of one task, and the frozen snapshots it hands out. */
+
 import type {
   BackgroundWaitResult,
   Owner,
@@ -11,6 +12,7 @@ import type {
   TaskSnapshot,
   TaskStatus,
 } from '../tasks/index.js';
+import type { TaskTrace } from '../tracing/index.js';
 import { RetentionQueue } from './retention-queue.js';
 
 export { RetentionQueue };
@@ -69,6 +71,10 @@ export class TaskRecord {
   resultText: string | undefined = undefined;
   output: string | undefined = undefined;
   attempt = 1;
+  /** The task span's traceparent (or the spec's, when nothing traced it). */
+  traceparent: string | undefined = undefined;
+  /** The live span of the current attempt; undefined when tracing is off. */
+  trace: TaskTrace | undefined = undefined;
   /** Whether the record sits in its bucket's retention queue. */
   retained = false;
   hooks: TaskHooks;
@@ -145,6 +151,7 @@ export function snapshotOf(record: TaskRecord): TaskSnapshot {
       resultText: record.resultText,
       attempt: record.attempt,
       finalOutput: record.hooks.readOutput === undefined,
+      traceparent: record.traceparent,
     });
     record.cachedSnapshot = snapshot;
   }

@@ -1,4 +1,5 @@
 /** Validation of task specs and producer hooks, before anything runs. */
+
 import {
   InvalidTaskSpecError,
   isValidTaskKind,
@@ -8,6 +9,7 @@ import {
   type TaskOutputStream,
   type TaskSpec,
 } from '../tasks/index.js';
+import { isTraceparent } from '../tracing/index.js';
 
 export const MAX_LABEL_LENGTH = 2000;
 
@@ -49,6 +51,13 @@ export function validateSpec(spec: TaskSpec, kindKnown = false): void {
     (!Number.isSafeInteger(spec.branchGeneration) || spec.branchGeneration < 0)
   ) {
     throw new InvalidTaskSpecError('branchGeneration', 'a non-negative integer', spec.branchGeneration);
+  }
+  if (spec.traceparent !== undefined && !isTraceparent(spec.traceparent)) {
+    throw new InvalidTaskSpecError(
+      'traceparent',
+      'a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>)',
+      spec.traceparent,
+    );
   }
   if (spec.detail !== undefined && !isPlainObject(spec.detail)) {
     throw new InvalidTaskSpecError('detail', 'a plain object', spec.detail);

@@ -37,6 +37,7 @@ import {
   type ProcessSource,
   parseEnvironmentTag,
   procfsSource,
+  sandboxSummaryOf,
   TreeTerminator,
 } from '../process/index.js';
 import { judgeLeftTask, LOST_CASE_ERRORS, type Verdict } from '../session/reconcile.js';
@@ -612,6 +613,7 @@ class StoreEventFeed implements BackgroundEventFeed {
       signal: stringOrNull(detail.signal),
       reason: shown?.reason ?? stringOrNull(detail.reason),
       error: shown !== undefined ? shown.error : (task.error ?? null),
+      sandbox: sandboxSummaryOf(detail) ?? null,
     });
   }
 }

@@ -28,6 +28,7 @@ function snapshot(patch: Partial<TaskSnapshot> = {}): TaskSnapshot {
     resultText: undefined,
     attempt: 1,
     finalOutput: false,
+    traceparent: undefined,
     ...patch,
   });
 }

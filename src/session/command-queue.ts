@@ -2,8 +2,10 @@
  * The session's command queue: priorities `now` / `next` / `later`, FIFO within one. Notifications are
  * drained in batches; a queued configuration command is a barrier that later commands wait behind.
  */
+
 import type { NotificationLane } from '../notifications/index.js';
 import { ErrandError, InvalidArgumentError } from '../tasks/index.js';
+import type { TraceContext } from '../tracing/index.js';
 
 export type QueuePriority = 'now' | 'next' | 'later';
 export const QUEUE_PRIORITIES: readonly QueuePriority[] = ['now', 'next', 'later'];
@@ -33,6 +35,8 @@ export interface QueuedNotification {
    * ending. Default true.
    */
   readonly ending?: boolean | undefined;
+  /** The task span's traceparent: the delivery span links to it. */
+  readonly traceparent?: string | undefined;
   readonly queuedAt: number;
 }
 
@@ -42,6 +46,8 @@ export interface QueuedUserInput {
   readonly ledgerId: number;
   readonly text: string;
   readonly queuedAt: number;
+  /** The context active when the person's input was sent: the parent of the turn that delivers it. */
+  readonly traceContext?: TraceContext | undefined;
   /** Settled when the turn that delivered this input ends. */
   readonly settle: (outcome: unknown, error?: unknown) => void;
 }

@@ -15,6 +15,7 @@ import {
 } from '../notifications/index.js';
 import { ErrandError, InvalidArgumentError } from '../tasks/index.js';
 import type { ReportedTaskEnd } from '../tools/index.js';
+import { NOOP_TRACING, type SpanParent, type TraceContext, type Tracing } from '../tracing/index.js';
 import {
   type CommandQueue,
   type QueuedNotification,
@@ -43,6 +44,8 @@ export interface SessionNotification {
   readonly attempt?: number | undefined;
   /** False for a notification about a running task (a workflow's progress). Default true. */
   readonly ending?: boolean | undefined;
+  /** The task span's W3C traceparent: the span of this notification's delivery links to it. */
+  readonly traceparent?: string | undefined;
 }
 
 export type NotificationAdmission =
@@ -103,6 +106,11 @@ export interface TakeQueuedNotificationsOptions {
 export interface ReserveNotificationsOptions extends TakeQueuedNotificationsOptions {
   /** Only notifications of this lane (the others keep their places). Default: both lanes. */
   readonly lane?: NotificationLane;
+  /**
+   * The context the delivery span of a later `commit` goes into (the turn or request that hands the
+   * notifications over). Default: the context active when `reserve` is called.
+   */
+  readonly traceContext?: TraceContext;
 }
 
 /** What a session's own turn reserves (`reserveForTurn`). */
@@ -145,6 +153,8 @@ export interface NotificationInboxContext {
    * store failure. Without it such a withdrawal throws.
    */
   recordLater?(write: () => void, error: unknown): void;
+  /** Where a delivery's span goes (linked to each delivered task's span). Default: none. */
+  readonly tracing?: Tracing;
 }
 
 /** A reservation with the inbox's own handles on it. */
@@ -241,6 +251,7 @@ export class NotificationInbox {
         branchGeneration: notification.branchGeneration,
         attempt: notification.attempt,
         ...(notification.ending === false ? { ending: false } : {}),
+        ...(notification.traceparent === undefined ? {} : { traceparent: notification.traceparent }),
         queuedAt: context.now(),
       });
     } catch (error) {
@@ -363,7 +374,8 @@ export class NotificationInbox {
   reserve(options: ReserveNotificationsOptions): NotificationReservation {
     const { source, limit } = validateReserveOptions(options);
     const context = this.#context;
-    if (context.isDraining() || context.isClosing()) return this.#hold([], source, 'batch');
+    const traceContext = options.traceContext ?? this.#tracing.capture();
+    if (context.isDraining() || context.isClosing()) return this.#hold([], source, 'batch', traceContext);
     const taken = context.queue.takeNotificationsBeforeBarrier('later', limit, options.lane);
     let fresh: QueuedNotification[];
     try {
@@ -373,7 +385,7 @@ export class NotificationInbox {
       context.queue.requeue(taken);
       throw new NotificationDeliveryError(context.sessionId, taken, error);
     }
-    return this.#hold(fresh, source, 'batch');
+    return this.#hold(fresh, source, 'batch', traceContext);
   }
 
   /**
@@ -399,7 +411,8 @@ export class NotificationInbox {
    */
   reserveForTurn(options: TurnReservationOptions): NotificationReservation {
     const taken = this.#context.queue.takeNotificationsBeforeBarrier(options.upTo ?? 'later');
-    return this.#hold(taken, options.source, options.form);
+    // Committed by `deliverReserved` inside the turn: its span goes into the context active then.
+    return this.#hold(taken, options.source, options.form, 'active');
   }
 
   /**
@@ -482,7 +495,62 @@ export class NotificationInbox {
     return this.#context.ledger.deliver(fresh, form, source);
   }
 
-  #hold(notifications: QueuedNotification[], source: string, form: DeliveryForm): HeldReservation {
+  get #tracing(): Tracing {
+    return this.#context.tracing ?? NOOP_TRACING;
+  }
+
+  /**
+   * Records a delivery inside its span: `deliver_notifications`, in `parent` (the delivering turn or
+   * request), with a link to each notification's task span — an async continuation, not a child.
+   */
+  #recordTraced(
+    notifications: QueuedNotification[],
+    source: string,
+    form: DeliveryForm,
+    parent: SpanParent,
+  ): QueuedNotification[] {
+    const tracing = this.#tracing;
+    if (!tracing.enabled || notifications.length === 0) return this.#record(notifications, source, form);
+    const links = [];
+    for (const notification of notifications) {
+      if (notification.traceparent === undefined) continue;
+      links.push({
+        traceparent: notification.traceparent,
+        attributes: {
+          'errand.task.id': notification.taskId,
+          'errand.task.attempt': notification.attempt,
+          'errand.notification.ledger_id': notification.ledgerId,
+        },
+      });
+    }
+    const span = tracing.startSpan('deliver_notifications', {
+      parent,
+      links,
+      attributes: {
+        'gen_ai.conversation.id': this.#context.sessionId,
+        'errand.notification.source': source,
+        'errand.notification.count': notifications.length,
+        'errand.notification.task_ids': notifications.map((notification) => notification.taskId).join(','),
+      },
+    });
+    try {
+      const delivered = this.#record(notifications, source, form);
+      span.setAttributes({ 'errand.notification.delivered': delivered.length });
+      return delivered;
+    } catch (error) {
+      span.setError(error instanceof Error ? error.message : String(error), 'delivery_failed');
+      throw error;
+    } finally {
+      span.end();
+    }
+  }
+
+  #hold(
+    notifications: QueuedNotification[],
+    source: string,
+    form: DeliveryForm,
+    parent: SpanParent,
+  ): HeldReservation {
     let pending = notifications;
     let state: NotificationReservation['state'] = notifications.length === 0 ? 'committed' : 'reserved';
     /** Ledger ids whose end the model read while they were reserved. */
@@ -507,7 +575,7 @@ export class NotificationInbox {
         if (state !== 'reserved') return [];
         let delivered: QueuedNotification[];
         try {
-          delivered = this.#record(pending, source, form);
+          delivered = this.#recordTraced(pending, source, form, parent);
         } catch (error) {
           // Recorded in part (a conflict moved some out of the way) or not at all: the rest stay reserved.
           pending = error instanceof NotificationDeliveryError ? [...error.undelivered] : [];

@@ -291,6 +291,8 @@ function take(record: StoredTask, decision: Decision, owner: Owner, context: Rec
     background: true,
     resumeId: record.id as TaskId,
     detail: { ...record.detail, adopted: true },
+    // The stop continues the trace of the task that ran before the restart.
+    ...(record.traceparent === undefined ? {} : { traceparent: record.traceparent }),
     run: () => hooks,
   });
   // Registered synchronously; who asked for the stop is kept before the end settles in a later step.

@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { LedgerEntry } from '../store/records.js';
 import { InvalidArgumentError, type Logger } from '../tasks/index.js';
+import type { Tracing } from '../tracing/index.js';
 import {
   type CommandQueue,
   type QueuedUserInput,
@@ -33,6 +34,8 @@ export interface SessionInputContext {
   calledFromOwnTurn(): boolean;
   /** Something was queued that the drain should look at. */
   wake(): void;
+  /** Captures the sender's context: the turn that delivers the input continues it. */
+  readonly tracing: Tracing;
 }
 
 export class SessionInput {
@@ -81,6 +84,7 @@ export class SessionInput {
         ledgerId,
         text,
         queuedAt: this.#context.now(),
+        ...(this.#context.tracing.enabled ? { traceContext: this.#context.tracing.capture() } : {}),
         settle: (outcome, error) => (error === undefined ? resolve(outcome as TurnOutcome) : reject(error)),
       };
       try {

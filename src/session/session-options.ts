@@ -18,6 +18,7 @@ import {
 } from '../tasks/index.js';
 import { defineOptions, type OptionsInput, option, type ResolvedOptions } from '../tasks/options.js';
 import type { AnyToolDefinition } from '../tools/index.js';
+import { tracingOption } from '../tracing/index.js';
 import type { ModelPort } from './model-port.js';
 import type { Session } from './session.js';
 import { sessionLimitOptions } from './session-limits.js';
@@ -114,9 +115,16 @@ export const sessionRuntimeOptions = defineOptions('createSessionRuntime', {
    * unloaded. In milliseconds (1 to 2147483647), or false for never. Default false: a `Session` object a
    * caller holds closes when its session unloads, so a host that keeps them turns this on knowingly.
    */
+  unloadIdleAfterMs: option.orFalse(option.integer({ min: 1, max: MAX_TIMER_DELAY_MS }), { default: false }),
   /** How a resume checks and takes over the tasks a dead runtime left running (see `reconcile.ts`). */
   reconcile: option.nested(reconcileOptions),
-  unloadIdleAfterMs: option.orFalse(option.integer({ min: 1, max: MAX_TIMER_DELAY_MS }), { default: false }),
+  /**
+   * Where sessions trace their turns (`invoke_agent`), model calls (`chat`), tool calls (`execute_tool`)
+   * and notification deliveries (linked to the tasks' spans), and the default task service its tasks. A
+   * `Tracing` (e.g. `openTelemetryTracing({ tracer })`), or false for none. Default: the global
+   * OpenTelemetry API when `@opentelemetry/api` is installed, else none.
+   */
+  tracing: tracingOption(),
 });
 
 export type SessionRuntimeOptions = OptionsInput<typeof sessionRuntimeOptions.rules>;

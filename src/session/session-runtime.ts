@@ -2,6 +2,7 @@
  * The session runtime: creates and resumes sessions over one task service and one store, wires each
  * session's delivery policy to its queue, keeps task records in the store, and shuts everything down.
  */
+
 import { randomUUID } from 'node:crypto';
 import {
   createDeliveryPolicy,
@@ -35,6 +36,7 @@ import {
 } from '../tasks/index.js';
 import { readFileTail } from '../text/index.js';
 import type { RecordedTasks } from '../tools/index.js';
+import type { Tracing } from '../tracing/index.js';
 import type { ModelPort } from './model-port.js';
 import { PendingStoreWrites, type StoreFailure } from './pending-store-writes.js';
 import { LOST_CASES, type LostCase, type ReconcileContext, reconcileSessionTasks } from './reconcile.js';
@@ -95,6 +97,7 @@ export class SessionRuntime {
   readonly #logger: Logger;
   readonly #now: () => number;
   readonly #clock: Clock;
+  readonly #tracing: Tracing;
   readonly #stopRecording: () => void;
   /** Distinguishes this runtime's notifications in the ledger from an earlier one's with the same task ids. */
   readonly #instance = randomUUID().slice(0, 8);
@@ -139,12 +142,14 @@ export class SessionRuntime {
       logger: this.#logger,
       changed: (failure) => this.#persistenceChanged(failure),
     });
+    this.#tracing = resolved.tracing;
     this.#ownsTasks = resolved.tasks === undefined;
     this.tasks =
       resolved.tasks ??
       createTaskService({
         initialSequences: lastSequences(resolved.store),
         sequenceBlocks: storeSequenceBlocks(resolved.store),
+        tracing: resolved.tracing,
         startGuard: (request) => this.checkStart(request),
       });
     const tasks = this.tasks;
@@ -329,6 +334,8 @@ export class SessionRuntime {
             lane: 'quiet',
             branchGeneration: task.branchGeneration,
             idempotencyKey: key,
+            // The span of the task that ran before the restart: its delivery links to it.
+            ...(task.traceparent === undefined ? {} : { traceparent: task.traceparent }),
           });
           continue;
         }
@@ -347,6 +354,7 @@ export class SessionRuntime {
           priority: notification.priority,
           branchGeneration: notification.branchGeneration,
           idempotencyKey: key,
+          ...(notification.traceparent === undefined ? {} : { traceparent: notification.traceparent }),
         });
       } catch (error) {
         this.#logger.warn(`task ${task.id}: queueing the notification of its recorded ending failed`, {
@@ -457,6 +465,7 @@ export class SessionRuntime {
       logger: this.#logger,
       now: this.#now,
       clock: this.#clock,
+      tracing: this.#tracing,
       tools: (created) => options.tools?.(created) ?? [],
       ...(options.beforeUserPrompt ? { beforeUserPrompt: options.beforeUserPrompt } : {}),
       onShutdown: async (closing) => {
@@ -532,6 +541,7 @@ export class SessionRuntime {
         idempotencyKey: key,
         attempt,
         ...(ending ? {} : { ending: false }),
+        ...(notification.traceparent === undefined ? {} : { traceparent: notification.traceparent }),
       }),
     );
     if (!outcome.written) return;

@@ -8,6 +8,7 @@
  * `DrainScheduler` (debounce and retry back-off on the injected clock), `QueueDrain` (the drain loop),
  * `TurnRunner` (one turn at a time) and `SessionShutdown` (the closing steps). See README.md.
  */
+
 import type { MessageRecord } from '../store/records.js';
 import type { NewMessage, SessionStore } from '../store/session-store.js';
 import {
@@ -19,6 +20,7 @@ import {
   type TaskService,
 } from '../tasks/index.js';
 import type { AnyToolDefinition, ReportedTaskEnd } from '../tools/index.js';
+import { NOOP_TRACING, type Tracing } from '../tracing/index.js';
 import { CommandQueue, type QueuedCommand, type QueuePriority } from './command-queue.js';
 import { DrainScheduler } from './drain-scheduler.js';
 import type { ModelPort } from './model-port.js';
@@ -73,6 +75,8 @@ export interface SessionDependencies {
   readonly recordLater?: (write: () => void, error: unknown) => void;
   /** The line the next tool result carries about the store, once (see `takePersistenceNote`). */
   readonly persistenceNote?: () => string | undefined;
+  /** Where the session's turns, model calls, tool calls and deliveries are traced. Default: none. */
+  readonly tracing?: Tracing;
 }
 
 export class Session {
@@ -118,6 +122,7 @@ export class Session {
     this.#now = dependencies.now;
     this.#branchGeneration = dependencies.branchGeneration;
     const limits = dependencies.limits;
+    const tracing = dependencies.tracing ?? NOOP_TRACING;
     const emit = (event: SessionEvent) => this.#emit(event);
     this.#queue = new CommandQueue(limits.maxQueuedCommands);
     this.#ledger = new SessionLedger({
@@ -149,6 +154,7 @@ export class Session {
         if (!this.#drain.working) this.#scheduler.retry();
       },
       ...(dependencies.recordLater ? { recordLater: dependencies.recordLater } : {}),
+      tracing,
     });
     this.inbox = this.#inbox;
     this.#turns = new TurnRunner({
@@ -175,6 +181,7 @@ export class Session {
       emit,
       setState: (state) => this.#setState(state),
       isClosing: () => this.#shutdown.begun,
+      tracing,
     });
     this.#shutdown = new SessionShutdown({
       sessionId: this.id,
@@ -212,6 +219,7 @@ export class Session {
       isClosing: () => this.#shutdown.begun,
       calledFromOwnTurn: () => this.#turns.calledFromOwnTurn(),
       wake: () => this.#scheduler.schedule(),
+      tracing,
     });
     this.owner = createOwner(this.id, { branchGeneration: () => this.#branchGeneration });
     this.#persistenceNote = dependencies.persistenceNote;

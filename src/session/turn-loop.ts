@@ -15,6 +15,7 @@ import {
   type ToolContext,
   type ToolResult,
 } from '../tools/index.js';
+import type { Tracing } from '../tracing/index.js';
 import type { ModelMessage, ModelPort, ModelResponse, ModelToolCall } from './model-port.js';
 import type { SessionEvent, TurnOutcome } from './session-events.js';
 import type { ResolvedSessionLimits } from './session-limits.js';
@@ -39,6 +40,8 @@ export interface TurnContext {
   /** A line the next tool result carries (the store is failing, or works again); undefined when none. */
   persistenceNote(): string | undefined;
   emit(event: SessionEvent): void;
+  /** Where the model calls' `chat` spans and the tool calls' `execute_tool` spans go. */
+  readonly tracing: Tracing;
 }
 
 export async function runTurn(context: TurnContext): Promise<TurnOutcome> {
@@ -57,15 +60,12 @@ export async function runTurn(context: TurnContext): Promise<TurnOutcome> {
       signal.throwIfAborted();
       if (requests > 0 && !continuation) context.injectQueuedNotifications();
       const response = validateResponse(
-        await context.model.generate(
-          {
-            system: context.system,
-            messages: toModelMessages(context.messages()),
-            tools: toolSpecs,
-            continuation,
-          },
-          signal,
-        ),
+        await generateTraced(context, {
+          system: context.system,
+          messages: toModelMessages(context.messages()),
+          tools: toolSpecs,
+          continuation,
+        }),
       );
       requests += 1;
       signal.throwIfAborted();
@@ -115,6 +115,36 @@ export async function runTurn(context: TurnContext): Promise<TurnOutcome> {
   } catch (error) {
     if (signal.aborted) return { turnId, reason: 'interrupted', text: lastText };
     throw error;
+  }
+}
+
+/** One model request inside its `chat <model>` span (GenAI conventions), with the usage it reports. */
+async function generateTraced(
+  context: TurnContext,
+  request: Parameters<ModelPort['generate']>[0],
+): Promise<ModelResponse> {
+  const tracing = context.tracing;
+  if (!tracing.enabled) return context.model.generate(request, context.signal);
+  const span = tracing.startSpan(`chat ${context.model.name}`, {
+    kind: 'client',
+    attributes: { 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': context.model.name },
+  });
+  try {
+    const response = await tracing.withSpan(span, () => context.model.generate(request, context.signal));
+    const usage = (response as { usage?: { inputTokens?: unknown; outputTokens?: unknown } } | undefined)
+      ?.usage;
+    span.setAttributes({
+      'gen_ai.response.finish_reasons':
+        typeof response?.finishReason === 'string' ? response.finishReason : undefined,
+      'gen_ai.usage.input_tokens': typeof usage?.inputTokens === 'number' ? usage.inputTokens : undefined,
+      'gen_ai.usage.output_tokens': typeof usage?.outputTokens === 'number' ? usage.outputTokens : undefined,
+    });
+    return response;
+  } catch (error) {
+    span.setError(error instanceof Error ? error.message : String(error), 'model_error');
+    throw error;
+  } finally {
+    span.end();
   }
 }
 
@@ -172,7 +202,9 @@ async function runToolCall(
   context: TurnContext,
 ): Promise<ToolResult> {
   try {
-    const result = await executeTool(tool, call.input, context.toolContext(call.id));
+    const result = await executeTool(tool, call.input, context.toolContext(call.id), {
+      tracing: context.tracing,
+    });
     if (typeof result?.text === 'string' && typeof result.isError === 'boolean') return result;
     throw new Error('it returned no { text, isError } result');
   } catch (error) {

@@ -9,6 +9,7 @@ import type { MessageRecord } from '../store/records.js';
 import type { NewMessage } from '../store/session-store.js';
 import { ErrandError, type Logger } from '../tasks/index.js';
 import type { AnyToolDefinition, ReportedTaskEnd, ToolContext } from '../tools/index.js';
+import type { Tracing } from '../tracing/index.js';
 import type { QueuedUserInput } from './command-queue.js';
 import type { ModelPort } from './model-port.js';
 import { NOTIFICATION_DELIVERY_FAILED } from './notification-delivery-error.js';
@@ -47,6 +48,8 @@ export interface TurnRunnerContext {
   /** The session runs a turn (`running`) or is idle again (`idle`, not sent once shutdown began). */
   setState(state: 'running' | 'idle'): void;
   isClosing(): boolean;
+  /** Where the turn's `invoke_agent` span, its model calls and its tool calls go. */
+  readonly tracing: Tracing;
 }
 
 /**
@@ -119,9 +122,55 @@ export class TurnRunner {
     context.setState('running');
     const title = input ? firstLine(input.text) : batchTitle(notifications.notifications);
     context.emit({ type: 'turn-start', turnId, source, title });
+    // A turn for background results starts a trace of its own (the delivery span links back to the
+    // tasks); a person's turn continues the context the input was sent in.
+    const span = context.tracing.startSpan('invoke_agent', {
+      parent: source === 'background_task' ? 'root' : (input?.traceContext ?? 'root'),
+      attributes: {
+        'gen_ai.operation.name': 'invoke_agent',
+        'gen_ai.conversation.id': context.sessionId,
+        'errand.turn.id': turnId,
+        'errand.turn.source': source,
+      },
+    });
+    let outcome: TurnOutcome = { turnId, reason: 'error', text: '' };
+    let deliveryFailed = false;
+    try {
+      const ran = await context.tracing.withSpan(span, () =>
+        this.#runTraced(source, turnId, controller, notifications, input),
+      );
+      deliveryFailed = ran.deliveryFailed;
+      outcome = ran.outcome;
+    } finally {
+      span.setAttributes({ 'errand.turn.outcome': outcome.reason });
+      if (outcome.reason === 'error') span.setError(outcome.error ?? 'the turn failed', 'turn_failed');
+      span.end();
+      this.#turn = undefined;
+      markEnded();
+    }
+    context.emit({
+      type: 'turn-end',
+      turnId,
+      reason: outcome.reason,
+      text: outcome.text,
+      ...(outcome.error ? { error: outcome.error } : {}),
+    });
+    input?.settle(outcome);
+    if (!context.isClosing()) context.setState('idle');
+    return deliveryFailed;
+  }
+
+  /** The turn itself, inside its span: delivery, then the turn loop in the turn's frame. */
+  async #runTraced(
+    source: TurnSource,
+    turnId: number,
+    controller: AbortController,
+    notifications: NotificationReservation,
+    input: QueuedUserInput | undefined,
+  ): Promise<{ outcome: TurnOutcome; deliveryFailed: boolean }> {
+    const context = this.#context;
     let outcome: TurnOutcome;
     let inputDelivered = false;
-    let deliveryFailed = false;
     try {
       const delivered = context.inbox.deliverReserved(notifications);
       if (input) {
@@ -137,28 +186,16 @@ export class TurnRunner {
       }
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
-      deliveryFailed = ErrandError.hasCode(error, NOTIFICATION_DELIVERY_FAILED);
+      const deliveryFailed = ErrandError.hasCode(error, NOTIFICATION_DELIVERY_FAILED);
       context.logger.warn(`session ${context.sessionId}: turn ${turnId} failed`, {
         error: message,
         ...(ErrandError.isInstance(error) ? { code: error.code } : {}),
       });
-      outcome = { turnId, reason: 'error', text: '', error: message };
       // The input will never be delivered (its turn failed before it): its ledger entry must not stay queued.
       if (input && !inputDelivered) this.#discardUndeliveredInput(input);
-    } finally {
-      this.#turn = undefined;
-      markEnded();
+      return { outcome: { turnId, reason: 'error', text: '', error: message }, deliveryFailed };
     }
-    context.emit({
-      type: 'turn-end',
-      turnId,
-      reason: outcome.reason,
-      text: outcome.text,
-      ...(outcome.error ? { error: outcome.error } : {}),
-    });
-    input?.settle(outcome);
-    if (!context.isClosing()) context.setState('idle');
-    return deliveryFailed;
+    return { outcome, deliveryFailed: false };
   }
 
   #turnContext(turnId: number, signal: AbortSignal): TurnContext {
@@ -180,6 +217,7 @@ export class TurnRunner {
       toolContext: (toolCallId) => context.toolContext(toolCallId, signal),
       persistenceNote: () => context.persistenceNote(),
       emit: (event) => context.emit(event),
+      tracing: context.tracing,
     };
   }
 

@@ -254,6 +254,15 @@ export const MIGRATIONS: readonly Migration[] = Object.freeze([
       ALTER TABLE tasks ADD COLUMN read_offset INTEGER NOT NULL DEFAULT 0 CHECK (read_offset >= 0);
     `,
   },
+  {
+    version: 9,
+    name: 'task trace context',
+    sql: `
+      -- The W3C traceparent of a task's span: a delivery after a restart or a resume links to it.
+      ALTER TABLE tasks ADD COLUMN traceparent TEXT
+        CHECK (traceparent IS NULL OR length(traceparent) = 55);
+    `,
+  },
 ]);
 
 /** The newest schema version this code understands. */

@@ -189,6 +189,7 @@ export function readTask(row: TaskRow): StoredTask {
     error: optional(row.error),
     resultText: optional(row.resultText),
     outputFile: optional(row.outputFile),
+    traceparent: optional(row.traceparent),
     updatedAt: row.updatedAt,
     process: readTaskProcess(row),
     statusFile: optional(row.statusFile),

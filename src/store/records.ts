@@ -161,6 +161,8 @@ export interface StoredTask {
   readonly error: string | undefined;
   readonly resultText: string | undefined;
   readonly outputFile: string | undefined;
+  /** The task span's W3C traceparent, when the task was traced. */
+  readonly traceparent: string | undefined;
   readonly updatedAt: number;
   /** How to recognise the task's process after the fact; absent for tasks without one. */
   readonly process: TaskProcessFacts | undefined;

@@ -72,6 +72,7 @@ export interface TaskRow {
   error: string | null;
   resultText: string | null;
   outputFile: string | null;
+  traceparent: string | null;
   updatedAt: number;
   /** The process tree's root (also its group and session id when it leads them), or null. */
   pid: number | null;

@@ -248,6 +248,8 @@ export interface TaskRecordInput {
    * a cursor only moves forward (`saveTaskReadOffset`), and a smaller value here is ignored.
    */
   readonly readOffset?: number;
+  /** The task span's W3C traceparent, so a later delivery (after a resume too) links to it. */
+  readonly traceparent?: string;
 }
 
 /** `TaskProcessFacts` as given to the store: only the pid is required. */

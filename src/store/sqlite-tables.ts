@@ -73,6 +73,7 @@ const TASK_FIELDS: Fields<TaskRow> = {
   error: true,
   resultText: true,
   outputFile: true,
+  traceparent: true,
   updatedAt: true,
   pid: true,
   processStartTime: true,

@@ -23,6 +23,7 @@ const snapshot: TaskSnapshot = {
   resultText: undefined,
   attempt: 1,
   finalOutput: false,
+  traceparent: undefined,
 };
 
 describe('taskRecordFromSnapshot', () => {

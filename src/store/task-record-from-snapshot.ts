@@ -44,6 +44,7 @@ export function taskRecordFromSnapshot(
     ...(readOffsetOf(detail.readOffset) === undefined
       ? {}
       : { readOffset: readOffsetOf(detail.readOffset)! }),
+    ...(snapshot.traceparent === undefined ? {} : { traceparent: snapshot.traceparent }),
   };
 }
 

@@ -34,5 +34,6 @@ export function taskSnapshotFromRecord(record: StoredTask): TaskSnapshot {
     resultText: record.resultText,
     attempt: 1,
     finalOutput: FINAL_OUTPUT_KINDS.has(record.kind),
+    traceparent: record.traceparent,
   });
 }

@@ -351,6 +351,7 @@ export function validateTaskRecord(record: TaskRecordInput, time: number, maxFie
     error: optionalText('error', record.error, maxFieldBytes),
     resultText: optionalText('resultText', record.resultText, maxFieldBytes),
     outputFile: optionalName('outputFile', record.outputFile, MAX_PATH_LENGTH),
+    traceparent: validateTraceparent(record.traceparent),
     updatedAt: time,
     ...validateTaskProcess(record.process),
     statusFile: optionalName('statusFile', record.statusFile, MAX_PATH_LENGTH),
@@ -379,6 +380,18 @@ function validateTaskProcess(process: TaskProcessInput | undefined): ProcessColu
 function validatePositive(field: string, value: unknown): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
     throw new InvalidArgumentError(field, 'a positive integer', value);
+  }
+  return value;
+}
+
+/** The W3C version-00 traceparent form (the store checks the shape; tracing/ gives it meaning). */
+const TRACEPARENT = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
+
+/** A task's W3C traceparent: absent, or exactly the 55-character version-00 form. */
+function validateTraceparent(value: unknown): string | null {
+  if (value === undefined) return null;
+  if (typeof value !== 'string' || !TRACEPARENT.test(value)) {
+    throw new InvalidArgumentError('traceparent', 'a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>)', value);
   }
   return value;
 }

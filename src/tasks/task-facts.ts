@@ -25,6 +25,21 @@ export interface UsageFacts {
 }
 
 /**
+ * What a confined command may touch (`src/process/sandbox.ts` enforces it with bubblewrap):
+ * - `read-only`: the whole filesystem read-only, a private empty `/tmp`, a pid namespace of its own;
+ * - `workspace-write`: the same, plus writes under the workspace (the session's working directory);
+ * - `full`: the user's own rights (no filesystem confinement; with the network off it still runs in bwrap).
+ */
+export type SandboxProfile = 'read-only' | 'workspace-write' | 'full';
+
+/** The sandbox a task's commands run in: `detail.sandbox` (task lists, the dashboard and events show it). */
+export interface SandboxFacts {
+  readonly profile: SandboxProfile;
+  /** False when the commands have no network (a namespace of their own with only a private loopback). */
+  readonly network: boolean;
+}
+
+/**
  * The facts Errand's kind-agnostic surfaces read (notifications, the task tools, events and the
  * dashboard, the MCP server, the store). Every fact is optional and JSON-ready; `null` says "known to be
  * absent" (a command ended by a signal has `exitCode: null`). A producer's own facts extend this
@@ -90,6 +105,8 @@ export interface TaskFacts {
   readonly signalledProcesses?: number | null;
   /** Processes still alive when the stop gave up on them. */
   readonly survivors?: readonly number[] | null;
+  /** The sandbox the task's commands run in; absent when they run with the user's own rights. */
+  readonly sandbox?: SandboxFacts | null;
 }
 
 /** A fact's value once checked: present and of its documented type. */
@@ -113,6 +130,15 @@ function isLane(value: unknown): boolean {
 
 function isObject(value: unknown): boolean {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function isSandboxFacts(value: unknown): boolean {
+  if (!isObject(value)) return false;
+  const facts = value as { profile?: unknown; network?: unknown };
+  return (
+    (facts.profile === 'read-only' || facts.profile === 'workspace-write' || facts.profile === 'full') &&
+    typeof facts.network === 'boolean'
+  );
 }
 
 // One check per fact; the compiler insists that every fact of `TaskFacts` has one.
@@ -146,6 +172,7 @@ const FACT_CHECKS: { readonly [K in keyof TaskFacts]-?: (value: unknown) => bool
   killSignal: (value) => value === 'SIGKILL' || value === 'SIGTERM',
   signalledProcesses: isFiniteNumber,
   survivors: (value) => Array.isArray(value) && value.every(isFiniteNumber),
+  sandbox: isSandboxFacts,
 };
 
 /**

@@ -77,6 +77,11 @@ export interface TaskSpec<F extends TaskFacts = TaskFacts> {
   /** Re-registers a finished task under the same id (resume); resets its settlement surface. */
   readonly resumeId?: TaskId;
   /**
+   * A W3C traceparent the task continues (a re-attached task's stored one, a job from another process).
+   * Absent: the task's span is a child of the context active when `start` is called.
+   */
+  readonly traceparent?: string;
+  /**
    * Starts the work. Called exactly once, after every check that can fail has passed; if it throws,
    * nothing is registered and no id is spent.
    */
@@ -108,6 +113,11 @@ export interface TaskSnapshot<F extends TaskFacts = TaskFacts> {
   readonly attempt: number;
   /** True when the producer produces a final output rather than a stream. */
   readonly finalOutput: boolean;
+  /**
+   * The W3C traceparent of the task's span (its trace context), kept with its record so a notification
+   * delivered later — after a resume too — links to it. Undefined when nothing traced it.
+   */
+  readonly traceparent: string | undefined;
 }
 
 export interface TaskReadResult {

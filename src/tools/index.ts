@@ -3,6 +3,7 @@ export { ToolCallAbortedError, ToolsDisposedError } from './errors.js';
 export { type ForegroundCall, ForegroundCalls } from './foreground-calls.js';
 export { type LimitToolTextOptions, limitToolResult, limitToolText } from './output-limit.js';
 export { RECORDED_OUTPUT_READ_BYTES, type RecordedTaskOutput, type RecordedTasks } from './recorded-tasks.js';
+export { describeSandbox } from './sandbox-description.js';
 export { formatStatusLine } from './status-line.js';
 export {
   createStopDispatch,

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { presentedStatus } from '../notifications/index.js';
+import { sandboxSummaryOf } from '../process/index.js';
 import { isTerminalStatus, type TaskSnapshot } from '../tasks/index.js';
 import { shortenText, toSingleLine } from '../text/index.js';
 import { limitToolText } from './output-limit.js';
@@ -25,6 +26,8 @@ export interface TaskListValue {
     readonly kind: string;
     readonly status: TaskSnapshot['status'];
     readonly label: string;
+    /** The sandbox it runs in (`workspace-write, network off`); absent when unconfined. */
+    readonly sandbox?: string;
   }>;
 }
 
@@ -49,7 +52,9 @@ function selectListed(snapshots: readonly TaskSnapshot[], max: number): TaskSnap
 
 export function formatTaskLine(snapshot: TaskSnapshot, maxLabelChars: number): string {
   const label = shortenText(toSingleLine(snapshot.label), maxLabelChars);
-  return `${snapshot.id} [${snapshot.kind}] ${presentedStatus(snapshot)} — ${label}`;
+  const sandbox = sandboxSummaryOf(snapshot.detail);
+  const confinement = sandbox === undefined ? '' : ` (sandbox: ${sandbox})`;
+  return `${snapshot.id} [${snapshot.kind}] ${presentedStatus(snapshot)} — ${label}${confinement}`;
 }
 
 export function createTaskListTool(runtime: TaskToolsRuntime): ToolDefinition<TaskListInput, TaskListValue> {
@@ -72,12 +77,16 @@ export function createTaskListTool(runtime: TaskToolsRuntime): ToolDefinition<Ta
         const background = [...recorded, ...held];
         const listed = selectListed(background, runtime.options.maxListedTasks);
         const value: TaskListValue = {
-          tasks: listed.map((snapshot) => ({
-            id: snapshot.id,
-            kind: snapshot.kind,
-            status: snapshot.status,
-            label: snapshot.label,
-          })),
+          tasks: listed.map((snapshot) => {
+            const sandbox = sandboxSummaryOf(snapshot.detail);
+            return {
+              id: snapshot.id,
+              kind: snapshot.kind,
+              status: snapshot.status,
+              label: snapshot.label,
+              ...(sandbox === undefined ? {} : { sandbox }),
+            };
+          }),
         };
         if (listed.length === 0) return { text: NO_BACKGROUND_TASKS, isError: false, value };
         const lines = listed.map((snapshot) => formatTaskLine(snapshot, runtime.options.maxLabelChars));

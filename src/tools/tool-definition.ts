@@ -4,6 +4,7 @@
  */
 import { type ZodType, z } from 'zod';
 import { ErrandError, InvalidArgumentError, type Owner } from '../tasks/index.js';
+import { resolveTracing, type TracingSetting } from '../tracing/index.js';
 import { ToolCallAbortedError } from './errors.js';
 import { limitToolResult } from './output-limit.js';
 
@@ -130,6 +131,17 @@ export type ToolPolicy = (call: {
 export interface ExecuteToolOptions {
   /** Runs after input validation and before the tool; a result short-circuits the call. */
   readonly policy?: ToolPolicy;
+  /**
+   * Where the call's `execute_tool <name>` span goes (OpenTelemetry GenAI conventions); tasks the call
+   * starts are its children. A `Tracing`, or false for none. Default: the global OpenTelemetry API when
+   * `@opentelemetry/api` is installed.
+   */
+  readonly tracing?: TracingSetting;
+  /**
+   * `own` (default): the call gets an `execute_tool` span of its own. `join`: it runs in the span active
+   * already (a framework's own `execute_tool` span, as the AI SDK's telemetry makes), adding none.
+   */
+  readonly toolSpan?: 'own' | 'join';
 }
 
 /**
@@ -143,6 +155,43 @@ export async function executeTool<Input, Value>(
   rawInput: unknown,
   context: ToolContext,
   options: ExecuteToolOptions = {},
+): Promise<ToolResult<Value>> {
+  const tracing = resolveTracing(options.tracing);
+  if (!tracing.enabled || options.toolSpan === 'join') {
+    return runLimited(definition, rawInput, context, options);
+  }
+  const span = tracing.startSpan(`execute_tool ${definition.name}`, {
+    attributes: {
+      'gen_ai.operation.name': 'execute_tool',
+      'gen_ai.tool.name': definition.name,
+      'gen_ai.tool.call.id': context.toolCallId,
+      'gen_ai.tool.type': 'function',
+      'gen_ai.conversation.id': context.caller?.sessionId,
+    },
+  });
+  // The API without an SDK: a span that records nothing and names no trace needs no context switch.
+  if (!span.recording && span.traceparent === undefined) {
+    span.end();
+    return runLimited(definition, rawInput, context, options);
+  }
+  try {
+    const result = await tracing.withSpan(span, () => runLimited(definition, rawInput, context, options));
+    const value = result.value as { kind?: unknown; taskId?: unknown } | undefined;
+    if (value?.kind === 'background' && typeof value.taskId === 'string') {
+      span.setAttributes({ 'errand.task.id': value.taskId, 'errand.tool.background': true });
+    }
+    if (result.isError) span.setError(result.text.split('\n', 1)[0]!.slice(0, 200), 'tool_error');
+    return result;
+  } finally {
+    span.end();
+  }
+}
+
+async function runLimited<Input, Value>(
+  definition: ToolDefinition<Input, Value>,
+  rawInput: unknown,
+  context: ToolContext,
+  options: ExecuteToolOptions,
 ): Promise<ToolResult<Value>> {
   let limit: number | undefined;
   try {

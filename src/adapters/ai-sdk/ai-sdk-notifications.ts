@@ -44,6 +44,7 @@ import {
   volatileInboxLedger,
 } from '../../session/index.js';
 import { defineOptions, type OptionsInput, option } from '../../tasks/options.js';
+import { resolveTracing, type TraceContext, tracingOption } from '../../tracing/index.js';
 
 /**
  * The options of `createAiSdkNotificationBridge`: the delivery policy's (but `enqueue`) and the bridge's
@@ -62,6 +63,12 @@ export const aiSdkNotificationBridgeOptions = defineOptions('createAiSdkNotifica
    * and a warning logged). Default 1000.
    */
   maxPendingNotifications: option.integer({ min: 1, default: 1000 }),
+  /**
+   * Where a steered delivery's `deliver_notifications` span goes: into the context active when
+   * `nextSteering()` was called (the harness's span around the generation), linked to the tasks' spans.
+   * A `Tracing`, or false for none. Default: the global OpenTelemetry API when installed.
+   */
+  tracing: tracingOption(),
 });
 
 /** Options of `createAiSdkNotificationBridge`. */
@@ -120,6 +127,9 @@ export function createAiSdkNotificationBridge(
   const { logger, createSteering, maxPendingNotifications: maxPending, owner, tasks } = resolved;
   const currentGeneration = resolved.currentBranchGeneration ?? (() => owner.branchGeneration);
   let current: Experimental_Steering | undefined;
+  const tracing = resolveTracing(options.tracing);
+  /** The context of the generation being steered (captured by `nextSteering`). */
+  let generationContext: TraceContext | undefined;
   let disposed = false;
   let sequence = 0;
   /** Ledger id in the inbox → the policy's notification. */
@@ -156,6 +166,7 @@ export function createAiSdkNotificationBridge(
     wake: () => {},
     deliverySucceeded: () => {},
     deliveryFailed: () => {},
+    tracing,
     discarded(queued, reason) {
       for (const entry of queued) {
         const notification = notifications.get(entry.ledgerId);
@@ -208,6 +219,8 @@ export function createAiSdkNotificationBridge(
       source: AI_SDK_STEERING_SOURCE,
       limit: 1,
       ...(lane ? { lane } : {}),
+      // Into the generation, never into the context of the task whose end just arrived.
+      ...(generationContext === undefined ? {} : { traceContext: generationContext }),
     });
     const entry = reservation.notifications[0];
     const notification = entry === undefined ? undefined : notifications.get(entry.ledgerId);
@@ -219,6 +232,7 @@ export function createAiSdkNotificationBridge(
     onSteer: _onSteer,
     createSteering: _createSteering,
     maxPendingNotifications: _maxPendingNotifications,
+    tracing: _tracing,
     ...policyOptions
   } = options;
   const policy = createDeliveryPolicy({
@@ -232,6 +246,7 @@ export function createAiSdkNotificationBridge(
         priority: notification.priority,
         branchGeneration: notification.branchGeneration,
         attempt: notification.attempt,
+        ...(notification.traceparent === undefined ? {} : { traceparent: notification.traceparent }),
         idempotencyKey: `${notification.taskId}:${notification.attempt}:${notification.event}:${++sequence}`,
       });
       if (!admission.admitted) {
@@ -252,6 +267,7 @@ export function createAiSdkNotificationBridge(
     nextSteering() {
       const steering = createSteering();
       current = steering;
+      generationContext = tracing.capture();
       // One reservation per message: each has its own outcome. Stale ones are dropped on the way.
       for (let left = inbox.queued; left > 0; left -= 1) steerNext(steering);
       return steering;

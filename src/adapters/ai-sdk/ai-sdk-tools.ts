@@ -8,6 +8,7 @@ import type { Owner } from '../../tasks/index.js';
 import { defineOptions, type OptionsInput, option } from '../../tasks/options.js';
 import type { AnyToolDefinition, ExecuteToolOptions, ToolResult } from '../../tools/index.js';
 import { executeTool, reportedTaskEnds } from '../../tools/index.js';
+import { tracingOption } from '../../tracing/index.js';
 import type { AiSdkNotificationBridge } from './ai-sdk-notifications.js';
 
 const isCaller = (value: unknown) =>
@@ -30,6 +31,17 @@ const aiSdkToolsOptions = defineOptions('toAiSdkTools', {
   notifications: option.shaped<Pick<AiSdkNotificationBridge, 'taskEndReported'>>('a notification bridge', [
     'taskEndReported',
   ]),
+  /**
+   * Where each call's `execute_tool` span goes (`executeTool`'s `tracing`). Default: the global
+   * OpenTelemetry API when installed.
+   */
+  tracing: tracingOption(),
+  /**
+   * Default `join`: the SDK runs a tool inside its own `execute_tool` span (with its telemetry on, e.g.
+   * `@ai-sdk/otel`), so the call adds none and the tasks it starts are children of the SDK's span.
+   * `own`: Errand's `execute_tool` span as well (for an SDK without telemetry).
+   */
+  toolSpan: option.oneOf(['own', 'join'] as const, { default: 'join' }),
 });
 
 /** Options of `toAiSdkTool` / `toAiSdkTools`. */
@@ -63,7 +75,11 @@ function adapt(definition: AnyToolDefinition, options: AiSdkToolsOptions): Tool<
           toolCallId: execution.toolCallId,
           signal: execution.abortSignal ?? neverAborted,
         },
-        { ...(options.policy === undefined ? {} : { policy: options.policy }) },
+        {
+          ...(options.policy === undefined ? {} : { policy: options.policy }),
+          ...(options.tracing === undefined ? {} : { tracing: options.tracing }),
+          toolSpan: options.toolSpan ?? 'join',
+        },
       );
       // The result shows how a task ended: its waiting notification would tell the model a second time.
       // An aborted generation does not hand the result to the model: then the notification stays.

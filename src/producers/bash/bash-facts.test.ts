@@ -24,6 +24,7 @@ function snapshotOf(kind: string, detail: BashFacts): TaskSnapshot {
     resultText: undefined,
     attempt: 1,
     finalOutput: false,
+    traceparent: undefined,
   };
 }
 

@@ -5,7 +5,7 @@
  * through `updateDetail`, throttled; output files are deleted when the task service forgets the task.
  */
 
-import { DetailThrottle } from '../../process/index.js';
+import { DetailThrottle, type SandboxSetting } from '../../process/index.js';
 import { type Clock, MAX_TIMER_DELAY_MS, systemClock } from '../../tasks/clock.js';
 import {
   type Caller,
@@ -83,6 +83,10 @@ export interface BashTaskRequest {
    * `timed_out`), 1 to 2147483647 ms. Default: no cap. Subagents use `SUBAGENT_BACKGROUND_RUNTIME_CAP_MS`.
    */
   readonly backgroundRuntimeCapMs?: number;
+  /** The sandbox the command runs in (a profile, `{ profile, network }` or a `Sandbox`). Default: the executor's. */
+  readonly sandbox?: SandboxSetting;
+  /** Where `workspace-write` allows writes (the session's directory). Default: `cwd`. */
+  readonly workspace?: string;
   /**
    * Run it durably (background work only): its output goes straight to its file, its exit status is
    * captured by a wrapper, and it keeps running when the runtime dies, to be re-attached on resume
@@ -99,6 +103,8 @@ export interface AdoptedBashTask {
   /** The record's detail (command, description, working directory, tool-use id, ...). */
   readonly detail: BashFacts;
   readonly attachment: DurableAttachment;
+  /** The stored task span's traceparent: the re-attached task continues that trace. Default: none. */
+  readonly traceparent?: string | undefined;
 }
 
 export interface StartedBashTask {
@@ -162,6 +168,8 @@ export class BashProducer {
       ...(request.cwd === undefined ? {} : { cwd: request.cwd }),
       ...(request.env === undefined ? {} : { env: request.env }),
       ...(request.durable === true ? { durable: true } : {}),
+      ...(request.sandbox === undefined ? {} : { sandbox: request.sandbox }),
+      ...(request.workspace === undefined ? {} : { workspace: request.workspace }),
       ...(shorter(timeoutMs, background ? cap : undefined) === undefined
         ? {}
         : { timeoutMs: shorter(timeoutMs, background ? cap : undefined) }),
@@ -184,6 +192,8 @@ export class BashProducer {
         description: request.description ?? null,
         cwd: resolved.cwd,
         toolUseId: request.toolUseId ?? null,
+        // Shown wherever details are: the task list, the dashboard, the store.
+        ...(resolved.sandbox === undefined ? {} : { sandbox: { ...resolved.sandbox.facts } }),
       },
       run: (context) => {
         const handle = this.executor.start(resolved);
@@ -213,6 +223,7 @@ export class BashProducer {
       background: true,
       resumeId: task.taskId as TaskId,
       detail: { ...task.detail, adopted: true },
+      ...(task.traceparent === undefined ? {} : { traceparent: task.traceparent }),
       run: (context) => {
         const handle = this.executor.attach(task.attachment);
         started = handle;

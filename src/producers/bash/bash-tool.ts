@@ -5,12 +5,14 @@
  * same task id. Background calls return `{ kind: 'background', taskId }` at once.
  */
 import { resolve as resolvePath } from 'node:path';
+import { type Sandbox, sandboxOption } from '../../process/index.js';
 import { type CancelTimer, MAX_TIMER_DELAY_MS, systemClock } from '../../tasks/clock.js';
 import { createTrustedCaller, type TaskId, type TaskSnapshot } from '../../tasks/index.js';
 import { defineOptions, type OptionsInput, option } from '../../tasks/options.js';
 import {
   type BackgroundToolValue,
   defineTool,
+  describeSandbox,
   describeToolError,
   type ForegroundCall,
   ForegroundCalls,
@@ -77,6 +79,14 @@ export const bashToolOptions = defineOptions('createBashTool', {
    * durable (their output is already piped through the runtime). Default false.
    */
   durable: option.boolean({ default: false }),
+  /**
+   * The sandbox this tool's commands run in, whatever the executor's default: a profile (`read-only`,
+   * `workspace-write`, `full`), `{ profile, network }`, or a `Sandbox`. `workspace-write` allows writes
+   * under the session's working directory (not a `workdir` the model names). The tool's description
+   * tells the model. `SANDBOX_UNAVAILABLE` (naming Debian's `bubblewrap`) when bwrap is missing. Default:
+   * the executor's `sandbox`.
+   */
+  sandbox: sandboxOption(),
   /** Times auto-backgrounding. Default: the system clock. */
   clock: option.clock({ default: systemClock }),
 });
@@ -126,6 +136,7 @@ export function createBashTool(options: BashToolOptions): BashTool {
   const { backgroundRuntimeCapMs, spawnFailureWaitMs } = resolved;
   const autoBackgroundAfterMs = enableRunInBackground ? resolved.autoBackgroundAfterMs : false;
   const { maxCommandBytes, durable } = resolved;
+  const sandbox = resolved.sandbox ?? producer.executor.options.sandbox;
   /** The checks that run on the raw input, before the schema (an oversized command is not even parsed). */
   const refuseInput = (raw: unknown): Error | undefined => {
     const command = (raw as { command?: unknown } | null)?.command;
@@ -173,6 +184,7 @@ export function createBashTool(options: BashToolOptions): BashTool {
         toolUseId: context.toolCallId,
         cwd: call.workdir === undefined ? sessionCwd : resolvePath(sessionCwd, call.workdir),
         ...(context.env === undefined ? {} : { env: context.env }),
+        ...(sandbox === undefined ? {} : { sandbox, workspace: resolvePath(sessionCwd) }),
         background,
         ...(durable && background ? { durable: true } : {}),
         ...(plan.timeoutMs === undefined ? {} : { timeoutMs: plan.timeoutMs }),
@@ -329,6 +341,7 @@ export function createBashTool(options: BashToolOptions): BashTool {
       autoBackgroundAfterMs,
       maxCommandBytes,
       durable,
+      sandbox,
     }),
     inputSchema: schema,
     execute,
@@ -373,12 +386,15 @@ function describeTool(options: {
   autoBackgroundAfterMs: number | false;
   maxCommandBytes: number;
   durable: boolean;
+  sandbox: Sandbox | undefined;
 }): string {
   const lines = [
     'Runs a shell command with `bash -c` and returns its output (stdout and stderr interleaved, stderr lines marked `[stderr]`) followed by its exit code. A non-zero exit code is a normal result.',
     'Processes a command leaves running when it ends (`&`, `nohup`, daemons) are stopped with it.',
     `A command may be at most ${options.maxCommandBytes} bytes; write a longer script to a file and run the file.`,
   ];
+  const confinement = describeSandbox(options.sandbox);
+  if (confinement !== undefined) lines.push(confinement);
   if (options.enableRunInBackground && options.autoBackgroundAfterMs !== false) {
     lines.push(
       `A command still running after ${options.autoBackgroundAfterMs} ms moves to the background by itself and you get its task id; it is killed only at an explicit \`timeout_ms\` (at most ${options.maxTimeoutMs}).`,

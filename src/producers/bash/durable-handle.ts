@@ -325,6 +325,8 @@ export class DurableHandle implements CommandHandle {
           tag: this.#tag,
           outputFile,
           statusFile: this.#statusFile!,
+          sandbox: resolved.sandbox,
+          workspace: resolved.workspace,
         }),
       );
     } catch (error) {

@@ -6,15 +6,20 @@
  * interrupt) to the group reaches the command; the wrapper's trap only defers its own reaction until the
  * command ended, so the status of a stopped command is still recorded. Only SIGKILL keeps it from writing.
  */
-import type { EnvironmentTag, LaunchRequest } from '../../process/index.js';
+import type { EnvironmentTag, LaunchRequest, Sandbox } from '../../process/index.js';
 
-/** The script, run as `sh -c <script> errand-durable <status file> <output file> <shell> <command>`. */
+/**
+ * The script, run as `sh -c <script> errand-durable <status file> <output file> <program> <args...>`: the
+ * program is `<shell> -c <command>`, or bwrap around it when the command is confined (the wrapper stays
+ * outside the sandbox, so it can write the output and status files the sandbox may not see).
+ */
 export const DURABLE_WRAPPER_SCRIPT = [
-  'status=$1 output=$2 shell=$3 command=$4',
+  'status=$1 output=$2',
+  'shift 2',
   'exec </dev/null >>"$output" 2>&1',
   // A handler, not SIG_IGN: the command starts with default dispositions, and the wrapper outlives it.
   "trap ': stopping' HUP INT TERM",
-  '"$shell" -c "$command"',
+  '"$@"',
   'code=$?',
   'printf \'{"exitCode":%d}\\n\' "$code" >"$status.tmp" && mv -f "$status.tmp" "$status"',
   'exit "$code"',
@@ -31,10 +36,22 @@ export interface DurableLaunch {
   readonly tag: EnvironmentTag | undefined;
   readonly outputFile: string;
   readonly statusFile: string;
+  /** The sandbox the command runs in (the wrapper itself is not confined). Default: none. */
+  readonly sandbox?: Sandbox | undefined;
+  /** Where `workspace-write` allows writes. Default: `cwd`. */
+  readonly workspace?: string | undefined;
 }
 
-/** The launch request that runs `launch.command` durably. */
+/** The launch request that runs `launch.command` durably (confined by `launch.sandbox` when given). */
 export function durableLaunchRequest(launch: DurableLaunch): LaunchRequest {
+  const command: LaunchRequest = {
+    file: launch.shell,
+    args: ['-c', launch.command],
+    cwd: launch.cwd,
+    env: launch.env,
+    tag: launch.tag,
+  };
+  const program = launch.sandbox?.confine(command, launch.workspace) ?? command;
   return {
     file: DURABLE_WRAPPER_SHELL,
     args: [
@@ -43,11 +60,11 @@ export function durableLaunchRequest(launch: DurableLaunch): LaunchRequest {
       'errand-durable',
       launch.statusFile,
       launch.outputFile,
-      launch.shell,
-      launch.command,
+      program.file,
+      ...program.args,
     ],
     cwd: launch.cwd,
-    env: launch.env,
+    env: program.env,
     tag: launch.tag,
   };
 }

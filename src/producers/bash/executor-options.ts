@@ -10,6 +10,7 @@ import {
   procfsSource,
   type SendSignal,
   type Spawner,
+  sandboxOption,
 } from '../../process/index.js';
 import { systemClock } from '../../tasks/clock.js';
 import { InvalidArgumentError } from '../../tasks/index.js';
@@ -72,6 +73,13 @@ export const bashExecutorOptions = defineOptions(
      * stdin on /dev/null and stdout and stderr piped. Default: `spawn` from this process.
      */
     launcher: option.shaped<ProcessLauncher>('an object with a launch function', ['launch']),
+    /**
+     * The sandbox every command runs in unless its request names another: a profile (`read-only`,
+     * `workspace-write`, `full`), `{ profile, network }`, or a resolved `Sandbox`. Enforced by bubblewrap;
+     * when a profile needs it and `bwrap` is missing, the executor is not created (`SANDBOX_UNAVAILABLE`,
+     * naming Debian's `bubblewrap` package). Default: none (commands run with the user's own rights).
+     */
+    sandbox: sandboxOption(),
     /** Where the process table is read from (memoized per event-loop turn). Default /proc. */
     processSource: option.custom<ProcessSource, ProcessSource>('a process source', isProcessSource, {
       fallback: () => memoizedSource(procfsSource()),

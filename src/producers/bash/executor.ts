@@ -6,7 +6,7 @@
  */
 import { accessSync, constants, rmdirSync } from 'node:fs';
 import { delimiter, dirname, isAbsolute, join, resolve as resolvePath } from 'node:path';
-import { OutputDirectory, ProcessTags } from '../../process/index.js';
+import { OutputDirectory, ProcessTags, resolveSandbox, type SandboxSetting } from '../../process/index.js';
 import { InvalidArgumentError, InvalidTimeoutError, MAX_TIMER_DELAY_MS } from '../../tasks/index.js';
 import type { CommandHandle } from './command-handle.js';
 import { type DurableAttachment, DurableHandle } from './durable-handle.js';
@@ -43,6 +43,13 @@ export interface CommandRequest {
    * runtime re-attaches to it (`attach`). Default false.
    */
   readonly durable?: boolean;
+  /** The sandbox this command runs in (see `BashExecutorOptions.sandbox`). Default: the executor's. */
+  readonly sandbox?: SandboxSetting;
+  /**
+   * Where `workspace-write` allows writes: the session's working directory, whatever `cwd` the command
+   * asked for. Relative paths resolve against the runtime's cwd. Default: the command's `cwd`.
+   */
+  readonly workspace?: string;
 }
 
 export interface ForegroundRunOptions {
@@ -102,7 +109,7 @@ export class BashExecutor {
     if (typeof request !== 'object' || request === null) {
       throw new InvalidArgumentError('request', 'an object', request);
     }
-    const { command, cwd, env, timeoutMs, id, durable } = request;
+    const { command, cwd, env, timeoutMs, id, durable, workspace } = request;
     if (typeof command !== 'string' || command.trim() === '' || command.includes('\0')) {
       throw new InvalidArgumentError('command', 'a non-empty string without NUL characters', command);
     }
@@ -128,15 +135,26 @@ export class BashExecutor {
     if (id !== undefined && (typeof id !== 'string' || id === '')) {
       throw new InvalidArgumentError('id', 'a non-empty string', id);
     }
+    if (
+      workspace !== undefined &&
+      (typeof workspace !== 'string' || workspace === '' || workspace.includes('\0'))
+    ) {
+      throw new InvalidArgumentError('workspace', 'a non-empty path without NUL characters', workspace);
+    }
+    const sandbox =
+      request.sandbox === undefined ? this.#options.sandbox : resolveSandbox(request.sandbox, 'sandbox');
     const environment = copyEnvironment(env ?? process.env);
+    const directory = resolvePath(cwd ?? process.cwd());
     const resolved: ResolvedCommand = Object.freeze({
       id: id ?? `process-${++this.#sequence}`,
       command,
-      cwd: resolvePath(cwd ?? process.cwd()),
+      cwd: directory,
       env: environment,
       shell: this.#shellPath(environment.PATH),
       timeoutMs,
       durable: durable === true,
+      sandbox,
+      workspace: workspace === undefined ? directory : resolvePath(workspace),
     });
     this.#resolved.add(resolved);
     return resolved;

@@ -11,7 +11,9 @@ import {
   type EnvironmentTag,
   errnoOf,
   type LaunchedProcess,
+  type LaunchRequest,
   type OutputDirectory,
+  type Sandbox,
   statusFileBeside,
   type TerminationReport,
   TreeTerminator,
@@ -40,6 +42,10 @@ export interface ResolvedCommand {
   readonly timeoutMs: number | undefined;
   /** Runs durably (see `DurableHandle`): output straight to its file, it outlives the runtime. */
   readonly durable: boolean;
+  /** The sandbox the shell runs in; undefined: none. */
+  readonly sandbox: Sandbox | undefined;
+  /** Absolute path where `workspace-write` allows writes. */
+  readonly workspace: string;
 }
 
 export class ProcessHandle implements CommandHandle {
@@ -53,6 +59,8 @@ export class ProcessHandle implements CommandHandle {
   /** Dropped once the shell is spawned: the environment is not kept for the handle's lifetime. */
   #resolved: ResolvedCommand | undefined;
   readonly #shell: string;
+  /** The program actually launched: the shell, or bwrap around it. */
+  #launched: string;
   readonly #tag: EnvironmentTag | undefined;
   #output: CommandOutput | undefined;
   #streams: Readable[] = [];
@@ -98,6 +106,7 @@ export class ProcessHandle implements CommandHandle {
     this.cwd = resolved.cwd;
     this.#resolved = resolved;
     this.#shell = resolved.shell;
+    this.#launched = resolved.shell;
     this.#options = options;
     this.#directory = directory;
     this.startedAt = options.clock.now();
@@ -202,20 +211,22 @@ export class ProcessHandle implements CommandHandle {
     this.#resolved = undefined;
     const lifeline = options.lifeline;
     let child: LaunchedProcess;
+    const command: LaunchRequest = {
+      file: this.#shell,
+      args: ['-c', this.command],
+      cwd: this.cwd,
+      // Every process of the tree carries the lifeline's tag, so the sidecar finds even untold ones.
+      env:
+        lifeline === undefined ? resolved.env : { ...resolved.env, [lifeline.tag.name]: lifeline.tag.value },
+      tag: this.#tag,
+    };
+    // A pure rewrite of the request, so any launcher (a spawner process, a worker) starts it the same way.
+    const request = resolved.sandbox?.confine(command, resolved.workspace) ?? command;
+    this.#launched = request.file;
     try {
-      child = options.launcher.launch({
-        file: this.#shell,
-        args: ['-c', this.command],
-        cwd: this.cwd,
-        // Every process of the tree carries the lifeline's tag, so the sidecar finds even untold ones.
-        env:
-          lifeline === undefined
-            ? resolved.env
-            : { ...resolved.env, [lifeline.tag.name]: lifeline.tag.value },
-        tag: this.#tag,
-      });
+      child = options.launcher.launch(request);
     } catch (error) {
-      this.#failToStart(diagnoseSpawnFailure(this.cwd, this.#shell, error), error);
+      this.#failToStart(diagnoseSpawnFailure(this.cwd, request.file, error), error);
       return;
     }
     child.on('error', (error) => this.#onChildError(error));
@@ -352,7 +363,7 @@ export class ProcessHandle implements CommandHandle {
   #onChildError(error: Error): void {
     if (this.#pid === undefined && !this.#facts) {
       for (const stream of this.#streams) stream.destroy();
-      this.#failToStart(diagnoseSpawnFailure(this.cwd, this.#shell, error), error);
+      this.#failToStart(diagnoseSpawnFailure(this.cwd, this.#launched, error), error);
       return;
     }
     this.#options.logger.warn('a command process reported an error', { id: this.id, error: error.message });

@@ -40,6 +40,7 @@ export {
   type PtyResizeInput,
   type PtyScreenValue,
   type PtyStartInput,
+  type PtyToolsOptions,
   type PtyWriteInput,
 } from './pty-tools.js';
 export { type QuietWaitOptions, type ScreenWaitOptions, waitForQuiet, waitForScreen } from './screen-wait.js';

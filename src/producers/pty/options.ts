@@ -6,6 +6,7 @@ import {
   memoizedSource,
   type ProcessSource,
   procfsSource,
+  sandboxOption,
 } from '../../process/index.js';
 import { MAX_LABEL_LENGTH } from '../../registry/validate-spec.js';
 import { systemClock } from '../../tasks/clock.js';
@@ -134,6 +135,13 @@ export const ptyProducerOptions = defineOptions(
      * are stopped within moments if the runtime dies. Default: none (`createErrandRuntime` gives its own).
      */
     lifeline: option.custom<LifelineLink>('a Lifeline (tag and watch)', isLifelineLink),
+    /**
+     * The sandbox every program runs in unless its request names another: a profile (`read-only`,
+     * `workspace-write`, `full`), `{ profile, network }`, or a `Sandbox`, enforced by bubblewrap. When a
+     * profile needs bwrap and it is missing, the producer is not created (`SANDBOX_UNAVAILABLE`). Default:
+     * none.
+     */
+    sandbox: sandboxOption(),
   },
   { renamed: { maxRuntimeMs: 'runtimeCapMs', terminateGraceMs: 'killGraceMs' } },
 );

@@ -19,6 +19,7 @@ import {
   ProcessTags,
   type RequestedStopReason,
   readForegroundGroup,
+  type Sandbox,
   type StopReason,
   statusFileBeside,
   type TerminationReport,
@@ -106,6 +107,10 @@ export interface PtyProcessSpec {
   readonly outputFile: OutputFileWriter;
   /** Stops the program with reason `timed_out` after this long. */
   readonly timeoutMs?: number;
+  /** The sandbox the program runs in (the request is rewritten to start it under bwrap). */
+  readonly sandbox?: Sandbox | undefined;
+  /** Where `workspace-write` allows writes. Default: `cwd`. */
+  readonly workspace?: string;
 }
 
 export interface PtyProcess {
@@ -312,7 +317,9 @@ class PtyProcessHandle implements PtyProcess {
     const lifeline = settings.lifeline;
     // Every process of the tree carries the lifeline's tag, so its sidecar finds even untold ones.
     const env = lifeline === undefined ? spec.env : { ...spec.env, [lifeline.tag.name]: lifeline.tag.value };
-    const request: LaunchRequest = { file, args, cwd: spec.cwd, env, tag };
+    const program: LaunchRequest = { file, args, cwd: spec.cwd, env, tag };
+    // The same pure rewrite the bash executor applies: the terminal's leader is bwrap, the program its child.
+    const request = spec.sandbox?.confine(program, spec.workspace) ?? program;
     const startedAt = settings.clock.now();
     let child: PtyChild;
     try {

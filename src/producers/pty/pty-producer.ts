@@ -9,6 +9,8 @@ import {
   OutputDirectory,
   type OutputFileWriter,
   outputFileStream,
+  resolveSandbox,
+  type SandboxSetting,
 } from '../../process/index.js';
 import {
   type Caller,
@@ -61,6 +63,10 @@ export interface PtyStartRequest {
   readonly toolUseId?: string;
   /** Runtime cap for this task; past it the program is stopped (`timed_out`). Default: the producer's. */
   readonly timeoutMs?: number;
+  /** The sandbox the program runs in (a profile, `{ profile, network }` or a `Sandbox`). Default: the producer's. */
+  readonly sandbox?: SandboxSetting;
+  /** Where `workspace-write` allows writes (the session's directory). Default: `cwd`. */
+  readonly workspace?: string;
 }
 
 export interface PtyStarted {
@@ -147,6 +153,8 @@ class LocalPtyProducer implements PtyProducer {
 
   async #start(request: PtyStartRequest): Promise<PtyStarted> {
     const validated = this.#validate(request);
+    const sandbox =
+      request.sandbox === undefined ? this.options.sandbox : resolveSandbox(request.sandbox, 'sandbox');
     if (this.#disposed) throw new PtyProducerDisposedError();
     const runtime = await loadPtyRuntime(this.options.loadPty);
     if (this.#disposed) throw new PtyProducerDisposedError();
@@ -165,6 +173,7 @@ class LocalPtyProducer implements PtyProducer {
       cols: validated.cols,
       rows: validated.rows,
       outputFile: file.path,
+      ...(sandbox === undefined ? {} : { sandbox: { ...sandbox.facts } }),
     };
     let started: PtyProcess | undefined;
     let snapshot: TaskSnapshot<PtyFacts>;
@@ -189,6 +198,7 @@ class LocalPtyProducer implements PtyProducer {
             rows: validated.rows,
             outputFile: file,
             ...(validated.timeoutMs === undefined ? {} : { timeoutMs: validated.timeoutMs }),
+            ...(sandbox === undefined ? {} : { sandbox, workspace: resolvePath(request.workspace ?? cwd) }),
           });
           started = pty;
           if (pty.pid !== undefined) context.updateDetail({ pid: pty.pid, pgid: pty.pid, durable: false });
@@ -287,6 +297,13 @@ class LocalPtyProducer implements PtyProducer {
     }
     if (toolUseId !== undefined && typeof toolUseId !== 'string') {
       throw new InvalidArgumentError('toolUseId', 'a string', toolUseId);
+    }
+    const workspace = request.workspace;
+    if (
+      workspace !== undefined &&
+      (typeof workspace !== 'string' || workspace === '' || workspace.includes('\0'))
+    ) {
+      throw new InvalidArgumentError('workspace', 'a non-empty path without NUL', workspace);
     }
     validateEnvironment('env', request.env);
     const cols = request.cols ?? this.options.defaultCols;

@@ -5,10 +5,13 @@
  */
 import { resolve as resolvePath } from 'node:path';
 import { z } from 'zod';
+import { sandboxOption } from '../../process/index.js';
+import { defineOptions, type OptionsInput } from '../../tasks/options.js';
 import {
   type AnyToolDefinition,
   type BackgroundToolValue,
   defineTool,
+  describeSandbox,
   describeToolError,
   ToolCallAbortedError,
   type ToolContext,
@@ -57,6 +60,19 @@ export interface PtyScreenValue {
   readonly matched?: boolean;
 }
 
+/** The options of `createPtyTools` / `createPtyStartTool`. A key not declared here is rejected with `UNKNOWN_OPTION`. */
+const ptyToolsOptions = defineOptions('createPtyTools', {
+  /**
+   * The sandbox this tool's programs run in, whatever the producer's default: a profile (`read-only`,
+   * `workspace-write`, `full`), `{ profile, network }`, or a `Sandbox`. `workspace-write` allows writes
+   * under the session's working directory. The description tells the model. Default: the producer's.
+   */
+  sandbox: sandboxOption(),
+});
+
+/** Options of `createPtyTools` / `createPtyStartTool`. */
+export type PtyToolsOptions = OptionsInput<typeof ptyToolsOptions.rules>;
+
 function sizeSchemas(producer: PtyProducer) {
   const { maxCols, maxRows } = producer.options;
   return {
@@ -71,7 +87,10 @@ function abortedBeforeStart(name: string, context: ToolContext) {
 
 export function createPtyStartTool(
   producer: PtyProducer,
+  options: PtyToolsOptions = {},
 ): ToolDefinition<PtyStartInput, BackgroundToolValue> {
+  const sandbox =
+    ptyToolsOptions.resolve(options, { where: 'createPtyStartTool' }).sandbox ?? producer.options.sandbox;
   const size = sizeSchemas(producer);
   const { defaultCols, defaultRows } = producer.options;
   const inputSchema = z.strictObject({
@@ -95,10 +114,14 @@ export function createPtyStartTool(
   });
   return defineTool({
     name: 'pty_start',
-    description:
+    description: [
       'Start an interactive program (a REPL, a TUI, a dev server, anything that needs a terminal) in a ' +
-      'pseudo-terminal as a background task. Returns its task id at once. Type into it with pty_write, ' +
-      'read new output with task_output, stop it with task_kill. For plain commands prefer the bash tool.',
+        'pseudo-terminal as a background task. Returns its task id at once. Type into it with pty_write, ' +
+        'read new output with task_output, stop it with task_kill. For plain commands prefer the bash tool.',
+      describeSandbox(sandbox)?.replace('Commands run', 'Programs run'),
+    ]
+      .filter((line) => line !== undefined)
+      .join('\n'),
     inputSchema,
     async execute(input, context) {
       if (context.signal.aborted) return abortedBeforeStart('pty_start', context);
@@ -108,6 +131,9 @@ export function createPtyStartTool(
           command: input.command,
           ...(input.description === undefined ? {} : { description: input.description }),
           cwd: input.workdir === undefined ? base : resolvePath(base, input.workdir),
+          // Writes are allowed under the session's directory, never under a workdir the model names.
+          workspace: resolvePath(base),
+          ...(sandbox === undefined ? {} : { sandbox }),
           ...(context.env === undefined ? {} : { env: context.env }),
           ...(input.cols === undefined ? {} : { cols: input.cols }),
           ...(input.rows === undefined ? {} : { rows: input.rows }),
@@ -229,8 +255,9 @@ export function createPtyResizeTool(producer: PtyProducer): ToolDefinition<PtyRe
 }
 
 /** The three pty tools, for a tool list. */
-export function createPtyTools(producer: PtyProducer): AnyToolDefinition[] {
-  return [createPtyStartTool(producer), createPtyWriteTool(producer), createPtyResizeTool(producer)];
+export function createPtyTools(producer: PtyProducer, options: PtyToolsOptions = {}): AnyToolDefinition[] {
+  ptyToolsOptions.resolve(options);
+  return [createPtyStartTool(producer, options), createPtyWriteTool(producer), createPtyResizeTool(producer)];
 }
 
 function screenResult(

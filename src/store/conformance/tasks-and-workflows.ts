@@ -55,6 +55,7 @@ export function describeTasksAndWorkflows(openStore: OpenSessionStore): void {
         error: undefined,
         resultText: undefined,
         outputFile: '/tmp/out.log',
+        traceparent: undefined,
         updatedAt: START_TIME,
         process: undefined,
         statusFile: undefined,
@@ -74,6 +75,21 @@ export function describeTasksAndWorkflows(openStore: OpenSessionStore): void {
       });
       expect(harness.store.getTask('bash-1', 's')).toEqual(settled);
       expect(harness.store.listTasks()).toHaveLength(1);
+    });
+
+    it("keeps a task span's traceparent, and refuses one that is not the W3C form", () => {
+      harness.store.createSession({ id: 's', cwd: '/' });
+      const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+      harness.store.upsertTask(task({ traceparent }));
+      expect(harness.store.getTask('bash-1', 's')?.traceparent).toBe(traceparent);
+      harness.store.upsertTask(task({ status: 'lost', traceparent }));
+      expect(harness.store.listTasks({ sessionId: 's' })[0]?.traceparent).toBe(traceparent);
+      const error = expectErrandError(
+        () => harness.store.upsertTask(task({ traceparent: '00-short-01' })),
+        'INVALID_ARGUMENT',
+      );
+      expect(error.message).toContain('`traceparent`');
+      expect(harness.store.getTask('bash-1', 's')?.status).toBe('lost');
     });
 
     it('keys records by session: the same id elsewhere, or ownerless, is another record', () => {

@@ -31,6 +31,8 @@ const INVALID_SPECS: ReadonlyArray<readonly [string, Record<string, unknown>, st
   ['an owner that is not an Owner', { owner: {} }, 'owner'],
   ['a missing run', { run: undefined }, 'run'],
   ['a run that is not a function', { run: 'go' }, 'run'],
+  ['a traceparent that is not the W3C form', { traceparent: '01-abc-def-00' }, 'traceparent'],
+  ['an all-zero traceparent', { traceparent: `00-${'0'.repeat(32)}-${'0'.repeat(16)}-01` }, 'traceparent'],
 ];
 
 export const preflightCases: ConformanceGroup = {
@@ -51,6 +53,22 @@ export const preflightCases: ConformanceGroup = {
         }
         await failsWith(() => tasks.start(null as unknown as TaskSpec), 'INVALID_TASK_SPEC');
         assert.deepEqual(tasks.list(), []);
+      },
+    },
+    {
+      name: "projects a task's traceparent into its snapshots (a given one at least; a traced provider its span's)",
+      async run({ tasks, producer }) {
+        const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+        const task = producer({ spec: { traceparent } });
+        const snapshot = await tasks.start(task.spec);
+        // A provider that traces stores its own span's context, continuing the given trace.
+        assert.ok(typeof snapshot.traceparent === 'string', 'no traceparent in the snapshot');
+        assert.equal(snapshot.traceparent.split('-')[1], traceparent.split('-')[1]);
+        assert.equal(tasks.get(snapshot.id).traceparent, snapshot.traceparent);
+        assert.equal(tasks.list()[0]?.traceparent, snapshot.traceparent);
+        task.settle();
+        const settled = await tasks.wait(snapshot.id, 5_000);
+        assert.equal(settled.traceparent, snapshot.traceparent);
       },
     },
     {

@@ -3,13 +3,13 @@
  * program is its child), writes refused with the kernel's error, job control and Ctrl-C in an
  * interactive shell, escapees stopped with the tree, and the profile shown to the model.
  */
-import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   expectScreen,
-  fixtureCommand,
+  fixture,
   type PtyTestbed,
   ptyTestbed,
 } from '../../../test/fixtures/pty/harness.js';
@@ -97,10 +97,10 @@ describe.skipIf(bwrap === undefined)('pty under bubblewrap', () => {
 
   it('stops a tree whose members left the session inside the sandbox: nothing is left', async () => {
     testbed = ptyTestbed({ sandbox: 'workspace-write' });
-    const { taskId } = await testbed.producer.start({
-      command: fixtureCommand('escapees.sh'),
-      cwd: directory('errand-pty-ws-'),
-    });
+    // The script runs from the workspace: the checkout may be under /tmp, which the sandbox replaces.
+    const workspace = directory('errand-pty-ws-');
+    copyFileSync(fixture('escapees.sh'), join(workspace, 'escapees.sh'));
+    const { taskId } = await testbed.producer.start({ command: 'bash ./escapees.sh', cwd: workspace });
     const pty = testbed.producer.process(taskId, undefined);
     await expectScreen(pty, /escaped \d+ \d+/);
     // Pids inside the sandbox's own namespace; this process knows them by others.

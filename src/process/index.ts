@@ -85,6 +85,6 @@ export {
   sandboxOption,
   sandboxSummaryOf,
 } from './sandbox.js';
-export { checkSpawnable } from './spawn-check.js';
+export { checkSpawnable, findOnPath, isExecutableFile } from './spawn-check.js';
 export { diagnoseSpawnFailure, errnoOf } from './spawn-failure.js';
 export { type RequestedStopReason, STOP_REASONS, type StopReason } from './stop-reason.js';

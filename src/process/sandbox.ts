@@ -5,11 +5,11 @@
  * `bwrap <mounts> -- file args`. The process keeps its session, group, tag and pipes, so the census, the
  * terminator, the output caps and any launcher (a spawner process, a worker) work on it unchanged.
  */
-import { accessSync, constants, statSync } from 'node:fs';
-import { delimiter, isAbsolute, join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { ErrandError, InvalidArgumentError } from '../tasks/errors.js';
 import { option } from '../tasks/options.js';
 import type { LaunchRequest } from './process-launcher.js';
+import { findOnPath, isExecutableFile } from './spawn-check.js';
 
 /**
  * - `read-only`: the whole filesystem read-only, a private empty `/tmp`, a pid namespace of its own;
@@ -162,26 +162,13 @@ function findBubblewrap(
     }
     return path;
   }
-  for (const directory of (searchPath ?? '').split(delimiter)) {
-    if (directory === '' || !isAbsolute(directory)) continue;
-    const candidate = join(directory, program);
-    if (isExecutableFile(candidate)) return candidate;
-  }
+  const found = findOnPath(program, searchPath ?? '', { absoluteOnly: true });
+  if (found !== undefined) return found;
   throw new SandboxUnavailableError(
     profile,
     network,
     `\`${program}\` was not found on PATH (${JSON.stringify(searchPath ?? '')})`,
   );
-}
-
-function isExecutableFile(path: string): boolean {
-  try {
-    if (!statSync(path).isFile()) return false;
-    accessSync(path, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** Where a confined command's private temporary directory is. */

@@ -21,14 +21,34 @@ export function checkSpawnable(file: string, cwd: string, path: string | undefin
       ? undefined
       : `The program ${JSON.stringify(file)} is not an executable file`;
   }
-  const directories = (path ?? '/usr/local/bin:/usr/bin:/bin').split(delimiter);
-  for (const directory of directories) {
-    if (isExecutableFile(join(resolve(cwd, directory || '.'), file))) return undefined;
-  }
-  return `The program ${JSON.stringify(file)} was not found on PATH`;
+  return findOnPath(file, path ?? DEFAULT_SEARCH_PATH, { cwd }) === undefined
+    ? `The program ${JSON.stringify(file)} was not found on PATH`
+    : undefined;
 }
 
-function isExecutableFile(path: string): boolean {
+/** The search path `execvp` uses when PATH is unset. */
+const DEFAULT_SEARCH_PATH = '/usr/local/bin:/usr/bin:/bin';
+
+/**
+ * The first executable file named `program` in the directories of `searchPath`, as `execvp` finds it:
+ * relative entries (an empty one is `.`) against `cwd`, or skipped with `absoluteOnly` (for a program
+ * whose path matters, like the sandbox's bwrap). Undefined when there is none.
+ */
+export function findOnPath(
+  program: string,
+  searchPath: string,
+  options: { readonly cwd?: string; readonly absoluteOnly?: boolean } = {},
+): string | undefined {
+  for (const directory of searchPath.split(delimiter)) {
+    if (options.absoluteOnly === true && !isAbsolute(directory)) continue;
+    const candidate = join(resolve(options.cwd ?? process.cwd(), directory || '.'), program);
+    if (isExecutableFile(candidate)) return candidate;
+  }
+  return undefined;
+}
+
+/** Whether `path` is a regular file this process may execute. */
+export function isExecutableFile(path: string): boolean {
   try {
     if (!statSync(path).isFile()) return false;
     accessSync(path, fsConstants.X_OK);

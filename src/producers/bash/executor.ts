@@ -4,9 +4,15 @@
  * The executor knows every handle it started until it is released; disposing it stops every command,
  * waits for them, and removes the private output directory.
  */
-import { accessSync, constants, rmdirSync } from 'node:fs';
-import { delimiter, dirname, isAbsolute, join, resolve as resolvePath } from 'node:path';
-import { OutputDirectory, ProcessTags, resolveSandbox, type SandboxSetting } from '../../process/index.js';
+import { rmdirSync } from 'node:fs';
+import { dirname, isAbsolute, resolve as resolvePath } from 'node:path';
+import {
+  findOnPath,
+  OutputDirectory,
+  ProcessTags,
+  resolveSandbox,
+  type SandboxSetting,
+} from '../../process/index.js';
 import { InvalidArgumentError, InvalidTimeoutError, MAX_TIMER_DELAY_MS } from '../../tasks/index.js';
 import type { CommandHandle } from './command-handle.js';
 import { type DurableAttachment, DurableHandle } from './durable-handle.js';
@@ -297,18 +303,7 @@ export class BashExecutor {
     const key = `${shell}\0${pathVariable ?? ''}`;
     let found = this.#shellPaths.get(key);
     if (found === undefined) {
-      found = shell;
-      for (const directory of (pathVariable ?? '').split(delimiter)) {
-        if (directory === '') continue;
-        const candidate = join(directory, shell);
-        try {
-          accessSync(candidate, constants.X_OK);
-          found = candidate;
-          break;
-        } catch {
-          // Not here.
-        }
-      }
+      found = findOnPath(shell, pathVariable ?? '', { absoluteOnly: true }) ?? shell;
       if (this.#shellPaths.size > 64) this.#shellPaths.clear();
       this.#shellPaths.set(key, found);
     }

@@ -7,12 +7,7 @@ import { copyFileSync, existsSync, mkdtempSync, readFileSync, realpathSync, rmSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  expectScreen,
-  fixture,
-  type PtyTestbed,
-  ptyTestbed,
-} from '../../../test/fixtures/pty/harness.js';
+import { expectScreen, fixture, type PtyTestbed, ptyTestbed } from '../../../test/fixtures/pty/harness.js';
 import { findMarkedProcesses, LEAK_MARK_VARIABLE } from '../../../test/setup/process-census.js';
 import { findBubblewrap, outerPidOf } from '../../../test/support/bubblewrap.js';
 import { createOwner } from '../../tasks/index.js';

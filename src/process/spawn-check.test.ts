@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { fixture } from '../../test/fixtures/pty/harness.js';
-import { checkSpawnable } from './spawn-check.js';
+import { checkSpawnable, findOnPath } from './spawn-check.js';
 
 describe('checkSpawnable', () => {
   it('accepts a program found on PATH in an existing directory', () => {
@@ -24,5 +24,23 @@ describe('checkSpawnable', () => {
       'The program "./winch.mjs" is not an executable file',
     );
     expect(checkSpawnable('./progress.sh', fixture(''), process.env.PATH)).toBeUndefined();
+  });
+});
+
+describe('findOnPath', () => {
+  it('finds the first executable file, relative entries against cwd, or absolute entries only', () => {
+    const directory = fixture('');
+    // progress.sh is executable in the fixtures; winch.mjs is not.
+    expect(findOnPath('progress.sh', `/nowhere:${directory}`)).toBe(
+      `${directory.replace(/\/$/, '')}/progress.sh`,
+    );
+    expect(findOnPath('winch.mjs', directory)).toBeUndefined();
+    expect(findOnPath('progress.sh', '.', { cwd: directory })).toBe(
+      `${directory.replace(/\/$/, '')}/progress.sh`,
+    );
+    expect(findOnPath('progress.sh', '.', { cwd: directory, absoluteOnly: true })).toBeUndefined();
+    expect(findOnPath('progress.sh', ':', { cwd: directory })).toBe(
+      `${directory.replace(/\/$/, '')}/progress.sh`,
+    );
   });
 });

@@ -521,18 +521,23 @@ export class SessionRuntime {
       : `${PROGRESS_KEY_PREFIX}${scope}:${notification.taskId}:${attempt}:${notification.startedAt}:${notification.event}:${notification.eventKey ?? notification.createdAt}`;
     // While the store refuses writes the admission waits behind the task's record, and is retried: the
     // inbox applies its rules again then (a session closed meanwhile refuses it; a resume tells it).
+    // Deferred durability: nobody has seen the admission yet; the delivery that shows it syncs it.
     const outcome = this.#pending.write(`notification:${session.id}:${key}`, () =>
-      session.deliverNotification({
-        taskId: notification.taskId,
-        label: notification.label,
-        text: notification.text,
-        lane: notification.lane,
-        priority: notification.priority,
-        branchGeneration: notification.branchGeneration,
-        idempotencyKey: key,
-        attempt,
-        ...(ending ? {} : { ending: false }),
-      }),
+      this.store.transaction(
+        () =>
+          session.deliverNotification({
+            taskId: notification.taskId,
+            label: notification.label,
+            text: notification.text,
+            lane: notification.lane,
+            priority: notification.priority,
+            branchGeneration: notification.branchGeneration,
+            idempotencyKey: key,
+            attempt,
+            ...(ending ? {} : { ending: false }),
+          }),
+        DEFERRED,
+      ),
     );
     if (!outcome.written) return;
     const admission = outcome.value;
@@ -624,14 +629,17 @@ export class SessionRuntime {
       detail: (jsonCopy(task.detail) ?? {}) as JsonObject,
     };
     try {
-      // Kept and retried while the store refuses writes; shown to the model meanwhile, it is told.
-      this.#pending.write(`task:${key}`, () =>
-        this.store.upsertTask(
-          record.reported || !ended || !session.inbox.wasReported({ taskId: task.id, attempt: task.attempt })
-            ? record
-            : { ...record, reported: true },
-        ),
-      );
+      // Kept and retried while the store refuses writes; shown to the model meanwhile, it is told. A record
+      // nobody was shown is written with deferred durability: what shows it (a delivery, a tool result)
+      // syncs it. One the model was shown is synced at once, so it is never told again.
+      this.#pending.write(`task:${key}`, () => {
+        const shown =
+          record.reported || (ended && session.inbox.wasReported({ taskId: task.id, attempt: task.attempt }));
+        return this.store.transaction(
+          () => this.store.upsertTask(shown ? { ...record, reported: true } : record),
+          shown ? IMMEDIATE : DEFERRED,
+        );
+      });
     } catch (error) {
       this.#logger.warn(`task ${task.id}: persisting its record failed`, {
         error: error instanceof Error ? error.message : String(error),
@@ -768,6 +776,10 @@ function failingNote(failure: StoreFailure): string {
 /** The line a tool result carries once the store takes writes again. */
 const RECOVERED_NOTE =
   '[errand: the session store can be written again: endings kept meanwhile are recorded and told]';
+
+/** The durability of the records nobody was shown yet (`SessionStore.transaction`). */
+const DEFERRED = { durability: 'deferred' } as const;
+const IMMEDIATE = { durability: 'immediate' } as const;
 
 /** How much of a recorded task's output file is read for the tail of its notification on resume. */
 const RECORDED_TAIL_READ_BYTES = 4096;

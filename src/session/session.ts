@@ -20,6 +20,7 @@ import {
 } from '../tasks/index.js';
 import type { AnyToolDefinition, ReportedTaskEnd } from '../tools/index.js';
 import { CommandQueue, type QueuedCommand, type QueuePriority } from './command-queue.js';
+import { ConversationView } from './conversation-view.js';
 import { DrainScheduler } from './drain-scheduler.js';
 import type { ModelPort } from './model-port.js';
 import {
@@ -86,6 +87,7 @@ export class Session {
   readonly inbox: InboxSurface;
   readonly #inbox: NotificationInbox;
   readonly #store: SessionStore;
+  readonly #conversation: ConversationView;
   readonly #logger: Logger;
   readonly #now: () => number;
   readonly #queue: CommandQueue;
@@ -107,6 +109,7 @@ export class Session {
 
   constructor(dependencies: SessionDependencies) {
     this.id = dependencies.id;
+    this.#conversation = new ConversationView(dependencies.store, this.id);
     this.parentId = dependencies.parentId;
     this.cwd = dependencies.cwd;
     this.env = dependencies.env;
@@ -160,7 +163,7 @@ export class Session {
       model: () => this.#model,
       system: () => this.#systemPrompt,
       tools: () => this.#tools,
-      messages: () => this.#store.listMessages(this.id),
+      modelMessages: () => this.#conversation.modelMessages(),
       append: (message) => this.#append(message),
       appendToolResults: (message, ends) => this.#appendToolResults(message, ends),
       toolContext: (toolCallId, signal) => ({
@@ -271,7 +274,7 @@ export class Session {
 
   /** The live branch of the conversation. */
   messages(): MessageRecord[] {
-    return this.#store.listMessages(this.id);
+    return this.#conversation.records();
   }
 
   on(listener: SessionEventListener): () => void {

@@ -466,6 +466,18 @@ export interface StoreCapabilities {
   readonly persistent: boolean;
 }
 
+/**
+ * When a write is durable. `immediate`: on return it survives a killed process and a power loss. `deferred`:
+ * on return it survives a killed process; it survives a power loss once a later `immediate` write commits
+ * (the write-ahead log is synced in order, so that sync covers every write before it).
+ */
+export type StoreDurability = 'immediate' | 'deferred';
+
+/** How `SessionStore.transaction` commits. */
+export interface TransactionOptions {
+  readonly durability?: StoreDurability;
+}
+
 export interface SessionStore
   extends SessionRecords,
     MessageLog,
@@ -480,8 +492,13 @@ export interface SessionStore
    * out of `body`, or a failed commit, undoes them all). A call inside it that throws and is caught undoes
    * only its own changes. `body` is synchronous: it must not wait for anything. Nested calls join the
    * outer write.
+   *
+   * `durability: 'deferred'` (default `'immediate'`) is for records nobody was shown yet (a task's start or
+   * ending record, a notification's admission): on return the write survives a killed process, and it
+   * survives a power loss once a later immediate write commits — a delivery, a stored tool result. A
+   * store without the distinction (the memory store) treats both alike.
    */
-  transaction<T>(body: () => T): T;
+  transaction<T>(body: () => T, options?: TransactionOptions): T;
   /** Deletes old settled data so the store stays bounded. Active sessions and their live branch stay. */
   prune(options?: PruneOptions): PruneResult;
   /** Releases the store; later calls throw `STORE_CLOSED`. Idempotent. */

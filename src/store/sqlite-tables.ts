@@ -7,7 +7,7 @@
 import type Database from 'better-sqlite3';
 import { StoreBusyError, StoreUnavailableError, type StoreUnavailableReason } from './errors.js';
 import type { CommandRow, LedgerRow, MessageRow, RunRow, SessionRow, StepRow, TaskRow } from './rows.js';
-import type { StoreCapabilities } from './session-store.js';
+import type { StoreCapabilities, StoreDurability } from './session-store.js';
 import type { StoreBackend, StoreTables } from './store-tables.js';
 
 type Fields<Row> = Record<keyof Row, true>;
@@ -359,6 +359,7 @@ export function createSqliteBackend(
   const prepare: Prepare = <Parameters extends unknown[], Row>(sql: string) =>
     database.prepare<Parameters, Row>(sql);
   const transaction = database.transaction((body: () => unknown) => body());
+  const run = deferrableCommits(database, transaction);
   return {
     tables: {
       sessions: sessionTable(prepare),
@@ -371,7 +372,7 @@ export function createSqliteBackend(
       sequences: sequenceTable(prepare),
     },
     capabilities,
-    transaction: <T>(body: () => T) => transaction.immediate(body) as T,
+    transaction: run,
     describeFailure(operation, error) {
       const code = (error as { code?: unknown } | null)?.code;
       if (typeof code !== 'string') return error;
@@ -380,6 +381,43 @@ export function createSqliteBackend(
       return reason === undefined ? error : new StoreUnavailableError(operation, reason, code, error);
     },
     close: () => database.close(),
+  };
+}
+
+/**
+ * Transactions whose durability the caller chooses. On a connection opened with `synchronous=FULL` a
+ * `deferred` one commits with `synchronous=NORMAL`: in WAL mode it is in the log (a killed process loses
+ * nothing) but not synced; the next FULL commit syncs the log and with it every commit before. A nested
+ * call that names no durability joins the outer one's; one that asks for `immediate` inside a deferred one
+ * syncs the log after the outer commit (a passive checkpoint, which syncs the log first). On a `synchronous=NORMAL` connection every commit is deferred anyway.
+ */
+function deferrableCommits(
+  database: Database.Database,
+  transaction: Database.Transaction<(body: () => unknown) => unknown>,
+): StoreBackend['transaction'] {
+  const full = database.pragma('synchronous', { simple: true }) === 2;
+  // Not prepared statements: SQLite applies `PRAGMA synchronous` when it compiles the statement.
+  const relax = () => database.exec('PRAGMA synchronous = NORMAL');
+  const restore = () => database.exec('PRAGMA synchronous = FULL');
+  const sync = () => database.exec('PRAGMA wal_checkpoint(PASSIVE)');
+  let deferredOuter = false;
+  let syncAfter = false;
+  return <T>(body: () => T, durability?: StoreDurability): T => {
+    if (database.inTransaction) {
+      if (deferredOuter && durability === 'immediate') syncAfter = true;
+      return transaction.immediate(body) as T;
+    }
+    if (!full || durability !== 'deferred') return transaction.immediate(body) as T;
+    deferredOuter = true;
+    syncAfter = false;
+    relax();
+    try {
+      return transaction.immediate(body) as T;
+    } finally {
+      deferredOuter = false;
+      restore();
+      if (syncAfter) sync();
+    }
   };
 }
 

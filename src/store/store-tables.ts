@@ -7,7 +7,7 @@
  * Only the parts call a table, and only inside `StoreContext.read` or `StoreContext.write`.
  */
 import type { CommandRow, LedgerRow, MessageRow, RunRow, SessionRow, StepRow, TaskRow } from './rows.js';
-import type { StoreCapabilities } from './session-store.js';
+import type { StoreCapabilities, StoreDurability } from './session-store.js';
 
 /** `put` inserts the row or replaces the one with its key; `delete` is a no-op for a missing key. */
 export interface SessionTable {
@@ -119,8 +119,10 @@ export interface StoreBackend {
   /**
    * Runs `body` so that no other writer interleaves with it and a throw undoes every change it made. A call
    * inside a running `body` is nested: its own throw undoes only its changes, then reaches the outer body.
+   * `durability` (default `immediate`) is the outermost call's; a nested call that names none joins it, a
+   * nested `immediate` one makes the whole write immediate.
    */
-  transaction<T>(body: () => T): T;
+  transaction<T>(body: () => T, durability?: StoreDurability): T;
   /** The store's error for a failure of this backend (a lock held too long: `STORE_BUSY`), else `error`. */
   describeFailure(operation: string, error: unknown): unknown;
   close(): void;

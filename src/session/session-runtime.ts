@@ -143,7 +143,7 @@ export class SessionRuntime {
     this.tasks =
       resolved.tasks ??
       createTaskService({
-        initialSequences: lastSequences(resolved.store),
+        // No initialSequences: the store's task_sequences already holds the highest id per kind.
         sequenceBlocks: storeSequenceBlocks(resolved.store),
         startGuard: (request) => this.checkStart(request),
       });
@@ -799,7 +799,10 @@ export function storeSequenceBlocks(store: SessionStore, blockSize = TASK_ID_BLO
   };
 }
 
-/** The highest sequence per kind among stored task ids, so new ids never reuse old ones. */
+/**
+ * The highest sequence per kind among stored task ids, read from every record. The runtimes no longer
+ * need it: a saved record raises the store's `task_sequences` (migration 10 seeded it from older records).
+ */
 export function lastSequences(store: SessionStore): Record<string, number> {
   const sequences: Record<string, number> = {};
   for (const task of store.listTasks()) {

@@ -265,6 +265,8 @@ export interface TaskFilter {
   readonly statuses?: readonly TaskStatus[];
   /** Only records written at or after this time (epoch ms): what changed since an earlier read. */
   readonly updatedSince?: number;
+  /** Only records told (`true`) or not yet told (`false`); absent: both. An index finds the untold ones. */
+  readonly reported?: boolean;
 }
 
 export interface MarkLostOptions {

@@ -5,7 +5,9 @@
  * the schema's `ON DELETE CASCADE`.
  */
 import type Database from 'better-sqlite3';
+import { TASK_STATUSES } from '../tasks/index.js';
 import { StoreBusyError, StoreUnavailableError, type StoreUnavailableReason } from './errors.js';
+import { LEDGER_ENTRY_STATES } from './records.js';
 import type { CommandRow, LedgerRow, MessageRow, RunRow, SessionRow, StepRow, TaskRow } from './rows.js';
 import type { StoreCapabilities, StoreDurability } from './session-store.js';
 import type { StoreBackend, StoreTables } from './store-tables.js';
@@ -152,6 +154,14 @@ function inList(field: string): string {
   return `(? IS NULL OR ${column(field)} IN (SELECT value FROM json_each(?)))`;
 }
 
+/**
+ * `field` is one of a JSON list: no "or any" branch, so the planner can use an index on `field` (the
+ * caller passes every value for "any").
+ */
+function oneOf(field: string): string {
+  return `${column(field)} IN (SELECT value FROM json_each(?))`;
+}
+
 function jsonList(values: readonly string[] | undefined): string | null {
   return values === undefined ? null : JSON.stringify(values);
 }
@@ -219,9 +229,10 @@ function ledgerTable(prepare: Prepare): StoreTables['ledger'] {
   );
   const add = prepare<[Omit<LedgerRow, 'id'>]>(insert('input_ledger', LEDGER_FIELDS, ['id']));
   const put = prepare<[LedgerRow]>(upsert('input_ledger', LEDGER_FIELDS, ['id']));
-  const list = prepare<[string, string | null, string | null], LedgerRow>(
-    `SELECT ${columns} FROM input_ledger WHERE session_id = ? AND ${inList('state')} ORDER BY id`,
+  const list = prepare<[string, string], LedgerRow>(
+    `SELECT ${columns} FROM input_ledger WHERE session_id = ? AND ${oneOf('state')} ORDER BY id`,
   );
+  const allStates = JSON.stringify(LEDGER_ENTRY_STATES);
   const old = prepare<[number], LedgerRow>(`SELECT ${columns} FROM input_ledger WHERE updated_at < ?`);
   const referenced = prepare<[string, number], { found: number }>(
     'SELECT 1 AS found FROM input_ledger WHERE session_id = ? AND delivered_in_message_seq = ? LIMIT 1',
@@ -233,8 +244,7 @@ function ledgerTable(prepare: Prepare): StoreTables['ledger'] {
     insert: (row) => Number(add.run(row).lastInsertRowid),
     put: (row) => void put.run(row),
     select(sessionId, states) {
-      const stateList = jsonList(states);
-      return list.all(sessionId, stateList, stateList);
+      return list.all(sessionId, states === undefined ? allStates : JSON.stringify(states));
     },
     selectUpdatedBefore: (cutoff) => old.all(cutoff),
     referencesMessage: (sessionId, seq) => referenced.get(sessionId, seq) !== undefined,
@@ -246,17 +256,41 @@ function taskTable(prepare: Prepare): StoreTables['tasks'] {
   const columns = select(TASK_FIELDS);
   const get = prepare<[string, string], TaskRow>(`SELECT ${columns} FROM tasks WHERE scope = ? AND id = ?`);
   const put = prepare<[TaskRow]>(upsert('tasks', TASK_FIELDS, ['scope', 'id']));
-  const list = prepare<[number, string, string | null, string | null, number], TaskRow>(
-    `SELECT ${columns} FROM tasks WHERE (? = 0 OR scope = ?) AND ${inList('status')} AND updated_at >= ?`,
-  );
+  // One statement per shape, each written so the planner can use an index: a session's records by the
+  // primary key, untold ones by the partial index \`tasks_untold\`, recent writes by \`tasks_by_update\`.
+  type ListStatement = PreparedStatement<[string, number, string?], TaskRow>;
+  const allStatuses = JSON.stringify(TASK_STATUSES);
+  const lists = new Map<string, ListStatement>();
+  const listFor = (scoped: boolean, reported: boolean | undefined): ListStatement => {
+    const key = `${scoped}/${reported}`;
+    let statement = lists.get(key);
+    if (statement === undefined) {
+      // Without statistics the planner prefers the primary key; a session's untold records are few.
+      const untold = scoped && reported === false;
+      const where = [
+        oneOf('status'),
+        'updated_at >= ?',
+        ...(reported === undefined ? [] : [`reported = ${reported ? 1 : 0}`]),
+        ...(scoped ? ['scope = ?'] : []),
+      ];
+      statement = prepare<[string, number, string?], TaskRow>(
+        `SELECT ${columns} FROM tasks${untold ? ' INDEXED BY tasks_untold' : ''} WHERE ${where.join(' AND ')}`,
+      );
+      lists.set(key, statement);
+    }
+    return statement;
+  };
   const old = prepare<[number], TaskRow>(`SELECT ${columns} FROM tasks WHERE updated_at < ?`);
   const remove = prepare<[string, string]>('DELETE FROM tasks WHERE scope = ? AND id = ?');
   return {
     get: (scope, id) => get.get(scope, id),
     put: (row) => void put.run(row),
-    select(scope, statuses, updatedSince) {
-      const statusList = jsonList(statuses);
-      return list.all(scope === undefined ? 0 : 1, scope ?? '', statusList, statusList, updatedSince);
+    select(scope, statuses, updatedSince, reported) {
+      const statusList = statuses === undefined ? allStatuses : JSON.stringify(statuses);
+      const statement = listFor(scope !== undefined, reported);
+      return scope === undefined
+        ? statement.all(statusList, updatedSince)
+        : statement.all(statusList, updatedSince, scope);
     },
     selectUpdatedBefore: (cutoff) => old.all(cutoff),
     delete: (scope, id) => void remove.run(scope, id),

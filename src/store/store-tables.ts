@@ -55,8 +55,16 @@ export interface LedgerTable {
 export interface TaskTable {
   get(scope: string, id: string): TaskRow | undefined;
   put(row: TaskRow): void;
-  /** Any order; `scope` `undefined` is every scope, `statuses` `undefined` every status. */
-  select(scope: string | undefined, statuses: readonly string[] | undefined, updatedSince: number): TaskRow[];
+  /**
+   * Any order; `scope` `undefined` is every scope, `statuses` `undefined` every status, `reported`
+   * `undefined` told or not.
+   */
+  select(
+    scope: string | undefined,
+    statuses: readonly string[] | undefined,
+    updatedSince: number,
+    reported?: boolean,
+  ): TaskRow[];
   /** Records of every scope, in any status, written before `cutoff`. */
   selectUpdatedBefore(cutoff: number): TaskRow[];
   delete(scope: string, id: string): void;

@@ -1,0 +1,60 @@
+/**
+ * The growth curves of `bench:scale` as one SVG: a small panel per curve, x on a log scale (the points
+ * grow tenfold), y from zero to the curve's largest value, each point labelled with its value.
+ */
+export interface Curve {
+  readonly title: string;
+  readonly xs: readonly number[];
+  readonly ys: readonly number[];
+}
+
+const PANEL_WIDTH = 300;
+const PANEL_HEIGHT = 180;
+const MARGIN = 40;
+
+const escape = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;');
+
+function compact(value: number): string {
+  if (value >= 1000) return `${Number((value / 1000).toFixed(1))}k`;
+  return value >= 10 ? value.toFixed(0) : value.toFixed(2);
+}
+
+function panel(curve: Curve, left: number, top: number): string {
+  const width = PANEL_WIDTH - 2 * MARGIN;
+  const height = PANEL_HEIGHT - 2 * MARGIN;
+  const logs = curve.xs.map((x) => Math.log10(Math.max(1, x)));
+  const [low, high] = [Math.min(...logs), Math.max(...logs)];
+  const top_ = Math.max(...curve.ys) * 1.15 || 1;
+  const at = (index: number) => ({
+    x: left + MARGIN + (high === low ? width / 2 : ((logs[index]! - low) / (high - low)) * width),
+    y: top + MARGIN + height - (curve.ys[index]! / top_) * height,
+  });
+  const points = curve.xs.map((_, index) => at(index));
+  const line = points.map((point) => `${point.x.toFixed(1)},${point.y.toFixed(1)}`).join(' ');
+  const marks = points
+    .map(
+      (point, index) =>
+        `<circle cx="${point.x.toFixed(1)}" cy="${point.y.toFixed(1)}" r="3" fill="#1f6feb"/>` +
+        `<text x="${point.x.toFixed(1)}" y="${(point.y - 7).toFixed(1)}" text-anchor="middle">${compact(curve.ys[index]!)}</text>` +
+        `<text x="${point.x.toFixed(1)}" y="${top + PANEL_HEIGHT - MARGIN + 14}" text-anchor="middle">${compact(curve.xs[index]!)}</text>`,
+    )
+    .join('');
+  const axis = `<line x1="${left + MARGIN}" y1="${top + PANEL_HEIGHT - MARGIN}" x2="${left + PANEL_WIDTH - MARGIN}" y2="${top + PANEL_HEIGHT - MARGIN}" stroke="#888"/>`;
+  const title = `<text x="${left + PANEL_WIDTH / 2}" y="${top + 18}" text-anchor="middle" font-weight="bold">${escape(curve.title)}</text>`;
+  return `${title}${axis}<polyline points="${line}" fill="none" stroke="#1f6feb" stroke-width="2"/>${marks}`;
+}
+
+export function renderChart(curves: readonly Curve[]): string {
+  const columns = 3;
+  const rows = Math.ceil(curves.length / columns);
+  const body = curves
+    .map((curve, index) =>
+      panel(curve, (index % columns) * PANEL_WIDTH, Math.floor(index / columns) * PANEL_HEIGHT),
+    )
+    .join('\n');
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${columns * PANEL_WIDTH}" height="${rows * PANEL_HEIGHT}" font-family="sans-serif" font-size="11">
+<rect width="100%" height="100%" fill="#fff"/>
+${body}
+</svg>
+`;
+}

@@ -318,6 +318,7 @@ export {
   type LedgerEntryKind,
   type LedgerEntryState,
   type LedgerPriority,
+  type ListQueuedOptions,
   MESSAGE_ROLES,
   MESSAGE_VISIBILITIES,
   type MemorySessionStore,

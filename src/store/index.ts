@@ -78,6 +78,7 @@ export type {
   InputLedger,
   ListLedgerOptions,
   ListMessagesOptions,
+  ListQueuedOptions,
   MarkLostOptions,
   MessageLog,
   NewLedgerEntry,

@@ -265,8 +265,8 @@ function createTables(log: UndoLog): StoreTables {
         return id;
       },
       put: (row) => ledger.set(row.id, row),
-      select: (sessionId, states) =>
-        ledger.select((row) => row.sessionId === sessionId && inList(states, row.state)),
+      select: (sessionId, states, afterId = 0) =>
+        ledger.select((row) => row.sessionId === sessionId && inList(states, row.state) && row.id > afterId),
       selectUpdatedBefore: (cutoff) => ledger.select(updatedBefore(cutoff)),
       referencesMessage: (sessionId, seq) =>
         ledger.select((row) => row.sessionId === sessionId && row.deliveredInMessageSeq === seq, 1).length >

@@ -196,7 +196,7 @@ export interface InputLedger {
   /** Every entry of the session in admission order, optionally only some states. */
   listLedger(sessionId: SessionId | string, options?: ListLedgerOptions): LedgerEntry[];
   /** Queued entries in queue order: by priority (`now`, `next`, `later`), then admission order. */
-  listQueued(sessionId: SessionId | string): LedgerEntry[];
+  listQueued(sessionId: SessionId | string, options?: ListQueuedOptions): LedgerEntry[];
   /** Discards the entries that are still queued; the others are reported unchanged. */
   markDiscarded(ids: readonly number[], reason: DiscardReason): DiscardResult;
   /** Discards every queued entry of the session (on resume: `session_resumed`). Returns them. */
@@ -474,6 +474,11 @@ export interface StoreCapabilities {
  * (the write-ahead log is synced in order, so that sync covers every write before it).
  */
 export type StoreDurability = 'immediate' | 'deferred';
+
+export interface ListQueuedOptions {
+  /** Only entries admitted after this one (a larger id): what is new since an earlier read. Default 0. */
+  readonly afterId?: number;
+}
 
 /** How `SessionStore.transaction` commits. */
 export interface TransactionOptions {

@@ -229,8 +229,8 @@ function ledgerTable(prepare: Prepare): StoreTables['ledger'] {
   );
   const add = prepare<[Omit<LedgerRow, 'id'>]>(insert('input_ledger', LEDGER_FIELDS, ['id']));
   const put = prepare<[LedgerRow]>(upsert('input_ledger', LEDGER_FIELDS, ['id']));
-  const list = prepare<[string, string], LedgerRow>(
-    `SELECT ${columns} FROM input_ledger WHERE session_id = ? AND ${oneOf('state')} ORDER BY id`,
+  const list = prepare<[string, string, number], LedgerRow>(
+    `SELECT ${columns} FROM input_ledger WHERE session_id = ? AND ${oneOf('state')} AND id > ? ORDER BY id`,
   );
   const allStates = JSON.stringify(LEDGER_ENTRY_STATES);
   const old = prepare<[number], LedgerRow>(`SELECT ${columns} FROM input_ledger WHERE updated_at < ?`);
@@ -243,8 +243,8 @@ function ledgerTable(prepare: Prepare): StoreTables['ledger'] {
     findByKey: (sessionId, idempotencyKey) => find.get(sessionId, idempotencyKey),
     insert: (row) => Number(add.run(row).lastInsertRowid),
     put: (row) => void put.run(row),
-    select(sessionId, states) {
-      return list.all(sessionId, states === undefined ? allStates : JSON.stringify(states));
+    select(sessionId, states, afterId = 0) {
+      return list.all(sessionId, states === undefined ? allStates : JSON.stringify(states), afterId);
     },
     selectUpdatedBefore: (cutoff) => old.all(cutoff),
     referencesMessage: (sessionId, seq) => referenced.get(sessionId, seq) !== undefined,

@@ -43,8 +43,11 @@ export interface LedgerTable {
   /** Stores a new entry under the next id (ids only grow, never reused) and returns that id. */
   insert(row: Omit<LedgerRow, 'id'>): number;
   put(row: LedgerRow): void;
-  /** The session's entries in id order, only those in `states` unless it is `undefined`. */
-  select(sessionId: string, states: readonly string[] | undefined): LedgerRow[];
+  /**
+   * The session's entries in id order, only those in `states` unless it is `undefined`, and only ids
+   * above `afterId` (default 0).
+   */
+  select(sessionId: string, states: readonly string[] | undefined, afterId?: number): LedgerRow[];
   /** Entries of every session, in any state, last changed before `cutoff`. */
   selectUpdatedBefore(cutoff: number): LedgerRow[];
   /** Whether an entry records its delivery in this message. */

@@ -7,11 +7,12 @@
  * (b) one `errand serve` poll of the store and one `/api/sessions` read, with 10 / 100 / 1000 idle sessions;
  * (c) a runtime's start with 0 / 10k / 100k old task records in the store;
  * (d) the `task_list` tool's answer with 100 / 10k / 100k live tasks (bytes and time).
- * It writes the curves as an SVG chart to `BENCH_SVG` when set (`docs/images/scale.svg` is one).
+ * It writes the curves as an SVG chart to `BENCH_SVG` when set (`docs/images/scale.svg` is one), with the
+ * curves of an earlier run beside them when `BENCH_BEFORE` names the JSON that run wrote to `BENCH_JSON`.
  * `BENCH_SCALE_MESSAGES`, `BENCH_SCALE_SESSIONS`, `BENCH_SCALE_RECORDS`, `BENCH_SCALE_TASKS` (comma lists)
  * change the points.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createErrandRuntime } from '../src/host/index.js';
@@ -61,7 +62,7 @@ const ms = (value: number) => `${value.toFixed(2)} ms`;
 /** A finished, told background task record of `sessionId`. */
 function taskRecord(sessionId: string, index: number, time: number) {
   return {
-    id: `bash_${index + 1}`,
+    id: `bash-${index + 1}`,
     sessionId,
     kind: 'bash',
     label: `job ${index}`,
@@ -167,7 +168,8 @@ function servePoint(count: number): { poll: number; pollMax: number; list: numbe
       const sessionId = `idle-${index}`;
       seed.createSession({ id: sessionId, cwd: '/' });
       seed.appendMessage(sessionId, { role: 'user', content: { text: `hello ${index}` }, source: 'user' });
-      for (let task = 0; task < 10; task += 1) seed.upsertTask(taskRecord(sessionId, task, clock));
+      for (let task = 0; task < 10; task += 1)
+        seed.upsertTask(taskRecord(sessionId, index * 10 + task, clock));
     }
   });
   seed.close();
@@ -287,7 +289,7 @@ async function main(): Promise<void> {
   console.log(`    start: +${ms(growth)} from the first point to the last`);
   curves.push({
     title: 'runtime start (ms) by old task records',
-    xs: RECORDS.map((x) => Math.max(x, 1)),
+    xs: RECORDS,
     ys: starts,
   });
 
@@ -304,8 +306,12 @@ async function main(): Promise<void> {
     ys: listBytes.map((b) => b / 1024),
   });
 
+  if (process.env.BENCH_JSON) writeFileSync(process.env.BENCH_JSON, JSON.stringify(curves));
   if (process.env.BENCH_SVG) {
-    writeFileSync(process.env.BENCH_SVG, renderChart(curves));
+    const before = process.env.BENCH_BEFORE
+      ? (JSON.parse(readFileSync(process.env.BENCH_BEFORE, 'utf8')) as Curve[])
+      : [];
+    writeFileSync(process.env.BENCH_SVG, renderChart(curves, before));
     console.log(`chart written to ${process.env.BENCH_SVG}`);
   }
 }

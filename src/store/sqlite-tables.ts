@@ -261,12 +261,18 @@ function taskTable(prepare: Prepare): StoreTables['tasks'] {
   type ListStatement = PreparedStatement<[string, number, string?], TaskRow>;
   const allStatuses = JSON.stringify(TASK_STATUSES);
   const lists = new Map<string, ListStatement>();
-  const listFor = (scoped: boolean, reported: boolean | undefined): ListStatement => {
-    const key = `${scoped}/${reported}`;
+  const listFor = (scoped: boolean, reported: boolean | undefined, liveOnly: boolean): ListStatement => {
+    const key = `${scoped}/${reported}/${liveOnly}`;
     let statement = lists.get(key);
     if (statement === undefined) {
       // Without statistics the planner prefers the primary key; a session's untold records are few.
       const untold = scoped && reported === false;
+      // Live records are few in any store: by status, not by the session's whole history.
+      const index = untold
+        ? ' INDEXED BY tasks_untold'
+        : scoped && liveOnly
+          ? ' INDEXED BY tasks_by_status'
+          : '';
       const where = [
         oneOf('status'),
         'updated_at >= ?',
@@ -274,7 +280,7 @@ function taskTable(prepare: Prepare): StoreTables['tasks'] {
         ...(scoped ? ['scope = ?'] : []),
       ];
       statement = prepare<[string, number, string?], TaskRow>(
-        `SELECT ${columns} FROM tasks${untold ? ' INDEXED BY tasks_untold' : ''} WHERE ${where.join(' AND ')}`,
+        `SELECT ${columns} FROM tasks${index} WHERE ${where.join(' AND ')}`,
       );
       lists.set(key, statement);
     }
@@ -287,7 +293,9 @@ function taskTable(prepare: Prepare): StoreTables['tasks'] {
     put: (row) => void put.run(row),
     select(scope, statuses, updatedSince, reported) {
       const statusList = statuses === undefined ? allStatuses : JSON.stringify(statuses);
-      const statement = listFor(scope !== undefined, reported);
+      const liveOnly =
+        statuses !== undefined && statuses.every((status) => status === 'running' || status === 'stopping');
+      const statement = listFor(scope !== undefined, reported, liveOnly);
       return scope === undefined
         ? statement.all(statusList, updatedSince)
         : statement.all(statusList, updatedSince, scope);

@@ -24,7 +24,9 @@ function compact(value: number): string {
 function panel(curve: Curve, before: Curve | undefined, left: number, top: number): string {
   const width = PANEL_WIDTH - 2 * MARGIN;
   const height = PANEL_HEIGHT - 2 * MARGIN;
-  const logs = curve.xs.map((x) => Math.log10(Math.max(100, x)));
+  // A point at 0 (no old records) sits one decade left of the smallest other point.
+  const smallest = Math.min(...curve.xs.filter((x) => x > 0));
+  const logs = curve.xs.map((x) => Math.log10(x > 0 ? x : smallest / 10));
   const [low, high] = [Math.min(...logs), Math.max(...logs)];
   const top_ = Math.max(...curve.ys, ...(before?.ys ?? [])) * 1.15 || 1;
   const at = (index: number, ys: readonly number[]) => ({

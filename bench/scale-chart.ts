@@ -13,7 +13,7 @@ const PANEL_WIDTH = 300;
 const PANEL_HEIGHT = 180;
 const MARGIN = 40;
 
-const escape = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;');
+const escapeText = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;');
 
 function compact(value: number): string {
   if (value >= 1000) return `${Number((value / 1000).toFixed(1))}k`;
@@ -57,7 +57,7 @@ function panel(curve: Curve, before: Curve | undefined, left: number, top: numbe
     )
     .join('');
   const axis = `<line x1="${left + MARGIN}" y1="${top + PANEL_HEIGHT - MARGIN}" x2="${left + PANEL_WIDTH - MARGIN}" y2="${top + PANEL_HEIGHT - MARGIN}" stroke="#888"/>`;
-  const title = `<text x="${left + PANEL_WIDTH / 2}" y="${top + 18}" text-anchor="middle" font-weight="bold">${escape(curve.title)}</text>`;
+  const title = `<text x="${left + PANEL_WIDTH / 2}" y="${top + 18}" text-anchor="middle" font-weight="bold">${escapeText(curve.title)}</text>`;
   return `${title}${axis}${earlier}<polyline points="${line}" fill="none" stroke="#1f6feb" stroke-width="2"/>${marks}`;
 }
 

@@ -561,7 +561,10 @@ class StoreEventFeed implements BackgroundEventFeed {
       const key = `${task.sessionId ?? ''}/${task.id}`;
       this.#known.set(key, task);
       let keys = this.#keysById.get(task.id);
-      if (keys === undefined) this.#keysById.set(task.id, (keys = new Set()));
+      if (keys === undefined) {
+        keys = new Set();
+        this.#keysById.set(task.id, keys);
+      }
       keys.add(key);
       changed.add(task.id);
       if (task.updatedAt > this.#watermark) this.#watermark = task.updatedAt;

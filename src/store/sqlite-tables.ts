@@ -293,8 +293,7 @@ function taskTable(prepare: Prepare): StoreTables['tasks'] {
     put: (row) => void put.run(row),
     select(scope, statuses, updatedSince, reported) {
       const statusList = statuses === undefined ? allStatuses : JSON.stringify(statuses);
-      const liveOnly =
-        statuses !== undefined && statuses.every((status) => status === 'running' || status === 'stopping');
+      const liveOnly = statuses?.every((status) => status === 'running' || status === 'stopping') === true;
       const statement = listFor(scope !== undefined, reported, liveOnly);
       return scope === undefined
         ? statement.all(statusList, updatedSince)

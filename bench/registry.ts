@@ -3,15 +3,18 @@
  * (a promise in a Map), then the heap cost of live tasks. The target is what a user pays on top of the
  * process itself: the service's start and settle plus the SQLite store's two task records (the start and
  * the ending, written as the runtime writes them) against one `spawn('true')` measured in the same run —
- * at most 5 %. The bare-promise ratio stays printed as a reference, without a target.
+ * at most 5 %. The bare-promise ratio stays printed as a reference, without a target. The heap per live
+ * task is printed for the bare service and for the assembled runtime.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createErrandRuntime } from '../src/host/index.js';
 import { createTaskService } from '../src/registry/index.js';
-import { openSqliteSessionStore } from '../src/store/index.js';
+import { createMemorySessionStore, openSqliteSessionStore } from '../src/store/index.js';
 import type { TaskHooks, TaskOutcome, TaskSpec } from '../src/tasks/index.js';
+import { scriptedModel } from '../src/testing/index.js';
 
 const TASKS = Number(process.env.BENCH_TASKS ?? 100_000);
 const LIVE = Number(process.env.BENCH_LIVE ?? 10_000);
@@ -113,6 +116,45 @@ async function heapPerLiveTask(count: number): Promise<number> {
   return (after - before) / count;
 }
 
+/**
+ * Heap per live background task in the assembled runtime on the memory store (its session, the records
+ * it keeps and persists, the delivery policy's state): what a user pays, not the bare service.
+ */
+async function heapPerAssembledTask(count: number): Promise<number> {
+  const runtime = await createErrandRuntime({
+    model: scriptedModel([]),
+    store: createMemorySessionStore(),
+    pty: false,
+    lifeline: false,
+    tasks: { maxLiveTasks: count + 1, maxLiveTasksPerOwner: count + 1 },
+  });
+  try {
+    const session = runtime.createSession({ id: 'bench' });
+    let settle!: (outcome: TaskOutcome) => void;
+    const later = new Promise<TaskOutcome>((resolve) => {
+      settle = resolve;
+    });
+    collect();
+    const before = process.memoryUsage().heapUsed;
+    for (let index = 0; index < count; index += 1) {
+      await runtime.tasks.start({
+        kind: 'noop',
+        label: `task ${index}`,
+        owner: session.owner,
+        background: true,
+        run: () => ({ cancel: noop, done: later }),
+      });
+    }
+    collect();
+    const after = process.memoryUsage().heapUsed;
+    if (runtime.tasks.list(session.owner).length !== count) throw new Error('live tasks went missing');
+    settle(completed);
+    return (after - before) / count;
+  } finally {
+    await runtime.dispose();
+  }
+}
+
 /** Milliseconds per `spawn('true')`, to its exit, median of `count`. */
 async function spawnMs(count: number): Promise<number> {
   const times: number[] = [];
@@ -203,6 +245,10 @@ async function main(): Promise<void> {
   const bytes = await heapPerLiveTask(LIVE);
   console.log(
     `heap per live task:         ${Math.round(bytes)} bytes with ${LIVE.toLocaleString('en-US')} live (target <= 1024: ${bytes <= 1024 ? 'met' : 'MISSED'})`,
+  );
+  const assembledBytes = await heapPerAssembledTask(Math.min(LIVE, 2000));
+  console.log(
+    `heap per live task, assembled runtime: ${Math.round(assembledBytes)} bytes with ${Math.min(LIVE, 2000).toLocaleString('en-US')} live background tasks (memory store; what a user pays)`,
   );
 }
 

@@ -24,12 +24,7 @@ import {
   workflowShutdownSweep,
 } from '../producers/workflow/index.js';
 import { createTaskService } from '../registry/index.js';
-import {
-  createSessionRuntime,
-  lastSequences,
-  type SessionRuntime,
-  storeSequenceBlocks,
-} from '../session/index.js';
+import { createSessionRuntime, type SessionRuntime, storeSequenceBlocks } from '../session/index.js';
 import { isHolderLive } from '../session/session-holder.js';
 import { openSqliteSessionStore, type SessionStore } from '../store/index.js';
 import {
@@ -127,7 +122,7 @@ async function assembleRuntime(
   // Filled once the session runtime exists; it refuses background work while the store refuses writes.
   let sessions: SessionRuntime | undefined;
   const tasks = createTaskService({
-    initialSequences: lastSequences(store),
+    // No initialSequences: the store's task_sequences already holds the highest id per kind.
     sequenceBlocks: storeSequenceBlocks(store),
     tracing,
     ...options.tasks,

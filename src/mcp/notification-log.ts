@@ -33,7 +33,8 @@ export function forwardNotificationsAsLogs(input: NotificationLogOptions): () =>
   let lastSent = 0;
   return options.session.on((event) => {
     if (event.type !== 'notification-queued') return;
-    for (const entry of options.store.listQueued(options.session.id)) {
+    // Only what was admitted since the last one sent: a burst of K costs K reads of one entry, not K².
+    for (const entry of options.store.listQueued(options.session.id, { afterId: lastSent })) {
       if (entry.kind !== 'notification' || entry.id <= lastSent) continue;
       lastSent = entry.id;
       options

@@ -344,3 +344,48 @@ describe('readFileTail', () => {
     }
   });
 });
+
+describe('the store feed between full reads', () => {
+  it('derives again only what changed and what is unsettled, and still shows every change', () => {
+    let time = 1_000;
+    const store: MemorySessionStore = createMemorySessionStore({ now: () => time });
+    const sessionReads: string[] = [];
+    const watched = Object.create(store, {
+      getSession: {
+        value: (id: string) => {
+          sessionReads.push(id);
+          return store.getSession(id);
+        },
+      },
+    }) as MemorySessionStore;
+    for (let index = 0; index < 50; index += 1) {
+      store.createSession({ id: `told-${index}`, cwd: '/' });
+      store.upsertTask({ ...ended({ id: `bash-${index + 1}` }), sessionId: `told-${index}` });
+      time += 1;
+    }
+    store.createSession({ id: 'untold', cwd: '/' });
+    store.upsertTask({ ...ended({ id: 'bash-100', reported: false }), sessionId: 'untold' });
+    const backend = createStoreDashboardBackend({
+      store: watched,
+      pollMs: 3_600_000,
+      isHolderLive: () => false,
+      logger: { warn() {} },
+    });
+    backends.push(backend);
+    // Records of the newest one's millisecond are read again (updatedSince is >=): the untold one here.
+    sessionReads.length = 0;
+    backend.refresh();
+    // The 50 told endings are settled: only the untold one is looked at again.
+    expect(new Set(sessionReads)).toEqual(new Set(['untold']));
+    const events: string[] = [];
+    backend.events.subscribe((event) => {
+      if ('taskId' in event) events.push(`${event.type} ${event.taskId} ${event.status}`);
+    });
+    store.upsertTask({ ...ended({ id: 'bash-7', status: 'failed' }), sessionId: 'told-6' });
+    sessionReads.length = 0;
+    backend.refresh();
+    expect(events).toEqual(['BackgroundTaskUpdated bash-7 failed']);
+    expect(new Set(sessionReads)).toEqual(new Set(['told-6', 'untold']));
+    expect(backend.events.find('bash-7')?.status).toBe('failed');
+  });
+});

@@ -434,6 +434,14 @@ class StoreEventFeed implements BackgroundEventFeed {
   readonly #listeners = new Set<BackgroundEventListener>();
   /** The task records known so far, by scope and id, and the newest write time among them. */
   readonly #known = new Map<string, StoredTask>();
+  /** The keys of `#known` per task id (ids may repeat across sessions' records from before id blocks). */
+  readonly #keysById = new Map<string, Set<string>>();
+  /**
+   * Task ids whose facts may change without their record being written: live ones (their holder may die,
+   * their output grows) and ended ones not yet told (whether their end is pending depends on the
+   * session). A told ending's facts depend on its record alone, so a poll skips it until it is written.
+   */
+  readonly #unsettled = new Set<string>();
   #watermark = 0;
   #polls = 0;
   #nextId = 1;
@@ -443,6 +451,7 @@ class StoreEventFeed implements BackgroundEventFeed {
     this.#parts = parts;
     this.#ring = new EventRing(parts.ringSize);
     // What exists before the feed is part of the level, not of the event history.
+    this.#records();
     for (const facts of this.#read()) this.#facts.set(facts.taskId, facts);
   }
 
@@ -485,7 +494,10 @@ class StoreEventFeed implements BackgroundEventFeed {
     if (this.#disposed) return;
     const seen = new Set<string>();
     const gone = new Set<string | null>();
-    for (const facts of this.#read()) {
+    const { changed, full } = this.#records();
+    // A full read looks at every record (and drops the pruned); between, what changed and what is unsettled.
+    const ids = full ? undefined : new Set([...changed, ...this.#unsettled]);
+    for (const facts of this.#read(ids)) {
       seen.add(facts.taskId);
       const previous = this.#facts.get(facts.taskId);
       if (previous !== undefined && sameFacts(previous, facts)) continue;
@@ -504,7 +516,7 @@ class StoreEventFeed implements BackgroundEventFeed {
       }
       this.#emit((id, at) => ({ ...facts, type, id, at }) as BackgroundEvent);
     }
-    for (const [taskId, facts] of this.#facts) {
+    for (const [taskId, facts] of full ? this.#facts : []) {
       if (seen.has(taskId)) continue;
       // Pruned from the store: its session's level replaces what viewers hold.
       this.#facts.delete(taskId);
@@ -536,29 +548,59 @@ class StoreEventFeed implements BackgroundEventFeed {
    * The task records, read incrementally: only what was written since the last read (`updatedSince`),
    * and the whole table every `FULL_READ_EVERY` polls, which also drops records pruned meanwhile.
    */
-  #records(): Iterable<StoredTask> {
+  #records(): { readonly changed: ReadonlySet<string>; readonly full: boolean } {
     const store = this.#parts.store;
     const full = this.#polls % FULL_READ_EVERY === 0;
     this.#polls += 1;
-    const changed = full ? store.listTasks() : store.listTasks({ updatedSince: this.#watermark });
-    if (full) this.#known.clear();
-    for (const task of changed) {
-      this.#known.set(`${task.sessionId ?? ''}/${task.id}`, task);
+    const records = full ? store.listTasks() : store.listTasks({ updatedSince: this.#watermark });
+    if (full) {
+      this.#known.clear();
+      this.#keysById.clear();
+    }
+    const changed = new Set<string>();
+    for (const task of records) {
+      const key = `${task.sessionId ?? ''}/${task.id}`;
+      this.#known.set(key, task);
+      let keys = this.#keysById.get(task.id);
+      if (keys === undefined) {
+        keys = new Set();
+        this.#keysById.set(task.id, keys);
+      }
+      keys.add(key);
+      changed.add(task.id);
       if (task.updatedAt > this.#watermark) this.#watermark = task.updatedAt;
     }
-    return this.#known.values();
+    return { changed, full };
   }
 
-  /** Every background task record as a viewer sees it, one per task id (the newest, a live one first). */
-  #read(): BackgroundTaskFacts[] {
+  /**
+   * The background task records of `ids` (every known one when undefined) as a viewer sees them, one per
+   * task id (the newest, a live one first).
+   */
+  #read(ids?: ReadonlySet<string>): BackgroundTaskFacts[] {
     const byId = new Map<string, StoredTask>();
-    for (const task of [...this.#records()].sort((a, b) => a.startedAt - b.startedAt)) {
+    const candidates: StoredTask[] = [];
+    if (ids === undefined) candidates.push(...this.#known.values());
+    else {
+      for (const id of ids) {
+        for (const key of this.#keysById.get(id) ?? []) {
+          const task = this.#known.get(key);
+          if (task !== undefined) candidates.push(task);
+        }
+      }
+    }
+    if (ids === undefined) this.#unsettled.clear();
+    else for (const id of ids) this.#unsettled.delete(id);
+    for (const task of candidates.sort((a, b) => a.startedAt - b.startedAt)) {
       if (!task.isBackgrounded || task.sessionId === undefined) continue;
       const current = byId.get(task.id);
       // Listed oldest start first: a later record replaces an earlier one unless that one is live.
       if (current === undefined || !isLive(current) || isLive(task)) byId.set(task.id, task);
     }
     const sessions = new StoreSessionReads(this.#parts.store, this.#parts.holderLive);
+    for (const task of byId.values()) {
+      if (isLive(task) || !task.reported) this.#unsettled.add(task.id);
+    }
     return [...byId.values()].map((task) => this.#factsOf(task, sessions));
   }
 

@@ -5,6 +5,7 @@
  * inbox, so another ledger (another process's view of the same SQLite file, a Redis one) adds no copy.
  */
 import type { NotificationLane } from '../notifications/index.js';
+import type { StoreDurability } from '../store/session-store.js';
 import type { QueuedNotification, QueuePriority } from './command-queue.js';
 
 /** `batch`: one message for every notification delivered together. `each`: one message apiece. */
@@ -30,9 +31,15 @@ export interface InboxLedger {
   /**
    * Records notifications as delivered in `form`, and their tasks' endings as shown, in one write; returns
    * those it recorded (it skips entries the store settled meanwhile). Throws `NotificationDeliveryError`
-   * naming the ones it did not record.
+   * naming the ones it did not record. `durability`: the store's (`SessionStore.transaction`), default
+   * immediate.
    */
-  deliver(notifications: QueuedNotification[], form: DeliveryForm, source: string): QueuedNotification[];
+  deliver(
+    notifications: QueuedNotification[],
+    form: DeliveryForm,
+    source: string,
+    durability?: StoreDurability,
+  ): QueuedNotification[];
   /** Marks entries discarded with `reason`. */
   discardEntries(ledgerIds: readonly number[], reason: string): void;
   /**

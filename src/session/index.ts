@@ -10,6 +10,7 @@ export {
   type QueuePriority,
   validateQueuePriority,
 } from './command-queue.js';
+export { toModelMessages } from './conversation-view.js';
 export {
   type DeliveryForm,
   type InboxLedger,
@@ -79,5 +80,4 @@ export {
   storeSequenceBlocks,
   TASK_ID_BLOCK_SIZE,
 } from './session-runtime.js';
-export { toModelMessages } from './turn-loop.js';
 export { batchTitle } from './turn-runner.js';

@@ -31,6 +31,10 @@ export interface ModelToolSpec {
 
 export interface ModelRequest {
   readonly system: string | undefined;
+  /**
+   * The conversation, oldest first: a fresh array, but its messages are the session's own (kept in memory
+   * between requests), so a port reads them and never modifies them.
+   */
   readonly messages: readonly ModelMessage[];
   readonly tools: readonly ModelToolSpec[];
   /** True when this request continues a response that was cut off at the output-token limit. */

@@ -13,6 +13,7 @@ import {
   ReportedEnds,
   validateReportedTaskEnd,
 } from '../notifications/index.js';
+import type { StoreDurability } from '../store/session-store.js';
 import { ErrandError, InvalidArgumentError } from '../tasks/index.js';
 import type { ReportedTaskEnd } from '../tools/index.js';
 import { NOOP_TRACING, type SpanParent, type TraceContext, type Tracing } from '../tracing/index.js';
@@ -165,6 +166,8 @@ interface HeldReservation extends NotificationReservation {
   drop(): void;
   /** A tool result showed the model this end: if the reservation is released, these are discarded. */
   withdraw(end: ReportedTaskEnd): void;
+  /** `commit` with the delivery's durability (a turn's: deferred, see `deliverReserved`). */
+  commitWith(durability: StoreDurability | undefined): DeliveredNotification[];
 }
 
 /**
@@ -422,7 +425,12 @@ export class NotificationInbox {
    */
   deliverReserved(reservation: NotificationReservation): DeliveredNotification[] {
     try {
-      const delivered = reservation.commit();
+      // A turn's delivery may commit with deferred durability: the turn's next write (the model's reply,
+      // stored before any of its tool calls runs) syncs it, and nothing acts on it before that.
+      const held = this.#reservations.has(reservation as HeldReservation)
+        ? (reservation as HeldReservation)
+        : undefined;
+      const delivered = held ? held.commitWith('deferred') : reservation.commit();
       this.#context.deliverySucceeded();
       return delivered;
     } catch (error) {
@@ -485,14 +493,19 @@ export class NotificationInbox {
   }
 
   /** Records `notifications` as delivered; a failure names those not delivered (`NotificationDeliveryError`). */
-  #record(notifications: QueuedNotification[], source: string, form: DeliveryForm): QueuedNotification[] {
+  #record(
+    notifications: QueuedNotification[],
+    source: string,
+    form: DeliveryForm,
+    durability: StoreDurability | undefined,
+  ): QueuedNotification[] {
     let fresh: QueuedNotification[];
     try {
       fresh = this.#dropStale(notifications);
     } catch (error) {
       throw new NotificationDeliveryError(this.#context.sessionId, notifications, error);
     }
-    return this.#context.ledger.deliver(fresh, form, source);
+    return this.#context.ledger.deliver(fresh, form, source, durability);
   }
 
   get #tracing(): Tracing {
@@ -508,9 +521,12 @@ export class NotificationInbox {
     source: string,
     form: DeliveryForm,
     parent: SpanParent,
+    durability?: StoreDurability,
   ): QueuedNotification[] {
     const tracing = this.#tracing;
-    if (!tracing.enabled || notifications.length === 0) return this.#record(notifications, source, form);
+    if (!tracing.enabled || notifications.length === 0) {
+      return this.#record(notifications, source, form, durability);
+    }
     const links = [];
     for (const notification of notifications) {
       if (notification.traceparent === undefined) continue;
@@ -534,7 +550,7 @@ export class NotificationInbox {
       },
     });
     try {
-      const delivered = this.#record(notifications, source, form);
+      const delivered = this.#record(notifications, source, form, durability);
       span.setAttributes({ 'errand.notification.delivered': delivered.length });
       return delivered;
     } catch (error) {
@@ -571,11 +587,12 @@ export class NotificationInbox {
           if (endCovers(end, notification)) withdrawn.add(notification.ledgerId);
         }
       },
-      commit: () => {
+      commit: () => reservation.commitWith(undefined),
+      commitWith: (durability) => {
         if (state !== 'reserved') return [];
         let delivered: QueuedNotification[];
         try {
-          delivered = this.#recordTraced(pending, source, form, parent);
+          delivered = this.#recordTraced(pending, source, form, parent, durability);
         } catch (error) {
           // Recorded in part (a conflict moved some out of the way) or not at all: the rest stay reserved.
           pending = error instanceof NotificationDeliveryError ? [...error.undelivered] : [];

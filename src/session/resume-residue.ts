@@ -69,13 +69,10 @@ export function untoldEndings(
   branchGeneration: number,
   queued: ReadonlySet<string>,
 ): StoredTask[] {
+  // By the index of untold records: a resume costs the same after 10 endings as after 100k.
   return store
-    .listTasks({ sessionId, statuses: TERMINAL_STATUSES })
+    .listTasks({ sessionId, statuses: TERMINAL_STATUSES, reported: false })
     .filter(
-      (task) =>
-        !task.reported &&
-        task.isBackgrounded &&
-        task.branchGeneration === branchGeneration &&
-        !queued.has(task.id),
+      (task) => task.isBackgrounded && task.branchGeneration === branchGeneration && !queued.has(task.id),
     );
 }

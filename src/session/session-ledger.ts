@@ -5,7 +5,7 @@
  * notifications it is the store-backed `InboxLedger` of the session's inbox, which owns the rules.
  */
 import type { LedgerEntry } from '../store/records.js';
-import type { DeliveryResult, NewMessage, SessionStore } from '../store/session-store.js';
+import type { DeliveryResult, NewMessage, SessionStore, StoreDurability } from '../store/session-store.js';
 import type { SessionId } from '../tasks/index.js';
 import type { QueuedNotification, QueuedUserInput, QueuePriority } from './command-queue.js';
 import type { DeliveryForm, InboxLedger, NotificationEntry } from './inbox-ledger.js';
@@ -79,21 +79,28 @@ export class SessionLedger implements InboxLedger {
    * Appends a message and delivers the ledger entries it carries in one transaction; the tasks of
    * delivered notifications are marked told with them, so a later process never tells them again.
    */
-  #commit(notifications: readonly QueuedNotification[], message: NewMessage): DeliveryResult {
-    return this.#store.transaction(() => {
-      const result = this.#store.commitDelivery(
-        this.#sessionId,
-        notifications.map((notification) => notification.ledgerId),
-        message,
-      );
-      const endings = notifications.filter((notification) => notification.ending !== false);
-      if (result.ok && endings.length > 0) {
-        this.#store.markReported(this.#sessionId, [
-          ...new Set(endings.map((notification) => notification.taskId)),
-        ]);
-      }
-      return result;
-    });
+  #commit(
+    notifications: readonly QueuedNotification[],
+    message: NewMessage,
+    durability: StoreDurability | undefined,
+  ): DeliveryResult {
+    return this.#store.transaction(
+      () => {
+        const result = this.#store.commitDelivery(
+          this.#sessionId,
+          notifications.map((notification) => notification.ledgerId),
+          message,
+        );
+        const endings = notifications.filter((notification) => notification.ending !== false);
+        if (result.ok && endings.length > 0) {
+          this.#store.markReported(this.#sessionId, [
+            ...new Set(endings.map((notification) => notification.taskId)),
+          ]);
+        }
+        return result;
+      },
+      durability === undefined ? undefined : { durability },
+    );
   }
 
   /** Discards queued notifications and tells the session's viewers. */
@@ -126,12 +133,17 @@ export class SessionLedger implements InboxLedger {
    * another branch is discarded (`branch_changed`). Returns those delivered. A store that throws stops the
    * delivery: `NotificationDeliveryError` names the notifications not delivered.
    */
-  deliver(notifications: QueuedNotification[], form: DeliveryForm, source: string): QueuedNotification[] {
+  deliver(
+    notifications: QueuedNotification[],
+    form: DeliveryForm,
+    source: string,
+    durability?: StoreDurability,
+  ): QueuedNotification[] {
     const settled = new Set<number>();
     try {
       return form === 'batch'
-        ? this.#deliverBatch(notifications, source, settled)
-        : this.#deliverEach(notifications, source, settled);
+        ? this.#deliverBatch(notifications, source, settled, durability)
+        : this.#deliverEach(notifications, source, settled, durability);
     } catch (error) {
       throw this.#failure(notifications, settled, error);
     }
@@ -141,16 +153,21 @@ export class SessionLedger implements InboxLedger {
     notifications: QueuedNotification[],
     source: string,
     settled: Set<number>,
+    durability: StoreDurability | undefined,
   ): QueuedNotification[] {
     const delivered: QueuedNotification[] = [];
     for (const notification of notifications) {
-      const result = this.#commit([notification], {
-        role: 'user',
-        content: { text: notification.text },
-        visibility: 'model-only',
-        source,
-        branchGeneration: this.#branchGeneration(),
-      });
+      const result = this.#commit(
+        [notification],
+        {
+          role: 'user',
+          content: { text: notification.text },
+          visibility: 'model-only',
+          source,
+          branchGeneration: this.#branchGeneration(),
+        },
+        durability,
+      );
       settled.add(notification.ledgerId);
       if (result.ok) {
         delivered.push(notification);
@@ -168,16 +185,21 @@ export class SessionLedger implements InboxLedger {
     notifications: QueuedNotification[],
     source: string,
     settled: Set<number>,
+    durability: StoreDurability | undefined,
   ): QueuedNotification[] {
     let pending = notifications;
     while (pending.length > 0) {
-      const result = this.#commit(pending, {
-        role: 'user',
-        content: { text: pending.map((notification) => notification.text).join('\n\n') },
-        visibility: 'model-only',
-        source,
-        branchGeneration: this.#branchGeneration(),
-      });
+      const result = this.#commit(
+        pending,
+        {
+          role: 'user',
+          content: { text: pending.map((notification) => notification.text).join('\n\n') },
+          visibility: 'model-only',
+          source,
+          branchGeneration: this.#branchGeneration(),
+        },
+        durability,
+      );
       if (result.ok) {
         this.#emit({ type: 'message', message: result.message });
         return pending;

@@ -147,7 +147,7 @@ export class SessionRuntime {
     this.tasks =
       resolved.tasks ??
       createTaskService({
-        initialSequences: lastSequences(resolved.store),
+        // No initialSequences: the store's task_sequences already holds the highest id per kind.
         sequenceBlocks: storeSequenceBlocks(resolved.store),
         tracing: resolved.tracing,
         startGuard: (request) => this.checkStart(request),
@@ -530,19 +530,24 @@ export class SessionRuntime {
       : `${PROGRESS_KEY_PREFIX}${scope}:${notification.taskId}:${attempt}:${notification.startedAt}:${notification.event}:${notification.eventKey ?? notification.createdAt}`;
     // While the store refuses writes the admission waits behind the task's record, and is retried: the
     // inbox applies its rules again then (a session closed meanwhile refuses it; a resume tells it).
+    // Deferred durability: nobody has seen the admission yet; the delivery that shows it syncs it.
     const outcome = this.#pending.write(`notification:${session.id}:${key}`, () =>
-      session.deliverNotification({
-        taskId: notification.taskId,
-        label: notification.label,
-        text: notification.text,
-        lane: notification.lane,
-        priority: notification.priority,
-        branchGeneration: notification.branchGeneration,
-        idempotencyKey: key,
-        attempt,
-        ...(ending ? {} : { ending: false }),
-        ...(notification.traceparent === undefined ? {} : { traceparent: notification.traceparent }),
-      }),
+      this.store.transaction(
+        () =>
+          session.deliverNotification({
+            taskId: notification.taskId,
+            label: notification.label,
+            text: notification.text,
+            lane: notification.lane,
+            priority: notification.priority,
+            branchGeneration: notification.branchGeneration,
+            idempotencyKey: key,
+            attempt,
+            ...(ending ? {} : { ending: false }),
+            ...(notification.traceparent === undefined ? {} : { traceparent: notification.traceparent }),
+          }),
+        DEFERRED,
+      ),
     );
     if (!outcome.written) return;
     const admission = outcome.value;
@@ -634,14 +639,17 @@ export class SessionRuntime {
       detail: (jsonCopy(task.detail) ?? {}) as JsonObject,
     };
     try {
-      // Kept and retried while the store refuses writes; shown to the model meanwhile, it is told.
-      this.#pending.write(`task:${key}`, () =>
-        this.store.upsertTask(
-          record.reported || !ended || !session.inbox.wasReported({ taskId: task.id, attempt: task.attempt })
-            ? record
-            : { ...record, reported: true },
-        ),
-      );
+      // Kept and retried while the store refuses writes; shown to the model meanwhile, it is told. A record
+      // nobody was shown is written with deferred durability: what shows it (a delivery, a tool result)
+      // syncs it. One the model was shown is synced at once, so it is never told again.
+      this.#pending.write(`task:${key}`, () => {
+        const shown =
+          record.reported || (ended && session.inbox.wasReported({ taskId: task.id, attempt: task.attempt }));
+        return this.store.transaction(
+          () => this.store.upsertTask(shown ? { ...record, reported: true } : record),
+          shown ? IMMEDIATE : DEFERRED,
+        );
+      });
     } catch (error) {
       this.#logger.warn(`task ${task.id}: persisting its record failed`, {
         error: error instanceof Error ? error.message : String(error),
@@ -779,6 +787,10 @@ function failingNote(failure: StoreFailure): string {
 const RECOVERED_NOTE =
   '[errand: the session store can be written again: endings kept meanwhile are recorded and told]';
 
+/** The durability of the records nobody was shown yet (`SessionStore.transaction`). */
+const DEFERRED = { durability: 'deferred' } as const;
+const IMMEDIATE = { durability: 'immediate' } as const;
+
 /** How much of a recorded task's output file is read for the tail of its notification on resume. */
 const RECORDED_TAIL_READ_BYTES = 4096;
 
@@ -797,7 +809,10 @@ export function storeSequenceBlocks(store: SessionStore, blockSize = TASK_ID_BLO
   };
 }
 
-/** The highest sequence per kind among stored task ids, so new ids never reuse old ones. */
+/**
+ * The highest sequence per kind among stored task ids, read from every record. The runtimes no longer
+ * need it: a saved record raises the store's `task_sequences` (migration 10 seeded it from older records).
+ */
 export function lastSequences(store: SessionStore): Record<string, number> {
   const sequences: Record<string, number> = {};
   for (const task of store.listTasks()) {

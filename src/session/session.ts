@@ -22,6 +22,7 @@ import {
 import type { AnyToolDefinition, ReportedTaskEnd } from '../tools/index.js';
 import { NOOP_TRACING, type Tracing } from '../tracing/index.js';
 import { CommandQueue, type QueuedCommand, type QueuePriority } from './command-queue.js';
+import { ConversationView } from './conversation-view.js';
 import { DrainScheduler } from './drain-scheduler.js';
 import type { ModelPort } from './model-port.js';
 import {
@@ -90,6 +91,7 @@ export class Session {
   readonly inbox: InboxSurface;
   readonly #inbox: NotificationInbox;
   readonly #store: SessionStore;
+  readonly #conversation: ConversationView;
   readonly #logger: Logger;
   readonly #now: () => number;
   readonly #queue: CommandQueue;
@@ -111,6 +113,7 @@ export class Session {
 
   constructor(dependencies: SessionDependencies) {
     this.id = dependencies.id;
+    this.#conversation = new ConversationView(dependencies.store, this.id);
     this.parentId = dependencies.parentId;
     this.cwd = dependencies.cwd;
     this.env = dependencies.env;
@@ -166,7 +169,7 @@ export class Session {
       model: () => this.#model,
       system: () => this.#systemPrompt,
       tools: () => this.#tools,
-      messages: () => this.#store.listMessages(this.id),
+      modelMessages: () => this.#conversation.modelMessages(),
       append: (message) => this.#append(message),
       appendToolResults: (message, ends) => this.#appendToolResults(message, ends),
       toolContext: (toolCallId, signal) => ({
@@ -279,7 +282,7 @@ export class Session {
 
   /** The live branch of the conversation. */
   messages(): MessageRecord[] {
-    return this.#store.listMessages(this.id);
+    return this.#conversation.records();
   }
 
   on(listener: SessionEventListener): () => void {

@@ -27,7 +27,8 @@ export interface TurnContext {
   readonly system: string | undefined;
   readonly tools: readonly AnyToolDefinition[];
   readonly limits: ResolvedSessionLimits;
-  messages(): MessageRecord[];
+  /** The live conversation as the model sees it, oldest first (a fresh array each call). */
+  modelMessages(): ModelMessage[];
   append(message: NewMessage): MessageRecord;
   /** Delivers queued notifications into the conversation; true if any was delivered. */
   injectQueuedNotifications(): boolean;
@@ -62,7 +63,7 @@ export async function runTurn(context: TurnContext): Promise<TurnOutcome> {
       const response = validateResponse(
         await generateTraced(context, {
           system: context.system,
-          messages: toModelMessages(context.messages()),
+          messages: context.modelMessages(),
           tools: toolSpecs,
           continuation,
         }),
@@ -221,47 +222,6 @@ function validateResponse(response: ModelResponse): ModelResponse {
     finishReason: response.finishReason ?? 'stop',
     ...(response.usage ? { usage: response.usage } : {}),
   };
-}
-
-/** Maps the stored conversation to the model's message shapes. */
-export function toModelMessages(records: readonly MessageRecord[]): ModelMessage[] {
-  const messages: ModelMessage[] = [];
-  const toolNames = new Map<string, string>();
-  for (const record of records) {
-    const content = record.content;
-    switch (record.role) {
-      case 'system':
-        messages.push({ role: 'system', text: content.text ?? '' });
-        break;
-      case 'user':
-        messages.push({
-          role: 'user',
-          text: content.text ?? '',
-          modelOnly: record.visibility === 'model-only',
-        });
-        break;
-      case 'assistant': {
-        const toolCalls = (content.toolCalls ?? []).map((call) => {
-          toolNames.set(call.id, call.name);
-          return { id: call.id, name: call.name, input: call.input };
-        });
-        messages.push({ role: 'assistant', text: content.text ?? '', toolCalls });
-        break;
-      }
-      case 'tool':
-        messages.push({
-          role: 'tool',
-          results: (content.toolResults ?? []).map((result) => ({
-            toolCallId: result.toolCallId,
-            toolName: toolNames.get(result.toolCallId) ?? 'unknown',
-            output: typeof result.output === 'string' ? result.output : JSON.stringify(result.output),
-            isError: result.isError === true,
-          })),
-        });
-        break;
-    }
-  }
-  return messages;
 }
 
 /** A safety bound on one tool result: keeps the head and the tail, on character boundaries. */

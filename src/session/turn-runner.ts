@@ -11,7 +11,7 @@ import { ErrandError, type Logger } from '../tasks/index.js';
 import type { AnyToolDefinition, ReportedTaskEnd, ToolContext } from '../tools/index.js';
 import type { Tracing } from '../tracing/index.js';
 import type { QueuedUserInput } from './command-queue.js';
-import type { ModelPort } from './model-port.js';
+import type { ModelMessage, ModelPort } from './model-port.js';
 import { NOTIFICATION_DELIVERY_FAILED } from './notification-delivery-error.js';
 import type { NotificationInbox, NotificationReservation } from './notification-inbox.js';
 import { describeError } from './session-errors.js';
@@ -35,7 +35,8 @@ export interface TurnRunnerContext {
   model(): ModelPort;
   system(): string | undefined;
   tools(): readonly AnyToolDefinition[];
-  messages(): MessageRecord[];
+  /** The live conversation in the model's shapes (a fresh array). */
+  modelMessages(): ModelMessage[];
   append(message: NewMessage): MessageRecord;
   /** Appends tool results and records the task ends they show, in one write (see `TurnContext`). */
   appendToolResults(message: NewMessage, ends: readonly ReportedTaskEnd[]): MessageRecord;
@@ -207,7 +208,7 @@ export class TurnRunner {
       system: context.system(),
       tools: context.tools(),
       limits: context.limits,
-      messages: () => context.messages(),
+      modelMessages: () => context.modelMessages(),
       append: (message) => context.append(message),
       injectQueuedNotifications: () => {
         const reservation = context.inbox.reserveForTurn({ source: STEER_SOURCE, form: 'each' });

@@ -30,7 +30,7 @@ export function composeSessionStore(
     ...createRuntimeCommands(context),
     ...createTaskSequences(context),
 
-    transaction: (body) => context.write('run a transaction', () => body()),
+    transaction: (body, options) => context.write('run a transaction', () => body(), options?.durability),
 
     prune(pruneOptions = {}) {
       const retention = pruneOptionsDeclaration.resolve(pruneOptions);

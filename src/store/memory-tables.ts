@@ -265,8 +265,8 @@ function createTables(log: UndoLog): StoreTables {
         return id;
       },
       put: (row) => ledger.set(row.id, row),
-      select: (sessionId, states) =>
-        ledger.select((row) => row.sessionId === sessionId && inList(states, row.state)),
+      select: (sessionId, states, afterId = 0) =>
+        ledger.select((row) => row.sessionId === sessionId && inList(states, row.state) && row.id > afterId),
       selectUpdatedBefore: (cutoff) => ledger.select(updatedBefore(cutoff)),
       referencesMessage: (sessionId, seq) =>
         ledger.select((row) => row.sessionId === sessionId && row.deliveredInMessageSeq === seq, 1).length >
@@ -279,12 +279,13 @@ function createTables(log: UndoLog): StoreTables {
     tasks: {
       get: (scope, id) => tasks.get(taskKey(scope, id)),
       put: (row) => tasks.set(taskKey(row.scope, row.id), row),
-      select: (scope, statuses, updatedSince) =>
+      select: (scope, statuses, updatedSince, reported) =>
         tasks.select(
           (row) =>
             (scope === undefined || row.scope === scope) &&
             inList(statuses, row.status) &&
-            row.updatedAt >= updatedSince,
+            row.updatedAt >= updatedSince &&
+            (reported === undefined || row.reported === (reported ? 1 : 0)),
         ),
       selectUpdatedBefore: (cutoff) => tasks.select(updatedBefore(cutoff)),
       delete: (scope, id) => tasks.delete(taskKey(scope, id)),

@@ -263,6 +263,26 @@ export const MIGRATIONS: readonly Migration[] = Object.freeze([
         CHECK (traceparent IS NULL OR length(traceparent) = 55);
     `,
   },
+  {
+    version: 10,
+    name: 'indexes that keep reads flat',
+    sql: `
+      -- A session's records never told (a resume tells them): few, whatever the session's history.
+      CREATE INDEX tasks_untold ON tasks (scope, started_at) WHERE reported = 0;
+      -- What changed since a poll (errand serve reads only that).
+      CREATE INDEX tasks_by_update ON tasks (updated_at);
+      -- task_sequences holds the highest id per kind from now on (a saved record raises it), so a runtime
+      -- starts without reading the task records; it starts from the records written before.
+      INSERT INTO task_sequences (kind, last)
+        SELECT substr(id, 1, instr(id, '-') - 1), max(CAST(substr(id, instr(id, '-') + 1) AS INTEGER))
+        FROM tasks
+        WHERE instr(id, '-') > 1
+          AND substr(id, instr(id, '-') + 1) <> ''
+          AND substr(id, instr(id, '-') + 1) NOT GLOB '*[^0-9]*'
+        GROUP BY 1
+        ON CONFLICT (kind) DO UPDATE SET last = max(last, excluded.last);
+    `,
+  },
 ]);
 
 /** The newest schema version this code understands. */

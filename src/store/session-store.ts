@@ -196,7 +196,7 @@ export interface InputLedger {
   /** Every entry of the session in admission order, optionally only some states. */
   listLedger(sessionId: SessionId | string, options?: ListLedgerOptions): LedgerEntry[];
   /** Queued entries in queue order: by priority (`now`, `next`, `later`), then admission order. */
-  listQueued(sessionId: SessionId | string): LedgerEntry[];
+  listQueued(sessionId: SessionId | string, options?: ListQueuedOptions): LedgerEntry[];
   /** Discards the entries that are still queued; the others are reported unchanged. */
   markDiscarded(ids: readonly number[], reason: DiscardReason): DiscardResult;
   /** Discards every queued entry of the session (on resume: `session_resumed`). Returns them. */
@@ -267,6 +267,8 @@ export interface TaskFilter {
   readonly statuses?: readonly TaskStatus[];
   /** Only records written at or after this time (epoch ms): what changed since an earlier read. */
   readonly updatedSince?: number;
+  /** Only records told (`true`) or not yet told (`false`); absent: both. An index finds the untold ones. */
+  readonly reported?: boolean;
 }
 
 export interface MarkLostOptions {
@@ -468,6 +470,23 @@ export interface StoreCapabilities {
   readonly persistent: boolean;
 }
 
+/**
+ * When a write is durable. `immediate`: on return it survives a killed process and a power loss. `deferred`:
+ * on return it survives a killed process; it survives a power loss once a later `immediate` write commits
+ * (the write-ahead log is synced in order, so that sync covers every write before it).
+ */
+export type StoreDurability = 'immediate' | 'deferred';
+
+export interface ListQueuedOptions {
+  /** Only entries admitted after this one (a larger id): what is new since an earlier read. Default 0. */
+  readonly afterId?: number;
+}
+
+/** How `SessionStore.transaction` commits. */
+export interface TransactionOptions {
+  readonly durability?: StoreDurability;
+}
+
 export interface SessionStore
   extends SessionRecords,
     MessageLog,
@@ -482,8 +501,13 @@ export interface SessionStore
    * out of `body`, or a failed commit, undoes them all). A call inside it that throws and is caught undoes
    * only its own changes. `body` is synchronous: it must not wait for anything. Nested calls join the
    * outer write.
+   *
+   * `durability: 'deferred'` (default `'immediate'`) is for records nobody was shown yet (a task's start or
+   * ending record, a notification's admission): on return the write survives a killed process, and it
+   * survives a power loss once a later immediate write commits — a delivery, a stored tool result. A
+   * store without the distinction (the memory store) treats both alike.
    */
-  transaction<T>(body: () => T): T;
+  transaction<T>(body: () => T, options?: TransactionOptions): T;
   /** Deletes old settled data so the store stays bounded. Active sessions and their live branch stay. */
   prune(options?: PruneOptions): PruneResult;
   /** Releases the store; later calls throw `STORE_CLOSED`. Idempotent. */

@@ -4,8 +4,10 @@
  * Durability: `synchronous=FULL` by default. In WAL mode both FULL and NORMAL survive a killed process
  * with a consistent database; they differ on power loss or an OS crash, where NORMAL may roll back the
  * last commits. A rolled-back delivery would erase a message the model already acted on (and whose tool
- * calls may have changed the world), so the ledger pays one fsync per commit; at a conversation's write
- * rate that is noise. `synchronous: 'normal'` is there for throwaway stores.
+ * calls may have changed the world), so what the model acts on pays one fsync per commit. Records nobody
+ * was shown yet ask for deferred durability (`SessionStore.transaction`): they commit with NORMAL and are
+ * synced by the next FULL commit, so a burst of endings costs a few fsyncs, not three per ending.
+ * `synchronous: 'normal'` is there for throwaway stores.
  */
 import { join } from 'node:path';
 import Database from 'better-sqlite3';

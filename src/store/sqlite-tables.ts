@@ -5,9 +5,11 @@
  * the schema's `ON DELETE CASCADE`.
  */
 import type Database from 'better-sqlite3';
+import { TASK_STATUSES } from '../tasks/index.js';
 import { StoreBusyError, StoreUnavailableError, type StoreUnavailableReason } from './errors.js';
+import { LEDGER_ENTRY_STATES } from './records.js';
 import type { CommandRow, LedgerRow, MessageRow, RunRow, SessionRow, StepRow, TaskRow } from './rows.js';
-import type { StoreCapabilities } from './session-store.js';
+import type { StoreCapabilities, StoreDurability } from './session-store.js';
 import type { StoreBackend, StoreTables } from './store-tables.js';
 
 type Fields<Row> = Record<keyof Row, true>;
@@ -153,6 +155,14 @@ function inList(field: string): string {
   return `(? IS NULL OR ${column(field)} IN (SELECT value FROM json_each(?)))`;
 }
 
+/**
+ * `field` is one of a JSON list: no "or any" branch, so the planner can use an index on `field` (the
+ * caller passes every value for "any").
+ */
+function oneOf(field: string): string {
+  return `${column(field)} IN (SELECT value FROM json_each(?))`;
+}
+
 function jsonList(values: readonly string[] | undefined): string | null {
   return values === undefined ? null : JSON.stringify(values);
 }
@@ -220,9 +230,10 @@ function ledgerTable(prepare: Prepare): StoreTables['ledger'] {
   );
   const add = prepare<[Omit<LedgerRow, 'id'>]>(insert('input_ledger', LEDGER_FIELDS, ['id']));
   const put = prepare<[LedgerRow]>(upsert('input_ledger', LEDGER_FIELDS, ['id']));
-  const list = prepare<[string, string | null, string | null], LedgerRow>(
-    `SELECT ${columns} FROM input_ledger WHERE session_id = ? AND ${inList('state')} ORDER BY id`,
+  const list = prepare<[string, string, number], LedgerRow>(
+    `SELECT ${columns} FROM input_ledger WHERE session_id = ? AND ${oneOf('state')} AND id > ? ORDER BY id`,
   );
+  const allStates = JSON.stringify(LEDGER_ENTRY_STATES);
   const old = prepare<[number], LedgerRow>(`SELECT ${columns} FROM input_ledger WHERE updated_at < ?`);
   const referenced = prepare<[string, number], { found: number }>(
     'SELECT 1 AS found FROM input_ledger WHERE session_id = ? AND delivered_in_message_seq = ? LIMIT 1',
@@ -233,9 +244,8 @@ function ledgerTable(prepare: Prepare): StoreTables['ledger'] {
     findByKey: (sessionId, idempotencyKey) => find.get(sessionId, idempotencyKey),
     insert: (row) => Number(add.run(row).lastInsertRowid),
     put: (row) => void put.run(row),
-    select(sessionId, states) {
-      const stateList = jsonList(states);
-      return list.all(sessionId, stateList, stateList);
+    select(sessionId, states, afterId = 0) {
+      return list.all(sessionId, states === undefined ? allStates : JSON.stringify(states), afterId);
     },
     selectUpdatedBefore: (cutoff) => old.all(cutoff),
     referencesMessage: (sessionId, seq) => referenced.get(sessionId, seq) !== undefined,
@@ -247,17 +257,48 @@ function taskTable(prepare: Prepare): StoreTables['tasks'] {
   const columns = select(TASK_FIELDS);
   const get = prepare<[string, string], TaskRow>(`SELECT ${columns} FROM tasks WHERE scope = ? AND id = ?`);
   const put = prepare<[TaskRow]>(upsert('tasks', TASK_FIELDS, ['scope', 'id']));
-  const list = prepare<[number, string, string | null, string | null, number], TaskRow>(
-    `SELECT ${columns} FROM tasks WHERE (? = 0 OR scope = ?) AND ${inList('status')} AND updated_at >= ?`,
-  );
+  // One statement per shape, each written so the planner can use an index: a session's records by the
+  // primary key, untold ones by the partial index \`tasks_untold\`, recent writes by \`tasks_by_update\`.
+  type ListStatement = PreparedStatement<[string, number, string?], TaskRow>;
+  const allStatuses = JSON.stringify(TASK_STATUSES);
+  const lists = new Map<string, ListStatement>();
+  const listFor = (scoped: boolean, reported: boolean | undefined, liveOnly: boolean): ListStatement => {
+    const key = `${scoped}/${reported}/${liveOnly}`;
+    let statement = lists.get(key);
+    if (statement === undefined) {
+      // Without statistics the planner prefers the primary key; a session's untold records are few.
+      const untold = scoped && reported === false;
+      // Live records are few in any store: by status, not by the session's whole history.
+      const index = untold
+        ? ' INDEXED BY tasks_untold'
+        : scoped && liveOnly
+          ? ' INDEXED BY tasks_by_status'
+          : '';
+      const where = [
+        oneOf('status'),
+        'updated_at >= ?',
+        ...(reported === undefined ? [] : [`reported = ${reported ? 1 : 0}`]),
+        ...(scoped ? ['scope = ?'] : []),
+      ];
+      statement = prepare<[string, number, string?], TaskRow>(
+        `SELECT ${columns} FROM tasks${index} WHERE ${where.join(' AND ')}`,
+      );
+      lists.set(key, statement);
+    }
+    return statement;
+  };
   const old = prepare<[number], TaskRow>(`SELECT ${columns} FROM tasks WHERE updated_at < ?`);
   const remove = prepare<[string, string]>('DELETE FROM tasks WHERE scope = ? AND id = ?');
   return {
     get: (scope, id) => get.get(scope, id),
     put: (row) => void put.run(row),
-    select(scope, statuses, updatedSince) {
-      const statusList = jsonList(statuses);
-      return list.all(scope === undefined ? 0 : 1, scope ?? '', statusList, statusList, updatedSince);
+    select(scope, statuses, updatedSince, reported) {
+      const statusList = statuses === undefined ? allStatuses : JSON.stringify(statuses);
+      const liveOnly = statuses?.every((status) => status === 'running' || status === 'stopping') === true;
+      const statement = listFor(scope !== undefined, reported, liveOnly);
+      return scope === undefined
+        ? statement.all(statusList, updatedSince)
+        : statement.all(statusList, updatedSince, scope);
     },
     selectUpdatedBefore: (cutoff) => old.all(cutoff),
     delete: (scope, id) => void remove.run(scope, id),
@@ -360,6 +401,7 @@ export function createSqliteBackend(
   const prepare: Prepare = <Parameters extends unknown[], Row>(sql: string) =>
     database.prepare<Parameters, Row>(sql);
   const transaction = database.transaction((body: () => unknown) => body());
+  const run = deferrableCommits(database, transaction);
   return {
     tables: {
       sessions: sessionTable(prepare),
@@ -372,7 +414,7 @@ export function createSqliteBackend(
       sequences: sequenceTable(prepare),
     },
     capabilities,
-    transaction: <T>(body: () => T) => transaction.immediate(body) as T,
+    transaction: run,
     describeFailure(operation, error) {
       const code = (error as { code?: unknown } | null)?.code;
       if (typeof code !== 'string') return error;
@@ -381,6 +423,43 @@ export function createSqliteBackend(
       return reason === undefined ? error : new StoreUnavailableError(operation, reason, code, error);
     },
     close: () => database.close(),
+  };
+}
+
+/**
+ * Transactions whose durability the caller chooses. On a connection opened with `synchronous=FULL` a
+ * `deferred` one commits with `synchronous=NORMAL`: in WAL mode it is in the log (a killed process loses
+ * nothing) but not synced; the next FULL commit syncs the log and with it every commit before. A nested
+ * call that names no durability joins the outer one's; one that asks for `immediate` inside a deferred one
+ * syncs the log after the outer commit (a passive checkpoint, which syncs the log first). On a `synchronous=NORMAL` connection every commit is deferred anyway.
+ */
+function deferrableCommits(
+  database: Database.Database,
+  transaction: Database.Transaction<(body: () => unknown) => unknown>,
+): StoreBackend['transaction'] {
+  const full = database.pragma('synchronous', { simple: true }) === 2;
+  // Not prepared statements: SQLite applies `PRAGMA synchronous` when it compiles the statement.
+  const relax = () => database.exec('PRAGMA synchronous = NORMAL');
+  const restore = () => database.exec('PRAGMA synchronous = FULL');
+  const sync = () => database.exec('PRAGMA wal_checkpoint(PASSIVE)');
+  let deferredOuter = false;
+  let syncAfter = false;
+  return <T>(body: () => T, durability?: StoreDurability): T => {
+    if (database.inTransaction) {
+      if (deferredOuter && durability === 'immediate') syncAfter = true;
+      return transaction.immediate(body) as T;
+    }
+    if (!full || durability !== 'deferred') return transaction.immediate(body) as T;
+    deferredOuter = true;
+    syncAfter = false;
+    relax();
+    try {
+      return transaction.immediate(body) as T;
+    } finally {
+      deferredOuter = false;
+      restore();
+      if (syncAfter) sync();
+    }
   };
 }
 

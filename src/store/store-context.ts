@@ -5,6 +5,7 @@
  */
 import { StoreClosedError } from './errors.js';
 import type { ResolvedSessionStoreOptions } from './options.js';
+import type { StoreDurability } from './session-store.js';
 import type { StoreBackend, StoreTables } from './store-tables.js';
 import { readClock } from './validate-input.js';
 
@@ -15,8 +16,9 @@ export interface StoreContext {
   /**
    * Runs `body` as one transaction; `operation` names the call in errors ("admit a ledger entry"). A write
    * inside another write joins it as a nested step, so several changes can later be made one transaction.
+   * `durability` (default `immediate`): see `StoreDurability`.
    */
-  write<T>(operation: string, body: (tables: StoreTables) => T): T;
+  write<T>(operation: string, body: (tables: StoreTables) => T, durability?: StoreDurability): T;
   /** Runs `body` without a transaction: it only reads. */
   read<T>(operation: string, body: (tables: StoreTables) => T): T;
   /** Reads one row with `find` and turns it into its record; `undefined` when there is none. */
@@ -35,10 +37,15 @@ export function createStoreContext(
 ): StoreContext {
   const { tables } = backend;
   let closed = false;
-  function run<T>(operation: string, body: (tables: StoreTables) => T, write: boolean): T {
+  function run<T>(
+    operation: string,
+    body: (tables: StoreTables) => T,
+    write: boolean,
+    durability?: StoreDurability,
+  ): T {
     if (closed) throw new StoreClosedError(operation);
     try {
-      return write ? backend.transaction(() => body(tables)) : body(tables);
+      return write ? backend.transaction(() => body(tables), durability) : body(tables);
     } catch (error) {
       throw backend.describeFailure(operation, error);
     }
@@ -46,7 +53,7 @@ export function createStoreContext(
   return {
     maxFieldBytes: options.maxFieldBytes,
     now: () => readClock(options.now),
-    write: (operation, body) => run(operation, body, true),
+    write: (operation, body, durability) => run(operation, body, true, durability),
     read: (operation, body) => run(operation, body, false),
     readOne(operation, find, toRecord) {
       return run(

@@ -7,7 +7,7 @@
  * Only the parts call a table, and only inside `StoreContext.read` or `StoreContext.write`.
  */
 import type { CommandRow, LedgerRow, MessageRow, RunRow, SessionRow, StepRow, TaskRow } from './rows.js';
-import type { StoreCapabilities } from './session-store.js';
+import type { StoreCapabilities, StoreDurability } from './session-store.js';
 
 /** `put` inserts the row or replaces the one with its key; `delete` is a no-op for a missing key. */
 export interface SessionTable {
@@ -43,8 +43,11 @@ export interface LedgerTable {
   /** Stores a new entry under the next id (ids only grow, never reused) and returns that id. */
   insert(row: Omit<LedgerRow, 'id'>): number;
   put(row: LedgerRow): void;
-  /** The session's entries in id order, only those in `states` unless it is `undefined`. */
-  select(sessionId: string, states: readonly string[] | undefined): LedgerRow[];
+  /**
+   * The session's entries in id order, only those in `states` unless it is `undefined`, and only ids
+   * above `afterId` (default 0).
+   */
+  select(sessionId: string, states: readonly string[] | undefined, afterId?: number): LedgerRow[];
   /** Entries of every session, in any state, last changed before `cutoff`. */
   selectUpdatedBefore(cutoff: number): LedgerRow[];
   /** Whether an entry records its delivery in this message. */
@@ -55,8 +58,16 @@ export interface LedgerTable {
 export interface TaskTable {
   get(scope: string, id: string): TaskRow | undefined;
   put(row: TaskRow): void;
-  /** Any order; `scope` `undefined` is every scope, `statuses` `undefined` every status. */
-  select(scope: string | undefined, statuses: readonly string[] | undefined, updatedSince: number): TaskRow[];
+  /**
+   * Any order; `scope` `undefined` is every scope, `statuses` `undefined` every status, `reported`
+   * `undefined` told or not.
+   */
+  select(
+    scope: string | undefined,
+    statuses: readonly string[] | undefined,
+    updatedSince: number,
+    reported?: boolean,
+  ): TaskRow[];
   /** Records of every scope, in any status, written before `cutoff`. */
   selectUpdatedBefore(cutoff: number): TaskRow[];
   delete(scope: string, id: string): void;
@@ -119,8 +130,10 @@ export interface StoreBackend {
   /**
    * Runs `body` so that no other writer interleaves with it and a throw undoes every change it made. A call
    * inside a running `body` is nested: its own throw undoes only its changes, then reaches the outer body.
+   * `durability` (default `immediate`) is the outermost call's; a nested call that names none joins it, a
+   * nested `immediate` one makes the whole write immediate.
    */
-  transaction<T>(body: () => T): T;
+  transaction<T>(body: () => T, durability?: StoreDurability): T;
   /** The store's error for a failure of this backend (a lock held too long: `STORE_BUSY`), else `error`. */
   describeFailure(operation: string, error: unknown): unknown;
   close(): void;

@@ -1,7 +1,9 @@
 /**
  * `task_list()`: the caller's background tasks, one `<id> [<kind>] <status> — <label>` line each, or
- * `(no background tasks)`. Every live task is listed; finished ones fill the rest, newest first kept —
- * those an earlier runtime ran too, when the store remembers them (`RecordedTasks`).
+ * `(no background tasks)`. At most `maxListedTasks` lines (default 50): live tasks first, the newest kept,
+ * then finished ones fill the rest, the newest kept — those an earlier runtime ran too, when the store
+ * remembers them (`RecordedTasks`). A first line counts what is not shown, so 100k live tasks answer in
+ * 50 lines, not megabytes.
  */
 import { z } from 'zod';
 import { presentedStatus } from '../notifications/index.js';
@@ -38,16 +40,35 @@ export const NO_BACKGROUND_TASKS = '(no background tasks)';
 const DESCRIPTION =
   'List your background tasks, one per line: "<id> [<kind>] <status> — <label>". Use it when you have lost track of a task id.';
 
-/** Every live task, plus the most recent finished ones up to `max`, in their original order. */
+/**
+ * At most `max` tasks in their original order: the newest live ones first, then the newest finished ones
+ * in what is left.
+ */
 function selectListed(snapshots: readonly TaskSnapshot[], max: number): TaskSnapshot[] {
   if (snapshots.length <= max) return [...snapshots];
   const live = snapshots.filter((snapshot) => !isTerminalStatus(snapshot.status));
   const finished = snapshots.filter((snapshot) => isTerminalStatus(snapshot.status));
+  const keptLive = live.slice(Math.max(0, live.length - max));
   const keep = new Set([
-    ...live,
-    ...finished.slice(Math.max(0, finished.length - Math.max(0, max - live.length))),
+    ...keptLive,
+    ...finished.slice(Math.max(0, finished.length - (max - keptLive.length))),
   ]);
   return snapshots.filter((snapshot) => keep.has(snapshot));
+}
+
+/** The first line when some tasks are not shown. */
+function omittedLine(background: readonly TaskSnapshot[], listed: readonly TaskSnapshot[]): string {
+  const shown = new Set(listed);
+  let live = 0;
+  let finished = 0;
+  for (const snapshot of background) {
+    if (shown.has(snapshot)) continue;
+    if (isTerminalStatus(snapshot.status)) finished += 1;
+    else live += 1;
+  }
+  const plural = (count: number) => (count === 1 ? '' : 's');
+  if (live === 0) return `(${finished} older finished task${plural(finished)} not shown)`;
+  return `(${live + finished} more task${plural(live + finished)} not shown: ${live} older live, ${finished} finished)`;
 }
 
 export function formatTaskLine(snapshot: TaskSnapshot, maxLabelChars: number): string {
@@ -90,9 +111,7 @@ export function createTaskListTool(runtime: TaskToolsRuntime): ToolDefinition<Ta
         };
         if (listed.length === 0) return { text: NO_BACKGROUND_TASKS, isError: false, value };
         const lines = listed.map((snapshot) => formatTaskLine(snapshot, runtime.options.maxLabelChars));
-        const omitted = background.length - listed.length;
-        if (omitted > 0)
-          lines.unshift(`(${omitted} older finished task${omitted === 1 ? '' : 's'} not shown)`);
+        if (background.length > listed.length) lines.unshift(omittedLine(background, listed));
         return { text: limitToolText(lines.join('\n'), limit), isError: false, value };
       } catch (error) {
         return toolError(limitToolText(describeToolError(error), limit, { keepHead: true }));

@@ -24,7 +24,10 @@ export const taskToolsOptions = defineOptions('createTaskTools', {
   defaultOutputLimitBytes: option.integer({ min: 1 }),
   /** The byte budget of `task_list`'s text. Default none (its lines are bounded by the next two options). */
   listOutputLimitBytes: option.integer({ min: 1 }),
-  /** Tasks `task_list` shows: every live one, then the most recent finished ones. Default 50. */
+  /**
+   * Tasks `task_list` shows, at most: the newest live ones first, then the newest finished ones; a first
+   * line counts the rest. Default 50.
+   */
   maxListedTasks: option.integer({ min: 1, max: 100_000, default: 50 }),
   /** Characters of a label `task_list` shows. Default 120. */
   maxLabelChars: option.integer({ min: 8, max: 100_000, default: 120 }),

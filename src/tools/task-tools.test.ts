@@ -424,6 +424,22 @@ describe('task_list', () => {
       ].join('\n'),
     );
   });
+
+  it('never shows more than maxListedTasks lines, live tasks included: the newest, and a count of the rest', async () => {
+    const h = harness({ maxListedTasks: 3 });
+    const started = [];
+    for (let index = 0; index < 6; index += 1) started.push(await h.start({ label: `job ${index}` }));
+    const finished = await h.start({ label: 'done' });
+    finished.task.settle();
+    await flushMicrotasks();
+    expect((await h.call('task_list', {})).text).toBe(
+      [
+        '(4 more tasks not shown: 3 older live, 1 finished)',
+        ...started.slice(3).map((task, index) => `${task.id} [bash] running — job ${index + 3}`),
+      ].join('\n'),
+    );
+    for (const task of started) task.task.settle();
+  });
 });
 
 describe('task_kill', () => {

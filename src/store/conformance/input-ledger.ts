@@ -138,6 +138,21 @@ export function describeInputLedger(openStore: OpenSessionStore): void {
       expect(harness.store.listLedger('s')).toEqual([]);
     });
 
+    it('lists only the queued entries admitted after a given one, in queue order', () => {
+      harness.store.createSession({ id: 's', cwd: '/' });
+      const first = admitNotification('first');
+      const second = admitNotification('second', { priority: 'later' });
+      const third = admitNotification('third', { priority: 'now' });
+      harness.store.markDiscarded([third.id], 'queue_full');
+      const fourth = admitNotification('fourth');
+      expect(harness.store.listQueued('s', { afterId: first.id }).map((entry) => entry.id)).toEqual([
+        fourth.id,
+        second.id,
+      ]);
+      expect(harness.store.listQueued('s', { afterId: fourth.id })).toEqual([]);
+      expectErrandError(() => harness.store.listQueued('s', { afterId: -1 }), 'INVALID_ARGUMENT');
+    });
+
     it('lists the queue by priority, first in first out within one', () => {
       harness.store.createSession({ id: 's', cwd: '/' });
       const later = admitNotification('later', { priority: 'later' });

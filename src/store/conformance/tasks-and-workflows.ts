@@ -293,6 +293,22 @@ export function describeTasksAndWorkflows(openStore: OpenSessionStore): void {
       ]);
       expectErrandError(() => store.listTasks({ updatedSince: -1 }), 'INVALID_ARGUMENT');
     });
+
+    it('lists only the records told, or only those not yet told, when asked', () => {
+      const store = harness.store;
+      store.createSession({ id: 's', cwd: '/' });
+      store.upsertTask(task({ id: 'bash-1', status: 'completed', endedAt: START_TIME, reported: true }));
+      store.upsertTask(task({ id: 'bash-2', status: 'completed', endedAt: START_TIME }));
+      store.upsertTask(task({ id: 'bash-3' }));
+      const ids = (filter: Parameters<typeof store.listTasks>[0]) =>
+        store.listTasks(filter).map((record) => record.id);
+      expect(ids({ sessionId: 's', reported: false })).toEqual(['bash-2', 'bash-3']);
+      expect(ids({ sessionId: 's', reported: false, statuses: ['completed'] })).toEqual(['bash-2']);
+      expect(ids({ reported: true })).toEqual(['bash-1']);
+      store.markReported('s', ['bash-2']);
+      expect(ids({ sessionId: 's', reported: false })).toEqual(['bash-3']);
+      expectErrandError(() => store.listTasks({ reported: 'no' as never }), 'INVALID_ARGUMENT');
+    });
   });
 
   describe('task id sequences', () => {
@@ -304,6 +320,15 @@ export function describeTasksAndWorkflows(openStore: OpenSessionStore): void {
       expect(store.reserveTaskSequences('bash', 450, 10)).toEqual({ first: 451, last: 460 });
       // Kinds count separately.
       expect(store.reserveTaskSequences('agent', 3, 5)).toEqual({ first: 4, last: 8 });
+    });
+
+    it('hands out ids above every saved record, however the record got its id', () => {
+      const store = harness.store;
+      store.createSession({ id: 's', cwd: '/' });
+      store.upsertTask(task({ id: 'bash-41' }));
+      store.upsertTask(task({ id: 'bash-7' }));
+      expect(store.reserveTaskSequences('bash', 0, 10)).toEqual({ first: 42, last: 51 });
+      expect(store.reserveTaskSequences('agent', 0, 1)).toEqual({ first: 1, last: 1 });
     });
 
     it('takes back the unused end of the newest block only', () => {

@@ -12,6 +12,7 @@ import type { StoreContext } from '../store-context.js';
 import type { LedgerTable, StoreTables } from '../store-tables.js';
 import { findDeliveryConflicts } from '../transition-rules.js';
 import {
+  validateCount,
   validateLedgerEntryId,
   validateLedgerIds,
   validateLedgerStates,
@@ -79,10 +80,12 @@ export function createInputLedger(context: StoreContext): InputLedger {
       );
     },
 
-    listQueued(sessionId) {
+    listQueued(sessionId, options = {}) {
       const key = validateSessionKey('sessionId', sessionId);
+      validateObject('options', options);
+      const afterId = options.afterId === undefined ? 0 : validateCount('afterId', options.afterId);
       return context.read('list queued entries', ({ ledger }) =>
-        ledger.select(key, ['queued']).sort(byQueueOrder).map(readLedgerEntry),
+        ledger.select(key, ['queued'], afterId).sort(byQueueOrder).map(readLedgerEntry),
       );
     },
 

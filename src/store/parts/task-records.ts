@@ -2,6 +2,7 @@
  * The task records part of a store: what each task service wrote about its tasks, keyed by (session, id),
  * and the resume rule that marks the records of a dead runtime's live tasks `lost`.
  */
+import { InvalidArgumentError, parseTaskId } from '../../tasks/index.js';
 import { readTask } from '../read-records.js';
 import type { TaskRow } from '../rows.js';
 import { taskScope } from '../rows.js';
@@ -28,8 +29,13 @@ export function createTaskRecords(context: StoreContext): TaskRecords {
   return {
     upsertTask(record) {
       const row = validateTaskRecord(record, context.now(), context.maxFieldBytes);
-      return context.write('save a task record', ({ sessions, tasks }) => {
+      const parsed = parseTaskId(row.id);
+      return context.write('save a task record', ({ sessions, tasks, sequences }) => {
         if (row.sessionId !== null) requireSession(sessions, row.sessionId);
+        // The highest id per kind stays in \`task_sequences\`, so a new runtime never reads the records for it.
+        if (parsed !== undefined && sequences.get(parsed.kind) < parsed.sequence) {
+          sequences.set(parsed.kind, parsed.sequence);
+        }
         // The model's read cursor only moves forward, and only when asked to.
         const stored = tasks.get(row.scope, row.id)?.readOffset ?? 0;
         const saved = { ...row, readOffset: Math.max(stored, row.readOffset) };
@@ -68,8 +74,11 @@ export function createTaskRecords(context: StoreContext): TaskRecords {
       const statuses = filter.statuses === undefined ? undefined : validateTaskStatuses(filter.statuses);
       const since =
         filter.updatedSince === undefined ? 0 : validateCount('updatedSince', filter.updatedSince);
+      if (filter.reported !== undefined && typeof filter.reported !== 'boolean') {
+        throw new InvalidArgumentError('reported', 'a boolean', filter.reported);
+      }
       return context.read('list task records', ({ tasks }) =>
-        tasks.select(scope, statuses, since).sort(byTaskStart).map(readTask),
+        tasks.select(scope, statuses, since, filter.reported).sort(byTaskStart).map(readTask),
       );
     },
 

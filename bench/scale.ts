@@ -1,0 +1,323 @@
+/**
+ * Growth curves: how Errand's costs move as the work it has seen grows. Each figure is measured in this
+ * run, on the SQLite store (what a user gets by default), and each curve ends with its ratio (largest to
+ * smallest):
+ * (a) a notification turn (a background command's exit → the idle turn's model request) and a resume, in
+ *     a session of 1k / 10k / 50k messages;
+ * (b) one `errand serve` poll of the store and one `/api/sessions` read, with 10 / 100 / 1000 idle sessions;
+ * (c) a runtime's start with 0 / 10k / 100k old task records in the store;
+ * (d) the `task_list` tool's answer with 100 / 10k / 100k live tasks (bytes and time).
+ * It writes the curves as an SVG chart to `BENCH_SVG` when set (`docs/images/scale.svg` is one), with the
+ * curves of an earlier run beside them when `BENCH_BEFORE` names the JSON that run wrote to `BENCH_JSON`.
+ * `BENCH_SCALE_MESSAGES`, `BENCH_SCALE_SESSIONS`, `BENCH_SCALE_RECORDS`, `BENCH_SCALE_TASKS` (comma lists)
+ * change the points.
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createErrandRuntime } from '../src/host/index.js';
+import { createTaskService } from '../src/registry/index.js';
+import { createStoreDashboardBackend } from '../src/server/index.js';
+import type { ModelRequest } from '../src/session/index.js';
+import { openSqliteSessionStore, type SessionStore } from '../src/store/index.js';
+import { createOwner } from '../src/tasks/index.js';
+import { scriptedModel, scriptedTask } from '../src/testing/index.js';
+import { createTaskTools, executeTool } from '../src/tools/index.js';
+import { type Curve, renderChart } from './scale-chart.js';
+
+const points = (name: string, fallback: string) => (process.env[name] ?? fallback).split(',').map(Number);
+const MESSAGES = points('BENCH_SCALE_MESSAGES', '1000,10000,50000');
+const SESSIONS = points('BENCH_SCALE_SESSIONS', '10,100,1000');
+const RECORDS = points('BENCH_SCALE_RECORDS', '0,10000,100000');
+const LIVE_TASKS = points('BENCH_SCALE_TASKS', '100,10000,100000');
+const STAMP = 'date +%s%N';
+const directories: string[] = [];
+const epochMs = () => performance.timeOrigin + performance.now();
+
+function freshHome(): string {
+  const home = mkdtempSync(join(tmpdir(), 'errand-scale-'));
+  directories.push(home);
+  return home;
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
+}
+
+function timed(body: () => void): number {
+  const started = performance.now();
+  body();
+  return performance.now() - started;
+}
+
+function stampOf(text: string): number {
+  const match = /(\d{16,})/.exec(text);
+  if (!match) throw new Error(`no timestamp in output: ${JSON.stringify(text)}`);
+  return Number(BigInt(match[1]!) / 1000n) / 1000;
+}
+
+const ms = (value: number) => `${value.toFixed(2)} ms`;
+
+/** A finished, told background task record of `sessionId`. */
+function taskRecord(sessionId: string, index: number, time: number) {
+  return {
+    id: `bash-${index + 1}`,
+    sessionId,
+    kind: 'bash',
+    label: `job ${index}`,
+    status: 'completed' as const,
+    detail: { exitCode: 0 },
+    isBackgrounded: true,
+    branchGeneration: 0,
+    startedAt: time,
+    endedAt: time,
+    reported: true,
+  };
+}
+
+/**
+ * A session of `count` messages as a long conversation leaves it: delivered notifications (each with its
+ * ledger entry and its told task record) and the model's replies, in one transaction.
+ */
+function writeConversation(store: SessionStore, sessionId: string, count: number): void {
+  store.transaction(() => {
+    store.createSession({ id: sessionId, cwd: '/' });
+    const time = Date.now();
+    for (let index = 0; index < count / 2; index += 1) {
+      const admitted = store.admit({
+        sessionId,
+        kind: 'notification',
+        idempotencyKey: `old:${index}`,
+        taskId: `bash_${index + 1}`,
+        text: `<task-notification>job ${index} completed</task-notification>`,
+      });
+      store.commitDelivery(sessionId, [admitted.entry.id], {
+        role: 'user',
+        content: { text: admitted.entry.text },
+        visibility: 'model-only',
+        source: 'background_task',
+      });
+      store.appendMessage(sessionId, { role: 'assistant', content: { text: 'noted' }, source: 'assistant' });
+      store.upsertTask(taskRecord(sessionId, index, time));
+    }
+  });
+}
+
+/** (a) A notification turn and a resume in a session of `count` messages. */
+async function conversationPoint(count: number): Promise<{ turn: number; resume: number }> {
+  const home = freshHome();
+  const seed = openSqliteSessionStore({ home, synchronous: 'normal' });
+  writeConversation(seed, 'long', count);
+  seed.close();
+  const resumes: number[] = [];
+  for (let round = 0; round < 5; round += 1) {
+    const store = openSqliteSessionStore({ home });
+    const runtime = await createErrandRuntime({ model: scriptedModel([]), store, pty: false });
+    try {
+      resumes.push(timed(() => runtime.resumeSession('long')));
+    } finally {
+      await runtime.dispose();
+      store.close();
+    }
+  }
+  const store = openSqliteSessionStore({ home });
+  let onRequest: ((at: number) => void) | undefined;
+  const model = scriptedModel([], { name: 'scale' });
+  for (let index = 0; index < 40; index += 1) {
+    model.push((_request: ModelRequest) => {
+      onRequest?.(epochMs());
+      return { text: 'noted' };
+    });
+  }
+  const runtime = await createErrandRuntime({
+    model,
+    store,
+    pty: false,
+    limits: { idleDrainQuietMs: 1 },
+    notifications: { wakeBudget: Number.POSITIVE_INFINITY },
+  });
+  const turns: number[] = [];
+  try {
+    const session = runtime.resumeSession('long');
+    await session.whenIdle();
+    for (let round = 0; round < 15; round += 1) {
+      const requested = new Promise<number>((resolve) => {
+        onRequest = resolve;
+      });
+      const started = await runtime.bash.start({ command: STAMP, owner: session.owner, background: true });
+      const at = await requested;
+      turns.push(at - stampOf(runtime.outputSnapshot(started.taskId)?.text ?? ''));
+      await session.whenIdle();
+    }
+  } finally {
+    await runtime.dispose();
+    store.close();
+  }
+  return { turn: median(turns.slice(3)), resume: median(resumes.slice(1)) };
+}
+
+/** (b) `errand serve`'s poll and session list with `count` idle sessions (10 told task records each). */
+function servePoint(count: number): { poll: number; pollMax: number; list: number } {
+  const home = freshHome();
+  // Written over time, as sessions are: one millisecond apart.
+  let clock = Date.now() - 10 * count * 11;
+  const seed = openSqliteSessionStore({ home, synchronous: 'normal', now: () => clock++ });
+  seed.transaction(() => {
+    for (let index = 0; index < count; index += 1) {
+      const sessionId = `idle-${index}`;
+      seed.createSession({ id: sessionId, cwd: '/' });
+      seed.appendMessage(sessionId, { role: 'user', content: { text: `hello ${index}` }, source: 'user' });
+      for (let task = 0; task < 10; task += 1)
+        seed.upsertTask(taskRecord(sessionId, index * 10 + task, clock));
+    }
+  });
+  seed.close();
+  const store = openSqliteSessionStore({ home });
+  const backend = createStoreDashboardBackend({ store, pollMs: 3_600_000 });
+  try {
+    const polls: number[] = [];
+    for (let index = 0; index < 600; index += 1) polls.push(timed(() => backend.refresh()));
+    const lists: number[] = [];
+    for (let index = 0; index < 20; index += 1) lists.push(timed(() => backend.listSessions()));
+    return { poll: median(polls), pollMax: Math.max(...polls), list: median(lists) };
+  } finally {
+    backend.dispose?.();
+    store.close();
+  }
+}
+
+/** (c) A runtime's start (and dispose) with `count` old task records in its store. */
+async function startPoint(count: number): Promise<number> {
+  const home = freshHome();
+  const seed = openSqliteSessionStore({ home, synchronous: 'normal' });
+  seed.transaction(() => {
+    seed.createSession({ id: 'old', cwd: '/' });
+    const time = Date.now();
+    for (let index = 0; index < count; index += 1) seed.upsertTask(taskRecord('old', index, time));
+  });
+  seed.close();
+  const starts: number[] = [];
+  for (let round = 0; round < 5; round += 1) {
+    const store = openSqliteSessionStore({ home });
+    const started = performance.now();
+    const runtime = await createErrandRuntime({ model: scriptedModel([]), store, pty: false });
+    starts.push(performance.now() - started);
+    await runtime.dispose();
+    store.close();
+  }
+  return median(starts.slice(1));
+}
+
+/** (d) `task_list` with `count` live tasks of one owner: bytes of its answer and the time to build it. */
+async function taskListPoint(count: number): Promise<{ bytes: number; ms: number }> {
+  const tasks = createTaskService({ maxLiveTasks: count + 1, maxLiveTasksPerOwner: count + 1 });
+  const tools = createTaskTools({ tasks });
+  const owner = createOwner('scale');
+  const running = [];
+  for (let index = 0; index < count; index += 1) {
+    const task = scriptedTask({ kind: 'bash', label: `npm run job-${index}`, owner });
+    running.push(task);
+    await tasks.start(task.spec);
+  }
+  let bytes = 0;
+  const elapsed: number[] = [];
+  for (let round = 0; round < 3; round += 1) {
+    const started = performance.now();
+    const result = await executeTool(
+      tools.taskList,
+      {},
+      { caller: owner, toolCallId: `list-${round}`, signal: new AbortController().signal },
+    );
+    elapsed.push(performance.now() - started);
+    bytes = Buffer.byteLength(result.text);
+  }
+  for (const task of running) task.settle();
+  tools.dispose();
+  return { bytes, ms: median(elapsed) };
+}
+
+function ratioLine(label: string, values: number[], target?: number): string {
+  const ratio = values.at(-1)! / values[0]!;
+  const verdict =
+    target === undefined ? '' : ` (target <= ${target}x: ${ratio <= target ? 'met' : 'MISSED'})`;
+  return `    ${label}: ${ratio.toFixed(2)}x from the first point to the last${verdict}`;
+}
+
+async function main(): Promise<void> {
+  console.log(`errand bench:scale — node ${process.version}, SQLite store`);
+  const curves: Curve[] = [];
+  const turns: number[] = [];
+  const resumes: number[] = [];
+  console.log('(a) a session of N messages');
+  for (const count of MESSAGES) {
+    const point = await conversationPoint(count);
+    turns.push(point.turn);
+    resumes.push(point.resume);
+    console.log(
+      `    ${String(count).padStart(6)} messages: notification turn ${ms(point.turn)}, resume ${ms(point.resume)}`,
+    );
+  }
+  console.log(ratioLine('notification turn', turns, 2));
+  console.log(ratioLine('resume', resumes, 2));
+  curves.push({ title: 'notification turn (ms) by messages', xs: MESSAGES, ys: turns });
+  curves.push({ title: 'resume (ms) by messages', xs: MESSAGES, ys: resumes });
+
+  const polls: number[] = [];
+  const lists: number[] = [];
+  console.log('(b) errand serve with N idle sessions');
+  for (const count of SESSIONS) {
+    const point = servePoint(count);
+    polls.push(point.poll);
+    lists.push(point.list);
+    console.log(
+      `    ${String(count).padStart(6)} sessions: poll ${ms(point.poll)} (slowest of 600, a full read: ${ms(point.pollMax)}), /api/sessions ${ms(point.list)}`,
+    );
+  }
+  console.log(ratioLine('poll', polls, 2));
+  console.log(ratioLine('/api/sessions', lists));
+  curves.push({ title: 'serve poll (ms) by idle sessions', xs: SESSIONS, ys: polls });
+
+  const starts: number[] = [];
+  console.log('(c) runtime start with N old task records');
+  for (const count of RECORDS) {
+    const start = await startPoint(count);
+    starts.push(start);
+    console.log(`    ${String(count).padStart(6)} records: start ${ms(start)}`);
+  }
+  const growth = starts.at(-1)! - starts[0]!;
+  console.log(`    start: +${ms(growth)} from the first point to the last`);
+  curves.push({
+    title: 'runtime start (ms) by old task records',
+    xs: RECORDS,
+    ys: starts,
+  });
+
+  const listBytes: number[] = [];
+  console.log('(d) task_list with N live tasks');
+  for (const count of LIVE_TASKS) {
+    const point = await taskListPoint(count);
+    listBytes.push(point.bytes);
+    console.log(`    ${String(count).padStart(6)} tasks: ${point.bytes} bytes in ${ms(point.ms)}`);
+  }
+  curves.push({
+    title: 'task_list answer (KB) by live tasks',
+    xs: LIVE_TASKS,
+    ys: listBytes.map((b) => b / 1024),
+  });
+
+  if (process.env.BENCH_JSON) writeFileSync(process.env.BENCH_JSON, JSON.stringify(curves));
+  if (process.env.BENCH_SVG) {
+    const before = process.env.BENCH_BEFORE
+      ? (JSON.parse(readFileSync(process.env.BENCH_BEFORE, 'utf8')) as Curve[])
+      : [];
+    writeFileSync(process.env.BENCH_SVG, renderChart(curves, before));
+    console.log(`chart written to ${process.env.BENCH_SVG}`);
+  }
+}
+
+try {
+  await main();
+} finally {
+  for (const directory of directories) rmSync(directory, { recursive: true, force: true });
+}

@@ -1,0 +1,115 @@
+/**
+ * The in-memory conversation stays what the store holds: after any sequence of appends (of every role),
+ * rewinds that abandon a tail, and reads in between, the view equals a full read of the live branch, on
+ * both stores — and a read asks the store only for the messages after the last seq it holds.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createMemorySessionStore } from '../store/memory-session-store.js';
+import type { ListMessagesOptions, NewMessage, SessionStore } from '../store/session-store.js';
+import { openSqliteSessionStore } from '../store/sqlite-session-store.js';
+import { ConversationView, toModelMessages } from './conversation-view.js';
+
+const root = mkdtempSync(join(tmpdir(), 'errand-conversation-'));
+let files = 0;
+
+afterAll(() => {
+  rmSync(root, { recursive: true, force: true });
+});
+
+type Operation =
+  | { readonly kind: 'append'; readonly role: NewMessage['role']; readonly call: number }
+  | { readonly kind: 'rewind'; readonly back: number }
+  | { readonly kind: 'read' };
+
+const operation: fc.Arbitrary<Operation> = fc.oneof(
+  fc.record({
+    kind: fc.constant('append' as const),
+    role: fc.constantFrom<NewMessage['role']>('user', 'assistant', 'tool', 'system'),
+    call: fc.nat(3),
+  }),
+  fc.record({ kind: fc.constant('rewind' as const), back: fc.nat(4) }),
+  fc.constant({ kind: 'read' as const }),
+);
+
+function message(role: NewMessage['role'], call: number, index: number): NewMessage {
+  const id = `call-${call}`;
+  if (role === 'assistant') {
+    return {
+      role,
+      content: { text: `a${index}`, toolCalls: [{ id, name: `tool${call}`, input: null }] },
+      source: 'assistant',
+    };
+  }
+  if (role === 'tool') {
+    return { role, content: { toolResults: [{ toolCallId: id, output: `r${index}` }] }, source: 'tool' };
+  }
+  return { role, content: { text: `${role}${index}` }, source: role };
+}
+
+const stores: Record<string, () => SessionStore> = {
+  memory: () => createMemorySessionStore(),
+  sqlite: () =>
+    openSqliteSessionStore({ file: join(root, `${++files}`, 'errand.sqlite'), synchronous: 'normal' }),
+};
+
+describe.each(Object.keys(stores))('the conversation view on the %s store', (kind) => {
+  it('equals a full read of the live branch after appends, rewinds and reads (property)', () => {
+    fc.assert(
+      fc.property(fc.array(operation, { maxLength: 40 }), (operations) => {
+        const store = stores[kind]!();
+        try {
+          store.createSession({ id: 's', cwd: '/' });
+          const view = new ConversationView(store, 's' as never);
+          let index = 0;
+          let lastSeq = 0;
+          for (const step of [...operations, { kind: 'read' } as const]) {
+            if (step.kind === 'append') {
+              lastSeq = store.appendMessage('s', message(step.role, step.call, ++index)).seq;
+            }
+            if (step.kind === 'rewind') store.rewind('s', Math.max(0, lastSeq - step.back));
+            if (step.kind === 'read') {
+              const live = store.listMessages('s');
+              expect(view.records()).toEqual(live);
+              expect(view.modelMessages()).toEqual(toModelMessages(live));
+            }
+          }
+        } finally {
+          store.close();
+        }
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it('asks the store only for the messages after the last seq it read, until a rewind', () => {
+    const store = stores[kind]!();
+    const asked: (number | undefined)[] = [];
+    const watched: SessionStore = Object.create(store, {
+      listMessages: {
+        value: (sessionId: string, options?: ListMessagesOptions) => {
+          asked.push(options?.afterSeq);
+          return store.listMessages(sessionId, options);
+        },
+      },
+    });
+    try {
+      store.createSession({ id: 's', cwd: '/' });
+      const view = new ConversationView(watched, 's' as never);
+      for (let index = 1; index <= 3; index += 1) store.appendMessage('s', message('user', 0, index));
+      expect(view.modelMessages()).toHaveLength(3);
+      store.appendMessage('s', message('user', 0, 4));
+      expect(view.modelMessages()).toHaveLength(4);
+      expect(view.modelMessages()).toHaveLength(4);
+      store.rewind('s', 1);
+      store.appendMessage('s', message('user', 0, 5));
+      expect(view.records().map((record) => record.content.text)).toEqual(['user1', 'user5']);
+      expect(asked).toEqual([0, 3, 4, 0]);
+    } finally {
+      store.close();
+    }
+  });
+});

@@ -23,7 +23,10 @@ import {
   createWorkflowTools,
   workflowShutdownSweep,
 } from '../producers/workflow/index.js';
-import { createTaskService } from '../registry/index.js';
+import { RedisContext } from '../redis/redis-context.js';
+import { redisTaskServiceOn } from '../redis/redis-task-service.js';
+import { RemoteCommandDispatcher } from '../redis/remote-commands.js';
+import { createTaskService, type TaskServiceOptions } from '../registry/index.js';
 import {
   createSessionRuntime,
   lastSequences,
@@ -120,22 +123,32 @@ async function assembleRuntime(
   if (lifeline) built.push(() => lifeline.release());
   // Filled once the session runtime exists; it refuses background work while the store refuses writes.
   let sessions: SessionRuntime | undefined;
-  const tasks = createTaskService({
+  const executor = new BashExecutor({
+    ...(lifeline ? { lifeline } : {}),
+    ...options.bash?.executor,
+  });
+  // Scale-out: opened before the task service, so it is released after it (its disposal settles remote work).
+  const remote = await openRemoteCommands(options, executor, logger, built);
+  const taskOptions: TaskServiceOptions = {
     initialSequences: lastSequences(store),
-    sequenceBlocks: storeSequenceBlocks(store),
+    ...(remote ? {} : { sequenceBlocks: storeSequenceBlocks(store) }),
     ...options.tasks,
     startGuard: (request) => {
       options.tasks?.startGuard?.(request);
       sessions?.checkStart(request);
     },
-  });
+  };
+  const tasks = remote
+    ? redisTaskServiceOn(remote.context, remote.idBlockSize, withoutBlocks(taskOptions))
+    : createTaskService(taskOptions);
   built.push(() => tasks.dispose());
-  const executor = new BashExecutor({
-    ...(lifeline ? { lifeline } : {}),
-    ...options.bash?.executor,
-  });
   built.push(() => executor.dispose());
-  const bash = createBashProducer({ tasks, executor, ...options.bash?.producer });
+  const bash = createBashProducer({
+    tasks,
+    executor,
+    ...(remote ? { remote: remote.dispatcher } : {}),
+    ...options.bash?.producer,
+  });
   built.push(() => bash.dispose());
   const { durable } = options;
   const bashTool = createBashTool({ producer: bash, durable, ...options.bash?.tool });
@@ -359,6 +372,40 @@ async function assembleRuntime(
 }
 
 /** The lifeline, unless it is off or cannot work here (no /proc: not Linux). */
+function withoutBlocks(options: TaskServiceOptions): Omit<TaskServiceOptions, 'sequenceBlocks'> {
+  const { sequenceBlocks: _ignored, ...rest } = options;
+  return rest;
+}
+
+/** The Redis link and the dispatcher of remote commands, when `redis` is configured. */
+async function openRemoteCommands(
+  options: Pick<ErrandRuntimeOptions, 'redis'>,
+  executor: BashExecutor,
+  logger: Logger,
+  built: Array<() => unknown>,
+): Promise<{ context: RedisContext; dispatcher: RemoteCommandDispatcher; idBlockSize: number } | undefined> {
+  const settings =
+    options.redis === undefined
+      ? undefined
+      : errandRuntimeOptions.rules.redis.resolve(options.redis, 'redis', 'createErrandRuntime');
+  if (settings === undefined) return undefined;
+  const context = await RedisContext.open(settings.url, settings.prefix, logger);
+  built.push(() => context.close());
+  const dispatcher = await RemoteCommandDispatcher.start({
+    context,
+    label: settings.label,
+    heartbeatMs: settings.heartbeatMs,
+    heartbeatTtlMs: settings.heartbeatTtlMs,
+    settledRetentionMs: settings.settledRetentionMs,
+    maxBufferedBytes: executor.options.maxBufferedBytes,
+    maxReadBytes: executor.options.maxReadBytes,
+    clock: systemClock,
+    logger,
+  });
+  built.push(() => dispatcher.close());
+  return { context, dispatcher, idBlockSize: settings.idBlockSize };
+}
+
 function startLifeline(settings: ResolvedRuntimeLifeline, logger: Logger): Lifeline | undefined {
   if (settings === false || !existsSync('/proc/self/stat')) return undefined;
   return new Lifeline({ ...settings, clock: systemClock, logger });

@@ -32,6 +32,7 @@ export {
   bashProducerOptions,
   createBashProducer,
   durationRule,
+  type RemoteCommands,
   type StartedBashTask,
   SUBAGENT_BACKGROUND_RUNTIME_CAP_MS,
 } from './bash-producer.js';

@@ -14,6 +14,7 @@ import type { ModelPort, Session, SessionEvent } from '../session/index.js';
 import { createTrustedCaller, systemClock } from '../tasks/index.js';
 import { shortenText, toSingleLine } from '../text/index.js';
 import { describeFlags, type FlagSpecs, parseFlags, UsageError } from './args.js';
+import { REDIS_FLAGS, redisOption } from './redis-flags.js';
 import { formatBytes, runningTaskRows, TaskPanel } from './task-panel.js';
 
 const person = createTrustedCaller('chat-user');
@@ -38,6 +39,7 @@ export const CHAT_FLAGS: FlagSpecs = {
     type: 'boolean',
     description: 'background commands keep running if chat exits or dies; --resume re-attaches them',
   },
+  ...REDIS_FLAGS,
 };
 
 const COMMANDS_HELP = `commands: /tasks  /stop <task-id>  /stop all  /bg (or Ctrl-B)  /help  /quit
@@ -80,6 +82,8 @@ export interface ChatOptions {
    * session re-attaches them (same ids, output from where the model left off, one notification each).
    */
   readonly durable?: boolean;
+  /** Background commands run on `errand worker`s through this Redis (`--redis`). */
+  readonly redis?: { readonly url: string; readonly prefix?: string };
   /** Overrides the model from the environment (tests, embedding); its replies are not streamed here. */
   readonly model?: ModelPort;
 }
@@ -87,9 +91,10 @@ export interface ChatOptions {
 /** `errand chat [flags]`: parses the flags (`--help` needs no model) and runs the chat. */
 export async function runChatCommand(
   argv: readonly string[],
-  io: Omit<ChatOptions, 'cwd' | 'home' | 'resume' | 'durable'> & { readonly cwd: string },
+  io: Omit<ChatOptions, 'cwd' | 'home' | 'resume' | 'durable' | 'redis'> & { readonly cwd: string },
 ): Promise<number> {
   let values: Record<string, unknown>;
+  let redis: ReturnType<typeof redisOption>;
   try {
     const parsed = parseFlags(argv, CHAT_FLAGS, io.cwd);
     if (parsed.help) {
@@ -97,6 +102,7 @@ export async function runChatCommand(
       return 0;
     }
     values = parsed.values;
+    redis = redisOption(values);
   } catch (error) {
     if (error instanceof UsageError) {
       io.err.write(`errand chat: ${error.message}\n\n${CHAT_USAGE}`);
@@ -110,6 +116,7 @@ export async function runChatCommand(
     ...(typeof values.home === 'string' ? { home: values.home } : {}),
     ...(typeof values.resume === 'string' ? { resume: values.resume } : {}),
     ...(values.durable === true ? { durable: true } : {}),
+    ...(redis ? { redis } : {}),
   });
 }
 
@@ -219,6 +226,7 @@ export async function runChat(options: ChatOptions): Promise<number> {
     ...(options.home ? { home: options.home } : {}),
     ...(subagentModel ? { subagents: { model: subagentModel } } : {}),
     ...(options.durable ? { durable: true } : {}),
+    ...(options.redis ? { redis: options.redis } : {}),
     systemPrompt: 'You are a helpful coding agent working in the user\u2019s terminal.',
   });
   let session: Session;

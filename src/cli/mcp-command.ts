@@ -8,6 +8,7 @@
 import type { Readable, Writable } from 'node:stream';
 import { startStdioMcpServer } from '../mcp/index.js';
 import { describeFlags, type FlagSpecs, parseFlags, UsageError } from './args.js';
+import { REDIS_FLAGS, redisOption } from './redis-flags.js';
 import { onShutdownSignal } from './shutdown-signals.js';
 
 export const MCP_FLAGS: FlagSpecs = {
@@ -45,6 +46,7 @@ export const MCP_FLAGS: FlagSpecs = {
     description:
       'background commands survive this server: they keep running if it dies or exits, and a server the same client starts again in the same directory resumes their session (same task ids, output, one notification each)',
   },
+  ...REDIS_FLAGS,
 };
 
 export const MCP_USAGE = `Usage: errand mcp [options]
@@ -73,6 +75,7 @@ export const processIo = (): CommandIo => ({
 
 export async function runMcpCommand(argv: readonly string[], io: CommandIo = processIo()): Promise<number> {
   let values: Record<string, unknown>;
+  let redis: ReturnType<typeof redisOption>;
   try {
     const parsed = parseFlags(argv, MCP_FLAGS, io.cwd);
     if (parsed.help) {
@@ -88,6 +91,7 @@ export async function runMcpCommand(argv: readonly string[], io: CommandIo = pro
     if (values['max-tasks'] === 0) {
       throw new UsageError('Expected `--max-tasks` to be a positive integer, got "0"');
     }
+    redis = redisOption(values);
   } catch (error) {
     if (error instanceof UsageError) {
       io.stderr.write(`errand mcp: ${error.message}\n\n${MCP_USAGE}`);
@@ -109,6 +113,7 @@ export async function runMcpCommand(argv: readonly string[], io: CommandIo = pro
       ...(typeof values.home === 'string' ? { home: values.home } : {}),
       ...(typeof values['max-tasks'] === 'number' ? { maxTasks: values['max-tasks'] } : {}),
       ...(values.durable === true ? { durable: true } : {}),
+      ...(redis ? { redis } : {}),
     },
     ...(values.durable === true ? { resumePrevious: true } : {}),
     dashboard:

@@ -341,7 +341,10 @@ export class RemoteCommandDispatcher implements RemoteCommands {
   /** Mirrors the job's output up to at least `end` (one fetch at a time per handle). */
   #follow(handle: RemoteCommandHandle, end: number): Promise<void> {
     handle.wantedEnd = Math.max(handle.wantedEnd, end);
+    if (handle.mirrorEnd >= handle.wantedEnd) return handle.following ?? Promise.resolve();
     handle.following ??= (async () => {
+      // Never finishes synchronously: the assignment above happens first.
+      await undefined;
       try {
         while (handle.mirrorEnd < handle.wantedEnd) {
           const page = await readEntries(

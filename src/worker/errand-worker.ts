@@ -162,9 +162,12 @@ export class ErrandWorker {
             connection: this.#context.bullConnection,
             prefix: this.#context.keys.bullPrefix,
             concurrency: this.options.concurrency,
-            // A job whose worker died is failed, never retried: the lost-worker check settles it.
-            maxStalledCount: 0,
-            lockDuration: Math.max(2000, this.options.heartbeatTtlMs),
+            // A job whose worker died before claiming it goes back to the queue for another worker (it
+            // never ran); one it had claimed is found running by the claim script and never runs again —
+            // the lost-worker check settles it. So redelivery is safe, and a stall is noticed quickly.
+            maxStalledCount: 100,
+            lockDuration: 2000,
+            stalledInterval: 2000,
           },
         ),
     );

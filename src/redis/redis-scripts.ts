@@ -28,6 +28,8 @@ end
  */
 export const CLAIM_SCRIPT = `${SETTLE_BODY}
 local state = redis.call('HGET', KEYS[1], 'state')
+-- The same instance asking again (its first call was resent after a reconnect) gets the same answer.
+if state == 'running' and redis.call('HGET', KEYS[1], 'workerInstance') == ARGV[2] then return 'run' end
 if state ~= 'queued' then return 'gone' end
 local cancel = redis.call('HGET', KEYS[1], 'cancel')
 if cancel and cancel ~= '' then

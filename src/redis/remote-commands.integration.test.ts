@@ -3,7 +3,7 @@
  * dispatch background commands, a worker (in this process here; in processes of their own in the
  * scale-out suite) runs them. Output, cursors, cancels before pickup, while running and after the end.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,6 +17,17 @@ import { redisTaskServiceOn } from './redis-task-service.js';
 import { RemoteCommandDispatcher } from './remote-commands.js';
 
 const redisServer = findRedisServer();
+
+/** Whether `pid` runs (a zombie waiting for its reaper does not). */
+function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    return state !== 'Z' && state !== 'X';
+  } catch {
+    return false;
+  }
+}
 const trusted = createTrustedCaller('remote-test');
 const quiet = { warn: () => {} };
 
@@ -138,7 +149,7 @@ describe.skipIf(redisServer === undefined)('remote bash commands', () => {
     const done = await ended(tasks, started.taskId);
     expect(done.status).toBe('killed');
     expect((done.detail as BashFacts).cancelMessage).toBe('enough');
-    for (const pid of pids) expect(existsSync(`/proc/${pid}`)).toBe(false);
+    for (const pid of pids) expect(alive(pid), `pid ${pid}`).toBe(false);
   });
 
   it('a cancel before any worker took the job wins: the command never runs', async () => {

@@ -108,6 +108,8 @@ export class RemoteCommandDispatcher implements RemoteCommands {
   #reading: Promise<void> | undefined;
   #cancelTick: CancelTimer | undefined;
   #ticking = false;
+  /** A failing check is warned about once, until one succeeds again. */
+  #tickFailing = false;
 
   private constructor(options: RemoteCommandsOptions) {
     this.#options = options;
@@ -448,8 +450,11 @@ export class RemoteCommandDispatcher implements RemoteCommands {
         }
       });
       for (const [worker, handles] of byWorker) await this.#checkWorker(worker, handles);
+      this.#tickFailing = false;
     } catch (error) {
-      if (!this.#closed) this.#warn('The remote commands check failed; the next one retries', error);
+      if (!this.#closed && !this.#tickFailing)
+        this.#warn('The remote commands check failed; the next ones retry', error);
+      this.#tickFailing = true;
     } finally {
       this.#ticking = false;
     }

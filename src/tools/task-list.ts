@@ -36,6 +36,12 @@ const DESCRIPTION =
   'List your background tasks, one per line: "<id> [<kind>] <status> — <label>". Use it when you have lost track of a task id.';
 
 /** Every live task, plus the most recent finished ones up to `max`, in their original order. */
+/** The worker that runs a remote task (its `worker` fact), when it runs on one. */
+export function workerOf(snapshot: TaskSnapshot): string | undefined {
+  const worker = (snapshot.detail as { readonly worker?: unknown }).worker;
+  return typeof worker === 'string' && worker !== '' ? toSingleLine(worker).slice(0, 64) : undefined;
+}
+
 function selectListed(snapshots: readonly TaskSnapshot[], max: number): TaskSnapshot[] {
   if (snapshots.length <= max) return [...snapshots];
   const live = snapshots.filter((snapshot) => !isTerminalStatus(snapshot.status));
@@ -49,7 +55,9 @@ function selectListed(snapshots: readonly TaskSnapshot[], max: number): TaskSnap
 
 export function formatTaskLine(snapshot: TaskSnapshot, maxLabelChars: number): string {
   const label = shortenText(toSingleLine(snapshot.label), maxLabelChars);
-  return `${snapshot.id} [${snapshot.kind}] ${presentedStatus(snapshot)} — ${label}`;
+  const worker = workerOf(snapshot);
+  const where = worker === undefined ? '' : ` on worker ${worker}`;
+  return `${snapshot.id} [${snapshot.kind}] ${presentedStatus(snapshot)}${where} — ${label}`;
 }
 
 export function createTaskListTool(runtime: TaskToolsRuntime): ToolDefinition<TaskListInput, TaskListValue> {

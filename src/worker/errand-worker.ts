@@ -297,10 +297,17 @@ export class ErrandWorker {
   async #flushAll(running: RunningJob): Promise<void> {
     await running.flushing;
     const stream = running.stream;
-    while (stream !== undefined && running.sent < stream.end) {
+    // While Redis is away the sends fail; the rest of the output is retried for a while, then the end is
+    // reported with what made it (the spill file has everything).
+    for (let stalled = 0; stream !== undefined && running.sent < stream.end && stalled < 100; ) {
       const before = running.sent;
       await this.#flushOnce(running);
-      if (running.sent === before) break;
+      if (running.sent === before) {
+        stalled += 1;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      } else {
+        stalled = 0;
+      }
     }
   }
 

@@ -357,6 +357,9 @@ async function assembleRuntime(
         bash.dispose();
         await tasks.dispose();
         await executor.dispose();
+        // After the task service: its disposal stopped the remote commands through them.
+        await remote?.dispatcher.close();
+        await remote?.context.close();
         await leftovers;
         // Last: until now a death of this process still stops what it started.
         await lifeline?.release();
@@ -371,7 +374,6 @@ async function assembleRuntime(
   return runtime;
 }
 
-/** The lifeline, unless it is off or cannot work here (no /proc: not Linux). */
 function withoutBlocks(options: TaskServiceOptions): Omit<TaskServiceOptions, 'sequenceBlocks'> {
   const { sequenceBlocks: _ignored, ...rest } = options;
   return rest;
@@ -406,6 +408,7 @@ async function openRemoteCommands(
   return { context, dispatcher, idBlockSize: settings.idBlockSize };
 }
 
+/** The lifeline, unless it is off or cannot work here (no /proc: not Linux). */
 function startLifeline(settings: ResolvedRuntimeLifeline, logger: Logger): Lifeline | undefined {
   if (settings === false || !existsSync('/proc/self/stat')) return undefined;
   return new Lifeline({ ...settings, clock: systemClock, logger });

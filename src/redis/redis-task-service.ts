@@ -62,6 +62,10 @@ export class RedisTaskService implements TaskService {
     // A spec the registry refuses anyway costs no reservation; a resume keeps its id.
     if (this.#disposal === undefined && isValidTaskKind(kind) && spec.resumeId === undefined) {
       await this.#ids.ensure(kind);
+      // The registration's synchronous part takes the number (or refuses before needing one).
+      const started = this.#inner.start(spec);
+      this.#ids.settle(kind);
+      return started;
     }
     return this.#inner.start(spec);
   }

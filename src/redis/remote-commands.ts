@@ -326,6 +326,7 @@ export class RemoteCommandDispatcher implements RemoteCommands {
   #onEvent(event: Record<string, string>): void {
     const handle = event.job === undefined ? undefined : this.#handles.get(event.job);
     if (!handle) return;
+    handle.heardAt = this.#options.clock.now();
     switch (event.t) {
       case 'started':
         handle.markStarted(event.worker ?? '?', event.file);
@@ -425,17 +426,32 @@ export class RemoteCommandDispatcher implements RemoteCommands {
     this.#ticking = true;
     try {
       await this.#beat();
-      const waiting = [...this.#handles.values()].filter(
+      const now = this.#options.clock.now();
+      const live = [...this.#handles.values()].filter(
         (handle) => handle.exit === undefined && !handle.undispatched,
       );
-      if (waiting.length === 0) return;
+      // Running on a known worker: its heartbeat decides. Every command not heard of for a heartbeat TTL
+      // has its record read (an event lost to a reconnect, a record Redis lost).
+      const byWorker = new Map<string, RemoteCommandHandle[]>();
+      for (const handle of live) {
+        if (handle.worker === undefined) continue;
+        const list = byWorker.get(handle.worker) ?? [];
+        list.push(handle);
+        byWorker.set(handle.worker, list);
+      }
+      for (const [worker, handles] of byWorker) await this.#checkWorker(worker, handles);
+      const waiting = live.filter((handle) => now - handle.heardAt >= this.#options.heartbeatTtlMs);
+      if (waiting.length === 0) {
+        this.#tickFailing = false;
+        return;
+      }
       const pipeline = this.#context.client.pipeline();
       for (const handle of waiting) pipeline.hmget(this.#keys.job(handle.id), 'state', 'worker', 'end');
       const replies = (await pipeline.exec()) ?? [];
-      const byWorker = new Map<string, RemoteCommandHandle[]>();
       replies.forEach(([error, value], index) => {
         const handle = waiting[index]!;
         if (error) return;
+        handle.heardAt = now;
         const [state, worker, end] = value as [string | null, string | null, string | null];
         if (state === null) {
           // Dispatched (the record was written before the job) and gone: Redis lost it.
@@ -443,13 +459,10 @@ export class RemoteCommandDispatcher implements RemoteCommands {
         } else if (state !== 'queued' && state !== 'running') {
           void this.#collect(handle);
         } else if (state === 'running' && worker) {
+          handle.markStarted(worker, undefined);
           void this.#follow(handle, Number(end ?? 0));
-          const list = byWorker.get(worker) ?? [];
-          list.push(handle);
-          byWorker.set(worker, list);
         }
       });
-      for (const [worker, handles] of byWorker) await this.#checkWorker(worker, handles);
       this.#tickFailing = false;
     } catch (error) {
       if (!this.#closed && !this.#tickFailing)
@@ -540,6 +553,9 @@ export class RemoteCommandHandle implements CommandHandle {
   #timeoutMs: number | undefined;
   #cancelRequested = false;
   #worker: string | undefined;
+  #file: string | undefined;
+  /** When the dispatcher last heard of this command (an event, or its record read). */
+  heardAt: number;
   /** Offset past the newest byte mirrored from the stream. */
   mirrorEnd = 0;
   wantedEnd = 0;
@@ -563,6 +579,7 @@ export class RemoteCommandHandle implements CommandHandle {
     this.cwd = resolved.cwd;
     this.#timeoutMs = resolved.timeoutMs;
     this.startedAt = options.clock.now();
+    this.heardAt = this.startedAt;
     this.#window = new OutputWindow(options.maxBufferedBytes);
     this.stopped = new Promise((resolve) => {
       this.#resolveStopped = resolve;
@@ -578,6 +595,11 @@ export class RemoteCommandHandle implements CommandHandle {
         resolveSpawned(ok);
       });
     });
+  }
+
+  /** The worker that took it, once known. */
+  get worker(): string | undefined {
+    return this.#worker;
   }
 
   get taskLabel(): string {
@@ -688,8 +710,9 @@ export class RemoteCommandHandle implements CommandHandle {
   // ---------------------------------------------------------------- fed by the dispatcher
 
   markStarted(worker: string, file: string | undefined): void {
-    if (this.#worker === worker) return;
+    if (this.#worker === worker && (file === undefined || file === this.#file)) return;
     this.#worker = worker;
+    if (file) this.#file = file;
     const patch: Partial<BashFacts> = { worker, ...(file ? { workerOutputFile: file } : {}) };
     for (const listener of this.#detailListeners) listener(patch);
   }

@@ -247,25 +247,11 @@ export class ErrandWorker {
       if (await handle.spawned) {
         running.stream = handle.outputStream();
         running.stream?.onGrow(() => this.#scheduleFlush(running));
-        const file = await handle.ensureOutputFile();
-        await this.#context.client
-          .xadd(
-            keys.runtimeEvents(data.runtime),
-            'MAXLEN',
-            '~',
-            '10000',
-            '*',
-            't',
-            'started',
-            'job',
-            data.job,
-            'worker',
-            this.name,
-            ...(file === undefined ? [] : ['file', file]),
-          )
-          .catch(() => {});
-        if (file !== undefined)
-          await this.#context.client.hset(keys.job(data.job), 'file', file).catch(() => {});
+        // The claim told the runtime where it runs; the spill file's path is recorded once it exists.
+        void handle.outputFileReady.then((file) => {
+          if (file !== undefined)
+            void this.#context.client.hset(keys.job(data.job), 'file', file).catch(() => {});
+        });
         // A cancel recorded while the command started.
         void this.#checkCancel([data.job]);
       }

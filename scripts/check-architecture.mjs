@@ -26,6 +26,9 @@ const layers = [
   ['producers/bash', 4],
   ['producers/pty', 4],
   ['session', 5],
+  // Scale-out: the Redis provider and remote commands (runtime side), the worker that runs them.
+  ['redis', 5],
+  ['worker', 6],
   ['producers/subagent', 6],
   ['producers/workflow', 6],
   ['adapters', 6],

@@ -15,6 +15,7 @@ import type { ModelPort, Session, SessionEvent } from '../session/index.js';
 import { createTrustedCaller, ErrandError, systemClock } from '../tasks/index.js';
 import { shortenText, toSingleLine } from '../text/index.js';
 import { describeFlags, type FlagSpecs, parseFlags, UsageError } from './args.js';
+import { REDIS_FLAGS, redisOption } from './redis-flags.js';
 import { SANDBOX_FLAGS, sandboxFromFlags } from './sandbox-flags.js';
 import { formatBytes, runningTaskRows, TaskPanel } from './task-panel.js';
 
@@ -41,6 +42,7 @@ export const CHAT_FLAGS: FlagSpecs = {
     description: 'background commands keep running if chat exits or dies; --resume re-attaches them',
   },
   ...SANDBOX_FLAGS,
+  ...REDIS_FLAGS,
 };
 
 const COMMANDS_HELP = `commands: /tasks  /stop <task-id>  /stop all  /bg (or Ctrl-B)  /help  /quit
@@ -83,6 +85,8 @@ export interface ChatOptions {
    * session re-attaches them (same ids, output from where the model left off, one notification each).
    */
   readonly durable?: boolean;
+  /** Background commands run on `errand worker`s through this Redis (`--redis`). */
+  readonly redis?: { readonly url: string; readonly prefix?: string };
   /** Overrides the model from the environment (tests, embedding); its replies are not streamed here. */
   readonly model?: ModelPort;
   /** The sandbox commands run in (`--sandbox`, `--no-network`). Default: none. */
@@ -92,10 +96,13 @@ export interface ChatOptions {
 /** `errand chat [flags]`: parses the flags (`--help` needs no model) and runs the chat. */
 export async function runChatCommand(
   argv: readonly string[],
-  io: Omit<ChatOptions, 'cwd' | 'home' | 'resume' | 'durable' | 'sandbox'> & { readonly cwd: string },
+  io: Omit<ChatOptions, 'cwd' | 'home' | 'resume' | 'durable' | 'sandbox' | 'redis'> & {
+    readonly cwd: string;
+  },
 ): Promise<number> {
   let values: Record<string, unknown>;
   let sandbox: SandboxOptions | undefined;
+  let redis: ReturnType<typeof redisOption>;
   try {
     const parsed = parseFlags(argv, CHAT_FLAGS, io.cwd);
     if (parsed.help) {
@@ -104,6 +111,7 @@ export async function runChatCommand(
     }
     values = parsed.values;
     sandbox = sandboxFromFlags(values);
+    redis = redisOption(values);
   } catch (error) {
     if (error instanceof UsageError) {
       io.err.write(`errand chat: ${error.message}\n\n${CHAT_USAGE}`);
@@ -118,6 +126,7 @@ export async function runChatCommand(
     ...(typeof values.resume === 'string' ? { resume: values.resume } : {}),
     ...(values.durable === true ? { durable: true } : {}),
     ...(sandbox === undefined ? {} : { sandbox }),
+    ...(redis ? { redis } : {}),
   });
 }
 
@@ -230,6 +239,7 @@ export async function runChat(options: ChatOptions): Promise<number> {
       ...(options.sandbox ? { sandbox: options.sandbox } : {}),
       ...(subagentModel ? { subagents: { model: subagentModel } } : {}),
       ...(options.durable ? { durable: true } : {}),
+      ...(options.redis ? { redis: options.redis } : {}),
       systemPrompt: 'You are a helpful coding agent working in the user\u2019s terminal.',
     });
   } catch (error) {

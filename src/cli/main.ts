@@ -12,14 +12,16 @@ Commands:
   demo     the whole loop on a scripted model with real background commands
            (--no-dashboard, --hold to keep the dashboard up)
   chat     the agent loop with a real model (ERRAND_MODEL, ERRAND_BASE_URL, ERRAND_API_KEY)
-           (--cwd <dir>, --home <dir>, --resume <session-id>, --durable, --sandbox <profile>, --no-network;
-           errand chat --help)
+           (--cwd <dir>, --home <dir>, --resume <session-id>, --durable, --sandbox <profile>, --no-network,
+           --redis <url>; errand chat --help)
   mcp      the MCP server on stdio: background tasks with notifications for an MCP client
            (--dashboard, --port <n>, --home <dir>, --cwd <dir>, --max-tasks <n>, --durable,
-           --sandbox <profile>, --no-network; errand mcp --help)
+           --sandbox <profile>, --no-network, --redis <url>; errand mcp --help)
   install  write a client's MCP server entry and hooks: errand install <claude-code|codex|gemini>
            (--scope project|user, --print; errand install --help)
   hook     run by a client as a hook: errand hook <client> <event> (errand hook --help)
+  worker   run background commands dispatched through Redis: errand worker --redis <url>
+           (--concurrency <n>, --name <name>, --labels a,b, --home <dir>; errand worker --help)
   serve    the dashboard on 127.0.0.1 until SIGINT/SIGTERM (--port <n>, --home <dir>; errand serve --help)
   dashboard  print the data directory's dashboard URL, starting errand serve if needed (--home <dir>)
   help     show this help
@@ -46,6 +48,8 @@ async function main(argv: readonly string[]): Promise<number> {
       });
     case 'mcp':
       return (await import('./mcp-command.js')).runMcpCommand(argv.slice(1));
+    case 'worker':
+      return (await import('./worker-command.js')).runWorkerCommand(argv.slice(1));
     case 'serve':
       return (await import('./serve-command.js')).runServeCommand(argv.slice(1));
     case 'dashboard':

@@ -9,6 +9,7 @@ import type { Readable, Writable } from 'node:stream';
 import { startStdioMcpServer } from '../mcp/index.js';
 import { ErrandError } from '../tasks/index.js';
 import { describeFlags, type FlagSpecs, parseFlags, UsageError } from './args.js';
+import { REDIS_FLAGS, redisOption } from './redis-flags.js';
 import { SANDBOX_FLAGS, sandboxFromFlags } from './sandbox-flags.js';
 import { onShutdownSignal } from './shutdown-signals.js';
 
@@ -48,6 +49,7 @@ export const MCP_FLAGS: FlagSpecs = {
       'background commands survive this server: they keep running if it dies or exits, and a server the same client starts again in the same directory resumes their session (same task ids, output, one notification each)',
   },
   ...SANDBOX_FLAGS,
+  ...REDIS_FLAGS,
 };
 
 export const MCP_USAGE = `Usage: errand mcp [options]
@@ -77,6 +79,7 @@ export const processIo = (): CommandIo => ({
 export async function runMcpCommand(argv: readonly string[], io: CommandIo = processIo()): Promise<number> {
   let values: Record<string, unknown>;
   let sandbox: ReturnType<typeof sandboxFromFlags>;
+  let redis: ReturnType<typeof redisOption>;
   try {
     const parsed = parseFlags(argv, MCP_FLAGS, io.cwd);
     if (parsed.help) {
@@ -93,6 +96,7 @@ export async function runMcpCommand(argv: readonly string[], io: CommandIo = pro
       throw new UsageError('Expected `--max-tasks` to be a positive integer, got "0"');
     }
     sandbox = sandboxFromFlags(values);
+    redis = redisOption(values);
   } catch (error) {
     if (error instanceof UsageError) {
       io.stderr.write(`errand mcp: ${error.message}\n\n${MCP_USAGE}`);
@@ -117,6 +121,7 @@ export async function runMcpCommand(argv: readonly string[], io: CommandIo = pro
         ...(typeof values['max-tasks'] === 'number' ? { maxTasks: values['max-tasks'] } : {}),
         ...(values.durable === true ? { durable: true } : {}),
         ...(sandbox === undefined ? {} : { sandbox }),
+        ...(redis ? { redis } : {}),
       },
       ...(values.durable === true ? { resumePrevious: true } : {}),
       dashboard:

@@ -16,6 +16,7 @@ import {
   subagentProducerOptions,
 } from '../producers/subagent/index.js';
 import { workflowProducerOptions } from '../producers/workflow/index.js';
+import { redisProviderOptions } from '../redis/redis-options.js';
 import { taskServiceOptions } from '../registry/index.js';
 import { policyOptions, type Session, sessionLimitOptions, sessionRuntimeOptions } from '../session/index.js';
 import type { SessionStore } from '../store/index.js';
@@ -84,6 +85,12 @@ export const errandRuntimeOptions = defineOptions(
      */
     sandbox: sandboxOption(),
     bash: option.nested(bashPartOptions),
+    /**
+     * Scale-out: background bash commands run on `errand worker`s through this Redis (foreground ones stay
+     * here), and task ids are reserved there, unique across every runtime of the deployment (`prefix`).
+     * Needs the optional packages `bullmq` and `ioredis`. Default: off, everything runs here.
+     */
+    redis: option.nested(redisProviderOptions, { optional: true }),
     /** Options of the pty producer, or false to leave it out. Default: on when node-pty loads. */
     pty: option.orFalse(option.nested(ptyProducerOptions.omit('tasks'))),
     /** Options of the task tools; `monitors` sets the limits of `task_monitor` (the runtime delivers its lines). */

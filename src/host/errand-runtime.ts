@@ -23,8 +23,16 @@ import {
   createWorkflowTools,
   workflowShutdownSweep,
 } from '../producers/workflow/index.js';
-import { createTaskService } from '../registry/index.js';
-import { createSessionRuntime, type SessionRuntime, storeSequenceBlocks } from '../session/index.js';
+import { RedisContext } from '../redis/redis-context.js';
+import { redisTaskServiceOn } from '../redis/redis-task-service.js';
+import { RemoteCommandDispatcher } from '../redis/remote-commands.js';
+import { createTaskService, type TaskServiceOptions } from '../registry/index.js';
+import {
+  createSessionRuntime,
+  lastSequences,
+  type SessionRuntime,
+  storeSequenceBlocks,
+} from '../session/index.js';
 import { isHolderLive } from '../session/session-holder.js';
 import { openSqliteSessionStore, type SessionStore } from '../store/index.js';
 import {
@@ -121,24 +129,35 @@ async function assembleRuntime(
   const { sandbox, tracing } = options;
   // Filled once the session runtime exists; it refuses background work while the store refuses writes.
   let sessions: SessionRuntime | undefined;
-  const tasks = createTaskService({
-    // No initialSequences: the store's task_sequences already holds the highest id per kind.
-    sequenceBlocks: storeSequenceBlocks(store),
+  const executor = new BashExecutor({
+    ...(lifeline ? { lifeline } : {}),
+    ...(sandbox === undefined ? {} : { sandbox }),
+    ...options.bash?.executor,
+  });
+  // Scale-out: opened before the task service, so it is released after it (its disposal settles remote work).
+  const remote = await openRemoteCommands(options, executor, logger, built);
+  const taskOptions: TaskServiceOptions = {
+    // Locally no initialSequences: the store's task_sequences already holds the highest id per kind. Ids
+    // reserved in Redis continue above the store's records.
+    ...(remote ? { initialSequences: lastSequences(store) } : { sequenceBlocks: storeSequenceBlocks(store) }),
     tracing,
     ...options.tasks,
     startGuard: (request) => {
       options.tasks?.startGuard?.(request);
       sessions?.checkStart(request);
     },
-  });
+  };
+  const tasks = remote
+    ? redisTaskServiceOn(remote.context, remote.idBlockSize, withoutBlocks(taskOptions))
+    : createTaskService(taskOptions);
   built.push(() => tasks.dispose());
-  const executor = new BashExecutor({
-    ...(lifeline ? { lifeline } : {}),
-    ...(sandbox === undefined ? {} : { sandbox }),
-    ...options.bash?.executor,
-  });
   built.push(() => executor.dispose());
-  const bash = createBashProducer({ tasks, executor, ...options.bash?.producer });
+  const bash = createBashProducer({
+    tasks,
+    executor,
+    ...(remote ? { remote: remote.dispatcher } : {}),
+    ...options.bash?.producer,
+  });
   built.push(() => bash.dispose());
   const { durable } = options;
   const bashTool = createBashTool({ producer: bash, durable, ...options.bash?.tool });
@@ -354,6 +373,9 @@ async function assembleRuntime(
         bash.dispose();
         await tasks.dispose();
         await executor.dispose();
+        // After the task service: its disposal stopped the remote commands through them.
+        await remote?.dispatcher.close();
+        await remote?.context.close();
         await leftovers;
         // Last: until now a death of this process still stops what it started.
         await lifeline?.release();
@@ -366,6 +388,40 @@ async function assembleRuntime(
     },
   };
   return runtime;
+}
+
+function withoutBlocks(options: TaskServiceOptions): Omit<TaskServiceOptions, 'sequenceBlocks'> {
+  const { sequenceBlocks: _ignored, ...rest } = options;
+  return rest;
+}
+
+/** The Redis link and the dispatcher of remote commands, when `redis` is configured. */
+async function openRemoteCommands(
+  options: Pick<ErrandRuntimeOptions, 'redis'>,
+  executor: BashExecutor,
+  logger: Logger,
+  built: Array<() => unknown>,
+): Promise<{ context: RedisContext; dispatcher: RemoteCommandDispatcher; idBlockSize: number } | undefined> {
+  const settings =
+    options.redis === undefined
+      ? undefined
+      : errandRuntimeOptions.rules.redis.resolve(options.redis, 'redis', 'createErrandRuntime');
+  if (settings === undefined) return undefined;
+  const context = await RedisContext.open(settings.url, settings.prefix, logger);
+  built.push(() => context.close());
+  const dispatcher = await RemoteCommandDispatcher.start({
+    context,
+    label: settings.label,
+    heartbeatMs: settings.heartbeatMs,
+    heartbeatTtlMs: settings.heartbeatTtlMs,
+    settledRetentionMs: settings.settledRetentionMs,
+    maxBufferedBytes: executor.options.maxBufferedBytes,
+    maxReadBytes: executor.options.maxReadBytes,
+    clock: systemClock,
+    logger,
+  });
+  built.push(() => dispatcher.close());
+  return { context, dispatcher, idBlockSize: settings.idBlockSize };
 }
 
 /** The lifeline, unless it is off or cannot work here (no /proc: not Linux). */

@@ -40,6 +40,12 @@ export const NO_BACKGROUND_TASKS = '(no background tasks)';
 const DESCRIPTION =
   'List your background tasks, one per line: "<id> [<kind>] <status> — <label>". Use it when you have lost track of a task id.';
 
+/** The worker that runs a remote task (its `worker` fact), when it runs on one. */
+export function workerOf(snapshot: TaskSnapshot): string | undefined {
+  const worker = (snapshot.detail as { readonly worker?: unknown }).worker;
+  return typeof worker === 'string' && worker !== '' ? toSingleLine(worker).slice(0, 64) : undefined;
+}
+
 /**
  * At most `max` tasks in their original order: the newest live ones first, then the newest finished ones
  * in what is left.
@@ -73,9 +79,11 @@ function omittedLine(background: readonly TaskSnapshot[], listed: readonly TaskS
 
 export function formatTaskLine(snapshot: TaskSnapshot, maxLabelChars: number): string {
   const label = shortenText(toSingleLine(snapshot.label), maxLabelChars);
+  const worker = workerOf(snapshot);
+  const where = worker === undefined ? '' : ` on worker ${worker}`;
   const sandbox = sandboxSummaryOf(snapshot.detail);
   const confinement = sandbox === undefined ? '' : ` (sandbox: ${sandbox})`;
-  return `${snapshot.id} [${snapshot.kind}] ${presentedStatus(snapshot)} — ${label}${confinement}`;
+  return `${snapshot.id} [${snapshot.kind}] ${presentedStatus(snapshot)}${where} — ${label}${confinement}`;
 }
 
 export function createTaskListTool(runtime: TaskToolsRuntime): ToolDefinition<TaskListInput, TaskListValue> {

@@ -34,6 +34,10 @@ export interface BashFacts extends TaskFacts {
   readonly timeoutMs?: number | null;
   /** The output file cap that was exceeded, for `output_limit`. */
   readonly outputLimitBytes?: number | null;
+  /** The worker that runs (or ran) a remote command (`errand worker --name`); absent for local ones. */
+  readonly worker?: string | null;
+  /** Where the worker spills a remote command's whole output, on the worker's machine. */
+  readonly workerOutputFile?: string | null;
 }
 
 /** A bash task's facts, typed; undefined for a task of another kind. */

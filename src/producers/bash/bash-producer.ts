@@ -35,6 +35,7 @@ import type { CommandHandle, OutputSnapshot } from './command-handle.js';
 import { type DurableAttachment, DurableHandle } from './durable-handle.js';
 import type { BashExecutor } from './executor.js';
 import { OUTPUT_SNAPSHOT_BYTES } from './executor-options.js';
+import type { ResolvedCommand } from './process-handle.js';
 import { withSkippedOutputMarker } from './skipped-output-marker.js';
 
 /** The runtime cap Errand applies to background bash owned by a subagent: one hour. */
@@ -42,6 +43,19 @@ export const SUBAGENT_BACKGROUND_RUNTIME_CAP_MS = 3_600_000;
 
 const MAX_LABEL_CHARACTERS = 200;
 const MAX_COMMAND_DETAIL_CHARACTERS = 4096;
+
+/**
+ * Where background commands run when they do not run here: a dispatcher to workers (the Redis provider's
+ * remote commands). Its handles are `CommandHandle`s like the executor's, so the task hooks are the same.
+ */
+export interface RemoteCommands {
+  /** Dispatches `resolved` as task `taskId`'s command; synchronous, like `BashExecutor.start`. */
+  start(resolved: ResolvedCommand, taskId: TaskId): CommandHandle;
+  /** The handle of a dispatched command it still knows. */
+  get(id: string): CommandHandle | undefined;
+  /** Forgets a command (its task was forgotten) and what it keeps of it. */
+  release(id: string): unknown;
+}
 
 /** The options of `createBashProducer`. A key not declared here is rejected with `UNKNOWN_OPTION`. */
 export const bashProducerOptions = defineOptions('createBashProducer', {
@@ -56,6 +70,15 @@ export const bashProducerOptions = defineOptions('createBashProducer', {
   detailIntervalMs: option.integer({ min: 0, default: 250 }),
   /** Throttles detail updates. Default: the system clock. */
   clock: option.clock({ default: systemClock }),
+  /**
+   * Runs background commands (not durable ones) elsewhere: the Redis provider's workers. Foreground
+   * commands always run here. Default: none, every command runs here.
+   */
+  remote: option.shaped<RemoteCommands>('a RemoteCommands ({ start, get, release })', [
+    'start',
+    'get',
+    'release',
+  ]),
 });
 
 /** Options of `createBashProducer`. */
@@ -125,6 +148,7 @@ export class BashProducer {
   readonly outputLimitBytes: number;
   readonly #detailIntervalMs: number;
   readonly #clock: Clock;
+  readonly #remote: RemoteCommands | undefined;
   readonly #trusted = createTrustedCaller('bash-producer');
   /** Task id → the handle serving it. */
   readonly #handles = new Map<string, CommandHandle>();
@@ -137,6 +161,7 @@ export class BashProducer {
     this.outputLimitBytes = resolved.outputLimitBytes;
     this.#detailIntervalMs = resolved.detailIntervalMs;
     this.#clock = resolved.clock;
+    this.#remote = resolved.remote;
     this.#unsubscribe = this.tasks.onTasksChanged(
       (change) => {
         if (change.reason === 'removed' && change.task.kind === 'bash') this.#forget(change.task.id);
@@ -181,6 +206,7 @@ export class BashProducer {
       throw new InvalidArgumentError('toolUseId', 'a string', request.toolUseId);
     }
     let started: CommandHandle | undefined;
+    const remote = background && request.durable !== true ? this.#remote : undefined;
     const snapshot = await this.tasks.start<BashFacts>({
       kind: 'bash',
       label: labelOf(request.description, request.command),
@@ -196,7 +222,7 @@ export class BashProducer {
         ...(resolved.sandbox === undefined ? {} : { sandbox: { ...resolved.sandbox.facts } }),
       },
       run: (context) => {
-        const handle = this.executor.start(resolved);
+        const handle = remote ? remote.start(resolved, context.taskId) : this.executor.start(resolved);
         started = handle;
         return this.#hooks(context, handle);
       },
@@ -238,7 +264,12 @@ export class BashProducer {
   /** The handle serving a task, when the executor still knows it. */
   handleOf(taskId: string): CommandHandle | undefined {
     const handle = this.#handles.get(taskId);
-    return handle !== undefined && this.executor.get(handle.id) === handle ? handle : undefined;
+    return handle !== undefined && this.#knows(handle) ? handle : undefined;
+  }
+
+  /** Whether the executor (or the remote dispatcher) that started `handle` still knows it. */
+  #knows(handle: CommandHandle): boolean {
+    return this.executor.get(handle.id) === handle || this.#remote?.get(handle.id) === handle;
   }
 
   /**
@@ -268,6 +299,8 @@ export class BashProducer {
       context.updateDetail({ outputBytes: handle.outputBytes }),
     );
     const stopListening = handle.onOutput(() => throttle.notify());
+    // A remote command's facts (its worker) arrive from elsewhere.
+    const stopFacts = handle.onDetail?.((patch) => context.updateDetail(patch));
     // The output file is created with the first output (or when a path is about to be shown).
     void handle.outputFileReady.then((outputFile) => {
       if (outputFile !== undefined) context.updateDetail({ outputFile });
@@ -303,6 +336,7 @@ export class BashProducer {
     const finished = handle.stopped.then((facts) => {
       throttle.stop();
       stopListening();
+      stopFacts?.();
       return bashOutcome(facts);
     });
     const detached =
@@ -330,7 +364,7 @@ export class BashProducer {
           }
         : {}),
       cancel: (reason) => {
-        if (this.executor.get(handle.id) !== handle) {
+        if (!this.#knows(handle)) {
           // The executor no longer knows the process: nothing can stop it or report its end.
           reportLost({
             status: 'lost',
@@ -370,7 +404,8 @@ export class BashProducer {
     const handle = this.#handles.get(taskId);
     if (!handle) return;
     this.#handles.delete(taskId);
-    void this.executor.release(handle.id);
+    if (this.#remote?.get(handle.id) === handle) void this.#remote.release(handle.id);
+    else void this.executor.release(handle.id);
   }
 }
 

@@ -6,6 +6,7 @@
 
 import type { EnvironmentTag } from '../../process/index.js';
 import type { TaskOutputStream } from '../../tasks/index.js';
+import type { BashFacts } from './bash-facts.js';
 import type { OutputRead } from './command-output.js';
 import type { ExitFacts } from './exit-facts.js';
 
@@ -75,4 +76,9 @@ export interface CommandHandle {
   cancel(message?: string): void;
   /** Sets the deadline to `timeoutMs` after the start (undefined removes it). */
   setTimeout(timeoutMs: number | undefined): void;
+  /**
+   * Facts learnt while the command runs elsewhere (a remote command's worker), for the task's detail.
+   * Absent on handles of commands that run here. Returns an unsubscribe.
+   */
+  onDetail?(listener: (patch: Partial<BashFacts>) => void): () => void;
 }

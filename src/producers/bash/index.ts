@@ -39,6 +39,7 @@ export {
   bashProducerOptions,
   createBashProducer,
   durationRule,
+  type RemoteCommands,
   type StartedBashTask,
   SUBAGENT_BACKGROUND_RUNTIME_CAP_MS,
 } from './bash-producer.js';

@@ -1,0 +1,82 @@
+/**
+ * The Redis client packages, loaded only when Redis is configured: `ioredis` and `bullmq` are optional
+ * dependencies, so an Errand that never scales out never loads (or needs) them. A configured `redis`
+ * without them fails with `REDIS_PACKAGES_MISSING`, naming both packages.
+ */
+import type * as BullMQ from 'bullmq';
+import type * as IORedis from 'ioredis';
+import { ErrandError } from '../tasks/index.js';
+import type { RedisTarget } from './redis-url.js';
+import { scrubSecrets } from './redis-url.js';
+
+export type RedisClient = IORedis.Redis;
+export type BullModule = typeof BullMQ;
+
+export interface RedisModules {
+  readonly Redis: typeof IORedis.Redis;
+  readonly bullmq: BullModule;
+}
+
+export class RedisPackagesMissingError extends ErrandError {
+  constructor(cause: unknown) {
+    super(
+      'REDIS_PACKAGES_MISSING',
+      'system',
+      'Redis is configured but its client packages are missing: install them with `npm install bullmq@6.7.0 ioredis@6.0.0`',
+      { cause, context: { packages: ['bullmq', 'ioredis'] } },
+    );
+  }
+}
+
+let loading: Promise<RedisModules> | undefined;
+
+/** Loads `ioredis` and `bullmq` once. Throws `REDIS_PACKAGES_MISSING` when either cannot be imported. */
+export function loadRedisModules(): Promise<RedisModules> {
+  loading ??= (async () => {
+    try {
+      const [ioredis, bullmq] = await Promise.all([import('ioredis'), import('bullmq')]);
+      return { Redis: ioredis.Redis, bullmq };
+    } catch (error) {
+      loading = undefined;
+      throw new RedisPackagesMissingError(error);
+    }
+  })();
+  return loading;
+}
+
+/** What a connection is for, as warnings name it. */
+export interface ConnectionSettings {
+  readonly role: string;
+  /** Warned about connection errors, with credentials scrubbed. */
+  readonly warn: (message: string, context?: Record<string, unknown>) => void;
+}
+
+/**
+ * Opens a client on `target` that retries forever (commands wait for the reconnect: what BullMQ's
+ * blocking connections require) and reports connection errors once per outage, scrubbed.
+ */
+export function openRedis(
+  modules: RedisModules,
+  target: RedisTarget,
+  settings: ConnectionSettings,
+): RedisClient {
+  const client = new modules.Redis(target.url, {
+    maxRetriesPerRequest: null,
+    enableReadyCheck: true,
+    // Reconnect quickly first, then at most every second.
+    retryStrategy: (times) => Math.min(50 * times, 1000),
+    lazyConnect: false,
+  });
+  let reported = false;
+  client.on('error', (error: Error) => {
+    if (reported) return;
+    reported = true;
+    settings.warn(
+      `Redis connection (${settings.role}) to ${target.redacted} failed: ${scrubSecrets(error.message, target)}; retrying`,
+    );
+  });
+  client.on('ready', () => {
+    reported = false;
+  });
+  return client;
+}

@@ -1,0 +1,104 @@
+/**
+ * The Lua scripts that decide a remote command's fate. Redis runs each atomically, so whichever of the
+ * worker's completion, a cancel before pickup, or the lost-worker check comes first settles the job, and
+ * every later attempt finds it settled and changes nothing: one terminal state per job, decided once.
+ *
+ * A job's `state` is `queued`, `running`, or terminal (`ended`: the worker reported exit facts;
+ * `killed`: cancelled before any worker took it; `lost`: its worker or its runtime is gone).
+ */
+
+/** The events stream keeps about this many entries (a runtime reads it continuously). */
+export const EVENTS_MAX_LENGTH = 10_000;
+
+const SETTLE_BODY = `
+local function settle(job, events, state, facts, by, keepMs, jobId)
+  redis.call('HSET', job, 'state', state, 'facts', facts, 'settledBy', by)
+  redis.call('PEXPIRE', job, keepMs)
+  redis.call('XADD', events, 'MAXLEN', '~', '${EVENTS_MAX_LENGTH}', '*', 't', 'settled', 'job', jobId)
+end
+local function live(state)
+  return state == 'queued' or state == 'running'
+end
+`;
+
+/**
+ * The worker takes a job. KEYS: job, events, runtime heartbeat. ARGV: worker name, worker instance,
+ * job id, facts for a job cancelled before pickup, facts for a job whose runtime is gone, keepMs.
+ * Returns `run`, `cancelled` (settled killed now), `orphaned` (settled lost now) or `gone`.
+ */
+export const CLAIM_SCRIPT = `${SETTLE_BODY}
+local state = redis.call('HGET', KEYS[1], 'state')
+-- The same instance asking again (its first call was resent after a reconnect) gets the same answer.
+if state == 'running' and redis.call('HGET', KEYS[1], 'workerInstance') == ARGV[2] then return 'run' end
+if state ~= 'queued' then return 'gone' end
+local cancel = redis.call('HGET', KEYS[1], 'cancel')
+if cancel and cancel ~= '' then
+  settle(KEYS[1], KEYS[2], 'killed', ARGV[4], ARGV[1], ARGV[6], ARGV[3])
+  return 'cancelled'
+end
+if redis.call('EXISTS', KEYS[3]) == 0 then
+  settle(KEYS[1], KEYS[2], 'lost', ARGV[5], ARGV[1], ARGV[6], ARGV[3])
+  return 'orphaned'
+end
+redis.call('HSET', KEYS[1], 'state', 'running', 'worker', ARGV[1], 'workerInstance', ARGV[2])
+redis.call('XADD', KEYS[2], 'MAXLEN', '~', '${EVENTS_MAX_LENGTH}', '*', 't', 'started', 'job', ARGV[3], 'worker', ARGV[1])
+return 'run'
+`;
+
+/**
+ * The worker reports the end. KEYS: job, events. ARGV: facts, worker name, keepMs, job id, output end.
+ * Returns 1 when this settled the job, 0 when something else had.
+ */
+export const FINISH_SCRIPT = `${SETTLE_BODY}
+local state = redis.call('HGET', KEYS[1], 'state')
+if state ~= 'running' then return 0 end
+if redis.call('HGET', KEYS[1], 'worker') ~= ARGV[2] then return 0 end
+redis.call('HSET', KEYS[1], 'end', ARGV[5])
+settle(KEYS[1], KEYS[2], 'ended', ARGV[1], ARGV[2], ARGV[3], ARGV[4])
+return 1
+`;
+
+/**
+ * A cancel. KEYS: job, events. ARGV: reason, facts for a job no worker took yet, keepMs, job id, cancel
+ * channel. Persists the request on the job (a worker that takes it later, or reconnects, still sees it),
+ * publishes it, and settles a queued job at once. Returns `settled` (now), `requested`, `ended` or `gone`.
+ */
+export const CANCEL_SCRIPT = `${SETTLE_BODY}
+local state = redis.call('HGET', KEYS[1], 'state')
+if not state then return 'gone' end
+if not live(state) then return 'ended' end
+redis.call('HSET', KEYS[1], 'cancel', ARGV[1])
+if state == 'queued' then
+  settle(KEYS[1], KEYS[2], 'killed', ARGV[2], 'cancel', ARGV[3], ARGV[4])
+  return 'settled'
+end
+redis.call('PUBLISH', ARGV[5], ARGV[4])
+return 'requested'
+`;
+
+/**
+ * The lost-worker check. KEYS: job, events, the worker's heartbeat. ARGV: facts, keepMs, job id.
+ * Settles a running job as lost only while its worker's heartbeat is gone or names another instance
+ * (a worker that restarted under the same name does not run the old instance's jobs). Returns 1 or 0.
+ */
+export const LOST_SCRIPT = `${SETTLE_BODY}
+local state = redis.call('HGET', KEYS[1], 'state')
+if state ~= 'running' then return 0 end
+local instance = redis.call('GET', KEYS[3])
+if instance and instance == redis.call('HGET', KEYS[1], 'workerInstance') then return 0 end
+settle(KEYS[1], KEYS[2], 'lost', ARGV[1], 'lost-check', ARGV[2], ARGV[3])
+return 1
+`;
+
+/**
+ * Reserves a block of ids. KEYS: the kind's counter. ARGV: block size, floor (the last id this runtime's
+ * store already used). Returns the block's last number.
+ */
+export const RESERVE_IDS_SCRIPT = `
+local current = tonumber(redis.call('GET', KEYS[1]) or '0')
+local floor = tonumber(ARGV[2])
+if current < floor then current = floor end
+current = current + tonumber(ARGV[1])
+redis.call('SET', KEYS[1], current)
+return current
+`;

@@ -1,0 +1,199 @@
+/**
+ * Remote bash commands end to end on a real redis-server: a runtime's task service and bash producer
+ * dispatch background commands, a worker (in this process here; in processes of their own in the
+ * scale-out suite) runs them. Output, cursors, cancels before pickup, while running and after the end.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { findRedisServer, startTestRedis, type TestRedis } from '../../test/support/redis-server.js';
+import { BashExecutor, type BashFacts, createBashProducer } from '../producers/bash/index.js';
+import { createTrustedCaller, systemClock, type TaskService, type TaskSnapshot } from '../tasks/index.js';
+import { ErrandWorker } from '../worker/errand-worker.js';
+import { RedisContext } from './redis-context.js';
+import { redisTaskServiceOn } from './redis-task-service.js';
+import { RemoteCommandDispatcher } from './remote-commands.js';
+
+const redisServer = findRedisServer();
+
+/** Whether `pid` runs (a zombie waiting for its reaper does not). */
+function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    return state !== 'Z' && state !== 'X';
+  } catch {
+    return false;
+  }
+}
+const trusted = createTrustedCaller('remote-test');
+const quiet = { warn: () => {} };
+
+interface Runtime {
+  readonly tasks: TaskService;
+  readonly bash: ReturnType<typeof createBashProducer>;
+  close(): Promise<void>;
+}
+
+describe.skipIf(redisServer === undefined)('remote bash commands', () => {
+  let redis: TestRedis;
+  let home: string;
+  let deployment = 0;
+  const closers: Array<() => Promise<void>> = [];
+
+  beforeAll(async () => {
+    redis = await startTestRedis(redisServer!);
+    home = await mkdtemp(join(tmpdir(), 'errand-remote-'));
+  });
+  afterEach(async () => {
+    for (const close of closers.splice(0).reverse()) await close();
+  });
+  afterAll(async () => {
+    await redis?.stop();
+    if (home) await rm(home, { recursive: true, force: true });
+  });
+
+  const runtime = async (prefix: string, label = 'default'): Promise<Runtime> => {
+    const context = await RedisContext.open(redis.url, prefix, quiet);
+    const dispatcher = await RemoteCommandDispatcher.start({
+      context,
+      label,
+      heartbeatMs: 100,
+      heartbeatTtlMs: 1000,
+      settledRetentionMs: 60_000,
+      maxBufferedBytes: 1024 * 1024,
+      maxReadBytes: 64 * 1024,
+      clock: systemClock,
+      logger: quiet,
+    });
+    const tasks = redisTaskServiceOn(context, 20);
+    tasks.attachController('test');
+    const executor = new BashExecutor({ logger: quiet });
+    const bash = createBashProducer({ tasks, executor, remote: dispatcher });
+    const close = async () => {
+      await tasks.dispose();
+      await executor.dispose();
+      await dispatcher.close();
+      await context.close();
+    };
+    closers.push(close);
+    return { tasks, bash, close };
+  };
+
+  const worker = async (prefix: string, labels: string[] = []): Promise<ErrandWorker> => {
+    const started = await ErrandWorker.start({
+      url: redis.url,
+      prefix,
+      name: `w-${prefix}`,
+      labels,
+      home,
+      heartbeatMs: 100,
+      heartbeatTtlMs: 1000,
+      logger: quiet,
+    });
+    closers.push(() => started.stop());
+    return started;
+  };
+
+  const ended = (tasks: TaskService, id: string): Promise<TaskSnapshot> => tasks.wait(id, 20_000, trusted);
+
+  it('runs a background command on the worker: output, exit code, the worker named, cursors', async () => {
+    const prefix = `p${++deployment}`;
+    await worker(prefix);
+    const { tasks, bash } = await runtime(prefix);
+    const started = await bash.start({ command: 'printf "hello\\n"; printf "world\\n" >&2; exit 3' });
+    expect(await started.handle.spawned).toBe(true);
+    const done = await ended(tasks, started.taskId);
+    expect(done.status).toBe('failed');
+    const detail = done.detail as BashFacts;
+    expect(detail.exitCode).toBe(3);
+    expect(detail.worker).toBe(`w-${prefix}`);
+    expect(detail.pid ?? null).toBeNull();
+    const read = await tasks.read(started.taskId, trusted);
+    expect(read.text).toBe('hello\nworld\n');
+    const cursor = await tasks.openCursor(started.taskId, trusted);
+    const page = await cursor.read();
+    expect(page.text).toBe('hello\nworld\n');
+    await cursor.close();
+  });
+
+  it('foreground commands stay local', async () => {
+    const prefix = `p${++deployment}`;
+    const { tasks, bash } = await runtime(prefix);
+    const started = await bash.start({ command: 'echo $$', background: false });
+    const done = await ended(tasks, started.taskId);
+    expect(done.status).toBe('completed');
+    expect((done.detail as BashFacts).worker).toBeUndefined();
+    expect(typeof (done.detail as BashFacts).pid).toBe('number');
+  });
+
+  it('a cancel while running kills the whole tree on the worker', async () => {
+    const prefix = `p${++deployment}`;
+    await worker(prefix);
+    const { tasks, bash } = await runtime(prefix);
+    const marker = join(home, `${prefix}.pids`);
+    const started = await bash.start({
+      command: `sleep 60 & echo $! > ${marker}; echo $$ >> ${marker}; wait`,
+    });
+    // Running once its output file names the pids.
+    while (
+      !existsSync(marker) ||
+      (await import('node:fs')).readFileSync(marker, 'utf8').split('\n').length < 3
+    ) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const pids = (await import('node:fs')).readFileSync(marker, 'utf8').trim().split('\n').map(Number);
+    await tasks.kill(started.taskId, trusted, 'enough');
+    const done = await ended(tasks, started.taskId);
+    expect(done.status).toBe('killed');
+    expect((done.detail as BashFacts).cancelMessage).toBe('enough');
+    for (const pid of pids) expect(alive(pid), `pid ${pid}`).toBe(false);
+  });
+
+  it('a cancel before any worker took the job wins: the command never runs', async () => {
+    const prefix = `p${++deployment}`;
+    const { tasks, bash } = await runtime(prefix, 'later');
+    const marker = join(home, `${prefix}.ran`);
+    const started = await bash.start({ command: `touch ${marker}` });
+    expect(await started.handle.spawned).toBe(true);
+    await tasks.kill(started.taskId, trusted, 'changed my mind');
+    const done = await ended(tasks, started.taskId);
+    expect(done.status).toBe('killed');
+    const late = await worker(prefix, ['later']);
+    while (late.counts.skipped + late.counts.taken === 0)
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(late.counts.taken).toBe(0);
+    expect(existsSync(marker)).toBe(false);
+  });
+
+  it('a cancel after the end changes nothing', async () => {
+    const prefix = `p${++deployment}`;
+    await worker(prefix);
+    const { tasks, bash } = await runtime(prefix);
+    const started = await bash.start({ command: 'echo done' });
+    const done = await ended(tasks, started.taskId);
+    expect(done.status).toBe('completed');
+    const after = await tasks.kill(started.taskId, trusted, 'too late');
+    expect(after.status).toBe('completed');
+    expect(tasks.get(started.taskId, trusted).status).toBe('completed');
+  });
+
+  it('bounds the stream in Redis and marks what a reader missed', async () => {
+    const prefix = `p${++deployment}`;
+    await worker(prefix);
+    const { tasks, bash } = await runtime(prefix);
+    // 3 MiB of output against the default 1 MiB stream: the oldest bytes are gone from Redis.
+    const started = await bash.start({ command: 'head -c 3145728 /dev/zero | tr "\\0" x' });
+    const done = await ended(tasks, started.taskId);
+    expect(done.status).toBe('completed');
+    expect((done.detail as BashFacts).outputBytes).toBe(3 * 1024 * 1024);
+    const read = await tasks.read(started.taskId, trusted);
+    expect(read.text).toMatch(/^\[\.\.\. \d+ bytes skipped/);
+    const cursor = await tasks.openCursor(started.taskId, trusted);
+    const page = await cursor.read();
+    expect(page.missedBytes).toBeGreaterThan(0);
+    await cursor.close();
+  });
+});

@@ -1,0 +1,745 @@
+/**
+ * The runtime's side of remote bash commands: it dispatches a background command as a BullMQ job (one
+ * attempt) with a record of its own in Redis, follows what its workers report on the runtime's events
+ * stream (started, output, settled), mirrors each command's output into the same in-memory window a
+ * local command has, and beats the runtime's heartbeat. Every `heartbeatMs` it also reads the record of
+ * each command it still waits for, so an event lost to a reconnect is made up for, and settles `lost`
+ * (through the guarded script) every command whose worker stopped beating.
+ */
+import { randomBytes } from 'node:crypto';
+import type { CommandHandle, CommandProcessFacts, OutputSnapshot } from '../producers/bash/command-handle.js';
+import type { OutputRead } from '../producers/bash/command-output.js';
+import { OUTPUT_SNAPSHOT_BYTES } from '../producers/bash/executor-options.js';
+import type { BashFacts, ExitFacts, RemoteCommands, ResolvedCommand } from '../producers/bash/index.js';
+import { OutputWindow } from '../producers/bash/output-window.js';
+import { Utf8ChunkAligner } from '../producers/bash/utf8-boundary.js';
+import type { CancelTimer, Clock } from '../tasks/clock.js';
+import type { Logger, TaskId, TaskOutputChunk, TaskOutputStream } from '../tasks/index.js';
+import type { RedisContext } from './redis-context.js';
+import { RedisKeys } from './redis-keys.js';
+import type { RedisClient } from './redis-modules.js';
+import { scrubSecrets } from './redis-url.js';
+
+/** What a job carries to its worker (BullMQ's job data). */
+export interface RemoteJobData {
+  readonly job: string;
+  readonly taskId: string;
+  readonly runtime: string;
+  readonly command: string;
+  readonly cwd: string;
+  readonly timeoutMs: number | null;
+}
+
+export interface RemoteCommandsOptions {
+  readonly context: RedisContext;
+  readonly label: string;
+  readonly heartbeatMs: number;
+  readonly heartbeatTtlMs: number;
+  readonly settledRetentionMs: number;
+  /** The mirror's capacity: the newest output bytes kept in memory (the executor's `maxBufferedBytes`). */
+  readonly maxBufferedBytes: number;
+  /** The most one consuming read returns (the executor's `maxReadBytes`). */
+  readonly maxReadBytes: number;
+  readonly clock: Clock;
+  readonly logger: Logger;
+}
+
+/** Exit facts with nothing run: the base of what the runtime itself decides (a cancel, a loss). */
+export function unrunFacts(startedAt: number, endedAt: number, patch: Partial<ExitFacts>): ExitFacts {
+  return {
+    reason: 'completed',
+    exitCode: null,
+    signal: null,
+    pid: null,
+    outputBytes: 0,
+    outputFile: null,
+    escalated: false,
+    signalledProcesses: 0,
+    survivors: [],
+    startedAt,
+    endedAt,
+    error: null,
+    errorCode: null,
+    cancelMessage: null,
+    timeoutMs: null,
+    outputLimitBytes: null,
+    ...patch,
+  };
+}
+
+const OUTPUT_PAGE_ENTRIES = 256;
+
+/** The offset past a stream entry, from its id `0-<end>`. */
+function entryEnd(id: Buffer | string): number {
+  const text = id.toString();
+  return Number(text.slice(text.indexOf('-') + 1));
+}
+
+/** One page of a job's output stream from `offset`: `[start, bytes]` runs, oldest first. */
+async function readEntries(
+  client: RedisClient,
+  key: string,
+  offset: number,
+  count: number,
+): Promise<Array<{ start: number; bytes: Buffer }>> {
+  const entries = (await client.xrangeBuffer(key, `(0-${offset}`, '+', 'COUNT', count)) as Array<
+    [Buffer, Buffer[]]
+  >;
+  return entries.map(([id, fields]) => {
+    const bytes = fields[1] ?? Buffer.alloc(0);
+    return { start: entryEnd(id) - bytes.length, bytes };
+  });
+}
+
+export class RemoteCommandDispatcher implements RemoteCommands {
+  readonly runtimeId = randomBytes(6).toString('hex');
+  readonly #options: RemoteCommandsOptions;
+  readonly #context: RedisContext;
+  readonly #keys: RedisKeys;
+  readonly #eventsKey: string;
+  readonly #queue: {
+    add(name: string, data: unknown, options: unknown): Promise<unknown>;
+    close(): Promise<void>;
+  };
+  readonly #handles = new Map<string, RemoteCommandHandle>();
+  #reader: RedisClient | undefined;
+  #lastEventId = '0-0';
+  #closed = false;
+  #reading: Promise<void> | undefined;
+  #cancelTick: CancelTimer | undefined;
+  #ticking = false;
+  /** A failing check is warned about once, until one succeeds again. */
+  #tickFailing = false;
+
+  private constructor(options: RemoteCommandsOptions) {
+    this.#options = options;
+    this.#context = options.context;
+    this.#keys = options.context.keys;
+    this.#eventsKey = this.#keys.runtimeEvents(this.runtimeId);
+    const { Queue } = options.context.modules.bullmq;
+    this.#queue = new Queue(RedisKeys.queueName(options.label), {
+      connection: options.context.bullConnection,
+      prefix: this.#keys.bullPrefix,
+    });
+  }
+
+  /** Starts following the runtime's events and beating its heartbeat; resolves once the first beat is in. */
+  static async start(options: RemoteCommandsOptions): Promise<RemoteCommandDispatcher> {
+    const dispatcher = new RemoteCommandDispatcher(options);
+    await dispatcher.#beat();
+    dispatcher.#reader = options.context.connect('events');
+    dispatcher.#reading = dispatcher.#readEvents();
+    dispatcher.#scheduleTick();
+    return dispatcher;
+  }
+
+  get context(): RedisContext {
+    return this.#context;
+  }
+
+  get eventsKey(): string {
+    return this.#eventsKey;
+  }
+
+  start(resolved: ResolvedCommand, taskId: TaskId): CommandHandle {
+    const job = `${this.runtimeId}.${taskId}`;
+    const handle = new RemoteCommandHandle(this, job, resolved, this.#options);
+    this.#handles.set(job, handle);
+    const data: RemoteJobData = {
+      job,
+      taskId,
+      runtime: this.runtimeId,
+      command: resolved.command,
+      cwd: resolved.cwd,
+      timeoutMs: resolved.timeoutMs ?? null,
+    };
+    handle.dispatched = this.#dispatch(handle, data);
+    return handle;
+  }
+
+  get(id: string): CommandHandle | undefined {
+    return this.#handles.get(id);
+  }
+
+  async release(id: string): Promise<void> {
+    const handle = this.#handles.get(id);
+    if (!handle) return;
+    this.#handles.delete(id);
+    await handle.stopped;
+    try {
+      await this.#context.client.del(this.#keys.job(id), this.#keys.output(id));
+    } catch {
+      // The record expires on its own (`settledRetentionMs`).
+    }
+  }
+
+  /** Stops following events and beating (its running commands are the task service's to stop first). */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#cancelTick?.();
+    try {
+      await this.#context.client.del(this.#keys.runtimeAlive(this.runtimeId), this.#eventsKey);
+    } catch {
+      // Expires on its own.
+    }
+    this.#reader?.disconnect();
+    await this.#reading?.catch(() => {});
+    await this.#queue.close().catch(() => {});
+  }
+
+  // ---------------------------------------------------------------- what a handle asks for
+
+  async cancelJob(handle: RemoteCommandHandle, reason: string): Promise<void> {
+    await handle.dispatched;
+    const facts = unrunFacts(handle.startedAt, this.#options.clock.now(), {
+      reason: 'cancelled',
+      cancelMessage: reason,
+    });
+    for (;;) {
+      try {
+        const result = await this.#context.client.errandCancel(
+          this.#keys.job(handle.id),
+          this.#eventsKey,
+          reason,
+          JSON.stringify(facts),
+          this.#options.settledRetentionMs,
+          handle.id,
+          this.#keys.cancelChannel,
+        );
+        if (result === 'settled' || result === 'ended') await this.#collect(handle);
+        else if (result === 'gone') handle.settle(this.#goneFacts(handle));
+        return;
+      } catch (error) {
+        // Redis is away: the cancel is retried until it is recorded (or the command settled meanwhile).
+        if (this.#closed || handle.exit !== undefined) return;
+        this.#warn(`Could not record the cancel of ${handle.taskLabel}; retrying`, error);
+        await new Promise((resolve) => setTimeout(resolve, this.#options.heartbeatMs));
+      }
+    }
+  }
+
+  async readOutputRange(
+    handle: RemoteCommandHandle,
+    offset: number,
+    maxBytes: number,
+  ): Promise<TaskOutputChunk> {
+    const limit = Math.min(maxBytes, handle.streamEnd - offset);
+    if (limit <= 0) return { from: offset, bytes: new Uint8Array(0) };
+    const parts: Buffer[] = [];
+    let from = offset;
+    let next = offset;
+    let size = 0;
+    while (size < limit) {
+      const page = await readEntries(this.#context.client, this.#keys.output(handle.id), next, 64).catch(
+        () => [],
+      );
+      if (page.length === 0) break;
+      for (const entry of page) {
+        if (size >= limit) break;
+        if (parts.length === 0 && entry.start > offset) from = entry.start;
+        const skip = Math.max(0, next - entry.start);
+        const piece = entry.bytes.subarray(skip, skip + (limit - size));
+        parts.push(piece);
+        size += piece.length;
+        next = entry.start + skip + piece.length;
+      }
+      if (page.length < 64) break;
+    }
+    return { from, bytes: Buffer.concat(parts) };
+  }
+
+  // ---------------------------------------------------------------- internals
+
+  async #dispatch(handle: RemoteCommandHandle, data: RemoteJobData): Promise<boolean> {
+    const client = this.#context.client;
+    try {
+      await client.hset(this.#keys.job(handle.id), {
+        state: 'queued',
+        task: data.taskId,
+        runtime: this.runtimeId,
+        command: data.command.slice(0, 4096),
+        end: '0',
+        retainedFrom: '0',
+      });
+      await this.#queue.add('bash', data, {
+        jobId: handle.id,
+        attempts: 1,
+        removeOnComplete: true,
+        removeOnFail: { count: 1000 },
+      });
+      return true;
+    } catch (error) {
+      const message = this.#scrub(error);
+      this.#warn(`Could not dispatch ${handle.taskLabel} to a worker`, error);
+      // A record that made it stays settled, so no worker runs what was never queued for sure.
+      await client
+        .errandCancel(
+          this.#keys.job(handle.id),
+          this.#eventsKey,
+          'the dispatch failed',
+          '{}',
+          this.#options.settledRetentionMs,
+          handle.id,
+          this.#keys.cancelChannel,
+        )
+        .catch(() => {});
+      handle.settle(
+        unrunFacts(handle.startedAt, this.#options.clock.now(), {
+          reason: 'spawn_error',
+          error: `could not dispatch it to a worker through Redis: ${message}`,
+          errorCode: 'EREDIS',
+        }),
+      );
+      return false;
+    }
+  }
+
+  async #readEvents(): Promise<void> {
+    const reader = this.#reader!;
+    while (!this.#closed) {
+      let reply: Array<[string, Array<[string, string[]]>]> | null;
+      try {
+        reply = (await reader.xread(
+          'COUNT',
+          1000,
+          'BLOCK',
+          1000,
+          'STREAMS',
+          this.#eventsKey,
+          this.#lastEventId,
+        )) as Array<[string, Array<[string, string[]]>]> | null;
+      } catch {
+        if (this.#closed) return;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        continue;
+      }
+      for (const [, entries] of reply ?? []) {
+        for (const [id, fields] of entries) {
+          this.#lastEventId = id;
+          this.#onEvent(fieldsOf(fields));
+        }
+      }
+    }
+  }
+
+  #onEvent(event: Record<string, string>): void {
+    const handle = event.job === undefined ? undefined : this.#handles.get(event.job);
+    if (!handle) return;
+    handle.heardAt = this.#options.clock.now();
+    switch (event.t) {
+      case 'started':
+        handle.markStarted(event.worker ?? '?', event.file);
+        break;
+      case 'out':
+        handle.streamRetainedFrom = Math.max(handle.streamRetainedFrom, Number(event.from ?? 0));
+        void this.#follow(handle, Number(event.end ?? 0));
+        break;
+      case 'settled':
+        void this.#collect(handle);
+        break;
+    }
+  }
+
+  /** Mirrors the job's output up to at least `end` (one fetch at a time per handle). */
+  #follow(handle: RemoteCommandHandle, end: number): Promise<void> {
+    handle.wantedEnd = Math.max(handle.wantedEnd, end);
+    if (handle.mirrorEnd >= handle.wantedEnd) return handle.following ?? Promise.resolve();
+    handle.following ??= (async () => {
+      // Never finishes synchronously: the assignment above happens first.
+      await undefined;
+      try {
+        while (handle.mirrorEnd < handle.wantedEnd) {
+          const page = await readEntries(
+            this.#context.client,
+            this.#keys.output(handle.id),
+            handle.mirrorEnd,
+            OUTPUT_PAGE_ENTRIES,
+          );
+          if (page.length === 0) break;
+          for (const entry of page) handle.mirror(entry.start, entry.bytes);
+        }
+      } catch (error) {
+        this.#warn(`Could not read the output of ${handle.taskLabel}`, error);
+      } finally {
+        handle.following = undefined;
+      }
+    })();
+    return handle.following;
+  }
+
+  /** Reads a settled job's record, mirrors the rest of its output, and settles the handle. */
+  async #collect(handle: RemoteCommandHandle): Promise<void> {
+    if (handle.exit !== undefined || handle.collecting) return;
+    handle.collecting = true;
+    try {
+      const record = await this.#context.client.hgetall(this.#keys.job(handle.id));
+      if (record.state === undefined) {
+        handle.settle(this.#goneFacts(handle));
+        return;
+      }
+      if (record.state === 'queued' || record.state === 'running') return;
+      const end = Number(record.end ?? 0);
+      handle.streamRetainedFrom = Math.max(handle.streamRetainedFrom, Number(record.retainedFrom ?? 0));
+      await handle.following;
+      await this.#follow(handle, end);
+      if (record.worker) handle.markStarted(record.worker, record.file);
+      const facts = parseFacts(record.facts, handle, this.#options.clock.now());
+      handle.settle({
+        ...facts,
+        outputBytes: Math.max(facts.outputBytes, handle.mirrorEnd),
+        outputFile: null,
+      });
+    } catch (error) {
+      this.#warn(`Could not read how ${handle.taskLabel} ended; the next check retries`, error);
+    } finally {
+      handle.collecting = false;
+    }
+  }
+
+  #goneFacts(handle: RemoteCommandHandle): ExitFacts {
+    return unrunFacts(handle.startedAt, this.#options.clock.now(), {
+      lost: `Redis no longer holds the record of its job (${handle.id}): its end cannot be known`,
+      outputBytes: handle.mirrorEnd,
+    });
+  }
+
+  async #beat(): Promise<void> {
+    await this.#context.client.set(
+      this.#keys.runtimeAlive(this.runtimeId),
+      '1',
+      'PX',
+      this.#options.heartbeatTtlMs,
+    );
+  }
+
+  #scheduleTick(): void {
+    if (this.#closed) return;
+    this.#cancelTick = this.#options.clock.schedule(this.#options.heartbeatMs, () => {
+      void this.#tick().finally(() => this.#scheduleTick());
+    });
+  }
+
+  /** The heartbeat, and the check of every command still waited for. */
+  async #tick(): Promise<void> {
+    if (this.#ticking || this.#closed) return;
+    this.#ticking = true;
+    try {
+      await this.#beat();
+      const now = this.#options.clock.now();
+      const live = [...this.#handles.values()].filter(
+        (handle) => handle.exit === undefined && !handle.undispatched,
+      );
+      // Running on a known worker: its heartbeat decides. Every command not heard of for a heartbeat TTL
+      // has its record read (an event lost to a reconnect, a record Redis lost).
+      const byWorker = new Map<string, RemoteCommandHandle[]>();
+      for (const handle of live) {
+        if (handle.worker === undefined) continue;
+        const list = byWorker.get(handle.worker) ?? [];
+        list.push(handle);
+        byWorker.set(handle.worker, list);
+      }
+      for (const [worker, handles] of byWorker) await this.#checkWorker(worker, handles);
+      const waiting = live.filter((handle) => now - handle.heardAt >= this.#options.heartbeatTtlMs);
+      if (waiting.length === 0) {
+        this.#tickFailing = false;
+        return;
+      }
+      const pipeline = this.#context.client.pipeline();
+      for (const handle of waiting) pipeline.hmget(this.#keys.job(handle.id), 'state', 'worker', 'end');
+      const replies = (await pipeline.exec()) ?? [];
+      replies.forEach(([error, value], index) => {
+        const handle = waiting[index]!;
+        if (error) return;
+        handle.heardAt = now;
+        const [state, worker, end] = value as [string | null, string | null, string | null];
+        if (state === null) {
+          // Dispatched (the record was written before the job) and gone: Redis lost it.
+          if (handle.dispatchedOk) void this.#collect(handle);
+        } else if (state !== 'queued' && state !== 'running') {
+          void this.#collect(handle);
+        } else if (state === 'running' && worker) {
+          handle.markStarted(worker, undefined);
+          void this.#follow(handle, Number(end ?? 0));
+        }
+      });
+      this.#tickFailing = false;
+    } catch (error) {
+      if (!this.#closed && !this.#tickFailing)
+        this.#warn('The remote commands check failed; the next ones retry', error);
+      this.#tickFailing = true;
+    } finally {
+      this.#ticking = false;
+    }
+  }
+
+  /** Settles `lost` the running jobs of a worker whose heartbeat is gone (the script checks it again). */
+  async #checkWorker(worker: string, handles: RemoteCommandHandle[]): Promise<void> {
+    const alive = await this.#context.client.exists(this.#keys.workerAlive(worker));
+    if (alive === 1) return;
+    for (const handle of handles) {
+      const facts = unrunFacts(handle.startedAt, this.#options.clock.now(), {
+        lost: `its worker ${worker} is gone: no heartbeat for ${this.#options.heartbeatTtlMs} ms; the command is not run again`,
+        outputBytes: handle.mirrorEnd,
+      });
+      const won = await this.#context.client.errandLost(
+        this.#keys.job(handle.id),
+        this.#eventsKey,
+        this.#keys.workerAlive(worker),
+        JSON.stringify(facts),
+        this.#options.settledRetentionMs,
+        handle.id,
+      );
+      if (Number(won) === 1) await this.#collect(handle);
+    }
+  }
+
+  #scrub(error: unknown): string {
+    return scrubSecrets(error instanceof Error ? error.message : String(error), this.#context.target);
+  }
+
+  #warn(message: string, error: unknown): void {
+    this.#options.logger.warn(`${message}: ${this.#scrub(error)}`);
+  }
+}
+
+function fieldsOf(fields: string[]): Record<string, string> {
+  const record: Record<string, string> = {};
+  for (let index = 0; index + 1 < fields.length; index += 2) record[fields[index]!] = fields[index + 1]!;
+  return record;
+}
+
+function parseFacts(text: string | undefined, handle: RemoteCommandHandle, now: number): ExitFacts {
+  try {
+    const facts = JSON.parse(text ?? '') as ExitFacts;
+    if (typeof facts === 'object' && facts !== null && typeof facts.reason === 'string') {
+      return unrunFacts(handle.startedAt, now, facts);
+    }
+  } catch {
+    // Below.
+  }
+  return unrunFacts(handle.startedAt, now, {
+    lost: `its job's record holds no readable exit facts (${handle.id})`,
+  });
+}
+
+/**
+ * A command running on a worker, as the bash producer sees any command: the same consuming reads,
+ * snapshots and renderings over the same in-memory window (fed from the job's output stream), the same
+ * exit facts. `pid` and the process facts stay undefined: the process is on another machine, and
+ * nothing here may ever signal a local process of that pid.
+ */
+export class RemoteCommandHandle implements CommandHandle {
+  readonly id: string;
+  readonly command: string;
+  readonly cwd: string;
+  readonly startedAt: number;
+  readonly durable = false;
+  readonly statusFile = undefined;
+  readonly pid = undefined;
+  readonly outputFile = undefined;
+  readonly stopped: Promise<ExitFacts>;
+  readonly spawned: Promise<boolean>;
+  readonly outputFileReady: Promise<string | undefined> = Promise.resolve(undefined);
+  readonly #dispatcher: RemoteCommandDispatcher;
+  readonly #options: RemoteCommandsOptions;
+  #window: OutputWindow;
+  readonly #aligner = new Utf8ChunkAligner();
+  readonly #outputListeners = new Set<(outputBytes: number) => void>();
+  readonly #detailListeners = new Set<(patch: Partial<BashFacts>) => void>();
+  readonly #growListeners = new Set<() => void>();
+  #resolveStopped!: (facts: ExitFacts) => void;
+  #exit: ExitFacts | undefined;
+  #timeoutMs: number | undefined;
+  #cancelRequested = false;
+  #worker: string | undefined;
+  #file: string | undefined;
+  /** When the dispatcher last heard of this command (an event, or its record read). */
+  heardAt: number;
+  /** Offset past the newest byte mirrored from the stream. */
+  mirrorEnd = 0;
+  wantedEnd = 0;
+  streamRetainedFrom = 0;
+  following: Promise<void> | undefined;
+  collecting = false;
+  dispatched: Promise<boolean> = Promise.resolve(false);
+  dispatchedOk = false;
+  undispatched = true;
+
+  constructor(
+    dispatcher: RemoteCommandDispatcher,
+    id: string,
+    resolved: ResolvedCommand,
+    options: RemoteCommandsOptions,
+  ) {
+    this.#dispatcher = dispatcher;
+    this.#options = options;
+    this.id = id;
+    this.command = resolved.command;
+    this.cwd = resolved.cwd;
+    this.#timeoutMs = resolved.timeoutMs;
+    this.startedAt = options.clock.now();
+    this.heardAt = this.startedAt;
+    this.#window = new OutputWindow(options.maxBufferedBytes);
+    this.stopped = new Promise((resolve) => {
+      this.#resolveStopped = resolve;
+    });
+    let resolveSpawned!: (spawned: boolean) => void;
+    this.spawned = new Promise((resolve) => {
+      resolveSpawned = resolve;
+    });
+    queueMicrotask(() => {
+      void this.dispatched.then((ok) => {
+        this.dispatchedOk = ok;
+        this.undispatched = false;
+        resolveSpawned(ok);
+      });
+    });
+  }
+
+  /** The worker that took it, once known. */
+  get worker(): string | undefined {
+    return this.#worker;
+  }
+
+  get taskLabel(): string {
+    return `remote command ${this.id}`;
+  }
+
+  get outputBytes(): number {
+    return this.#window.totalBytes;
+  }
+
+  get readOffset(): number {
+    return this.#window.consumedBytes;
+  }
+
+  get running(): boolean {
+    return this.#exit === undefined;
+  }
+
+  get timeoutMs(): number | undefined {
+    return this.#timeoutMs;
+  }
+
+  get exit(): ExitFacts | undefined {
+    return this.#exit;
+  }
+
+  /** The stream's end as far as this runtime has mirrored it. */
+  get streamEnd(): number {
+    return this.mirrorEnd;
+  }
+
+  processFacts(): CommandProcessFacts | undefined {
+    return undefined;
+  }
+
+  async ensureOutputFile(): Promise<string | undefined> {
+    return undefined;
+  }
+
+  read(limitBytes = this.#options.maxReadBytes): OutputRead {
+    const slice = this.#window.read(Math.min(limitBytes, this.#options.maxReadBytes));
+    return {
+      text: slice.text,
+      skippedBytes: slice.skippedBytes,
+      outputBytes: this.outputBytes,
+      outputFile: null,
+    };
+  }
+
+  outputStream(): TaskOutputStream {
+    const handle = this;
+    return {
+      get end() {
+        return handle.mirrorEnd;
+      },
+      get retainedFrom() {
+        return Math.min(handle.streamRetainedFrom, handle.mirrorEnd);
+      },
+      get location() {
+        return handle.#worker === undefined ? undefined : `worker ${handle.#worker}`;
+      },
+      read: (offset, maxBytes) => this.#dispatcher.readOutputRange(this, offset, maxBytes),
+      onGrow: (listener) => {
+        this.#growListeners.add(listener);
+        return () => this.#growListeners.delete(listener);
+      },
+    };
+  }
+
+  snapshot(limitBytes = OUTPUT_SNAPSHOT_BYTES): OutputSnapshot {
+    const tail = this.#window.tail(Math.min(limitBytes, OUTPUT_SNAPSHOT_BYTES));
+    return {
+      text: tail.text,
+      skippedBytes: tail.skippedBytes,
+      outputBytes: this.outputBytes,
+      outputFile: null,
+      running: this.running,
+    };
+  }
+
+  render(limitBytes: number, stderrPrefix: string): { text: string; skippedBytes: number } {
+    const rendered = this.#window.render(limitBytes, stderrPrefix);
+    return { text: rendered.text, skippedBytes: rendered.skippedBytes };
+  }
+
+  onOutput(listener: (outputBytes: number) => void): () => void {
+    this.#outputListeners.add(listener);
+    return () => this.#outputListeners.delete(listener);
+  }
+
+  onDetail(listener: (patch: Partial<BashFacts>) => void): () => void {
+    this.#detailListeners.add(listener);
+    if (this.#worker !== undefined) listener({ worker: this.#worker });
+    return () => this.#detailListeners.delete(listener);
+  }
+
+  cancel(message?: string): void {
+    if (this.#cancelRequested || this.#exit !== undefined) return;
+    this.#cancelRequested = true;
+    void this.#dispatcher.cancelJob(this, message ?? 'cancelled');
+  }
+
+  /** The worker enforces the deadline it was dispatched with; a later change is kept only as a fact. */
+  setTimeout(timeoutMs: number | undefined): void {
+    this.#timeoutMs = timeoutMs;
+  }
+
+  // ---------------------------------------------------------------- fed by the dispatcher
+
+  markStarted(worker: string, file: string | undefined): void {
+    if (this.#worker === worker && (file === undefined || file === this.#file)) return;
+    this.#worker = worker;
+    if (file) this.#file = file;
+    const patch: Partial<BashFacts> = { worker, ...(file ? { workerOutputFile: file } : {}) };
+    for (const listener of this.#detailListeners) listener(patch);
+  }
+
+  mirror(start: number, bytes: Buffer): void {
+    if (this.#exit !== undefined) return;
+    let piece = bytes;
+    if (start + piece.length <= this.mirrorEnd) return;
+    if (start < this.mirrorEnd) piece = piece.subarray(this.mirrorEnd - start);
+    else if (start > this.mirrorEnd) {
+      // The stream dropped bytes this runtime never mirrored: continue after the gap, reporting it skipped.
+      const cursor = this.#window.consumedBytes;
+      this.#aligner.flush((rest: Buffer) => this.#window.append(rest, false));
+      this.#window = new OutputWindow(this.#options.maxBufferedBytes);
+      this.#window.continueAt(start, cursor);
+    }
+    this.mirrorEnd = start + bytes.length;
+    this.#aligner.push(piece, (aligned) => this.#window.append(aligned, false));
+    for (const listener of this.#outputListeners) listener(this.outputBytes);
+    for (const listener of this.#growListeners) listener();
+  }
+
+  settle(facts: ExitFacts): void {
+    if (this.#exit !== undefined) return;
+    this.#aligner.flush((rest: Buffer) => this.#window.append(rest, false));
+    this.#exit = facts;
+    for (const listener of this.#growListeners) listener();
+    this.#resolveStopped(facts);
+  }
+}

@@ -1,0 +1,508 @@
+/**
+ * `errand worker`: runs the background commands runtimes dispatch through Redis. Each command runs in the
+ * worker's own bash executor — its own session and process group, the same tree census and terminator,
+ * the same capped output file (the spill) and, with `lifeline`, the same sidecar that stops every tree
+ * when the worker dies by any means. The worker takes a job only through the claim script (its job must
+ * still be queued, not cancelled, and its runtime alive), streams the output into the job's bounded
+ * Redis stream, and reports the end through the finish script: whichever of its end, a cancel or the
+ * lost-worker check comes first is the job's one outcome.
+ *
+ * Draining (`drain()`, SIGTERM): the worker stops taking jobs, lets running commands finish for up to
+ * `drainTimeoutMs`, then cancels what still runs (killed, with the worker named) and exits. Nothing is
+ * handed back to the queue: a command is not idempotent, so it never runs twice.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { Lifeline } from '../process/index.js';
+import { BashExecutor, type ExitFacts, type ProcessHandle } from '../producers/bash/index.js';
+import { RedisContext } from '../redis/redis-context.js';
+import { RedisKeys } from '../redis/redis-keys.js';
+import type { RedisClient } from '../redis/redis-modules.js';
+import { scrubSecrets } from '../redis/redis-url.js';
+import { type RemoteJobData, unrunFacts } from '../redis/remote-commands.js';
+import { type CancelTimer, systemClock } from '../tasks/clock.js';
+import { ErrandError, type TaskOutputStream } from '../tasks/index.js';
+import {
+  type ErrandWorkerOptions,
+  errandWorkerOptions,
+  type ResolvedWorkerOptions,
+} from './worker-options.js';
+
+/** A bigger chunk is split: an entry of the output stream holds at most this many bytes. */
+const MAX_ENTRY_BYTES = 64 * 1024;
+
+interface RunningJob {
+  readonly job: string;
+  readonly data: RemoteJobData;
+  readonly handle: ProcessHandle;
+  /** Bytes of the output sent to the stream (the offset past them). */
+  sent: number;
+  /** Entries in the stream, oldest first: [offset past the entry, its length]. */
+  readonly entries: Array<[number, number]>;
+  retainedBytes: number;
+  retainedFrom: number;
+  flushing: Promise<void> | undefined;
+  again: boolean;
+  cancelled: boolean;
+  stream: TaskOutputStream | undefined;
+}
+
+export class WorkerNameInUseError extends ErrandError {
+  constructor(name: string) {
+    super(
+      'WORKER_NAME_IN_USE',
+      'caller',
+      `Another worker named ${JSON.stringify(name)} is beating its heartbeat in this deployment; give this one another --name`,
+      { context: { field: 'name', value: name } },
+    );
+  }
+}
+
+export class ErrandWorker {
+  readonly name: string;
+  readonly instance = randomBytes(6).toString('hex');
+  readonly options: ResolvedWorkerOptions;
+  readonly #context: RedisContext;
+  readonly #executor: BashExecutor;
+  readonly #lifeline: Lifeline | undefined;
+  readonly #running = new Map<string, RunningJob>();
+  readonly #finished: string[] = [];
+  #workers: Array<{ close(force?: boolean): Promise<void>; pause?(doNotWait?: boolean): Promise<void> }> = [];
+  #subscriber: RedisClient | undefined;
+  #cancelTick: CancelTimer | undefined;
+  #ticking = false;
+  #closing: Promise<void> | undefined;
+  /** Jobs taken, and how each ended, since the start. */
+  readonly counts = { taken: 0, completed: 0, skipped: 0 };
+
+  private constructor(options: ResolvedWorkerOptions, context: RedisContext, lifeline: Lifeline | undefined) {
+    this.options = options;
+    this.name = options.name;
+    this.#context = context;
+    this.#lifeline = lifeline;
+    this.#executor = new BashExecutor({
+      ...(lifeline ? { lifeline } : {}),
+      outputDirectoryParent: options.home,
+      maxOutputFileBytes: options.maxOutputFileBytes,
+    });
+  }
+
+  /** Connects, claims its name (`WORKER_NAME_IN_USE` when a live worker has it) and starts taking jobs. */
+  static async start(input: ErrandWorkerOptions): Promise<ErrandWorker> {
+    const options = errandWorkerOptions.resolve(input);
+    mkdirSync(options.home, { recursive: true, mode: 0o700 });
+    const context = await RedisContext.open(options.url, options.prefix, options.logger);
+    const lifeline =
+      options.lifeline && process.platform === 'linux'
+        ? new Lifeline({
+            killGraceMs: 500,
+            maxRestartsPerMinute: 5,
+            clock: systemClock,
+            logger: options.logger,
+          })
+        : undefined;
+    const worker = new ErrandWorker(options, context, lifeline);
+    try {
+      await worker.#claimName();
+      await worker.#listen();
+    } catch (error) {
+      await worker.#shutdown(true).catch(() => {});
+      throw error;
+    }
+    return worker;
+  }
+
+  /** How many commands run now. */
+  get runningCount(): number {
+    return this.#running.size;
+  }
+
+  /**
+   * Stops taking jobs, lets running commands finish for up to `drainTimeoutMs`, cancels the rest, reports
+   * every end and disconnects. Idempotent.
+   */
+  drain(): Promise<void> {
+    this.#closing ??= this.#shutdown(false);
+    return this.#closing;
+  }
+
+  /** Like `drain`, without waiting: running commands are cancelled now. */
+  stop(): Promise<void> {
+    this.#closing ??= this.#shutdown(true);
+    return this.#closing;
+  }
+
+  // ---------------------------------------------------------------- setup
+
+  async #claimName(): Promise<void> {
+    const key = this.#context.keys.workerAlive(this.name);
+    const taken = await this.#context.client.set(key, this.instance, 'PX', this.options.heartbeatTtlMs, 'NX');
+    if (taken !== 'OK') throw new WorkerNameInUseError(this.name);
+    this.#scheduleTick();
+  }
+
+  async #listen(): Promise<void> {
+    const subscriber = this.#context.connect('cancels');
+    this.#subscriber = subscriber;
+    subscriber.on('message', (_channel: string, job: string) => {
+      if (this.#running.has(job)) void this.#checkCancel([job]);
+    });
+    await subscriber.subscribe(this.#context.keys.cancelChannel);
+    const { Worker } = this.#context.modules.bullmq;
+    const labels = this.options.labels.length === 0 ? ['default'] : this.options.labels;
+    this.#workers = labels.map(
+      (label) =>
+        new Worker(
+          RedisKeys.queueName(label),
+          // The third parameter makes BullMQ hand the processor an abort signal; cancels come through the
+          // job's record instead, which survives reconnects.
+          async (job: { id?: string; data: unknown }, _token?: string, _signal?: AbortSignal) =>
+            this.#process(job.id ?? '', job.data),
+          {
+            connection: this.#context.bullConnection,
+            prefix: this.#context.keys.bullPrefix,
+            concurrency: this.options.concurrency,
+            // A job whose worker died before claiming it goes back to the queue for another worker (it
+            // never ran); one it had claimed is found running by the claim script and never runs again —
+            // the lost-worker check settles it. So redelivery is safe, and a stall is noticed quickly.
+            maxStalledCount: 100,
+            lockDuration: 2000,
+            stalledInterval: 2000,
+          },
+        ),
+    );
+    for (const bull of this.#workers as unknown as Array<{
+      on(event: string, listener: (e: Error) => void): void;
+    }>) {
+      bull.on('error', (error) => this.#warn('The job queue connection failed; retrying', error));
+    }
+  }
+
+  // ---------------------------------------------------------------- one job
+
+  async #process(jobId: string, raw: unknown): Promise<void> {
+    const data = checkJobData(raw);
+    if (data === undefined || data.job !== jobId || this.#closing !== undefined) {
+      this.counts.skipped += 1;
+      return;
+    }
+    const keys = this.#context.keys;
+    const now = systemClock.now();
+    const claim = await this.#context.client.errandClaim(
+      keys.job(data.job),
+      keys.runtimeEvents(data.runtime),
+      keys.runtimeAlive(data.runtime),
+      this.name,
+      this.instance,
+      data.job,
+      JSON.stringify(
+        unrunFacts(now, now, { reason: 'cancelled', cancelMessage: 'cancelled before a worker took it' }),
+      ),
+      JSON.stringify(
+        unrunFacts(now, now, {
+          lost: `its runtime ${data.runtime} was gone when worker ${this.name} took it`,
+        }),
+      ),
+      this.options.settledRetentionMs,
+    );
+    if (claim !== 'run') {
+      this.counts.skipped += 1;
+      return;
+    }
+    this.counts.taken += 1;
+    let handle: ProcessHandle;
+    try {
+      const resolved = this.#executor.resolve({
+        command: data.command,
+        cwd: data.cwd,
+        env: process.env,
+        id: data.job,
+        ...(data.timeoutMs === null ? {} : { timeoutMs: data.timeoutMs }),
+      });
+      handle = this.#executor.start(resolved) as ProcessHandle;
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      await this.#finish(
+        data,
+        unrunFacts(now, systemClock.now(), { reason: 'spawn_error', error: message }),
+        0,
+      );
+      return;
+    }
+    const running: RunningJob = {
+      job: data.job,
+      data,
+      handle,
+      sent: 0,
+      entries: [],
+      retainedBytes: 0,
+      retainedFrom: 0,
+      flushing: undefined,
+      again: false,
+      cancelled: false,
+      stream: undefined,
+    };
+    this.#running.set(data.job, running);
+    try {
+      if (await handle.spawned) {
+        running.stream = handle.outputStream();
+        running.stream?.onGrow(() => this.#scheduleFlush(running));
+        // The claim told the runtime where it runs; the spill file's path is recorded once it exists.
+        void handle.outputFileReady.then((file) => {
+          if (file !== undefined)
+            void this.#context.client.hset(keys.job(data.job), 'file', file).catch(() => {});
+        });
+        // A cancel recorded while the command started.
+        void this.#checkCancel([data.job]);
+      }
+      const facts = await handle.stopped;
+      await this.#flushAll(running);
+      await this.#finish(data, facts, running.sent);
+    } finally {
+      this.#running.delete(data.job);
+      this.#forget(data.job);
+    }
+  }
+
+  #scheduleFlush(running: RunningJob): void {
+    if (running.flushing) {
+      running.again = true;
+      return;
+    }
+    running.flushing = (async () => {
+      // Coalesce a burst of small writes into one round trip.
+      await new Promise((resolve) => setTimeout(resolve, this.options.outputFlushMs));
+      do {
+        running.again = false;
+        await this.#flushOnce(running);
+      } while (running.again);
+      running.flushing = undefined;
+    })();
+  }
+
+  async #flushAll(running: RunningJob): Promise<void> {
+    await running.flushing;
+    const stream = running.stream;
+    // While Redis is away the sends fail; the rest of the output is retried for a while, then the end is
+    // reported with what made it (the spill file has everything).
+    for (let stalled = 0; stream !== undefined && running.sent < stream.end && stalled < 100; ) {
+      const before = running.sent;
+      await this.#flushOnce(running);
+      if (running.sent === before) {
+        stalled += 1;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      } else {
+        stalled = 0;
+      }
+    }
+  }
+
+  /** Sends what the output file holds past `sent` (at most the stream's cap, newest first), then trims. */
+  async #flushOnce(running: RunningJob): Promise<void> {
+    const stream = running.stream;
+    if (stream === undefined) return;
+    const keys = this.#context.keys;
+    const cap = this.options.maxStreamBytes;
+    // Further behind than the stream may hold: the older bytes are never sent (the file has them).
+    if (stream.end - running.sent > cap) running.sent = stream.end - cap;
+    let budget = 4 * MAX_ENTRY_BYTES;
+    while (running.sent < stream.end && budget > 0) {
+      let chunk: { from: number; bytes: Uint8Array };
+      try {
+        chunk = await stream.read(running.sent, Math.min(MAX_ENTRY_BYTES, budget));
+      } catch {
+        return;
+      }
+      if (chunk.bytes.length === 0) return;
+      const start = Math.max(chunk.from, running.sent);
+      const end = start + chunk.bytes.length;
+      budget -= chunk.bytes.length;
+      const pipeline = this.#context.client.multi();
+      pipeline.xadd(keys.output(running.job), `0-${end}`, 'd', Buffer.from(chunk.bytes));
+      running.entries.push([end, chunk.bytes.length]);
+      running.retainedBytes += chunk.bytes.length;
+      while (running.retainedBytes > cap && running.entries.length > 1) {
+        const [droppedEnd, length] = running.entries.shift()!;
+        running.retainedBytes -= length;
+        running.retainedFrom = droppedEnd;
+      }
+      if (running.entries.length > 0 && running.retainedFrom > 0) {
+        pipeline.xtrim(keys.output(running.job), 'MINID', `0-${running.retainedFrom + 1}`);
+      }
+      pipeline.hset(keys.job(running.job), 'end', String(end), 'retainedFrom', String(running.retainedFrom));
+      pipeline.xadd(
+        keys.runtimeEvents(running.data.runtime),
+        'MAXLEN',
+        '~',
+        '10000',
+        '*',
+        't',
+        'out',
+        'job',
+        running.job,
+        'end',
+        String(end),
+        'from',
+        String(running.retainedFrom),
+      );
+      try {
+        await pipeline.exec();
+      } catch (error) {
+        // Redis is away: the next flush (or the final one) sends it again from the same offset.
+        running.entries.pop();
+        running.retainedBytes -= chunk.bytes.length;
+        this.#warn(`Could not stream the output of ${running.job}`, error);
+        return;
+      }
+      running.sent = end;
+    }
+    if (running.sent < stream.end) running.again = true;
+  }
+
+  /** Reports the end through the finish script, retrying while Redis is away. */
+  async #finish(data: RemoteJobData, facts: ExitFacts, end: number): Promise<void> {
+    const keys = this.#context.keys;
+    const payload = JSON.stringify({ ...facts, outputFile: facts.outputFile });
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        const won = await this.#context.client.errandFinish(
+          keys.job(data.job),
+          keys.runtimeEvents(data.runtime),
+          payload,
+          this.name,
+          this.options.settledRetentionMs,
+          data.job,
+          end,
+        );
+        if (Number(won) === 1) this.counts.completed += 1;
+        return;
+      } catch (error) {
+        if (attempt === 0) this.#warn(`Could not report the end of ${data.job}; retrying`, error);
+        if (attempt > 600) return;
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+    }
+  }
+
+  /** Keeps the newest `keepOutputFiles` spill files; older ones are removed with their handles. */
+  #forget(job: string): void {
+    this.#finished.push(job);
+    while (this.#finished.length > this.options.keepOutputFiles) {
+      void this.#executor.release(this.#finished.shift()!);
+    }
+  }
+
+  // ---------------------------------------------------------------- heartbeat, cancels, orphans
+
+  #scheduleTick(): void {
+    if (this.#closing !== undefined && this.#running.size === 0) return;
+    this.#cancelTick = systemClock.schedule(this.options.heartbeatMs, () => {
+      void this.#tick().finally(() => this.#scheduleTick());
+    });
+  }
+
+  async #tick(): Promise<void> {
+    if (this.#ticking) return;
+    this.#ticking = true;
+    try {
+      await this.#context.client.set(
+        this.#context.keys.workerAlive(this.name),
+        this.instance,
+        'PX',
+        this.options.heartbeatTtlMs,
+      );
+      const jobs = [...this.#running.keys()];
+      if (jobs.length > 0) {
+        await this.#checkCancel(jobs);
+        await this.#checkRuntimes(jobs);
+      }
+    } catch (error) {
+      this.#warn('The heartbeat failed; retrying', error);
+    } finally {
+      this.#ticking = false;
+    }
+  }
+
+  /** Cancels the running commands whose job records hold a cancel request. */
+  async #checkCancel(jobs: string[]): Promise<void> {
+    const pipeline = this.#context.client.pipeline();
+    for (const job of jobs) pipeline.hget(this.#context.keys.job(job), 'cancel');
+    const replies = (await pipeline.exec().catch(() => null)) ?? [];
+    replies.forEach(([error, reason], index) => {
+      const running = this.#running.get(jobs[index]!);
+      if (error || !running || running.cancelled || typeof reason !== 'string' || reason === '') return;
+      running.cancelled = true;
+      running.handle.cancel(reason);
+    });
+  }
+
+  /** Stops the commands of runtimes whose heartbeat expired (a dead runtime's non-durable work). */
+  async #checkRuntimes(jobs: string[]): Promise<void> {
+    const pipeline = this.#context.client.pipeline();
+    const runtimes = jobs.map((job) => this.#running.get(job)?.data.runtime ?? '');
+    for (const runtime of runtimes) pipeline.exists(this.#context.keys.runtimeAlive(runtime));
+    const replies = (await pipeline.exec().catch(() => null)) ?? [];
+    replies.forEach(([error, exists], index) => {
+      const running = this.#running.get(jobs[index]!);
+      if (error || !running || running.cancelled || exists !== 0) return;
+      running.cancelled = true;
+      running.handle.cancel(`its runtime ${running.data.runtime} is gone (no heartbeat)`);
+    });
+  }
+
+  // ---------------------------------------------------------------- shutdown
+
+  async #shutdown(now: boolean): Promise<void> {
+    // Stop taking jobs first; what runs keeps running (BullMQ's close waits for active processors).
+    const closing = this.#workers.map((bull) => bull.close());
+    if (now) {
+      for (const running of this.#running.values()) running.handle.cancel(`worker ${this.name} stopped`);
+    } else if (this.#running.size > 0) {
+      const deadline = setTimeout(() => {
+        for (const running of this.#running.values()) {
+          if (!running.cancelled) running.handle.cancel(`worker ${this.name} drained (drainTimeoutMs)`);
+        }
+      }, this.options.drainTimeoutMs);
+      await Promise.allSettled([...this.#running.values()].map((running) => running.handle.stopped));
+      clearTimeout(deadline);
+    }
+    await Promise.allSettled(closing);
+    this.#cancelTick?.();
+    await this.#executor.dispose();
+    try {
+      // Only our own instance's heartbeat is removed.
+      const key = this.#context.keys.workerAlive(this.name);
+      if ((await this.#context.client.get(key)) === this.instance) await this.#context.client.del(key);
+    } catch {
+      // It expires on its own.
+    }
+    await this.#lifeline?.release();
+    this.#subscriber?.disconnect();
+    await this.#context.close();
+  }
+
+  #warn(message: string, error: unknown): void {
+    const text = error instanceof Error ? error.message : String(error);
+    this.options.logger.warn(`${message}: ${scrubSecrets(text, this.#context.target)}`);
+  }
+}
+
+/** A job's data, checked: a job that is not Errand's is skipped, never run. */
+function checkJobData(raw: unknown): RemoteJobData | undefined {
+  const data = raw as Partial<RemoteJobData> | null;
+  if (typeof data !== 'object' || data === null) return undefined;
+  if (typeof data.job !== 'string' || typeof data.runtime !== 'string' || typeof data.taskId !== 'string')
+    return undefined;
+  if (typeof data.command !== 'string' || typeof data.cwd !== 'string') return undefined;
+  if (
+    data.timeoutMs !== null &&
+    (typeof data.timeoutMs !== 'number' || !Number.isSafeInteger(data.timeoutMs))
+  ) {
+    return undefined;
+  }
+  return data as RemoteJobData;
+}
+
+export function startErrandWorker(options: ErrandWorkerOptions): Promise<ErrandWorker> {
+  return ErrandWorker.start(options);
+}

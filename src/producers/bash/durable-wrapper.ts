@@ -4,7 +4,8 @@
  * never passes through the runtime, so it survives the runtime's death), waits for it, and writes its exit
  * status atomically to the status file before exiting with the same status. A SIGTERM (or hangup, or
  * interrupt) to the group reaches the command; the wrapper's trap only defers its own reaction until the
- * command ended, so the status of a stopped command is still recorded. Only SIGKILL keeps it from writing.
+ * command ended, and once it did the wrapper ignores them (its `mv` with it), so the status of a stopped
+ * command is still recorded. Only SIGKILL keeps it from writing.
  */
 import type { EnvironmentTag, LaunchRequest, Sandbox } from '../../process/index.js';
 
@@ -21,6 +22,9 @@ export const DURABLE_WRAPPER_SCRIPT = [
   "trap ': stopping' HUP INT TERM",
   '"$@"',
   'code=$?',
+  // Ignored from here on, and so in `mv` too: a stop that is still signalling the group (it signals
+  // members it finds late) must not kill the rename and lose the status.
+  "trap '' HUP INT TERM",
   'printf \'{"exitCode":%d}\\n\' "$code" >"$status.tmp" && mv -f "$status.tmp" "$status"',
   'exit "$code"',
 ].join('\n');

@@ -42,6 +42,8 @@ const layers = [
   // The package's entries: the root, and `errand/format` for custom notification formatters.
   ['index.ts', 11],
   ['format.ts', 11],
+  // `errand/redis`: the Redis provider and the worker.
+  ['scale-out.ts', 11],
 ];
 // Units that must import nothing of ours outside themselves.
 const isolated = new Set(['tasks', 'text']);

@@ -30,6 +30,7 @@ import {
   type TaskChangeListener,
   type TaskDoneListener,
   type TaskFacts,
+  type TaskKind,
   type TaskReadResult,
   type TaskService,
   type TaskSnapshot,
@@ -48,6 +49,7 @@ export class RedisTaskService implements TaskService {
   readonly #ids: RedisIdBlocks;
   readonly #onDispose: () => Promise<void>;
   #disposal: Promise<void> | undefined;
+  #disposing = false;
 
   constructor(inner: TaskService, ids: RedisIdBlocks, onDispose: () => Promise<void>) {
     this.#inner = inner;
@@ -57,17 +59,25 @@ export class RedisTaskService implements TaskService {
 
   start(spec: TaskSpec): Promise<TaskSnapshot>;
   start<F extends TaskFacts>(spec: TaskSpec<NoInfer<F>>): Promise<TaskSnapshot<F>>;
-  async start(spec: TaskSpec): Promise<TaskSnapshot> {
+  start(spec: TaskSpec): Promise<TaskSnapshot> {
     const kind = (spec as { kind?: unknown } | null)?.kind;
     // A spec the registry refuses anyway costs no reservation; a resume keeps its id.
-    if (this.#disposal === undefined && isValidTaskKind(kind) && spec.resumeId === undefined) {
-      await this.#ids.ensure(kind);
-      // The registration's synchronous part takes the number (or refuses before needing one).
-      const started = this.#inner.start(spec);
-      this.#ids.settle(kind);
-      return started;
+    if (!this.#disposing && isValidTaskKind(kind) && spec.resumeId === undefined) {
+      return this.#startWithId(spec, kind);
     }
-    return this.#inner.start(spec);
+    const started = this.#inner.start(spec);
+    // Refused during disposal: the caller reads the refusal whenever it awaits, as with the in-process
+    // provider, even though closing the connection makes the disposal outlast this tick.
+    if (this.#disposing) started.catch(() => {});
+    return started;
+  }
+
+  async #startWithId(spec: TaskSpec, kind: TaskKind): Promise<TaskSnapshot> {
+    await this.#ids.ensure(kind);
+    // The registration's synchronous part takes the number (or refuses before needing one).
+    const started = this.#inner.start(spec);
+    this.#ids.settle(kind);
+    return started;
   }
 
   get(id: string, caller?: Caller): TaskSnapshot {
@@ -131,6 +141,9 @@ export class RedisTaskService implements TaskService {
   }
 
   dispose(): Promise<void> {
+    // Set before the registry's disposal runs: a start its listeners make meanwhile goes straight to the
+    // registry, which refuses it at once, as the in-process provider does.
+    this.#disposing = true;
     this.#disposal ??= (async () => {
       try {
         await this.#inner.dispose();

@@ -55,13 +55,17 @@ describe.skipIf(redisServer === undefined)('remote bash commands', () => {
     if (home) await rm(home, { recursive: true, force: true });
   });
 
-  const runtime = async (prefix: string, label = 'default'): Promise<Runtime> => {
+  const runtime = async (
+    prefix: string,
+    label = 'default',
+    heartbeatTtlMs = 1000,
+  ): Promise<Runtime & { context: RedisContext }> => {
     const context = await RedisContext.open(redis.url, prefix, quiet);
     const dispatcher = await RemoteCommandDispatcher.start({
       context,
       label,
       heartbeatMs: 100,
-      heartbeatTtlMs: 1000,
+      heartbeatTtlMs,
       settledRetentionMs: 60_000,
       maxBufferedBytes: 1024 * 1024,
       maxReadBytes: 64 * 1024,
@@ -79,7 +83,7 @@ describe.skipIf(redisServer === undefined)('remote bash commands', () => {
       await context.close();
     };
     closers.push(close);
-    return { tasks, bash, close };
+    return { tasks, bash, close, context };
   };
 
   const worker = async (prefix: string, labels: string[] = []): Promise<ErrandWorker> => {
@@ -195,5 +199,34 @@ describe.skipIf(redisServer === undefined)('remote bash commands', () => {
     const page = await cursor.read();
     expect(page.missedBytes).toBeGreaterThan(0);
     await cursor.close();
+  });
+
+  it('a runtime that stops beating has its running commands stopped by the worker', async () => {
+    const prefix = `p${++deployment}`;
+    await worker(prefix);
+    const { tasks, bash, context } = await runtime(prefix, 'default', 400);
+    const marker = join(home, `${prefix}.pid`);
+    const started = await bash.start({ command: `echo $$ > ${marker}; exec sleep 60` });
+    while (!existsSync(marker) || readFileSync(marker, 'utf8').trim() === '') {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const pid = Number(readFileSync(marker, 'utf8').trim());
+    expect(tasks.get(started.taskId, trusted).status).toBe('running');
+    // The runtime "dies": its connections drop without a goodbye, its heartbeat expires.
+    for (const client of [context.client]) client.disconnect();
+    const observer = await RedisContext.open(redis.url, prefix, quiet);
+    closers.push(() => observer.close());
+    const jobKey = (await observer.client.keys(`${prefix}:job:*`))[0]!;
+    let record: Record<string, string> = {};
+    for (let attempt = 0; attempt < 500; attempt += 1) {
+      record = await observer.client.hgetall(jobKey);
+      if (record.state === 'ended') break;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(record.state).toBe('ended');
+    const facts = JSON.parse(record.facts ?? '{}') as { reason?: string; cancelMessage?: string };
+    expect(facts.reason).toBe('cancelled');
+    expect(facts.cancelMessage).toContain('is gone (no heartbeat)');
+    expect(alive(pid)).toBe(false);
   });
 });

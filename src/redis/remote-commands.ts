@@ -192,6 +192,8 @@ export class RemoteCommandDispatcher implements RemoteCommands {
 
   async cancelJob(handle: RemoteCommandHandle, reason: string): Promise<void> {
     await handle.dispatched;
+    const requestedAt = this.#options.clock.now();
+    let warned = false;
     const facts = unrunFacts(handle.startedAt, this.#options.clock.now(), {
       reason: 'cancelled',
       cancelMessage: reason,
@@ -211,9 +213,21 @@ export class RemoteCommandDispatcher implements RemoteCommands {
         else if (result === 'gone') handle.settle(this.#goneFacts(handle));
         return;
       } catch (error) {
-        // Redis is away: the cancel is retried until it is recorded (or the command settled meanwhile).
+        // Redis is away: the cancel is retried until it is recorded (or the command settled meanwhile),
+        // for at most twice the heartbeat TTL — by then the worker stops the command on its own (this
+        // runtime's heartbeat has expired), and the task is settled lost here: its end cannot be known.
         if (this.#closed || handle.exit !== undefined) return;
-        this.#warn(`Could not record the cancel of ${handle.taskLabel}; retrying`, error);
+        if (this.#options.clock.now() - requestedAt > 2 * this.#options.heartbeatTtlMs) {
+          handle.settle(
+            unrunFacts(handle.startedAt, this.#options.clock.now(), {
+              lost: `its cancel could not reach Redis for ${2 * this.#options.heartbeatTtlMs} ms; its worker stops it once this runtime's heartbeat expires`,
+              outputBytes: handle.mirrorEnd,
+            }),
+          );
+          return;
+        }
+        if (!warned) this.#warn(`Could not record the cancel of ${handle.taskLabel}; retrying`, error);
+        warned = true;
         await new Promise((resolve) => setTimeout(resolve, this.#options.heartbeatMs));
       }
     }

@@ -58,6 +58,8 @@ const token = new URLSearchParams(window.location.search).get('token') ?? '';
 const works = new Map();
 /** @type {Session[]} */
 let sessions = [];
+/** Sessions the server counted but did not list (beyond its `maxListedSessions`). */
+let omittedSessions = 0;
 /** @type {string | null} */
 let selectedSessionId = null;
 /** A person chose the session: it stays selected while it exists. */
@@ -96,6 +98,7 @@ async function loadSessions() {
   }
   const body = await response.json();
   sessions = body.sessions;
+  omittedSessions = typeof body.omitted === 'number' ? body.omitted : 0;
   chooseSession();
   render();
 }
@@ -394,6 +397,9 @@ function renderSessions() {
   const details = /** @type {HTMLDetailsElement} */ (byId('ended'));
   details.hidden = endedIndex === 0;
   byId('ended-summary').textContent = `Ended sessions (${endedIndex})`;
+  const omitted = byId('sessions-omitted');
+  omitted.hidden = omittedSessions === 0;
+  omitted.textContent = `${omittedSessions} older ${omittedSessions === 1 ? 'session' : 'sessions'} not listed`;
   // The selected session is never hidden in a closed group.
   const selected =
     selectedSessionId === null ? undefined : sessions.find((session) => session.id === selectedSessionId);

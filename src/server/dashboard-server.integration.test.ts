@@ -493,6 +493,19 @@ describe('the page', () => {
 });
 
 describe('sessions and background works', () => {
+  it('lists at most maxListedSessions sessions, running work first, and counts the rest', async () => {
+    const fixture = await startFixture({ server: { maxListedSessions: 2 } });
+    await fixture.start('idle');
+    await flush();
+    const body = (await send(fixture, 'GET', '/api/sessions')).json() as {
+      sessions: { id: string }[];
+      omitted: number;
+    };
+    expect(body.sessions.map((session) => session.id)).toHaveLength(2);
+    expect(body.sessions[0]?.id).toBe('idle');
+    expect(body.omitted).toBe(1);
+  });
+
   it('lists sessions with a running-work marker and badge counts', async () => {
     const fixture = await startFixture();
     await fixture.start('main');
@@ -553,6 +566,7 @@ describe('sessions and background works', () => {
           group: 'live',
         },
       ],
+      omitted: 0,
     });
   });
 

@@ -363,10 +363,13 @@ class HttpDashboardServer implements DashboardServer {
   }
 
   async #sessions(running: Running): Promise<unknown> {
-    const sessions = await this.#options.backend.listSessions();
+    const entries = listSessionEntries(await this.#options.backend.listSessions(), running.store);
+    const listed = this.#options.maxListedSessions;
     return {
       badgeCount: running.store.badgeCount(),
-      sessions: listSessionEntries(sessions, running.store),
+      sessions: entries.slice(0, listed),
+      // Beyond the cap (the oldest ended ones first): counted, not listed.
+      omitted: Math.max(0, entries.length - listed),
     };
   }
 }

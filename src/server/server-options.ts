@@ -99,6 +99,11 @@ export const dashboardServerOptions = defineOptions(
      * `TOO_MANY_EVENT_CLIENTS`, whose message names this option. 1 to 100000. Default 64.
      */
     maxEventClients: option.integer({ min: 1, max: 100_000, default: 64 }),
+    /**
+     * Sessions `GET /api/sessions` lists, in its order (running work first, then live, then ended; newest
+     * first within each): the rest are only counted, in `omitted`. 1 to 100000. Default 500.
+     */
+    maxListedSessions: option.integer({ min: 1, max: 100_000, default: 500 }),
     /** The most messages one conversation page may hold (a larger `limit` is refused). 1 to 1000. Default 200. */
     maxConversationPage: option.integer({ min: 1, max: 1000, default: 200 }),
     /** Messages a conversation page holds when the request names no `limit`. Default 50. */

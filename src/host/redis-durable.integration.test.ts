@@ -11,10 +11,13 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { processesWith, startWorkerProcess, type WorkerProcess } from '../../test/support/errand-workers.js';
+import { processesWith, startWorkerProcess } from '../../test/support/errand-workers.js';
 import { findRedisServer, startTestRedis, type TestRedis } from '../../test/support/redis-server.js';
 import { RedisContext } from '../redis/redis-context.js';
-import type { SessionStore } from '../store/index.js';
+import { createRedisWorkAccess } from '../redis/redis-work-access.js';
+import { createStoreDashboardBackend } from '../server/index.js';
+import { openSqliteSessionStore, type SessionStore } from '../store/index.js';
+import { systemClock } from '../tasks/clock.js';
 import { createTrustedCaller, type TaskSnapshot } from '../tasks/index.js';
 import { scriptedModel } from '../testing/index.js';
 import { executeTool } from '../tools/index.js';
@@ -98,7 +101,6 @@ function settledTask(runtime: ErrandRuntime, taskId: string): Promise<TaskSnapsh
 describe.skipIf(redisServer === undefined)('durable remote commands', () => {
   let redis: TestRedis;
   let home: string;
-  let worker: WorkerProcess | undefined;
   const cleanups: Array<() => Promise<unknown> | unknown> = [];
 
   beforeAll(async () => {
@@ -109,7 +111,6 @@ describe.skipIf(redisServer === undefined)('durable remote commands', () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
   });
   afterAll(async () => {
-    await worker?.stop('SIGKILL');
     await redis?.stop();
     if (home) rmSync(home, { recursive: true, force: true });
   });
@@ -120,13 +121,14 @@ describe.skipIf(redisServer === undefined)('durable remote commands', () => {
     const go = join(home, 'go');
     const end = join(home, 'end');
     const endEarly = join(home, 'end-early');
-    worker = await startWorkerProcess({
+    const worker = await startWorkerProcess({
       url: redis.url,
       prefix,
       name: 'w-durable',
       home: join(home, 'worker'),
       extra: ['--heartbeat', '100', '--heartbeat-ttl', '1000'],
     });
+    cleanups.push(() => worker.stop('SIGKILL'));
     const host = await startRuntimeChild({
       home: join(home, 'runtime'),
       url: redis.url,
@@ -234,5 +236,83 @@ describe.skipIf(redisServer === undefined)('durable remote commands', () => {
     expect(queuedAbout(runtime.store, session.id, reattached)).toHaveLength(1);
     expect(queuedAbout(runtime.store, session.id, endedUnwatched)).toHaveLength(1);
     expect(processesWith(token)).toEqual([]);
+  }, 60_000);
+
+  it('show on a dashboard over the data directory with their output from Redis, and its Stop reaches the worker', async () => {
+    const prefix = 'serve1';
+    const token = `errand-serve-${process.pid}-${Date.now()}`;
+    const worker = await startWorkerProcess({
+      url: redis.url,
+      prefix,
+      name: 'w-serve',
+      home: join(home, 'worker-serve'),
+      extra: ['--heartbeat', '100', '--heartbeat-ttl', '1000'],
+    });
+    cleanups.push(() => worker.stop('SIGKILL'));
+    const host = await startRuntimeChild({
+      home: join(home, 'serve-runtime'),
+      url: redis.url,
+      prefix,
+      ready: 'ready',
+      durable: [`: ${token}; echo ready from the worker; while :; do sleep 0.05; done`],
+      plain: [],
+    });
+    const [taskId] = host.durable as [string];
+    await host.kill();
+
+    const link = await RedisContext.open(redis.url, prefix, quiet);
+    cleanups.push(() => link.close());
+    const store = openSqliteSessionStore({ home: join(home, 'serve-runtime') });
+    cleanups.push(() => store.close());
+    const backend = createStoreDashboardBackend({
+      store,
+      logger: quiet,
+      pollMs: 50,
+      remote: createRedisWorkAccess(link, { settledRetentionMs: 60_000, clock: systemClock }),
+    });
+    cleanups.push(() => backend.dispose());
+
+    // Its runtime is gone, its job runs: shown running, its output read from the job's stream.
+    await vi.waitFor(
+      () => {
+        backend.refresh();
+        expect(backend.events.find(taskId)?.status).toBe('running');
+      },
+      { timeout: 5000 },
+    );
+    const snapshot = await backend.outputSnapshot(host.sessionId, taskId, 4096);
+    expect(snapshot).toMatchObject({ text: 'ready from the worker\n', totalBytes: 22 });
+    const cursor = (await backend.openOutput!(taskId, { from: 'start' }))!;
+    cleanups.push(() => cursor.close());
+    expect((await cursor.read()).text).toBe('ready from the worker\n');
+    expect(processesWith(token).length).toBeGreaterThan(0);
+
+    // Stop: recorded on the job, its worker kills the tree.
+    expect(await backend.stopBackgroundWork(taskId)).toEqual({ ok: true });
+    expect(store.getTask(taskId, host.sessionId)).toMatchObject({
+      status: 'stopping',
+      stopInitiator: 'user',
+    });
+    await vi.waitFor(() => expect(processesWith(token)).toEqual([]), { timeout: 10_000 });
+    const observer = await RedisContext.open(redis.url, prefix, quiet);
+    cleanups.push(() => observer.close());
+    const [jobKey] = await observer.client.keys(`${prefix}:job:*.${taskId}`);
+    await vi.waitFor(
+      async () => {
+        const record = await observer.client.hgetall(jobKey!);
+        expect(record.state).toBe('ended');
+        expect(record.facts).toContain('stopped from the dashboard');
+      },
+      { timeout: 5000 },
+    );
+    // The dashboard shows how it ended, and the cursor reads to the end.
+    await vi.waitFor(
+      () => {
+        backend.refresh();
+        expect(backend.events.find(taskId)?.status).toBe('killed');
+      },
+      { timeout: 5000 },
+    );
+    expect((await cursor.read()).ended).toBe(true);
   }, 60_000);
 });

@@ -332,7 +332,11 @@ export function createStoreDashboardBackend(options: StoreDashboardBackendOption
       }
       throw new StopFailedError(workId, answer.reason);
     },
-    async outputSnapshot(sessionId, workId, maxBytes): Promise<OutputSnapshot | undefined> {
+    outputSnapshot(
+      sessionId,
+      workId,
+      maxBytes,
+    ): OutputSnapshot | Promise<OutputSnapshot | undefined> | undefined {
       const record = store.getTask(workId, sessionId);
       const job = record === undefined ? undefined : remoteJobOf(record.detail);
       if (job !== undefined && remote !== undefined) return remoteTail(remote, job, maxBytes);

@@ -4,7 +4,8 @@
  * Once its heartbeat expires the worker stops the non-durable one and runs the durable ones on; a new
  * runtime on the same home and Redis resumes the session and re-attaches them: same ids and owner,
  * output from the model's read offset, and each end — one that happened while no runtime ran too —
- * settled once and notified once.
+ * settled once and notified once. A runtime that exits cleanly lets go of them the same way, and
+ * `errand serve --redis`'s backend shows such work from Redis and stops it through its job.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -314,5 +315,75 @@ describe.skipIf(redisServer === undefined)('durable remote commands', () => {
       { timeout: 5000 },
     );
     expect((await cursor.read()).ended).toBe(true);
+  }, 60_000);
+
+  it('are let go of by a runtime that exits cleanly and re-attached by the next one', async () => {
+    const prefix = 'clean1';
+    const token = `errand-clean-${process.pid}-${Date.now()}`;
+    const end = join(home, 'clean-end');
+    const worker = await startWorkerProcess({
+      url: redis.url,
+      prefix,
+      name: 'w-clean',
+      home: join(home, 'worker-clean'),
+      extra: ['--heartbeat', '100', '--heartbeat-ttl', '1000'],
+    });
+    cleanups.push(() => worker.stop('SIGKILL'));
+    const open = async () => {
+      const runtime = await createErrandRuntime({
+        model: scriptedModel([]),
+        home: join(home, 'clean-runtime'),
+        pty: false,
+        subagents: false,
+        durable: true,
+        lifeline: false,
+        notifications: { wakeBudget: 0 },
+        commandPollMs: false,
+        logger: quiet,
+        redis: { url: redis.url, prefix, heartbeatMs: 100, heartbeatTtlMs: 1000 },
+      });
+      cleanups.push(() => runtime.dispose());
+      return runtime;
+    };
+    const first = await open();
+    const session = first.createSession();
+    const started = await executeTool(
+      first.bashTool,
+      {
+        command: `: ${token}; echo started; until [ -e ${end} ]; do sleep 0.02; done; echo done`,
+        run_in_background: true,
+      },
+      { caller: session.owner, toolCallId: 'call-1', signal: new AbortController().signal },
+    );
+    const taskId = (started.value as { taskId: string }).taskId;
+    await vi.waitFor(() => expect(first.outputSnapshot(taskId)?.text).toContain('started'), {
+      timeout: 10_000,
+    });
+    await first.dispose();
+    // The runtime's heartbeat is gone with it; two of the worker's heartbeats later (each one checks the
+    // runtimes of its jobs right after it beats), the durable command still runs.
+    const observer = await RedisContext.open(redis.url, prefix, quiet);
+    cleanups.push(() => observer.close());
+    expect(await observer.client.keys(`${prefix}:rt:*:alive`)).toEqual([]);
+    for (let beat = 0; beat < 2; beat += 1) {
+      const before = await observer.client.pttl(`${prefix}:worker:w-clean:alive`);
+      await vi.waitFor(
+        async () =>
+          expect(await observer.client.pttl(`${prefix}:worker:w-clean:alive`)).toBeGreaterThan(before),
+        { timeout: 5000, interval: 10 },
+      );
+    }
+    expect(processesWith(token).length).toBeGreaterThan(0);
+
+    const second = await open();
+    const resumed = second.resumeSession(session.id);
+    expect(second.tasks.get(taskId, resumed.owner)).toMatchObject({ status: 'running' });
+    writeFileSync(end, '');
+    const ended = await settledTask(second, taskId);
+    expect(ended).toMatchObject({ status: 'completed', detail: expect.objectContaining({ exitCode: 0 }) });
+    await vi.waitFor(() => expect(queuedAbout(second.store, session.id, taskId)).toHaveLength(1), {
+      timeout: 5000,
+    });
+    expect(processesWith(token)).toEqual([]);
   }, 60_000);
 });

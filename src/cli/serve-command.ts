@@ -7,10 +7,16 @@
  * the same across restarts; while it runs it is recorded in `run/dashboard.json` for `errand dashboard`,
  * and a second `errand serve` on the same data directory prints the running one's URL instead of
  * starting another. Prints the URL (token included) on stdout and runs until SIGINT / SIGTERM, then
- * closes the server and the store, leaving no process behind.
+ * closes the server and the store, leaving no process behind. With `--redis`, work that runs on
+ * `errand worker`s shows its output from its Redis stream, and its Stop, when no runtime holds it, is
+ * recorded on its job so its worker kills the tree.
  */
+import { RedisContext } from '../redis/redis-context.js';
+import { redisProviderOptions } from '../redis/redis-options.js';
+import { createRedisWorkAccess } from '../redis/redis-work-access.js';
 import { createDashboardServer, createStoreDashboardBackend } from '../server/index.js';
 import { DataDirectoryError, openSqliteSessionStore, resolveErrandHome } from '../store/index.js';
+import { systemClock } from '../tasks/clock.js';
 import { ErrandError } from '../tasks/index.js';
 import { describeFlags, type FlagSpecs, parseFlags, UsageError } from './args.js';
 import {
@@ -21,6 +27,7 @@ import {
   saveDashboardPort,
 } from './dashboard-state.js';
 import { type CommandIo, processIo } from './mcp-command.js';
+import { REDIS_FLAGS, redisOption } from './redis-flags.js';
 import { onShutdownSignal } from './shutdown-signals.js';
 
 export const SERVE_FLAGS: FlagSpecs = {
@@ -40,6 +47,12 @@ export const SERVE_FLAGS: FlagSpecs = {
     description:
       'the data directory whose sessions and work are shown (default: $ERRAND_HOME, else ~/.errand)',
   },
+  redis: {
+    ...REDIS_FLAGS.redis!,
+    description:
+      'the Redis the runtimes run background commands through (redis:// or rediss://, never printed): remote work shows its output from Redis, and a Stop of work no runtime holds reaches its worker',
+  },
+  'redis-prefix': REDIS_FLAGS['redis-prefix']!,
 };
 
 export const SERVE_USAGE = `Usage: errand serve [options]
@@ -47,6 +60,8 @@ export const SERVE_USAGE = `Usage: errand serve [options]
 Serves the Errand dashboard on 127.0.0.1 until SIGINT or SIGTERM. The URL it prints carries the access
 token. It shows the sessions and background work of every Errand process using the data directory
 (errand mcp, errand chat, ...), read from its store every second, and stops work through that store.
+With --redis, work running on errand workers shows its output from Redis, and a Stop of such work whose
+runtime is gone is recorded on its job, so its worker stops it.
 
 Options:
 ${describeFlags(SERVE_FLAGS)}
@@ -54,6 +69,7 @@ ${describeFlags(SERVE_FLAGS)}
 
 export async function runServeCommand(argv: readonly string[], io: CommandIo = processIo()): Promise<number> {
   let values: Record<string, unknown>;
+  let redis: ReturnType<typeof redisOption>;
   try {
     const parsed = parseFlags(argv, SERVE_FLAGS, io.cwd);
     if (parsed.help) {
@@ -61,6 +77,7 @@ export async function runServeCommand(argv: readonly string[], io: CommandIo = p
       return 0;
     }
     values = parsed.values;
+    redis = redisOption(values);
   } catch (error) {
     if (error instanceof UsageError) {
       io.stderr.write(`errand serve: ${error.message}\n\n${SERVE_USAGE}`);
@@ -90,10 +107,28 @@ export async function runServeCommand(argv: readonly string[], io: CommandIo = p
       ? error
       : new DataDirectoryError(home, (error as NodeJS.ErrnoException).code, error);
   }
-  const backend = createStoreDashboardBackend({ store, logger: { warn } });
-  const release = () => {
+  let link: RedisContext | undefined;
+  try {
+    link =
+      redis === undefined
+        ? undefined
+        : await RedisContext.open(redis.url, redis.prefix ?? 'errand', { warn });
+  } catch (error) {
+    store.close();
+    throw error;
+  }
+  const remote =
+    link === undefined
+      ? undefined
+      : createRedisWorkAccess(link, {
+          settledRetentionMs: redisProviderOptions.defaults.settledRetentionMs,
+          clock: systemClock,
+        });
+  const backend = createStoreDashboardBackend({ store, logger: { warn }, ...(remote ? { remote } : {}) });
+  const release = async () => {
     backend.dispose();
     store.close();
+    await link?.close();
   };
   const listen = async (port: number | undefined) => {
     const server = createDashboardServer({
@@ -124,7 +159,7 @@ export async function runServeCommand(argv: readonly string[], io: CommandIo = p
       });
     }
   } catch (error) {
-    release();
+    await release();
     throw error;
   }
   const { server, address } = started;
@@ -142,7 +177,7 @@ export async function runServeCommand(argv: readonly string[], io: CommandIo = p
   try {
     await stopped;
     await server.close();
-    release();
+    await release();
   } finally {
     unrecord();
     stopListening();

@@ -3,6 +3,7 @@
  * a `DurableAttachment`, and the bash producer re-registers the task under its id for the resumed
  * session's owner (`BashProducer.adopt`). A root whose start time was never recorded is looked up by its
  * tree's tag; when it cannot be found, nothing of the tree is ever signalled (the census starts after it).
+ * A durable command a worker runs (its record names its job, `remoteJob`) is re-attached through Redis.
  */
 
 import { type ProcessSource, parseEnvironmentTag, recognizeTree } from '../process/index.js';
@@ -20,8 +21,12 @@ export function durableAdopter(
   logger: Logger,
 ): (record: StoredTask, owner: Owner) => boolean {
   return (record, owner) => {
+    if (record.kind !== 'bash') return false;
+    const remoteJob = (record.detail as BashFacts).remoteJob;
+    if (typeof remoteJob === 'string' && remoteJob !== '')
+      return adoptRemote(bash, record, owner, remoteJob, logger);
     const facts = record.process;
-    if (record.kind !== 'bash' || facts === undefined) return false;
+    if (facts === undefined) return false;
     if (record.outputFile === undefined || record.statusFile === undefined) return false;
     const tag = parseEnvironmentTag(facts.tag);
     let startTime = facts.startTime;
@@ -58,4 +63,39 @@ export function durableAdopter(
       });
     return true;
   };
+}
+
+/** Re-registers a durable command a worker runs: the dispatcher re-attaches its job. */
+function adoptRemote(
+  bash: BashProducer,
+  record: StoredTask,
+  owner: Owner,
+  job: string,
+  logger: Logger,
+): boolean {
+  if (!bash.runsRemoteCommands) return false;
+  const detail = record.detail as BashFacts;
+  bash
+    .adopt({
+      taskId: record.id,
+      owner,
+      label: record.label,
+      detail,
+      traceparent: record.traceparent,
+      attachment: {
+        remote: true,
+        job,
+        command: typeof detail.command === 'string' ? detail.command : record.label,
+        cwd: typeof detail.cwd === 'string' ? detail.cwd : '/',
+        startedAt: record.startedAt,
+        readOffset: record.readOffset,
+        worker: typeof detail.worker === 'string' ? detail.worker : undefined,
+      },
+    })
+    .catch((error: unknown) => {
+      logger.warn(`task ${record.id}: re-attaching the durable remote command failed`, {
+        error: error instanceof Error ? error.message : String(error),
+      });
+    });
+  return true;
 }

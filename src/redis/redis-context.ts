@@ -6,6 +6,7 @@ import type { Logger } from '../tasks/index.js';
 import { RedisKeys } from './redis-keys.js';
 import { loadRedisModules, openRedis, type RedisClient, type RedisModules } from './redis-modules.js';
 import {
+  ADOPT_SCRIPT,
   CANCEL_SCRIPT,
   CLAIM_SCRIPT,
   FINISH_SCRIPT,
@@ -22,6 +23,7 @@ export interface ErrandScripts {
   errandFinish(job: string, events: string, ...args: (string | number)[]): ScriptResult;
   errandCancel(job: string, events: string, ...args: (string | number)[]): ScriptResult;
   errandLost(job: string, events: string, workerAlive: string, ...args: (string | number)[]): ScriptResult;
+  errandAdopt(job: string, events: string, runtime: string): Promise<Array<string | null>>;
   errandReserveIds(counter: string, ...args: (string | number)[]): ScriptResult;
 }
 
@@ -45,6 +47,7 @@ export class RedisContext {
     this.client.defineCommand('errandFinish', { numberOfKeys: 2, lua: FINISH_SCRIPT });
     this.client.defineCommand('errandCancel', { numberOfKeys: 2, lua: CANCEL_SCRIPT });
     this.client.defineCommand('errandLost', { numberOfKeys: 3, lua: LOST_SCRIPT });
+    this.client.defineCommand('errandAdopt', { numberOfKeys: 2, lua: ADOPT_SCRIPT });
     this.client.defineCommand('errandReserveIds', { numberOfKeys: 1, lua: RESERVE_IDS_SCRIPT });
   }
 

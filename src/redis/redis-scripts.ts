@@ -5,16 +5,26 @@
  *
  * A job's `state` is `queued`, `running`, or terminal (`ended`: the worker reported exit facts;
  * `killed`: cancelled before any worker took it; `lost`: its worker or its runtime is gone).
+ *
+ * A durable job (`durable` = `1` on its record) outlives its runtime: its runtime's heartbeat is never
+ * checked for it, and a runtime that resumes its session re-attaches it with the adopt script, which
+ * points the record's `events` field at the new runtime's events stream. Every script publishes a job's
+ * events to that field's stream when the record has one, so no end is reported to a runtime that is gone.
  */
 
 /** The events stream keeps about this many entries (a runtime reads it continuously). */
 export const EVENTS_MAX_LENGTH = 10_000;
 
 const SETTLE_BODY = `
+local function eventsOf(job, events)
+  local current = redis.call('HGET', job, 'events')
+  if current and current ~= '' then return current end
+  return events
+end
 local function settle(job, events, state, facts, by, keepMs, jobId)
   redis.call('HSET', job, 'state', state, 'facts', facts, 'settledBy', by)
   redis.call('PEXPIRE', job, keepMs)
-  redis.call('XADD', events, 'MAXLEN', '~', '${EVENTS_MAX_LENGTH}', '*', 't', 'settled', 'job', jobId)
+  redis.call('XADD', eventsOf(job, events), 'MAXLEN', '~', '${EVENTS_MAX_LENGTH}', '*', 't', 'settled', 'job', jobId)
 end
 local function live(state)
   return state == 'queued' or state == 'running'
@@ -36,13 +46,28 @@ if cancel and cancel ~= '' then
   settle(KEYS[1], KEYS[2], 'killed', ARGV[4], ARGV[1], ARGV[6], ARGV[3])
   return 'cancelled'
 end
-if redis.call('EXISTS', KEYS[3]) == 0 then
+if redis.call('HGET', KEYS[1], 'durable') ~= '1' and redis.call('EXISTS', KEYS[3]) == 0 then
   settle(KEYS[1], KEYS[2], 'lost', ARGV[5], ARGV[1], ARGV[6], ARGV[3])
   return 'orphaned'
 end
 redis.call('HSET', KEYS[1], 'state', 'running', 'worker', ARGV[1], 'workerInstance', ARGV[2])
-redis.call('XADD', KEYS[2], 'MAXLEN', '~', '${EVENTS_MAX_LENGTH}', '*', 't', 'started', 'job', ARGV[3], 'worker', ARGV[1])
+redis.call('XADD', eventsOf(KEYS[1], KEYS[2]), 'MAXLEN', '~', '${EVENTS_MAX_LENGTH}', '*', 't', 'started', 'job', ARGV[3], 'worker', ARGV[1])
 return 'run'
+`;
+
+/**
+ * A resumed runtime re-attaches a durable job. KEYS: job, the new runtime's events stream. ARGV: the new
+ * runtime's id. A live job's events go to the new stream from now on (its worker also learns the new
+ * runtime at its next heartbeat). Returns `[state, worker, end, retainedFrom]`; `state` is false (nil)
+ * when Redis no longer holds the record.
+ */
+export const ADOPT_SCRIPT = `
+local state = redis.call('HGET', KEYS[1], 'state')
+if not state then return {false, false, false, false} end
+if state == 'queued' or state == 'running' then
+  redis.call('HSET', KEYS[1], 'events', KEYS[2], 'runtime', ARGV[1])
+end
+return redis.call('HMGET', KEYS[1], 'state', 'worker', 'end', 'retainedFrom')
 `;
 
 /**

@@ -10,7 +10,14 @@ import { randomBytes } from 'node:crypto';
 import type { CommandHandle, CommandProcessFacts, OutputSnapshot } from '../producers/bash/command-handle.js';
 import type { OutputRead } from '../producers/bash/command-output.js';
 import { OUTPUT_SNAPSHOT_BYTES } from '../producers/bash/executor-options.js';
-import type { BashFacts, ExitFacts, RemoteCommands, ResolvedCommand } from '../producers/bash/index.js';
+import type {
+  BashFacts,
+  ExitFacts,
+  RemoteAttachment,
+  RemoteCommands,
+  RemoteStartOptions,
+  ResolvedCommand,
+} from '../producers/bash/index.js';
 import { OutputWindow } from '../producers/bash/output-window.js';
 import { Utf8ChunkAligner } from '../producers/bash/utf8-boundary.js';
 import type { CancelTimer, Clock } from '../tasks/clock.js';
@@ -28,6 +35,8 @@ export interface RemoteJobData {
   readonly command: string;
   readonly cwd: string;
   readonly timeoutMs: number | null;
+  /** Runs on when its runtime's heartbeat expires, to be re-attached on resume. Absent: false. */
+  readonly durable?: boolean;
 }
 
 export interface RemoteCommandsOptions {
@@ -141,9 +150,10 @@ export class RemoteCommandDispatcher implements RemoteCommands {
     return this.#eventsKey;
   }
 
-  start(resolved: ResolvedCommand, taskId: TaskId): CommandHandle {
+  start(resolved: ResolvedCommand, taskId: TaskId, options: RemoteStartOptions = {}): CommandHandle {
     const job = `${this.runtimeId}.${taskId}`;
-    const handle = new RemoteCommandHandle(this, job, resolved, this.#options);
+    const durable = options.durable === true;
+    const handle = new RemoteCommandHandle(this, job, resolved, this.#options, { durable });
     this.#handles.set(job, handle);
     const data: RemoteJobData = {
       job,
@@ -152,8 +162,28 @@ export class RemoteCommandDispatcher implements RemoteCommands {
       command: resolved.command,
       cwd: resolved.cwd,
       timeoutMs: resolved.timeoutMs ?? null,
+      ...(durable ? { durable: true } : {}),
     };
     handle.dispatched = this.#dispatch(handle, data);
+    return handle;
+  }
+
+  /**
+   * Re-attaches a durable command an earlier runtime dispatched (its session is being resumed): its job's
+   * events come to this runtime from now on, output is mirrored from the model's read offset, and an end
+   * that happened while no runtime ran settles the handle at once.
+   */
+  attach(attachment: RemoteAttachment): CommandHandle {
+    const handle = new RemoteCommandHandle(
+      this,
+      attachment.job,
+      { command: attachment.command, cwd: attachment.cwd } as ResolvedCommand,
+      this.#options,
+      { durable: true, startedAt: attachment.startedAt, readOffset: attachment.readOffset },
+    );
+    this.#handles.set(attachment.job, handle);
+    if (attachment.worker) handle.markStarted(attachment.worker, undefined);
+    handle.dispatched = this.#adopt(handle);
     return handle;
   }
 
@@ -264,6 +294,34 @@ export class RemoteCommandDispatcher implements RemoteCommands {
   }
 
   // ---------------------------------------------------------------- internals
+
+  /** Points the job's events at this runtime, then catches up with what it missed (output, its end). */
+  async #adopt(handle: RemoteCommandHandle): Promise<boolean> {
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        const [state, worker, end, retainedFrom] = await this.#context.client.errandAdopt(
+          this.#keys.job(handle.id),
+          this.#eventsKey,
+          this.runtimeId,
+        );
+        if (state === null || state === undefined) {
+          handle.settle(this.#goneFacts(handle));
+          return false;
+        }
+        handle.heardAt = this.#options.clock.now();
+        if (worker) handle.markStarted(worker, undefined);
+        handle.streamRetainedFrom = Math.max(handle.streamRetainedFrom, Number(retainedFrom ?? 0));
+        if (state === 'queued' || state === 'running') void this.#follow(handle, Number(end ?? 0));
+        else void this.#collect(handle);
+        return true;
+      } catch (error) {
+        // Redis is away: the re-attachment is retried until it is heard or this runtime closes.
+        if (this.#closed) return false;
+        if (attempt === 0) this.#warn(`Could not re-attach ${handle.taskLabel}; retrying`, error);
+        await new Promise((resolve) => setTimeout(resolve, this.#options.heartbeatMs));
+      }
+    }
+  }
 
   async #dispatch(handle: RemoteCommandHandle, data: RemoteJobData): Promise<boolean> {
     const client = this.#context.client;
@@ -548,13 +606,17 @@ export class RemoteCommandHandle implements CommandHandle {
   readonly command: string;
   readonly cwd: string;
   readonly startedAt: number;
-  readonly durable = false;
+  readonly durable: boolean;
   readonly statusFile = undefined;
   readonly pid = undefined;
   readonly outputFile = undefined;
   readonly stopped: Promise<ExitFacts>;
   readonly spawned: Promise<boolean>;
   readonly outputFileReady: Promise<string | undefined> = Promise.resolve(undefined);
+  /** Resolves once `detach()` let go of a durable command (this runtime exits; the command runs on). */
+  readonly detached: Promise<void>;
+  #resolveDetached!: () => void;
+  #isDetached = false;
   readonly #dispatcher: RemoteCommandDispatcher;
   readonly #options: RemoteCommandsOptions;
   #window: OutputWindow;
@@ -585,16 +647,27 @@ export class RemoteCommandHandle implements CommandHandle {
     id: string,
     resolved: ResolvedCommand,
     options: RemoteCommandsOptions,
+    settings: { durable: boolean; startedAt?: number; readOffset?: number },
   ) {
     this.#dispatcher = dispatcher;
     this.#options = options;
     this.id = id;
     this.command = resolved.command;
     this.cwd = resolved.cwd;
+    this.durable = settings.durable;
     this.#timeoutMs = resolved.timeoutMs;
-    this.startedAt = options.clock.now();
-    this.heardAt = this.startedAt;
+    this.startedAt = settings.startedAt ?? options.clock.now();
+    this.heardAt = options.clock.now();
     this.#window = new OutputWindow(options.maxBufferedBytes);
+    if (settings.readOffset !== undefined && settings.readOffset > 0) {
+      // Re-attached: the model read up to here; the mirror continues from there.
+      this.#window.continueAt(settings.readOffset, settings.readOffset);
+      this.mirrorEnd = settings.readOffset;
+      this.wantedEnd = settings.readOffset;
+    }
+    this.detached = new Promise((resolve) => {
+      this.#resolveDetached = resolve;
+    });
     this.stopped = new Promise((resolve) => {
       this.#resolveStopped = resolve;
     });
@@ -629,7 +702,7 @@ export class RemoteCommandHandle implements CommandHandle {
   }
 
   get running(): boolean {
-    return this.#exit === undefined;
+    return this.#exit === undefined && !this.#isDetached;
   }
 
   get timeoutMs(): number | undefined {
@@ -706,12 +779,20 @@ export class RemoteCommandHandle implements CommandHandle {
 
   onDetail(listener: (patch: Partial<BashFacts>) => void): () => void {
     this.#detailListeners.add(listener);
-    if (this.#worker !== undefined) listener({ worker: this.#worker });
+    // The job key is what a resumed runtime re-attaches a durable command by.
+    listener({ remoteJob: this.id, ...(this.#worker === undefined ? {} : { worker: this.#worker }) });
     return () => this.#detailListeners.delete(listener);
   }
 
+  /** Lets go of a durable command without stopping it (this runtime exits); its worker runs it on. */
+  detach(): void {
+    if (!this.durable || this.#exit !== undefined || this.#isDetached) return;
+    this.#isDetached = true;
+    this.#resolveDetached();
+  }
+
   cancel(message?: string): void {
-    if (this.#cancelRequested || this.#exit !== undefined) return;
+    if (this.#cancelRequested || this.#exit !== undefined || this.#isDetached) return;
     this.#cancelRequested = true;
     void this.#dispatcher.cancelJob(this, message ?? 'cancelled');
   }
@@ -732,7 +813,7 @@ export class RemoteCommandHandle implements CommandHandle {
   }
 
   mirror(start: number, bytes: Buffer): void {
-    if (this.#exit !== undefined) return;
+    if (this.#exit !== undefined || this.#isDetached) return;
     let piece = bytes;
     if (start + piece.length <= this.mirrorEnd) return;
     if (start < this.mirrorEnd) piece = piece.subarray(this.mirrorEnd - start);
@@ -750,7 +831,7 @@ export class RemoteCommandHandle implements CommandHandle {
   }
 
   settle(facts: ExitFacts): void {
-    if (this.#exit !== undefined) return;
+    if (this.#exit !== undefined || this.#isDetached) return;
     this.#aligner.flush((rest: Buffer) => this.#window.append(rest, false));
     this.#exit = facts;
     for (const listener of this.#growListeners) listener();

@@ -2,7 +2,8 @@
  * A reader of an output file written by another process: the store-backed dashboard's observation cursor.
  * It reads the file from its own position, pages it like the task service's cursors (`readOutputPage`:
  * never half a character), and waits for more by watching the file's size every `pollMs`; it knows the
- * work has ended from the store (`isComplete`), since no event crosses processes.
+ * work has ended from the store (`isComplete`), since no event crosses processes. The same cursor reads
+ * a remote job's Redis stream (`openStreamOutputCursor`), refreshing the stream's end before each look.
  */
 import { statSync } from 'node:fs';
 import { readFileRange } from '../process/index.js';
@@ -57,8 +58,21 @@ function fileStream(path: string): TaskOutputStream {
   };
 }
 
+/** A stream read from elsewhere: `end` is as of the last `refresh()`. */
+export interface RefreshableStream extends TaskOutputStream {
+  refresh?(): Promise<void>;
+}
+
 export function openFileOutputCursor(parts: FileOutputCursorParts, options: OpenCursorOptions): OutputCursor {
-  const stream = fileStream(parts.path);
+  return openStreamOutputCursor(parts, fileStream(parts.path), options);
+}
+
+/** A cursor over any stream another process writes (a remote job's Redis stream), polled like a file. */
+export function openStreamOutputCursor(
+  parts: Omit<FileOutputCursorParts, 'path'>,
+  stream: RefreshableStream,
+  options: OpenCursorOptions,
+): OutputCursor {
   const end = stream.end;
   const from = options.from ?? 'start';
   let position: number;
@@ -77,14 +91,19 @@ class FileOutputCursor implements OutputCursor {
   readonly id: string;
   readonly taskId: TaskId;
   readonly stream = 'bytes' as const;
-  readonly #parts: FileOutputCursorParts;
-  readonly #file: TaskOutputStream;
+  readonly #parts: Omit<FileOutputCursorParts, 'path'>;
+  readonly #file: RefreshableStream;
   #position: number;
   #alignStart: boolean;
   #closed = false;
   #chain: Promise<unknown> = Promise.resolve();
 
-  constructor(parts: FileOutputCursorParts, file: TaskOutputStream, position: number, alignStart: boolean) {
+  constructor(
+    parts: Omit<FileOutputCursorParts, 'path'>,
+    file: RefreshableStream,
+    position: number,
+    alignStart: boolean,
+  ) {
     this.id = parts.id;
     this.taskId = parts.taskId;
     this.#parts = parts;
@@ -126,6 +145,7 @@ class FileOutputCursor implements OutputCursor {
         const left = deadline - this.#parts.now();
         if (left <= 0) break;
         await pause(Math.min(this.#parts.pollMs, left), signal);
+        await this.#file.refresh?.();
       }
       read = await this.#page(maxBytes);
     }
@@ -136,6 +156,7 @@ class FileOutputCursor implements OutputCursor {
 
   async #page(maxBytes: number): Promise<OutputCursorRead> {
     if (this.#closed) throw new CursorClosedError(this.id, this.taskId, 'closed');
+    await this.#file.refresh?.();
     const status = this.#parts.status();
     const complete = !isLive(status);
     const page = await readOutputPage(this.#file, {

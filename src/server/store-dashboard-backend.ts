@@ -71,7 +71,8 @@ import type {
   StopBackgroundWorkResult,
   StopRejectionReason,
 } from './dashboard-backend.js';
-import { openFileOutputCursor } from './file-output-cursor.js';
+import { openFileOutputCursor, openStreamOutputCursor } from './file-output-cursor.js';
+import { type RemoteWorkAccess, remoteJobOf } from './remote-work.js';
 import { consoleDashboardLogger } from './server-options.js';
 import { createSessionSummaries } from './session-summaries.js';
 import { StoreSessionReads } from './store-session-reads.js';
@@ -105,6 +106,16 @@ export const storeDashboardBackendOptions = defineOptions('createStoreDashboardB
   /** SIGTERM → SIGKILL grace when such work is stopped here, in ms (1 to 600000). Default 2000. */
   killGraceMs: option.integer({ min: 1, max: 600_000, default: 2000 }),
   logger: option.logger({ default: consoleDashboardLogger }),
+  /**
+   * Work that runs on workers (`errand serve --redis`): its output is read from its Redis stream, its
+   * state from its job's record when no runtime holds it, and its Stop recorded on the job. Default:
+   * none (such work shows what the store recorded).
+   */
+  remote: option.shaped<RemoteWorkAccess>('a RemoteWorkAccess ({ openOutput, knownState, cancel })', [
+    'openOutput',
+    'knownState',
+    'cancel',
+  ]),
 });
 
 /** Options of `createStoreDashboardBackend`. */
@@ -204,7 +215,7 @@ export function createStoreDashboardBackend(options: StoreDashboardBackendOption
   const { store, pollMs, stopTimeoutMs, stopPollMs, ringSize, logger, now } = resolved;
   const { outputPollMs, maxOutputReadBytes } = resolved;
   let readers = 0;
-  const { killGraceMs } = resolved;
+  const { killGraceMs, remote } = resolved;
   const source = resolved.processSource ?? memoizedSource(procfsSource());
   const feed = new StoreEventFeed({
     store,
@@ -212,6 +223,7 @@ export function createStoreDashboardBackend(options: StoreDashboardBackendOption
     holderLive: resolved.isHolderLive,
     now,
     source,
+    remote,
   });
   let failing = false;
   const refresh = () => {
@@ -295,6 +307,15 @@ export function createStoreDashboardBackend(options: StoreDashboardBackendOption
       const task = records.filter((record) => record.status === 'running').at(-1);
       if (task?.sessionId === undefined) return { ok: false, reason: 'not_running' };
       const holder = liveHolderOf(task.sessionId);
+      const job = remoteJobOf(task.detail);
+      if (holder === undefined && job !== undefined && remote !== undefined) {
+        // Its runtime is gone: the cancel is recorded on its job, and its worker kills the tree.
+        const result = await remote.cancel(job, 'stopped from the dashboard while no runtime held it');
+        if (result !== 'requested' && result !== 'settled') return { ok: false, reason: 'not_running' };
+        store.upsertTask({ ...taskRecordInput(task), status: 'stopping', stopInitiator: 'user' });
+        refresh();
+        return { ok: true };
+      }
       if (holder === undefined) {
         const stopped = await stopUnheld(task, { store, source, killGraceMs, logger });
         refresh();
@@ -311,8 +332,15 @@ export function createStoreDashboardBackend(options: StoreDashboardBackendOption
       }
       throw new StopFailedError(workId, answer.reason);
     },
-    outputSnapshot(sessionId, workId, maxBytes): OutputSnapshot | undefined {
-      const outputFile = store.getTask(workId, sessionId)?.outputFile;
+    outputSnapshot(
+      sessionId,
+      workId,
+      maxBytes,
+    ): OutputSnapshot | Promise<OutputSnapshot | undefined> | undefined {
+      const record = store.getTask(workId, sessionId);
+      const job = record === undefined ? undefined : remoteJobOf(record.detail);
+      if (job !== undefined && remote !== undefined) return remoteTail(remote, job, maxBytes);
+      const outputFile = record?.outputFile;
       if (outputFile === undefined) return undefined;
       return readFileTail(outputFile, maxBytes);
     },
@@ -353,11 +381,27 @@ export function createStoreDashboardBackend(options: StoreDashboardBackendOption
       }
       throw new MoveFailedError(workId, answer.reason);
     },
-    openOutput(workId, position): OutputCursor | undefined {
+    openOutput(workId, position): OutputCursor | Promise<OutputCursor | undefined> | undefined {
       const facts = feed.find(workId);
       const sessionId = facts?.sessionId ?? undefined;
       if (facts === undefined || sessionId === undefined) return undefined;
-      const outputFile = store.getTask(workId, sessionId)?.outputFile;
+      const record = store.getTask(workId, sessionId);
+      const job = record === undefined ? undefined : remoteJobOf(record.detail);
+      const parts = {
+        taskId: facts.taskId as TaskId,
+        status: () => feed.find(workId)?.status ?? 'lost',
+        pollMs: outputPollMs,
+        maxReadBytes: maxOutputReadBytes,
+        now,
+      };
+      if (job !== undefined && remote !== undefined) {
+        return remote.openOutput(job).then((stream) => {
+          if (stream === undefined) return undefined;
+          readers += 1;
+          return openStreamOutputCursor({ ...parts, id: `redis-cursor-${readers}` }, stream, position);
+        });
+      }
+      const outputFile = record?.outputFile;
       if (outputFile === undefined) return undefined;
       readers += 1;
       return openFileOutputCursor(
@@ -382,12 +426,29 @@ export function createStoreDashboardBackend(options: StoreDashboardBackendOption
   };
 }
 
+/** The newest `maxBytes` of a remote job's output stream, starting on a character. */
+async function remoteTail(
+  remote: RemoteWorkAccess,
+  job: string,
+  maxBytes: number,
+): Promise<OutputSnapshot | undefined> {
+  const stream = await remote.openOutput(job);
+  if (stream === undefined) return undefined;
+  const start = Math.max(stream.retainedFrom, stream.end - maxBytes);
+  const chunk = await stream.read(start, stream.end - start);
+  let first = 0;
+  // A tail cut inside a character starts at the next one.
+  while (first < chunk.bytes.length && first < 3 && (chunk.bytes[first]! & 0xc0) === 0x80) first += 1;
+  return { text: new TextDecoder().decode(chunk.bytes.subarray(first)), totalBytes: stream.end };
+}
+
 interface FeedParts {
   readonly store: SessionStore;
   readonly ringSize: number;
   readonly holderLive: (holder: SessionHolder) => boolean;
   readonly now: () => number;
   readonly source: ProcessSource;
+  readonly remote: RemoteWorkAccess | undefined;
 }
 
 /**
@@ -609,8 +670,15 @@ class StoreEventFeed implements BackgroundEventFeed {
     const sessionId = task.sessionId!;
     const holder = sessions.liveHolder(sessionId);
     // Nobody holds it: what it really is now, checked (it may run on, or have ended with a status).
-    const verdict = live && holder === undefined ? judgeLeftTask(task, this.#parts.source) : undefined;
-    const shown = verdict === undefined ? undefined : shownVerdict(task, verdict);
+    const job = this.#parts.remote === undefined ? undefined : remoteJobOf(task.detail);
+    const verdict =
+      live && holder === undefined && job === undefined ? judgeLeftTask(task, this.#parts.source) : undefined;
+    const shown =
+      live && holder === undefined && job !== undefined
+        ? remoteVerdict(task, this.#parts.remote!, job)
+        : verdict === undefined
+          ? undefined
+          : shownVerdict(task, verdict);
     const status = shown?.status ?? task.status;
     const detail = task.detail;
     const outputBytes = isLive({ ...task, status }) ? fileSize(task.outputFile) : undefined;
@@ -657,6 +725,37 @@ class StoreEventFeed implements BackgroundEventFeed {
       error: shown !== undefined ? shown.error : (task.error ?? null),
       sandbox: sandboxSummaryOf(detail) ?? null,
     });
+  }
+}
+
+/**
+ * How a remote job whose runtime is gone is shown: as recorded while its record says it is queued or
+ * running (or before its record was read), else as its record says it ended.
+ */
+function remoteVerdict(task: StoredTask, remote: RemoteWorkAccess, job: string): ShownVerdict | undefined {
+  const known = remote.knownState(job);
+  if (known === undefined || known.state === 'queued' || known.state === 'running') return undefined;
+  switch (known.state) {
+    case 'ended':
+      if (known.reason !== 'completed' && known.reason !== undefined && known.reason !== null) {
+        return { status: 'killed', reason: known.reason, error: known.error ?? null };
+      }
+      return {
+        status: known.exitCode === 0 ? 'completed' : 'failed',
+        ...(typeof known.exitCode === 'number' ? { exitCode: known.exitCode } : {}),
+        reason: 'completed',
+        error: null,
+      };
+    case 'killed':
+      return { status: 'killed', reason: 'cancelled', error: known.error ?? null };
+    case 'lost':
+      return { status: 'lost', reason: 'lost', error: known.error ?? null };
+    default:
+      return {
+        status: task.durable ? task.status : 'lost',
+        reason: null,
+        error: `Redis no longer holds the record of its job (${job})`,
+      };
   }
 }
 

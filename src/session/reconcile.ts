@@ -10,8 +10,10 @@
  * - a tree the lifeline stopped when its runtime died: settled `killed` with reason `runtime_died`;
  * - what cannot be known: `lost`, with the case named (`LostCase`) so the model's notice says which.
  *
- * Records without process facts (subagents, workflows: they ran inside the runtime that died) are left
- * to the caller, which marks them lost.
+ * A durable record without process facts (its command runs on a worker, not here) is handed to
+ * `adoptDurable` as it is: whether it still runs is asked where it runs. Other records without process
+ * facts (subagents, workflows: they ran inside the runtime that died) are left to the caller, which
+ * marks them lost.
  */
 import {
   isDead,
@@ -114,7 +116,7 @@ const reconciler = createTrustedCaller('reconcile');
 export function reconcileSessionTasks(sessionId: string, context: ReconcileContext): Reconciliation {
   const live = context.store
     .listTasks({ sessionId, statuses: ['running', 'stopping'] })
-    .filter((record) => record.process !== undefined);
+    .filter((record) => record.process !== undefined || record.durable);
   const plans: Array<{ record: StoredTask; decision: Decision }> = [];
   const untouched: string[] = [];
   for (const record of live) {
@@ -213,6 +215,8 @@ export function judgeLeftTask(record: StoredTask, source: ProcessSource): Verdic
 }
 
 function decide(record: StoredTask, context: ReconcileContext): Decision {
+  // Nothing here to check: it runs elsewhere, and re-attaching it asks there.
+  if (record.process === undefined) return { kind: 'adopt' };
   const verdict = judgeLeftTask(record, context.source);
   switch (verdict.kind) {
     case 'runs':

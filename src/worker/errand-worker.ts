@@ -45,6 +45,8 @@ interface RunningJob {
   again: boolean;
   cancelled: boolean;
   stream: TaskOutputStream | undefined;
+  /** The runtime its events go to: the dispatching one, until a resumed runtime re-attaches a durable job. */
+  runtime: string;
 }
 
 export class WorkerNameInUseError extends ErrandError {
@@ -241,6 +243,7 @@ export class ErrandWorker {
       again: false,
       cancelled: false,
       stream: undefined,
+      runtime: data.runtime,
     };
     this.#running.set(data.job, running);
     try {
@@ -331,7 +334,7 @@ export class ErrandWorker {
       }
       pipeline.hset(keys.job(running.job), 'end', String(end), 'retainedFrom', String(running.retainedFrom));
       pipeline.xadd(
-        keys.runtimeEvents(running.data.runtime),
+        keys.runtimeEvents(running.runtime),
         'MAXLEN',
         '~',
         '10000',
@@ -423,30 +426,44 @@ export class ErrandWorker {
     }
   }
 
-  /** Cancels the running commands whose job records hold a cancel request. */
+  /**
+   * Cancels the running commands whose job records hold a cancel request, and follows a durable job to
+   * the runtime that re-attached it (its output events go to that runtime's stream from now on).
+   */
   async #checkCancel(jobs: string[]): Promise<void> {
     const pipeline = this.#context.client.pipeline();
-    for (const job of jobs) pipeline.hget(this.#context.keys.job(job), 'cancel');
+    for (const job of jobs) pipeline.hmget(this.#context.keys.job(job), 'cancel', 'runtime');
     const replies = (await pipeline.exec().catch(() => null)) ?? [];
-    replies.forEach(([error, reason], index) => {
+    replies.forEach(([error, value], index) => {
       const running = this.#running.get(jobs[index]!);
-      if (error || !running || running.cancelled || typeof reason !== 'string' || reason === '') return;
+      if (error || !running) return;
+      const [reason, runtime] = value as [string | null, string | null];
+      if (typeof runtime === 'string' && runtime !== '' && runtime !== running.runtime) {
+        running.runtime = runtime;
+        if (running.stream !== undefined) this.#scheduleFlush(running);
+      }
+      if (running.cancelled || typeof reason !== 'string' || reason === '') return;
       running.cancelled = true;
       running.handle.cancel(reason);
     });
   }
 
-  /** Stops the commands of runtimes whose heartbeat expired (a dead runtime's non-durable work). */
-  async #checkRuntimes(jobs: string[]): Promise<void> {
+  /**
+   * Stops the commands of runtimes whose heartbeat expired (a dead runtime's non-durable work). Durable
+   * commands run on: a runtime that resumes their session re-attaches them.
+   */
+  async #checkRuntimes(all: string[]): Promise<void> {
+    const jobs = all.filter((job) => this.#running.get(job)?.data.durable !== true);
+    if (jobs.length === 0) return;
     const pipeline = this.#context.client.pipeline();
-    const runtimes = jobs.map((job) => this.#running.get(job)?.data.runtime ?? '');
+    const runtimes = jobs.map((job) => this.#running.get(job)?.runtime ?? '');
     for (const runtime of runtimes) pipeline.exists(this.#context.keys.runtimeAlive(runtime));
     const replies = (await pipeline.exec().catch(() => null)) ?? [];
     replies.forEach(([error, exists], index) => {
       const running = this.#running.get(jobs[index]!);
       if (error || !running || running.cancelled || exists !== 0) return;
       running.cancelled = true;
-      running.handle.cancel(`its runtime ${running.data.runtime} is gone (no heartbeat)`);
+      running.handle.cancel(`its runtime ${running.runtime} is gone (no heartbeat)`);
     });
   }
 
@@ -494,6 +511,7 @@ function checkJobData(raw: unknown): RemoteJobData | undefined {
   if (typeof data.job !== 'string' || typeof data.runtime !== 'string' || typeof data.taskId !== 'string')
     return undefined;
   if (typeof data.command !== 'string' || typeof data.cwd !== 'string') return undefined;
+  if (data.durable !== undefined && typeof data.durable !== 'boolean') return undefined;
   if (
     data.timeoutMs !== null &&
     (typeof data.timeoutMs !== 'number' || !Number.isSafeInteger(data.timeoutMs))

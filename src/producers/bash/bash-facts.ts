@@ -36,6 +36,8 @@ export interface BashFacts extends TaskFacts {
   readonly outputLimitBytes?: number | null;
   /** The worker that runs (or ran) a remote command (`errand worker --name`); absent for local ones. */
   readonly worker?: string | null;
+  /** A remote command's job key in Redis: what a resumed runtime re-attaches a durable one by. */
+  readonly remoteJob?: string | null;
   /** Where the worker spills a remote command's whole output, on the worker's machine. */
   readonly workerOutputFile?: string | null;
 }

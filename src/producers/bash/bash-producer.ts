@@ -50,11 +50,41 @@ const MAX_COMMAND_DETAIL_CHARACTERS = 4096;
  */
 export interface RemoteCommands {
   /** Dispatches `resolved` as task `taskId`'s command; synchronous, like `BashExecutor.start`. */
-  start(resolved: ResolvedCommand, taskId: TaskId): CommandHandle;
+  start(resolved: ResolvedCommand, taskId: TaskId, options?: RemoteStartOptions): CommandHandle;
+  /** Re-attaches a durable command an earlier runtime dispatched; synchronous, like `BashExecutor.attach`. */
+  attach(attachment: RemoteAttachment): CommandHandle;
   /** The handle of a dispatched command it still knows. */
   get(id: string): CommandHandle | undefined;
   /** Forgets a command (its task was forgotten) and what it keeps of it. */
   release(id: string): unknown;
+}
+
+export interface RemoteStartOptions {
+  /** The command runs on when this runtime dies, to be re-attached on resume. Default false. */
+  readonly durable?: boolean;
+}
+
+/** What a task record keeps of a durable remote command, to re-attach it (`RemoteCommands.attach`). */
+export interface RemoteAttachment {
+  /** The job's key in Redis (the task's `remoteJob` detail). */
+  readonly job: string;
+  readonly command: string;
+  readonly cwd: string;
+  readonly startedAt: number;
+  /** The model's read cursor: output is mirrored, and read on, from here. */
+  readonly readOffset: number;
+  /** The worker that ran it, when the record names one. */
+  readonly worker?: string | undefined;
+}
+
+/** A handle a runtime can let go of without stopping its command (a durable one, at a clean exit). */
+interface DetachableHandle extends CommandHandle {
+  readonly detached: Promise<void>;
+  detach(): void;
+}
+
+function isDetachable(handle: CommandHandle): handle is DetachableHandle {
+  return handle.durable && typeof (handle as Partial<DetachableHandle>).detach === 'function';
 }
 
 /** The options of `createBashProducer`. A key not declared here is rejected with `UNKNOWN_OPTION`. */
@@ -71,11 +101,12 @@ export const bashProducerOptions = defineOptions('createBashProducer', {
   /** Throttles detail updates. Default: the system clock. */
   clock: option.clock({ default: systemClock }),
   /**
-   * Runs background commands (not durable ones) elsewhere: the Redis provider's workers. Foreground
+   * Runs background commands (durable ones too) elsewhere: the Redis provider's workers. Foreground
    * commands always run here. Default: none, every command runs here.
    */
-  remote: option.shaped<RemoteCommands>('a RemoteCommands ({ start, get, release })', [
+  remote: option.shaped<RemoteCommands>('a RemoteCommands ({ start, attach, get, release })', [
     'start',
+    'attach',
     'get',
     'release',
   ]),
@@ -125,7 +156,8 @@ export interface AdoptedBashTask {
   readonly label: string;
   /** The record's detail (command, description, working directory, tool-use id, ...). */
   readonly detail: BashFacts;
-  readonly attachment: DurableAttachment;
+  /** A local durable command's files and process, or a remote one's job (`remote`). */
+  readonly attachment: DurableAttachment | ({ readonly remote: true } & RemoteAttachment);
   /** The stored task span's traceparent: the re-attached task continues that trace. Default: none. */
   readonly traceparent?: string | undefined;
 }
@@ -206,7 +238,8 @@ export class BashProducer {
       throw new InvalidArgumentError('toolUseId', 'a string', request.toolUseId);
     }
     let started: CommandHandle | undefined;
-    const remote = background && request.durable !== true ? this.#remote : undefined;
+    const remote = background ? this.#remote : undefined;
+    const durable = request.durable === true;
     const snapshot = await this.tasks.start<BashFacts>({
       kind: 'bash',
       label: labelOf(request.description, request.command),
@@ -222,7 +255,9 @@ export class BashProducer {
         ...(resolved.sandbox === undefined ? {} : { sandbox: { ...resolved.sandbox.facts } }),
       },
       run: (context) => {
-        const handle = remote ? remote.start(resolved, context.taskId) : this.executor.start(resolved);
+        const handle = remote
+          ? remote.start(resolved, context.taskId, { durable })
+          : this.executor.start(resolved);
         started = handle;
         return this.#hooks(context, handle);
       },
@@ -251,7 +286,20 @@ export class BashProducer {
       detail: { ...task.detail, adopted: true },
       ...(task.traceparent === undefined ? {} : { traceparent: task.traceparent }),
       run: (context) => {
-        const handle = this.executor.attach(task.attachment);
+        const attachment = task.attachment;
+        let handle: CommandHandle;
+        if ('remote' in attachment) {
+          if (this.#remote === undefined) {
+            throw new InvalidArgumentError(
+              'attachment',
+              'a local durable command (this runtime has no remote commands: configure `redis`)',
+              attachment.job,
+            );
+          }
+          handle = this.#remote.attach(attachment);
+        } else {
+          handle = this.executor.attach(attachment);
+        }
         started = handle;
         return this.#hooks(context, handle);
       },
@@ -259,6 +307,11 @@ export class BashProducer {
     const handle = started!;
     this.#handles.set(snapshot.id, handle);
     return { taskId: snapshot.id, snapshot, handle };
+  }
+
+  /** Whether commands can run on workers here (durable remote commands can be re-attached). */
+  get runsRemoteCommands(): boolean {
+    return this.#remote !== undefined;
   }
 
   /** The handle serving a task, when the executor still knows it. */
@@ -340,8 +393,8 @@ export class BashProducer {
       return bashOutcome(facts);
     });
     const detached =
-      handle instanceof DurableHandle
-        ? handle.detached.then(
+      handle instanceof DurableHandle || isDetachable(handle)
+        ? (handle as DetachableHandle).detached.then(
             (): TaskOutcome<BashFacts> => ({
               status: 'lost',
               error: `The runtime let go of durable task ${context.taskId} at its exit; the command keeps running and is re-attached when its session is resumed`,
@@ -353,13 +406,13 @@ export class BashProducer {
     const output = handle.outputStream();
     return {
       ...(output === undefined ? {} : { output }),
-      ...(handle instanceof DurableHandle
+      ...(handle instanceof DurableHandle || isDetachable(handle)
         ? {
             // A teardown (a clean runtime exit) lets go of a durable command instead of stopping it.
             detach: () => {
               throttle.stop();
               stopListening();
-              handle.detach();
+              (handle as DetachableHandle).detach();
             },
           }
         : {}),

@@ -39,7 +39,9 @@ export {
   bashProducerOptions,
   createBashProducer,
   durationRule,
+  type RemoteAttachment,
   type RemoteCommands,
+  type RemoteStartOptions,
   type StartedBashTask,
   SUBAGENT_BACKGROUND_RUNTIME_CAP_MS,
 } from './bash-producer.js';

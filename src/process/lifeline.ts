@@ -6,9 +6,9 @@
  * told about. If the sidecar dies while the runtime lives, it is started again and told every tree again.
  * `release()` is the clean exit: the sidecar stands down and stops nothing.
  *
- * The sidecar is a Node process (a small heap, so it could later also be the runtime's spawner: a fork
- * from a small process does not copy a large host's page tables). It does not keep the runtime's event
- * loop alive.
+ * The sidecar is a Node process with a small heap, started with a Node IPC channel as well: it is also
+ * the runtime's spawner (`SidecarLauncher`), since a fork from a small process does not copy a large
+ * host's page tables. It does not keep the runtime's event loop alive.
  */
 import { type ChildProcess, spawn as nodeSpawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -113,6 +113,22 @@ export class Lifeline implements LifelineLink {
     return this.#child?.pid;
   }
 
+  /** Whether `release()` was called (the sidecar stands down; it is no longer anyone's spawner). */
+  get released(): boolean {
+    return this.#released !== undefined;
+  }
+
+  /**
+   * The sidecar process now running, with its IPC channel (the spawner's link), or undefined when none
+   * runs or the lifeline was released. Its channel is unref'd: a user refs it while it waits for answers.
+   */
+  get sidecar(): ChildProcess | undefined {
+    const child = this.#child;
+    if (this.#released !== undefined || child === undefined || child.pid === undefined) return undefined;
+    if (child.exitCode !== null || child.signalCode !== null || !child.connected) return undefined;
+    return child;
+  }
+
   watch(tree: LifelineTree): () => void {
     const key = `t${++this.#sequence}`;
     const message: WatchMessage = {
@@ -170,7 +186,7 @@ export class Lifeline implements LifelineLink {
           '--kill-grace-ms',
           String(options.killGraceMs ?? LIFELINE_DEFAULTS.killGraceMs),
         ],
-        { detached: true, stdio: ['pipe', 'pipe', 'ignore'], env },
+        { detached: true, stdio: ['pipe', 'pipe', 'ignore', 'ipc'], serialization: 'json', env },
       );
     } catch (error) {
       this.#failed(error);
@@ -180,6 +196,7 @@ export class Lifeline implements LifelineLink {
     child.unref();
     (child.stdin as Socket | null)?.unref?.();
     (child.stdout as Socket | null)?.unref?.();
+    child.channel?.unref();
     child.stdin?.on('error', () => {
       // The sidecar went away; 'exit' restarts it.
     });

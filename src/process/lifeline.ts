@@ -89,6 +89,8 @@ export class Lifeline implements LifelineLink {
   readonly #options: LifelineOptions;
   readonly #trees = new Map<string, WatchMessage>();
   #child: ChildProcess | undefined;
+  /** Whether the running sidecar said `ready` (its message handlers are set up). */
+  #childReady = false;
   #queue: string[] = [];
   #flushScheduled = false;
   #sequence = 0;
@@ -120,13 +122,14 @@ export class Lifeline implements LifelineLink {
 
   /**
    * The sidecar process now running, with its IPC channel (the spawner's link), or undefined when none
-   * runs or the lifeline was released. Its channel is unref'd: a user refs it while it waits for answers.
+   * runs, it did not say `ready` yet, or the lifeline was released. Its channel is unref'd: a user refs it while it waits for answers.
    */
   get sidecar(): ChildProcess | undefined {
     const child = this.#child;
     if (this.#released !== undefined || child === undefined || child.pid === undefined) return undefined;
     if (child.exitCode !== null || child.signalCode !== null || !child.connected) return undefined;
-    return child;
+    // Until it said `ready`, a launch would wait for its start: the caller spawns directly meanwhile.
+    return this.#childReady ? child : undefined;
   }
 
   watch(tree: LifelineTree): () => void {
@@ -193,6 +196,7 @@ export class Lifeline implements LifelineLink {
       return;
     }
     this.#child = child;
+    this.#childReady = false;
     child.unref();
     (child.stdin as Socket | null)?.unref?.();
     (child.stdout as Socket | null)?.unref?.();
@@ -208,8 +212,10 @@ export class Lifeline implements LifelineLink {
       for (let end = pending.indexOf('\n'); end >= 0; end = pending.indexOf('\n')) {
         const message = decodeMessage(pending.slice(0, end));
         pending = pending.slice(end + 1);
-        if (message?.type === 'ready') this.#resolveReady(true);
-        else if (message?.type === 'error') {
+        if (message?.type === 'ready') {
+          if (this.#child === child) this.#childReady = true;
+          this.#resolveReady(true);
+        } else if (message?.type === 'error') {
           options.logger.warn('the lifeline sidecar refused a message', {
             of: message.of,
             message: message.message,

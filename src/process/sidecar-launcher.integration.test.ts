@@ -21,11 +21,13 @@ afterEach(async () => {
   await Promise.all(lifelines.splice(0).map((lifeline) => lifeline.release()));
 });
 
-function spawner(): { launcher: SidecarLauncher; lifeline: Lifeline; warnings: Warning[] } {
+/** A lifeline whose sidecar said `ready` (before that, launches are direct spawns), and its launcher. */
+async function spawner(): Promise<{ launcher: SidecarLauncher; lifeline: Lifeline; warnings: Warning[] }> {
   const warnings: Warning[] = [];
   const logger = { warn: (message: string) => warnings.push({ message }) };
   const lifeline = new Lifeline({ clock: systemClock, logger });
   lifelines.push(lifeline);
+  expect(await lifeline.ready).toBe(true);
   return { launcher: new SidecarLauncher({ lifeline, clock: systemClock, logger }), lifeline, warnings };
 }
 
@@ -80,7 +82,7 @@ function parentOf(pid: number): number {
 
 describe('SidecarLauncher', () => {
   it('starts the command in the sidecar, in its own session and group, tagged, and streams both pipes', async () => {
-    const { launcher, lifeline } = spawner();
+    const { launcher, lifeline } = await spawner();
     const child = launcher.launch(
       bash(
         'cut -d" " -f1,4,5,6 /proc/$$/stat; echo "$ERRAND_TEST_TAG"; readlink /proc/$$/fd/0; echo e >&2; exit 3',
@@ -98,8 +100,20 @@ describe('SidecarLauncher', () => {
     expect(result).toMatchObject({ stderr: 'e\n', code: 3, signal: null });
   });
 
+  it('spawns directly until the sidecar said ready: no start waits for the sidecar to boot', async () => {
+    const logger = { warn: () => {} };
+    const lifeline = new Lifeline({ clock: systemClock, logger });
+    lifelines.push(lifeline);
+    const launcher = new SidecarLauncher({ lifeline, clock: systemClock, logger });
+    const early = launcher.launch(bash('echo $PPID'));
+    expect(early.pid).toBeGreaterThan(0);
+    expect(Number((await ended(early)).stdout.trim())).toBe(process.pid);
+    await lifeline.ready;
+    expect(Number((await ended(launcher.launch(bash('echo $PPID')))).stdout.trim())).toBe(lifeline.pid);
+  });
+
   it('reports the signal that ended the process', async () => {
-    const { launcher } = spawner();
+    const { launcher } = await spawner();
     expect(await ended(launcher.launch(bash('kill -SEGV $$')))).toMatchObject({
       code: null,
       signal: 'SIGSEGV',
@@ -107,7 +121,7 @@ describe('SidecarLauncher', () => {
   });
 
   it('loses no byte of 50 commands started at once that write at once to both pipes', async () => {
-    const { launcher } = spawner();
+    const { launcher } = await spawner();
     const results = await Promise.all(
       Array.from({ length: 50 }, (_, index) =>
         ended(
@@ -126,7 +140,7 @@ describe('SidecarLauncher', () => {
   });
 
   it('keeps backpressure: a paused reader blocks the command, which writes on once it reads again', async () => {
-    const { launcher } = spawner();
+    const { launcher } = await spawner();
     // The writer uses a non-blocking pipe: it reports how much it wrote when the pipe first was full.
     const writer = [
       'import os, sys, fcntl, errno',
@@ -169,7 +183,7 @@ describe('SidecarLauncher', () => {
   });
 
   it('fails a spawn with the error a direct spawn gives (missing directory, missing program)', async () => {
-    const { launcher } = spawner();
+    const { launcher } = await spawner();
     const errorOf = (child: LaunchedProcess) =>
       new Promise<NodeJS.ErrnoException>((resolve) => child.on('error', (error) => resolve(error)));
     for (const request of [
@@ -190,7 +204,7 @@ describe('SidecarLauncher', () => {
   });
 
   it('when the sidecar is killed mid-run, running commands still end and later launches spawn directly', async () => {
-    const { launcher, lifeline, warnings } = spawner();
+    const { launcher, lifeline, warnings } = await spawner();
     const running = launcher.launch(bash('echo started; read -t 5 < <(exec sleep 1000) || true; echo done'));
     const result = ended(running);
     await new Promise<void>((resolve) => running.stdout!.once('data', () => resolve()));

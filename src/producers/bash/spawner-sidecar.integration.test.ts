@@ -21,14 +21,16 @@ import type { BashExecutorOptions } from './executor-options.js';
 let executors: BashExecutor[] = [];
 let lifelines: Lifeline[] = [];
 
-function executor(options: BashExecutorOptions = {}): {
+/** An executor whose launcher is a sidecar that said `ready` (before that, launches are direct spawns). */
+async function executor(options: BashExecutorOptions = {}): Promise<{
   run: BashExecutor;
   lifeline: Lifeline;
   logger: ReturnType<typeof capturingLogger>;
-} {
+}> {
   const logger = capturingLogger();
   const lifeline = new Lifeline({ clock: systemClock, logger });
   lifelines.push(lifeline);
+  expect(await lifeline.ready).toBe(true);
   const launcher = new SidecarLauncher({ lifeline, clock: systemClock, logger });
   const run = new BashExecutor({
     logger,
@@ -56,7 +58,7 @@ afterEach(async () => {
 
 describe('the executor with the spawner sidecar', () => {
   it('reports exit codes, signals and output of commands the sidecar started', async () => {
-    const { run, lifeline } = executor();
+    const { run, lifeline } = await executor();
     const handle = run.start({ command: 'echo "parent $PPID"; echo oops >&2; exit 3' });
     const facts = await handle.stopped;
     expect(facts).toMatchObject({ reason: 'completed', exitCode: 3, signal: null });
@@ -69,7 +71,7 @@ describe('the executor with the spawner sidecar', () => {
   });
 
   it('kills a whole tree whose grandchildren hold the pipe', async () => {
-    const { run, lifeline } = executor({ killGraceMs: 10_000 });
+    const { run, lifeline } = await executor({ killGraceMs: 10_000 });
     const handle = run.start({ command: fixtureCommand('hold-pipe') });
     const children = pidsAfter(await waitForOutput(handle, 'ready'), 'children');
     expect(parentOf(handle.pid!)).toBe(lifeline.pid);
@@ -81,7 +83,7 @@ describe('the executor with the spawner sidecar', () => {
   });
 
   it('carries out a cancel and a deadline given before the sidecar said the command runs', async () => {
-    const { run } = executor();
+    const { run } = await executor();
     const cancelled = run.start({ command: 'exec sleep 1000' });
     expect(cancelled.pid).toBeUndefined();
     cancelled.cancel('at once');
@@ -92,32 +94,32 @@ describe('the executor with the spawner sidecar', () => {
 
   it('stops a command at the output cap, exactly at the cap', async () => {
     const cap = 1024 * 1024;
-    const { run } = executor({ maxOutputFileBytes: cap });
+    const { run } = await executor({ maxOutputFileBytes: cap });
     const facts = await run.start({ command: 'head -c 50000000 /dev/zero' }).stopped;
     expect(facts).toMatchObject({ reason: 'output_limit', outputBytes: cap, outputLimitBytes: cap });
     expect(statSync(facts.outputFile!).size).toBe(cap);
   });
 
   it('fails to start in a missing directory or with a missing shell, as with a direct spawn', async () => {
-    const { run } = executor();
+    const { run } = await executor();
     const missingDirectory = await run.start({ command: 'true', cwd: '/nonexistent/errand' }).stopped;
     expect(missingDirectory).toMatchObject({ reason: 'spawn_error', pid: null, errorCode: 'ENOENT' });
     expect(missingDirectory.error).toContain('the working directory "/nonexistent/errand" does not exist');
-    const { run: noShell } = executor({ shell: '/nonexistent/bash' });
+    const { run: noShell } = await executor({ shell: '/nonexistent/bash' });
     const missingShell = await noShell.start({ command: 'true' }).stopped;
     expect(missingShell).toMatchObject({ reason: 'spawn_error', pid: null, errorCode: 'ENOENT' });
     expect(missingShell.error).toContain('the shell "/nonexistent/bash" was not found');
   });
 
   it('runs a durable command with its exit status captured', async () => {
-    const { run } = executor();
+    const { run } = await executor();
     const handle = run.start({ command: 'echo one; exit 5', durable: true });
     expect(await handle.stopped).toMatchObject({ reason: 'completed', exitCode: 5 });
     expect(readFileSync(handle.outputFile!, 'utf8')).toBe('one\n');
   });
 
   it('once the sidecar is killed, settles the running commands and starts new ones itself', async () => {
-    const { run, lifeline, logger } = executor();
+    const { run, lifeline, logger } = await executor();
     const running = run.start({ command: 'echo ready; exec sleep 1000' });
     await waitForOutput(running, 'ready');
     process.kill(lifeline.pid!, 'SIGKILL');

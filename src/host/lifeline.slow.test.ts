@@ -51,7 +51,7 @@ describe('the lifeline of a library host', () => {
   it('stops every process of 50 hard trees within 2 s of a SIGKILL of the host', async () => {
     const crash = mark();
     const host = await startRuntimeChild(
-      { home: temporaryHome(), commands: hardTrees(50), ready: 'ready' },
+      { home: temporaryHome(), commands: hardTrees(50), ready: 'ready', sidecarFirst: true },
       crash,
     );
     expect(host.tasks.size).toBe(50);

@@ -7,7 +7,8 @@
  * reads them directly, the sidecar never touches the bytes, and a paused reader stops the command's
  * writes as with a direct spawn. `exit` is emitted once the sidecar reaped the process.
  *
- * If the sidecar dies, every later launch is a direct spawn (said once in the log), and what was in flight
+ * Until the sidecar said `ready` (a runtime's first moments), launches are direct spawns: no start waits
+ * for the sidecar to boot. If the sidecar dies, every later launch is a direct spawn (said once in the log), and what was in flight
  * still ends: a launch not yet answered is started directly unless a process carrying its tag exists (then
  * it fails: it may have started, and running it twice is worse than reporting it); a running process is
  * watched in the process table until it is gone, and then exits with an unknown status (code and signal

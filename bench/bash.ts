@@ -5,7 +5,11 @@
  *     the assembled runtime (a session, its task records and notifications) on the SQLite store — what a
  *     user gets by default — with the memory store beside it;
  * (b) 1 GiB (`head -c 1073741824 /dev/zero`) through a background task against Node simply reading the
- *     pipe — MB/s, ratio, peak RSS growth — and `head -c … | cat > /dev/null`, the physical limit.
+ *     pipe — MB/s, ratio, peak RSS growth — and `head -c … | cat > /dev/null`, the physical limit;
+ * (c) the start cost as the host's heap grows: in a child host with a small heap and in one holding
+ *     ~1 GiB of live heap, `echo x` launched directly (`child_process.spawn` from the host) and through
+ *     the lifeline sidecar (`SidecarLauncher`) — the event loop blocked by the launch, launch to first
+ *     byte, launch to exit — and the ratios between the hosts.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -13,12 +17,19 @@ import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { createErrandRuntime, type ErrandRuntime } from '../src/host/index.js';
+import {
+  createSpawnLauncher,
+  type LaunchedProcess,
+  Lifeline,
+  type ProcessLauncher,
+  SidecarLauncher,
+} from '../src/process/index.js';
 import { BashProducer } from '../src/producers/bash/bash-producer.js';
 import { BashExecutor } from '../src/producers/bash/executor.js';
 import { createTaskService } from '../src/registry/index.js';
 import type { Session } from '../src/session/index.js';
 import { createMemorySessionStore, openSqliteSessionStore } from '../src/store/index.js';
-import { createTrustedCaller } from '../src/tasks/index.js';
+import { createTrustedCaller, systemClock } from '../src/tasks/index.js';
 import { scriptedModel } from '../src/testing/index.js';
 
 const STARTS = Number(process.env.BENCH_STARTS ?? 200);
@@ -26,6 +37,8 @@ const FLOOD_BYTES = Number(process.env.BENCH_FLOOD_BYTES ?? 1024 * 1024 * 1024);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const FLOOD_ROUNDS = Number(process.env.BENCH_FLOOD_ROUNDS ?? 5);
 const MIB = 1024 * 1024;
+const START_COST_LAUNCHES = Number(process.env.BENCH_START_COST_LAUNCHES ?? 300);
+const BIG_HEAP_MIB = Number(process.env.BENCH_BIG_HEAP_MIB ?? 1024);
 
 const quietLogger = { warn() {} };
 const trusted = createTrustedCaller('bench');
@@ -239,6 +252,149 @@ function fixed(value: number, digits = 2): string {
   return value.toFixed(digits);
 }
 
+interface StartCost {
+  /** The event loop blocked inside `launch()`, ms. */
+  readonly blockedMs: number;
+  readonly firstByteMs: number;
+  readonly exitMs: number;
+}
+
+interface HostStartCosts {
+  readonly heapMiB: number;
+  readonly rssMiB: number;
+  readonly direct: StartCost;
+  readonly sidecar: StartCost;
+  readonly viaSidecar: boolean;
+}
+
+/** One launch of `echo x`: the blocked time, to the first byte, to the exit with both pipes closed. */
+async function timedLaunch(launcher: ProcessLauncher, shell: string): Promise<StartCost> {
+  const began = performance.now();
+  const child: LaunchedProcess = launcher.launch({
+    file: shell,
+    args: ['-c', 'echo x'],
+    cwd: process.cwd(),
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+  });
+  const blockedMs = performance.now() - began;
+  let firstByteMs = Number.NaN;
+  const closed = (stream: NodeJS.ReadableStream | null) =>
+    stream ? new Promise<void>((resolve) => stream.once('close', () => resolve())) : Promise.resolve();
+  child.stdout?.once('data', () => {
+    firstByteMs = performance.now() - began;
+  });
+  child.stdout?.resume();
+  child.stderr?.resume();
+  await Promise.all([
+    new Promise<void>((resolve, reject) => {
+      child.once('exit', () => resolve());
+      child.on('error', reject);
+    }),
+    closed(child.stdout),
+    closed(child.stderr),
+  ]);
+  return { blockedMs, firstByteMs, exitMs: performance.now() - began };
+}
+
+function medianCost(costs: StartCost[]): StartCost {
+  return {
+    blockedMs: median(costs.map((cost) => cost.blockedMs)),
+    firstByteMs: median(costs.map((cost) => cost.firstByteMs)),
+    exitMs: median(costs.map((cost) => cost.exitMs)),
+  };
+}
+
+/** In a child host: hold `heapMiB` of live heap, then time direct and sidecar launches in turn. */
+async function startCostHost(heapMiB: number, shell: string): Promise<HostStartCosts> {
+  // Arrays of doubles live on the JS heap (8 bytes an element): 1 MiB each, all kept alive.
+  const held: number[][] = [];
+  for (let mib = 0; mib < heapMiB; mib += 1) held.push(new Array<number>(131_072).fill(mib + 0.5));
+  collect();
+  const lifeline = new Lifeline({ clock: systemClock, logger: quietLogger });
+  // The sidecar is unref'd: something must keep this host alive while it starts.
+  const keepAlive = setInterval(() => {}, 1000);
+  if (!(await lifeline.ready)) throw new Error('the lifeline sidecar did not start');
+  clearInterval(keepAlive);
+  const sidecar = new SidecarLauncher({ lifeline, clock: systemClock, logger: quietLogger });
+  const direct = createSpawnLauncher();
+  const costs = { direct: [] as StartCost[], sidecar: [] as StartCost[] };
+  for (let index = 0; index < 20; index += 1) {
+    await timedLaunch(direct, shell);
+    await timedLaunch(sidecar, shell);
+  }
+  for (let index = 0; index < START_COST_LAUNCHES; index += 1) {
+    if (index % 2 === 0) {
+      costs.direct.push(await timedLaunch(direct, shell));
+      costs.sidecar.push(await timedLaunch(sidecar, shell));
+    } else {
+      costs.sidecar.push(await timedLaunch(sidecar, shell));
+      costs.direct.push(await timedLaunch(direct, shell));
+    }
+  }
+  const result: HostStartCosts = {
+    heapMiB: process.memoryUsage().heapUsed / MIB,
+    rssMiB: process.memoryUsage.rss() / MIB,
+    direct: medianCost(costs.direct),
+    sidecar: medianCost(costs.sidecar),
+    viaSidecar: sidecar.active,
+  };
+  await lifeline.release();
+  if (held.length !== heapMiB) throw new Error('the heap was not held');
+  return result;
+}
+
+/** Runs `startCostHost` in a fresh Node process (its heap is the host's heap), and reads its JSON line. */
+async function startCostChild(heapMiB: number, shell: string): Promise<HostStartCosts> {
+  const script = new URL(import.meta.url).pathname;
+  const child = spawn(
+    process.execPath,
+    [`--max-old-space-size=${heapMiB + 1024}`, '--expose-gc', script, '--start-cost', String(heapMiB), shell],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  let text = '';
+  child.stdout!.on('data', (chunk: Buffer) => {
+    text += chunk.toString();
+  });
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  if (code !== 0) throw new Error(`the start-cost host exited ${code}`);
+  return JSON.parse(text.trim().split('\n').pop()!) as HostStartCosts;
+}
+
+async function startCosts(shell: string): Promise<void> {
+  const small = await startCostChild(0, shell);
+  const big = await startCostChild(BIG_HEAP_MIB, shell);
+  console.log(
+    `(c) start cost of \`echo x\` as the host grows, ${START_COST_LAUNCHES} launches each way in turn (medians; blocked / first byte / exit ms):`,
+  );
+  const line = (cost: StartCost) =>
+    `${fixed(cost.blockedMs, 3)} / ${fixed(cost.firstByteMs, 3)} / ${fixed(cost.exitMs, 3)}`;
+  for (const host of [small, big]) {
+    console.log(
+      `    host with ${fixed(host.heapMiB, 0)} MiB heap, ${fixed(host.rssMiB, 0)} MiB RSS: direct spawn ${line(host.direct)}; sidecar ${line(host.sidecar)}${host.viaSidecar ? '' : ' (FELL BACK to direct)'}`,
+    );
+  }
+  const ratio = (pick: (host: HostStartCosts) => number) => pick(big) / pick(small);
+  const directRatio = ratio((host) => host.direct.exitMs);
+  const sidecarRatio = ratio((host) => host.sidecar.exitMs);
+  console.log(
+    `    big host / small host, launch to exit: direct ${fixed(directRatio, 3)}x, sidecar ${fixed(sidecarRatio, 3)}x (target <= 1.2x: ${sidecarRatio <= 1.2 ? 'met' : 'MISSED'})`,
+  );
+  console.log(
+    `    big host / small host, event loop blocked per launch: direct ${fixed(
+      ratio((host) => host.direct.blockedMs),
+      2,
+    )}x, sidecar ${fixed(
+      ratio((host) => host.sidecar.blockedMs),
+      2,
+    )}x`,
+  );
+  for (const host of [small, big]) {
+    console.log(
+      `    sidecar / direct in the ${host === small ? 'small' : 'big'} host, launch to exit: ${fixed(host.sidecar.exitMs / host.direct.exitMs, 3)}x; to first byte: ${fixed(host.sidecar.firstByteMs / host.direct.firstByteMs, 3)}x`,
+    );
+  }
+}
+
 async function main(): Promise<void> {
   const probe = new BashExecutor();
   const shell = probe.resolve({ command: 'true' }).shell;
@@ -249,6 +405,10 @@ async function main(): Promise<void> {
       .join(' ')} (${availableParallelism()} cores)`,
   );
 
+  if (process.env.BENCH_ONLY_START_COST === '1') {
+    await startCosts(shell);
+    return;
+  }
   // (a) starts
   await starts(20, shell);
   const rounds: StartTotals[] = [];
@@ -320,6 +480,7 @@ async function main(): Promise<void> {
   console.log(
     `    per round (raw / errand MB/s): ${floods.map((flood) => `${fixed(rate(flood.raw.ms), 0)}/${fixed(rate(flood.errand.ms), 0)}`).join('  ')}`,
   );
+  await startCosts(shell);
   console.log(
     `load average at the end: ${loadavg()
       .map((value) => fixed(value, 2))
@@ -327,4 +488,12 @@ async function main(): Promise<void> {
   );
 }
 
-await main();
+const startCostAt = process.argv.indexOf('--start-cost');
+if (startCostAt >= 0) {
+  const heapMiB = Number(process.argv[startCostAt + 1]);
+  const shell = process.argv[startCostAt + 2]!;
+  console.log(JSON.stringify(await startCostHost(heapMiB, shell)));
+  process.exit(0);
+} else {
+  await main();
+}

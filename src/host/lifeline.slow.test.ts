@@ -36,6 +36,11 @@ function temporaryHome(): string {
   return home;
 }
 
+function parentOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+}
+
 function mark(): string {
   const value = newMark();
   marks.push(value);
@@ -46,10 +51,12 @@ describe('the lifeline of a library host', () => {
   it('stops every process of 50 hard trees within 2 s of a SIGKILL of the host', async () => {
     const crash = mark();
     const host = await startRuntimeChild(
-      { home: temporaryHome(), commands: hardTrees(50), ready: 'ready' },
+      { home: temporaryHome(), commands: hardTrees(50), ready: 'ready', sidecarFirst: true },
       crash,
     );
     expect(host.tasks.size).toBe(50);
+    // The sidecar spawned them: they are its children, and still stopped when the host dies.
+    for (const pid of host.tasks.values()) expect(parentOf(pid)).toBe(host.lifelinePid);
     // The trees, their escapees and grandchildren, the host and its sidecar.
     const before = markedPids(crash);
     expect(before.length).toBeGreaterThanOrEqual(50 + 10 + 10 + 20 + 2);

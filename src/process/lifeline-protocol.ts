@@ -79,3 +79,63 @@ export function readWatch(message: { readonly [key: string]: unknown }): WatchMe
   if (statusFile !== undefined && (typeof statusFile !== 'string' || statusFile === '')) return undefined;
   return { type: 'watch', key, pid, startTime, tag, statusFile };
 }
+
+/**
+ * The spawner's messages travel over the sidecar's Node IPC channel, not its stdin: a reply carries a
+ * pipe's handle (`stdout` then `stderr` of the command), which only that channel can pass. Runtime →
+ * sidecar: `spawn`. Sidecar → runtime: `spawned` (with the pid), then one `pipe` message per stream with
+ * the handle attached, then `exited` once the sidecar reaped the process; or `spawn_failed` instead of all
+ * of them. An unknown type is answered with `error`.
+ */
+export interface SpawnMessage {
+  readonly type: 'spawn';
+  /** Unique per launch within one runtime; every answer names it. */
+  readonly id: number;
+  readonly file: string;
+  readonly args: readonly string[];
+  readonly cwd: string;
+  /** The complete environment, the tags included. */
+  readonly env: Readonly<Record<string, string>>;
+}
+
+export interface SpawnedMessage {
+  readonly type: 'spawned';
+  readonly id: number;
+  readonly pid: number;
+}
+
+export interface PipeMessage {
+  readonly type: 'pipe';
+  readonly id: number;
+  readonly stream: 'stdout' | 'stderr';
+}
+
+/** The process was reaped. */
+export interface ExitedMessage {
+  readonly type: 'exited';
+  readonly id: number;
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+}
+
+/** The error `child_process.spawn` reported, as its fields (an `Error` does not cross the channel). */
+export interface SpawnFailedMessage {
+  readonly type: 'spawn_failed';
+  readonly id: number;
+  readonly message: string;
+  readonly code?: string | undefined;
+  readonly errno?: number | undefined;
+  readonly syscall?: string | undefined;
+  readonly path?: string | undefined;
+}
+
+/** A spawn message's fields, checked; undefined when malformed. */
+export function readSpawn(message: { readonly [key: string]: unknown }): SpawnMessage | undefined {
+  const { id, file, args, cwd, env } = message;
+  if (typeof id !== 'number' || !Number.isSafeInteger(id)) return undefined;
+  if (typeof file !== 'string' || file === '' || typeof cwd !== 'string') return undefined;
+  if (!Array.isArray(args) || !args.every((arg) => typeof arg === 'string')) return undefined;
+  if (typeof env !== 'object' || env === null || Array.isArray(env)) return undefined;
+  if (!Object.values(env).every((value) => typeof value === 'string')) return undefined;
+  return { type: 'spawn', id, file, args, cwd, env: env as Record<string, string> };
+}

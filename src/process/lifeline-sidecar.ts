@@ -8,16 +8,25 @@
  * then exits. SIGTERM and SIGCONT first, SIGKILL after the grace, each signal guarded by the start time
  * the census just read. Durable trees are never told and carry no runtime tag: they are left alone.
  *
+ *
+ * Started with a Node IPC channel, it is also the runtime's spawner (`spawn` messages, see
+ * `lifeline-protocol.ts`): a fork from this small process does not copy a large runtime's page tables.
+ * It spawns, reaps and reports; the command's pipes go to the runtime as handles, so it never reads them.
+ *
  *     node lifeline-sidecar.js --runtime-tag ERRAND_LIFELINE=<id> [--kill-grace-ms 500]
  */
+import { type ChildProcess, spawn } from 'node:child_process';
+import type { Socket } from 'node:net';
 import { systemClock } from '../tasks/clock.js';
 import { writeStatusFile } from './exit-status-file.js';
 import {
   decodeMessage,
   encodeMessage,
   LIFELINE_PROTOCOL_VERSION,
+  readSpawn,
   readWatch,
   type SidecarMessage,
+  type SpawnMessage,
   type WatchMessage,
 } from './lifeline-protocol.js';
 import { parseEnvironmentTag } from './process-identity.js';
@@ -179,5 +188,81 @@ async function stopEverything(tag: EnvironmentTag): Promise<void> {
   }).run();
   record();
 }
+
+/** Sends over the IPC channel; a runtime that is gone is not ours to report. */
+function reply(message: object, handle?: Socket): void {
+  if (process.send === undefined || !process.connected) return;
+  try {
+    if (handle === undefined) process.send(message);
+    else process.send(message, handle, {}, () => {});
+  } catch {
+    // The channel closed under us: the runtime died, and end of file on stdin follows.
+  }
+}
+
+/**
+ * A child's pipe, reading nothing: `child_process` starts reading at once, and what this process read
+ * would be dropped when the handle goes to the runtime. Stopped before any I/O callback could run.
+ */
+function holdUnread(stream: ChildProcess['stdout']): void {
+  const handle = (stream as (Socket & { _handle?: { reading: boolean; readStop(): number } }) | null)
+    ?._handle;
+  if (handle === undefined || handle === null) return;
+  handle.reading = false;
+  handle.readStop();
+}
+
+function spawnFor(request: SpawnMessage): void {
+  const { id } = request;
+  let child: ChildProcess;
+  try {
+    child = spawn(request.file, request.args, {
+      cwd: request.cwd,
+      env: request.env,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+  } catch (error) {
+    failed(id, error);
+    return;
+  }
+  holdUnread(child.stdout);
+  holdUnread(child.stderr);
+  child.once('error', (error) => {
+    if (child.pid === undefined) failed(id, error);
+  });
+  child.once('spawn', () => {
+    reply({ type: 'spawned', id, pid: child.pid });
+    if (child.stdout) reply({ type: 'pipe', id, stream: 'stdout' }, child.stdout as Socket);
+    if (child.stderr) reply({ type: 'pipe', id, stream: 'stderr' }, child.stderr as Socket);
+  });
+  child.once('exit', (code, signal) => reply({ type: 'exited', id, code, signal }));
+}
+
+function failed(id: number, error: unknown): void {
+  const problem = error as NodeJS.ErrnoException;
+  reply({
+    type: 'spawn_failed',
+    id,
+    message: problem?.message ?? String(error),
+    code: problem?.code,
+    errno: problem?.errno,
+    syscall: problem?.syscall,
+    path: problem?.path,
+  });
+}
+
+process.on('message', (message: unknown) => {
+  const type = (message as { type?: unknown } | null)?.type;
+  if (type === 'spawn') {
+    const request = readSpawn(message as Record<string, unknown>);
+    if (request !== undefined) spawnFor(request);
+    else reply({ type: 'error', of: 'spawn', message: 'malformed spawn message' });
+    return;
+  }
+  reply({ type: 'error', of: String(type), message: `unsupported message type ${JSON.stringify(type)}` });
+});
+// The channel must not keep this process alive: its life is the runtime's stdin.
+process.channel?.unref();
 
 send({ type: 'ready', protocol: LIFELINE_PROTOCOL_VERSION, pid: process.pid });

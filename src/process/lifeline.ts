@@ -6,9 +6,9 @@
  * told about. If the sidecar dies while the runtime lives, it is started again and told every tree again.
  * `release()` is the clean exit: the sidecar stands down and stops nothing.
  *
- * The sidecar is a Node process (a small heap, so it could later also be the runtime's spawner: a fork
- * from a small process does not copy a large host's page tables). It does not keep the runtime's event
- * loop alive.
+ * The sidecar is a Node process with a small heap, started with a Node IPC channel as well: it is also
+ * the runtime's spawner (`SidecarLauncher`), since a fork from a small process does not copy a large
+ * host's page tables. It does not keep the runtime's event loop alive.
  */
 import { type ChildProcess, spawn as nodeSpawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -89,6 +89,8 @@ export class Lifeline implements LifelineLink {
   readonly #options: LifelineOptions;
   readonly #trees = new Map<string, WatchMessage>();
   #child: ChildProcess | undefined;
+  /** Whether the running sidecar said `ready` (its message handlers are set up). */
+  #childReady = false;
   #queue: string[] = [];
   #flushScheduled = false;
   #sequence = 0;
@@ -111,6 +113,23 @@ export class Lifeline implements LifelineLink {
   /** The sidecar's pid, while one runs. */
   get pid(): number | undefined {
     return this.#child?.pid;
+  }
+
+  /** Whether `release()` was called (the sidecar stands down; it is no longer anyone's spawner). */
+  get released(): boolean {
+    return this.#released !== undefined;
+  }
+
+  /**
+   * The sidecar process now running, with its IPC channel (the spawner's link), or undefined when none
+   * runs, it did not say `ready` yet, or the lifeline was released. Its channel is unref'd: a user refs it while it waits for answers.
+   */
+  get sidecar(): ChildProcess | undefined {
+    const child = this.#child;
+    if (this.#released !== undefined || child === undefined || child.pid === undefined) return undefined;
+    if (child.exitCode !== null || child.signalCode !== null || !child.connected) return undefined;
+    // Until it said `ready`, a launch would wait for its start: the caller spawns directly meanwhile.
+    return this.#childReady ? child : undefined;
   }
 
   watch(tree: LifelineTree): () => void {
@@ -170,16 +189,18 @@ export class Lifeline implements LifelineLink {
           '--kill-grace-ms',
           String(options.killGraceMs ?? LIFELINE_DEFAULTS.killGraceMs),
         ],
-        { detached: true, stdio: ['pipe', 'pipe', 'ignore'], env },
+        { detached: true, stdio: ['pipe', 'pipe', 'ignore', 'ipc'], serialization: 'json', env },
       );
     } catch (error) {
       this.#failed(error);
       return;
     }
     this.#child = child;
+    this.#childReady = false;
     child.unref();
     (child.stdin as Socket | null)?.unref?.();
     (child.stdout as Socket | null)?.unref?.();
+    child.channel?.unref();
     child.stdin?.on('error', () => {
       // The sidecar went away; 'exit' restarts it.
     });
@@ -191,8 +212,10 @@ export class Lifeline implements LifelineLink {
       for (let end = pending.indexOf('\n'); end >= 0; end = pending.indexOf('\n')) {
         const message = decodeMessage(pending.slice(0, end));
         pending = pending.slice(end + 1);
-        if (message?.type === 'ready') this.#resolveReady(true);
-        else if (message?.type === 'error') {
+        if (message?.type === 'ready') {
+          if (this.#child === child) this.#childReady = true;
+          this.#resolveReady(true);
+        } else if (message?.type === 'error') {
           options.logger.warn('the lifeline sidecar refused a message', {
             of: message.of,
             message: message.message,

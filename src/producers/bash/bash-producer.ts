@@ -376,6 +376,10 @@ export class BashProducer {
         const facts = handle.processFacts();
         if (facts === undefined || !handle.running) return;
         context.updateDetail({
+          // A launcher that spawns elsewhere (the spawner sidecar) knows the pid only once it runs.
+          pid: handle.pid ?? null,
+          pgid: handle.pid ?? null,
+          statusFile: handle.statusFile ?? null,
           processStartTime: facts.startTime ?? null,
           bootId: facts.bootId ?? null,
           processTag: facts.tag === undefined ? null : `${facts.tag.name}=${facts.tag.value}`,

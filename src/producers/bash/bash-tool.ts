@@ -193,7 +193,14 @@ export function createBashTool(options: BashToolOptions): BashTool {
     } catch (error) {
       return toolError(describeToolError(error));
     }
-    if (!(await started.handle.spawned)) return spawnFailure(started);
+    // A foreground command can be moved to the background while it starts (a launcher that spawns
+    // elsewhere, the spawner sidecar, answers a moment later): runForeground sees the move at once.
+    const untrackStarting = background
+      ? undefined
+      : foreground.track({ toolCallId: context.toolCallId, taskId: started.taskId });
+    const spawned = await started.handle.spawned;
+    untrackStarting?.();
+    if (!spawned) return spawnFailure(started);
     if (background) return backgroundResult(started, 'started');
     return runForeground(started, context, plan);
   };

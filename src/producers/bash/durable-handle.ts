@@ -339,21 +339,33 @@ export class DurableHandle implements CommandHandle {
     });
     // The wrapper sends its own output to the file; its pipes only close.
     for (const stream of [child.stdout, child.stderr]) drain(stream);
-    if (child.pid === undefined) return;
-    this.#pid = child.pid;
-    this.#terminator = this.#newTerminator(
-      { pid: child.pid, startTime: this.#startedAfter },
-      () => !this.#leaderExited,
-      this.startedAt + 1000,
-    );
-    child.once('spawn', () => this.#resolveSpawned(true));
-    child.once('exit', (code, signal) => {
-      this.#exitCode = code;
-      this.#signal = signal;
-      this.#rootEnded();
-    });
+    const begin = (pid: number) => {
+      this.#pid = pid;
+      this.#terminator = this.#newTerminator(
+        { pid, startTime: this.#startedAfter },
+        () => !this.#leaderExited,
+        this.startedAt + 1000,
+      );
+      child.once('exit', (code, signal) => {
+        this.#exitCode = code;
+        this.#signal = signal;
+        this.#rootEnded();
+      });
+      this.#schedulePoll();
+    };
+    // A launcher that spawns elsewhere (the spawner sidecar) knows the pid only at 'spawn'.
+    if (child.pid !== undefined) {
+      begin(child.pid);
+      child.once('spawn', () => this.#resolveSpawned(true));
+    } else {
+      child.once('spawn', () => {
+        if (child.pid === undefined || this.#facts) return;
+        begin(child.pid);
+        this.#resolveSpawned(true);
+        if (this.#reason !== undefined) void this.#terminator?.terminate();
+      });
+    }
     this.setTimeout(resolved.timeoutMs);
-    this.#schedulePoll();
   }
 
   #attach(attachment: DurableAttachment): void {

@@ -246,7 +246,25 @@ export class ProcessHandle implements CommandHandle {
         });
       }
     });
-    if (child.pid === undefined) return; // 'error' follows with the reason.
+    // A launcher that spawns elsewhere (the spawner sidecar) knows the pid only at 'spawn'; without it
+    // and without 'spawn', 'error' follows with the reason.
+    if (child.pid !== undefined) {
+      this.#begin(child, startedAfter);
+      child.once('spawn', () => this.#resolveSpawned(true));
+    } else {
+      child.once('spawn', () => {
+        this.#begin(child, startedAfter);
+        this.#resolveSpawned(true);
+      });
+    }
+    this.setTimeout(resolved.timeoutMs);
+  }
+
+  /** Once the pid is known: the lifeline, the terminator, the pipes' readers and the exit. */
+  #begin(child: LaunchedProcess, startedAfter: number): void {
+    const options = this.#options;
+    const lifeline = options.lifeline;
+    if (child.pid === undefined || this.#facts) return;
     this.#pid = child.pid;
     // Told asynchronously (the lifeline batches its writes): nothing here waits for the sidecar.
     this.#unwatch = lifeline?.watch({
@@ -268,9 +286,9 @@ export class ProcessHandle implements CommandHandle {
     });
     child.stdout?.on('data', (chunk: Buffer) => this.#onData('stdout', chunk, child.stdout!));
     child.stderr?.on('data', (chunk: Buffer) => this.#onData('stderr', chunk, child.stderr!));
-    child.once('spawn', () => this.#resolveSpawned(true));
     child.once('exit', (code, signal) => this.#onExit(code, signal));
-    this.setTimeout(resolved.timeoutMs);
+    // A stop requested before the pid was known (a cancel, a deadline of 0) is carried out now.
+    if (this.#reason !== undefined) void this.#terminator.terminate();
   }
 
   /** Consuming read of the newest unread output (at most `limitBytes`, capped by `maxReadBytes`). */

@@ -98,7 +98,10 @@ export const ownerLifecycleCases: ConformanceGroup = {
         // A viewer reacts to the stop by starting more work for the same session, within the cancel step.
         tasks.onTasksChanged(
           (change) => {
-            if (change.reason === 'stopping') lateStart ??= tasks.start(late.spec);
+            if (change.reason !== 'stopping' || lateStart !== undefined) return;
+            lateStart = tasks.start(late.spec);
+            // Checked below, after the disposal; an asynchronous refusal is not unhandled meanwhile.
+            lateStart.catch(() => {});
           },
           { caller: owner },
         );
@@ -172,7 +175,10 @@ export const disposalCases: ConformanceGroup = {
         const late = producer({ label: 'late' });
         let lateStart: Promise<TaskSnapshot> | undefined;
         tasks.onTasksChanged((change) => {
-          if (change.reason === 'stopping') lateStart ??= tasks.start(late.spec);
+          if (change.reason !== 'stopping' || lateStart !== undefined) return;
+          lateStart = tasks.start(late.spec);
+          // Checked below, after the disposal; an asynchronous refusal is not unhandled meanwhile.
+          lateStart.catch(() => {});
         });
         await tasks.dispose();
         assert.ok(lateStart, 'the stop was announced');

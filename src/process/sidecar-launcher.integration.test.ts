@@ -1,0 +1,233 @@
+/**
+ * The spawner sidecar against real processes: the command's pipes come back to this process (streams,
+ * many at once, backpressure), its exit comes once the sidecar reaped it, a spawn fails with the errors a
+ * direct spawn gives, and a sidecar killed mid-run leaves running commands to end and later launches to
+ * this process.
+ */
+import { readFileSync } from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { systemClock } from '../tasks/clock.js';
+import { Lifeline } from './lifeline.js';
+import { createSpawnLauncher, type LaunchedProcess, type LaunchRequest } from './process-launcher.js';
+import { SidecarLauncher } from './sidecar-launcher.js';
+
+interface Warning {
+  readonly message: string;
+}
+
+const lifelines: Lifeline[] = [];
+const LEAK_MARK = process.env.ERRAND_TEST_LEAK_MARK;
+
+afterEach(async () => {
+  await Promise.all(lifelines.splice(0).map((lifeline) => lifeline.release()));
+});
+
+/** A lifeline whose sidecar said `ready` (before that, launches are direct spawns), and its launcher. */
+async function spawner(): Promise<{ launcher: SidecarLauncher; lifeline: Lifeline; warnings: Warning[] }> {
+  const warnings: Warning[] = [];
+  const logger = { warn: (message: string) => warnings.push({ message }) };
+  const lifeline = new Lifeline({ clock: systemClock, logger });
+  lifelines.push(lifeline);
+  expect(await lifeline.ready).toBe(true);
+  return { launcher: new SidecarLauncher({ lifeline, clock: systemClock, logger }), lifeline, warnings };
+}
+
+function bash(command: string, cwd = process.cwd()): LaunchRequest {
+  return {
+    file: 'bash',
+    args: ['-c', command],
+    cwd,
+    env: {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      // The suite's leak check finds whatever these commands leave behind by this mark.
+      ...(LEAK_MARK === undefined ? {} : { ERRAND_TEST_LEAK_MARK: LEAK_MARK }),
+    },
+    tag: { name: 'ERRAND_TEST_TAG', value: `tree-${Math.random()}` },
+  };
+}
+
+interface Ended {
+  readonly stdout: string;
+  readonly stderr: string;
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+}
+
+/** Both streams read to their end and the exit, or the error. */
+function ended(child: LaunchedProcess): Promise<Ended> {
+  return new Promise((resolve, reject) => {
+    const text = { stdout: '', stderr: '' };
+    let open = 2;
+    let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+    const done = () => {
+      if (open === 0 && exit !== undefined) resolve({ ...text, ...exit });
+    };
+    child.on('error', reject);
+    for (const name of ['stdout', 'stderr'] as const) {
+      const stream = child[name]!;
+      stream.on('data', (chunk: Buffer) => {
+        text[name] += chunk.toString('utf8');
+      });
+      stream.once('close', () => {
+        open -= 1;
+        done();
+      });
+    }
+    child.once('exit', (code, signal) => {
+      exit = { code, signal };
+      done();
+    });
+  });
+}
+
+function parentOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+}
+
+describe('SidecarLauncher', () => {
+  it('starts the command in the sidecar, in its own session and group, tagged, and streams both pipes', async () => {
+    const { launcher, lifeline } = await spawner();
+    const child = launcher.launch(
+      bash(
+        'cut -d" " -f1,4,5,6 /proc/$$/stat; echo "$ERRAND_TEST_TAG"; readlink /proc/$$/fd/0; echo e >&2; exit 3',
+      ),
+    );
+    const result = await ended(child);
+    const [ids, tag, stdin] = result.stdout.trim().split('\n');
+    const [pid, parent, group, session] = ids!.split(' ').map(Number);
+    expect(pid).toBe(child.pid);
+    expect(parent).toBe(lifeline.pid);
+    expect(group).toBe(pid);
+    expect(session).toBe(pid);
+    expect(tag).toMatch(/^tree-/);
+    expect(stdin).toBe('/dev/null');
+    expect(result).toMatchObject({ stderr: 'e\n', code: 3, signal: null });
+  });
+
+  it('spawns directly until the sidecar said ready: no start waits for the sidecar to boot', async () => {
+    const logger = { warn: () => {} };
+    const lifeline = new Lifeline({ clock: systemClock, logger });
+    lifelines.push(lifeline);
+    const launcher = new SidecarLauncher({ lifeline, clock: systemClock, logger });
+    const early = launcher.launch(bash('echo $PPID'));
+    expect(early.pid).toBeGreaterThan(0);
+    expect(Number((await ended(early)).stdout.trim())).toBe(process.pid);
+    await lifeline.ready;
+    expect(Number((await ended(launcher.launch(bash('echo $PPID')))).stdout.trim())).toBe(lifeline.pid);
+  });
+
+  it('reports the signal that ended the process', async () => {
+    const { launcher } = await spawner();
+    expect(await ended(launcher.launch(bash('kill -SEGV $$')))).toMatchObject({
+      code: null,
+      signal: 'SIGSEGV',
+    });
+  });
+
+  it('loses no byte of 50 commands started at once that write at once to both pipes', async () => {
+    const { launcher } = await spawner();
+    const results = await Promise.all(
+      Array.from({ length: 50 }, (_, index) =>
+        ended(
+          launcher.launch(
+            bash(`printf out${index}; printf err${index} >&2; head -c 100000 /dev/zero | tr '\\0' x`),
+          ),
+        ),
+      ),
+    );
+    results.forEach((result, index) => {
+      expect(result.stdout.slice(0, `out${index}`.length)).toBe(`out${index}`);
+      expect(result.stdout.length).toBe(`out${index}`.length + 100_000);
+      expect(result.stderr).toBe(`err${index}`);
+      expect(result.code).toBe(0);
+    });
+  });
+
+  it('keeps backpressure: a paused reader blocks the command, which writes on once it reads again', async () => {
+    const { launcher } = await spawner();
+    // The writer uses a non-blocking pipe: it reports how much it wrote when the pipe first was full.
+    const writer = [
+      'import os, sys, fcntl, errno',
+      'fd = 1',
+      'fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_NONBLOCK)',
+      'chunk = b"x" * 65536',
+      'written = 0',
+      'while written < 64 * 1048576:',
+      '    try:',
+      '        written += os.write(fd, chunk)',
+      '    except BlockingIOError:',
+      '        break',
+      'sys.stderr.write(f"blocked {written}\\n"); sys.stderr.flush()',
+      'fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)',
+      'os.write(fd, b"end")',
+    ].join('\n');
+    const child = launcher.launch({ ...bash(''), file: 'python3', args: ['-c', writer] });
+    child.stdout!.pause();
+    const blocked = await new Promise<number>((resolve) => {
+      let text = '';
+      child.stderr!.on('data', (chunk: Buffer) => {
+        text += chunk.toString();
+        const match = /blocked (\d+)\n/.exec(text);
+        if (match) resolve(Number(match[1]));
+      });
+    });
+    // The pipe (64 KiB) and the two stream buffers in this process hold it all: it never reached 64 MiB.
+    expect(blocked).toBeLessThan(2 * 1024 * 1024);
+    let read = '';
+    const closed = new Promise((resolve) => child.stdout!.once('close', resolve));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    child.stdout!.on('data', (chunk: Buffer) => {
+      read += chunk.toString();
+    });
+    child.stdout!.resume();
+    const [exit] = await Promise.all([exited, closed]);
+    expect(exit).toBe(0);
+    expect(read.length).toBe(blocked + 3);
+    expect(read.endsWith('end')).toBe(true);
+  });
+
+  it('fails a spawn with the error a direct spawn gives (missing directory, missing program)', async () => {
+    const { launcher } = await spawner();
+    const errorOf = (child: LaunchedProcess) =>
+      new Promise<NodeJS.ErrnoException>((resolve) => child.on('error', (error) => resolve(error)));
+    for (const request of [
+      bash('true', '/nonexistent/errand'),
+      { ...bash('true'), file: '/nonexistent/bash' },
+    ]) {
+      const viaSidecar = launcher.launch(request);
+      const error = await errorOf(viaSidecar);
+      const direct = await errorOf(createSpawnLauncher().launch(request));
+      expect(viaSidecar.pid).toBeUndefined();
+      expect({ message: error.message, code: error.code, syscall: error.syscall, path: error.path }).toEqual({
+        message: direct.message,
+        code: direct.code,
+        syscall: direct.syscall,
+        path: direct.path,
+      });
+    }
+  });
+
+  it('when the sidecar is killed mid-run, running commands still end and later launches spawn directly', async () => {
+    const { launcher, lifeline, warnings } = await spawner();
+    const running = launcher.launch(bash('echo started; exec sleep 1000'));
+    const result = ended(running);
+    await new Promise<void>((resolve) => running.stdout!.once('data', () => resolve()));
+    const sidecar = lifeline.pid!;
+    expect(parentOf(running.pid!)).toBe(sidecar);
+    process.kill(sidecar, 'SIGKILL');
+    await new Promise<void>((resolve) => {
+      const check = () => (launcher.active ? setTimeout(check, 5) : resolve());
+      check();
+    });
+    const later = await Promise.all(
+      [1, 2].map((code) => ended(launcher.launch(bash(`echo $PPID; exit ${code}`)))),
+    );
+    expect(later.map((each) => each.code)).toEqual([1, 2]);
+    for (const each of later) expect(Number(each.stdout.trim())).toBe(process.pid);
+    // The orphan is not ours to reap: it ends with an unknown status once it is gone.
+    process.kill(-running.pid!, 'SIGTERM');
+    expect(await result).toMatchObject({ code: null, signal: null });
+    expect(warnings.filter((warning) => warning.message.includes('spawner sidecar is gone'))).toHaveLength(1);
+  });
+});

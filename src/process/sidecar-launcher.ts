@@ -1,0 +1,322 @@
+/**
+ * The lifeline sidecar as the spawner: a `ProcessLauncher` that asks the sidecar (over its Node IPC
+ * channel) to start each request, so the fork happens in a small process and costs the same whatever
+ * this process's heap (a fork copies the forking process's page tables on its event loop). The command
+ * is started exactly as `createSpawnLauncher` would start it — own session and group, the tag in the
+ * environment, stdin on /dev/null — and its stdout and stderr pipes come back as handles: this process
+ * reads them directly, the sidecar never touches the bytes, and a paused reader stops the command's
+ * writes as with a direct spawn. `exit` is emitted once the sidecar reaped the process.
+ *
+ * Until the sidecar said `ready` (a runtime's first moments), launches are direct spawns: no start waits
+ * for the sidecar to boot. If the sidecar dies, every later launch is a direct spawn (said once in the log), and what was in flight
+ * still ends: a launch not yet answered is started directly unless a process carrying its tag exists (then
+ * it fails: it may have started, and running it twice is worse than reporting it); a running process is
+ * watched in the process table until it is gone, and then exits with an unknown status (code and signal
+ * null: nobody is left who reaped it).
+ */
+import type { ChildProcess } from 'node:child_process';
+import { EventEmitter } from 'node:events';
+import type { Socket } from 'node:net';
+import { Readable } from 'node:stream';
+import type { CancelTimer, Clock } from '../tasks/clock.js';
+import type { Logger } from '../tasks/logger.js';
+import type { ExitedMessage, SpawnFailedMessage, SpawnMessage } from './lifeline-protocol.js';
+import {
+  createSpawnLauncher,
+  type LaunchedProcess,
+  type LaunchRequest,
+  launchEnvironment,
+  type ProcessLauncher,
+} from './process-launcher.js';
+import { isDead, type ProcessSource, procfsSource } from './process-table.js';
+
+/** What the launcher needs of the lifeline: its sidecar process while one runs. */
+export interface SpawnerSidecar {
+  readonly sidecar: ChildProcess | undefined;
+  /** True once the lifeline stood down: its sidecar exiting then is no failure. */
+  readonly released: boolean;
+}
+
+export interface SidecarLauncherOptions {
+  readonly lifeline: SpawnerSidecar;
+  /** Launches once the sidecar is gone. Default `createSpawnLauncher()`. */
+  readonly fallback?: ProcessLauncher;
+  /** Where a process the dead sidecar started is looked for. Default the /proc table. */
+  readonly processSource?: ProcessSource;
+  /** How often such an orphan is looked for until it is gone, in ms. Default 50. */
+  readonly orphanPollMs?: number;
+  readonly clock: Clock;
+  readonly logger: Logger;
+}
+
+export const SIDECAR_LAUNCHER_DEFAULTS = Object.freeze({ orphanPollMs: 50 });
+
+/** One stream of a command: readable at once, fed by the pipe's handle when the sidecar sends it. */
+class PipeStream extends Readable {
+  #socket: Socket | undefined;
+  #wanted = false;
+
+  attach(socket: Socket): void {
+    if (this.destroyed) {
+      socket.destroy();
+      return;
+    }
+    this.#socket = socket;
+    socket.on('data', (chunk: Buffer) => {
+      if (!this.push(chunk)) {
+        this.#wanted = false;
+        socket.pause();
+      }
+    });
+    socket.once('end', () => this.push(null));
+    socket.on('error', () => {
+      // A received pipe is a read end: shutting down its write side on end of file may fail; nothing is lost.
+    });
+    socket.once('close', () => {
+      if (!this.readableEnded) this.push(null);
+    });
+    if (!this.#wanted) socket.pause();
+  }
+
+  /** The pipe never came (the sidecar died first): the stream ends empty. */
+  lost(): void {
+    if (this.#socket === undefined && !this.destroyed) this.push(null);
+  }
+
+  override _read(): void {
+    this.#wanted = true;
+    this.#socket?.resume();
+  }
+
+  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+    this.#socket?.destroy();
+    callback(error);
+  }
+}
+
+/** A process the sidecar is asked to start, as the producers see it. */
+class SidecarProcess extends EventEmitter implements LaunchedProcess {
+  pid: number | undefined;
+  readonly stdout = new PipeStream();
+  readonly stderr = new PipeStream();
+  exited = false;
+  #cancelPoll: CancelTimer | undefined;
+
+  constructor(
+    readonly request: LaunchRequest,
+    readonly id: number,
+  ) {
+    super();
+  }
+
+  spawned(pid: number): void {
+    this.pid = pid;
+    this.emit('spawn');
+  }
+
+  failed(error: Error): void {
+    this.stdout.lost();
+    this.stderr.lost();
+    this.emit('error', error);
+  }
+
+  exit(code: number | null, signal: NodeJS.Signals | null): void {
+    if (this.exited) return;
+    this.exited = true;
+    this.#cancelPoll?.();
+    this.emit('exit', code, signal);
+  }
+
+  /** The sidecar died while this ran: exits (status unknown) once its pid names no live process. */
+  orphaned(source: ProcessSource, clock: Clock, pollMs: number, startedAfter: number): void {
+    this.stdout.lost();
+    this.stderr.lost();
+    const check = () => {
+      const pid = this.pid!;
+      const entry = source.read(pid);
+      if (entry === undefined || isDead(entry) || entry.startTime < startedAfter) this.exit(null, null);
+      else this.#cancelPoll = clock.schedule(pollMs, check);
+    };
+    check();
+  }
+}
+
+export class SidecarLauncher implements ProcessLauncher {
+  readonly #options: SidecarLauncherOptions;
+  readonly #fallback: ProcessLauncher;
+  readonly #source: ProcessSource;
+  readonly #pending = new Map<number, SidecarProcess>();
+  #channel: ChildProcess | undefined;
+  #fellBack = false;
+  #sequence = 0;
+  /** Clock ticks since boot when the channel was taken: every process it started started after it. */
+  #channelSince = 0;
+
+  constructor(options: SidecarLauncherOptions) {
+    this.#options = options;
+    this.#fallback = options.fallback ?? createSpawnLauncher();
+    this.#source = options.processSource ?? procfsSource();
+  }
+
+  /** Whether launches go to the sidecar (false once it died, or while none runs). */
+  get active(): boolean {
+    return !this.#fellBack && (this.#channel ?? this.#options.lifeline.sidecar) !== undefined;
+  }
+
+  launch(request: LaunchRequest): LaunchedProcess {
+    const channel = this.#link();
+    if (channel === undefined) return this.#fallback.launch(request);
+    const process = new SidecarProcess(request, ++this.#sequence);
+    const message: SpawnMessage = {
+      type: 'spawn',
+      id: process.id,
+      file: request.file,
+      args: request.args,
+      cwd: request.cwd,
+      env: launchEnvironment(request),
+    };
+    this.#pending.set(process.id, process);
+    if (this.#pending.size === 1) channel.channel?.ref();
+    try {
+      channel.send(message, (error: Error | null) => {
+        if (error !== null) this.#sidecarGone(channel);
+      });
+    } catch {
+      // The channel closed between the check and the send; the process is handled with the others.
+      queueMicrotask(() => this.#sidecarGone(channel));
+    }
+    return process;
+  }
+
+  /** The sidecar's channel, listened to once; undefined once it died (or while none runs). */
+  #link(): ChildProcess | undefined {
+    if (this.#fellBack) return undefined;
+    if (this.#channel !== undefined) return this.#channel;
+    const channel = this.#options.lifeline.sidecar;
+    if (channel === undefined) return undefined;
+    this.#channel = channel;
+    this.#channelSince = this.#source.clockTicks();
+    channel.on('message', (message: unknown, handle: unknown) => this.#answer(message, handle));
+    channel.once('exit', () => this.#sidecarGone(channel));
+    channel.once('disconnect', () => this.#sidecarGone(channel));
+    return channel;
+  }
+
+  #answer(message: unknown, handle: unknown): void {
+    const answer = message as { type?: unknown; id?: unknown } | null;
+    if (typeof answer?.id !== 'number') {
+      if (answer?.type === 'error') {
+        this.#options.logger.warn('the spawner sidecar refused a message', { answer });
+      }
+      return;
+    }
+    const process = this.#pending.get(answer.id);
+    if (process === undefined) {
+      (handle as Socket | undefined)?.destroy?.();
+      return;
+    }
+    switch (answer.type) {
+      case 'spawned':
+        process.spawned((answer as { pid: number }).pid);
+        return;
+      case 'pipe': {
+        const stream = (answer as { stream?: unknown }).stream === 'stderr' ? process.stderr : process.stdout;
+        if (handle !== undefined) stream.attach(handle as Socket);
+        else stream.lost();
+        return;
+      }
+      case 'exited': {
+        const { code, signal } = answer as ExitedMessage;
+        this.#done(process);
+        process.exit(code, signal);
+        return;
+      }
+      case 'spawn_failed':
+        this.#done(process);
+        process.failed(spawnError(answer as SpawnFailedMessage, process.request));
+        return;
+    }
+  }
+
+  #done(process: SidecarProcess): void {
+    this.#pending.delete(process.id);
+    if (this.#pending.size === 0) this.#channel?.channel?.unref();
+  }
+
+  /** The sidecar died: launches go direct from now on, and what it had in hand still ends. */
+  #sidecarGone(channel: ChildProcess): void {
+    if (this.#channel !== channel || this.#fellBack) return;
+    this.#fellBack = true;
+    if (!this.#options.lifeline.released || this.#pending.size > 0)
+      this.#options.logger.warn(
+        'the spawner sidecar is gone; this process spawns commands itself from now on',
+        {
+          inFlight: this.#pending.size,
+        },
+      );
+    const { clock } = this.#options;
+    const pollMs = this.#options.orphanPollMs ?? SIDECAR_LAUNCHER_DEFAULTS.orphanPollMs;
+    const pending = [...this.#pending.values()];
+    this.#pending.clear();
+    for (const process of pending) {
+      if (process.pid !== undefined) {
+        process.orphaned(this.#source, clock, pollMs, this.#channelSince);
+        continue;
+      }
+      if (this.#mayHaveStarted(process.request)) {
+        process.failed(
+          Object.assign(new Error('the spawner sidecar died while starting the command'), {
+            code: 'ESPAWNER',
+          }),
+        );
+        continue;
+      }
+      this.#relaunch(process);
+    }
+  }
+
+  /** Whether a live process carries the request's tag (then the sidecar started it before it died). */
+  #mayHaveStarted(request: LaunchRequest): boolean {
+    const tag = request.tag;
+    if (tag === undefined) return false;
+    for (const pid of this.#source.listPids()) {
+      const entry = this.#source.read(pid);
+      if (entry === undefined || isDead(entry)) continue;
+      if (this.#source.environmentValue(pid, tag.name) === tag.value) return true;
+    }
+    return false;
+  }
+
+  /** Starts an unanswered request directly and forwards what the direct process reports. */
+  #relaunch(process: SidecarProcess): void {
+    let child: LaunchedProcess;
+    try {
+      child = this.#fallback.launch(process.request);
+    } catch (error) {
+      process.failed(error instanceof Error ? error : new Error(String(error)));
+      return;
+    }
+    child.on('error', (error) => {
+      if (child.pid === undefined) process.failed(error);
+    });
+    child.once('spawn', () => {
+      if (child.stdout) process.stdout.attach(child.stdout as Socket);
+      else process.stdout.lost();
+      if (child.stderr) process.stderr.attach(child.stderr as Socket);
+      else process.stderr.lost();
+      process.spawned(child.pid!);
+    });
+    child.once('exit', (code, signal) => process.exit(code, signal));
+  }
+}
+
+/** The error the sidecar's `child_process.spawn` reported, rebuilt as the direct spawn would have thrown it. */
+function spawnError(answer: SpawnFailedMessage, request: LaunchRequest): Error {
+  const error = new Error(answer.message) as NodeJS.ErrnoException & { spawnargs?: readonly string[] };
+  if (answer.code !== undefined) error.code = answer.code;
+  if (answer.errno !== undefined) error.errno = answer.errno;
+  if (answer.syscall !== undefined) error.syscall = answer.syscall;
+  if (answer.path !== undefined) error.path = answer.path;
+  error.spawnargs = request.args;
+  return error;
+}

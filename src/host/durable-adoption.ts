@@ -7,7 +7,7 @@
  */
 
 import { type ProcessSource, parseEnvironmentTag, recognizeTree } from '../process/index.js';
-import type { BashProducer } from '../producers/bash/bash-producer.js';
+import type { AdoptedBashTask, BashProducer } from '../producers/bash/bash-producer.js';
 import type { BashFacts } from '../producers/bash/index.js';
 import type { StoredTask } from '../store/index.js';
 import type { Logger, Owner } from '../tasks/index.js';
@@ -35,32 +35,19 @@ export function durableAdopter(
       startTime = found.state === 'running' ? found.rootStartTime : NOTHING_STARTED_AFTER;
     }
     const detail = record.detail as BashFacts;
-    bash
-      .adopt({
-        taskId: record.id,
-        owner,
-        label: record.label,
-        detail,
-        traceparent: record.traceparent,
-        attachment: {
-          id: record.id,
-          command: typeof detail.command === 'string' ? detail.command : record.label,
-          cwd: typeof detail.cwd === 'string' ? detail.cwd : '/',
-          startedAt: record.startedAt,
-          pid: facts.pid,
-          startTime,
-          bootId: facts.bootId,
-          tag,
-          outputFile: record.outputFile,
-          statusFile: record.statusFile,
-          readOffset: record.readOffset,
-        },
-      })
-      .catch((error: unknown) => {
-        logger.warn(`task ${record.id}: re-attaching the durable command failed`, {
-          error: error instanceof Error ? error.message : String(error),
-        });
-      });
+    adopt(bash, record, owner, logger, 'the durable command', {
+      id: record.id,
+      command: commandOf(record, detail),
+      cwd: cwdOf(detail),
+      startedAt: record.startedAt,
+      pid: facts.pid,
+      startTime,
+      bootId: facts.bootId,
+      tag,
+      outputFile: record.outputFile,
+      statusFile: record.statusFile,
+      readOffset: record.readOffset,
+    });
     return true;
   };
 }
@@ -75,27 +62,44 @@ function adoptRemote(
 ): boolean {
   if (!bash.runsRemoteCommands) return false;
   const detail = record.detail as BashFacts;
+  adopt(bash, record, owner, logger, 'the durable remote command', {
+    remote: true,
+    job,
+    command: commandOf(record, detail),
+    cwd: cwdOf(detail),
+    startedAt: record.startedAt,
+    readOffset: record.readOffset,
+    worker: typeof detail.worker === 'string' ? detail.worker : undefined,
+  });
+  return true;
+}
+
+/** Re-registers `record` for `owner` on `attachment`; a failure is logged (the task stays as recorded). */
+function adopt(
+  bash: BashProducer,
+  record: StoredTask,
+  owner: Owner,
+  logger: Logger,
+  what: string,
+  attachment: AdoptedBashTask['attachment'],
+): void {
   bash
     .adopt({
       taskId: record.id,
       owner,
       label: record.label,
-      detail,
+      detail: record.detail as BashFacts,
       traceparent: record.traceparent,
-      attachment: {
-        remote: true,
-        job,
-        command: typeof detail.command === 'string' ? detail.command : record.label,
-        cwd: typeof detail.cwd === 'string' ? detail.cwd : '/',
-        startedAt: record.startedAt,
-        readOffset: record.readOffset,
-        worker: typeof detail.worker === 'string' ? detail.worker : undefined,
-      },
+      attachment,
     })
     .catch((error: unknown) => {
-      logger.warn(`task ${record.id}: re-attaching the durable remote command failed`, {
+      logger.warn(`task ${record.id}: re-attaching ${what} failed`, {
         error: error instanceof Error ? error.message : String(error),
       });
     });
-  return true;
 }
+
+const commandOf = (record: StoredTask, detail: BashFacts): string =>
+  typeof detail.command === 'string' ? detail.command : record.label;
+
+const cwdOf = (detail: BashFacts): string => (typeof detail.cwd === 'string' ? detail.cwd : '/');

@@ -40,18 +40,22 @@ export const redisProviderOptions = defineOptions(
     /** How long a settled job's record stays in Redis when its runtime does not delete it first, in ms. Default 3600000. */
     settledRetentionMs: option.integer({ min: 1000, default: 3_600_000 }),
   },
-  {
-    check: (resolved, path) => {
-      if (resolved.heartbeatTtlMs <= resolved.heartbeatMs) {
-        throw new InvalidArgumentError(
-          path('heartbeatTtlMs'),
-          `more than heartbeatMs (${resolved.heartbeatMs})`,
-          resolved.heartbeatTtlMs,
-        );
-      }
-    },
-  },
+  { check: checkHeartbeat },
 );
 
 export type RedisProviderOptions = OptionsInput<typeof redisProviderOptions.rules>;
 export type ResolvedRedisProviderOptions = ResolvedOptions<typeof redisProviderOptions.rules>;
+
+/** A heartbeat's time to live must outlast its interval (the provider's and the worker's check). */
+export function checkHeartbeat(
+  resolved: { readonly heartbeatMs: number; readonly heartbeatTtlMs: number },
+  path: (key: 'heartbeatTtlMs') => string,
+): void {
+  if (resolved.heartbeatTtlMs <= resolved.heartbeatMs) {
+    throw new InvalidArgumentError(
+      path('heartbeatTtlMs'),
+      `more than heartbeatMs (${resolved.heartbeatMs})`,
+      resolved.heartbeatTtlMs,
+    );
+  }
+}

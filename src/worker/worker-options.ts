@@ -2,8 +2,8 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { REDIS_NAME_PATTERN } from '../redis/redis-keys.js';
-import { redisProviderOptions } from '../redis/redis-options.js';
-import { consoleLogger, InvalidArgumentError } from '../tasks/index.js';
+import { checkHeartbeat, redisProviderOptions } from '../redis/redis-options.js';
+import { consoleLogger } from '../tasks/index.js';
 import { defineOptions, type OptionsInput, option, type ResolvedOptions } from '../tasks/options.js';
 
 const isName = (value: unknown) => typeof value === 'string' && REDIS_NAME_PATTERN.test(value);
@@ -49,17 +49,7 @@ export const errandWorkerOptions = defineOptions(
     lifeline: option.boolean({ default: true }),
     logger: option.logger({ default: consoleLogger }),
   },
-  {
-    check: (resolved, path) => {
-      if (resolved.heartbeatTtlMs <= resolved.heartbeatMs) {
-        throw new InvalidArgumentError(
-          path('heartbeatTtlMs'),
-          `more than heartbeatMs (${resolved.heartbeatMs})`,
-          resolved.heartbeatTtlMs,
-        );
-      }
-    },
-  },
+  { check: checkHeartbeat },
 );
 
 export type ErrandWorkerOptions = OptionsInput<typeof errandWorkerOptions.rules>;

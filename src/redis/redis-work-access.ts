@@ -8,7 +8,7 @@
 import type { Clock } from '../tasks/clock.js';
 import type { TaskOutputChunk } from '../tasks/index.js';
 import type { RedisContext } from './redis-context.js';
-import { unrunFacts } from './remote-commands.js';
+import { readStreamRange, unrunFacts } from './remote-commands.js';
 
 type JobState = 'queued' | 'running' | 'ended' | 'killed' | 'lost' | 'gone';
 
@@ -23,7 +23,6 @@ export interface KnownJob {
 const JOB_STATES: ReadonlySet<string> = new Set(['queued', 'running', 'ended', 'killed', 'lost']);
 /** Job states remembered at most (the oldest is forgotten first). */
 const MAX_KNOWN_STATES = 10_000;
-const PAGE_ENTRIES = 64;
 
 export interface RedisWorkAccess {
   openOutput(job: string): Promise<RedisJobOutput | undefined>;
@@ -98,7 +97,8 @@ export function createRedisWorkAccess(
         get location() {
           return worker === undefined ? undefined : `worker ${worker}`;
         },
-        read: (offset, maxBytes) => readRange(context, job, offset, Math.min(maxBytes, end - offset)),
+        read: (offset, maxBytes) =>
+          readStreamRange(context.client, context.keys.output(job), offset, Math.min(maxBytes, end - offset)),
         onGrow: () => () => {},
         refresh,
       };
@@ -151,47 +151,4 @@ function exitOf(facts: string | null): Omit<KnownJob, 'state'> {
   } catch {
     return {};
   }
-}
-
-/** Up to `limit` bytes of a job's output stream from `offset` (a later `from` says bytes were dropped). */
-async function readRange(
-  context: RedisContext,
-  job: string,
-  offset: number,
-  limit: number,
-): Promise<TaskOutputChunk> {
-  if (limit <= 0) return { from: offset, bytes: new Uint8Array(0) };
-  const parts: Buffer[] = [];
-  let from = offset;
-  let next = offset;
-  let size = 0;
-  while (size < limit) {
-    let entries: Array<[Buffer, Buffer[]]>;
-    try {
-      entries = (await context.client.xrangeBuffer(
-        context.keys.output(job),
-        `(0-${next}`,
-        '+',
-        'COUNT',
-        PAGE_ENTRIES,
-      )) as Array<[Buffer, Buffer[]]>;
-    } catch {
-      break;
-    }
-    if (entries.length === 0) break;
-    for (const [id, fields] of entries) {
-      if (size >= limit) break;
-      const text = id.toString();
-      const bytes = fields[1] ?? Buffer.alloc(0);
-      const start = Number(text.slice(text.indexOf('-') + 1)) - bytes.length;
-      if (parts.length === 0 && start > offset) from = start;
-      const skip = Math.max(0, next - start);
-      const piece = bytes.subarray(skip, skip + (limit - size));
-      parts.push(piece);
-      size += piece.length;
-      next = start + skip + piece.length;
-    }
-    if (entries.length < PAGE_ENTRIES) break;
-  }
-  return { from, bytes: Buffer.concat(parts) };
 }

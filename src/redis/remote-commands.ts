@@ -100,6 +100,41 @@ async function readEntries(
   });
 }
 
+/**
+ * Up to `limit` bytes of a job's output stream (at `key`) from `offset`; a later `from` says the bytes
+ * before it were dropped by the stream's cap. A Redis that cannot be read ends the range where it is.
+ */
+export async function readStreamRange(
+  client: RedisClient,
+  key: string,
+  offset: number,
+  limit: number,
+): Promise<TaskOutputChunk> {
+  if (limit <= 0) return { from: offset, bytes: new Uint8Array(0) };
+  const parts: Buffer[] = [];
+  let from = offset;
+  let next = offset;
+  let size = 0;
+  while (size < limit) {
+    const page = await readEntries(client, key, next, RANGE_PAGE_ENTRIES).catch(() => []);
+    if (page.length === 0) break;
+    for (const entry of page) {
+      if (size >= limit) break;
+      if (parts.length === 0 && entry.start > offset) from = entry.start;
+      const skip = Math.max(0, next - entry.start);
+      const piece = entry.bytes.subarray(skip, skip + (limit - size));
+      parts.push(piece);
+      size += piece.length;
+      next = entry.start + skip + piece.length;
+    }
+    if (page.length < RANGE_PAGE_ENTRIES) break;
+  }
+  return { from, bytes: Buffer.concat(parts) };
+}
+
+/** Stream entries one range read asks for at a time. */
+const RANGE_PAGE_ENTRIES = 64;
+
 export class RemoteCommandDispatcher implements RemoteCommands {
   readonly runtimeId = randomBytes(6).toString('hex');
   readonly #options: RemoteCommandsOptions;
@@ -269,28 +304,7 @@ export class RemoteCommandDispatcher implements RemoteCommands {
     maxBytes: number,
   ): Promise<TaskOutputChunk> {
     const limit = Math.min(maxBytes, handle.streamEnd - offset);
-    if (limit <= 0) return { from: offset, bytes: new Uint8Array(0) };
-    const parts: Buffer[] = [];
-    let from = offset;
-    let next = offset;
-    let size = 0;
-    while (size < limit) {
-      const page = await readEntries(this.#context.client, this.#keys.output(handle.id), next, 64).catch(
-        () => [],
-      );
-      if (page.length === 0) break;
-      for (const entry of page) {
-        if (size >= limit) break;
-        if (parts.length === 0 && entry.start > offset) from = entry.start;
-        const skip = Math.max(0, next - entry.start);
-        const piece = entry.bytes.subarray(skip, skip + (limit - size));
-        parts.push(piece);
-        size += piece.length;
-        next = entry.start + skip + piece.length;
-      }
-      if (page.length < 64) break;
-    }
-    return { from, bytes: Buffer.concat(parts) };
+    return readStreamRange(this.#context.client, this.#keys.output(handle.id), offset, limit);
   }
 
   // ---------------------------------------------------------------- internals

@@ -39,6 +39,7 @@ export {
   type ReserveNotificationsOptions,
   type RestoredNotification,
   type SessionNotification,
+  sessionNotificationOf,
   type TakeQueuedNotificationsOptions,
   type TurnReservationOptions,
 } from './notification-inbox.js';

@@ -11,6 +11,7 @@ import {
   endCovers,
   type NotificationLane,
   ReportedEnds,
+  type TaskNotification,
   validateReportedTaskEnd,
 } from '../notifications/index.js';
 import type { StoreDurability } from '../store/session-store.js';
@@ -47,6 +48,23 @@ export interface SessionNotification {
   readonly ending?: boolean | undefined;
   /** The task span's W3C traceparent: the span of this notification's delivery links to it. */
   readonly traceparent?: string | undefined;
+}
+
+/** What the session's queue takes of a policy's notification, under `idempotencyKey`. */
+export function sessionNotificationOf(
+  notification: TaskNotification,
+  idempotencyKey: string,
+): SessionNotification {
+  return {
+    taskId: notification.taskId,
+    label: notification.label,
+    text: notification.text,
+    lane: notification.lane,
+    priority: notification.priority,
+    branchGeneration: notification.branchGeneration,
+    idempotencyKey,
+    ...(notification.traceparent === undefined ? {} : { traceparent: notification.traceparent }),
+  };
 }
 
 export type NotificationAdmission =

@@ -38,6 +38,7 @@ import { readFileTail } from '../text/index.js';
 import type { RecordedTasks } from '../tools/index.js';
 import type { Tracing } from '../tracing/index.js';
 import type { ModelPort } from './model-port.js';
+import { sessionNotificationOf } from './notification-inbox.js';
 import { PendingStoreWrites, type StoreFailure } from './pending-store-writes.js';
 import { LOST_CASES, type LostCase, type ReconcileContext, reconcileSessionTasks } from './reconcile.js';
 import { PROGRESS_KEY_PREFIX, takeQueuedResidue, untoldEndings } from './resume-residue.js';
@@ -346,16 +347,7 @@ export class SessionRuntime {
             : readFileTail(task.outputFile, RECORDED_TAIL_READ_BYTES)?.text;
         const notification = entry.policy.notificationFor(snapshot, tail);
         if (notification === undefined) continue;
-        session.deliverNotification({
-          taskId: notification.taskId,
-          label: notification.label,
-          text: notification.text,
-          lane: notification.lane,
-          priority: notification.priority,
-          branchGeneration: notification.branchGeneration,
-          idempotencyKey: key,
-          ...(notification.traceparent === undefined ? {} : { traceparent: notification.traceparent }),
-        });
+        session.deliverNotification(sessionNotificationOf(notification, key));
       } catch (error) {
         this.#logger.warn(`task ${task.id}: queueing the notification of its recorded ending failed`, {
           error: error instanceof Error ? error.message : String(error),
@@ -535,16 +527,9 @@ export class SessionRuntime {
       this.store.transaction(
         () =>
           session.deliverNotification({
-            taskId: notification.taskId,
-            label: notification.label,
-            text: notification.text,
-            lane: notification.lane,
-            priority: notification.priority,
-            branchGeneration: notification.branchGeneration,
-            idempotencyKey: key,
+            ...sessionNotificationOf(notification, key),
             attempt,
             ...(ending ? {} : { ending: false }),
-            ...(notification.traceparent === undefined ? {} : { traceparent: notification.traceparent }),
           }),
         DEFERRED,
       ),

@@ -41,6 +41,7 @@ import {
   CommandQueue,
   NotificationInbox,
   type NotificationReservation,
+  sessionNotificationOf,
   volatileInboxLedger,
 } from '../../session/index.js';
 import { defineOptions, type OptionsInput, option } from '../../tasks/options.js';
@@ -238,16 +239,10 @@ export function createAiSdkNotificationBridge(
   const policy = createDeliveryPolicy({
     ...policyOptions,
     enqueue(notification) {
+      const key = `${notification.taskId}:${notification.attempt}:${notification.event}:${++sequence}`;
       const admission = inbox.admit({
-        taskId: notification.taskId,
-        label: notification.label,
-        text: notification.text,
-        lane: notification.lane,
-        priority: notification.priority,
-        branchGeneration: notification.branchGeneration,
+        ...sessionNotificationOf(notification, key),
         attempt: notification.attempt,
-        ...(notification.traceparent === undefined ? {} : { traceparent: notification.traceparent }),
-        idempotencyKey: `${notification.taskId}:${notification.attempt}:${notification.event}:${++sequence}`,
       });
       if (!admission.admitted) {
         // The model already read this end with a tool call: the claim stays taken, nothing is told.

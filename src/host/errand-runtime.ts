@@ -27,12 +27,7 @@ import { RedisContext } from '../redis/redis-context.js';
 import { redisTaskServiceOn } from '../redis/redis-task-service.js';
 import { RemoteCommandDispatcher } from '../redis/remote-commands.js';
 import { createTaskService, type TaskServiceOptions } from '../registry/index.js';
-import {
-  createSessionRuntime,
-  lastSequences,
-  type SessionRuntime,
-  storeSequenceBlocks,
-} from '../session/index.js';
+import { createSessionRuntime, type SessionRuntime, storeSequenceBlocks } from '../session/index.js';
 import { isHolderLive } from '../session/session-holder.js';
 import { openSqliteSessionStore, type SessionStore } from '../store/index.js';
 import {
@@ -145,9 +140,9 @@ async function assembleRuntime(
   // Scale-out: opened before the task service, so it is released after it (its disposal settles remote work).
   const remote = await openRemoteCommands(options, executor, logger, built);
   const taskOptions: TaskServiceOptions = {
-    // Locally no initialSequences: the store's task_sequences already holds the highest id per kind. Ids
-    // reserved in Redis continue above the store's records.
-    ...(remote ? { initialSequences: lastSequences(store) } : { sequenceBlocks: storeSequenceBlocks(store) }),
+    // No initialSequences: the store's task_sequences holds the highest id per kind. Ids reserved in Redis
+    // continue above it (read per kind when a block is fetched), so they never repeat the store's records.
+    ...(remote ? {} : { sequenceBlocks: storeSequenceBlocks(store) }),
     tracing,
     ...options.tasks,
     startGuard: (request) => {
@@ -156,7 +151,9 @@ async function assembleRuntime(
     },
   };
   const tasks = remote
-    ? redisTaskServiceOn(remote.context, remote.idBlockSize, withoutBlocks(taskOptions))
+    ? redisTaskServiceOn(remote.context, remote.idBlockSize, withoutBlocks(taskOptions), (kind) =>
+        store.lastTaskSequence(kind),
+      )
     : createTaskService(taskOptions);
   built.push(() => tasks.dispose());
   built.push(() => executor.dispose());

@@ -12,21 +12,17 @@ import type { RedisContext } from './redis-context.js';
 export class RedisIdBlocks implements SequenceBlocks {
   readonly #context: RedisContext;
   readonly #blockSize: number;
-  readonly #floors: Readonly<Record<string, number | undefined>>;
+  readonly #floorOf: (kind: string) => number;
   /** Numbers reserved in Redis and not handed out yet, per kind, oldest first. */
   readonly #pool = new Map<string, SequenceBlock[]>();
   /** Starts between `ensure` and `settle`, per kind: each may take one number. */
   readonly #demand = new Map<string, number>();
   readonly #refills = new Map<string, Promise<void>>();
 
-  constructor(
-    context: RedisContext,
-    blockSize: number,
-    floors: Readonly<Record<string, number | undefined>> = {},
-  ) {
+  constructor(context: RedisContext, blockSize: number, floorOf: (kind: string) => number = () => 0) {
     this.#context = context;
     this.#blockSize = blockSize;
-    this.#floors = floors;
+    this.#floorOf = floorOf;
   }
 
   /**
@@ -85,7 +81,7 @@ export class RedisIdBlocks implements SequenceBlocks {
   }
 
   async #fetch(kind: TaskKind): Promise<void> {
-    const floor = this.#floors[kind] ?? 0;
+    const floor = this.#floorOf(kind);
     const size = Math.max(this.#blockSize, (this.#demand.get(kind) ?? 0) - this.#available(kind));
     const last = Number(
       await this.#context.client.errandReserveIds(this.#context.keys.ids(kind), size, floor),

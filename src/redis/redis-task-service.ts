@@ -163,8 +163,9 @@ export function redisTaskServiceOn(
   context: RedisContext,
   blockSize: number,
   options: Omit<TaskServiceOptions, 'sequenceBlocks'> = {},
+  floorOf: (kind: string) => number = floorsOf(options.initialSequences),
 ): RedisTaskService {
-  const ids = new RedisIdBlocks(context, blockSize, options.initialSequences ?? {});
+  const ids = new RedisIdBlocks(context, blockSize, floorOf);
   const inner = createTaskService({ ...options, sequenceBlocks: ids });
   return new RedisTaskService(inner, ids, async () => {});
 }
@@ -178,7 +179,12 @@ export async function createRedisTaskService(options: RedisTaskServiceOptions): 
   const resolved = redisProviderOptions.resolve(redis, { where: 'createRedisTaskService', path: 'redis' });
   const logger: Logger = (taskOptions.logger as Logger | undefined) ?? consoleLogger;
   const context = await RedisContext.open(resolved.url, resolved.prefix, logger);
-  const ids = new RedisIdBlocks(context, resolved.idBlockSize, taskOptions.initialSequences ?? {});
+  const ids = new RedisIdBlocks(context, resolved.idBlockSize, floorsOf(taskOptions.initialSequences));
   const inner = createTaskService({ ...taskOptions, sequenceBlocks: ids });
   return new RedisTaskService(inner, ids, () => context.close());
+}
+
+/** Reserved ids continue above `initialSequences` (none: from 1). */
+function floorsOf(initial: Readonly<Partial<Record<string, number>>> | undefined): (kind: string) => number {
+  return (kind) => initial?.[kind] ?? 0;
 }

@@ -437,6 +437,8 @@ export interface TaskSequences {
    * next service continues right after the last id used.
    */
   releaseTaskSequences(kind: string, block: TaskSequenceBlock, lastUsed: number): void;
+  /** The highest number of `kind` reserved or saved in a task record so far (0 for none); one indexed read. */
+  lastTaskSequence(kind: string): number;
 }
 
 // ---- bounds ---------------------------------------------------------------------------------------

@@ -331,6 +331,19 @@ export function describeTasksAndWorkflows(openStore: OpenSessionStore): void {
       expect(store.reserveTaskSequences('agent', 0, 1)).toEqual({ first: 1, last: 1 });
     });
 
+    it('reads the highest number of a kind, reserved or saved, without reserving any', () => {
+      const store = harness.store;
+      expect(store.lastTaskSequence('bash')).toBe(0);
+      store.reserveTaskSequences('bash', 0, 10);
+      expect(store.lastTaskSequence('bash')).toBe(10);
+      store.createSession({ id: 's', cwd: '/' });
+      store.upsertTask(task({ id: 'bash-41' }));
+      expect(store.lastTaskSequence('bash')).toBe(41);
+      expect(store.lastTaskSequence('bash')).toBe(41);
+      expect(store.lastTaskSequence('agent')).toBe(0);
+      expectErrandError(() => store.lastTaskSequence('Not a kind'), 'INVALID_ARGUMENT');
+    });
+
     it('takes back the unused end of the newest block only', () => {
       const store = harness.store;
       const first = store.reserveTaskSequences('bash', 0, 100);

@@ -19,6 +19,11 @@ export function createTaskSequences(context: StoreContext): TaskSequences {
       });
     },
 
+    lastTaskSequence(kind) {
+      validateSequenceReservation(kind, 0, 1);
+      return context.read('read the last task id', ({ sequences }) => sequences.get(kind));
+    },
+
     releaseTaskSequences(kind, block, lastUsed) {
       validateSequenceRelease(kind, block, lastUsed);
       context.write('release task ids', ({ sequences }) => {

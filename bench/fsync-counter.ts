@@ -1,6 +1,6 @@
 /**
- * Counts the fsync and fdatasync calls a process makes, by attaching `strace -c` to it (main thread only:
- * better-sqlite3 commits on the thread that calls it). Without strace, or without the right to attach,
+ * Counts the fsync and fdatasync calls a process makes, on every thread (the SQLite store's checkpointer
+ * thread syncs too), by attaching `strace -f -c` to it. Without strace, or without the right to attach,
  * the count is `undefined` and the benchmark prints none.
  */
 import { spawn } from 'node:child_process';
@@ -11,7 +11,7 @@ export interface FsyncCounter {
 }
 
 export async function countFsyncs(pid: number): Promise<FsyncCounter | undefined> {
-  const tracer = spawn('strace', ['-c', '-e', 'trace=fsync,fdatasync', '-p', String(pid)], {
+  const tracer = spawn('strace', ['-f', '-c', '-e', 'trace=fsync,fdatasync', '-p', String(pid)], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let report = '';

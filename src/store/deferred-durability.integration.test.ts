@@ -1,16 +1,18 @@
 /**
- * Deferred durability on the SQLite store: a deferred write commits without syncing the log, yet a process
- * killed with SIGKILL right after it loses nothing; the connection is back to `synchronous=FULL` after
- * every write, whatever the body did, and a nested call joins the outer write's durability.
+ * Commits and checkpoints on the SQLite store: a deferred write commits without syncing the log, an
+ * immediate one syncs it once after its commit, a nested call joins the outer write's durability, and a
+ * process killed with SIGKILL right after a deferred write loses nothing. Checkpoints run on their thread
+ * while the event loop turns, inline when the thread falls behind or may not run.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, fdatasyncSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { START_TIME } from './conformance/index.js';
 import { migrate } from './migrations.js';
+import { CHECKPOINT_LAG_FACTOR } from './sqlite-commits.js';
 import { openSqliteSessionStore } from './sqlite-session-store.js';
 import { createSqliteBackend } from './sqlite-tables.js';
 import type { StoreBackend } from './store-tables.js';
@@ -26,52 +28,158 @@ afterAll(() => {
   rmSync(root, { recursive: true, force: true });
 });
 
-function fullSyncBackend(file: string): { database: Database.Database; backend: StoreBackend } {
+interface Opened {
+  readonly database: Database.Database;
+  readonly backend: StoreBackend;
+  /** Log syncs so far. */
+  syncs(): number;
+  /** Checkpoints finished so far, by the thread and inline. */
+  readonly checkpoints: { thread: number; inline: number };
+}
+
+const checkpointsOf = (opened: Opened) => ({ ...opened.checkpoints });
+
+function openBackend(
+  file: string,
+  options: {
+    synchronous?: 'full' | 'normal';
+    checkpointEveryCommits?: number;
+    checkpointThread?: boolean;
+  } = {},
+): Opened {
   const database = new Database(file);
   database.pragma('journal_mode = WAL');
   database.pragma('synchronous = FULL');
   migrate(database, file, START_TIME);
-  return {
-    database,
-    backend: createSqliteBackend(database, 10, { sharedAcrossProcesses: false, persistent: true }),
-  };
+  let syncs = 0;
+  const checkpoints = { thread: 0, inline: 0 };
+  const backend = createSqliteBackend(database, {
+    busyTimeoutMs: 10,
+    capabilities: { sharedAcrossProcesses: false, persistent: true },
+    file,
+    synchronous: options.synchronous ?? 'full',
+    checkpointEveryCommits: options.checkpointEveryCommits ?? 0,
+    ...(options.checkpointThread === undefined ? {} : { checkpointThread: options.checkpointThread }),
+    syncLog: (fd) => {
+      syncs += 1;
+      fdatasyncSync(fd);
+    },
+    onCheckpoint: (where) => {
+      checkpoints[where] += 1;
+    },
+  });
+  return { database, backend, syncs: () => syncs, checkpoints };
 }
 
 const synchronous = (database: Database.Database) => database.pragma('synchronous', { simple: true });
+const insertSequence = (database: Database.Database, kind: string, last: number) =>
+  database.prepare('INSERT INTO task_sequences (kind, last) VALUES (?, ?)').run(kind, last);
+const sequences = (database: Database.Database) =>
+  (database.prepare('SELECT count(*) AS n FROM task_sequences').get() as { n: number }).n;
 
 describe('deferred durability', () => {
-  it('commits a deferred write with synchronous=NORMAL and restores FULL after it, even when it throws', () => {
-    const { database, backend } = fullSyncBackend(join(root, 'modes.sqlite'));
+  it('syncs the log after an immediate commit only, and never switches the connection out of NORMAL', () => {
+    const { database, backend, syncs } = openBackend(join(root, 'modes.sqlite'));
     try {
       expect(backend.transaction(() => synchronous(database), 'deferred')).toBe(1);
-      expect(synchronous(database)).toBe(2);
-      expect(backend.transaction(() => synchronous(database))).toBe(2);
-      expect(backend.transaction(() => synchronous(database), 'immediate')).toBe(2);
+      expect(syncs()).toBe(0);
+      expect(backend.transaction(() => synchronous(database))).toBe(1);
+      expect(syncs()).toBe(1);
+      backend.transaction(() => synchronous(database), 'immediate');
+      expect(syncs()).toBe(2);
       // A nested call that names no durability joins the outer deferred write.
-      expect(backend.transaction(() => backend.transaction(() => synchronous(database)), 'deferred')).toBe(1);
+      backend.transaction(() => backend.transaction(() => insertSequence(database, 'a', 1)), 'deferred');
+      expect(syncs()).toBe(2);
+      // A body that throws commits nothing, so nothing is synced.
       expect(() =>
         backend.transaction(() => {
-          database.prepare("INSERT INTO task_sequences (kind, last) VALUES ('bash', 7)").run();
+          insertSequence(database, 'b', 7);
           throw new Error('body failed');
-        }, 'deferred'),
+        }),
       ).toThrow('body failed');
-      expect(synchronous(database)).toBe(2);
-      expect(database.prepare('SELECT count(*) AS n FROM task_sequences').get()).toEqual({ n: 0 });
-      // An immediate call nested in a deferred one still commits what both wrote.
+      expect(syncs()).toBe(2);
+      expect(sequences(database)).toBe(1);
+      // An immediate call nested in a deferred one makes the outer commit sync, once, after it.
       backend.transaction(
-        () =>
-          backend.transaction(() => {
-            database.prepare("INSERT INTO task_sequences (kind, last) VALUES ('bash', 8)").run();
-          }, 'immediate'),
+        () => backend.transaction(() => insertSequence(database, 'c', 8), 'immediate'),
         'deferred',
       );
-      expect(synchronous(database)).toBe(2);
-      expect(database.prepare('SELECT last FROM task_sequences').get()).toEqual({ last: 8 });
+      expect(syncs()).toBe(3);
+      expect(sequences(database)).toBe(2);
+      expect(synchronous(database)).toBe(1);
     } finally {
-      database.close();
+      backend.close();
     }
   });
 
+  it('syncs nothing on a store opened with synchronous normal', () => {
+    const { backend, syncs, database } = openBackend(join(root, 'normal.sqlite'), { synchronous: 'normal' });
+    try {
+      backend.transaction(() => insertSequence(database, 'a', 1));
+      backend.transaction(() => insertSequence(database, 'b', 1), 'immediate');
+      expect(syncs()).toBe(0);
+    } finally {
+      backend.close();
+    }
+  });
+});
+
+describe('checkpoints', () => {
+  const commit = (opened: Opened, index: number) =>
+    opened.backend.transaction(() => insertSequence(opened.database, `k${index}`, index), 'deferred');
+
+  it('runs them on the checkpointer thread, never inside a commit, while the event loop turns', async () => {
+    const opened = openBackend(join(root, 'thread.sqlite'), { checkpointEveryCommits: 8 });
+    try {
+      for (let round = 0; round < 6; round += 1) {
+        for (let index = 0; index < 8; index += 1) commit(opened, round * 8 + index);
+        // Let the thread's answer in before the next round.
+        await vi.waitFor(() => expect(checkpointsOf(opened).thread).toBeGreaterThan(round), {
+          timeout: 10_000,
+          interval: 5,
+        });
+      }
+      expect(checkpointsOf(opened)).toEqual({ thread: 6, inline: 0 });
+      // What was checkpointed is in the database file itself: a copy of it without its log holds every row.
+      const copy = join(root, 'thread-copy.sqlite');
+      copyFileSync(join(root, 'thread.sqlite'), copy);
+      const alone = new Database(copy, { readonly: true });
+      try {
+        expect(sequences(alone)).toBe(48);
+      } finally {
+        alone.close();
+      }
+    } finally {
+      opened.backend.close();
+    }
+  });
+
+  it('checkpoints inline when the thread falls behind, so the log stays bounded', () => {
+    const opened = openBackend(join(root, 'lagging.sqlite'), { checkpointEveryCommits: 8 });
+    try {
+      // The loop never yields: the thread's answers cannot arrive, so it looks stuck.
+      for (let index = 0; index < 8 * CHECKPOINT_LAG_FACTOR * 3; index += 1) commit(opened, index);
+      expect(checkpointsOf(opened).inline).toBeGreaterThanOrEqual(2);
+    } finally {
+      opened.backend.close();
+    }
+  });
+
+  it('checkpoints inline every so many commits when no thread may run', () => {
+    const opened = openBackend(join(root, 'inline.sqlite'), {
+      checkpointEveryCommits: 8,
+      checkpointThread: false,
+    });
+    try {
+      for (let index = 0; index < 80; index += 1) commit(opened, index);
+      expect(checkpointsOf(opened)).toEqual({ thread: 0, inline: 10 });
+    } finally {
+      opened.backend.close();
+    }
+  });
+});
+
+describe('a killed writer', () => {
   it('loses no deferred write when the process is killed with SIGKILL right after it', async () => {
     const file = join(root, 'killed', 'errand.sqlite');
     const child = spawn(process.execPath, [writer, file], { stdio: ['ignore', 'pipe', 'pipe'] });

@@ -1,13 +1,14 @@
 /**
  * Opening the SQLite file: where it lives, its pragmas, and the options that decide them.
  *
- * Durability: `synchronous=FULL` by default. In WAL mode both FULL and NORMAL survive a killed process
- * with a consistent database; they differ on power loss or an OS crash, where NORMAL may roll back the
- * last commits. A rolled-back delivery would erase a message the model already acted on (and whose tool
- * calls may have changed the world), so what the model acts on pays one fsync per commit. Records nobody
- * was shown yet ask for deferred durability (`SessionStore.transaction`): they commit with NORMAL and are
- * synced by the next FULL commit, so a burst of endings costs a few fsyncs, not three per ending.
- * `synchronous: 'normal'` is there for throwaway stores.
+ * Durability: `full` by default. In WAL mode both FULL and NORMAL survive a killed process with a
+ * consistent database; they differ on power loss or an OS crash, where NORMAL may roll back the last
+ * commits. A rolled-back delivery would erase a message the model already acted on (and whose tool calls
+ * may have changed the world), so what the model acts on pays one fsync per commit. Records nobody was
+ * shown yet ask for deferred durability (`SessionStore.transaction`): they are not synced, and the next
+ * immediate commit's sync covers them, so a burst of endings costs a few fsyncs, not three per ending.
+ * Commits and checkpoints are run by `createCommitPolicy` (`sqlite-commits.ts`): neither a deferred commit
+ * nor a checkpoint costs an fsync on the event loop. `synchronous: 'normal'` is there for throwaway stores.
  */
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -45,6 +46,11 @@ export const sqliteSessionStoreOptions = defineOptions('openSqliteSessionStore',
   file: option.string(),
   /** `full` (default) fsyncs the WAL on every commit; `normal` may lose the last commits on power loss. */
   synchronous: option.oneOf(['full', 'normal'], { default: 'full' }),
+  /**
+   * Commits between two checkpoints of the write-ahead log, run by a thread beside the event loop (with
+   * one inline if it falls 8 times behind); 0 leaves them to SQLite, inside a commit. Default 256.
+   */
+  checkpointEveryCommits: option.integer({ min: 0, default: 256 }),
   /** How long a write waits for another connection's lock before `STORE_BUSY`. Default 5000 ms. */
   busyTimeoutMs: option.integer({ min: 0, default: 5000 }),
   /** Prune right after opening, with these options or (`true`) the defaults. Default true. */

@@ -34,7 +34,13 @@ export function openSqliteSessionStore(options: SqliteSessionStoreOptions = {}):
   let store: SqliteSessionStore;
   try {
     const migration = migrate(database, sqlite.file, readClock(sqlite.now));
-    const backend = createSqliteBackend(database, sqlite.busyTimeoutMs, FILE_CAPABILITIES);
+    const backend = createSqliteBackend(database, {
+      busyTimeoutMs: sqlite.busyTimeoutMs,
+      capabilities: FILE_CAPABILITIES,
+      file: sqlite.file,
+      synchronous: sqlite.synchronous,
+      checkpointEveryCommits: sqlite.checkpointEveryCommits,
+    });
     store = { file: sqlite.file, migration, ...composeSessionStore(backend, sqlite) };
   } catch (error) {
     database.close();

@@ -9,7 +9,8 @@ import { TASK_STATUSES } from '../tasks/index.js';
 import { StoreBusyError, StoreUnavailableError, type StoreUnavailableReason } from './errors.js';
 import { LEDGER_ENTRY_STATES } from './records.js';
 import type { CommandRow, LedgerRow, MessageRow, RunRow, SessionRow, StepRow, TaskRow } from './rows.js';
-import type { StoreCapabilities, StoreDurability } from './session-store.js';
+import type { StoreCapabilities } from './session-store.js';
+import { createCommitPolicy } from './sqlite-commits.js';
 import type { StoreBackend, StoreTables } from './store-tables.js';
 
 type Fields<Row> = Record<keyof Row, true>;
@@ -258,7 +259,8 @@ function taskTable(prepare: Prepare): StoreTables['tasks'] {
   const get = prepare<[string, string], TaskRow>(`SELECT ${columns} FROM tasks WHERE scope = ? AND id = ?`);
   const put = prepare<[TaskRow]>(upsert('tasks', TASK_FIELDS, ['scope', 'id']));
   // One statement per shape, each written so the planner can use an index: a session's records by the
-  // primary key, untold ones by the partial index \`tasks_untold\`, recent writes by \`tasks_by_update\`.
+  // primary key, untold ones by the partial index \`tasks_untold\`, live ones and recent writes by
+  // \`tasks_by_status\` (status, updated_at): one range per status, the caller passing every status for "any".
   type ListStatement = PreparedStatement<[string, number, string?], TaskRow>;
   const allStatuses = JSON.stringify(TASK_STATUSES);
   const lists = new Map<string, ListStatement>();
@@ -268,10 +270,11 @@ function taskTable(prepare: Prepare): StoreTables['tasks'] {
     if (statement === undefined) {
       // Without statistics the planner prefers the primary key; a session's untold records are few.
       const untold = scoped && reported === false;
-      // Live records are few in any store: by status, not by the session's whole history.
+      // Live records are few in any store: by status, not by the session's whole history; and across
+      // sessions only the index finds recent writes without reading every record.
       const index = untold
         ? ' INDEXED BY tasks_untold'
-        : scoped && liveOnly
+        : !scoped || liveOnly
           ? ' INDEXED BY tasks_by_status'
           : '';
       const where = [
@@ -287,7 +290,9 @@ function taskTable(prepare: Prepare): StoreTables['tasks'] {
     }
     return statement;
   };
-  const old = prepare<[number], TaskRow>(`SELECT ${columns} FROM tasks WHERE updated_at < ?`);
+  const old = prepare<[string, number], TaskRow>(
+    `SELECT ${columns} FROM tasks INDEXED BY tasks_by_status WHERE ${oneOf('status')} AND updated_at < ?`,
+  );
   const remove = prepare<[string, string]>('DELETE FROM tasks WHERE scope = ? AND id = ?');
   return {
     get: (scope, id) => get.get(scope, id),
@@ -300,7 +305,7 @@ function taskTable(prepare: Prepare): StoreTables['tasks'] {
         ? statement.all(statusList, updatedSince)
         : statement.all(statusList, updatedSince, scope);
     },
-    selectUpdatedBefore: (cutoff) => old.all(cutoff),
+    selectUpdatedBefore: (cutoff) => old.all(allStatuses, cutoff),
     delete: (scope, id) => void remove.run(scope, id),
   };
 }
@@ -388,20 +393,34 @@ function sequenceTable(prepare: Prepare): StoreTables['sequences'] {
   };
 }
 
+/** How a backend's commits are synced and its log checkpointed (`createCommitPolicy`). */
+export interface SqliteBackendOptions {
+  readonly busyTimeoutMs: number;
+  readonly capabilities: StoreCapabilities;
+  /** The database file (its log is beside it). */
+  readonly file: string;
+  readonly synchronous: 'full' | 'normal';
+  /** Commits between two checkpoints, run beside the event loop; 0 leaves them to SQLite. */
+  readonly checkpointEveryCommits: number;
+  /** See `CommitPolicyOptions`. */
+  readonly syncLog?: (fd: number) => void;
+  readonly checkpointThread?: boolean;
+  readonly onCheckpoint?: (where: 'thread' | 'inline') => void;
+}
+
 /**
  * A store backend on an open, migrated database. Every write is one immediate transaction (the write lock
  * is taken first, so a guard read inside it cannot be invalidated by another connection); a write nested in
- * another becomes a savepoint of it.
+ * another becomes a savepoint of it. When commits are synced and the log checkpointed: `createCommitPolicy`.
  */
 export function createSqliteBackend(
   database: Database.Database,
-  busyTimeoutMs: number,
-  capabilities: StoreCapabilities,
+  options: SqliteBackendOptions,
 ): StoreBackend {
   const prepare: Prepare = <Parameters extends unknown[], Row>(sql: string) =>
     database.prepare<Parameters, Row>(sql);
-  const transaction = database.transaction((body: () => unknown) => body());
-  const run = deferrableCommits(database, transaction);
+  const commits = createCommitPolicy(database, options);
+  const { busyTimeoutMs } = options;
   return {
     tables: {
       sessions: sessionTable(prepare),
@@ -413,8 +432,8 @@ export function createSqliteBackend(
       commands: commandTable(prepare),
       sequences: sequenceTable(prepare),
     },
-    capabilities,
-    transaction: run,
+    capabilities: options.capabilities,
+    transaction: (body, durability) => commits.transaction(body, durability),
     describeFailure(operation, error) {
       const code = (error as { code?: unknown } | null)?.code;
       if (typeof code !== 'string') return error;
@@ -422,44 +441,10 @@ export function createSqliteBackend(
       const reason = unavailableReason(code);
       return reason === undefined ? error : new StoreUnavailableError(operation, reason, code, error);
     },
-    close: () => database.close(),
-  };
-}
-
-/**
- * Transactions whose durability the caller chooses. On a connection opened with `synchronous=FULL` a
- * `deferred` one commits with `synchronous=NORMAL`: in WAL mode it is in the log (a killed process loses
- * nothing) but not synced; the next FULL commit syncs the log and with it every commit before. A nested
- * call that names no durability joins the outer one's; one that asks for `immediate` inside a deferred one
- * syncs the log after the outer commit (a passive checkpoint, which syncs the log first). On a `synchronous=NORMAL` connection every commit is deferred anyway.
- */
-function deferrableCommits(
-  database: Database.Database,
-  transaction: Database.Transaction<(body: () => unknown) => unknown>,
-): StoreBackend['transaction'] {
-  const full = database.pragma('synchronous', { simple: true }) === 2;
-  // Not prepared statements: SQLite applies `PRAGMA synchronous` when it compiles the statement.
-  const relax = () => database.exec('PRAGMA synchronous = NORMAL');
-  const restore = () => database.exec('PRAGMA synchronous = FULL');
-  const sync = () => database.exec('PRAGMA wal_checkpoint(PASSIVE)');
-  let deferredOuter = false;
-  let syncAfter = false;
-  return <T>(body: () => T, durability?: StoreDurability): T => {
-    if (database.inTransaction) {
-      if (deferredOuter && durability === 'immediate') syncAfter = true;
-      return transaction.immediate(body) as T;
-    }
-    if (!full || durability !== 'deferred') return transaction.immediate(body) as T;
-    deferredOuter = true;
-    syncAfter = false;
-    relax();
-    try {
-      return transaction.immediate(body) as T;
-    } finally {
-      deferredOuter = false;
-      restore();
-      if (syncAfter) sync();
-    }
+    close: () => {
+      commits.close();
+      database.close();
+    },
   };
 }
 

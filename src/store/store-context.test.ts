@@ -23,7 +23,13 @@ function sqliteBackend(): StoreBackend {
   const database = new Database(':memory:');
   database.pragma('foreign_keys = ON');
   migrate(database, ':memory:', START_TIME);
-  return createSqliteBackend(database, 10, { sharedAcrossProcesses: false, persistent: false });
+  return createSqliteBackend(database, {
+    busyTimeoutMs: 10,
+    capabilities: { sharedAcrossProcesses: false, persistent: false },
+    file: database.name,
+    synchronous: 'normal',
+    checkpointEveryCommits: 0,
+  });
 }
 
 function session(id: string): SessionRow {
@@ -155,7 +161,13 @@ describe('a SQLite file that refuses writes', () => {
     database.pragma('foreign_keys = ON');
     migrate(database, ':memory:', START_TIME);
     const context = createStoreContext(
-      createSqliteBackend(database, 10, { sharedAcrossProcesses: false, persistent: false }),
+      createSqliteBackend(database, {
+        busyTimeoutMs: 10,
+        capabilities: { sharedAcrossProcesses: false, persistent: false },
+        file: database.name,
+        synchronous: 'normal',
+        checkpointEveryCommits: 0,
+      }),
       sessionStoreOptions.resolve({ now: () => START_TIME }),
     );
     contexts.push(context);

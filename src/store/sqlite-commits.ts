@@ -1,0 +1,230 @@
+/**
+ * When a SQLite commit reaches the disk, and where the write-ahead log is checkpointed — neither inside
+ * a commit the caller waits for unless it has to.
+ *
+ * Syncing. The connection commits with `synchronous=NORMAL`: a commit is in the WAL when it returns (a
+ * killed process loses nothing) without waiting for the disk. On a store opened `full` an immediate
+ * commit then syncs the log file itself (`fdatasync`, what FULL does inside the commit), and a deferred
+ * one does not: it costs no fsync and no switch of the connection's mode, and the next immediate commit's
+ * sync covers it and every commit before. A nested call that names no durability joins the outer one's;
+ * a nested immediate one makes the outer commit sync.
+ *
+ * Checkpoints. Copying the WAL back into the database file takes two fsyncs and rewrites every page the
+ * log holds; SQLite runs one inside whichever commit crosses its threshold, which made one write in a
+ * few hundred take milliseconds. Here the connection's automatic checkpoint is off, and every
+ * `checkpointEveryCommits` commits a checkpointer thread with a connection of its own runs a passive
+ * one beside the event loop (started on first need, never keeping the process alive). Should it be
+ * unavailable or fall `CHECKPOINT_LAG_FACTOR` times behind, the commit that notices checkpoints inline, as
+ * SQLite would: the WAL stays bounded whatever the thread does.
+ */
+import { closeSync, fdatasyncSync, openSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { Worker } from 'node:worker_threads';
+import type Database from 'better-sqlite3';
+import type { StoreDurability } from './session-store.js';
+
+export interface CommitPolicyOptions {
+  /** The database file; its log is `<file>-wal`. */
+  readonly file: string;
+  /** `full`: immediate commits sync the log. `normal`: nothing is synced by a commit. */
+  readonly synchronous: 'full' | 'normal';
+  /** For the checkpointer's own connection. */
+  readonly busyTimeoutMs: number;
+  /** Commits between two checkpoints; 0 leaves checkpoints to SQLite, inside the commits. */
+  readonly checkpointEveryCommits: number;
+  /** Syncs the log file's data (`fdatasync`); a test counts the calls. */
+  readonly syncLog?: (fd: number) => void;
+  /** Whether the checkpointer thread may be started (false: every checkpoint runs inline). */
+  readonly checkpointThread?: boolean;
+  /** Called after each checkpoint that finished, with where it ran. */
+  readonly onCheckpoint?: (where: 'thread' | 'inline') => void;
+}
+
+export interface CommitPolicy {
+  /** Runs `body` in one immediate transaction and commits it with `durability` (default `immediate`). */
+  transaction<T>(body: () => T, durability?: StoreDurability): T;
+  /** Closes the log file and stops the checkpointer. The connection is the caller's to close. */
+  close(): void;
+}
+
+/** How far behind (in multiples of `checkpointEveryCommits`) the thread may fall before a commit checkpoints. */
+export const CHECKPOINT_LAG_FACTOR = 8;
+
+/** The checkpointer's code: one connection, one passive checkpoint per message, the error (or null) back. */
+const CHECKPOINTER_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads');
+const Database = require(workerData.driver);
+let database;
+parentPort.on('message', (message) => {
+  if (message === 'close') {
+    try { database?.close(); } catch {}
+    parentPort.close();
+    return;
+  }
+  let error = null;
+  try {
+    if (database === undefined) {
+      database = new Database(workerData.file, { timeout: workerData.busyTimeoutMs, fileMustExist: true });
+      database.pragma('wal_autocheckpoint = 0');
+    }
+    database.pragma('wal_checkpoint(PASSIVE)');
+  } catch (failure) {
+    error = String((failure && failure.message) || failure);
+  }
+  parentPort.postMessage(error);
+});
+`;
+
+const driverPath = (() => {
+  try {
+    return createRequire(import.meta.url).resolve('better-sqlite3');
+  } catch {
+    return undefined;
+  }
+})();
+
+/** A thread that runs passive checkpoints on a connection of its own, one at a time. */
+class Checkpointer {
+  readonly #file: string;
+  readonly #busyTimeoutMs: number;
+  #worker: Worker | undefined;
+  #failed = driverPath === undefined;
+  #inFlight = false;
+  #onDone: ((done: boolean) => void) | undefined;
+
+  /** `onDone` runs when a requested checkpoint ended: `done` unless it failed. */
+  constructor(file: string, busyTimeoutMs: number, onDone: (done: boolean) => void) {
+    this.#file = file;
+    this.#busyTimeoutMs = busyTimeoutMs;
+    this.#onDone = onDone;
+  }
+
+  get available(): boolean {
+    return !this.#failed;
+  }
+
+  get inFlight(): boolean {
+    return this.#inFlight;
+  }
+
+  /** Asks for a checkpoint; false if the thread cannot run one (then the caller checkpoints). */
+  request(): boolean {
+    if (this.#failed) return false;
+    if (this.#inFlight) return true;
+    try {
+      this.#worker ??= this.#start();
+      this.#worker.postMessage('checkpoint');
+      this.#inFlight = true;
+      return true;
+    } catch {
+      this.#fail();
+      return false;
+    }
+  }
+
+  close(): void {
+    this.#onDone = undefined;
+    const worker = this.#worker;
+    this.#worker = undefined;
+    this.#failed = true;
+    if (worker === undefined) return;
+    // Its connection closes after any checkpoint it is running; the thread then ends by itself.
+    worker.postMessage('close');
+  }
+
+  #start(): Worker {
+    const worker = new Worker(CHECKPOINTER_SOURCE, {
+      eval: true,
+      workerData: { driver: driverPath, file: this.#file, busyTimeoutMs: this.#busyTimeoutMs },
+    });
+    worker.on('message', (error: string | null) => {
+      this.#inFlight = false;
+      this.#onDone?.(error === null);
+    });
+    worker.on('error', () => this.#fail());
+    worker.on('exit', () => {
+      if (this.#worker === worker) this.#fail();
+    });
+    // After the listeners: adding a 'message' listener refs the thread again.
+    worker.unref();
+    return worker;
+  }
+
+  #fail(): void {
+    this.#failed = true;
+    this.#inFlight = false;
+    const worker = this.#worker;
+    this.#worker = undefined;
+    void worker?.terminate().catch(() => {});
+  }
+}
+
+export function createCommitPolicy(database: Database.Database, options: CommitPolicyOptions): CommitPolicy {
+  const transaction = database.transaction((body: () => unknown) => body());
+  const full = options.synchronous === 'full';
+  const syncLog = options.syncLog ?? fdatasyncSync;
+  const every = options.checkpointEveryCommits;
+  database.pragma('synchronous = NORMAL');
+  if (every > 0) database.pragma('wal_autocheckpoint = 0');
+  let logFd: number | undefined;
+  let syncAfter = false;
+  let commitsSinceCheckpoint = 0;
+  // The commits the checkpoint in flight covers: those made before it was asked for.
+  let covered = 0;
+  const checkpointer =
+    every > 0 && options.checkpointThread !== false
+      ? new Checkpointer(options.file, options.busyTimeoutMs, (done) => {
+          commitsSinceCheckpoint = Math.max(0, commitsSinceCheckpoint - covered);
+          covered = 0;
+          if (done) options.onCheckpoint?.('thread');
+        })
+      : undefined;
+
+  const sync = () => {
+    // The log exists once a commit wrote to it; while this connection is open SQLite never deletes it.
+    logFd ??= openSync(`${options.file}-wal`, 'r');
+    syncLog(logFd);
+  };
+
+  const checkpointInline = () => {
+    try {
+      database.pragma('wal_checkpoint(PASSIVE)');
+      options.onCheckpoint?.('inline');
+    } catch {
+      // A checkpoint that cannot run now (another holds the lock, the disk refuses) is tried again
+      // after the next `every` commits; the commit itself is done.
+    }
+    commitsSinceCheckpoint = 0;
+    covered = 0;
+  };
+
+  const committed = (synced: boolean) => {
+    if (synced) sync();
+    if (every === 0) return;
+    commitsSinceCheckpoint += 1;
+    if (commitsSinceCheckpoint < every) return;
+    const idle = checkpointer !== undefined && !checkpointer.inFlight;
+    const thread = checkpointer?.request() ?? false;
+    if (thread && idle) covered = commitsSinceCheckpoint;
+    if (!thread) checkpointInline();
+    else if (commitsSinceCheckpoint >= every * CHECKPOINT_LAG_FACTOR) checkpointInline();
+  };
+
+  return {
+    transaction<T>(body: () => T, durability?: StoreDurability): T {
+      if (database.inTransaction) {
+        if (durability === 'immediate') syncAfter = true;
+        return transaction.immediate(body) as T;
+      }
+      syncAfter = durability !== 'deferred';
+      const value = transaction.immediate(body) as T;
+      committed(full && syncAfter);
+      return value;
+    },
+    close() {
+      checkpointer?.close();
+      if (logFd !== undefined) closeSync(logFd);
+      logFd = undefined;
+    },
+  };
+}

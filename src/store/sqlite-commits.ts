@@ -7,7 +7,8 @@
  * commit then syncs the log file itself (`fdatasync`, what FULL does inside the commit), and a deferred
  * one does not: it costs no fsync and no switch of the connection's mode, and the next immediate commit's
  * sync covers it and every commit before. A nested call that names no durability joins the outer one's;
- * a nested immediate one makes the outer commit sync.
+ * a nested immediate one makes the outer commit sync. (Another process may read an immediate commit the
+ * moment before its sync; this one acts on it only after.)
  *
  * Checkpoints. Copying the WAL back into the database file takes two fsyncs and rewrites every page the
  * log holds; SQLite runs one inside whichever commit crosses its threshold, which made one write in a
@@ -17,8 +18,9 @@
  * unavailable or fall `CHECKPOINT_LAG_FACTOR` times behind, the commit that notices checkpoints inline, as
  * SQLite would: the WAL stays bounded whatever the thread does.
  */
-import { closeSync, fdatasyncSync, openSync } from 'node:fs';
+import { closeSync, fdatasyncSync, fsyncSync, openSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { dirname } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
 import type { StoreDurability } from './session-store.js';
@@ -182,7 +184,16 @@ export function createCommitPolicy(database: Database.Database, options: CommitP
 
   const sync = () => {
     // The log exists once a commit wrote to it; while this connection is open SQLite never deletes it.
-    logFd ??= openSync(`${options.file}-wal`, 'r');
+    if (logFd === undefined) {
+      logFd = openSync(`${options.file}-wal`, 'r');
+      // The log may be new: its directory entry reaches the disk once, as SQLite syncs a new file's directory.
+      const directory = openSync(dirname(options.file), 'r');
+      try {
+        fsyncSync(directory);
+      } finally {
+        closeSync(directory);
+      }
+    }
     syncLog(logFd);
   };
 

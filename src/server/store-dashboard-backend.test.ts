@@ -133,8 +133,17 @@ describe('pending results in the store-backed backend', () => {
 });
 
 describe('the store-backed dashboard backend', () => {
-  it('reads only what changed between polls, and the whole table again every 60 polls', () => {
-    const { store, backend } = setup(true);
+  it('reads only what changed between polls, and the whole table again only after records were deleted', () => {
+    let time = 100_000;
+    const store: MemorySessionStore = createMemorySessionStore({ now: () => time });
+    store.createSession({ id: 's', cwd: '/' });
+    const backend = createStoreDashboardBackend({
+      store,
+      pollMs: 3_600_000,
+      isHolderLive: () => true,
+      logger: { warn() {} },
+    });
+    backends.push(backend);
     const seen: string[] = [];
     backend.events.subscribe((event) => {
       if (event.type !== 'BackgroundWorksLevel') seen.push(`${event.type} ${event.taskId} ${event.status}`);
@@ -145,27 +154,42 @@ describe('the store-backed dashboard backend', () => {
       reads.push(filter?.updatedSince);
       return listTasks(filter);
     };
-    store.upsertTask({
-      id: 'bash-1',
-      sessionId: 's',
-      kind: 'bash',
-      label: 'sleep',
-      status: 'completed',
-      detail: { exitCode: 0 },
-      isBackgrounded: true,
-      branchGeneration: 0,
-      startedAt: 1,
-      endedAt: 2,
-      reported: false,
-    });
+    store.upsertTask(ended({ reported: false }));
     backend.refresh();
     expect(seen).toEqual(['BackgroundTaskCompleted bash-1 completed']);
-    // Between full reads, the store is asked only for records written since the newest one it knows.
+    // The store is asked only for records written since (a margin before) the newest one it knows.
     expect(reads).toEqual([expect.any(Number)]);
-    for (let poll = 0; poll < 60; poll += 1) backend.refresh();
-    // A full read (no updatedSince) also drops records pruned meanwhile.
+    for (let poll = 0; poll < 200; poll += 1) backend.refresh();
+    expect(reads.filter((since) => since === undefined)).toHaveLength(0);
+    // A deletion (here a prune of the finished record) makes the next poll read everything, and drop it.
+    time += 1;
+    expect(store.prune({ finishedRecordMaxAgeMs: 0 }).tasks).toBe(1);
+    backend.refresh();
     expect(reads.filter((since) => since === undefined)).toHaveLength(1);
-    expect(reads).toHaveLength(61);
+    expect(backend.events.find('bash-1')).toBeUndefined();
+    expect(backend.events.level('s').tasks).toEqual([]);
+    backend.refresh();
+    expect(reads.filter((since) => since === undefined)).toHaveLength(1);
+  });
+
+  it('still sees a record stamped a moment before the newest one it read, committed after that read', () => {
+    let time = 100_000;
+    const store: MemorySessionStore = createMemorySessionStore({ now: () => time });
+    store.createSession({ id: 's', cwd: '/' });
+    const backend = createStoreDashboardBackend({
+      store,
+      pollMs: 3_600_000,
+      isHolderLive: () => false,
+      logger: { warn() {} },
+    });
+    backends.push(backend);
+    store.upsertTask(ended({ id: 'bash-2' }));
+    backend.refresh();
+    // Another writer's clock is a second behind: its record's stamp is older than what the poll saw.
+    time -= 1000;
+    store.upsertTask(ended({ id: 'bash-3' }));
+    backend.refresh();
+    expect(backend.events.find('bash-3')?.status).toBe('completed');
   });
 
   it('throws a clear error and expires the command when the holder does not answer in time', async () => {
@@ -361,7 +385,8 @@ describe('the store feed between full reads', () => {
     for (let index = 0; index < 50; index += 1) {
       store.createSession({ id: `told-${index}`, cwd: '/' });
       store.upsertTask({ ...ended({ id: `bash-${index + 1}` }), sessionId: `told-${index}` });
-      time += 1;
+      // Far apart: a poll reads again only what was written in its margin before the newest record.
+      time += 10_000;
     }
     store.createSession({ id: 'untold', cwd: '/' });
     store.upsertTask({ ...ended({ id: 'bash-100', reported: false }), sessionId: 'untold' });
@@ -372,7 +397,7 @@ describe('the store feed between full reads', () => {
       logger: { warn() {} },
     });
     backends.push(backend);
-    // Records of the newest one's millisecond are read again (updatedSince is >=): the untold one here.
+    // Records written within the margin before the newest one are read again: the untold one here.
     sessionReads.length = 0;
     backend.refresh();
     // The 50 told endings are settled: only the untold one is looked at again.

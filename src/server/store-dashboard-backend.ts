@@ -176,8 +176,12 @@ const MOVABLE_KINDS: ReadonlySet<string> = new Set(['bash', 'agent']);
 
 const MOVE_REJECTION_REASONS: readonly MoveRejectionReason[] = ['not_found', 'not_running', 'not_supported'];
 
-/** Every this many polls the whole task table is read again (dropping pruned records); between, only changes. */
-const FULL_READ_EVERY = 60;
+/**
+ * A poll reads again what was written this long before the newest record it saw. Records are stamped
+ * under the store's write lock, so stamps follow the order of commits; the margin covers a clock that
+ * steps back a little between two writers.
+ */
+const REREAD_MS = 5000;
 
 const REJECTION_REASONS: readonly StopRejectionReason[] = [
   'not_found',
@@ -504,7 +508,8 @@ class StoreEventFeed implements BackgroundEventFeed {
    */
   readonly #unsettled = new Set<string>();
   #watermark = 0;
-  #polls = 0;
+  /** The store's count of deleted task records at the last read (-1: nothing read yet). */
+  #deletions = -1;
   #nextId = 1;
   #disposed = false;
 
@@ -606,14 +611,18 @@ class StoreEventFeed implements BackgroundEventFeed {
   }
 
   /**
-   * The task records, read incrementally: only what was written since the last read (`updatedSince`),
-   * and the whole table every `FULL_READ_EVERY` polls, which also drops records pruned meanwhile.
+   * The task records, read incrementally: only what was written since the last read (`updatedSince`, less
+   * `REREAD_MS`); the whole table only on the first read and after the store deleted records (pruned, or
+   * with their session), which also drops them here. A poll's cost follows what changed, not the history.
    */
   #records(): { readonly changed: ReadonlySet<string>; readonly full: boolean } {
     const store = this.#parts.store;
-    const full = this.#polls % FULL_READ_EVERY === 0;
-    this.#polls += 1;
-    const records = full ? store.listTasks() : store.listTasks({ updatedSince: this.#watermark });
+    const deletions = store.taskRecordDeletions();
+    const full = deletions !== this.#deletions;
+    this.#deletions = deletions;
+    const records = full
+      ? store.listTasks()
+      : store.listTasks({ updatedSince: Math.max(0, this.#watermark - REREAD_MS) });
     if (full) {
       this.#known.clear();
       this.#keysById.clear();

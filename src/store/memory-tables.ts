@@ -70,11 +70,13 @@ class Rows<Key, Row> {
     this.log.record(() => (previous === undefined ? this.#rows.delete(key) : this.#rows.set(key, previous)));
   }
 
-  delete(key: Key): void {
+  /** Removes the row; true if there was one. */
+  delete(key: Key): boolean {
     const previous = this.#rows.get(key);
-    if (previous === undefined) return;
+    if (previous === undefined) return false;
     this.#rows.delete(key);
     this.log.record(() => this.#restore(key, previous));
+    return true;
   }
 
   #restore(key: Key, row: Row): void {
@@ -171,6 +173,11 @@ class Counter {
     });
     return this.#last;
   }
+
+  /** The last number handed out (0 before the first). */
+  get last(): number {
+    return this.#last;
+  }
 }
 
 const byId = (a: { id: number }, b: { id: number }) => a.id - b.id;
@@ -191,6 +198,8 @@ function createTables(log: UndoLog): StoreTables {
   const commands = new Rows<number, CommandRow>(log, byId);
   const commandCounter = new Counter(log);
   const sequences = new Rows<string, number>(log);
+  /** Task records deleted, one by one or with their session (the SQLite schema counts them by trigger). */
+  const taskDeletions = new Counter(log);
 
   const messagesOf = (sessionId: string) => {
     let rows = messages.get(sessionId);
@@ -211,6 +220,9 @@ function createTables(log: UndoLog): StoreTables {
   const deleteLedgerEntry = (row: LedgerRow) => {
     ledger.delete(row.id);
     ledgerIds.delete(ledgerKey(row.sessionId, row.idempotencyKey));
+  };
+  const deleteTask = (scope: string, id: string) => {
+    if (tasks.delete(taskKey(scope, id))) taskDeletions.next();
   };
   const deleteRun = (runId: string) => {
     runs.delete(runId);
@@ -234,8 +246,7 @@ function createTables(log: UndoLog): StoreTables {
         sessions.delete(id);
         messages.delete(id);
         for (const row of ledger.select((entry) => entry.sessionId === id)) deleteLedgerEntry(row);
-        for (const row of tasks.select((task) => task.sessionId === id))
-          tasks.delete(taskKey(row.scope, row.id));
+        for (const row of tasks.select((task) => task.sessionId === id)) deleteTask(row.scope, row.id);
         for (const row of runs.select((run) => run.sessionId === id)) deleteRun(row.runId);
         for (const row of commands.select((command) => command.sessionId === id)) commands.delete(row.id);
       },
@@ -288,7 +299,8 @@ function createTables(log: UndoLog): StoreTables {
             (reported === undefined || row.reported === (reported ? 1 : 0)),
         ),
       selectUpdatedBefore: (cutoff) => tasks.select(updatedBefore(cutoff)),
-      delete: (scope, id) => tasks.delete(taskKey(scope, id)),
+      delete: deleteTask,
+      deletions: () => taskDeletions.last,
     },
     runs: {
       get: (runId) => runs.get(runId),

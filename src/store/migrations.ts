@@ -292,6 +292,23 @@ export const MIGRATIONS: readonly Migration[] = Object.freeze([
       DROP INDEX tasks_by_update;
     `,
   },
+  {
+    version: 12,
+    name: 'task record deletions counted',
+    sql: `
+      -- How many task records were ever deleted (pruned, or with their session): a reader that keeps
+      -- records and reads only what changed re-reads them all only when this moved.
+      CREATE TABLE store_counters (
+        name TEXT PRIMARY KEY,
+        value INTEGER NOT NULL CHECK (value >= 0)
+      ) STRICT, WITHOUT ROWID;
+      INSERT INTO store_counters (name, value) VALUES ('task_deletions', 0);
+      CREATE TRIGGER tasks_deleted AFTER DELETE ON tasks
+      BEGIN
+        UPDATE store_counters SET value = value + 1 WHERE name = 'task_deletions';
+      END;
+    `,
+  },
 ]);
 
 /** The newest schema version this code understands. */

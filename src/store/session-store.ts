@@ -289,6 +289,11 @@ export interface TaskRecords {
   getTask(id: string, sessionId?: SessionId | string): StoredTask | undefined;
   /** Oldest start first. */
   listTasks(filter?: TaskFilter): StoredTask[];
+  /**
+   * How many task records were ever deleted (pruned, or with their session). A reader that keeps the
+   * records it read and then reads only what changed (`updatedSince`) reads them all again when this moved.
+   */
+  taskRecordDeletions(): number;
   /** Marks running and stopping records `lost` (their process is gone) and returns them. */
   markLiveAsLost(options?: MarkLostOptions): StoredTask[];
   /**

@@ -294,6 +294,10 @@ function taskTable(prepare: Prepare): StoreTables['tasks'] {
     `SELECT ${columns} FROM tasks INDEXED BY tasks_by_status WHERE ${oneOf('status')} AND updated_at < ?`,
   );
   const remove = prepare<[string, string]>('DELETE FROM tasks WHERE scope = ? AND id = ?');
+  // Counted by the trigger \`tasks_deleted\` (migration 12), cascades from a deleted session included.
+  const deletions = prepare<[], { value: number }>(
+    "SELECT value FROM store_counters WHERE name = 'task_deletions'",
+  );
   return {
     get: (scope, id) => get.get(scope, id),
     put: (row) => void put.run(row),
@@ -307,6 +311,7 @@ function taskTable(prepare: Prepare): StoreTables['tasks'] {
     },
     selectUpdatedBefore: (cutoff) => old.all(allStatuses, cutoff),
     delete: (scope, id) => void remove.run(scope, id),
+    deletions: () => deletions.get()?.value ?? 0,
   };
 }
 

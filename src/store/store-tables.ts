@@ -71,6 +71,8 @@ export interface TaskTable {
   /** Records of every scope, in any status, written before `cutoff`. */
   selectUpdatedBefore(cutoff: number): TaskRow[];
   delete(scope: string, id: string): void;
+  /** How many records were ever deleted, one by one or with their session. */
+  deletions(): number;
 }
 
 export interface RunTable {

@@ -92,6 +92,7 @@ export function describeBounds(openStore: OpenSessionStore): void {
         harness.advance(1);
         closedSession(id);
       }
+      expect(harness.store.taskRecordDeletions()).toBe(0);
       expect(harness.store.prune({ keepClosedSessions: 1 })).toEqual({
         sessions: 2,
         messages: 0,
@@ -108,6 +109,8 @@ export function describeBounds(openStore: OpenSessionStore): void {
         expect(harness.store.getRun(`run-${id}`)).toBeUndefined();
         expect(harness.store.getSteps(`run-${id}`)).toEqual([]);
       }
+      // The task records that went with their sessions count as deleted.
+      expect(harness.store.taskRecordDeletions()).toBe(2);
       expect(harness.store.listMessages('c3')).toHaveLength(1);
       expect(harness.store.getSteps('run-c3')).toHaveLength(1);
       expect(harness.store.prune({ keepClosedSessions: 0 }).sessions).toBe(1);
@@ -198,8 +201,11 @@ export function describeBounds(openStore: OpenSessionStore): void {
       });
       harness.advance(STORE_RETENTION_DEFAULTS.finishedRecordMaxAgeMs - 1);
       expect(harness.store.prune()).toMatchObject({ tasks: 0, workflowRuns: 0 });
+      // Writing records deletes none.
+      expect(harness.store.taskRecordDeletions()).toBe(0);
       harness.advance(2);
       expect(harness.store.prune()).toMatchObject({ tasks: 2, workflowRuns: 1 });
+      expect(harness.store.taskRecordDeletions()).toBe(2);
       expect(harness.store.listTasks().map((record) => record.id)).toEqual(['bash-2']);
       expect(harness.store.listRuns().map((item) => item.runId)).toEqual(['live']);
     });

@@ -28,9 +28,11 @@ const LIVE_STATUSES = ['running', 'stopping'];
 export function createTaskRecords(context: StoreContext): TaskRecords {
   return {
     upsertTask(record) {
-      const row = validateTaskRecord(record, context.now(), context.maxFieldBytes);
-      const parsed = parseTaskId(row.id);
+      const checked = validateTaskRecord(record, 0, context.maxFieldBytes);
+      const parsed = parseTaskId(checked.id);
       return context.write('save a task record', ({ sessions, tasks, sequences }) => {
+        // Stamped under the write lock, so stamps follow the order of commits (what \`updatedSince\` relies on).
+        const row = { ...checked, updatedAt: context.now() };
         if (row.sessionId !== null) requireSession(sessions, row.sessionId);
         // The highest id per kind stays in \`task_sequences\`, so a new runtime never reads the records for it.
         if (parsed !== undefined && sequences.get(parsed.kind) < parsed.sequence) {
@@ -48,8 +50,8 @@ export function createTaskRecords(context: StoreContext): TaskRecords {
       const taskId = validateName('id', id);
       const scope = taskScope(sessionId === undefined ? null : validateSessionKey('sessionId', sessionId));
       const readOffset = validateCount('offset', offset);
-      const time = context.now();
       return context.write('save a task read offset', ({ tasks }) => {
+        const time = context.now();
         const row = tasks.get(scope, taskId);
         if (row === undefined) return undefined;
         if (readOffset <= row.readOffset) return readTask(row);
@@ -57,6 +59,10 @@ export function createTaskRecords(context: StoreContext): TaskRecords {
         tasks.put(saved);
         return readTask(saved);
       });
+    },
+
+    taskRecordDeletions() {
+      return context.read('count deleted task records', ({ tasks }) => tasks.deletions());
     },
 
     getTask(id, sessionId) {
@@ -89,8 +95,8 @@ export function createTaskRecords(context: StoreContext): TaskRecords {
       const keep = validateTaskIdList('keepTaskIds', options.keepTaskIds);
       const error =
         options.error === undefined ? LOST_TASK_ERROR : validateName('error', options.error, 4096);
-      const time = context.now();
       return context.write('mark live tasks lost', ({ tasks }) => {
+        const time = context.now();
         const lost = tasks
           .select(sessionId === undefined ? undefined : taskScope(sessionId), LIVE_STATUSES, 0)
           .filter((row) => !keep.has(row.id))
@@ -112,8 +118,8 @@ export function createTaskRecords(context: StoreContext): TaskRecords {
     markReported(sessionId, taskIds) {
       const scope = taskScope(validateSessionKey('sessionId', sessionId));
       const ids = validateTaskIdList('taskIds', taskIds);
-      const time = context.now();
       return context.write('mark task endings told', ({ tasks }) => {
+        const time = context.now();
         const told: TaskRow[] = [];
         for (const id of ids) {
           const row = tasks.get(scope, id);

@@ -271,7 +271,7 @@ async function main(): Promise<void> {
     polls.push(point.poll);
     lists.push(point.list);
     console.log(
-      `    ${String(count).padStart(6)} sessions: poll ${ms(point.poll)} (slowest of 600, a full read: ${ms(point.pollMax)}), /api/sessions ${ms(point.list)}`,
+      `    ${String(count).padStart(6)} sessions: poll ${ms(point.poll)} (slowest of 600: ${ms(point.pollMax)}; a full read happens only after records were deleted), /api/sessions ${ms(point.list)}`,
     );
   }
   console.log(ratioLine('poll', polls, 2));

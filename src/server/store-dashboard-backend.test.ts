@@ -172,23 +172,39 @@ describe('the store-backed dashboard backend', () => {
     expect(reads.filter((since) => since === undefined)).toHaveLength(1);
   });
 
-  it('still sees a record stamped a moment before the newest one it read, committed after that read', () => {
+  it('reads everything again after the wall clock stepped back, so a record stamped before the newest one is seen', () => {
     let time = 100_000;
+    let monotonic = 0;
     const store: MemorySessionStore = createMemorySessionStore({ now: () => time });
     store.createSession({ id: 's', cwd: '/' });
+    const reads: Array<number | undefined> = [];
+    const listTasks = store.listTasks.bind(store);
+    store.listTasks = (filter) => {
+      reads.push(filter?.updatedSince);
+      return listTasks(filter);
+    };
     const backend = createStoreDashboardBackend({
       store,
       pollMs: 3_600_000,
+      now: () => time,
+      monotonicNow: () => monotonic,
       isHolderLive: () => false,
       logger: { warn() {} },
     });
     backends.push(backend);
     store.upsertTask(ended({ id: 'bash-2' }));
     backend.refresh();
-    // Another writer's clock is a second behind: its record's stamp is older than what the poll saw.
+    // Both clocks move on together: incremental reads.
+    time += 500;
+    monotonic += 500;
+    backend.refresh();
+    expect(reads.slice(-2).every((since) => since !== undefined)).toBe(true);
+    // The wall clock steps back a second: a record written now is stamped before the newest one seen.
     time -= 1000;
+    monotonic += 10;
     store.upsertTask(ended({ id: 'bash-3' }));
     backend.refresh();
+    expect(reads.at(-1)).toBeUndefined();
     expect(backend.events.find('bash-3')?.status).toBe('completed');
   });
 

@@ -100,6 +100,11 @@ export const storeDashboardBackendOptions = defineOptions('createStoreDashboardB
   isHolderLive: option.func<(holder: SessionHolder) => boolean>({ default: isHolderLive }),
   /** The clock, in epoch milliseconds. Default: the system clock. */
   now: option.func({ default: systemClock.now }),
+  /**
+   * A monotonic clock in milliseconds, against which a step back of `now` is seen (a poll then reads
+   * every record again). Default `performance.now`.
+   */
+  monotonicNow: option.func<() => number>({ default: () => performance.now() }),
   /** Told about failed polls. Default: `consoleDashboardLogger`. */
   /** Where processes of work whose holder is gone are looked up. Default /proc. */
   processSource: option.shaped<ProcessSource>('a process source', ['read']),
@@ -177,11 +182,14 @@ const MOVABLE_KINDS: ReadonlySet<string> = new Set(['bash', 'agent']);
 const MOVE_REJECTION_REASONS: readonly MoveRejectionReason[] = ['not_found', 'not_running', 'not_supported'];
 
 /**
- * A poll reads again what was written this long before the newest record it saw. Records are stamped
- * under the store's write lock, so stamps follow the order of commits; the margin covers a clock that
- * steps back a little between two writers.
+ * Records are stamped under the store's write lock with the machine's wall clock, so stamps follow the
+ * order of commits unless that clock steps back. A poll reads what was stamped at or after this margin
+ * before the newest record it saw, and reads everything when the wall clock fell behind the monotonic one
+ * by more than `CLOCK_STEP_MS` (plus what slewing allows, `CLOCK_SLEW` per elapsed ms) since the last poll.
  */
-const REREAD_MS = 5000;
+const REREAD_MS = 2;
+const CLOCK_STEP_MS = 1;
+const CLOCK_SLEW = 0.001;
 
 const REJECTION_REASONS: readonly StopRejectionReason[] = [
   'not_found',
@@ -226,6 +234,7 @@ export function createStoreDashboardBackend(options: StoreDashboardBackendOption
     ringSize,
     holderLive: resolved.isHolderLive,
     now,
+    monotonicNow: resolved.monotonicNow,
     source,
     remote,
   });
@@ -451,6 +460,7 @@ interface FeedParts {
   readonly ringSize: number;
   readonly holderLive: (holder: SessionHolder) => boolean;
   readonly now: () => number;
+  readonly monotonicNow: () => number;
   readonly source: ProcessSource;
   readonly remote: RemoteWorkAccess | undefined;
 }
@@ -510,6 +520,8 @@ class StoreEventFeed implements BackgroundEventFeed {
   #watermark = 0;
   /** The store's count of deleted task records at the last read (-1: nothing read yet). */
   #deletions = -1;
+  /** The wall clock and the monotonic one at the last read. */
+  #clocks: { wall: number; monotonic: number } | undefined;
   #nextId = 1;
   #disposed = false;
 
@@ -612,13 +624,14 @@ class StoreEventFeed implements BackgroundEventFeed {
 
   /**
    * The task records, read incrementally: only what was written since the last read (`updatedSince`, less
-   * `REREAD_MS`); the whole table only on the first read and after the store deleted records (pruned, or
-   * with their session), which also drops them here. A poll's cost follows what changed, not the history.
+   * `REREAD_MS`); the whole table only on the first read, after the store deleted records (pruned, or with
+   * their session), which also drops them here, and after the wall clock stepped back. A poll's cost
+   * follows what changed, not the history.
    */
   #records(): { readonly changed: ReadonlySet<string>; readonly full: boolean } {
     const store = this.#parts.store;
     const deletions = store.taskRecordDeletions();
-    const full = deletions !== this.#deletions;
+    const full = deletions !== this.#deletions || this.#clockSteppedBack();
     this.#deletions = deletions;
     const records = full
       ? store.listTasks()
@@ -641,6 +654,16 @@ class StoreEventFeed implements BackgroundEventFeed {
       if (task.updatedAt > this.#watermark) this.#watermark = task.updatedAt;
     }
     return { changed, full };
+  }
+
+  /** Whether the wall clock stepped back since the last read (then stamps may no longer follow commits). */
+  #clockSteppedBack(): boolean {
+    const clocks = { wall: this.#parts.now(), monotonic: this.#parts.monotonicNow() };
+    const last = this.#clocks;
+    this.#clocks = clocks;
+    if (last === undefined) return false;
+    const elapsed = clocks.monotonic - last.monotonic;
+    return clocks.wall - last.wall < elapsed - CLOCK_STEP_MS - elapsed * CLOCK_SLEW;
   }
 
   /**

@@ -53,6 +53,7 @@ import {
   ErrandError,
   isTerminalStatus,
   type Logger,
+  monotonicNow,
   type OutputCursor,
   systemClock,
   type TaskId,
@@ -104,7 +105,7 @@ export const storeDashboardBackendOptions = defineOptions('createStoreDashboardB
    * A monotonic clock in milliseconds, against which a step back of `now` is seen (a poll then reads
    * every record again). Default `performance.now`.
    */
-  monotonicNow: option.func<() => number>({ default: () => performance.now() }),
+  monotonicNow: option.func<() => number>({ default: monotonicNow }),
   /** Told about failed polls. Default: `consoleDashboardLogger`. */
   /** Where processes of work whose holder is gone are looked up. Default /proc. */
   processSource: option.shaped<ProcessSource>('a process source', ['read']),

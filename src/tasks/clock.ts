@@ -34,6 +34,9 @@ export const systemClock: Clock = Object.freeze({
   },
 });
 
+/** Milliseconds on the process's monotonic clock (never steps back, unlike the wall clock). */
+export const monotonicNow = (): number => performance.now();
+
 /** A clock that moves only when told to: `advance(ms)` runs every callback that came due, in order. */
 export interface ManualClock extends Clock {
   /** Moves time forward and runs the callbacks that came due. */

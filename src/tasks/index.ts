@@ -9,6 +9,7 @@ export {
   createManualClock,
   MAX_TIMER_DELAY_MS,
   type ManualClock,
+  monotonicNow,
   systemClock,
 } from './clock.js';
 export {

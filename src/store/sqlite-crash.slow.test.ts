@@ -1,6 +1,6 @@
 /**
  * Crash safety of the SQLite store: a real child process runs ledger traffic on the real store code and is
- * killed with SIGKILL mid-run, eight times over the same file. Each time the reopened file holds a
+ * killed with SIGKILL mid-run, eight times over the same file (checkpointing on its thread meanwhile). Each time the reopened file holds a
  * consistent ledger and every delivery the child saw committed.
  */
 import { type ChildProcess, spawn } from 'node:child_process';

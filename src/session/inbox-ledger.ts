@@ -48,7 +48,8 @@ export interface InboxLedger {
    */
   markEndsShown(taskIds: readonly string[]): void;
   /** Runs `body` (writes of this ledger, and the caller's own) as one write: all of it or none. */
-  atomically<T>(body: () => T): T;
+  /** Runs `body` as one write, committed with `durability` (the store's default when undefined). */
+  atomically<T>(body: () => T, durability?: StoreDurability): T;
 }
 
 /**

@@ -314,13 +314,14 @@ export class NotificationInbox {
   withdrawWith<T>(
     ends: readonly { readonly taskId: string; readonly attempt?: number | undefined }[],
     write: () => T,
+    durability?: StoreDurability,
   ): T {
     const withdrawal = this.#planWithdrawal(ends);
     const value = this.#context.ledger.atomically(() => {
       const written = write();
       withdrawal.record();
       return written;
-    });
+    }, durability);
     withdrawal.apply();
     return value;
   }
@@ -443,8 +444,8 @@ export class NotificationInbox {
    */
   deliverReserved(reservation: NotificationReservation): DeliveredNotification[] {
     try {
-      // A turn's delivery may commit with deferred durability: the turn's next write (the model's reply,
-      // stored before any of its tool calls runs) syncs it, and nothing acts on it before that.
+      // A turn's delivery may commit with deferred durability: the turn waits for the disk after its next
+      // write (the model's reply, on disk before any of its tool calls runs), which covers it too.
       const held = this.#reservations.has(reservation as HeldReservation)
         ? (reservation as HeldReservation)
         : undefined;

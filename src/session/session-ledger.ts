@@ -70,9 +70,9 @@ export class SessionLedger implements InboxLedger {
     if (taskIds.length > 0) this.#store.markReported(this.#sessionId, taskIds);
   }
 
-  /** Runs `body` as one store transaction. */
-  atomically<T>(body: () => T): T {
-    return this.#store.transaction(body);
+  /** Runs `body` as one store transaction, committed with `durability` (immediate when undefined). */
+  atomically<T>(body: () => T, durability?: StoreDurability): T {
+    return this.#store.transaction(body, durability === undefined ? undefined : { durability });
   }
 
   /**

@@ -1,7 +1,10 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { createTaskService } from '../registry/index.js';
-import { createMemorySessionStore } from '../store/index.js';
+import { createMemorySessionStore, openSqliteSessionStore } from '../store/index.js';
 import { scriptedModel, scriptedTask } from '../testing/index.js';
 import { defineTool } from '../tools/index.js';
 import { createSessionRuntime, type SessionRuntime, type SessionRuntimeOptions } from './session-runtime.js';
@@ -301,5 +304,64 @@ describe('disposing a runtime from inside a session turn', () => {
     await vi.waitFor(() => expect(session.state).toBe('closed'));
     expect(other.resumeSession('s1').id).toBe('s1');
     await other.dispose();
+  });
+});
+
+describe("the turn loop's writes", () => {
+  it('commit without waiting for the disk, and are durable before anything acts on them', async () => {
+    const home = mkdtempSync(join(tmpdir(), 'errand-turn-durable-'));
+    const sqlite = openSqliteSessionStore({ home });
+    const steps: string[] = [];
+    // The store as the runtime sees it, noting each transaction's durability and each wait for the disk.
+    const store = Object.create(sqlite, {
+      transaction: {
+        value: (body: () => unknown, options?: { durability?: string }) => {
+          steps.push(`write ${options?.durability ?? 'immediate'}`);
+          return sqlite.transaction(body, options as never);
+        },
+      },
+      whenDurable: {
+        value: async () => {
+          steps.push('wait');
+          await sqlite.whenDurable();
+          steps.push('durable');
+        },
+      },
+    }) as typeof sqlite;
+    const runtime = createSessionRuntime({
+      store,
+      model: scriptedModel([{ toolCalls: [{ name: 'look', input: {} }] }, { text: 'seen' }]),
+      tools: () => [
+        defineTool({
+          name: 'look',
+          description: 'Notes when it runs.',
+          inputSchema: z.object({}),
+          async execute() {
+            steps.push('tool runs');
+            return { text: 'looked', isError: false, value: undefined };
+          },
+        }),
+      ],
+    });
+    try {
+      const session = runtime.createSession({ id: 's1' });
+      steps.length = 0;
+      await expect(session.send('look')).resolves.toMatchObject({ reason: 'completed', text: 'seen' });
+      const turn = steps;
+      // The reply with the tool call, then its results, then the final reply: each a deferred write, on disk
+      // before what follows it.
+      const reply = turn.indexOf('tool runs');
+      expect(turn.slice(0, reply).filter((step) => step.startsWith('wait') || step === 'durable')).toEqual([
+        'wait',
+        'durable',
+      ]);
+      expect(turn.lastIndexOf('write deferred', reply)).toBeLessThan(turn.indexOf('durable'));
+      expect(turn.filter((step) => step === 'durable')).toHaveLength(3);
+      expect(turn.at(-1)).toBe('durable');
+    } finally {
+      await runtime.dispose();
+      sqlite.close();
+      rmSync(home, { recursive: true, force: true });
+    }
   });
 });

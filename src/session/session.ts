@@ -10,7 +10,7 @@
  */
 
 import type { MessageRecord } from '../store/records.js';
-import type { NewMessage, SessionStore } from '../store/session-store.js';
+import type { NewMessage, SessionStore, StoreDurability } from '../store/session-store.js';
 import {
   type Clock,
   createOwner,
@@ -170,8 +170,10 @@ export class Session {
       system: () => this.#systemPrompt,
       tools: () => this.#tools,
       modelMessages: () => this.#conversation.modelMessages(),
-      append: (message) => this.#append(message),
-      appendToolResults: (message, ends) => this.#appendToolResults(message, ends),
+      // The turn loop's writes wait for the disk off the event loop (`durable`), before anything acts on them.
+      append: (message) => this.#append(message, 'deferred'),
+      appendToolResults: (message, ends) => this.#appendToolResults(message, ends, 'deferred'),
+      durable: () => this.#store.whenDurable(),
       toolContext: (toolCallId, signal) => ({
         caller: this.owner,
         toolCallId,
@@ -311,8 +313,15 @@ export class Session {
     if (state === 'idle' || state === 'closed') this.#drain.wakeIdleWaiters();
   }
 
-  #append(message: NewMessage): MessageRecord {
-    const record = this.#store.appendMessage(this.id, message);
+  /**
+   * Appends a message. `deferred` (the turn loop's own writes) commits without waiting for the disk; the
+   * loop awaits `store.whenDurable()` before anything acts on what it wrote.
+   */
+  #append(message: NewMessage, durability?: StoreDurability): MessageRecord {
+    const record =
+      durability === undefined
+        ? this.#store.appendMessage(this.id, message)
+        : this.#store.transaction(() => this.#store.appendMessage(this.id, message), { durability });
     this.#emit({ type: 'message', message: record });
     return record;
   }
@@ -322,9 +331,17 @@ export class Session {
    * withdrawn notifications and the ends marked shown are one write, so after a crash the store never says
    * the model saw an end that no stored result shows, nor the other way round.
    */
-  #appendToolResults(message: NewMessage, ends: readonly ReportedTaskEnd[]): MessageRecord {
-    if (ends.length === 0) return this.#append(message);
-    const record = this.#inbox.withdrawWith(ends, () => this.#store.appendMessage(this.id, message));
+  #appendToolResults(
+    message: NewMessage,
+    ends: readonly ReportedTaskEnd[],
+    durability?: StoreDurability,
+  ): MessageRecord {
+    if (ends.length === 0) return this.#append(message, durability);
+    const record = this.#inbox.withdrawWith(
+      ends,
+      () => this.#store.appendMessage(this.id, message),
+      durability,
+    );
     this.#emit({ type: 'message', message: record });
     return record;
   }

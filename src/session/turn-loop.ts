@@ -37,6 +37,11 @@ export interface TurnContext {
    * would repeat them, so they are withdrawn and the ends recorded as shown in the same write.
    */
   appendToolResults(message: NewMessage, ends: readonly ReportedTaskEnd[]): MessageRecord;
+  /**
+   * Resolves once what `append` and `appendToolResults` wrote is on disk (they commit without waiting for
+   * it): awaited before anything acts on a written message, so the event loop never waits for the disk.
+   */
+  durable(): Promise<void>;
   toolContext(toolCallId: string): ToolContext;
   /** A line the next tool result carries (the store is failing, or works again); undefined when none. */
   persistenceNote(): string | undefined;
@@ -93,6 +98,8 @@ export async function runTurn(context: TurnContext): Promise<TurnOutcome> {
         },
         source: 'assistant',
       });
+      // The reply is on disk before any of its tool calls runs, or the next request or the turn's end.
+      await context.durable();
       if (response.toolCalls.length > 0) {
         const results = [];
         const ends: ReportedTaskEnd[] = [];
@@ -103,6 +110,7 @@ export async function runTurn(context: TurnContext): Promise<TurnOutcome> {
         }
         // The results and the ends they show are written together: the model sees both, or neither.
         context.appendToolResults({ role: 'tool', content: { toolResults: results }, source: 'tool' }, ends);
+        await context.durable();
         continuation = false;
         continue;
       }

@@ -40,6 +40,8 @@ export interface TurnRunnerContext {
   append(message: NewMessage): MessageRecord;
   /** Appends tool results and records the task ends they show, in one write (see `TurnContext`). */
   appendToolResults(message: NewMessage, ends: readonly ReportedTaskEnd[]): MessageRecord;
+  /** See `TurnContext.durable`. */
+  durable(): Promise<void>;
   toolContext(toolCallId: string, signal: AbortSignal): ToolContext;
   /** See `TurnContext.persistenceNote`. */
   persistenceNote(): string | undefined;
@@ -215,6 +217,7 @@ export class TurnRunner {
         return context.inbox.deliverReserved(reservation).length > 0;
       },
       appendToolResults: (message, ends) => context.appendToolResults(message, ends),
+      durable: () => context.durable(),
       toolContext: (toolCallId) => context.toolContext(toolCallId, signal),
       persistenceNote: () => context.persistenceNote(),
       emit: (event) => context.emit(event),

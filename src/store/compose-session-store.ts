@@ -31,6 +31,7 @@ export function composeSessionStore(
     ...createTaskSequences(context),
 
     transaction: (body, options) => context.write('run a transaction', () => body(), options?.durability),
+    whenDurable: () => context.whenDurable(),
 
     prune(pruneOptions = {}) {
       const retention = pruneOptionsDeclaration.resolve(pruneOptions);

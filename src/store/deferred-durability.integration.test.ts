@@ -5,7 +5,7 @@
  * while the event loop turns, inline when the thread falls behind or may not run.
  */
 import { spawn } from 'node:child_process';
-import { copyFileSync, fdatasyncSync, mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, fdatasync, fdatasyncSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -31,8 +31,9 @@ afterAll(() => {
 interface Opened {
   readonly database: Database.Database;
   readonly backend: StoreBackend;
-  /** Log syncs so far. */
+  /** Log syncs so far, on the loop and in the thread pool. */
   syncs(): number;
+  poolSyncs(): number;
   /** Checkpoints finished so far, by the thread and inline. */
   readonly checkpoints: { thread: number; inline: number };
 }
@@ -52,6 +53,7 @@ function openBackend(
   database.pragma('synchronous = FULL');
   migrate(database, file, START_TIME);
   let syncs = 0;
+  let poolSyncs = 0;
   const checkpoints = { thread: 0, inline: 0 };
   const backend = createSqliteBackend(database, {
     busyTimeoutMs: 10,
@@ -67,8 +69,12 @@ function openBackend(
     onCheckpoint: (where) => {
       checkpoints[where] += 1;
     },
+    syncLogAsync: (fd, done) => {
+      poolSyncs += 1;
+      fdatasync(fd, done);
+    },
   });
-  return { database, backend, syncs: () => syncs, checkpoints };
+  return { database, backend, syncs: () => syncs, poolSyncs: () => poolSyncs, checkpoints };
 }
 
 const synchronous = (database: Database.Database) => database.pragma('synchronous', { simple: true });
@@ -107,6 +113,49 @@ describe('deferred durability', () => {
       expect(syncs()).toBe(3);
       expect(sequences(database)).toBe(2);
       expect(synchronous(database)).toBe(1);
+    } finally {
+      backend.close();
+    }
+  });
+
+  it('waits for the disk in the thread pool with whenDurable: one sync for every caller waiting then', async () => {
+    const opened = openBackend(join(root, 'when-durable.sqlite'));
+    const { backend, database } = opened;
+    try {
+      // Nothing waits for the disk yet: no sync at all.
+      await backend.whenDurable();
+      expect(opened.poolSyncs()).toBe(0);
+      backend.transaction(() => insertSequence(database, 'a', 1), 'deferred');
+      backend.transaction(() => insertSequence(database, 'b', 1), 'deferred');
+      await Promise.all([backend.whenDurable(), backend.whenDurable(), backend.whenDurable()]);
+      expect(opened.poolSyncs()).toBe(1);
+      // Synced: a later call waits for nothing.
+      await backend.whenDurable();
+      expect(opened.poolSyncs()).toBe(1);
+      // Commits made before a sync starts share it.
+      backend.transaction(() => insertSequence(database, 'c', 1), 'deferred');
+      const first = backend.whenDurable();
+      backend.transaction(() => insertSequence(database, 'd', 1), 'deferred');
+      await Promise.all([first, backend.whenDurable()]);
+      expect(opened.poolSyncs()).toBe(2);
+      // A commit made while a sync runs is covered by the next one, not by the running one.
+      backend.transaction(() => insertSequence(database, 'f', 1), 'deferred');
+      const running = backend.whenDurable();
+      await vi.waitFor(() => expect(opened.poolSyncs()).toBe(3), { interval: 1 });
+      backend.transaction(() => insertSequence(database, 'g', 1), 'deferred');
+      let secondDone = false;
+      const second = backend.whenDurable().then(() => {
+        secondDone = true;
+      });
+      await running;
+      await second;
+      expect(secondDone).toBe(true);
+      expect(opened.poolSyncs()).toBe(4);
+      // An immediate commit synced on the loop leaves nothing to wait for.
+      backend.transaction(() => insertSequence(database, 'e', 1));
+      await backend.whenDurable();
+      expect(opened.poolSyncs()).toBe(4);
+      expect(opened.syncs()).toBe(1);
     } finally {
       backend.close();
     }

@@ -351,6 +351,8 @@ export function createMemoryBackend(): StoreBackend {
     tables: createTables(log),
     capabilities: Object.freeze({ sharedAcrossProcesses: false, persistent: false }),
     transaction: (body) => log.transaction(body),
+    // Nothing of a memory store outlives the process: every write is as durable as it gets at once.
+    whenDurable: () => Promise.resolve(),
     describeFailure: (_operation, error) => error,
     close() {},
   };

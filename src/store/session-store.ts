@@ -515,6 +515,14 @@ export interface SessionStore
    * store without the distinction (the memory store) treats both alike.
    */
   transaction<T>(body: () => T, options?: TransactionOptions): T;
+  /**
+   * Resolves once every write committed before the call survives a power loss — deferred ones included —
+   * without blocking the event loop meanwhile: on SQLite (`synchronous: 'full'`) one sync of the log in the
+   * thread pool, shared by every caller waiting then. Commit with `durability: 'deferred'` and await this
+   * before acting on what was written: the same guarantee as an immediate write, the disk's wait off the
+   * loop. Resolves at once when nothing is waiting for the disk; rejects with `STORE_CLOSED` once closed.
+   */
+  whenDurable(): Promise<void>;
   /** Deletes old settled data so the store stays bounded. Active sessions and their live branch stay. */
   prune(options?: PruneOptions): PruneResult;
   /** Releases the store; later calls throw `STORE_CLOSED`. Idempotent. */

@@ -6,7 +6,8 @@
  * killed process loses nothing) without waiting for the disk. On a store opened `full` an immediate
  * commit then syncs the log file itself (`fdatasync`, what FULL does inside the commit), and a deferred
  * one does not: it costs no fsync and no switch of the connection's mode, and the next immediate commit's
- * sync covers it and every commit before. A nested call that names no durability joins the outer one's;
+ * sync covers it and every commit before; `whenDurable` syncs in the thread pool instead, one sync for
+ * every caller waiting then (group commit). A nested call that names no durability joins the outer one's;
  * a nested immediate one makes the outer commit sync. (Another process may read an immediate commit the
  * moment before its sync; this one acts on it only after.)
  *
@@ -18,7 +19,7 @@
  * unavailable or fall `CHECKPOINT_LAG_FACTOR` times behind, the commit that notices checkpoints inline, as
  * SQLite would: the WAL stays bounded whatever the thread does.
  */
-import { closeSync, fdatasyncSync, fsyncSync, openSync } from 'node:fs';
+import { closeSync, fdatasync, fdatasyncSync, fsyncSync, openSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import { Worker } from 'node:worker_threads';
@@ -36,6 +37,8 @@ export interface CommitPolicyOptions {
   readonly checkpointEveryCommits: number;
   /** Syncs the log file's data (`fdatasync`); a test counts the calls. */
   readonly syncLog?: (fd: number) => void;
+  /** The same, in the thread pool (for `whenDurable`). */
+  readonly syncLogAsync?: (fd: number, done: (error: Error | null) => void) => void;
   /** Whether the checkpointer thread may be started (false: every checkpoint runs inline). */
   readonly checkpointThread?: boolean;
   /** Called after each checkpoint that finished, with where it ran. */
@@ -45,6 +48,11 @@ export interface CommitPolicyOptions {
 export interface CommitPolicy {
   /** Runs `body` in one immediate transaction and commits it with `durability` (default `immediate`). */
   transaction<T>(body: () => T, durability?: StoreDurability): T;
+  /**
+   * Resolves once every commit made before the call is synced: one `fdatasync` of the log in the thread
+   * pool, shared by every caller that asked before it started. At once when nothing waits for the disk.
+   */
+  whenDurable(): Promise<void>;
   /** Closes the log file and stops the checkpointer. The connection is the caller's to close. */
   close(): void;
 }
@@ -182,7 +190,17 @@ export function createCommitPolicy(database: Database.Database, options: CommitP
         })
       : undefined;
 
-  const sync = () => {
+  const syncLogAsync = options.syncLogAsync ?? fdatasync;
+  // Commits made, and how many of them are known to be on disk.
+  let commits = 0;
+  let durableCommits = 0;
+  /** The thread-pool sync running, and the next one (taken by every caller that comes meanwhile). */
+  let running: Promise<void> | undefined;
+  let next: Promise<void> | undefined;
+  let closed = false;
+  let closeLogWhenIdle = false;
+
+  const logFile = () => {
     // The log exists once a commit wrote to it; while this connection is open SQLite never deletes it.
     if (logFd === undefined) {
       logFd = openSync(`${options.file}-wal`, 'r');
@@ -194,7 +212,44 @@ export function createCommitPolicy(database: Database.Database, options: CommitP
         closeSync(directory);
       }
     }
-    syncLog(logFd);
+    return logFd;
+  };
+  const sync = () => {
+    syncLog(logFile());
+    durableCommits = commits;
+  };
+
+  /** One sync in the thread pool covering every commit made before it starts. */
+  const syncInPool = (): Promise<void> =>
+    new Promise<void>((resolve, reject) => {
+      if (closed) {
+        reject(new Error('the store was closed before its log was synced'));
+        return;
+      }
+      const covers = commits;
+      let fd: number;
+      try {
+        fd = logFile();
+      } catch (error) {
+        reject(error);
+        return;
+      }
+      syncLogAsync(fd, (error) => {
+        // After a close no sync uses the descriptor again (the next one is refused first).
+        if (closeLogWhenIdle) closeLog();
+        if (error) {
+          reject(error);
+          return;
+        }
+        durableCommits = Math.max(durableCommits, covers);
+        resolve();
+      });
+    });
+
+  const closeLog = () => {
+    if (logFd !== undefined) closeSync(logFd);
+    logFd = undefined;
+    closeLogWhenIdle = false;
   };
 
   const checkpointInline = () => {
@@ -210,6 +265,7 @@ export function createCommitPolicy(database: Database.Database, options: CommitP
   };
 
   const committed = (synced: boolean) => {
+    commits += 1;
     if (synced) sync();
     if (every === 0) return;
     commitsSinceCheckpoint += 1;
@@ -232,10 +288,30 @@ export function createCommitPolicy(database: Database.Database, options: CommitP
       committed(full && syncAfter);
       return value;
     },
+    whenDurable(): Promise<void> {
+      if (!full || durableCommits >= commits) return Promise.resolve();
+      // A sync already running may have started before the last commit: the next one covers it.
+      next ??= (running ?? Promise.resolve())
+        .catch(() => {})
+        .then(() => {
+          next = undefined;
+          running = syncInPool();
+          const current = running;
+          void current
+            .catch(() => {})
+            .then(() => {
+              if (running === current) running = undefined;
+            });
+          return current;
+        });
+      return next;
+    },
     close() {
+      closed = true;
       checkpointer?.close();
-      if (logFd !== undefined) closeSync(logFd);
-      logFd = undefined;
+      // A sync in the thread pool still holds the descriptor: it is closed when that sync returns.
+      if (running !== undefined || next !== undefined) closeLogWhenIdle = true;
+      else closeLog();
     },
   };
 }

@@ -411,6 +411,7 @@ export interface SqliteBackendOptions {
   readonly syncLog?: (fd: number) => void;
   readonly checkpointThread?: boolean;
   readonly onCheckpoint?: (where: 'thread' | 'inline') => void;
+  readonly syncLogAsync?: (fd: number, done: (error: Error | null) => void) => void;
 }
 
 /**
@@ -439,6 +440,7 @@ export function createSqliteBackend(
     },
     capabilities: options.capabilities,
     transaction: (body, durability) => commits.transaction(body, durability),
+    whenDurable: () => commits.whenDurable(),
     describeFailure(operation, error) {
       const code = (error as { code?: unknown } | null)?.code;
       if (typeof code !== 'string') return error;

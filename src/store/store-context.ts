@@ -19,6 +19,8 @@ export interface StoreContext {
    * `durability` (default `immediate`): see `StoreDurability`.
    */
   write<T>(operation: string, body: (tables: StoreTables) => T, durability?: StoreDurability): T;
+  /** Resolves once every commit so far is durable; rejects with `STORE_CLOSED` once closed. */
+  whenDurable(): Promise<void>;
   /** Runs `body` without a transaction: it only reads. */
   read<T>(operation: string, body: (tables: StoreTables) => T): T;
   /** Reads one row with `find` and turns it into its record; `undefined` when there is none. */
@@ -54,6 +56,14 @@ export function createStoreContext(
     maxFieldBytes: options.maxFieldBytes,
     now: () => readClock(options.now),
     write: (operation, body, durability) => run(operation, body, true, durability),
+    async whenDurable() {
+      if (closed) throw new StoreClosedError('wait for durability');
+      try {
+        await backend.whenDurable();
+      } catch (error) {
+        throw backend.describeFailure('wait for durability', error);
+      }
+    },
     read: (operation, body) => run(operation, body, false),
     readOne(operation, find, toRecord) {
       return run(

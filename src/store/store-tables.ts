@@ -136,6 +136,8 @@ export interface StoreBackend {
    * nested `immediate` one makes the whole write immediate.
    */
   transaction<T>(body: () => T, durability?: StoreDurability): T;
+  /** Resolves once every write committed before the call is durable (see `SessionStore.whenDurable`). */
+  whenDurable(): Promise<void>;
   /** The store's error for a failure of this backend (a lock held too long: `STORE_BUSY`), else `error`. */
   describeFailure(operation: string, error: unknown): unknown;
   close(): void;

@@ -251,5 +251,16 @@ export function describeBounds(openStore: OpenSessionStore): void {
       expectErrandError(() => store.createSession({ id: 't', cwd: '/' }), 'STORE_CLOSED');
       expectErrandError(() => store.prune(), 'STORE_CLOSED');
     });
+
+    it('waits for the disk after deferred writes, and refuses to once closed', async () => {
+      const store = harness.open();
+      store.transaction(() => store.createSession({ id: 's', cwd: '/' }), { durability: 'deferred' });
+      await store.whenDurable();
+      // Nothing left to wait for: at once.
+      await store.whenDurable();
+      expect(store.getSession('s')?.id).toBe('s');
+      store.close();
+      await expect(store.whenDurable()).rejects.toMatchObject({ code: 'STORE_CLOSED' });
+    });
   });
 }

@@ -123,6 +123,18 @@ describe.skipIf(redisServer === undefined)('remote bash commands', () => {
     await cursor.close();
   });
 
+  it("the worker's lifeline sidecar forks its commands, from the first one on", async () => {
+    const prefix = `p${++deployment}`;
+    await worker(prefix);
+    const { tasks, bash } = await runtime(prefix);
+    const started = await bash.start({ command: 'echo $PPID' });
+    const done = await ended(tasks, started.taskId);
+    expect(done.status).toBe('completed');
+    const parent = Number((await tasks.read(started.taskId, trusted)).text.trim());
+    expect(parent).not.toBe(process.pid);
+    expect(readFileSync(`/proc/${parent}/cmdline`, 'utf8')).toContain('lifeline-sidecar');
+  });
+
   it('foreground commands stay local', async () => {
     const prefix = `p${++deployment}`;
     const { tasks, bash } = await runtime(prefix);

@@ -7,7 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { findRedisServer, startTestRedis, type TestRedis } from '../../test/support/redis-server.js';
 import { BashExecutor, type BashFacts, createBashProducer } from '../producers/bash/index.js';
 import { createTrustedCaller, systemClock, type TaskService, type TaskSnapshot } from '../tasks/index.js';
@@ -135,6 +135,22 @@ describe.skipIf(redisServer === undefined)('remote bash commands', () => {
     expect(readFileSync(`/proc/${parent}/cmdline`, 'utf8')).toContain('lifeline-sidecar');
   });
 
+  it('settles a task from its settled event: no read of the job record per task', async () => {
+    const prefix = `p${++deployment}`;
+    await worker(prefix);
+    const { tasks, bash, context } = await runtime(prefix);
+    const reads = vi.spyOn(context.client, 'hgetall');
+    const started = await Promise.all(
+      Array.from({ length: 5 }, (_, index) => bash.start({ command: `echo ${index}; exit ${index}` })),
+    );
+    const done = await Promise.all(started.map((task) => ended(tasks, task.taskId)));
+    expect(done.map((task) => (task.detail as BashFacts).exitCode)).toEqual([0, 1, 2, 3, 4]);
+    expect(done.map((task) => (task.detail as BashFacts).worker)).toEqual(Array(5).fill(`w-${prefix}`));
+    const texts = await Promise.all(started.map((task) => tasks.read(task.taskId, trusted)));
+    expect(texts.map((read) => read.text)).toEqual(['0\n', '1\n', '2\n', '3\n', '4\n']);
+    expect(reads).not.toHaveBeenCalled();
+  });
+
   it('foreground commands stay local', async () => {
     const prefix = `p${++deployment}`;
     const { tasks, bash } = await runtime(prefix);
@@ -211,6 +227,38 @@ describe.skipIf(redisServer === undefined)('remote bash commands', () => {
     const page = await cursor.read();
     expect(page.missedBytes).toBeGreaterThan(0);
     await cursor.close();
+  });
+
+  it('a worker runs a durable job whose runtime is gone by the time it takes it, a non-durable one never', async () => {
+    const prefix = `p${++deployment}`;
+    const { bash, context } = await runtime(prefix, 'later', 400);
+    const durable = await bash.start({ command: 'echo durable', durable: true });
+    const plain = await bash.start({ command: 'echo plain' });
+    expect(await durable.handle.spawned).toBe(true);
+    expect(await plain.handle.spawned).toBe(true);
+    // The runtime "dies" before any worker of its label runs: its heartbeat expires.
+    context.client.disconnect();
+    const observer = await RedisContext.open(redis.url, prefix, quiet);
+    closers.push(() => observer.close());
+    const runtimeAlive = (await observer.client.keys(`${prefix}:rt:*:alive`))[0]!;
+    while ((await observer.client.exists(runtimeAlive)) === 1)
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    const late = await worker(prefix, ['later']);
+    while (late.counts.taken + late.counts.skipped < 2)
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    const stateOf = async (handle: { id: string }) => {
+      for (;;) {
+        const record = await observer.client.hgetall(observer.keys.job(handle.id));
+        if (record.state !== 'queued' && record.state !== 'running') return record;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    };
+    const durableRecord = await stateOf(durable.handle);
+    expect(durableRecord.state).toBe('ended');
+    expect(JSON.parse(durableRecord.facts ?? '{}').reason).toBe('completed');
+    const plainRecord = await stateOf(plain.handle);
+    expect(plainRecord.state).toBe('lost');
+    expect(late.counts.taken).toBe(1);
   });
 
   it('a runtime that stops beating has its running commands stopped by the worker', async () => {

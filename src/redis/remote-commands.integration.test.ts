@@ -200,6 +200,54 @@ describe.skipIf(redisServer === undefined)('remote bash commands', () => {
     expect(existsSync(marker)).toBe(false);
   });
 
+  it('a cancel published between the claim and the start is carried out at once, not at the next heartbeat', async () => {
+    const prefix = `p${++deployment}`;
+    const { tasks, bash } = await runtime(prefix, 'default', 60_000);
+    // The worker's claim, interposed: once it answers `run`, the job is cancelled and the worker's
+    // subscription has the cancel before the worker goes on to start the command.
+    const open = RedisContext.open;
+    const interposed = vi.spyOn(RedisContext, 'open').mockImplementation(async (...args) => {
+      const context = await open.apply(RedisContext, args);
+      const connect = context.connect.bind(context);
+      let subscriber: ReturnType<typeof connect> | undefined;
+      context.connect = (role) => {
+        const client = connect(role);
+        if (role === 'cancels') subscriber = client;
+        return client;
+      };
+      const claim = context.client.errandClaim.bind(context.client);
+      context.client.errandClaim = async (jobKey, ...rest) => {
+        const answer = await claim(jobKey, ...rest);
+        // A job is named `<runtime>.<task id>`.
+        const job = jobKey.slice(context.keys.job('').length);
+        const taskId = job.slice(job.indexOf('.') + 1);
+        if (answer === 'run') {
+          const heard = new Promise((resolve) => subscriber!.once('message', resolve));
+          void tasks.kill(taskId, trusted, 'raced');
+          await heard;
+        }
+        return answer;
+      };
+      return context;
+    });
+    // Heartbeats far apart: a cancel the subscription missed would wait 30 s for the next re-read.
+    const slow = await ErrandWorker.start({
+      url: redis.url,
+      prefix,
+      name: `w-${prefix}`,
+      home,
+      heartbeatMs: 30_000,
+      heartbeatTtlMs: 60_000,
+      logger: quiet,
+    });
+    interposed.mockRestore();
+    closers.push(() => slow.stop());
+    const started = await Promise.all(Array.from({ length: 5 }, () => bash.start({ command: 'sleep 30' })));
+    const done = await Promise.all(started.map((task) => tasks.wait(task.taskId, 10_000, trusted)));
+    expect(done.map((task) => task.status)).toEqual(Array(5).fill('killed'));
+    expect(slow.counts.taken).toBe(5);
+  });
+
   it('a cancel after the end changes nothing', async () => {
     const prefix = `p${++deployment}`;
     await worker(prefix);

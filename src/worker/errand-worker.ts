@@ -68,6 +68,8 @@ export class ErrandWorker {
   readonly #executor: BashExecutor;
   readonly #lifeline: Lifeline | undefined;
   readonly #running = new Map<string, RunningJob>();
+  /** Jobs between their claim and their start: whether a cancel was published for one meanwhile. */
+  readonly #starting = new Map<string, boolean>();
   readonly #finished: string[] = [];
   #workers: Array<{ close(force?: boolean): Promise<void>; pause?(doNotWait?: boolean): Promise<void> }> = [];
   #subscriber: RedisClient | undefined;
@@ -158,6 +160,7 @@ export class ErrandWorker {
     this.#subscriber = subscriber;
     subscriber.on('message', (_channel: string, job: string) => {
       if (this.#running.has(job)) void this.#checkCancel([job]);
+      else if (this.#starting.has(job)) this.#starting.set(job, true);
     });
     await subscriber.subscribe(this.#context.keys.cancelChannel);
     const { Worker } = this.#context.modules.bullmq;
@@ -198,6 +201,16 @@ export class ErrandWorker {
       this.counts.skipped += 1;
       return;
     }
+    // Listened for from before the claim: a cancel published once the job runs here is never missed.
+    this.#starting.set(data.job, false);
+    try {
+      await this.#run(data);
+    } finally {
+      this.#starting.delete(data.job);
+    }
+  }
+
+  async #run(data: RemoteJobData): Promise<void> {
     const keys = this.#context.keys;
     const now = systemClock.now();
     const claim = await this.#context.client.errandClaim(
@@ -256,6 +269,9 @@ export class ErrandWorker {
       runtime: data.runtime,
     };
     this.#running.set(data.job, running);
+    // A cancel published between the claim and now: carried out (a cancel before the claim was refused by it).
+    if (this.#starting.get(data.job) === true) void this.#checkCancel([data.job]);
+    this.#starting.delete(data.job);
     try {
       if (await handle.spawned) {
         running.stream = handle.outputStream();
@@ -265,8 +281,6 @@ export class ErrandWorker {
           if (file !== undefined)
             void this.#context.client.hset(keys.job(data.job), 'file', file).catch(() => {});
         });
-        // A cancel recorded while the command started.
-        void this.#checkCancel([data.job]);
       }
       const facts = await handle.stopped;
       await this.#flushAll(running);

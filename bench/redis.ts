@@ -8,12 +8,15 @@
  *     included) and their time per task are printed beside.
  * (b) latency from a remote command's exit (a timestamp it prints just before exiting) to its
  *     notification being queued in the runtime's session, across processes, p50/p99.
+ *     So is the CPU time per task of every process of each side (Redis, the worker processes and the
+ *     commands they reaped, and this process: the runtime, or the raw side's queue polling), which moves
+ *     less than the rates when the machine is shared.
  * The load average is printed at the start and at the end: the machine may be shared.
  * BENCH_TASKS (default 2000), BENCH_CONCURRENCY (50), BENCH_ROUNDS (3), BENCH_WARMUP (200) and
  * BENCH_LATENCY_TASKS (200) change the counts.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -87,19 +90,65 @@ async function commandStats(admin: Redis): Promise<{ calls: number; usec: number
   return { calls, usec };
 }
 
+/** CPU seconds used by `pids` and the children they reaped (Linux `/proc`), plus this process's own. */
+function cpuSeconds(pids: readonly number[]): number {
+  let ticks = 0;
+  for (const pid of pids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      // utime, stime, cutime, cstime: fields 14 to 17.
+      ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
+    } catch {
+      // Gone: counted up to its last read.
+    }
+  }
+  const own = process.cpuUsage();
+  return ticks / 100 + (own.user + own.system) / 1e6;
+}
+
+/** The pids whose parent is `pid` (the worker's lifeline sidecar, which forks its commands). */
+function childrenOf(pid: number): number[] {
+  const children: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'latin1');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) children.push(Number(name));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return children;
+}
+
 interface Measured {
   readonly perSecond: number;
   readonly calls: number;
   readonly usec: number;
+  /** CPU milliseconds per task, every process of the side. */
+  readonly cpuMs: number;
 }
 
-async function measure(admin: Redis, count: number, run: () => Promise<void>): Promise<Measured> {
+async function measure(
+  admin: Redis,
+  pids: readonly number[],
+  count: number,
+  run: () => Promise<void>,
+): Promise<Measured> {
   const before = await commandStats(admin);
+  const cpuBefore = cpuSeconds(pids);
   const started = epochMs();
   await run();
   const perSecond = (count / (epochMs() - started)) * 1000;
+  const cpuMs = ((cpuSeconds(pids) - cpuBefore) * 1000) / count;
   const after = await commandStats(admin);
-  return { perSecond, calls: (after.calls - before.calls) / count, usec: (after.usec - before.usec) / count };
+  return {
+    perSecond,
+    calls: (after.calls - before.calls) / count,
+    usec: (after.usec - before.usec) / count,
+    cpuMs,
+  };
 }
 
 /** A bare BullMQ worker process and its queue; `run(n)` adds n jobs and resolves once all are done. */
@@ -113,6 +162,7 @@ async function rawSide(url: string, mode: 'noop' | 'spawn') {
   );
   await waitForLine(worker, 'stdout', /ready/);
   return {
+    pid: worker.pid!,
     async run(count: number): Promise<void> {
       await queue.addBulk(
         Array.from({ length: count }, (_, index) => ({
@@ -203,15 +253,17 @@ async function main(): Promise<void> {
       await noop.run(WARMUP);
       await rawSpawn.run(WARMUP);
       await errandRun(runtime, WARMUP);
+      const errandPids = [redis.pid!, worker.pid!, ...childrenOf(worker.pid!)];
       const noops: Measured[] = [];
       const raws: Measured[] = [];
       const errands: Measured[] = [];
       const rounds: string[] = [];
       for (let round = 0; round < ROUNDS; round += 1) {
-        noops.push(await measure(admin, TASKS, () => noop.run(TASKS)));
-        const runRaw = async () => raws.push(await measure(admin, TASKS, () => rawSpawn.run(TASKS)));
+        noops.push(await measure(admin, [redis.pid!, noop.pid], TASKS, () => noop.run(TASKS)));
+        const runRaw = async () =>
+          raws.push(await measure(admin, [redis.pid!, rawSpawn.pid], TASKS, () => rawSpawn.run(TASKS)));
         const runErrand = async () =>
-          errands.push(await measure(admin, TASKS, () => errandRun(runtime, TASKS)));
+          errands.push(await measure(admin, errandPids, TASKS, () => errandRun(runtime, TASKS)));
         if (round % 2 === 0) {
           await runRaw();
           await runErrand();
@@ -222,7 +274,7 @@ async function main(): Promise<void> {
         const raw = raws[round]!.perSecond;
         const errand = errands[round]!.perSecond;
         rounds.push(
-          `  round ${round + 1} (${round % 2 === 0 ? 'raw first' : 'Errand first'}): raw ${raw.toFixed(0)} jobs/s, Errand ${errand.toFixed(0)} tasks/s, ratio ${(errand / raw).toFixed(2)}`,
+          `  round ${round + 1} (${round % 2 === 0 ? 'raw first' : 'Errand first'}): raw ${raw.toFixed(0)} jobs/s, Errand ${errand.toFixed(0)} tasks/s, ratio ${(errand / raw).toFixed(2)}; CPU per task raw ${raws[round]!.cpuMs.toFixed(2)} ms, Errand ${errands[round]!.cpuMs.toFixed(2)} ms`,
         );
       }
       const noopRate = median(noops.map((entry) => entry.perSecond));
@@ -259,6 +311,11 @@ async function main(): Promise<void> {
       );
       console.log(`  ratio Errand / raw BullMQ no-op jobs: ${(errandRate / noopRate).toFixed(2)}`);
       console.log(`  Redis per task: raw spawn ${perTask(raws)}; Errand ${perTask(errands)}`);
+      const rawCpu = median(raws.map((entry) => entry.cpuMs));
+      const errandCpu = median(errands.map((entry) => entry.cpuMs));
+      console.log(
+        `  CPU per task, every process of the side: raw spawn ${rawCpu.toFixed(2)} ms, Errand ${errandCpu.toFixed(2)} ms (raw / Errand ${(rawCpu / errandCpu).toFixed(2)})`,
+      );
       console.log(
         `  exit -> notification queued (across processes, ${LATENCY_TASKS} tasks): p50 ${percentile(latencies, 0.5).toFixed(2)} ms, p99 ${percentile(latencies, 0.99).toFixed(2)} ms`,
       );

@@ -269,7 +269,7 @@ export class ErrandWorker {
       runtime: data.runtime,
     };
     this.#running.set(data.job, running);
-    // A cancel published between the claim and now: carried out (a cancel before the claim was refused by it).
+    // A cancel published between the claim and now is carried out (one recorded earlier made the claim settle it).
     if (this.#starting.get(data.job) === true) void this.#checkCancel([data.job]);
     this.#starting.delete(data.job);
     try {

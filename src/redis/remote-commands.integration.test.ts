@@ -3,7 +3,7 @@
  * dispatch background commands, a worker (in this process here; in processes of their own in the
  * scale-out suite) runs them. Output, cursors, cancels before pickup, while running and after the end.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -246,6 +246,31 @@ describe.skipIf(redisServer === undefined)('remote bash commands', () => {
     const done = await Promise.all(started.map((task) => tasks.wait(task.taskId, 10_000, trusted)));
     expect(done.map((task) => task.status)).toEqual(Array(5).fill('killed'));
     expect(slow.counts.taken).toBe(5);
+  });
+
+  it('a job BullMQ hands again to the worker that runs it changes nothing: the command runs on, once', async () => {
+    const prefix = `p${++deployment}`;
+    const running = await worker(prefix);
+    const { tasks, bash, context } = await runtime(prefix);
+    const release = join(home, `${prefix}.release`);
+    const started = await bash.start({
+      command: `echo start; while [ ! -e ${release} ]; do sleep 0.02; done; echo done`,
+    });
+    while ((await tasks.read(started.taskId, trusted)).text !== 'start\n') {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    // The job's lock is lost (a stalled event loop, say): BullMQ's stall check hands the job out again.
+    const lock = `${context.keys.bullPrefix}:bash.default:${started.handle.id}:lock`;
+    while (running.counts.taken + running.counts.skipped < 2) {
+      await context.client.del(lock);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(tasks.get(started.taskId, trusted).status).toBe('running');
+    writeFileSync(release, '');
+    const done = await ended(tasks, started.taskId);
+    expect(done.status).toBe('completed');
+    expect((await tasks.read(started.taskId, trusted)).text).toBe('done\n');
+    expect(running.counts.taken).toBe(1);
   });
 
   it('a cancel after the end changes nothing', async () => {

@@ -70,6 +70,8 @@ export class ErrandWorker {
   readonly #running = new Map<string, RunningJob>();
   /** Jobs between their claim and their start: whether a cancel was published for one meanwhile. */
   readonly #starting = new Map<string, boolean>();
+  /** Every job this worker is taking or running, until its end is reported. */
+  readonly #runs = new Map<string, Promise<void>>();
   readonly #finished: string[] = [];
   #workers: Array<{ close(force?: boolean): Promise<void>; pause?(doNotWait?: boolean): Promise<void> }> = [];
   #subscriber: RedisClient | undefined;
@@ -201,13 +203,22 @@ export class ErrandWorker {
       this.counts.skipped += 1;
       return;
     }
+    // BullMQ hands out a job again when its lock lapsed (a stalled event loop, a lost connection): the
+    // claim would answer `run` to this instance a second time. The job already runs here: it ends once.
+    const current = this.#runs.get(data.job);
+    if (current !== undefined) {
+      this.counts.skipped += 1;
+      await current;
+      return;
+    }
     // Listened for from before the claim: a cancel published once the job runs here is never missed.
     this.#starting.set(data.job, false);
-    try {
-      await this.#run(data);
-    } finally {
+    const run = this.#run(data).finally(() => {
       this.#starting.delete(data.job);
-    }
+      this.#runs.delete(data.job);
+    });
+    this.#runs.set(data.job, run);
+    await run;
   }
 
   async #run(data: RemoteJobData): Promise<void> {

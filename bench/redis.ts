@@ -1,24 +1,35 @@
 /**
  * Scale-out benchmark (`npm run bench:redis`), all on one redis-server started here (no persistence):
- * (a) throughput: raw BullMQ jobs/s (no-op jobs, and jobs spawning `bash -c true`) against Errand tasks/s
- *     (background `bash -c true` through `createErrandRuntime({ redis })` and one `errand worker`
- *     process), same concurrency, same run;
+ * (a) throughput: raw BullMQ jobs/s (no-op jobs, and jobs spawning `bash -c true` with its output read)
+ *     against Errand tasks/s (background `bash -c true` through `createErrandRuntime({ redis })` and one
+ *     `errand worker` process), same concurrency, same command, same Redis. Each side is warmed up first
+ *     (processes started, connections open, code compiled); then BENCH_ROUNDS rounds alternate which side
+ *     goes first, and the medians are compared. Redis's own count of commands (scripts' inner commands
+ *     included) and their time per task are printed beside.
  * (b) latency from a remote command's exit (a timestamp it prints just before exiting) to its
  *     notification being queued in the runtime's session, across processes, p50/p99.
- * BENCH_TASKS (default 2000) and BENCH_CONCURRENCY (default 50) change the counts.
+ *     So is the CPU time per task of every process of each side (Redis, the worker processes and the
+ *     commands they reaped, and this process: the runtime, or the raw side's queue polling), which moves
+ *     less than the rates when the machine is shared.
+ * The load average is printed at the start and at the end: the machine may be shared.
+ * BENCH_TASKS (default 2000), BENCH_CONCURRENCY (50), BENCH_ROUNDS (3), BENCH_WARMUP (200) and
+ * BENCH_LATENCY_TASKS (200) change the counts.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
-import { createErrandRuntime } from '../src/host/index.js';
+import { Redis } from 'ioredis';
+import { createErrandRuntime, type ErrandRuntime } from '../src/host/index.js';
 import { createMemorySessionStore } from '../src/store/index.js';
 import { scriptedModel } from '../src/testing/index.js';
 
 const TASKS = Number(process.env.BENCH_TASKS ?? 2000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 50);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 200);
 const LATENCY_TASKS = Number(process.env.BENCH_LATENCY_TASKS ?? 200);
 const root = new URL('../..', import.meta.url).pathname;
 const epochMs = () => performance.timeOrigin + performance.now();
@@ -26,6 +37,16 @@ const epochMs = () => performance.timeOrigin + performance.now();
 function percentile(values: number[], fraction: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * fraction))]!;
+}
+
+function median(values: number[]): number {
+  return percentile(values, 0.5);
+}
+
+function load(): string {
+  return loadavg()
+    .map((value) => value.toFixed(2))
+    .join(' ');
 }
 
 async function freePort(): Promise<number> {
@@ -56,7 +77,82 @@ async function stop(child: ChildProcess): Promise<void> {
   await exited;
 }
 
-async function rawJobsPerSecond(url: string, mode: 'noop' | 'spawn', count: number): Promise<number> {
+/** Redis's command count and time (microseconds) so far, scripts' inner commands included. */
+async function commandStats(admin: Redis): Promise<{ calls: number; usec: number }> {
+  const text = await admin.info('commandstats');
+  let calls = 0;
+  let usec = 0;
+  for (const match of text.matchAll(/^cmdstat_(\w+(?:\|\w+)?):calls=(\d+),usec=(\d+)/gm)) {
+    if (match[1] === 'info') continue;
+    calls += Number(match[2]);
+    usec += Number(match[3]);
+  }
+  return { calls, usec };
+}
+
+/** CPU seconds used by `pids` and the children they reaped (Linux `/proc`), plus this process's own. */
+function cpuSeconds(pids: readonly number[]): number {
+  let ticks = 0;
+  for (const pid of pids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      // utime, stime, cutime, cstime: fields 14 to 17.
+      ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
+    } catch {
+      // Gone: counted up to its last read.
+    }
+  }
+  const own = process.cpuUsage();
+  return ticks / 100 + (own.user + own.system) / 1e6;
+}
+
+/** The pids whose parent is `pid` (the worker's lifeline sidecar, which forks its commands). */
+function childrenOf(pid: number): number[] {
+  const children: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'latin1');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) children.push(Number(name));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return children;
+}
+
+interface Measured {
+  readonly perSecond: number;
+  readonly calls: number;
+  readonly usec: number;
+  /** CPU milliseconds per task, every process of the side. */
+  readonly cpuMs: number;
+}
+
+async function measure(
+  admin: Redis,
+  pids: readonly number[],
+  count: number,
+  run: () => Promise<void>,
+): Promise<Measured> {
+  const before = await commandStats(admin);
+  const cpuBefore = cpuSeconds(pids);
+  const started = epochMs();
+  await run();
+  const perSecond = (count / (epochMs() - started)) * 1000;
+  const cpuMs = ((cpuSeconds(pids) - cpuBefore) * 1000) / count;
+  const after = await commandStats(admin);
+  return {
+    perSecond,
+    calls: (after.calls - before.calls) / count,
+    usec: (after.usec - before.usec) / count,
+    cpuMs,
+  };
+}
+
+/** A bare BullMQ worker process and its queue; `run(n)` adds n jobs and resolves once all are done. */
+async function rawSide(url: string, mode: 'noop' | 'spawn') {
   const name = `raw-${mode}`;
   const queue = new Queue(name, { connection: { url, maxRetriesPerRequest: null } });
   const worker = spawn(
@@ -64,45 +160,61 @@ async function rawJobsPerSecond(url: string, mode: 'noop' | 'spawn', count: numb
     [join(root, '.bench/bench/redis-raw-worker.js'), url, name, mode, String(CONCURRENCY)],
     { stdio: ['ignore', 'pipe', 'inherit'] },
   );
-  try {
-    await waitForLine(worker, 'stdout', /ready/);
-    const started = epochMs();
-    await queue.addBulk(
-      Array.from({ length: count }, (_, index) => ({
-        name: 'job',
-        data: { index },
-        opts: { removeOnComplete: true, attempts: 1 },
-      })),
-    );
-    for (;;) {
-      const counts = await queue.getJobCounts('wait', 'active', 'delayed', 'prioritized');
-      if (Object.values(counts).every((value) => value === 0)) break;
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
-    return (count / (epochMs() - started)) * 1000;
-  } finally {
-    await stop(worker);
-    await queue.close();
-  }
+  await waitForLine(worker, 'stdout', /ready/);
+  return {
+    pid: worker.pid!,
+    async run(count: number): Promise<void> {
+      await queue.addBulk(
+        Array.from({ length: count }, (_, index) => ({
+          name: 'job',
+          data: { index },
+          opts: { removeOnComplete: true, attempts: 1 },
+        })),
+      );
+      for (;;) {
+        const counts = await queue.getJobCounts('wait', 'active', 'delayed', 'prioritized');
+        if (Object.values(counts).every((value) => value === 0)) break;
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    },
+    async close(): Promise<void> {
+      await stop(worker);
+      await queue.close();
+    },
+  };
+}
+
+/** `count` background `true` at once through the runtime; resolves once every one ended. */
+async function errandRun(runtime: ErrandRuntime, count: number): Promise<void> {
+  let ended = 0;
+  let stopListening = () => {};
+  const allEnded = new Promise<void>((resolve) => {
+    stopListening = runtime.tasks.onTaskDone(() => {
+      ended += 1;
+      if (ended === count) resolve();
+    });
+  });
+  await Promise.all(Array.from({ length: count }, () => runtime.bash.start({ command: 'true' })));
+  await allEnded;
+  stopListening();
 }
 
 async function main(): Promise<void> {
+  const loadAtStart = load();
   const port = await freePort();
   const url = `redis://127.0.0.1:${port}`;
   const redis = spawn(
     'redis-server',
     ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-    {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
+    { stdio: ['ignore', 'pipe', 'inherit'] },
   );
   const home = mkdtempSync(join(tmpdir(), 'errand-bench-redis-'));
   let worker: ChildProcess | undefined;
   try {
     await waitForLine(redis, 'stdout', /Ready to accept connections/);
-    const noop = await rawJobsPerSecond(url, 'noop', TASKS);
-    const rawSpawn = await rawJobsPerSecond(url, 'spawn', TASKS);
-
+    const admin = new Redis(url);
+    const noop = await rawSide(url, 'noop');
+    const rawSpawn = await rawSide(url, 'spawn');
     worker = spawn(
       process.execPath,
       [
@@ -120,6 +232,7 @@ async function main(): Promise<void> {
       { stdio: ['ignore', 'ignore', 'pipe'] },
     );
     await waitForLine(worker, 'stderr', /takes jobs/);
+    const everyTask = WARMUP + ROUNDS * TASKS + LATENCY_TASKS + 1;
     const runtime = await createErrandRuntime({
       model: scriptedModel(),
       store: createMemorySessionStore({ maxFieldBytes: 64 * 1024 * 1024 }),
@@ -127,26 +240,46 @@ async function main(): Promise<void> {
       subagents: false,
       commandPollMs: false,
       notifications: { wakeBudget: 0 },
+      // Every task of the run is retained: no eviction (and its Redis cleanup) happens inside a round.
       tasks: {
-        maxLiveTasks: TASKS + 1,
-        maxLiveTasksPerOwner: TASKS + 1,
-        maxRetainedTasksPerOwner: TASKS + 1,
+        maxLiveTasks: everyTask,
+        maxLiveTasksPerOwner: everyTask,
+        maxRetainedTasksPerOwner: everyTask,
       },
       redis: { url },
     });
     try {
-      // (a) throughput.
-      let ended = 0;
-      const allEnded = new Promise<void>((resolve) => {
-        runtime.tasks.onTaskDone(() => {
-          ended += 1;
-          if (ended === TASKS) resolve();
-        });
-      });
-      const started = epochMs();
-      await Promise.all(Array.from({ length: TASKS }, () => runtime.bash.start({ command: 'true' })));
-      await allEnded;
-      const errand = (TASKS / (epochMs() - started)) * 1000;
+      // (a) throughput: warm-up, then rounds alternating which side goes first.
+      await noop.run(WARMUP);
+      await rawSpawn.run(WARMUP);
+      await errandRun(runtime, WARMUP);
+      const errandPids = [redis.pid!, worker.pid!, ...childrenOf(worker.pid!)];
+      const noops: Measured[] = [];
+      const raws: Measured[] = [];
+      const errands: Measured[] = [];
+      const rounds: string[] = [];
+      for (let round = 0; round < ROUNDS; round += 1) {
+        noops.push(await measure(admin, [redis.pid!, noop.pid], TASKS, () => noop.run(TASKS)));
+        const runRaw = async () =>
+          raws.push(await measure(admin, [redis.pid!, rawSpawn.pid], TASKS, () => rawSpawn.run(TASKS)));
+        const runErrand = async () =>
+          errands.push(await measure(admin, errandPids, TASKS, () => errandRun(runtime, TASKS)));
+        if (round % 2 === 0) {
+          await runRaw();
+          await runErrand();
+        } else {
+          await runErrand();
+          await runRaw();
+        }
+        const raw = raws[round]!.perSecond;
+        const errand = errands[round]!.perSecond;
+        rounds.push(
+          `  round ${round + 1} (${round % 2 === 0 ? 'raw first' : 'Errand first'}): raw ${raw.toFixed(0)} jobs/s, Errand ${errand.toFixed(0)} tasks/s, ratio ${(errand / raw).toFixed(2)}; CPU per task raw ${raws[round]!.cpuMs.toFixed(2)} ms, Errand ${errands[round]!.cpuMs.toFixed(2)} ms`,
+        );
+      }
+      const noopRate = median(noops.map((entry) => entry.perSecond));
+      const rawRate = median(raws.map((entry) => entry.perSecond));
+      const errandRate = median(errands.map((entry) => entry.perSecond));
 
       // (b) exit → notification queued, one task at a time.
       const session = runtime.createSession({ id: 'bench' });
@@ -163,21 +296,35 @@ async function main(): Promise<void> {
         latencies.push(queuedAt.get(task.taskId)! - stamp);
       }
 
+      const perTask = (entries: Measured[]) =>
+        `${median(entries.map((entry) => entry.calls)).toFixed(1)} commands, ${median(entries.map((entry) => entry.usec)).toFixed(0)} µs`;
       console.log(
-        `bench:redis — ${TASKS} tasks, concurrency ${CONCURRENCY}, one worker process, redis-server on 127.0.0.1`,
+        `bench:redis — ${TASKS} tasks x ${ROUNDS} rounds (after ${WARMUP} to warm up), concurrency ${CONCURRENCY}, one worker process, redis-server on 127.0.0.1`,
       );
-      console.log(`  raw BullMQ, no-op jobs:            ${noop.toFixed(0)} jobs/s`);
-      console.log(`  raw BullMQ, jobs running bash -c true: ${rawSpawn.toFixed(0)} jobs/s`);
-      console.log(`  Errand remote bash tasks (bash -c true): ${errand.toFixed(0)} tasks/s`);
+      console.log(`  load average at start: ${loadAtStart}`);
+      for (const line of rounds) console.log(line);
+      console.log(`  raw BullMQ, no-op jobs:            ${noopRate.toFixed(0)} jobs/s (median)`);
+      console.log(`  raw BullMQ, jobs running bash -c true: ${rawRate.toFixed(0)} jobs/s (median)`);
+      console.log(`  Errand remote bash tasks (bash -c true): ${errandRate.toFixed(0)} tasks/s (median)`);
       console.log(
-        `  ratio Errand / raw BullMQ running the same command: ${(errand / rawSpawn).toFixed(2)} (target >= 0.70)`,
+        `  ratio Errand / raw BullMQ running the same command: ${(errandRate / rawRate).toFixed(2)} (medians; target >= 0.70)`,
       );
-      console.log(`  ratio Errand / raw BullMQ no-op jobs: ${(errand / noop).toFixed(2)}`);
+      console.log(`  ratio Errand / raw BullMQ no-op jobs: ${(errandRate / noopRate).toFixed(2)}`);
+      console.log(`  Redis per task: raw spawn ${perTask(raws)}; Errand ${perTask(errands)}`);
+      const rawCpu = median(raws.map((entry) => entry.cpuMs));
+      const errandCpu = median(errands.map((entry) => entry.cpuMs));
+      console.log(
+        `  CPU per task, every process of the side: raw spawn ${rawCpu.toFixed(2)} ms, Errand ${errandCpu.toFixed(2)} ms (raw / Errand ${(rawCpu / errandCpu).toFixed(2)})`,
+      );
       console.log(
         `  exit -> notification queued (across processes, ${LATENCY_TASKS} tasks): p50 ${percentile(latencies, 0.5).toFixed(2)} ms, p99 ${percentile(latencies, 0.99).toFixed(2)} ms`,
       );
+      console.log(`  load average at end: ${load()}`);
     } finally {
       await runtime.dispose();
+      await noop.close();
+      await rawSpawn.close();
+      admin.disconnect();
     }
   } finally {
     if (worker) await stop(worker);

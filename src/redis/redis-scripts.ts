@@ -10,6 +10,9 @@
  * checked for it, and a runtime that resumes its session re-attaches it with the adopt script, which
  * points the record's `events` field at the new runtime's events stream. Every script publishes a job's
  * events to that field's stream when the record has one, so no end is reported to a runtime that is gone.
+ *
+ * A `settled` event carries the record's outcome as the settling script left it (state, facts, output
+ * end, retained start, worker, spill file): the runtime settles the task from the event alone.
  */
 
 /** The events stream keeps about this many entries (a runtime reads it continuously). */
@@ -24,7 +27,11 @@ end
 local function settle(job, events, state, facts, by, keepMs, jobId)
   redis.call('HSET', job, 'state', state, 'facts', facts, 'settledBy', by)
   redis.call('PEXPIRE', job, keepMs)
-  redis.call('XADD', eventsOf(job, events), 'MAXLEN', '~', '${EVENTS_MAX_LENGTH}', '*', 't', 'settled', 'job', jobId)
+  -- The event carries what the runtime settles the task from, so it need not read the record back.
+  local record = redis.call('HMGET', job, 'end', 'retainedFrom', 'worker', 'file')
+  redis.call('XADD', eventsOf(job, events), 'MAXLEN', '~', '${EVENTS_MAX_LENGTH}', '*', 't', 'settled',
+    'job', jobId, 'state', state, 'facts', facts, 'end', record[1] or '0', 'retainedFrom', record[2] or '0',
+    'worker', record[3] or '', 'file', record[4] or '')
 end
 local function live(state)
   return state == 'queued' or state == 'running'

@@ -3,11 +3,11 @@
  * dispatch background commands, a worker (in this process here; in processes of their own in the
  * scale-out suite) runs them. Output, cursors, cancels before pickup, while running and after the end.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { findRedisServer, startTestRedis, type TestRedis } from '../../test/support/redis-server.js';
 import { BashExecutor, type BashFacts, createBashProducer } from '../producers/bash/index.js';
 import { createTrustedCaller, systemClock, type TaskService, type TaskSnapshot } from '../tasks/index.js';
@@ -123,6 +123,34 @@ describe.skipIf(redisServer === undefined)('remote bash commands', () => {
     await cursor.close();
   });
 
+  it("the worker's lifeline sidecar forks its commands, from the first one on", async () => {
+    const prefix = `p${++deployment}`;
+    await worker(prefix);
+    const { tasks, bash } = await runtime(prefix);
+    const started = await bash.start({ command: 'echo $PPID' });
+    const done = await ended(tasks, started.taskId);
+    expect(done.status).toBe('completed');
+    const parent = Number((await tasks.read(started.taskId, trusted)).text.trim());
+    expect(parent).not.toBe(process.pid);
+    expect(readFileSync(`/proc/${parent}/cmdline`, 'utf8')).toContain('lifeline-sidecar');
+  });
+
+  it('settles a task from its settled event: no read of the job record per task', async () => {
+    const prefix = `p${++deployment}`;
+    await worker(prefix);
+    const { tasks, bash, context } = await runtime(prefix);
+    const reads = vi.spyOn(context.client, 'hgetall');
+    const started = await Promise.all(
+      Array.from({ length: 5 }, (_, index) => bash.start({ command: `echo ${index}; exit ${index}` })),
+    );
+    const done = await Promise.all(started.map((task) => ended(tasks, task.taskId)));
+    expect(done.map((task) => (task.detail as BashFacts).exitCode)).toEqual([0, 1, 2, 3, 4]);
+    expect(done.map((task) => (task.detail as BashFacts).worker)).toEqual(Array(5).fill(`w-${prefix}`));
+    const texts = await Promise.all(started.map((task) => tasks.read(task.taskId, trusted)));
+    expect(texts.map((read) => read.text)).toEqual(['0\n', '1\n', '2\n', '3\n', '4\n']);
+    expect(reads).not.toHaveBeenCalled();
+  });
+
   it('foreground commands stay local', async () => {
     const prefix = `p${++deployment}`;
     const { tasks, bash } = await runtime(prefix);
@@ -172,6 +200,79 @@ describe.skipIf(redisServer === undefined)('remote bash commands', () => {
     expect(existsSync(marker)).toBe(false);
   });
 
+  it('a cancel published between the claim and the start is carried out at once, not at the next heartbeat', async () => {
+    const prefix = `p${++deployment}`;
+    const { tasks, bash } = await runtime(prefix, 'default', 60_000);
+    // The worker's claim, interposed: once it answers `run`, the job is cancelled and the worker's
+    // subscription has the cancel before the worker goes on to start the command.
+    const open = RedisContext.open;
+    const interposed = vi.spyOn(RedisContext, 'open').mockImplementation(async (...args) => {
+      const context = await open.apply(RedisContext, args);
+      const connect = context.connect.bind(context);
+      let subscriber: ReturnType<typeof connect> | undefined;
+      context.connect = (role) => {
+        const client = connect(role);
+        if (role === 'cancels') subscriber = client;
+        return client;
+      };
+      const claim = context.client.errandClaim.bind(context.client);
+      context.client.errandClaim = async (jobKey, ...rest) => {
+        const answer = await claim(jobKey, ...rest);
+        // A job is named `<runtime>.<task id>`.
+        const job = jobKey.slice(context.keys.job('').length);
+        const taskId = job.slice(job.indexOf('.') + 1);
+        if (answer === 'run') {
+          const heard = new Promise((resolve) => subscriber!.once('message', resolve));
+          void tasks.kill(taskId, trusted, 'raced');
+          await heard;
+        }
+        return answer;
+      };
+      return context;
+    });
+    // Heartbeats far apart: a cancel the subscription missed would wait 30 s for the next re-read.
+    const slow = await ErrandWorker.start({
+      url: redis.url,
+      prefix,
+      name: `w-${prefix}`,
+      home,
+      heartbeatMs: 30_000,
+      heartbeatTtlMs: 60_000,
+      logger: quiet,
+    });
+    interposed.mockRestore();
+    closers.push(() => slow.stop());
+    const started = await Promise.all(Array.from({ length: 5 }, () => bash.start({ command: 'sleep 30' })));
+    const done = await Promise.all(started.map((task) => tasks.wait(task.taskId, 10_000, trusted)));
+    expect(done.map((task) => task.status)).toEqual(Array(5).fill('killed'));
+    expect(slow.counts.taken).toBe(5);
+  });
+
+  it('a job BullMQ hands again to the worker that runs it changes nothing: the command runs on, once', async () => {
+    const prefix = `p${++deployment}`;
+    const running = await worker(prefix);
+    const { tasks, bash, context } = await runtime(prefix);
+    const release = join(home, `${prefix}.release`);
+    const started = await bash.start({
+      command: `echo start; while [ ! -e ${release} ]; do sleep 0.02; done; echo done`,
+    });
+    while ((await tasks.read(started.taskId, trusted)).text !== 'start\n') {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    // The job's lock is lost (a stalled event loop, say): BullMQ's stall check hands the job out again.
+    const lock = `${context.keys.bullPrefix}:bash.default:${started.handle.id}:lock`;
+    while (running.counts.taken + running.counts.skipped < 2) {
+      await context.client.del(lock);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(tasks.get(started.taskId, trusted).status).toBe('running');
+    writeFileSync(release, '');
+    const done = await ended(tasks, started.taskId);
+    expect(done.status).toBe('completed');
+    expect((await tasks.read(started.taskId, trusted)).text).toBe('done\n');
+    expect(running.counts.taken).toBe(1);
+  });
+
   it('a cancel after the end changes nothing', async () => {
     const prefix = `p${++deployment}`;
     await worker(prefix);
@@ -199,6 +300,38 @@ describe.skipIf(redisServer === undefined)('remote bash commands', () => {
     const page = await cursor.read();
     expect(page.missedBytes).toBeGreaterThan(0);
     await cursor.close();
+  });
+
+  it('a worker runs a durable job whose runtime is gone by the time it takes it, a non-durable one never', async () => {
+    const prefix = `p${++deployment}`;
+    const { bash, context } = await runtime(prefix, 'later', 400);
+    const durable = await bash.start({ command: 'echo durable', durable: true });
+    const plain = await bash.start({ command: 'echo plain' });
+    expect(await durable.handle.spawned).toBe(true);
+    expect(await plain.handle.spawned).toBe(true);
+    // The runtime "dies" before any worker of its label runs: its heartbeat expires.
+    context.client.disconnect();
+    const observer = await RedisContext.open(redis.url, prefix, quiet);
+    closers.push(() => observer.close());
+    const runtimeAlive = (await observer.client.keys(`${prefix}:rt:*:alive`))[0]!;
+    while ((await observer.client.exists(runtimeAlive)) === 1)
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    const late = await worker(prefix, ['later']);
+    while (late.counts.taken + late.counts.skipped < 2)
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    const stateOf = async (handle: { id: string }) => {
+      for (;;) {
+        const record = await observer.client.hgetall(observer.keys.job(handle.id));
+        if (record.state !== 'queued' && record.state !== 'running') return record;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    };
+    const durableRecord = await stateOf(durable.handle);
+    expect(durableRecord.state).toBe('ended');
+    expect(JSON.parse(durableRecord.facts ?? '{}').reason).toBe('completed');
+    const plainRecord = await stateOf(plain.handle);
+    expect(plainRecord.state).toBe('lost');
+    expect(late.counts.taken).toBe(1);
   });
 
   it('a runtime that stops beating has its running commands stopped by the worker', async () => {

@@ -347,6 +347,8 @@ export class RemoteCommandDispatcher implements RemoteCommands {
         command: data.command.slice(0, 4096),
         end: '0',
         retainedFrom: '0',
+        // The claim script runs a durable job whose runtime is already gone (it is re-attached on resume).
+        ...(data.durable === true ? { durable: '1' } : {}),
       });
       await this.#queue.add('bash', data, {
         jobId: handle.id,
@@ -422,7 +424,8 @@ export class RemoteCommandDispatcher implements RemoteCommands {
         void this.#follow(handle, Number(event.end ?? 0));
         break;
       case 'settled':
-        void this.#collect(handle);
+        // Events written before the settled event carried the outcome have only the job: read the record.
+        void this.#collect(handle, event.facts === undefined ? undefined : event);
         break;
     }
   }
@@ -454,12 +457,15 @@ export class RemoteCommandDispatcher implements RemoteCommands {
     return handle.following;
   }
 
-  /** Reads a settled job's record, mirrors the rest of its output, and settles the handle. */
-  async #collect(handle: RemoteCommandHandle): Promise<void> {
+  /**
+   * Settles the handle from its job's outcome — the `settled` event's copy of the record when given,
+   * else the record read — once the rest of its output is mirrored.
+   */
+  async #collect(handle: RemoteCommandHandle, settled?: Record<string, string>): Promise<void> {
     if (handle.exit !== undefined || handle.collecting) return;
     handle.collecting = true;
     try {
-      const record = await this.#context.client.hgetall(this.#keys.job(handle.id));
+      const record = settled ?? (await this.#context.client.hgetall(this.#keys.job(handle.id)));
       if (record.state === undefined) {
         handle.settle(this.#goneFacts(handle));
         return;
@@ -469,7 +475,7 @@ export class RemoteCommandDispatcher implements RemoteCommands {
       handle.streamRetainedFrom = Math.max(handle.streamRetainedFrom, Number(record.retainedFrom ?? 0));
       await handle.following;
       await this.#follow(handle, end);
-      if (record.worker) handle.markStarted(record.worker, record.file);
+      if (record.worker) handle.markStarted(record.worker, record.file || undefined);
       const facts = parseFacts(record.facts, handle, this.#options.clock.now());
       handle.settle({
         ...facts,

@@ -13,7 +13,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
-import { Lifeline } from '../process/index.js';
+import { Lifeline, SidecarLauncher } from '../process/index.js';
 import { BashExecutor, type ExitFacts, type ProcessHandle } from '../producers/bash/index.js';
 import { RedisContext } from '../redis/redis-context.js';
 import { RedisKeys } from '../redis/redis-keys.js';
@@ -68,6 +68,10 @@ export class ErrandWorker {
   readonly #executor: BashExecutor;
   readonly #lifeline: Lifeline | undefined;
   readonly #running = new Map<string, RunningJob>();
+  /** Jobs between their claim and their start: whether a cancel was published for one meanwhile. */
+  readonly #starting = new Map<string, boolean>();
+  /** Every job this worker is taking or running, until its end is reported. */
+  readonly #runs = new Map<string, Promise<void>>();
   readonly #finished: string[] = [];
   #workers: Array<{ close(force?: boolean): Promise<void>; pause?(doNotWait?: boolean): Promise<void> }> = [];
   #subscriber: RedisClient | undefined;
@@ -83,7 +87,14 @@ export class ErrandWorker {
     this.#context = context;
     this.#lifeline = lifeline;
     this.#executor = new BashExecutor({
-      ...(lifeline ? { lifeline } : {}),
+      ...(lifeline
+        ? {
+            lifeline,
+            // The sidecar forks the commands: a fork from this process (its heap holds the queue clients)
+            // would block the event loop that streams every other command's output and reports its end.
+            launcher: new SidecarLauncher({ lifeline, clock: systemClock, logger: options.logger }),
+          }
+        : {}),
       outputDirectoryParent: options.home,
       maxOutputFileBytes: options.maxOutputFileBytes,
     });
@@ -105,6 +116,9 @@ export class ErrandWorker {
         : undefined;
     const worker = new ErrandWorker(options, context, lifeline);
     try {
+      // Jobs are taken once the sidecar runs, so every command is forked by it and watched from the start
+      // (a sidecar that never starts leaves direct spawns, as the launcher falls back to).
+      await lifeline?.ready;
       await worker.#claimName();
       await worker.#listen();
     } catch (error) {
@@ -148,6 +162,7 @@ export class ErrandWorker {
     this.#subscriber = subscriber;
     subscriber.on('message', (_channel: string, job: string) => {
       if (this.#running.has(job)) void this.#checkCancel([job]);
+      else if (this.#starting.has(job)) this.#starting.set(job, true);
     });
     await subscriber.subscribe(this.#context.keys.cancelChannel);
     const { Worker } = this.#context.modules.bullmq;
@@ -188,6 +203,25 @@ export class ErrandWorker {
       this.counts.skipped += 1;
       return;
     }
+    // BullMQ hands out a job again when its lock lapsed (a stalled event loop, a lost connection): the
+    // claim would answer `run` to this instance a second time. The job already runs here: it ends once.
+    const current = this.#runs.get(data.job);
+    if (current !== undefined) {
+      this.counts.skipped += 1;
+      await current;
+      return;
+    }
+    // Listened for from before the claim: a cancel published once the job runs here is never missed.
+    this.#starting.set(data.job, false);
+    const run = this.#run(data).finally(() => {
+      this.#starting.delete(data.job);
+      this.#runs.delete(data.job);
+    });
+    this.#runs.set(data.job, run);
+    await run;
+  }
+
+  async #run(data: RemoteJobData): Promise<void> {
     const keys = this.#context.keys;
     const now = systemClock.now();
     const claim = await this.#context.client.errandClaim(
@@ -246,6 +280,9 @@ export class ErrandWorker {
       runtime: data.runtime,
     };
     this.#running.set(data.job, running);
+    // A cancel published between the claim and now is carried out (one recorded earlier made the claim settle it).
+    if (this.#starting.get(data.job) === true) void this.#checkCancel([data.job]);
+    this.#starting.delete(data.job);
     try {
       if (await handle.spawned) {
         running.stream = handle.outputStream();
@@ -255,8 +292,6 @@ export class ErrandWorker {
           if (file !== undefined)
             void this.#context.client.hset(keys.job(data.job), 'file', file).catch(() => {});
         });
-        // A cancel recorded while the command started.
-        void this.#checkCancel([data.job]);
       }
       const facts = await handle.stopped;
       await this.#flushAll(running);

@@ -5,7 +5,7 @@
  * while the event loop turns, inline when the thread falls behind or may not run.
  */
 import { spawn } from 'node:child_process';
-import { copyFileSync, fdatasync, fdatasyncSync, mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, fdatasync, fdatasyncSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -62,6 +62,9 @@ function openBackend(
     synchronous: options.synchronous ?? 'full',
     checkpointEveryCommits: options.checkpointEveryCommits ?? 0,
     ...(options.checkpointThread === undefined ? {} : { checkpointThread: options.checkpointThread }),
+    ...(options.checkpointFinishFrames === undefined
+      ? {}
+      : { checkpointFinishFrames: options.checkpointFinishFrames }),
     syncLog: (fd) => {
       syncs += 1;
       fdatasyncSync(fd);
@@ -198,6 +201,23 @@ describe('checkpoints', () => {
       } finally {
         alone.close();
       }
+    } finally {
+      opened.backend.close();
+    }
+  });
+
+  it('keeps the log bounded when commits never pause, though the thread never sees the log finished', async () => {
+    const file = join(root, 'busy.sqlite');
+    const opened = openBackend(file, { checkpointEveryCommits: 16, checkpointFinishFrames: 64 });
+    try {
+      // A commit on every turn of the loop: each thread checkpoint leaves what came in while it ran.
+      for (let index = 0; index < 3000; index += 1) {
+        commit(opened, index);
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      expect(checkpointsOf(opened).thread).toBeGreaterThan(0);
+      // Unbounded, 3000 commits of a few pages each would be about 30 MiB of log.
+      expect(statSync(`${file}-wal`).size).toBeLessThan(4 * 1024 * 1024);
     } finally {
       opened.backend.close();
     }

@@ -15,9 +15,10 @@
  * log holds; SQLite runs one inside whichever commit crosses its threshold, which made one write in a
  * few hundred take milliseconds. Here the connection's automatic checkpoint is off, and every
  * `checkpointEveryCommits` commits a checkpointer thread with a connection of its own runs a passive
- * one beside the event loop (started on first need, never keeping the process alive). Should it be
- * unavailable or fall `CHECKPOINT_LAG_FACTOR` times behind, the commit that notices checkpoints inline, as
- * SQLite would: the WAL stays bounded whatever the thread does.
+ * one beside the event loop (started on first need, never keeping the process alive). What was committed
+ * while it ran is finished inline once the log passed `CHECKPOINT_FINISH_FRAMES` (SQLite reuses the log
+ * only once all of it is in the database), and at the latest every `CHECKPOINT_LAG_FACTOR` intervals, or at
+ * every interval if the thread cannot run: the WAL stays bounded whatever the thread does.
  */
 import { closeSync, fdatasync, fdatasyncSync, fsyncSync, openSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -43,6 +44,8 @@ export interface CommitPolicyOptions {
   readonly checkpointThread?: boolean;
   /** Called after each checkpoint that finished, with where it ran. */
   readonly onCheckpoint?: (where: 'thread' | 'inline') => void;
+  /** See `CHECKPOINT_FINISH_FRAMES` (a test sets fewer). */
+  readonly checkpointFinishFrames?: number;
 }
 
 export interface CommitPolicy {
@@ -57,10 +60,16 @@ export interface CommitPolicy {
   close(): void;
 }
 
-/** How far behind (in multiples of `checkpointEveryCommits`) the thread may fall before a commit checkpoints. */
+/**
+ * At most this many times `checkpointEveryCommits` commits between two checkpoints of this connection's
+ * own, whatever the thread does (stuck, or never finishing the log).
+ */
 export const CHECKPOINT_LAG_FACTOR = 8;
 
-/** The checkpointer's code: one connection, one passive checkpoint per message, the error (or null) back. */
+/**
+ * The checkpointer's code: one connection, one passive checkpoint per message; back go the error (or
+ * null), the frames the log held and how many of them are now in the database file.
+ */
 const CHECKPOINTER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.driver);
@@ -71,17 +80,18 @@ parentPort.on('message', (message) => {
     parentPort.close();
     return;
   }
-  let error = null;
+  let answer;
   try {
     if (database === undefined) {
       database = new Database(workerData.file, { timeout: workerData.busyTimeoutMs, fileMustExist: true });
       database.pragma('wal_autocheckpoint = 0');
     }
-    database.pragma('wal_checkpoint(PASSIVE)');
+    const [row] = database.pragma('wal_checkpoint(PASSIVE)');
+    answer = { error: null, log: row.log, checkpointed: row.checkpointed };
   } catch (failure) {
-    error = String((failure && failure.message) || failure);
+    answer = { error: String((failure && failure.message) || failure), log: 0, checkpointed: 0 };
   }
-  parentPort.postMessage(error);
+  parentPort.postMessage(answer);
 });
 `;
 
@@ -93,6 +103,21 @@ const driverPath = (() => {
   }
 })();
 
+/** What a checkpoint on the thread did: its error, the log's frames and those now in the database. */
+interface CheckpointOutcome {
+  readonly error: string | null;
+  readonly log: number;
+  readonly checkpointed: number;
+}
+
+/**
+ * Log frames past which the thread's checkpoint is finished inline. SQLite starts the log over only once
+ * every frame in it is in the database file, and commits made while the thread checkpoints are not: without
+ * this a log written to without pause would never be reused and would grow without end. 4096 frames, 16 MiB
+ * of 4 KiB pages.
+ */
+export const CHECKPOINT_FINISH_FRAMES = 4096;
+
 /** A thread that runs passive checkpoints on a connection of its own, one at a time. */
 class Checkpointer {
   readonly #file: string;
@@ -100,10 +125,10 @@ class Checkpointer {
   #worker: Worker | undefined;
   #failed = driverPath === undefined;
   #inFlight = false;
-  #onDone: ((done: boolean) => void) | undefined;
+  #onDone: ((outcome: CheckpointOutcome) => void) | undefined;
 
-  /** `onDone` runs when a requested checkpoint ended: `done` unless it failed. */
-  constructor(file: string, busyTimeoutMs: number, onDone: (done: boolean) => void) {
+  /** `onDone` runs when a requested checkpoint ended. */
+  constructor(file: string, busyTimeoutMs: number, onDone: (outcome: CheckpointOutcome) => void) {
     this.#file = file;
     this.#busyTimeoutMs = busyTimeoutMs;
     this.#onDone = onDone;
@@ -147,9 +172,9 @@ class Checkpointer {
       eval: true,
       workerData: { driver: driverPath, file: this.#file, busyTimeoutMs: this.#busyTimeoutMs },
     });
-    worker.on('message', (error: string | null) => {
+    worker.on('message', (outcome: CheckpointOutcome) => {
       this.#inFlight = false;
-      this.#onDone?.(error === null);
+      this.#onDone?.(outcome);
     });
     worker.on('error', () => this.#fail());
     worker.on('exit', () => {
@@ -174,19 +199,27 @@ export function createCommitPolicy(database: Database.Database, options: CommitP
   const full = options.synchronous === 'full';
   const syncLog = options.syncLog ?? fdatasyncSync;
   const every = options.checkpointEveryCommits;
+  const finishFrames = options.checkpointFinishFrames ?? CHECKPOINT_FINISH_FRAMES;
   database.pragma('synchronous = NORMAL');
   if (every > 0) database.pragma('wal_autocheckpoint = 0');
   let logFd: number | undefined;
   let syncAfter = false;
   let commitsSinceCheckpoint = 0;
+  // Commits since this connection last checkpointed (and so finished the log) itself.
+  let commitsSinceInline = 0;
   // The commits the checkpoint in flight covers: those made before it was asked for.
   let covered = 0;
   const checkpointer =
     every > 0 && options.checkpointThread !== false
-      ? new Checkpointer(options.file, options.busyTimeoutMs, (done) => {
+      ? new Checkpointer(options.file, options.busyTimeoutMs, (outcome) => {
           commitsSinceCheckpoint = Math.max(0, commitsSinceCheckpoint - covered);
           covered = 0;
-          if (done) options.onCheckpoint?.('thread');
+          if (outcome.error !== null || closed) return;
+          options.onCheckpoint?.('thread');
+          // The thread saw the log as it was when it began: what was committed while it ran is left, so the
+          // log is never all in the database and never starts over. Past `finishFrames` that remainder (a
+          // few frames) is checkpointed here, and the next commit reuses the log from its start.
+          if (outcome.log >= finishFrames) checkpointInline();
         })
       : undefined;
 
@@ -261,6 +294,7 @@ export function createCommitPolicy(database: Database.Database, options: CommitP
       // after the next `every` commits; the commit itself is done.
     }
     commitsSinceCheckpoint = 0;
+    commitsSinceInline = 0;
     covered = 0;
   };
 
@@ -269,12 +303,17 @@ export function createCommitPolicy(database: Database.Database, options: CommitP
     if (synced) sync();
     if (every === 0) return;
     commitsSinceCheckpoint += 1;
+    commitsSinceInline += 1;
+    // The bound whatever the thread does: it may be stuck, or its checkpoints never finish the log.
+    if (commitsSinceInline >= every * CHECKPOINT_LAG_FACTOR) {
+      checkpointInline();
+      return;
+    }
     if (commitsSinceCheckpoint < every) return;
     const idle = checkpointer !== undefined && !checkpointer.inFlight;
     const thread = checkpointer?.request() ?? false;
     if (thread && idle) covered = commitsSinceCheckpoint;
     if (!thread) checkpointInline();
-    else if (commitsSinceCheckpoint >= every * CHECKPOINT_LAG_FACTOR) checkpointInline();
   };
 
   return {

@@ -411,6 +411,7 @@ export interface SqliteBackendOptions {
   readonly syncLog?: (fd: number) => void;
   readonly checkpointThread?: boolean;
   readonly onCheckpoint?: (where: 'thread' | 'inline') => void;
+  readonly checkpointFinishFrames?: number;
   readonly syncLogAsync?: (fd: number, done: (error: Error | null) => void) => void;
 }
 

@@ -46,6 +46,7 @@ function openBackend(
     synchronous?: 'full' | 'normal';
     checkpointEveryCommits?: number;
     checkpointThread?: boolean;
+    checkpointFinishFrames?: number;
   } = {},
 ): Opened {
   const database = new Database(file);

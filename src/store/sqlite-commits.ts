@@ -209,6 +209,15 @@ export function createCommitPolicy(database: Database.Database, options: CommitP
   let commitsSinceInline = 0;
   // The commits the checkpoint in flight covers: those made before it was asked for.
   let covered = 0;
+  const syncLogAsync = options.syncLogAsync ?? fdatasync;
+  // Commits made, and how many of them are known to be on disk.
+  let commits = 0;
+  let durableCommits = 0;
+  /** The thread-pool sync running, and the next one (taken by every caller that comes meanwhile). */
+  let running: Promise<void> | undefined;
+  let next: Promise<void> | undefined;
+  let closed = false;
+  let closeLogWhenIdle = false;
   const checkpointer =
     every > 0 && options.checkpointThread !== false
       ? new Checkpointer(options.file, options.busyTimeoutMs, (outcome) => {
@@ -222,16 +231,6 @@ export function createCommitPolicy(database: Database.Database, options: CommitP
           if (outcome.log >= finishFrames) checkpointInline();
         })
       : undefined;
-
-  const syncLogAsync = options.syncLogAsync ?? fdatasync;
-  // Commits made, and how many of them are known to be on disk.
-  let commits = 0;
-  let durableCommits = 0;
-  /** The thread-pool sync running, and the next one (taken by every caller that comes meanwhile). */
-  let running: Promise<void> | undefined;
-  let next: Promise<void> | undefined;
-  let closed = false;
-  let closeLogWhenIdle = false;
 
   const logFile = () => {
     // The log exists once a commit wrote to it; while this connection is open SQLite never deletes it.
@@ -300,6 +299,8 @@ export function createCommitPolicy(database: Database.Database, options: CommitP
 
   const committed = (synced: boolean) => {
     commits += 1;
+    // A sync that fails (an I/O error) throws to the caller although the commit is in the log: it is not
+    // known to be on disk, and a store failure is what the caller handles (it keeps and retries the write).
     if (synced) sync();
     if (every === 0) return;
     commitsSinceCheckpoint += 1;

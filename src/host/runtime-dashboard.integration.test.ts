@@ -5,7 +5,7 @@
  * notifications that reached the model — in-process (`runtime.dashboard`) and through the store
  * (`createStoreDashboardBackend`, whose commands the holding runtime answers).
  */
-import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -250,7 +250,15 @@ describe('the conversation endpoint', () => {
     const model = scriptedModel([
       {
         toolCalls: [
-          { name: 'bash', id: 'call_echo', input: { command: 'echo hi; exit 3', run_in_background: true } },
+          {
+            name: 'bash',
+            id: 'call_echo',
+            // Ends once the first turn is over (the gate), so its notification starts a turn of its own.
+            input: {
+              command: 'while [ ! -e gate ]; do sleep 0.01; done; echo hi; exit 3',
+              run_in_background: true,
+            },
+          },
         ],
       },
       { text: 'Started.' },
@@ -267,6 +275,7 @@ describe('the conversation endpoint', () => {
       });
     });
     await session.send('echo something');
+    writeFileSync(join(home, 'gate'), '');
     await ended;
     const { call } = await serve(runtime.dashboard);
 
@@ -284,7 +293,12 @@ describe('the conversation endpoint', () => {
       'assistant:assistant',
     ]);
     expect(all.messages[1].toolCalls).toEqual([
-      { id: 'call_echo', name: 'bash', summary: 'echo hi; exit 3', description: null },
+      {
+        id: 'call_echo',
+        name: 'bash',
+        summary: 'while [ ! -e gate ]; do sleep 0.01; done; echo hi; exit 3',
+        description: null,
+      },
     ]);
     const delivered = all.messages[4];
     expect(delivered.visibility).toBe('model-only');

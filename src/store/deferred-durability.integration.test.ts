@@ -212,13 +212,14 @@ describe('checkpoints', () => {
     const opened = openBackend(file, { checkpointEveryCommits: 16, checkpointFinishFrames: 64 });
     try {
       // A commit on every turn of the loop: each thread checkpoint leaves what came in while it ran.
-      for (let index = 0; index < 3000; index += 1) {
+      for (let index = 0; index < 6000; index += 1) {
         commit(opened, index);
         await new Promise((resolve) => setImmediate(resolve));
       }
       expect(checkpointsOf(opened).thread).toBeGreaterThan(0);
-      // Unbounded, 3000 commits of a few pages each would be about 30 MiB of log.
-      expect(statSync(`${file}-wal`).size).toBeLessThan(4 * 1024 * 1024);
+      // Unbounded, these commits leave about 28 MiB of log. Bounded, the log grows at most by what comes in
+      // while one checkpoint runs (a few MiB when the machine is busy) before it is reused.
+      expect(statSync(`${file}-wal`).size).toBeLessThan(12 * 1024 * 1024);
     } finally {
       opened.backend.close();
     }

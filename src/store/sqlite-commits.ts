@@ -21,11 +21,10 @@
  * every interval if the thread cannot run: the WAL stays bounded whatever the thread does.
  */
 import { closeSync, fdatasync, fdatasyncSync, fsyncSync, openSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
-import { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
 import type { StoreDurability } from './session-store.js';
+import { Checkpointer } from './sqlite-checkpointer.js';
 
 export interface CommitPolicyOptions {
   /** The database file; its log is `<file>-wal`. */
@@ -67,132 +66,12 @@ export interface CommitPolicy {
 export const CHECKPOINT_LAG_FACTOR = 8;
 
 /**
- * The checkpointer's code: one connection, one passive checkpoint per message; back go the error (or
- * null), the frames the log held and how many of them are now in the database file.
- */
-const CHECKPOINTER_SOURCE = `
-const { parentPort, workerData } = require('node:worker_threads');
-const Database = require(workerData.driver);
-let database;
-parentPort.on('message', (message) => {
-  if (message === 'close') {
-    try { database?.close(); } catch {}
-    parentPort.close();
-    return;
-  }
-  let answer;
-  try {
-    if (database === undefined) {
-      database = new Database(workerData.file, { timeout: workerData.busyTimeoutMs, fileMustExist: true });
-      database.pragma('wal_autocheckpoint = 0');
-    }
-    const [row] = database.pragma('wal_checkpoint(PASSIVE)');
-    answer = { error: null, log: row.log, checkpointed: row.checkpointed };
-  } catch (failure) {
-    answer = { error: String((failure && failure.message) || failure), log: 0, checkpointed: 0 };
-  }
-  parentPort.postMessage(answer);
-});
-`;
-
-const driverPath = (() => {
-  try {
-    return createRequire(import.meta.url).resolve('better-sqlite3');
-  } catch {
-    return undefined;
-  }
-})();
-
-/** What a checkpoint on the thread did: its error, the log's frames and those now in the database. */
-interface CheckpointOutcome {
-  readonly error: string | null;
-  readonly log: number;
-  readonly checkpointed: number;
-}
-
-/**
  * Log frames past which the thread's checkpoint is finished inline. SQLite starts the log over only once
  * every frame in it is in the database file, and commits made while the thread checkpoints are not: without
  * this a log written to without pause would never be reused and would grow without end. 4096 frames, 16 MiB
  * of 4 KiB pages.
  */
 export const CHECKPOINT_FINISH_FRAMES = 4096;
-
-/** A thread that runs passive checkpoints on a connection of its own, one at a time. */
-class Checkpointer {
-  readonly #file: string;
-  readonly #busyTimeoutMs: number;
-  #worker: Worker | undefined;
-  #failed = driverPath === undefined;
-  #inFlight = false;
-  #onDone: ((outcome: CheckpointOutcome) => void) | undefined;
-
-  /** `onDone` runs when a requested checkpoint ended. */
-  constructor(file: string, busyTimeoutMs: number, onDone: (outcome: CheckpointOutcome) => void) {
-    this.#file = file;
-    this.#busyTimeoutMs = busyTimeoutMs;
-    this.#onDone = onDone;
-  }
-
-  get available(): boolean {
-    return !this.#failed;
-  }
-
-  get inFlight(): boolean {
-    return this.#inFlight;
-  }
-
-  /** Asks for a checkpoint; false if the thread cannot run one (then the caller checkpoints). */
-  request(): boolean {
-    if (this.#failed) return false;
-    if (this.#inFlight) return true;
-    try {
-      this.#worker ??= this.#start();
-      this.#worker.postMessage('checkpoint');
-      this.#inFlight = true;
-      return true;
-    } catch {
-      this.#fail();
-      return false;
-    }
-  }
-
-  close(): void {
-    this.#onDone = undefined;
-    const worker = this.#worker;
-    this.#worker = undefined;
-    this.#failed = true;
-    if (worker === undefined) return;
-    // Its connection closes after any checkpoint it is running; the thread then ends by itself.
-    worker.postMessage('close');
-  }
-
-  #start(): Worker {
-    const worker = new Worker(CHECKPOINTER_SOURCE, {
-      eval: true,
-      workerData: { driver: driverPath, file: this.#file, busyTimeoutMs: this.#busyTimeoutMs },
-    });
-    worker.on('message', (outcome: CheckpointOutcome) => {
-      this.#inFlight = false;
-      this.#onDone?.(outcome);
-    });
-    worker.on('error', () => this.#fail());
-    worker.on('exit', () => {
-      if (this.#worker === worker) this.#fail();
-    });
-    // After the listeners: adding a 'message' listener refs the thread again.
-    worker.unref();
-    return worker;
-  }
-
-  #fail(): void {
-    this.#failed = true;
-    this.#inFlight = false;
-    const worker = this.#worker;
-    this.#worker = undefined;
-    void worker?.terminate().catch(() => {});
-  }
-}
 
 export function createCommitPolicy(database: Database.Database, options: CommitPolicyOptions): CommitPolicy {
   const transaction = database.transaction((body: () => unknown) => body());
@@ -207,6 +86,7 @@ export function createCommitPolicy(database: Database.Database, options: CommitP
   let commitsSinceCheckpoint = 0;
   // Commits since this connection last checkpointed (and so finished the log) itself.
   let commitsSinceInline = 0;
+  let finishAfterThread = false;
   // The commits the checkpoint in flight covers: those made before it was asked for.
   let covered = 0;
   const syncLogAsync = options.syncLogAsync ?? fdatasync;
@@ -228,7 +108,7 @@ export function createCommitPolicy(database: Database.Database, options: CommitP
           // The thread saw the log as it was when it began: what was committed while it ran is left, so the
           // log is never all in the database and never starts over. Past `finishFrames` that remainder (a
           // few frames) is checkpointed here, and the next commit reuses the log from its start.
-          if (outcome.log >= finishFrames) checkpointInline();
+          if (outcome.log >= finishFrames || finishAfterThread) checkpointInline();
         })
       : undefined;
 
@@ -284,17 +164,28 @@ export function createCommitPolicy(database: Database.Database, options: CommitP
     closeLogWhenIdle = false;
   };
 
-  const checkpointInline = () => {
+  /**
+   * A checkpoint on this connection: passive (refused at once while another holds the lock), or `FULL`,
+   * which waits for that lock (the busy timeout) — the thread's checkpoint — and then copies the whole log.
+   * True if it ran.
+   */
+  const checkpointInline = (mode: 'PASSIVE' | 'FULL' = 'PASSIVE'): boolean => {
+    let done = false;
     try {
-      database.pragma('wal_checkpoint(PASSIVE)');
-      options.onCheckpoint?.('inline');
+      const [row] = database.pragma(`wal_checkpoint(${mode})`) as Array<{ busy: number }>;
+      done = row?.busy === 0;
     } catch {
-      // A checkpoint that cannot run now (another holds the lock, the disk refuses) is tried again
-      // after the next `every` commits; the commit itself is done.
+      // The disk refused it: tried again after the next `every` commits; the commit itself is done.
     }
-    commitsSinceCheckpoint = 0;
-    commitsSinceInline = 0;
-    covered = 0;
+    if (done) options.onCheckpoint?.('inline');
+    // Refused while the thread checkpoints: the count goes on, towards the waiting checkpoint.
+    if (done || checkpointer?.inFlight !== true) {
+      commitsSinceCheckpoint = 0;
+      commitsSinceInline = 0;
+      covered = 0;
+      finishAfterThread = false;
+    }
+    return done;
   };
 
   const committed = (synced: boolean) => {
@@ -306,8 +197,15 @@ export function createCommitPolicy(database: Database.Database, options: CommitP
     commitsSinceCheckpoint += 1;
     commitsSinceInline += 1;
     // The bound whatever the thread does: it may be stuck, or its checkpoints never finish the log.
-    if (commitsSinceInline >= every * CHECKPOINT_LAG_FACTOR) {
-      checkpointInline();
+    const bound = every * CHECKPOINT_LAG_FACTOR;
+    if (commitsSinceInline >= bound) {
+      // While the thread holds the checkpoint lock this one is refused; the thread's end then finishes
+      // it (a thread that is done, its answer not read yet, has let go of the lock). Should commits run
+      // on to twice the bound meanwhile, this commit waits for the thread: the log stays bounded, at the
+      // price of the loop waiting, only when writes outrun the checkpoints.
+      if (checkpointInline() || checkpointer?.inFlight !== true) return;
+      finishAfterThread = true;
+      if (commitsSinceInline >= 2 * bound) checkpointInline('FULL');
       return;
     }
     if (commitsSinceCheckpoint < every) return;

@@ -1,6 +1,5 @@
 /**
- * When a SQLite commit reaches the disk, and where the write-ahead log is checkpointed — neither inside
- * a commit the caller waits for unless it has to.
+ * When a SQLite commit reaches the disk, and where the write-ahead log is checkpointed.
  *
  * Syncing. The connection commits with `synchronous=NORMAL`: a commit is in the WAL when it returns (a
  * killed process loses nothing) without waiting for the disk. On a store opened `full` an immediate
@@ -13,12 +12,13 @@
  *
  * Checkpoints. Copying the WAL back into the database file takes two fsyncs and rewrites every page the
  * log holds; SQLite runs one inside whichever commit crosses its threshold, which made one write in a
- * few hundred take milliseconds. Here the connection's automatic checkpoint is off, and every
- * `checkpointEveryCommits` commits a checkpointer thread with a connection of its own runs a passive
- * one beside the event loop (started on first need, never keeping the process alive). What was committed
- * while it ran is finished inline once the log passed `CHECKPOINT_FINISH_FRAMES` (SQLite reuses the log
- * only once all of it is in the database), and at the latest every `CHECKPOINT_LAG_FACTOR` intervals, or at
- * every interval if the thread cannot run: the WAL stays bounded whatever the thread does.
+ * few hundred take milliseconds. That stays so with `checkpointEveryCommits: 0` (the default). With N,
+ * the connection's automatic checkpoint is off, and every N commits a checkpointer thread with a
+ * connection of its own runs a passive one beside the event loop (started on first need, never keeping
+ * the process alive). What was committed while it ran is finished inline once the log passed
+ * `CHECKPOINT_FINISH_FRAMES` (SQLite reuses the log only once all of it is in the database), and at the
+ * latest every `CHECKPOINT_LAG_FACTOR` intervals, or at every interval if the thread cannot run; at twice
+ * that with the thread still at it, the commit waits for it: the WAL stays bounded whatever it does.
  */
 import { closeSync, fdatasync, fdatasyncSync, fsyncSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';

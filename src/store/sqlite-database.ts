@@ -47,10 +47,11 @@ export const sqliteSessionStoreOptions = defineOptions('openSqliteSessionStore',
   /** `full` (default) fsyncs the WAL on every commit; `normal` may lose the last commits on power loss. */
   synchronous: option.oneOf(['full', 'normal'], { default: 'full' }),
   /**
-   * Commits between two checkpoints of the write-ahead log, run by a thread beside the event loop (with
-   * one inline if it falls 8 times behind); 0 leaves them to SQLite, inside a commit. Default 256.
+   * 0 (the default): SQLite checkpoints the write-ahead log inside the commit that crosses its threshold.
+   * N: a checkpointer thread beside the event loop checkpoints every N commits instead (fewer long stalls
+   * of the loop; on a small machine it costs commit throughput, see `src/store/README.md`).
    */
-  checkpointEveryCommits: option.integer({ min: 0, default: 256 }),
+  checkpointEveryCommits: option.integer({ min: 0, default: 0 }),
   /** How long a write waits for another connection's lock before `STORE_BUSY`. Default 5000 ms. */
   busyTimeoutMs: option.integer({ min: 0, default: 5000 }),
   /** Prune right after opening, with these options or (`true`) the defaults. Default true. */

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -37,7 +37,12 @@ describe('errand chat', () => {
                 type: 'function',
                 function: {
                   name: 'bash',
-                  arguments: JSON.stringify({ command: 'echo hello-from-chat', run_in_background: true }),
+                  // Ends once the first turn is over (the gate): its notification starts a turn of its own.
+                  arguments: JSON.stringify({
+                    command: 'while [ ! -e gate ]; do sleep 0.01; done; echo hello-from-chat',
+                    description: 'echo hello-from-chat',
+                    run_in_background: true,
+                  }),
                 },
               },
             ],
@@ -83,6 +88,8 @@ describe('errand chat', () => {
       });
     await seen('errand chat — model openai:test-model');
     child.stdin.write('say hello in the background\n');
+    await seen('It runs in the background.');
+    writeFileSync(join(home, 'gate'), '');
     await seen('It printed hello-from-chat.');
     child.stdin.write('/tasks\n');
     await seen('bash-1 [bash] completed');

@@ -12,7 +12,7 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { START_TIME } from './conformance/index.js';
 import { migrate } from './migrations.js';
-import { CHECKPOINT_LAG_FACTOR } from './sqlite-commits.js';
+import { CHECKPOINT_LAG_FACTOR } from './sqlite-checkpointer.js';
 import { openSqliteSessionStore } from './sqlite-session-store.js';
 import { createSqliteBackend } from './sqlite-tables.js';
 import type { StoreBackend } from './store-tables.js';

@@ -10,21 +10,13 @@
  * a nested immediate one makes the outer commit sync. (Another process may read an immediate commit the
  * moment before its sync; this one acts on it only after.)
  *
- * Checkpoints. Copying the WAL back into the database file takes two fsyncs and rewrites every page the
- * log holds; SQLite runs one inside whichever commit crosses its threshold, which made one write in a
- * few hundred take milliseconds. That stays so with `checkpointEveryCommits: 0` (the default). With N,
- * the connection's automatic checkpoint is off, and every N commits a checkpointer thread with a
- * connection of its own runs a passive one beside the event loop (started on first need, never keeping
- * the process alive). What was committed while it ran is finished inline once the log passed
- * `CHECKPOINT_FINISH_FRAMES` (SQLite reuses the log only once all of it is in the database), and at the
- * latest every `CHECKPOINT_LAG_FACTOR` intervals, or at every interval if the thread cannot run; at twice
- * that with the thread still at it, the commit waits for it: the WAL stays bounded whatever it does.
+ * Checkpoints: `createCheckpointSchedule` (`sqlite-checkpointer.ts`), told of every commit.
  */
 import { closeSync, fdatasync, fdatasyncSync, fsyncSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type Database from 'better-sqlite3';
 import type { StoreDurability } from './session-store.js';
-import { Checkpointer } from './sqlite-checkpointer.js';
+import { createCheckpointSchedule } from './sqlite-checkpointer.js';
 
 export interface CommitPolicyOptions {
   /** The database file; its log is `<file>-wal`. */
@@ -59,63 +51,67 @@ export interface CommitPolicy {
   close(): void;
 }
 
-/**
- * At most this many times `checkpointEveryCommits` commits between two checkpoints of this connection's
- * own, whatever the thread does (stuck, or never finishing the log).
- */
-export const CHECKPOINT_LAG_FACTOR = 8;
-
-/**
- * Log frames past which the thread's checkpoint is finished inline. SQLite starts the log over only once
- * every frame in it is in the database file, and commits made while the thread checkpoints are not: without
- * this a log written to without pause would never be reused and would grow without end. 4096 frames, 16 MiB
- * of 4 KiB pages.
- */
-export const CHECKPOINT_FINISH_FRAMES = 4096;
-
 export function createCommitPolicy(database: Database.Database, options: CommitPolicyOptions): CommitPolicy {
   const transaction = database.transaction((body: () => unknown) => body());
   const full = options.synchronous === 'full';
-  const syncLog = options.syncLog ?? fdatasyncSync;
-  const every = options.checkpointEveryCommits;
-  const finishFrames = options.checkpointFinishFrames ?? CHECKPOINT_FINISH_FRAMES;
   database.pragma('synchronous = NORMAL');
-  if (every > 0) database.pragma('wal_autocheckpoint = 0');
-  let logFd: number | undefined;
+  const log = createLogSync(options);
+  const checkpoints = createCheckpointSchedule(database, {
+    file: options.file,
+    busyTimeoutMs: options.busyTimeoutMs,
+    every: options.checkpointEveryCommits,
+    ...(options.checkpointThread === undefined ? {} : { thread: options.checkpointThread }),
+    ...(options.checkpointFinishFrames === undefined ? {} : { finishFrames: options.checkpointFinishFrames }),
+    ...(options.onCheckpoint === undefined ? {} : { onCheckpoint: options.onCheckpoint }),
+  });
   let syncAfter = false;
-  let commitsSinceCheckpoint = 0;
-  // Commits since this connection last checkpointed (and so finished the log) itself.
-  let commitsSinceInline = 0;
-  let finishAfterThread = false;
-  // The commits the checkpoint in flight covers: those made before it was asked for.
-  let covered = 0;
+  return {
+    transaction<T>(body: () => T, durability?: StoreDurability): T {
+      if (database.inTransaction) {
+        if (durability === 'immediate') syncAfter = true;
+        return transaction.immediate(body) as T;
+      }
+      syncAfter = durability !== 'deferred';
+      const value = transaction.immediate(body) as T;
+      // A sync that fails (an I/O error) throws to the caller although the commit is in the log: it is not
+      // known to be on disk, and a store failure is what the caller handles (it keeps and retries the write).
+      log.committed(full && syncAfter);
+      checkpoints.committed();
+      return value;
+    },
+    whenDurable: () => (full ? log.whenDurable() : Promise.resolve()),
+    close() {
+      checkpoints.close();
+      log.close();
+    },
+  };
+}
+
+/**
+ * The log file's syncs: on the loop after an immediate commit, or in the thread pool for `whenDurable`,
+ * one for every caller that asked before it started.
+ */
+function createLogSync(options: CommitPolicyOptions): {
+  committed(synced: boolean): void;
+  whenDurable(): Promise<void>;
+  close(): void;
+} {
+  const syncLog = options.syncLog ?? fdatasyncSync;
   const syncLogAsync = options.syncLogAsync ?? fdatasync;
+  let fd: number | undefined;
   // Commits made, and how many of them are known to be on disk.
   let commits = 0;
   let durableCommits = 0;
-  /** The thread-pool sync running, and the next one (taken by every caller that comes meanwhile). */
-  let running: Promise<void> | undefined;
-  let next: Promise<void> | undefined;
+  // A sync in the thread pool holds the descriptor; the next one is taken by every caller until it starts.
+  let syncing = false;
+  let queued: Promise<void> | undefined;
+  let last: Promise<unknown> = Promise.resolve();
   let closed = false;
-  let closeLogWhenIdle = false;
-  const checkpointer =
-    every > 0 && options.checkpointThread !== false
-      ? new Checkpointer(options.file, options.busyTimeoutMs, (outcome) => {
-          commitsSinceCheckpoint = Math.max(0, commitsSinceCheckpoint - covered);
-          covered = 0;
-          if (outcome.error !== null || closed) return;
-          options.onCheckpoint?.('thread');
-          // The thread saw the log as it was when it began: what was committed while it ran is left, so the
-          // log is never all in the database and never starts over. Past `finishFrames` that remainder (a
-          // few frames) is checkpointed here, and the next commit reuses the log from its start.
-          if (outcome.log >= finishFrames || finishAfterThread) checkpointInline();
-        })
-      : undefined;
 
-  const logFile = () => {
+  const logFile = (): number => {
     // The log exists once a commit wrote to it; while this connection is open SQLite never deletes it.
-    if (logFd === undefined) {
-      logFd = openSync(`${options.file}-wal`, 'r');
+    if (fd === undefined) {
+      fd = openSync(`${options.file}-wal`, 'r');
       // The log may be new: its directory entry reaches the disk once, as SQLite syncs a new file's directory.
       const directory = openSync(dirname(options.file), 'r');
       try {
@@ -124,11 +120,11 @@ export function createCommitPolicy(database: Database.Database, options: CommitP
         closeSync(directory);
       }
     }
-    return logFd;
+    return fd;
   };
-  const sync = () => {
-    syncLog(logFile());
-    durableCommits = commits;
+  const closeLog = () => {
+    if (fd !== undefined) closeSync(fd);
+    fd = undefined;
   };
 
   /** One sync in the thread pool covering every commit made before it starts. */
@@ -139,16 +135,18 @@ export function createCommitPolicy(database: Database.Database, options: CommitP
         return;
       }
       const covers = commits;
-      let fd: number;
+      let descriptor: number;
       try {
-        fd = logFile();
+        descriptor = logFile();
       } catch (error) {
         reject(error);
         return;
       }
-      syncLogAsync(fd, (error) => {
-        // After a close no sync uses the descriptor again (the next one is refused first).
-        if (closeLogWhenIdle) closeLog();
+      syncing = true;
+      syncLogAsync(descriptor, (error) => {
+        syncing = false;
+        // After a close no sync uses the descriptor again (a later one is refused first).
+        if (closed) closeLog();
         if (error) {
           reject(error);
           return;
@@ -158,98 +156,29 @@ export function createCommitPolicy(database: Database.Database, options: CommitP
       });
     });
 
-  const closeLog = () => {
-    if (logFd !== undefined) closeSync(logFd);
-    logFd = undefined;
-    closeLogWhenIdle = false;
-  };
-
-  /**
-   * A checkpoint on this connection: passive (refused at once while another holds the lock), or `FULL`,
-   * which waits for that lock (the busy timeout) — the thread's checkpoint — and then copies the whole log.
-   * True if it ran.
-   */
-  const checkpointInline = (mode: 'PASSIVE' | 'FULL' = 'PASSIVE'): boolean => {
-    let done = false;
-    try {
-      const [row] = database.pragma(`wal_checkpoint(${mode})`) as Array<{ busy: number }>;
-      done = row?.busy === 0;
-    } catch {
-      // The disk refused it: tried again after the next `every` commits; the commit itself is done.
-    }
-    if (done) options.onCheckpoint?.('inline');
-    // Refused while the thread checkpoints: the count goes on, towards the waiting checkpoint.
-    if (done || checkpointer?.inFlight !== true) {
-      commitsSinceCheckpoint = 0;
-      commitsSinceInline = 0;
-      covered = 0;
-      finishAfterThread = false;
-    }
-    return done;
-  };
-
-  const committed = (synced: boolean) => {
-    commits += 1;
-    // A sync that fails (an I/O error) throws to the caller although the commit is in the log: it is not
-    // known to be on disk, and a store failure is what the caller handles (it keeps and retries the write).
-    if (synced) sync();
-    if (every === 0) return;
-    commitsSinceCheckpoint += 1;
-    commitsSinceInline += 1;
-    // The bound whatever the thread does: it may be stuck, or its checkpoints never finish the log.
-    const bound = every * CHECKPOINT_LAG_FACTOR;
-    if (commitsSinceInline >= bound) {
-      // While the thread holds the checkpoint lock this one is refused; the thread's end then finishes
-      // it (a thread that is done, its answer not read yet, has let go of the lock). Should commits run
-      // on to twice the bound meanwhile, this commit waits for the thread: the log stays bounded, at the
-      // price of the loop waiting, only when writes outrun the checkpoints.
-      if (checkpointInline() || checkpointer?.inFlight !== true) return;
-      finishAfterThread = true;
-      if (commitsSinceInline >= 2 * bound) checkpointInline('FULL');
-      return;
-    }
-    if (commitsSinceCheckpoint < every) return;
-    const idle = checkpointer !== undefined && !checkpointer.inFlight;
-    const thread = checkpointer?.request() ?? false;
-    if (thread && idle) covered = commitsSinceCheckpoint;
-    if (!thread) checkpointInline();
-  };
-
   return {
-    transaction<T>(body: () => T, durability?: StoreDurability): T {
-      if (database.inTransaction) {
-        if (durability === 'immediate') syncAfter = true;
-        return transaction.immediate(body) as T;
-      }
-      syncAfter = durability !== 'deferred';
-      const value = transaction.immediate(body) as T;
-      committed(full && syncAfter);
-      return value;
+    committed(synced) {
+      commits += 1;
+      if (!synced) return;
+      syncLog(logFile());
+      durableCommits = commits;
     },
-    whenDurable(): Promise<void> {
-      if (!full || durableCommits >= commits) return Promise.resolve();
+    whenDurable() {
+      if (durableCommits >= commits) return Promise.resolve();
       // A sync already running may have started before the last commit: the next one covers it.
-      next ??= (running ?? Promise.resolve())
-        .catch(() => {})
-        .then(() => {
-          next = undefined;
-          running = syncInPool();
-          const current = running;
-          void current
-            .catch(() => {})
-            .then(() => {
-              if (running === current) running = undefined;
-            });
-          return current;
+      if (queued === undefined) {
+        const sync = last.then(() => {
+          queued = undefined;
+          return syncInPool();
         });
-      return next;
+        queued = sync;
+        last = sync.catch(() => {});
+      }
+      return queued;
     },
     close() {
       closed = true;
-      checkpointer?.close();
-      // A sync in the thread pool still holds the descriptor: it is closed when that sync returns.
-      if (running !== undefined || next !== undefined) closeLogWhenIdle = true;
-      else closeLog();
+      if (!syncing) closeLog();
     },
   };
 }

@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createErrandRuntime } from '../src/host/index.js';
 import { createTaskService } from '../src/registry/index.js';
+import { TASK_ID_BLOCK_SIZE } from '../src/session/index.js';
 import { createMemorySessionStore, openSqliteSessionStore } from '../src/store/index.js';
 import type { TaskHooks, TaskOutcome, TaskSpec } from '../src/tasks/index.js';
 import { scriptedModel } from '../src/testing/index.js';
@@ -179,32 +180,55 @@ const commandSpawn = () =>
 const bareSpawn = () => spawn('true', { stdio: 'ignore', detached: true });
 
 /**
- * Milliseconds of the SQLite store's work for one task's two records (start and ending, deferred
- * durability, as the runtime writes them), the event loop turning between tasks as it does in a runtime
- * (so checkpoints run on the store's checkpointer thread, not in the loop).
+ * Milliseconds of the SQLite store's work for one background command's three records, as the runtime
+ * writes them (deferred durability): its start, its process facts once it runs, its ending. The event
+ * loop turns between tasks as it does in a runtime.
  */
 async function storeMsPerTask(count: number): Promise<number> {
   const home = mkdtempSync(join(tmpdir(), 'errand-bench-registry-'));
   const store = openSqliteSessionStore({ home });
   try {
     store.createSession({ id: 's', cwd: '/' });
-    const record = (index: number, status: 'running' | 'completed') => ({
+    const command = { command: 'true', cwd: '/', description: null, toolUseId: null };
+    const start = (index: number) => ({
       id: `bash-${index + 1}`,
       sessionId: 's',
       kind: 'bash',
       label: 'true',
-      status,
-      detail: { pid: 4242 },
+      status: 'running' as const,
+      detail: command,
       isBackgrounded: true,
       branchGeneration: 0,
       startedAt: 1,
       reported: false,
     });
+    const pid = 4242;
+    const running = (index: number) => ({
+      ...start(index),
+      detail: {
+        ...command,
+        pid,
+        pgid: pid,
+        outputFile: `/tmp/outputs/bash-${index + 1}.out`,
+        outputBytes: 0,
+      },
+      outputFile: `/tmp/outputs/bash-${index + 1}.out`,
+      process: { pid, pgid: pid, startTime: 123_456, bootId: 'b0a1c2d3-e4f5-4677-8899-aabbccddeeff' },
+    });
+    const ended = (index: number) => ({
+      ...running(index),
+      status: 'completed' as const,
+      endedAt: 2,
+      detail: { ...running(index).detail, exitCode: 0, signal: null },
+    });
     let spent = 0;
     for (let index = 0; index < count; index += 1) {
       const began = performance.now();
-      store.transaction(() => store.upsertTask(record(index, 'running')), { durability: 'deferred' });
-      store.transaction(() => store.upsertTask(record(index, 'completed')), { durability: 'deferred' });
+      // Ids come from blocks a runtime reserves in the store, a commit per block.
+      if (index % TASK_ID_BLOCK_SIZE === 0) store.reserveTaskSequences('bash', index, TASK_ID_BLOCK_SIZE);
+      for (const record of [start(index), running(index), ended(index)]) {
+        store.transaction(() => store.upsertTask(record), { durability: 'deferred' });
+      }
       spent += performance.now() - began;
       await new Promise((resolve) => setImmediate(resolve));
     }

@@ -235,6 +235,7 @@ function createTables(log: UndoLog): StoreTables {
   return {
     sessions: {
       get: (id) => sessions.get(id),
+      exists: (id) => sessions.get(id) !== undefined,
       put: (row) => sessions.set(row.id, row),
       select: (parentId, state) =>
         sessions.select(
@@ -290,6 +291,12 @@ function createTables(log: UndoLog): StoreTables {
     tasks: {
       get: (scope, id) => tasks.get(taskKey(scope, id)),
       put: (row) => tasks.set(taskKey(row.scope, row.id), row),
+      save(row) {
+        const key = taskKey(row.scope, row.id);
+        const readOffset = Math.max(tasks.get(key)?.readOffset ?? 0, row.readOffset);
+        tasks.set(key, readOffset === row.readOffset ? row : { ...row, readOffset });
+        return readOffset;
+      },
       select: (scope, statuses, updatedSince, reported) =>
         tasks.select(
           (row) =>
@@ -340,6 +347,9 @@ function createTables(log: UndoLog): StoreTables {
     sequences: {
       get: (kind) => sequences.get(kind) ?? 0,
       set: (kind, last) => sequences.set(kind, last),
+      raise(kind, last) {
+        if ((sequences.get(kind) ?? 0) < last) sequences.set(kind, last);
+      },
     },
   };
 }

@@ -207,6 +207,50 @@ describe('SQLite session store', () => {
     ).toBeUndefined();
     expectErrandError(() => open({ file, pruneOnOpen: { keepClosedSessions: 1.5 } }), 'INVALID_ARGUMENT');
   });
+
+  it("logs fewer pages for a task's later writes than for its first, and keeps every index right", () => {
+    const file = freshFile();
+    const store = open({ file, synchronous: 'normal' });
+    store.createSession({ id: 's', cwd: '/' });
+    // Pages a commit adds to the write-ahead log: its growth over one frame (a header and a page).
+    const frameBytes = 24 + 4096;
+    const pagesOf = (write: () => void): number => {
+      const before = statSync(`${file}-wal`).size;
+      store.transaction(write, { durability: 'deferred' });
+      return Math.round((statSync(`${file}-wal`).size - before) / frameBytes);
+    };
+    const record = {
+      id: 'bash-1',
+      sessionId: 's',
+      kind: 'bash',
+      label: 'true',
+      status: 'running' as const,
+      detail: {},
+      isBackgrounded: true,
+      branchGeneration: 0,
+      startedAt: START_TIME,
+      reported: false,
+    };
+    // The start: the row and a leaf of each index (by session, by status, the untold ones).
+    const first = pagesOf(() => store.upsertTask(record));
+    // The process facts: the row and its place by status; the other indexes keep their entries.
+    const facts = pagesOf(() =>
+      store.upsertTask({ ...record, detail: { pid: 42 }, process: { pid: 42, startTime: 7 } }),
+    );
+    expect(first).toBeGreaterThanOrEqual(4);
+    expect(facts).toBeLessThanOrEqual(first - 2);
+    // The ending moves it between statuses; telling it changes the untold index: both read back right.
+    pagesOf(() => store.upsertTask({ ...record, status: 'completed', endedAt: START_TIME + 1 }));
+    expect(store.listTasks({ sessionId: 's', reported: false }).map((task) => task.status)).toEqual([
+      'completed',
+    ]);
+    pagesOf(() =>
+      store.upsertTask({ ...record, status: 'completed', endedAt: START_TIME + 1, reported: true }),
+    );
+    expect(store.listTasks({ sessionId: 's', reported: false })).toEqual([]);
+    expect(store.listTasks({ statuses: ['running'] })).toEqual([]);
+    expect(store.getTask('bash-1', 's')).toMatchObject({ status: 'completed', reported: true });
+  });
 });
 
 describe('SQLite session store under lock contention', () => {

@@ -143,11 +143,21 @@ function insert<Row>(table: string, fields: Fields<Row>, omit: readonly string[]
   return `INSERT INTO ${table} (${names.map(column).join(', ')}) VALUES (${names.map((name) => `@${name}`).join(', ')})`;
 }
 
-/** Inserts the row, or replaces every other column of the row with its key (an update: no cascade). */
-function upsert<Row>(table: string, fields: Fields<Row>, keys: readonly (keyof Row & string)[]): string {
+/**
+ * Inserts the row, or replaces every other column of the row with its key (an update: no cascade);
+ * \`assign\` names a column's own expression instead of its new value.
+ */
+function upsert<Row>(
+  table: string,
+  fields: Fields<Row>,
+  keys: readonly (keyof Row & string)[],
+  assign: Partial<Record<keyof Row & string, string>> = {},
+): string {
   const assignments = Object.keys(fields)
     .filter((field) => !keys.includes(field as keyof Row & string))
-    .map((field) => `${column(field)} = excluded.${column(field)}`);
+    .map(
+      (field) => `${column(field)} = ${assign[field as keyof Row & string] ?? `excluded.${column(field)}`}`,
+    );
   return `${insert(table, fields)} ON CONFLICT (${keys.map(column).join(', ')}) DO UPDATE SET ${assignments.join(', ')}`;
 }
 
@@ -181,6 +191,7 @@ type Prepare = <Parameters extends unknown[], Row = unknown>(
 
 function sessionTable(prepare: Prepare): StoreTables['sessions'] {
   const get = prepare<[string], SessionRow>(`SELECT ${select(SESSION_FIELDS)} FROM sessions WHERE id = ?`);
+  const exists = prepare<[string], { found: number }>('SELECT 1 AS found FROM sessions WHERE id = ?');
   const put = prepare<[SessionRow]>(upsert('sessions', SESSION_FIELDS, ['id']));
   const list = prepare<[string | null, string | null, string | null, string | null], SessionRow>(
     `SELECT ${select(SESSION_FIELDS)} FROM sessions WHERE (? IS NULL OR parent_id = ?) AND (? IS NULL OR state = ?)`,
@@ -188,6 +199,7 @@ function sessionTable(prepare: Prepare): StoreTables['sessions'] {
   const remove = prepare<[string]>('DELETE FROM sessions WHERE id = ?');
   return {
     get: (id) => get.get(id),
+    exists: (id) => exists.get(id) !== undefined,
     put: (row) => void put.run(row),
     select: (parentId, state) => list.all(parentId, parentId, state, state),
     delete: (id) => void remove.run(id),
@@ -258,6 +270,35 @@ function taskTable(prepare: Prepare): StoreTables['tasks'] {
   const columns = select(TASK_FIELDS);
   const get = prepare<[string, string], TaskRow>(`SELECT ${columns} FROM tasks WHERE scope = ? AND id = ?`);
   const put = prepare<[TaskRow]>(upsert('tasks', TASK_FIELDS, ['scope', 'id']));
+  // No read before the write: the stored read cursor is kept when higher, and returned.
+  const insertOrReplace = prepare<[TaskRow], { readOffset: number }>(
+    `${upsert('tasks', TASK_FIELDS, ['scope', 'id'], {
+      readOffset: 'max(tasks.read_offset, excluded.read_offset)',
+    })} RETURNING read_offset AS readOffset`,
+  );
+  // A later write of the same attempt (its process facts, its end) changes no column of tasks_by_session
+  // or tasks_untold: an update that leaves those columns out of its SET leaves those indexes untouched,
+  // two pages fewer in the log per commit. The row must still match them; else the full upsert runs.
+  const unchanged: readonly (keyof TaskRow & string)[] = [
+    'scope',
+    'id',
+    'sessionId',
+    'startedAt',
+    'reported',
+  ];
+  const update = prepare<[TaskRow], { readOffset: number }>(
+    `UPDATE tasks SET ${Object.keys(TASK_FIELDS)
+      .filter((field) => !unchanged.includes(field as keyof TaskRow & string))
+      .map((field) =>
+        field === 'readOffset'
+          ? 'read_offset = max(read_offset, @readOffset)'
+          : `${column(field)} = @${field}`,
+      )
+      .join(', ')}
+     WHERE scope = @scope AND id = @id AND session_id IS @sessionId AND started_at = @startedAt
+       AND reported = @reported
+     RETURNING read_offset AS readOffset`,
+  );
   // One statement per shape, each written so the planner can use an index: a session's records by the
   // primary key, untold ones by the partial index \`tasks_untold\`, live ones and recent writes by
   // \`tasks_by_status\` (status, updated_at): one range per status, the caller passing every status for "any".
@@ -301,6 +342,7 @@ function taskTable(prepare: Prepare): StoreTables['tasks'] {
   return {
     get: (scope, id) => get.get(scope, id),
     put: (row) => void put.run(row),
+    save: (row) => (update.get(row) ?? insertOrReplace.get(row)!).readOffset,
     select(scope, statuses, updatedSince, reported) {
       const statusList = statuses === undefined ? allStatuses : JSON.stringify(statuses);
       const liveOnly = statuses?.every((status) => status === 'running' || status === 'stopping') === true;
@@ -392,9 +434,14 @@ function sequenceTable(prepare: Prepare): StoreTables['sequences'] {
   const set = prepare<[string, number]>(
     'INSERT INTO task_sequences (kind, last) VALUES (?, ?) ON CONFLICT (kind) DO UPDATE SET last = excluded.last',
   );
+  const raise = prepare<[string, number]>(
+    `INSERT INTO task_sequences (kind, last) VALUES (?, ?)
+     ON CONFLICT (kind) DO UPDATE SET last = excluded.last WHERE excluded.last > task_sequences.last`,
+  );
   return {
     get: (kind) => get.get(kind)?.last ?? 0,
     set: (kind, last) => void set.run(kind, last),
+    raise: (kind, last) => void raise.run(kind, last),
   };
 }
 

@@ -12,6 +12,8 @@ import type { StoreCapabilities, StoreDurability } from './session-store.js';
 /** `put` inserts the row or replaces the one with its key; `delete` is a no-op for a missing key. */
 export interface SessionTable {
   get(id: string): SessionRow | undefined;
+  /** Whether a session with this id exists (no row is read). */
+  exists(id: string): boolean;
   put(row: SessionRow): void;
   /** Any order; `null` is "any". */
   select(parentId: string | null, state: string | null): SessionRow[];
@@ -58,6 +60,11 @@ export interface LedgerTable {
 export interface TaskTable {
   get(scope: string, id: string): TaskRow | undefined;
   put(row: TaskRow): void;
+  /**
+   * Writes the row as \`put\` does, except that a stored read offset never moves back: returns the read
+   * offset the stored row has now (the row's, or the higher one it already had).
+   */
+  save(row: TaskRow): number;
   /**
    * Any order; `scope` `undefined` is every scope, `statuses` `undefined` every status, `reported`
    * `undefined` told or not.
@@ -112,6 +119,8 @@ export interface SequenceTable {
   /** The highest number reserved for `kind`, 0 when none was. */
   get(kind: string): number;
   set(kind: string, last: number): void;
+  /** Raises the highest number of \`kind\` to \`last\` unless it is already that high (no write then). */
+  raise(kind: string, last: number): void;
 }
 
 export interface StoreTables {

@@ -27,6 +27,11 @@ export function requireSession(sessions: SessionTable, id: string): SessionRow {
   return row;
 }
 
+/** \`requireSession\` for a write that needs only to know the session exists. */
+export function requireSessionExists(sessions: SessionTable, id: string): void {
+  if (!sessions.exists(id)) throw new StoreRecordNotFoundError('session', id);
+}
+
 /** Saves the row in the caller's write and returns its record. */
 function saveSession(sessions: SessionTable, row: SessionRow): SessionRecord {
   sessions.put(row);

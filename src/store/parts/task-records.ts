@@ -20,7 +20,7 @@ import {
   validateTaskStatuses,
 } from '../validate-input.js';
 import { byTaskStart, deleteEach } from './row-lists.js';
-import { requireSession } from './session-records.js';
+import { requireSessionExists } from './session-records.js';
 
 /** The statuses of a task whose process may still run: never pruned, marked lost on resume. */
 const LIVE_STATUSES = ['running', 'stopping'];
@@ -33,16 +33,12 @@ export function createTaskRecords(context: StoreContext): TaskRecords {
       return context.write('save a task record', ({ sessions, tasks, sequences }) => {
         // Stamped under the write lock, so stamps follow the order of commits (what \`updatedSince\` relies on).
         const row = { ...checked, updatedAt: context.now() };
-        if (row.sessionId !== null) requireSession(sessions, row.sessionId);
+        if (row.sessionId !== null) requireSessionExists(sessions, row.sessionId);
         // The highest id per kind stays in \`task_sequences\`, so a new runtime never reads the records for it.
-        if (parsed !== undefined && sequences.get(parsed.kind) < parsed.sequence) {
-          sequences.set(parsed.kind, parsed.sequence);
-        }
-        // The model's read cursor only moves forward, and only when asked to.
-        const stored = tasks.get(row.scope, row.id)?.readOffset ?? 0;
-        const saved = { ...row, readOffset: Math.max(stored, row.readOffset) };
-        tasks.put(saved);
-        return readTask(saved);
+        if (parsed !== undefined) sequences.raise(parsed.kind, parsed.sequence);
+        // The model's read cursor only moves forward, and only when asked to: \`save\` keeps the higher one.
+        const readOffset = tasks.save(row);
+        return readTask(readOffset === row.readOffset ? row : { ...row, readOffset });
       });
     },
 

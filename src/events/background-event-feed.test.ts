@@ -14,6 +14,7 @@ import {
 import { type ScriptedTask, type ScriptedTaskOptions, scriptedTask } from '../testing/index.js';
 import { type BackgroundEventFeed, createBackgroundEventFeed } from './background-event-feed.js';
 import type { BackgroundEvent, BackgroundTaskEvent } from './background-events.js';
+import { readDetailFacts } from './background-task-facts.js';
 import { EMPTY_BACKGROUND_WORKS, reduceBackgroundWorks } from './background-works.js';
 import type { BackgroundEventFeedOptions } from './feed-options.js';
 import {
@@ -276,6 +277,45 @@ describe('background event derivation', () => {
       'second',
     ]);
     expect(harness.feed.find(first.snapshot.id)).toBeUndefined();
+  });
+
+  it("builds a removal's level from the facts it holds: no task is derived again, other sessions' are left out", async () => {
+    let derived = 0;
+    const harness = createHarness(
+      {
+        readFacts: (detail, task) => {
+          derived += 1;
+          return readDetailFacts(detail, task);
+        },
+      },
+      { maxRetainedTasksPerOwner: 50 },
+    );
+    const other = createOwner('session-2');
+    const elsewhere = scriptedTask<ProducerFacts>({ kind: 'bash', label: 'elsewhere', owner: other });
+    await harness.service.start<ProducerFacts>(elsewhere.spec);
+    const started = [];
+    for (let index = 0; index < 50; index += 1) {
+      const begun = await harness.start({ label: `t${index}` });
+      begun.task.settle();
+      started.push(begun);
+    }
+    await flush();
+    // The retention is full: the next ending removes the oldest, and the level says what is left.
+    const extra = await harness.start({ label: 'extra' });
+    derived = 0;
+    extra.task.settle();
+    await flush();
+    const level = harness.events.findLast((event) => event.type === 'BackgroundWorksLevel');
+    expect(level?.type === 'BackgroundWorksLevel' && level.tasks.map((facts) => facts.label)).toEqual([
+      ...started.slice(1).map((_, index) => `t${index + 1}`),
+      'extra',
+    ]);
+    // The ending itself is derived once or twice; the 50 tasks of the level are not.
+    expect(derived).toBeLessThan(5);
+    // The level equals the feed's own derivation of the same session.
+    expect(level?.type === 'BackgroundWorksLevel' && level.tasks).toEqual(
+      harness.feed.level('session-1').tasks,
+    );
   });
 
   it('numbers events consecutively and replays the missed ones after a reconnect', async () => {

@@ -64,6 +64,8 @@ class LocalBackgroundEventFeed implements BackgroundEventFeed {
   readonly #options: ResolvedFeedOptions;
   readonly #ring: EventRing<BackgroundEvent>;
   readonly #tracked = new Map<string, TrackedTask>();
+  /** The same tasks by owning session (null: ownerless), so a session's level is read without deriving. */
+  readonly #trackedBySession = new Map<string | null, Map<string, TrackedTask>>();
   readonly #listeners = new Set<BackgroundEventListener>();
   readonly #unsubscribe: Disposer;
   /** When to derive an ended work's facts again: its result's ledger changed, or a check is due. */
@@ -164,12 +166,12 @@ class LocalBackgroundEventFeed implements BackgroundEventFeed {
     const task = change.task;
     const tracked = this.#tracked.get(task.id);
     if (change.reason === 'removed') {
-      if (tracked && tracked.facts.attempt === task.attempt) this.#forget(change, task);
+      if (tracked && tracked.facts.attempt === task.attempt) this.#forget(task);
       return;
     }
     if (!task.isBackgrounded) {
       // A resumed id may come back as foreground work: it leaves the background view.
-      if (tracked) this.#forget(change, task);
+      if (tracked) this.#forget(task);
       return;
     }
     this.#results.observe(task);
@@ -198,8 +200,24 @@ class LocalBackgroundEventFeed implements BackgroundEventFeed {
   }
 
   #track(taskId: string, tracked: TrackedTask): void {
+    const previous = this.#tracked.get(taskId);
+    if (previous !== undefined) this.#untrack(taskId, previous);
     this.#tracked.set(taskId, tracked);
+    const sessionId = tracked.facts.sessionId;
+    let session = this.#trackedBySession.get(sessionId);
+    if (session === undefined) {
+      session = new Map();
+      this.#trackedBySession.set(sessionId, session);
+    }
+    session.set(taskId, tracked);
     this.#results.note(tracked.facts);
+  }
+
+  #untrack(taskId: string, tracked: TrackedTask): void {
+    this.#tracked.delete(taskId);
+    const session = this.#trackedBySession.get(tracked.facts.sessionId);
+    session?.delete(taskId);
+    if (session?.size === 0) this.#trackedBySession.delete(tracked.facts.sessionId);
   }
 
   /** Derives a tracked task's facts again (its ledger changed) and publishes what changed. */
@@ -211,17 +229,21 @@ class LocalBackgroundEventFeed implements BackgroundEventFeed {
     this.#publish(tracked, this.#derive(task, tracked.sampled, reads));
   }
 
-  #forget(change: TaskChange, task: TaskSnapshot): void {
-    this.#tracked.delete(task.id);
+  #forget(task: TaskSnapshot): void {
+    const tracked = this.#tracked.get(task.id);
+    if (tracked !== undefined) this.#untrack(task.id, tracked);
     this.#results.forget(task.id);
     const sessionId = task.ownerSessionId ?? null;
+    // The session's level from the facts already published for its tasks (each is current: every change
+    // publishes): a removal costs the session's tracked tasks, not a derivation of every task of the service.
+    const tasks = [...(this.#trackedBySession.get(sessionId)?.values() ?? [])].map((entry) => entry.facts);
     this.#emit((id, at) => ({
       type: 'BackgroundWorksLevel',
       id,
       at,
       scope: 'session',
       sessionId,
-      tasks: this.#levelFacts(change.tasks(), sessionId),
+      tasks,
     }));
     this.#updateSampling();
   }

@@ -484,8 +484,9 @@ export class LocalTaskService implements TaskService {
       record.settleListeners = undefined;
       for (const listener of listeners) listener();
     }
-    this.#retain(record);
     this.#emitChange('settled', record);
+    // After the ending is told: a viewer hears of the end before the eviction it causes.
+    this.#retain(record);
     this.#notifyDone(record);
     // A finished task keeps only what reads still need: without readOutput or an output stream, nothing
     // of the producer's hooks is used again, and letting them go keeps retained records small.

@@ -1,10 +1,10 @@
 /**
  * The runtime's side of the lifeline: starts the sidecar (`lifeline-sidecar.ts`) once, eagerly, in a
- * process group and session of its own, and tells it — asynchronously, batched once per tick, never on
- * the spawn path — about each non-durable process tree as it starts and stops. Every process those trees
- * start carries the lifeline's environment tag (`tag`), so the sidecar finds even the trees it was never
- * told about. If the sidecar dies while the runtime lives, it is started again and told every tree again.
- * `release()` is the clean exit: the sidecar stands down and stops nothing.
+ * process group and session of its own, and tells it — asynchronously, in one write per turn of the event
+ * loop, never on the spawn or ending path — about each non-durable process tree as it starts and stops.
+ * Every process those trees start carries the lifeline's environment tag (`tag`), so the sidecar finds
+ * even the trees it was never told about. If the sidecar dies while the runtime lives, it is started
+ * again and told every tree again. `release()` is the clean exit: the sidecar stands down and stops nothing.
  *
  * The sidecar is a Node process with a small heap, started with a Node IPC channel as well: it is also
  * the runtime's spawner (`SidecarLauncher`), since a fork from a small process does not copy a large
@@ -264,11 +264,15 @@ export class Lifeline implements LifelineLink {
     this.#scheduleFlush();
   }
 
-  /** One write per batch of starts (a microtask after them), never inside the spawn itself. */
+  /**
+   * One write per turn of the event loop (after what the turn does), never inside a spawn or an ending
+   * itself: the trees a turn starts and stops go in one write, and the sidecar is woken once, after the
+   * launches and endings of the turn went their way. The environment tag covers a runtime killed before.
+   */
   #scheduleFlush(): void {
     if (this.#flushScheduled) return;
     this.#flushScheduled = true;
-    queueMicrotask(() => {
+    setImmediate(() => {
       this.#flushScheduled = false;
       const child = this.#child;
       if (child?.stdin === null || child?.stdin === undefined || this.#queue.length === 0) return;

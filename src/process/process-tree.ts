@@ -109,6 +109,8 @@ export interface ScanOptions extends CensusOptions {
   readonly newerPidsOnly?: boolean;
 }
 
+const EMPTY_CENSUS: TreeCensus = Object.freeze({ members: Object.freeze([]), groupIsOurs: false });
+
 /** Up to this many pids handed out after the root are probed one by one instead of listing /proc. */
 const PROBE_LIMIT = 64;
 
@@ -133,6 +135,8 @@ export function scanTree(source: ProcessSource, root: TreeRoot, options: ScanOpt
     };
     for (const pid of source.listPids()) if (isCandidate(pid)) take(pid);
   }
+  // Nothing read (a quick command that started nothing, reaped): no member, and no group to signal.
+  if (entries.length === 0) return EMPTY_CENSUS;
   const tag = options.tag;
   return censusTree(root, entries, {
     ...options,

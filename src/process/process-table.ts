@@ -64,6 +64,11 @@ export interface ProcessSource {
   bootId?(): string | undefined;
   /** Releases what the source holds open (called when the producer that reads it is disposed). */
   close?(): void;
+  /**
+   * Drops what is known of \`pid\` (it was just reaped): the next read looks at the table again. For a
+   * source that keeps what it read a while (\`memoizedSource\`); others need not implement it.
+   */
+  forget?(pid: number): void;
 }
 
 /** The unit of /proc start times: clock ticks per second as the kernel reports them to user space. */
@@ -227,5 +232,9 @@ export function memoizedSource(source: ProcessSource, maxAgeMs = 2): ProcessSour
     clockTicks: () => source.clockTicks(),
     bootId: () => source.bootId?.(),
     close: () => source.close?.(),
+    forget(pid) {
+      entries.delete(pid);
+      source.forget?.(pid);
+    },
   };
 }

@@ -18,7 +18,6 @@ function isPlainObject(value: object): boolean {
   return prototype === Object.prototype || prototype === null;
 }
 
-/** Throws `INVALID_ARGUMENT` naming the path of the first value JSON cannot represent exactly. */
 /** A JSON copy of `value` (what `JSON.stringify` keeps), or undefined when it cannot be serialized. */
 export function jsonCopy(value: unknown): JsonValue | undefined {
   try {
@@ -29,6 +28,7 @@ export function jsonCopy(value: unknown): JsonValue | undefined {
   }
 }
 
+/** Throws `INVALID_ARGUMENT` naming the path of the first value JSON cannot represent exactly. */
 export function validateJson(field: string, value: unknown, depth = 0): asserts value is JsonValue {
   if (depth > MAX_JSON_DEPTH) {
     throw new InvalidArgumentError(field, `JSON nested at most ${MAX_JSON_DEPTH} levels deep`, value);

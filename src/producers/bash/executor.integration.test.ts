@@ -10,7 +10,13 @@ import {
   strayProcesses,
   waitForOutput,
 } from '../../../test/fixtures/bash/index.js';
-import { createSpawnLauncher, type LaunchRequest, type ProcessLauncher } from '../../process/index.js';
+import {
+  createSpawnLauncher,
+  type LaunchRequest,
+  memoizedSource,
+  type ProcessLauncher,
+  procfsSource,
+} from '../../process/index.js';
 import { BashExecutor } from './executor.js';
 import type { BashExecutorOptions } from './executor-options.js';
 
@@ -122,6 +128,33 @@ describe('process trees', () => {
       escalated: false,
     });
     expect(children.filter(isAlive)).toEqual([]);
+  });
+
+  it('reads the reaped shell afresh at its exit census, though its process table keeps what it read', async () => {
+    // A table that keeps entries for a minute, counting what reaches the real one: the shell's entry
+    // read while it ran (its process facts) must not stand for the reaped shell at the exit census.
+    const underlying = procfsSource();
+    const reads: number[] = [];
+    const counting = {
+      ...underlying,
+      read(pid: number) {
+        reads.push(pid);
+        return underlying.read(pid);
+      },
+    };
+    const handle = executor({ processSource: memoizedSource(counting, 60_000) }).start({
+      command: 'echo up; sleep 0.05',
+    });
+    await waitForOutput(handle, 'up');
+    const pid = handle.processFacts()?.pid;
+    expect(pid).toBeGreaterThan(0);
+    try {
+      expect(await handle.stopped).toMatchObject({ reason: 'completed', exitCode: 0 });
+      // Once while it ran, once more after it was reaped.
+      expect(reads.filter((read) => read === pid).length).toBeGreaterThanOrEqual(2);
+    } finally {
+      underlying.close?.();
+    }
   });
 
   it('leaves what the shell left behind alone when killProcessGroupOnExit is false', async () => {

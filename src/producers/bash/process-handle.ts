@@ -410,6 +410,8 @@ export class ProcessHandle implements CommandHandle {
 
   #onExit(code: number | null, signal: NodeJS.Signals | null): void {
     this.#leaderExited = true;
+    // The entry read while it ran (its process facts, a census) no longer describes the pid.
+    if (this.#pid !== undefined) this.#options.processSource.forget?.(this.#pid);
     this.#exitCode = code;
     this.#signal = signal;
     this.#reason ??= 'completed';

@@ -6,11 +6,14 @@
  *     a session of 1k / 10k / 50k messages;
  * (b) one `errand serve` poll of the store and one `/api/sessions` read, with 10 / 100 / 1000 idle sessions;
  * (c) a runtime's start with 0 / 10k / 100k old task records in the store;
- * (d) the `task_list` tool's answer with 100 / 10k / 100k live tasks (bytes and time).
+ * (d) the `task_list` tool's answer with 100 / 10k / 100k live tasks (bytes and time);
+ * (e) a background `true` from its start to its end, through the assembled runtime, once a session has
+ *     ended 100 (the first ones warm it up) / 1000 / 3000 tasks (1000 is the retention cap: from then on
+ *     every ending evicts the oldest), and the runtime's disposal after the last point.
  * It writes the curves as an SVG chart to `BENCH_SVG` when set (`docs/images/scale.svg` is one), with the
  * curves of an earlier run beside them when `BENCH_BEFORE` names the JSON that run wrote to `BENCH_JSON`.
- * `BENCH_SCALE_MESSAGES`, `BENCH_SCALE_SESSIONS`, `BENCH_SCALE_RECORDS`, `BENCH_SCALE_TASKS` (comma lists)
- * change the points.
+ * `BENCH_SCALE_MESSAGES`, `BENCH_SCALE_SESSIONS`, `BENCH_SCALE_RECORDS`, `BENCH_SCALE_TASKS`,
+ * `BENCH_SCALE_ENDED` (comma lists) change the points.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -20,7 +23,7 @@ import { createTaskService } from '../src/registry/index.js';
 import { createStoreDashboardBackend } from '../src/server/index.js';
 import type { ModelRequest } from '../src/session/index.js';
 import { openSqliteSessionStore, type SessionStore } from '../src/store/index.js';
-import { createOwner } from '../src/tasks/index.js';
+import { createOwner, createTrustedCaller } from '../src/tasks/index.js';
 import { scriptedModel, scriptedTask } from '../src/testing/index.js';
 import { createTaskTools, executeTool } from '../src/tools/index.js';
 import { type Curve, renderChart } from './scale-chart.js';
@@ -30,6 +33,9 @@ const MESSAGES = points('BENCH_SCALE_MESSAGES', '1000,10000,50000');
 const SESSIONS = points('BENCH_SCALE_SESSIONS', '10,100,1000');
 const RECORDS = points('BENCH_SCALE_RECORDS', '0,10000,100000');
 const LIVE_TASKS = points('BENCH_SCALE_TASKS', '100,10000,100000');
+const ENDED_TASKS = points('BENCH_SCALE_ENDED', '100,1000,3000');
+/** Background commands timed at each point of (e). */
+const TIMED_STARTS = 200;
 const STAMP = 'date +%s%N';
 const directories: string[] = [];
 const epochMs = () => performance.timeOrigin + performance.now();
@@ -237,6 +243,37 @@ async function taskListPoint(count: number): Promise<{ bytes: number; ms: number
   return { bytes, ms: median(elapsed) };
 }
 
+/**
+ * (e) Milliseconds per background `true`, start to end, after each number of ended tasks in `points`
+ * (one runtime on the default options, one session), and the runtime's disposal after the last.
+ */
+async function historyCurve(points: readonly number[]): Promise<{ perTask: number[]; disposeMs: number }> {
+  const home = freshHome();
+  const store = openSqliteSessionStore({ home });
+  const runtime = await createErrandRuntime({ model: scriptedModel([]), store, pty: false });
+  const session = runtime.createSession({ id: 'history' });
+  const trusted = createTrustedCaller('bench');
+  const run = async () => {
+    const { taskId } = await runtime.bash.start({ command: 'true', owner: session.owner, background: true });
+    const task = await runtime.tasks.wait(taskId, 60_000, trusted);
+    if (task.status !== 'completed') throw new Error(`task ${taskId} ended ${task.status}`);
+  };
+  const perTask: number[] = [];
+  let ended = 0;
+  for (const point of points) {
+    for (; ended < point; ended += 1) await run();
+    const started = performance.now();
+    for (let index = 0; index < TIMED_STARTS; index += 1) await run();
+    perTask.push((performance.now() - started) / TIMED_STARTS);
+    ended += TIMED_STARTS;
+  }
+  const disposing = performance.now();
+  await runtime.dispose();
+  const disposeMs = performance.now() - disposing;
+  store.close();
+  return { perTask, disposeMs };
+}
+
 function ratioLine(label: string, values: number[], target?: number): string {
   const ratio = values.at(-1)! / values[0]!;
   const verdict =
@@ -305,6 +342,15 @@ async function main(): Promise<void> {
     xs: LIVE_TASKS,
     ys: listBytes.map((b) => b / 1024),
   });
+
+  console.log('(e) a background `true` through the runtime after N ended tasks of its session (cap 1000)');
+  const history = await historyCurve(ENDED_TASKS);
+  ENDED_TASKS.forEach((count, index) => {
+    console.log(`    ${String(count).padStart(6)} ended: ${ms(history.perTask[index]!)} per task`);
+  });
+  console.log(ratioLine('per task', history.perTask));
+  console.log(`    disposing the runtime after them: ${ms(history.disposeMs)}`);
+  curves.push({ title: 'background true (ms) by ended tasks', xs: ENDED_TASKS, ys: history.perTask });
 
   if (process.env.BENCH_JSON) writeFileSync(process.env.BENCH_JSON, JSON.stringify(curves));
   if (process.env.BENCH_SVG) {

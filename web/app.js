@@ -283,7 +283,12 @@ function connect() {
   source.addEventListener('BackgroundWorksLevel', (event) => {
     applyLevel(/** @type {LevelData} */ (JSON.parse(/** @type {MessageEvent} */ (event).data)));
   });
-  for (const type of ['BackgroundTaskStarted', 'BackgroundTaskUpdated', 'BackgroundTaskCompleted']) {
+  for (const type of [
+    'BackgroundTaskStarted',
+    'BackgroundTaskUpdated',
+    'BackgroundTaskCompleted',
+    'BackgroundTaskRemoved',
+  ]) {
     source.addEventListener(type, (event) => {
       applyTaskEvent(/** @type {TaskEventData} */ (JSON.parse(/** @type {MessageEvent} */ (event).data)));
     });

@@ -264,22 +264,25 @@ describe('background event derivation', () => {
     ]);
   });
 
-  it('emits a session level when tasks disappear from the registry', async () => {
+  it('tells a task that disappears from the registry in one removal event', async () => {
     const harness = createHarness({}, { maxRetainedTasksPerOwner: 1 });
     const first = await harness.start({ label: 'first' });
     const second = await harness.start({ label: 'second' });
     first.task.settle();
     second.task.settle();
     await flush();
-    const level = harness.events.find((event) => event.type === 'BackgroundWorksLevel');
-    expect(level).toMatchObject({ type: 'BackgroundWorksLevel', scope: 'session', sessionId: 'session-1' });
-    expect(level?.type === 'BackgroundWorksLevel' && level.tasks.map((facts) => facts.label)).toEqual([
-      'second',
+    const removals = harness.events.filter((event) => event.type === 'BackgroundTaskRemoved');
+    expect(removals).toEqual([
+      expect.objectContaining({ taskId: first.snapshot.id, sessionId: 'session-1', attempt: 1 }),
     ]);
+    expect(harness.events.some((event) => event.type === 'BackgroundWorksLevel')).toBe(false);
     expect(harness.feed.find(first.snapshot.id)).toBeUndefined();
+    // What a viewer folds from the events is what the feed's level says.
+    const folded = harness.events.reduce(reduceBackgroundWorks, EMPTY_BACKGROUND_WORKS);
+    expect([...folded.works.keys()]).toEqual([second.snapshot.id]);
   });
 
-  it("builds a removal's level from the facts it holds: no task is derived again, other sessions' are left out", async () => {
+  it('costs a removal one event and no derivation, however many tasks the session holds', async () => {
     let derived = 0;
     const harness = createHarness(
       {
@@ -300,22 +303,22 @@ describe('background event derivation', () => {
       started.push(begun);
     }
     await flush();
-    // The retention is full: the next ending removes the oldest, and the level says what is left.
+    // The retention is full: the next ending removes the oldest.
     const extra = await harness.start({ label: 'extra' });
     derived = 0;
+    const before = harness.events.length;
     extra.task.settle();
     await flush();
-    const level = harness.events.findLast((event) => event.type === 'BackgroundWorksLevel');
-    expect(level?.type === 'BackgroundWorksLevel' && level.tasks.map((facts) => facts.label)).toEqual([
-      ...started.slice(1).map((_, index) => `t${index + 1}`),
-      'extra',
-    ]);
-    // The ending itself is derived once or twice; the 50 tasks of the level are not.
+    const after = harness.events.slice(before);
+    expect(after.map((event) => event.type)).toEqual(['BackgroundTaskCompleted', 'BackgroundTaskRemoved']);
+    expect(after[1]).toMatchObject({ taskId: started[0]!.snapshot.id, sessionId: 'session-1' });
+    // The ending itself is derived once or twice; none of the 50 others is.
     expect(derived).toBeLessThan(5);
-    // The level equals the feed's own derivation of the same session.
-    expect(level?.type === 'BackgroundWorksLevel' && level.tasks).toEqual(
-      harness.feed.level('session-1').tasks,
-    );
+    // Folding every event gives what the feed's level of each session says.
+    const folded = harness.events.reduce(reduceBackgroundWorks, EMPTY_BACKGROUND_WORKS);
+    const levelled = reduceBackgroundWorks(EMPTY_BACKGROUND_WORKS, harness.feed.level());
+    expect(folded.works).toEqual(levelled.works);
+    expect([...folded.works.values()].filter((work) => work.sessionId === 'session-1')).toHaveLength(50);
   });
 
   it('numbers events consecutively and replays the missed ones after a reconnect', async () => {

@@ -233,17 +233,14 @@ class LocalBackgroundEventFeed implements BackgroundEventFeed {
     const tracked = this.#tracked.get(task.id);
     if (tracked !== undefined) this.#untrack(task.id, tracked);
     this.#results.forget(task.id);
-    const sessionId = task.ownerSessionId ?? null;
-    // The session's level from the facts already published for its tasks (each is current: every change
-    // publishes): a removal costs the session's tracked tasks, not a derivation of every task of the service.
-    const tasks = [...(this.#trackedBySession.get(sessionId)?.values() ?? [])].map((entry) => entry.facts);
+    // One event for the task, not the session's level: a long session's evictions stay a line each.
     this.#emit((id, at) => ({
-      type: 'BackgroundWorksLevel',
+      type: 'BackgroundTaskRemoved',
       id,
       at,
-      scope: 'session',
-      sessionId,
-      tasks,
+      taskId: task.id,
+      sessionId: task.ownerSessionId ?? null,
+      attempt: tracked?.facts.attempt ?? task.attempt,
     }));
     this.#updateSampling();
   }

@@ -1,6 +1,7 @@
 /**
  * The facts that leave the runtime: `BackgroundTaskStarted`, `BackgroundTaskUpdated`,
- * `BackgroundTaskCompleted`, and the level signal `BackgroundWorksLevel` (the full set of current work).
+ * `BackgroundTaskCompleted`, `BackgroundTaskRemoved`, and the level signal `BackgroundWorksLevel` (the
+ * full set of current work).
  */
 import type { BackgroundTaskFacts } from './background-task-facts.js';
 
@@ -33,9 +34,23 @@ export type BackgroundTaskEvent = BackgroundTaskStarted | BackgroundTaskUpdated 
 export type BackgroundTaskEventType = BackgroundTaskEvent['type'];
 
 /**
+ * The task is no longer background work a viewer shows: the registry let go of it (retention, its
+ * owner's disposal), or a resumed id came back as foreground work. A viewer drops it. One event per
+ * task, whatever the session holds: a long session's evictions cost a line each, not its whole level.
+ */
+export interface BackgroundTaskRemoved extends EventEnvelope {
+  readonly type: 'BackgroundTaskRemoved';
+  readonly taskId: string;
+  /** The owning session; null for an ownerless task. */
+  readonly sessionId: string | null;
+  /** The attempt that left (a resumed id comes back as a new attempt, with \`BackgroundTaskStarted\`). */
+  readonly attempt: number;
+}
+
+/**
  * The level signal: every current background work in its scope. A viewer replaces what it holds for
- * that scope, so whatever it missed (a dropped connection, a removed task) cannot leave a stale entry.
- * Emitted into the stream when tasks disappear (retention, owner disposal); built on demand at connect.
+ * that scope, so whatever it missed (a dropped connection, a reset stream) cannot leave a stale entry.
+ * Built on demand: at connect, and after a reset.
  */
 export interface BackgroundWorksLevel extends EventEnvelope {
   readonly type: 'BackgroundWorksLevel';
@@ -46,7 +61,7 @@ export interface BackgroundWorksLevel extends EventEnvelope {
   readonly tasks: readonly BackgroundTaskFacts[];
 }
 
-export type BackgroundEvent = BackgroundTaskEvent | BackgroundWorksLevel;
+export type BackgroundEvent = BackgroundTaskEvent | BackgroundTaskRemoved | BackgroundWorksLevel;
 
 /** A level signal of `tasks`: every work of `sessionId` when one is given (null: ownerless), else all. */
 export function worksLevel(
@@ -67,5 +82,5 @@ export function worksLevel(
 }
 
 export function isBackgroundTaskEvent(event: BackgroundEvent): event is BackgroundTaskEvent {
-  return event.type !== 'BackgroundWorksLevel';
+  return event.type !== 'BackgroundWorksLevel' && event.type !== 'BackgroundTaskRemoved';
 }

@@ -174,6 +174,21 @@ describe('reduceBackgroundWorks', () => {
     expect([...all.works.keys()]).toEqual(['agent-1']);
   });
 
+  it('drops a removed task and nothing else, and a removal of what it does not hold changes nothing', () => {
+    let state = EMPTY_BACKGROUND_WORKS;
+    for (const taskId of ['bash-1', 'bash-2']) {
+      state = reduceBackgroundWorks(state, event('BackgroundTaskStarted', { taskId, sessionId: 's1' }));
+    }
+    const removal = (taskId: string) =>
+      ({ type: 'BackgroundTaskRemoved', id: 9, at: 1, taskId, sessionId: 's1', attempt: 1 }) as const;
+    const removed = reduceWithDelta(state, removal('bash-1'));
+    expect([...removed.state.works.keys()]).toEqual(['bash-2']);
+    expect(removed.delta).toEqual({ upserted: [], removed: ['bash-1'] });
+    const again = reduceWithDelta(removed.state, removal('bash-1'));
+    expect(again.state).toBe(removed.state);
+    expect(again.delta).toBeUndefined();
+  });
+
   it('selects a session, counts the badge and marks running sessions', () => {
     let state = EMPTY_BACKGROUND_WORKS;
     const add = (overrides: Partial<BackgroundTaskFacts>) => {

@@ -154,6 +154,8 @@ export function reduceWithDelta(
   };
   if (isBackgroundTaskEvent(event)) {
     put(event.taskId, toBackgroundWork(event));
+  } else if (event.type === 'BackgroundTaskRemoved') {
+    put(event.taskId, undefined);
   } else {
     const inScope = (work: BackgroundWork) => event.scope === 'all' || work.sessionId === event.sessionId;
     const present = new Set(event.tasks.map((facts) => facts.taskId));

@@ -12,6 +12,7 @@ export {
   type BackgroundTaskCompleted,
   type BackgroundTaskEvent,
   type BackgroundTaskEventType,
+  type BackgroundTaskRemoved,
   type BackgroundTaskStarted,
   type BackgroundTaskUpdated,
   type BackgroundWorksLevel,

@@ -32,13 +32,19 @@ interface Dashboard {
 const open: Dashboard[] = [];
 const restartedServers: DashboardServer[] = [];
 
-/** `live: false` serves a backend without output readers: the page falls back to snapshots. */
+/**
+ * `live: false` serves a backend without output readers: the page falls back to snapshots. `retained`:
+ * the ended tasks a session keeps (the service's default otherwise).
+ */
 async function openDashboard(
-  options: { live?: boolean } & Partial<DashboardServerOptions> = {},
+  options: { live?: boolean; retained?: number } & Partial<DashboardServerOptions> = {},
 ): Promise<Dashboard> {
-  const { live, ...serverOptions } = options;
+  const { live, retained, ...serverOptions } = options;
   const logger = { warn: vi.fn() };
-  const service = createTaskService({ logger });
+  const service = createTaskService({
+    logger,
+    ...(retained === undefined ? {} : { maxRetainedTasksPerOwner: retained }),
+  });
   service.attachController('test');
   const sessions = createInMemorySessionDirectory([
     { id: 'main', title: 'Main session', createdAt: 3000 },
@@ -182,6 +188,19 @@ describe.skipIf(browserPath === undefined)('the dashboard in Chromium', () => {
     dashboard.service.claim(build.id, dashboard.owner('main'));
     await eventually(() => stateOf(page, build.id)).toBe('completed');
     expect(await row(page, build.id).locator('[data-cell="details"]').textContent()).toBe('exit code 0');
+  });
+
+  it('drops a work the runtime no longer keeps (an ended task evicted by a later one)', async () => {
+    const dashboard = await openDashboard({ retained: 1 });
+    const { page } = dashboard;
+    const first = await dashboard.start('main', { label: 'first' });
+    const second = await dashboard.start('main', { label: 'second' });
+    first.task.settle({ status: 'completed' });
+    await eventually(() => stateOf(page, first.id)).toBe('result pending');
+    // The second ending makes the service forget the first: its row goes, the second's stays.
+    second.task.settle({ status: 'completed' });
+    await eventually(() => row(page, first.id).count()).toBe(0);
+    expect(await stateOf(page, second.id)).toBe('result pending');
   });
 
   it('offers no Stop for work its producer cannot cancel', async () => {

@@ -49,12 +49,15 @@ export function parseEventId(streamId: string, value: string): number | null {
 }
 
 /**
- * The JSON sent for an event. A task event: the event plus `work`, what a viewer shows for it. A level:
+ * The JSON sent for an event. A task event: the event plus `work`, what a viewer shows for it (null for a
+ * removed task). A level:
  * its envelope plus `works`, the projected works (its raw facts are left out: a level can be large, and
  * the works are what a viewer replaces its state with).
  */
 export function eventPayload(event: BackgroundEvent): Record<string, unknown> {
   if (isBackgroundTaskEvent(event)) return { ...event, work: toBackgroundWork(event) };
+  // A removed task: the viewer drops what it shows for it.
+  if (event.type === 'BackgroundTaskRemoved') return { ...event, work: null };
   const { tasks, ...envelope } = event;
   const works: BackgroundWork[] = tasks.map(toBackgroundWork);
   return { ...envelope, works };

@@ -3,7 +3,7 @@ import { closeSync, constants, mkdtempSync, openSync, rmSync, writeFileSync } fr
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createBackgroundWorksStore } from '../events/index.js';
+import { createBackgroundWorksStore, isBackgroundTaskEvent } from '../events/index.js';
 import { createMemorySessionStore, type MemorySessionStore, type TaskRecordInput } from '../store/index.js';
 import {
   createStoreDashboardBackend,
@@ -146,7 +146,7 @@ describe('the store-backed dashboard backend', () => {
     backends.push(backend);
     const seen: string[] = [];
     backend.events.subscribe((event) => {
-      if (event.type !== 'BackgroundWorksLevel') seen.push(`${event.type} ${event.taskId} ${event.status}`);
+      if (isBackgroundTaskEvent(event)) seen.push(`${event.type} ${event.taskId} ${event.status}`);
     });
     const reads: Array<number | undefined> = [];
     const listTasks = store.listTasks.bind(store);
@@ -420,7 +420,7 @@ describe('the store feed between full reads', () => {
     expect(new Set(sessionReads)).toEqual(new Set(['untold']));
     const events: string[] = [];
     backend.events.subscribe((event) => {
-      if ('taskId' in event) events.push(`${event.type} ${event.taskId} ${event.status}`);
+      if (isBackgroundTaskEvent(event)) events.push(`${event.type} ${event.taskId} ${event.status}`);
     });
     store.upsertTask({ ...ended({ id: 'bash-7', status: 'failed' }), sessionId: 'told-6' });
     sessionReads.length = 0;

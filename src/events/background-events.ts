@@ -43,7 +43,7 @@ export interface BackgroundTaskRemoved extends EventEnvelope {
   readonly taskId: string;
   /** The owning session; null for an ownerless task. */
   readonly sessionId: string | null;
-  /** The attempt that left (a resumed id comes back as a new attempt, with \`BackgroundTaskStarted\`). */
+  /** The attempt that left (a resumed id comes back as a new attempt, with `BackgroundTaskStarted`). */
   readonly attempt: number;
 }
 

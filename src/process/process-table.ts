@@ -65,10 +65,12 @@ export interface ProcessSource {
   /** Releases what the source holds open (called when the producer that reads it is disposed). */
   close?(): void;
   /**
-   * Drops what is known of \`pid\` (it was just reaped): the next read looks at the table again. For a
-   * source that keeps what it read a while (\`memoizedSource\`); others need not implement it.
+   * Drops what is known of `pid` (it was just reaped): the next read looks at the table again. For a
+   * source that keeps what it read a while (`memoizedSource`); others need not implement it.
    */
   forget?(pid: number): void;
+  /** Drops everything it keeps of what it read: the next reads look at the table again. */
+  refresh?(): void;
 }
 
 /** The unit of /proc start times: clock ticks per second as the kernel reports them to user space. */
@@ -187,13 +189,17 @@ export function findEnvironmentValue(block: Buffer, name: string): string | unde
 
 /**
  * Memoizes a source for `maxAgeMs`, so many trees taking their census at once (a disposal cancelling
- * hundreds of commands) read each /proc entry once. Environment values are kept per (pid, start time)
- * for as long as the process lives, since they never change.
+ * hundreds of commands) read each /proc entry once. The pid list is taken again as soon as the kernel
+ * handed out a pid since (a process started in the window is never missed). Environment values are kept
+ * per (pid, start time) for as long as the process lives once found; a value not found is looked up again
+ * after the window (a process in the middle of an exec shows an empty environment).
  */
 export function memoizedSource(source: ProcessSource, maxAgeMs = 2): ProcessSource {
   let pids: number[] | undefined;
   const entries = new Map<number, ProcessEntry | undefined>();
-  const environments = new Map<string, { startTime: number; value: string | undefined }>();
+  const environments = new Map<string, { startTime: number; value: string }>();
+  /** (pid, name) looked up in this window and not found. */
+  const missing = new Set<string>();
   let since = 0;
   // Wall time read from hrtime, so fake timers in a host's tests cannot freeze the cache.
   const fresh = () => {
@@ -202,6 +208,7 @@ export function memoizedSource(source: ProcessSource, maxAgeMs = 2): ProcessSour
     since = now;
     pids = undefined;
     entries.clear();
+    missing.clear();
     if (environments.size > 4096) environments.clear();
   };
   const read = (pid: number): ProcessEntry | undefined => {
@@ -211,10 +218,16 @@ export function memoizedSource(source: ProcessSource, maxAgeMs = 2): ProcessSour
     entries.set(pid, entry);
     return entry;
   };
+  // The last pid handed out when the list was taken: a process started since makes the list stale.
+  let listedAfter: number | undefined;
   return {
     listPids() {
       fresh();
-      pids ??= source.listPids();
+      const last = source.lastPid();
+      if (pids === undefined || last === undefined || last !== listedAfter) {
+        pids = source.listPids();
+        listedAfter = last;
+      }
       return pids;
     },
     read,
@@ -224,8 +237,12 @@ export function memoizedSource(source: ProcessSource, maxAgeMs = 2): ProcessSour
       const key = `${pid}\0${name}`;
       const cached = environments.get(key);
       if (cached !== undefined && cached.startTime === entry.startTime) return cached.value;
+      if (missing.has(key)) return undefined;
       const value = source.environmentValue(pid, name);
-      environments.set(key, { startTime: entry.startTime, value });
+      // A value found is kept for the process's life; none found only for the window: a process caught
+      // in an exec shows an empty environment for a moment, and its tag must still be found after.
+      if (value === undefined) missing.add(key);
+      else environments.set(key, { startTime: entry.startTime, value });
       return value;
     },
     lastPid: () => source.lastPid(),
@@ -235,6 +252,11 @@ export function memoizedSource(source: ProcessSource, maxAgeMs = 2): ProcessSour
     forget(pid) {
       entries.delete(pid);
       source.forget?.(pid);
+    },
+    refresh() {
+      since = 0;
+      fresh();
+      source.refresh?.();
     },
   };
 }

@@ -62,6 +62,51 @@ describe('TreeTerminator', () => {
     expect(report).toEqual({ signalled: 3, escalated: false, survivors: [] });
   });
 
+  it('decides the tree is gone on a fresh read of the table, not on what its source kept', async () => {
+    const system = fakeSystem([entry(100, 1, 100, 100, 5000)]);
+    // A source that keeps its first answers until refreshed, as a memoized one does within its window.
+    let kept: number[] | undefined;
+    const refreshed: string[] = [];
+    const source: ProcessSource = {
+      ...system.source,
+      listPids: () => {
+        kept ??= system.source.listPids();
+        return kept;
+      },
+      refresh: () => {
+        kept = undefined;
+        refreshed.push('refresh');
+      },
+    };
+    const clock = createManualClock();
+    const terminator = new TreeTerminator({
+      root,
+      source,
+      sendSignal: (pid, signal) => {
+        system.sendSignal(pid, signal);
+        // The shell forked a child just as it was told to stop: the child missed the group's signal.
+        if (pid === -100 && signal === 'SIGTERM') system.alive.set(101, entry(101, 1, 100, 100, 5001));
+      },
+      clock,
+      killGraceMs: 1000,
+      rootAlive: () => system.alive.has(100),
+      newerPidsUntil: 0,
+      logger: capturingLogger(),
+    });
+    let done = false;
+    const stopped = terminator.terminate().finally(() => {
+      done = true;
+    });
+    for (let step = 0; step < 100 && !done; step += 1) {
+      await new Promise((resolve) => setImmediate(resolve));
+      clock.advance(5);
+    }
+    await stopped;
+    expect(refreshed.length).toBeGreaterThan(0);
+    expect(system.signals).toContainEqual([101, 'SIGTERM']);
+    expect(system.alive.size).toBe(0);
+  });
+
   it('escalates to SIGKILL after the grace when SIGTERM is ignored', async () => {
     const system = fakeSystem([entry(100, 1, 100, 100, 5000), entry(101, 100, 100, 100, 5001)], [101]);
     const clock = createManualClock();

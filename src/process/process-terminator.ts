@@ -125,8 +125,13 @@ export class TreeTerminator {
     const { clock } = this.#options;
     let interval = POLL_FIRST_MS;
     for (;;) {
-      const census = this.census();
-      if (census.members.length === 0) return [];
+      let census = this.census();
+      if (census.members.length === 0) {
+        // "Gone" is decided on the table as it is now, not on what a census moments ago kept of it.
+        this.#options.source.refresh?.();
+        census = this.census();
+        if (census.members.length === 0) return [];
+      }
       // Members that appeared since the last signal (forked by a trap handler, say) get it too.
       this.#signal(census, signals, false, true);
       const remaining = deadline - clock.now();

@@ -218,8 +218,9 @@ describe('checkpoints', () => {
       }
       expect(checkpointsOf(opened).thread).toBeGreaterThan(0);
       // Unbounded, these commits leave about 28 MiB of log. Bounded, the log grows at most by what comes in
-      // while one checkpoint runs (a few MiB when the machine is busy) before it is reused.
-      expect(statSync(`${file}-wal`).size).toBeLessThan(12 * 1024 * 1024);
+      // while one checkpoint runs before it is reused: a few MiB, 13 MiB once on a machine busy with a
+      // whole test run.
+      expect(statSync(`${file}-wal`).size).toBeLessThan(20 * 1024 * 1024);
     } finally {
       opened.backend.close();
     }

@@ -145,7 +145,7 @@ function insert<Row>(table: string, fields: Fields<Row>, omit: readonly string[]
 
 /**
  * Inserts the row, or replaces every other column of the row with its key (an update: no cascade);
- * \`assign\` names a column's own expression instead of its new value.
+ * `assign` names a column's own expression instead of its new value.
  */
 function upsert<Row>(
   table: string,
@@ -300,8 +300,8 @@ function taskTable(prepare: Prepare): StoreTables['tasks'] {
      RETURNING read_offset AS readOffset`,
   );
   // One statement per shape, each written so the planner can use an index: a session's records by the
-  // primary key, untold ones by the partial index \`tasks_untold\`, live ones and recent writes by
-  // \`tasks_by_status\` (status, updated_at): one range per status, the caller passing every status for "any".
+  // primary key, untold ones by the partial index `tasks_untold`, live ones and recent writes by
+  // `tasks_by_status` (status, updated_at): one range per status, the caller passing every status for "any".
   type ListStatement = PreparedStatement<[string, number, string?], TaskRow>;
   const allStatuses = JSON.stringify(TASK_STATUSES);
   const lists = new Map<string, ListStatement>();
@@ -335,7 +335,7 @@ function taskTable(prepare: Prepare): StoreTables['tasks'] {
     `SELECT ${columns} FROM tasks INDEXED BY tasks_by_status WHERE ${oneOf('status')} AND updated_at < ?`,
   );
   const remove = prepare<[string, string]>('DELETE FROM tasks WHERE scope = ? AND id = ?');
-  // Counted by the trigger \`tasks_deleted\` (migration 12), cascades from a deleted session included.
+  // Counted by the trigger `tasks_deleted` (migration 12), cascades from a deleted session included.
   const deletions = prepare<[], { value: number }>(
     "SELECT value FROM store_counters WHERE name = 'task_deletions'",
   );

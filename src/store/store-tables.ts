@@ -61,7 +61,7 @@ export interface TaskTable {
   get(scope: string, id: string): TaskRow | undefined;
   put(row: TaskRow): void;
   /**
-   * Writes the row as \`put\` does, except that a stored read offset never moves back: returns the read
+   * Writes the row as `put` does, except that a stored read offset never moves back: returns the read
    * offset the stored row has now (the row's, or the higher one it already had).
    */
   save(row: TaskRow): number;

@@ -27,7 +27,7 @@ export function requireSession(sessions: SessionTable, id: string): SessionRow {
   return row;
 }
 
-/** \`requireSession\` for a write that needs only to know the session exists. */
+/** `requireSession` for a write that needs only to know the session exists. */
 export function requireSessionExists(sessions: SessionTable, id: string): void {
   if (!sessions.exists(id)) throw new StoreRecordNotFoundError('session', id);
 }

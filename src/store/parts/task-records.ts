@@ -31,12 +31,12 @@ export function createTaskRecords(context: StoreContext): TaskRecords {
       const checked = validateTaskRecord(record, 0, context.maxFieldBytes);
       const parsed = parseTaskId(checked.id);
       return context.write('save a task record', ({ sessions, tasks, sequences }) => {
-        // Stamped under the write lock, so stamps follow the order of commits (what \`updatedSince\` relies on).
+        // Stamped under the write lock, so stamps follow the order of commits (what `updatedSince` relies on).
         const row = { ...checked, updatedAt: context.now() };
         if (row.sessionId !== null) requireSessionExists(sessions, row.sessionId);
-        // The highest id per kind stays in \`task_sequences\`, so a new runtime never reads the records for it.
+        // The highest id per kind stays in `task_sequences`, so a new runtime never reads the records for it.
         if (parsed !== undefined) sequences.raise(parsed.kind, parsed.sequence);
-        // The model's read cursor only moves forward, and only when asked to: \`save\` keeps the higher one.
+        // The model's read cursor only moves forward, and only when asked to: `save` keeps the higher one.
         const readOffset = tasks.save(row);
         return readTask(readOffset === row.readOffset ? row : { ...row, readOffset });
       });

@@ -64,8 +64,6 @@ class LocalBackgroundEventFeed implements BackgroundEventFeed {
   readonly #options: ResolvedFeedOptions;
   readonly #ring: EventRing<BackgroundEvent>;
   readonly #tracked = new Map<string, TrackedTask>();
-  /** The same tasks by owning session (null: ownerless), so a session's level is read without deriving. */
-  readonly #trackedBySession = new Map<string | null, Map<string, TrackedTask>>();
   readonly #listeners = new Set<BackgroundEventListener>();
   readonly #unsubscribe: Disposer;
   /** When to derive an ended work's facts again: its result's ledger changed, or a check is due. */
@@ -166,12 +164,12 @@ class LocalBackgroundEventFeed implements BackgroundEventFeed {
     const task = change.task;
     const tracked = this.#tracked.get(task.id);
     if (change.reason === 'removed') {
-      if (tracked && tracked.facts.attempt === task.attempt) this.#forget(task);
+      if (tracked && tracked.facts.attempt === task.attempt) this.#forget(task, tracked);
       return;
     }
     if (!task.isBackgrounded) {
       // A resumed id may come back as foreground work: it leaves the background view.
-      if (tracked) this.#forget(task);
+      if (tracked) this.#forget(task, tracked);
       return;
     }
     this.#results.observe(task);
@@ -200,24 +198,8 @@ class LocalBackgroundEventFeed implements BackgroundEventFeed {
   }
 
   #track(taskId: string, tracked: TrackedTask): void {
-    const previous = this.#tracked.get(taskId);
-    if (previous !== undefined) this.#untrack(taskId, previous);
     this.#tracked.set(taskId, tracked);
-    const sessionId = tracked.facts.sessionId;
-    let session = this.#trackedBySession.get(sessionId);
-    if (session === undefined) {
-      session = new Map();
-      this.#trackedBySession.set(sessionId, session);
-    }
-    session.set(taskId, tracked);
     this.#results.note(tracked.facts);
-  }
-
-  #untrack(taskId: string, tracked: TrackedTask): void {
-    this.#tracked.delete(taskId);
-    const session = this.#trackedBySession.get(tracked.facts.sessionId);
-    session?.delete(taskId);
-    if (session?.size === 0) this.#trackedBySession.delete(tracked.facts.sessionId);
   }
 
   /** Derives a tracked task's facts again (its ledger changed) and publishes what changed. */
@@ -229,9 +211,8 @@ class LocalBackgroundEventFeed implements BackgroundEventFeed {
     this.#publish(tracked, this.#derive(task, tracked.sampled, reads));
   }
 
-  #forget(task: TaskSnapshot): void {
-    const tracked = this.#tracked.get(task.id);
-    if (tracked !== undefined) this.#untrack(task.id, tracked);
+  #forget(task: TaskSnapshot, tracked: TrackedTask): void {
+    this.#tracked.delete(task.id);
     this.#results.forget(task.id);
     // One event for the task, not the session's level: a long session's evictions stay a line each.
     this.#emit((id, at) => ({
@@ -240,7 +221,7 @@ class LocalBackgroundEventFeed implements BackgroundEventFeed {
       at,
       taskId: task.id,
       sessionId: task.ownerSessionId ?? null,
-      attempt: tracked?.facts.attempt ?? task.attempt,
+      attempt: tracked.facts.attempt,
     }));
     this.#updateSampling();
   }

@@ -119,7 +119,7 @@ export interface SequenceTable {
   /** The highest number reserved for `kind`, 0 when none was. */
   get(kind: string): number;
   set(kind: string, last: number): void;
-  /** Raises the highest number of \`kind\` to \`last\` unless it is already that high (no write then). */
+  /** Raises the highest number of `kind` to `last` unless it is already that high (no write then). */
   raise(kind: string, last: number): void;
 }
 

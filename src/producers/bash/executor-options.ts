@@ -80,7 +80,10 @@ export const bashExecutorOptions = defineOptions(
      * naming Debian's `bubblewrap` package). Default: none (commands run with the user's own rights).
      */
     sandbox: sandboxOption(),
-    /** Where the process table is read from (memoized for 2 ms: trees stopped together share reads). Default /proc. */
+    /**
+     * Where the process table is read from (memoized for 2 ms: trees stopped together share reads).
+     * Default /proc.
+     */
     processSource: option.custom<ProcessSource, ProcessSource>('a process source', isProcessSource, {
       fallback: () => memoizedSource(procfsSource()),
       convert: (source) => memoizedSource(source),

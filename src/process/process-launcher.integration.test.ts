@@ -56,5 +56,9 @@ describe('createSpawnLauncher', () => {
     ]);
     expect(env).toEqual({ PATH: '/usr/bin' });
     expect(launchEnvironment({ ...request, tag: undefined })).toBe(env);
+    // An environment that carries the tag already is given as it is, not copied again.
+    const tagged = { PATH: '/usr/bin', T: 'v' };
+    expect(launchEnvironment({ ...request, env: tagged })).toBe(tagged);
+    expect(launchEnvironment({ ...request, env: { ...tagged, T: 'other' } })).toEqual(tagged);
   });
 });

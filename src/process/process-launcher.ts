@@ -48,10 +48,12 @@ export interface ProcessLauncher {
 /** Starts a process the way `child_process.spawn` does; injectable to count or fail spawns in tests. */
 export type Spawner = (file: string, args: readonly string[], options: SpawnOptions) => ChildProcess;
 
-/** The environment a launch gives the process: the request's, plus the tag. */
+/** The environment a launch gives the process: the request's, plus the tag (unless it holds it already). */
 export function launchEnvironment(request: LaunchRequest): Readonly<Record<string, string>> {
   const tag = request.tag;
-  return tag === undefined ? request.env : { ...request.env, [tag.name]: tag.value };
+  return tag === undefined || request.env[tag.name] === tag.value
+    ? request.env
+    : { ...request.env, [tag.name]: tag.value };
 }
 
 /** The default launcher: `spawn` (default `child_process.spawn`) from this process, detached, piped. */

@@ -297,6 +297,21 @@ function createTables(log: UndoLog): StoreTables {
         tasks.set(key, readOffset === row.readOffset ? row : { ...row, readOffset });
         return readOffset;
       },
+      update(row) {
+        const key = taskKey(row.scope, row.id);
+        const stored = tasks.get(key);
+        if (
+          stored === undefined ||
+          stored.sessionId !== row.sessionId ||
+          stored.startedAt !== row.startedAt ||
+          stored.reported !== row.reported
+        ) {
+          return undefined;
+        }
+        const readOffset = Math.max(stored.readOffset, row.readOffset);
+        tasks.set(key, readOffset === row.readOffset ? row : { ...row, readOffset });
+        return readOffset;
+      },
       select: (scope, statuses, updatedSince, reported) =>
         tasks.select(
           (row) =>

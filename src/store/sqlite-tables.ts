@@ -278,7 +278,7 @@ function taskTable(prepare: Prepare): StoreTables['tasks'] {
   );
   // A later write of the same attempt (its process facts, its end) changes no column of tasks_by_session
   // or tasks_untold: an update that leaves those columns out of its SET leaves those indexes untouched,
-  // two pages fewer in the log per commit. The row must still match them; else the full upsert runs.
+  // two pages fewer in the log per commit. The row must still match them; else the caller saves it whole.
   const unchanged: readonly (keyof TaskRow & string)[] = [
     'scope',
     'id',
@@ -342,7 +342,8 @@ function taskTable(prepare: Prepare): StoreTables['tasks'] {
   return {
     get: (scope, id) => get.get(scope, id),
     put: (row) => void put.run(row),
-    save: (row) => (update.get(row) ?? insertOrReplace.get(row)!).readOffset,
+    save: (row) => insertOrReplace.get(row)!.readOffset,
+    update: (row) => update.get(row)?.readOffset,
     select(scope, statuses, updatedSince, reported) {
       const statusList = statuses === undefined ? allStatuses : JSON.stringify(statuses);
       const liveOnly = statuses?.every((status) => status === 'running' || status === 'stopping') === true;

@@ -66,6 +66,12 @@ export interface TaskTable {
    */
   save(row: TaskRow): number;
   /**
+   * `save` for a later write of the same attempt: only when a row is stored under the key with the row's
+   * session, start and told flag, which this write leaves as they are (so no index over them is rewritten).
+   * Returns the read offset as `save` does, or undefined when no such row is stored (nothing is written).
+   */
+  update(row: TaskRow): number | undefined;
+  /**
    * Any order; `scope` `undefined` is every scope, `statuses` `undefined` every status, `reported`
    * `undefined` told or not.
    */

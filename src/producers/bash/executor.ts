@@ -314,6 +314,9 @@ export class BashExecutor {
 function copyEnvironment(
   env: Readonly<Record<string, string | undefined>>,
 ): Readonly<Record<string, string>> {
+  // Node keeps only what a process environment can hold in process.env (it drops a name with `=` or an
+  // empty one, and ends a value at NUL): its copy needs no checks.
+  if (env === process.env) return Object.freeze({ ...(env as Record<string, string>) });
   if (typeof env !== 'object' || env === null) throw new InvalidArgumentError('env', 'an object', env);
   const copy: Record<string, string> = {};
   for (const [name, value] of Object.entries(env)) {

@@ -210,15 +210,23 @@ export class ProcessHandle implements CommandHandle {
     this.#startedAfter = startedAfter;
     this.#resolved = undefined;
     const lifeline = options.lifeline;
+    const tag = this.#tag;
     let child: LaunchedProcess;
     const command: LaunchRequest = {
       file: this.#shell,
       args: ['-c', this.command],
       cwd: this.cwd,
-      // Every process of the tree carries the lifeline's tag, so the sidecar finds even untold ones.
+      // Every process of the tree carries the lifeline's tag, so the sidecar finds even untold ones; and
+      // its own tag, which the launcher would add otherwise (one copy of the environment, not two).
       env:
-        lifeline === undefined ? resolved.env : { ...resolved.env, [lifeline.tag.name]: lifeline.tag.value },
-      tag: this.#tag,
+        lifeline === undefined && tag === undefined
+          ? resolved.env
+          : {
+              ...resolved.env,
+              ...(lifeline === undefined ? {} : { [lifeline.tag.name]: lifeline.tag.value }),
+              ...(tag === undefined ? {} : { [tag.name]: tag.value }),
+            },
+      tag,
     };
     // A pure rewrite of the request, so any launcher (a spawner process, a worker) starts it the same way.
     const request = resolved.sandbox?.confine(command, resolved.workspace) ?? command;

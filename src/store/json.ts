@@ -82,6 +82,14 @@ export function serializeJson(field: string, value: unknown, maxBytes: number): 
   return text;
 }
 
+/** `serializeJson` for a value that must be a plain JSON object (one walk for both checks). */
+export function serializeJsonObject(field: string, value: unknown, maxBytes: number): string {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new InvalidArgumentError(field, 'a plain JSON object', value);
+  }
+  return serializeJson(field, value, maxBytes);
+}
+
 export interface ColumnLocation {
   readonly table: string;
   readonly key: string;

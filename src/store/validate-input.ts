@@ -9,7 +9,7 @@ import {
   type TaskStatus,
   validateSessionId,
 } from '../tasks/index.js';
-import { checkTextSize, serializeJson, validateJsonObject } from './json.js';
+import { checkTextSize, serializeJson, serializeJsonObject } from './json.js';
 import {
   LEDGER_ENTRY_KINDS,
   LEDGER_ENTRY_STATES,
@@ -133,8 +133,7 @@ export function validateList<T>(
 
 export function validateNewSession(input: NewSession, time: number, maxFieldBytes: number): SessionRow {
   validateObject('session', input);
-  const metadata = input.metadata ?? {};
-  validateJsonObject('metadata', metadata);
+  const metadata = serializeJsonObject('metadata', input.metadata ?? {}, maxFieldBytes);
   return {
     id: validateSessionKey('id', input.id),
     schemaVersion: RECORD_SCHEMA_VERSION,
@@ -145,7 +144,7 @@ export function validateNewSession(input: NewSession, time: number, maxFieldByte
       input.branchGeneration === undefined ? 0 : validateCount('branchGeneration', input.branchGeneration),
     state: 'active',
     lastSeq: 0,
-    metadata: serializeJson('metadata', metadata, maxFieldBytes),
+    metadata,
     createdAt: time,
     updatedAt: time,
     holder: null,
@@ -175,8 +174,7 @@ export function validateSessionPatch(patch: SessionPatch, maxFieldBytes: number)
     normalized.branchGeneration = validateCount('branchGeneration', patch.branchGeneration);
   }
   if (patch.metadata !== undefined) {
-    validateJsonObject('metadata', patch.metadata);
-    normalized.metadata = serializeJson('metadata', patch.metadata, maxFieldBytes);
+    normalized.metadata = serializeJsonObject('metadata', patch.metadata, maxFieldBytes);
   }
   return normalized;
 }
@@ -326,8 +324,7 @@ export function validateTaskStatuses(value: unknown): TaskStatus[] {
 export function validateTaskRecord(record: TaskRecordInput, time: number, maxFieldBytes: number): TaskRow {
   validateObject('task', record);
   const sessionId = record.sessionId === undefined ? null : validateSessionKey('sessionId', record.sessionId);
-  const detail = record.detail ?? {};
-  validateJsonObject('detail', detail);
+  const detail = serializeJsonObject('detail', record.detail ?? {}, maxFieldBytes);
   const startedAt = validateTimestamp('startedAt', record.startedAt);
   const endedAt = record.endedAt === undefined ? null : validateTimestamp('endedAt', record.endedAt);
   return {
@@ -338,7 +335,7 @@ export function validateTaskRecord(record: TaskRecordInput, time: number, maxFie
     kind: validateName('kind', record.kind, 32),
     label: validateText('label', record.label, MAX_LABEL_LENGTH * 4),
     status: validateOneOf('status', record.status, TASK_STATUSES),
-    detail: serializeJson('detail', detail, maxFieldBytes),
+    detail,
     isBackgrounded: validateBoolean('isBackgrounded', record.isBackgrounded),
     branchGeneration: validateCount('branchGeneration', record.branchGeneration),
     stopInitiator:

@@ -85,6 +85,8 @@ export class ProcessHandle implements CommandHandle {
   #resolveSpawned!: (spawned: boolean) => void;
   #resolveOutputFile!: (path: string | undefined) => void;
   #streamsClosed!: Promise<void>;
+  /** Pipes not yet closed: none left means the wait for them is over before it starts. */
+  #openStreams = 0;
   /** Resolves with true once the shell runs, false when it could not be started. */
   readonly spawned: Promise<boolean>;
   /** Resolves once the command and every process it left are gone and the output file is closed. */
@@ -244,13 +246,13 @@ export class ProcessHandle implements CommandHandle {
         options.logger.warn('reading a command pipe failed', { id: this.id, error: error.message });
       });
     }
-    let open = this.#streams.length;
+    this.#openStreams = this.#streams.length;
     this.#streamsClosed = new Promise<void>((resolve) => {
-      if (open === 0) resolve();
+      if (this.#openStreams === 0) resolve();
       for (const stream of this.#streams) {
         stream.once('close', () => {
-          open -= 1;
-          if (open === 0) resolve();
+          this.#openStreams -= 1;
+          if (this.#openStreams === 0) resolve();
         });
       }
     });
@@ -438,13 +440,14 @@ export class ProcessHandle implements CommandHandle {
   async #finish(): Promise<void> {
     const options = this.#options;
     let report: TerminationReport | undefined;
-    await closedWithin(this.#streamsClosed, options.clock, options.exitGraceMs);
+    // Usually the pipes closed before the exit was heard: no grace timer then.
+    if (this.#openStreams > 0) await closedWithin(this.#streamsClosed, options.clock, options.exitGraceMs);
     const terminator = this.#terminator;
     const sweep = terminator !== undefined && (options.killProcessGroupOnExit || terminator.terminating);
     if (sweep) report = await terminator.sweep();
     // After a sweep the pipes may still hold output; without one they are read on only while output
     // waits for the disk (the pipes are paused then, and what they hold is still the command's).
-    if (sweep || this.#paused) {
+    if ((sweep || this.#paused) && this.#openStreams > 0) {
       await drainedWithin(
         this.#streamsClosed,
         options.clock,

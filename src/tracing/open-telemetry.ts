@@ -57,6 +57,8 @@ export interface OpenTelemetryApi {
     setSpan(context: unknown, span: OtelSpan): unknown;
     getSpan(context: unknown): OtelSpan | undefined;
     setSpanContext(context: unknown, spanContext: OtelSpanContext): unknown;
+    /** The global provider: until an SDK registers, a proxy with no tracer to delegate to. */
+    getTracerProvider?(): object;
   };
   readonly context: {
     active(): unknown;
@@ -93,8 +95,22 @@ export function openTelemetryTracing(options: OpenTelemetryTracingOptions = {}):
     }
     return (parent as { context?: unknown }).context ?? api.context.active();
   };
+  // Only the global tracer can be seen to have nothing behind it; a registered provider stays registered.
+  let registered = options.tracer !== undefined;
+  const idle = (): boolean => {
+    if (!registered) {
+      const provider = api.trace.getTracerProvider?.() as
+        | { getDelegateTracer?(name: string): unknown }
+        | undefined;
+      registered =
+        typeof provider?.getDelegateTracer !== 'function' ||
+        provider.getDelegateTracer(TRACER_NAME) !== undefined;
+    }
+    return !registered && api.trace.getSpan(api.context.active()) === undefined;
+  };
   return Object.freeze({
     enabled: true,
+    idle,
     startSpan(name: string, start: StartSpanOptions = {}): TracingSpan {
       const links = linksOf(start.links);
       const span = tracer.startSpan(

@@ -9,6 +9,7 @@ import { parentSpanId, startTestTracing, type TestTracing } from '../../test/sup
 import { createTaskService } from '../registry/index.js';
 import { createTrustedCaller, type TaskService } from '../tasks/index.js';
 import { scriptedTask } from '../testing/index.js';
+import { openTelemetryTracing } from './open-telemetry.js';
 import { formatTraceparent, parseTraceparent } from './traceparent.js';
 import { NOOP_TRACING } from './tracing.js';
 
@@ -118,6 +119,54 @@ describe('the task span', () => {
     }
     expect(telemetry.spans()).toEqual([]);
     expect(NOOP_TRACING.startSpan('x')).toBe(NOOP_TRACING.startSpan('y'));
+  });
+
+  it('starts no span while the global API has nothing to record with and no span is active', async () => {
+    // The global API with its tracer's starts counted: what the default tracing uses.
+    let started = 0;
+    const counting = {
+      ...api,
+      trace: Object.assign(Object.create(api.trace) as typeof api.trace, {
+        getTracer: (name: string, version?: string) => {
+          const tracer = api.trace.getTracer(name, version);
+          return {
+            startSpan: (...args: Parameters<typeof tracer.startSpan>) => {
+              started += 1;
+              return tracer.startSpan(...args);
+            },
+          };
+        },
+      }),
+    };
+    const globalTasks = createTaskService({
+      tracing: openTelemetryTracing({ api: counting }),
+      requireController: false,
+    });
+    try {
+      expect((await globalTasks.start(scriptedTask().spec)).traceparent).toBeUndefined();
+      expect(started).toBe(0);
+      // A span active in the caller's context names a trace: the task's span continues it.
+      const parent = telemetry.provider.getTracer('caller').startSpan('caller');
+      const inside = await api.context.with(api.trace.setSpan(api.context.active(), parent), () =>
+        globalTasks.start(scriptedTask().spec),
+      );
+      parent.end();
+      expect(started).toBe(1);
+      expect(parseTraceparent(inside.traceparent!)?.traceId).toBe(parent.spanContext().traceId);
+      // An SDK registered later is used from then on.
+      api.trace.setGlobalTracerProvider(telemetry.provider);
+      try {
+        const recorded = await globalTasks.start(scriptedTask().spec);
+        expect(started).toBe(2);
+        await globalTasks.kill(recorded.id, trusted, 'stop');
+        await globalTasks.wait(recorded.id, 1000, trusted);
+        expect(formatTraceparent(telemetry.only('task scripted').spanContext())).toBe(recorded.traceparent);
+      } finally {
+        api.trace.disable();
+      }
+    } finally {
+      await globalTasks.dispose();
+    }
   });
 
   it('records nothing, and stores no traceparent, when the API has no provider to record with', async () => {

@@ -38,6 +38,8 @@ export class TaskTrace {
   /** Starts the task's span; undefined when tracing is off (the task then carries no trace at all). */
   static start(tracing: Tracing, start: TaskTraceStart): TaskTrace | undefined {
     if (!tracing.enabled) return undefined;
+    // What the check after the start would find, without building the span: no SDK and no active span.
+    if (start.parent === undefined && tracing.idle?.() === true) return undefined;
     const span = tracing.startSpan(`task ${start.kind}`, {
       parent: start.parent === undefined ? 'active' : { traceparent: start.parent },
       attributes: {

@@ -59,6 +59,12 @@ export interface Tracing {
   withContext<T>(context: TraceContext, fn: () => T): T;
   /** The traceparent of the span active now, if any. */
   activeTraceparent(): string | undefined;
+  /**
+   * True when a span started now in the active context would record nothing and name no trace (nothing
+   * is registered to record spans and no span is active), so a caller may skip starting it. Absent, or
+   * false whenever it cannot tell: the span is started.
+   */
+  readonly idle?: () => boolean;
 }
 
 const NOOP_SPAN: TracingSpan = Object.freeze({

@@ -5,6 +5,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { createTaskService } from '../registry/index.js';
 import { createMemorySessionStore, openSqliteSessionStore } from '../store/index.js';
+import { createTrustedCaller } from '../tasks/index.js';
 import { scriptedModel, scriptedTask } from '../testing/index.js';
 import { defineTool } from '../tools/index.js';
 import { createSessionRuntime, type SessionRuntime, type SessionRuntimeOptions } from './session-runtime.js';
@@ -227,6 +228,33 @@ describe('task ids across runtimes on one store', () => {
     );
     await first.dispose();
     await third.dispose();
+  });
+});
+
+describe('task records in the store', () => {
+  it('writes facts JSON cannot hold as they are as their JSON copy, and the rest as published', async () => {
+    const store = createMemorySessionStore();
+    const runtime = collected(createSessionRuntime({ store, model: scriptedModel([]) }));
+    const session = runtime.createSession({ id: 's' });
+    const task = scriptedTask({ kind: 'bash', owner: session.owner, spec: { detail: { outputBytes: 3 } } });
+    const { id } = await runtime.tasks.start(task.spec);
+    expect(store.getTask(id, 's')?.detail).toEqual({ outputBytes: 3 });
+    // A producer outside the type's rules: a Date and NaN, which the store refuses as they are.
+    task.context!.updateDetail({
+      pid: 4242,
+      since: new Date(Date.UTC(2026, 0, 2)),
+      ratio: Number.NaN,
+    } as never);
+    expect(store.getTask(id, 's')?.detail).toEqual({
+      outputBytes: 3,
+      pid: 4242,
+      since: '2026-01-02T00:00:00.000Z',
+      ratio: null,
+    });
+    task.settle({ status: 'completed', detail: { exitCode: 0 } });
+    await runtime.tasks.wait(id, 1000, createTrustedCaller('test'));
+    expect(store.getTask(id, 's')).toMatchObject({ status: 'completed', detail: { exitCode: 0, pid: 4242 } });
+    await runtime.dispose();
   });
 });
 

@@ -14,7 +14,7 @@ import { memoizedSource, type ProcessSource, procfsSource } from '../process/ind
 import { createTaskService, type SequenceBlocks, type StartGuardRequest } from '../registry/index.js';
 import { type JsonObject, jsonCopy } from '../store/json.js';
 import type { StoredTask } from '../store/records.js';
-import type { SessionStore } from '../store/session-store.js';
+import type { SessionStore, TaskRecordInput } from '../store/session-store.js';
 import { taskRecordFromSnapshot } from '../store/task-record-from-snapshot.js';
 import { taskSnapshotFromRecord } from '../store/task-snapshot-from-record.js';
 import {
@@ -621,7 +621,6 @@ export class SessionRuntime {
       ...taskRecordFromSnapshot(task),
       // Any other claimant (a read outside a turn, a superseded workflow run) means nobody is to be told.
       reported: claim ? reason === 'claimed' : ended && tornDown && task.reported,
-      detail: (jsonCopy(task.detail) ?? {}) as JsonObject,
     };
     try {
       // Kept and retried while the store refuses writes; shown to the model meanwhile, it is told. A record
@@ -631,7 +630,7 @@ export class SessionRuntime {
         const shown =
           record.reported || (ended && session.inbox.wasReported({ taskId: task.id, attempt: task.attempt }));
         return this.store.transaction(
-          () => this.store.upsertTask(shown ? { ...record, reported: true } : record),
+          () => upsertAsJson(this.store, shown ? { ...record, reported: true } : record),
           shown ? IMMEDIATE : DEFERRED,
         );
       });
@@ -731,6 +730,26 @@ export class SessionRuntime {
     })();
     return this.#disposal;
   }
+}
+
+/**
+ * Writes a task's record with its detail as the producer published it. Facts JSON cannot hold as they are
+ * (a Date, NaN, a class instance), which the store refuses, are written as their JSON copy instead: what
+ * `JSON.stringify` keeps of them.
+ */
+function upsertAsJson(store: SessionStore, record: TaskRecordInput): StoredTask {
+  try {
+    return store.upsertTask(record);
+  } catch (error) {
+    if (!refusedDetail(error)) throw error;
+    return store.upsertTask({ ...record, detail: (jsonCopy(record.detail) ?? {}) as JsonObject });
+  }
+}
+
+function refusedDetail(error: unknown): boolean {
+  if (!ErrandError.isInstance(error) || error.code !== 'INVALID_ARGUMENT') return false;
+  const field = error.context?.field;
+  return typeof field === 'string' && /^detail(?:$|[.[])/.test(field);
 }
 
 export function createSessionRuntime(options: SessionRuntimeOptions): SessionRuntime {

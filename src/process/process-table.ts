@@ -4,6 +4,7 @@
  * boot), which together tell a descendant from an unrelated process that reused its pid.
  */
 import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync } from 'node:fs';
+import { constants as osConstants } from 'node:os';
 
 export interface ProcessEntry {
   readonly pid: number;
@@ -14,6 +15,11 @@ export interface ProcessEntry {
   readonly state: string;
   /** Clock ticks after boot at which the process started; never changes for a pid's lifetime. */
   readonly startTime: number;
+  /**
+   * A zombie's wait status, what its parent's `waitpid` will report (field 52, Linux 3.5 on); undefined
+   * when the table does not show it. Meaningless for a process that runs.
+   */
+  readonly exitStatus?: number;
 }
 
 /** Parses the text of /proc/<pid>/stat. The command name may contain spaces and parentheses. */
@@ -35,7 +41,25 @@ export function parseProcessStat(text: string): ProcessEntry | undefined {
   ) {
     return undefined;
   }
-  return { pid, ppid, pgid, sid, state, startTime };
+  const exitStatus = state === 'Z' && fields.length > 49 ? Number(fields[49]) : Number.NaN;
+  return Number.isSafeInteger(exitStatus) && exitStatus >= 0
+    ? { pid, ppid, pgid, sid, state, startTime, exitStatus }
+    : { pid, ppid, pgid, sid, state, startTime };
+}
+
+const SIGNAL_NAMES = new Map<number, NodeJS.Signals>(
+  Object.entries(osConstants.signals).map(([name, number]) => [number, name as NodeJS.Signals]),
+);
+
+/**
+ * A wait status as `child_process` reports it: the exit code of a process that exited, or the signal
+ * that ended it (the name; null for a number this platform does not name).
+ */
+export function exitOfStatus(status: number): { code: number | null; signal: NodeJS.Signals | null } {
+  const signal = status & 0x7f;
+  return signal === 0
+    ? { code: (status >> 8) & 0xff, signal: null }
+    : { code: null, signal: SIGNAL_NAMES.get(signal) ?? null };
 }
 
 export function isDead(entry: ProcessEntry): boolean {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  exitOfStatus,
   findEnvironmentValue,
   type ProcessEntry,
   type ProcessSource,
@@ -34,6 +35,21 @@ describe('parseProcessStat', () => {
       startTime: 987654,
     });
     expect(parseProcessStat('garbage')).toBeUndefined();
+  });
+
+  it("reads a zombie's wait status (field 52) and tells an exit code from a signal", () => {
+    const tail = (state: string, status: number) =>
+      `4242 (bash) ${state} 4000 4242 4242 0 -1 4227084 0 0 0 0 0 0 0 0 20 0 1 0 987654 0 0 18446744073709551615 0 0 0 0 0 0 0 0 65536 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 ${status}`;
+    expect(parseProcessStat(tail('Z', 7 << 8))?.exitStatus).toBe(1792);
+    expect(exitOfStatus(1792)).toEqual({ code: 7, signal: null });
+    expect(exitOfStatus(15)).toEqual({ code: null, signal: 'SIGTERM' });
+    // A core dump sets bit 7; the signal is the low seven bits.
+    expect(exitOfStatus(0x80 | 11)).toEqual({ code: null, signal: 'SIGSEGV' });
+    // A process that runs has no status worth reading, and an old kernel's line has no field 52.
+    expect(parseProcessStat(tail('S', 0))?.exitStatus).toBeUndefined();
+    expect(
+      parseProcessStat('4242 (bash) Z 4000 4242 4242 0 -1 1 0 0 0 0 0 0 0 0 20 0 1 0 987654 0 0'),
+    ).toEqual({ pid: 4242, ppid: 4000, pgid: 4242, sid: 4242, state: 'Z', startTime: 987654 });
   });
 });
 

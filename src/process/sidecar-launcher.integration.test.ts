@@ -4,7 +4,9 @@
  * direct spawn gives, and a sidecar killed mid-run leaves running commands to end and later launches to
  * this process.
  */
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { systemClock } from '../tasks/clock.js';
 import { Lifeline } from './lifeline.js';
@@ -115,6 +117,35 @@ describe('SidecarLauncher', () => {
     expect(Number((await ended(early)).stdout.trim())).toBe(process.pid);
     await lifeline.ready;
     expect(Number((await ended(launcher.launch(bash('echo $PPID')))).stdout.trim())).toBe(lifeline.pid);
+  });
+
+  it('hears an exit from the process table once both pipes ended, before the sidecar reaps it', async () => {
+    const { launcher, lifeline } = await spawner();
+    const gate = join(mkdtempSync(join(tmpdir(), 'errand-sidecar-gate-')), 'go');
+    // Output on both pipes proves both reached this process; then it waits for the gate.
+    const child = launcher.launch(
+      bash(`echo ready; echo ready >&2; while [ ! -e ${gate} ]; do sleep 0.01; done; exit 7`),
+    );
+    const heard = { stdout: false, stderr: false };
+    const bothHeard = new Promise<void>((resolve) => {
+      for (const name of ['stdout', 'stderr'] as const) {
+        child[name]!.once('data', () => {
+          heard[name] = true;
+          if (heard.stdout && heard.stderr) resolve();
+        });
+      }
+    });
+    const result = ended(child);
+    await bothHeard;
+    // A stopped sidecar neither reaps the command nor says anything: only the table can tell its exit.
+    process.kill(lifeline.pid!, 'SIGSTOP');
+    try {
+      writeFileSync(gate, '');
+      expect(await result).toMatchObject({ code: 7, signal: null });
+    } finally {
+      process.kill(lifeline.pid!, 'SIGCONT');
+      rmSync(dirname(gate), { recursive: true, force: true });
+    }
   });
 
   it('reports the signal that ended the process', async () => {

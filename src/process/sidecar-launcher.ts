@@ -5,7 +5,9 @@
  * is started exactly as `createSpawnLauncher` would start it — own session and group, the tag in the
  * environment, stdin on /dev/null — and its stdout and stderr pipes come back as handles: this process
  * reads them directly, the sidecar never touches the bytes, and a paused reader stops the command's
- * writes as with a direct spawn. `exit` is emitted once the sidecar reaped the process.
+ * writes as with a direct spawn. `exit` is emitted once the process exited: when both its pipes ended and
+ * the table shows it a zombie the sidecar has not reaped yet (its wait status is there), else when the
+ * sidecar says it reaped it.
  *
  * Until the sidecar said `ready` (a runtime's first moments), launches are direct spawns: no start waits
  * for the sidecar to boot. If the sidecar dies, every later launch is a direct spawn (said once in the log), and what was in flight
@@ -28,7 +30,7 @@ import {
   launchEnvironment,
   type ProcessLauncher,
 } from './process-launcher.js';
-import { isDead, type ProcessSource, procfsSource } from './process-table.js';
+import { exitOfStatus, isDead, type ProcessSource, procfsSource } from './process-table.js';
 
 /** What the launcher needs of the lifeline: its sidecar process while one runs. */
 export interface SpawnerSidecar {
@@ -55,6 +57,12 @@ export const SIDECAR_LAUNCHER_DEFAULTS = Object.freeze({ orphanPollMs: 50 });
 class PipeStream extends Readable {
   #socket: Socket | undefined;
   #wanted = false;
+  /** True once the pipe's write end was closed by every process that held it. */
+  atEnd = false;
+
+  constructor(private readonly onEnd: () => void) {
+    super();
+  }
 
   attach(socket: Socket): void {
     if (this.destroyed) {
@@ -68,7 +76,11 @@ class PipeStream extends Readable {
         socket.pause();
       }
     });
-    socket.once('end', () => this.push(null));
+    socket.once('end', () => {
+      this.atEnd = true;
+      this.push(null);
+      this.onEnd();
+    });
     socket.on('error', () => {
       // A received pipe is a read end: shutting down its write side on end of file may fail; nothing is lost.
     });
@@ -97,21 +109,40 @@ class PipeStream extends Readable {
 /** A process the sidecar is asked to start, as the producers see it. */
 class SidecarProcess extends EventEmitter implements LaunchedProcess {
   pid: number | undefined;
-  readonly stdout = new PipeStream();
-  readonly stderr = new PipeStream();
+  readonly stdout = new PipeStream(() => this.#pipeEnded());
+  readonly stderr = new PipeStream(() => this.#pipeEnded());
   exited = false;
   #cancelPoll: CancelTimer | undefined;
 
   constructor(
     readonly request: LaunchRequest,
     readonly id: number,
+    /** Where the exit is looked for once both pipes ended, and the sidecar's pid (the command's parent). */
+    readonly table: { readonly source: ProcessSource; readonly parent: number | undefined },
   ) {
     super();
+  }
+
+  /**
+   * Both pipes ended: the shell most likely exited, and the sidecar has yet to hear of it, reap it and say
+   * so (a wake of each process in turn). A zombie child of the sidecar at the pid has its wait status in
+   * the table: that is its exit, known now. Anything else (it runs on with its pipes closed, or it was
+   * reaped already) waits for the sidecar's message.
+   */
+  #pipeEnded(): void {
+    if (this.exited || this.pid === undefined || !this.stdout.atEnd || !this.stderr.atEnd) return;
+    if (this.table.parent === undefined) return;
+    const entry = this.table.source.read(this.pid);
+    if (entry?.state !== 'Z' || entry.ppid !== this.table.parent || entry.exitStatus === undefined) return;
+    const { code, signal } = exitOfStatus(entry.exitStatus);
+    this.exit(code, signal);
   }
 
   spawned(pid: number): void {
     this.pid = pid;
     this.emit('spawn');
+    // Both pipes may have ended before the pid was known.
+    this.#pipeEnded();
   }
 
   failed(error: Error): void {
@@ -166,7 +197,10 @@ export class SidecarLauncher implements ProcessLauncher {
   launch(request: LaunchRequest): LaunchedProcess {
     const channel = this.#link();
     if (channel === undefined) return this.#fallback.launch(request);
-    const process = new SidecarProcess(request, ++this.#sequence);
+    const process = new SidecarProcess(request, ++this.#sequence, {
+      source: this.#source,
+      parent: channel.pid,
+    });
     const message: SpawnMessage = {
       type: 'spawn',
       id: process.id,

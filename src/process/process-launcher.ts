@@ -32,6 +32,11 @@ export interface LaunchedProcess {
   readonly pid?: number | undefined;
   readonly stdout: Readable | null;
   readonly stderr: Readable | null;
+  /**
+   * False from an `exit` reported before the process was reaped (a zombie: its pid, group and session are
+   * still its own) until it is; undefined for a launcher that reaps before it reports the exit.
+   */
+  readonly reaped?: boolean;
   on(event: 'error', listener: (error: Error) => void): this;
   once(event: 'spawn', listener: () => void): this;
   once(event: 'exit', listener: (code: number | null, signal: NodeJS.Signals | null) => void): this;

@@ -112,6 +112,8 @@ class SidecarProcess extends EventEmitter implements LaunchedProcess {
   readonly stdout = new PipeStream(() => this.#pipeEnded());
   readonly stderr = new PipeStream(() => this.#pipeEnded());
   exited = false;
+  /** Set false by an exit heard from the table before the sidecar reaped the process. */
+  reaped: boolean | undefined = undefined;
   #cancelPoll: CancelTimer | undefined;
 
   constructor(
@@ -135,6 +137,7 @@ class SidecarProcess extends EventEmitter implements LaunchedProcess {
     const entry = this.table.source.read(this.pid);
     if (entry?.state !== 'Z' || entry.ppid !== this.table.parent || entry.exitStatus === undefined) return;
     const { code, signal } = exitOfStatus(entry.exitStatus);
+    this.reaped = false;
     this.exit(code, signal);
   }
 
@@ -151,6 +154,11 @@ class SidecarProcess extends EventEmitter implements LaunchedProcess {
     this.emit('error', error);
   }
 
+  /** The process is gone: the sidecar reaped it, or nobody is left to (see `orphaned`). */
+  gone(): void {
+    if (this.reaped === false) this.reaped = true;
+  }
+
   exit(code: number | null, signal: NodeJS.Signals | null): void {
     if (this.exited) return;
     this.exited = true;
@@ -165,8 +173,10 @@ class SidecarProcess extends EventEmitter implements LaunchedProcess {
     const check = () => {
       const pid = this.pid!;
       const entry = source.read(pid);
-      if (entry === undefined || isDead(entry) || entry.startTime < startedAfter) this.exit(null, null);
-      else this.#cancelPoll = clock.schedule(pollMs, check);
+      if (entry === undefined || isDead(entry) || entry.startTime < startedAfter) {
+        this.gone();
+        this.exit(null, null);
+      } else this.#cancelPoll = clock.schedule(pollMs, check);
     };
     check();
   }
@@ -262,6 +272,7 @@ export class SidecarLauncher implements ProcessLauncher {
       case 'exited': {
         const { code, signal } = answer as ExitedMessage;
         this.#done(process);
+        process.gone();
         process.exit(code, signal);
         return;
       }

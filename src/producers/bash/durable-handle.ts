@@ -343,7 +343,8 @@ export class DurableHandle implements CommandHandle {
       this.#pid = pid;
       this.#terminator = this.#newTerminator(
         { pid, startTime: this.#startedAfter },
-        () => !this.#leaderExited,
+        // An exit heard before the reap leaves the root a zombie: its pid, group and session still ours.
+        () => !this.#leaderExited || child.reaped === false,
         this.startedAt + 1000,
       );
       child.once('exit', (code, signal) => {

@@ -289,7 +289,8 @@ export class ProcessHandle implements CommandHandle {
       clock: options.clock,
       killGraceMs: options.killGraceMs,
       tag: this.#tag,
-      rootAlive: () => !this.#leaderExited,
+      // An exit heard before the reap leaves the root a zombie: its pid, group and session still ours.
+      rootAlive: () => !this.#leaderExited || child.reaped === false,
       newerPidsUntil: this.startedAt + 1000,
       logger: options.logger,
       ...(options.sendSignal ? { sendSignal: options.sendSignal } : {}),

@@ -3,7 +3,9 @@
  * Linux): the same exit facts, tree kills, output cap, spawn failures and durable commands as a direct
  * spawn, a cancel before the sidecar answered, and commands still started once the sidecar died.
  */
-import { readFileSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   capturingLogger,
@@ -90,6 +92,31 @@ describe('the executor with the spawner sidecar', () => {
     const late = run.start({ command: 'exec sleep 1000', timeoutMs: 1 });
     expect(await cancelled.stopped).toMatchObject({ reason: 'cancelled', survivors: [] });
     expect(await late.stopped).toMatchObject({ reason: 'timed_out', survivors: [] });
+  });
+
+  it('an exit heard before the sidecar reaps the shell still sweeps its group, untagged members too', async () => {
+    const { run, lifeline } = await executor();
+    const gate = join(mkdtempSync(join(tmpdir(), 'errand-reap-gate-')), 'go');
+    // A member of the shell's group that carries no tag (its environment cleared) and holds no pipe.
+    const handle = run.start({
+      command: `env -i /bin/sleep 1000 >/dev/null 2>&1 & echo "leftover $!"; echo ready >&2; while [ ! -e ${gate} ]; do sleep 0.01; done`,
+    });
+    const leftover = pidsAfter(await waitForOutput(handle, 'ready'), 'leftover')[0]!;
+    expect(isAlive(leftover)).toBe(true);
+    // Stopped, the sidecar can neither reap the shell nor tell of its exit: the exit comes from the table
+    // while the shell is a zombie, whose group is still its own.
+    process.kill(lifeline.pid!, 'SIGSTOP');
+    try {
+      writeFileSync(gate, '');
+      const facts = await handle.stopped;
+      expect(facts).toMatchObject({ reason: 'completed', exitCode: 0, survivors: [] });
+      expect(facts.signalledProcesses).toBeGreaterThanOrEqual(1);
+      expect(isAlive(leftover)).toBe(false);
+    } finally {
+      process.kill(lifeline.pid!, 'SIGCONT');
+      if (isAlive(leftover)) process.kill(leftover, 'SIGKILL');
+      rmSync(dirname(gate), { recursive: true, force: true });
+    }
   });
 
   it('stops a command at the output cap, exactly at the cap', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decodeMessage, encodeMessage, readWatch } from './lifeline-protocol.js';
+import { decodeMessage, encodeMessage, readSpawn, readWatch } from './lifeline-protocol.js';
 
 describe('the lifeline protocol', () => {
   it('is one JSON object per line with a type; anything else is no message', () => {
@@ -31,5 +31,34 @@ describe('the lifeline protocol', () => {
     ]) {
       expect(readWatch(bad)).toBeUndefined();
     }
+  });
+  it('checks a spawn request, and the tree it asks to watch as a watch message is checked', () => {
+    const spawn = {
+      type: 'spawn',
+      id: 3,
+      file: '/bin/bash',
+      args: ['-c', 'true'],
+      cwd: '/',
+      env: { A: '1' },
+    };
+    expect(readSpawn(spawn)).toEqual(spawn);
+    const watch = { key: 't9', startTime: 12, tag: 'T=1', statusFile: '/tmp/x.status' };
+    expect(readSpawn({ ...spawn, watch })).toEqual({ ...spawn, watch });
+    expect(readSpawn({ ...spawn, watch: { key: 't9', startTime: 12 } })?.watch).toEqual({
+      key: 't9',
+      startTime: 12,
+      tag: undefined,
+      statusFile: undefined,
+    });
+    for (const bad of [
+      null,
+      'x',
+      { startTime: 12 },
+      { key: 't9', startTime: -1 },
+      { ...watch, tag: 'no-equals' },
+    ]) {
+      expect(readSpawn({ ...spawn, watch: bad })).toBeUndefined();
+    }
+    expect(readSpawn({ ...spawn, env: { A: 1 } })).toBeUndefined();
   });
 });

@@ -96,6 +96,11 @@ export interface SpawnMessage {
   readonly cwd: string;
   /** The complete environment, the tags included. */
   readonly env: Readonly<Record<string, string>>;
+  /**
+   * The tree to watch from its start, as a `watch` message would tell it (the pid is the spawned
+   * process's): the sidecar watches it before it answers `spawned`, and the runtime sends no `watch`.
+   */
+  readonly watch?: Omit<WatchMessage, 'type' | 'pid'> | undefined;
 }
 
 export interface SpawnedMessage {
@@ -131,11 +136,18 @@ export interface SpawnFailedMessage {
 
 /** A spawn message's fields, checked; undefined when malformed. */
 export function readSpawn(message: { readonly [key: string]: unknown }): SpawnMessage | undefined {
-  const { id, file, args, cwd, env } = message;
+  const { id, file, args, cwd, env, watch } = message;
   if (typeof id !== 'number' || !Number.isSafeInteger(id)) return undefined;
   if (typeof file !== 'string' || file === '' || typeof cwd !== 'string') return undefined;
   if (!Array.isArray(args) || !args.every((arg) => typeof arg === 'string')) return undefined;
   if (typeof env !== 'object' || env === null || Array.isArray(env)) return undefined;
   if (!Object.values(env).every((value) => typeof value === 'string')) return undefined;
-  return { type: 'spawn', id, file, args, cwd, env: env as Record<string, string> };
+  const request = { type: 'spawn' as const, id, file, args, cwd, env: env as Record<string, string> };
+  if (watch === undefined) return request;
+  if (typeof watch !== 'object' || watch === null) return undefined;
+  // Checked as the watch message it stands for; the pid is the spawned process's, any valid one here.
+  const tree = readWatch({ ...(watch as Record<string, unknown>), pid: 2 });
+  if (tree === undefined) return undefined;
+  const { key, startTime, tag, statusFile } = tree;
+  return { ...request, watch: { key, startTime, tag, statusFile } };
 }

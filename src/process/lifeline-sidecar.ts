@@ -232,6 +232,17 @@ function spawnFor(request: SpawnMessage): void {
     if (child.pid === undefined) failed(id, error);
   });
   child.once('spawn', () => {
+    // Watched from its start: a runtime killed before it could say so still has the tree stopped.
+    const watch = request.watch;
+    if (watch !== undefined && child.pid !== undefined) {
+      const message: WatchMessage = { type: 'watch', ...watch, pid: child.pid };
+      trees.set(watch.key, {
+        message,
+        tag: parseEnvironmentTag(watch.tag),
+        known: new Map(),
+        hadMembers: false,
+      });
+    }
     reply({ type: 'spawned', id, pid: child.pid });
     if (child.stdout) reply({ type: 'pipe', id, stream: 'stdout' }, child.stdout as Socket);
     if (child.stderr) reply({ type: 'pipe', id, stream: 'stderr' }, child.stderr as Socket);

@@ -62,4 +62,43 @@ describe('Lifeline', () => {
     expect(lines.map((message) => message?.type)).toEqual(['watch', 'watch', 'unwatch']);
     await lifeline.release();
   });
+
+  it('writes nothing for a tree the sidecar watches since its spawn, and tells it again after a restart', async () => {
+    const sidecar = fakeSidecar();
+    const lifeline = new Lifeline({
+      spawn: sidecar.spawn,
+      clock: createManualClock(),
+      logger: { warn() {} },
+    });
+    await lifeline.ready;
+    await turn();
+    sidecar.writes.length = 0;
+    const running = lifeline.sidecar!;
+    const key = lifeline.watchKey();
+    const unwatch = lifeline.adopt(key, { pid: 101, startTime: 5 }, running);
+    await turn();
+    expect(sidecar.writes).toEqual([]);
+    // Adopted for a sidecar that is no longer the one running: the one running is told.
+    lifeline.adopt(lifeline.watchKey(), { pid: 102, startTime: 6 }, {} as ChildProcess);
+    await turn();
+    expect(sidecar.writes.flatMap((write) => write.trim().split('\n').map(decodeMessage))).toEqual([
+      expect.objectContaining({ type: 'watch', pid: 102 }),
+    ]);
+    sidecar.writes.length = 0;
+    // A sidecar that died is started again and told every tree, the adopted ones too.
+    (running as unknown as EventEmitter).emit('exit', 1, null);
+    await turn();
+    const told = sidecar.writes.flatMap((write) => write.trim().split('\n').map(decodeMessage));
+    expect(told).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ type: 'watch', key, pid: 101 }),
+        expect.objectContaining({ type: 'watch', pid: 102 }),
+      ]),
+    );
+    sidecar.writes.length = 0;
+    unwatch();
+    await turn();
+    expect(sidecar.writes.map((write) => decodeMessage(write.trim()))).toEqual([{ type: 'unwatch', key }]);
+    await lifeline.release();
+  });
 });

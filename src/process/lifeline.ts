@@ -84,6 +84,17 @@ export function defaultSidecarScript(): string {
   return join(dirname(here), '..', '..', 'dist', 'process', 'lifeline-sidecar.js');
 }
 
+function watchMessage(key: string, tree: LifelineTree): WatchMessage {
+  return {
+    type: 'watch',
+    key,
+    pid: tree.pid,
+    startTime: tree.startTime,
+    ...(tree.tag === undefined ? {} : { tag: `${tree.tag.name}=${tree.tag.value}` }),
+    ...(tree.statusFile === undefined ? {} : { statusFile: tree.statusFile }),
+  };
+}
+
 export class Lifeline implements LifelineLink {
   readonly tag: EnvironmentTag;
   readonly #options: LifelineOptions;
@@ -133,17 +144,30 @@ export class Lifeline implements LifelineLink {
   }
 
   watch(tree: LifelineTree): () => void {
-    const key = `t${++this.#sequence}`;
-    const message: WatchMessage = {
-      type: 'watch',
-      key,
-      pid: tree.pid,
-      startTime: tree.startTime,
-      ...(tree.tag === undefined ? {} : { tag: `${tree.tag.name}=${tree.tag.value}` }),
-      ...(tree.statusFile === undefined ? {} : { statusFile: tree.statusFile }),
-    };
+    const key = this.watchKey();
+    this.#trees.set(key, watchMessage(key, tree));
+    this.#send(encodeMessage(this.#trees.get(key)!));
+    return this.#unwatch(key);
+  }
+
+  /** A key for a tree the sidecar is to watch from its spawn (`SpawnMessage.watch`), unique in this runtime. */
+  watchKey(): string {
+    return `t${++this.#sequence}`;
+  }
+
+  /**
+   * Records a tree `sidecar` watches since it spawned it, under `key` (from `watchKey`), as `watch` would
+   * have told it: a restarted sidecar is told it again. Told now when `sidecar` is no longer the one that
+   * runs (it died, and the one started since never heard of the tree). Returns what tells it the tree is gone.
+   */
+  adopt(key: string, tree: LifelineTree, sidecar: ChildProcess): () => void {
+    const message = watchMessage(key, tree);
     this.#trees.set(key, message);
-    this.#send(encodeMessage(message));
+    if (this.#child !== sidecar) this.#send(encodeMessage(message));
+    return this.#unwatch(key);
+  }
+
+  #unwatch(key: string): () => void {
     return () => {
       if (!this.#trees.delete(key)) return;
       this.#send(encodeMessage({ type: 'unwatch', key }));

@@ -21,11 +21,26 @@ export interface LaunchRequest {
   readonly env: Readonly<Record<string, string>>;
   /** Put into the environment, so processes that leave the group are still found (see `scanTree`). */
   readonly tag?: EnvironmentTag | undefined;
+  /**
+   * The tree is one the lifeline watches: a launcher that can have it watched from the spawn on (the
+   * spawner sidecar) does, and says so with the launched process's `unwatch`; with any other launcher the
+   * caller tells the lifeline once the pid is known.
+   */
+  readonly watch?: LaunchWatch | undefined;
+}
+
+/** What the lifeline keeps of a tree besides its root's pid and its tag (see `LifelineTree`). */
+export interface LaunchWatch {
+  /** No later than the root's start time, in clock ticks after boot. */
+  readonly startTime: number;
+  /** Where the lifeline records that it stopped the tree. */
+  readonly statusFile?: string | undefined;
 }
 
 /**
  * A launched process, as much of a `ChildProcess` as the producers use. `exit` means the process was
- * reaped: until then its pid (and so its group id) cannot name anything else.
+ * reaped (or, with `reaped` false, exited and not yet reaped): until then its pid (and so its group id)
+ * cannot name anything else.
  */
 export interface LaunchedProcess {
   /** Undefined when the launch failed at once; `error` follows with the reason. */
@@ -37,6 +52,11 @@ export interface LaunchedProcess {
    * still its own) until it is; undefined for a launcher that reaps before it reports the exit.
    */
   readonly reaped?: boolean;
+  /**
+   * Present once the launcher had the lifeline watch the tree from its spawn (a request with `watch`):
+   * tells the lifeline the tree is gone. Set before `spawn` is emitted.
+   */
+  readonly unwatch?: (() => void) | undefined;
   on(event: 'error', listener: (error: Error) => void): this;
   once(event: 'spawn', listener: () => void): this;
   once(event: 'exit', listener: (code: number | null, signal: NodeJS.Signals | null) => void): this;

@@ -8,9 +8,12 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { isAlive } from '../../test/fixtures/bash/index.js';
 import { systemClock } from '../tasks/clock.js';
+import { readStatusFile } from './exit-status-file.js';
 import { Lifeline } from './lifeline.js';
 import { createSpawnLauncher, type LaunchedProcess, type LaunchRequest } from './process-launcher.js';
+import { procfsSource } from './process-table.js';
 import { SidecarLauncher } from './sidecar-launcher.js';
 
 interface Warning {
@@ -145,6 +148,29 @@ describe('SidecarLauncher', () => {
     } finally {
       process.kill(lifeline.pid!, 'SIGCONT');
       rmSync(dirname(gate), { recursive: true, force: true });
+    }
+  });
+
+  it('has the sidecar watch a tree from its spawn: stopped when the runtime dies before it said a word', async () => {
+    const { launcher, lifeline } = await spawner();
+    const directory = mkdtempSync(join(tmpdir(), 'errand-watch-'));
+    const statusFile = join(directory, 'tree.status');
+    // No lifeline tag in its environment, and nobody calls `watch`: only the spawn's own watch covers it.
+    const child = launcher.launch({
+      ...bash('echo up; exec sleep 1000'),
+      watch: { startTime: procfsSource().clockTicks(), statusFile },
+    });
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    try {
+      await new Promise<void>((resolve) => child.once('spawn', () => resolve()));
+      expect(child.unwatch).toBeTypeOf('function');
+      // The runtime's end as the sidecar sees it: its stdin closes.
+      lifeline.sidecar!.stdin!.destroy();
+      await exited;
+      expect(readStatusFile(statusFile)).toMatchObject({ kind: 'stopped', by: 'lifeline' });
+    } finally {
+      if (child.pid !== undefined && isAlive(child.pid)) process.kill(-child.pid, 'SIGKILL');
+      rmSync(directory, { recursive: true, force: true });
     }
   });
 

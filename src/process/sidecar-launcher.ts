@@ -22,6 +22,7 @@ import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import type { CancelTimer, Clock } from '../tasks/clock.js';
 import type { Logger } from '../tasks/logger.js';
+import type { LifelineTree } from './lifeline.js';
 import type { ExitedMessage, SpawnFailedMessage, SpawnMessage } from './lifeline-protocol.js';
 import {
   createSpawnLauncher,
@@ -37,6 +38,10 @@ export interface SpawnerSidecar {
   readonly sidecar: ChildProcess | undefined;
   /** True once the lifeline stood down: its sidecar exiting then is no failure. */
   readonly released: boolean;
+  /** A key for a tree the sidecar watches from its spawn (see `Lifeline.watchKey`). */
+  watchKey?(): string;
+  /** Records that tree once its pid is known (see `Lifeline.adopt`); returns its unwatch. */
+  adopt?(key: string, tree: LifelineTree, sidecar: ChildProcess): () => void;
 }
 
 export interface SidecarLauncherOptions {
@@ -109,6 +114,9 @@ class PipeStream extends Readable {
 /** A process the sidecar is asked to start, as the producers see it. */
 class SidecarProcess extends EventEmitter implements LaunchedProcess {
   pid: number | undefined;
+  unwatch: (() => void) | undefined = undefined;
+  /** The key the sidecar watches the tree under from its spawn, when it does. */
+  watchKey: string | undefined = undefined;
   readonly stdout = new PipeStream(() => this.#pipeEnded());
   readonly stderr = new PipeStream(() => this.#pipeEnded());
   exited = false;
@@ -211,6 +219,13 @@ export class SidecarLauncher implements ProcessLauncher {
       source: this.#source,
       parent: channel.pid,
     });
+    const lifeline = this.#options.lifeline;
+    const watch = request.watch;
+    // The sidecar watches the tree from its spawn on: no `watch` follows on the lifeline, and a runtime
+    // killed between the spawn and its telling still has the tree stopped.
+    if (watch !== undefined && lifeline.watchKey !== undefined && lifeline.adopt !== undefined) {
+      process.watchKey = lifeline.watchKey();
+    }
     const message: SpawnMessage = {
       type: 'spawn',
       id: process.id,
@@ -218,6 +233,16 @@ export class SidecarLauncher implements ProcessLauncher {
       args: request.args,
       cwd: request.cwd,
       env: launchEnvironment(request),
+      ...(process.watchKey === undefined || watch === undefined
+        ? {}
+        : {
+            watch: {
+              key: process.watchKey,
+              startTime: watch.startTime,
+              ...(request.tag === undefined ? {} : { tag: `${request.tag.name}=${request.tag.value}` }),
+              ...(watch.statusFile === undefined ? {} : { statusFile: watch.statusFile }),
+            },
+          }),
     };
     this.#pending.set(process.id, process);
     if (this.#pending.size === 1) channel.channel?.ref();
@@ -260,9 +285,20 @@ export class SidecarLauncher implements ProcessLauncher {
       return;
     }
     switch (answer.type) {
-      case 'spawned':
-        process.spawned((answer as { pid: number }).pid);
+      case 'spawned': {
+        const pid = (answer as { pid: number }).pid;
+        const key = process.watchKey;
+        const watch = process.request.watch;
+        if (key !== undefined && watch !== undefined && this.#channel !== undefined) {
+          process.unwatch = this.#options.lifeline.adopt?.(
+            key,
+            { pid, startTime: watch.startTime, tag: process.request.tag, statusFile: watch.statusFile },
+            this.#channel,
+          );
+        }
+        process.spawned(pid);
         return;
+      }
       case 'pipe': {
         const stream = (answer as { stream?: unknown }).stream === 'stderr' ? process.stderr : process.stdout;
         if (handle !== undefined) stream.attach(handle as Socket);

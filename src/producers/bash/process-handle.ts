@@ -229,6 +229,9 @@ export class ProcessHandle implements CommandHandle {
               ...(tag === undefined ? {} : { [tag.name]: tag.value }),
             },
       tag,
+      ...(lifeline === undefined
+        ? {}
+        : { watch: { startTime: startedAfter, statusFile: statusFileOf(this.#output?.path) } }),
     };
     // A pure rewrite of the request, so any launcher (a spawner process, a worker) starts it the same way.
     const request = resolved.sandbox?.confine(command, resolved.workspace) ?? command;
@@ -277,12 +280,15 @@ export class ProcessHandle implements CommandHandle {
     if (child.pid === undefined || this.#facts) return;
     this.#pid = child.pid;
     // Told asynchronously (the lifeline batches its writes): nothing here waits for the sidecar.
-    this.#unwatch = lifeline?.watch({
-      pid: child.pid,
-      startTime: startedAfter,
-      tag: this.#tag,
-      statusFile: statusFileOf(this.#output?.path),
-    });
+    // The spawner sidecar watches the tree since it spawned it; else the lifeline is told now.
+    this.#unwatch =
+      child.unwatch ??
+      lifeline?.watch({
+        pid: child.pid,
+        startTime: startedAfter,
+        tag: this.#tag,
+        statusFile: statusFileOf(this.#output?.path),
+      });
     this.#terminator = new TreeTerminator({
       root: { pid: child.pid, startTime: startedAfter },
       source: options.processSource,

@@ -629,8 +629,9 @@ export class SessionRuntime {
       this.#pending.write(`task:${key}`, () => {
         const shown =
           record.reported || (ended && session.inbox.wasReported({ taskId: task.id, attempt: task.attempt }));
-        return this.store.transaction(
-          () => upsertAsJson(this.store, shown ? { ...record, reported: true } : record),
+        return upsertAsJson(
+          this.store,
+          shown ? { ...record, reported: true } : record,
           shown ? IMMEDIATE : DEFERRED,
         );
       });
@@ -737,12 +738,16 @@ export class SessionRuntime {
  * (a Date, NaN, a class instance), which the store refuses, are written as their JSON copy instead: what
  * `JSON.stringify` keeps of them.
  */
-function upsertAsJson(store: SessionStore, record: TaskRecordInput): StoredTask {
+function upsertAsJson(
+  store: SessionStore,
+  record: TaskRecordInput,
+  options: { readonly durability: 'immediate' | 'deferred' },
+): StoredTask {
   try {
-    return store.upsertTask(record);
+    return store.upsertTask(record, options);
   } catch (error) {
     if (!refusedDetail(error)) throw error;
-    return store.upsertTask({ ...record, detail: (jsonCopy(record.detail) ?? {}) as JsonObject });
+    return store.upsertTask({ ...record, detail: (jsonCopy(record.detail) ?? {}) as JsonObject }, options);
   }
 }
 

@@ -10,8 +10,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { START_TIME } from './conformance/index.js';
+import { composeSessionStore } from './compose-session-store.js';
+import { expectErrandError, START_TIME } from './conformance/index.js';
 import { migrate } from './migrations.js';
+import { sessionStoreOptions } from './options.js';
 import { CHECKPOINT_LAG_FACTOR } from './sqlite-checkpointer.js';
 import { openSqliteSessionStore } from './sqlite-session-store.js';
 import { createSqliteBackend } from './sqlite-tables.js';
@@ -119,6 +121,43 @@ describe('deferred durability', () => {
       expect(synchronous(database)).toBe(1);
     } finally {
       backend.close();
+    }
+  });
+
+  it("takes a task record's durability from its call: deferred syncs nothing, and a bad one writes nothing", () => {
+    const opened = openBackend(join(root, 'task-writes.sqlite'));
+    const store = composeSessionStore(opened.backend, sessionStoreOptions.resolve({ now: () => START_TIME }));
+    try {
+      store.createSession({ id: 's', cwd: '/' });
+      const before = opened.syncs();
+      const record = {
+        id: 'bash-1',
+        sessionId: 's',
+        kind: 'bash',
+        label: 'true',
+        status: 'running' as const,
+        isBackgrounded: true,
+        branchGeneration: 0,
+        startedAt: START_TIME,
+        reported: false,
+      };
+      store.upsertTask(record, { durability: 'deferred' });
+      expect(opened.syncs()).toBe(before);
+      store.upsertTask({ ...record, detail: { pid: 42 } });
+      expect(opened.syncs()).toBe(before + 1);
+      // Inside a transaction the outer call's durability is the write's: a deferred one stays deferred.
+      store.transaction(() => store.upsertTask({ ...record, detail: { pid: 43 } }), {
+        durability: 'deferred',
+      });
+      expect(opened.syncs()).toBe(before + 1);
+      const refused = expectErrandError(
+        () => store.upsertTask({ ...record, label: 'other' }, { durability: 'later' as never }),
+        'INVALID_ARGUMENT',
+      );
+      expect(refused.message).toContain('options.durability');
+      expect(store.getTask('bash-1', 's')).toMatchObject({ label: 'true', detail: { pid: 43 } });
+    } finally {
+      store.close();
     }
   });
 

@@ -283,9 +283,11 @@ export interface MarkLostOptions {
 export interface TaskRecords {
   /**
    * Inserts or replaces the task's record, keyed by (sessionId, id): task ids are unique per task service,
-   * not across restarts, so the same id in another session is another record.
+   * not across restarts, so the same id in another session is another record. `options.durability`
+   * (default `immediate`, see `StoreDurability`) is this write's own; inside `transaction` it is the outer
+   * call's, as for every nested write (a nested `immediate` makes the whole write immediate).
    */
-  upsertTask(record: TaskRecordInput): StoredTask;
+  upsertTask(record: TaskRecordInput, options?: TransactionOptions): StoredTask;
   getTask(id: string, sessionId?: SessionId | string): StoredTask | undefined;
   /** Oldest start first. */
   listTasks(filter?: TaskFilter): StoredTask[];

@@ -39,6 +39,7 @@ import type {
   NewWorkflowRun,
   NewWorkflowStep,
   SessionPatch,
+  StoreDurability,
   TaskProcessInput,
   TaskRecordInput,
   WorkflowRunPatch,
@@ -314,6 +315,17 @@ export function validateTaskIdList(field: string, value: unknown): Set<string> {
     value === undefined ? [] : validateList(field, value, (itemField, item) => validateName(itemField, item)),
   );
 }
+
+/** A write's `options` (`TransactionOptions`): its durability, undefined when it names none. */
+export function validateDurability(options: unknown): StoreDurability | undefined {
+  if (options === undefined) return undefined;
+  const { durability } = validateObject('options', options);
+  return durability === undefined
+    ? undefined
+    : validateOneOf('options.durability', durability, STORE_DURABILITIES);
+}
+
+const STORE_DURABILITIES: readonly StoreDurability[] = ['immediate', 'deferred'];
 
 // ---- task records ---------------------------------------------------------------------------------
 

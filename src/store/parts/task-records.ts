@@ -12,6 +12,7 @@ import type { StoreTables } from '../store-tables.js';
 import { LOST_TASK_ERROR } from '../transition-rules.js';
 import {
   validateCount,
+  validateDurability,
   validateName,
   validateObject,
   validateSessionKey,
@@ -27,24 +28,29 @@ const LIVE_STATUSES = ['running', 'stopping'];
 
 export function createTaskRecords(context: StoreContext): TaskRecords {
   return {
-    upsertTask(record) {
+    upsertTask(record, options) {
       const checked = validateTaskRecord(record, 0, context.maxFieldBytes);
+      const durability = validateDurability(options);
       const parsed = parseTaskId(checked.id);
-      return context.write('save a task record', ({ sessions, tasks, sequences }) => {
-        // Stamped under the write lock, so stamps follow the order of commits (what `updatedSince` relies on).
-        const row = { ...checked, updatedAt: context.now() };
-        // The model's read cursor only moves forward, and only when asked to: a write keeps the higher one.
-        // A later write of the same attempt (its process facts, its end) rewrites the stored row alone: the
-        // row's session exists (deleting a session deletes its records) and its id raised the sequence.
-        let readOffset = tasks.update(row);
-        if (readOffset === undefined) {
-          if (row.sessionId !== null) requireSessionExists(sessions, row.sessionId);
-          // The highest id per kind stays in `task_sequences`, so a new runtime never reads the records for it.
-          if (parsed !== undefined) sequences.raise(parsed.kind, parsed.sequence);
-          readOffset = tasks.save(row);
-        }
-        return readTask(readOffset === row.readOffset ? row : { ...row, readOffset });
-      });
+      return context.write(
+        'save a task record',
+        ({ sessions, tasks, sequences }) => {
+          // Stamped under the write lock, so stamps follow the order of commits (what `updatedSince` relies on).
+          const row = { ...checked, updatedAt: context.now() };
+          // The model's read cursor only moves forward, and only when asked to: a write keeps the higher one.
+          // A later write of the same attempt (its process facts, its end) rewrites the stored row alone: the
+          // row's session exists (deleting a session deletes its records) and its id raised the sequence.
+          let readOffset = tasks.update(row);
+          if (readOffset === undefined) {
+            if (row.sessionId !== null) requireSessionExists(sessions, row.sessionId);
+            // The highest id per kind stays in `task_sequences`, so a new runtime never reads the records for it.
+            if (parsed !== undefined) sequences.raise(parsed.kind, parsed.sequence);
+            readOffset = tasks.save(row);
+          }
+          return readTask(readOffset === row.readOffset ? row : { ...row, readOffset });
+        },
+        durability,
+      );
     },
 
     saveTaskReadOffset(id, sessionId, offset) {

@@ -40,17 +40,19 @@ function fakeSidecar() {
 
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
+/** A lifeline whose fake sidecar said `ready`, with what it was written so far cleared. */
+async function running() {
+  const sidecar = fakeSidecar();
+  const lifeline = new Lifeline({ spawn: sidecar.spawn, clock: createManualClock(), logger: { warn() {} } });
+  await lifeline.ready;
+  await turn();
+  sidecar.writes.length = 0;
+  return { sidecar, lifeline };
+}
+
 describe('Lifeline', () => {
   it('tells the sidecar once per turn of the event loop, after the turn, every tree started and stopped in it', async () => {
-    const sidecar = fakeSidecar();
-    const lifeline = new Lifeline({
-      spawn: sidecar.spawn,
-      clock: createManualClock(),
-      logger: { warn() {} },
-    });
-    await lifeline.ready;
-    await turn();
-    sidecar.writes.length = 0;
+    const { sidecar, lifeline } = await running();
     const first = lifeline.watch({ pid: 101, startTime: 5 });
     lifeline.watch({ pid: 102, startTime: 6 });
     // A chain of promises (an ending told to its waiters, the next start) runs before the write.
@@ -64,18 +66,10 @@ describe('Lifeline', () => {
   });
 
   it('writes nothing for a tree the sidecar watches since its spawn, and tells it again after a restart', async () => {
-    const sidecar = fakeSidecar();
-    const lifeline = new Lifeline({
-      spawn: sidecar.spawn,
-      clock: createManualClock(),
-      logger: { warn() {} },
-    });
-    await lifeline.ready;
-    await turn();
-    sidecar.writes.length = 0;
-    const running = lifeline.sidecar!;
+    const { sidecar, lifeline } = await running();
+    const current = lifeline.sidecar!;
     const key = lifeline.watchKey();
-    const unwatch = lifeline.adopt(key, { pid: 101, startTime: 5 }, running);
+    const unwatch = lifeline.adopt(key, { pid: 101, startTime: 5 }, current);
     await turn();
     expect(sidecar.writes).toEqual([]);
     // Adopted for a sidecar that is no longer the one running: the one running is told.
@@ -86,7 +80,7 @@ describe('Lifeline', () => {
     ]);
     sidecar.writes.length = 0;
     // A sidecar that died is started again and told every tree, the adopted ones too.
-    (running as unknown as EventEmitter).emit('exit', 1, null);
+    (current as unknown as EventEmitter).emit('exit', 1, null);
     await turn();
     const told = sidecar.writes.flatMap((write) => write.trim().split('\n').map(decodeMessage));
     expect(told).toEqual(

@@ -4,33 +4,18 @@
  */
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
+import { inMemorySqliteBackend } from '../../test/support/sqlite-backend.js';
 import { expectErrandError, START_TIME } from './conformance/index.js';
 import { createMemoryBackend } from './memory-tables.js';
-import { migrate } from './migrations.js';
 import { sessionStoreOptions } from './options.js';
 import type { SessionRow } from './rows.js';
-import { createSqliteBackend } from './sqlite-tables.js';
 import { createStoreContext, type StoreContext } from './store-context.js';
-import type { StoreBackend } from './store-tables.js';
 
 const contexts: StoreContext[] = [];
 
 afterEach(() => {
   for (const context of contexts.splice(0)) context.close();
 });
-
-function sqliteBackend(): StoreBackend {
-  const database = new Database(':memory:');
-  database.pragma('foreign_keys = ON');
-  migrate(database, ':memory:', START_TIME);
-  return createSqliteBackend(database, {
-    busyTimeoutMs: 10,
-    capabilities: { sharedAcrossProcesses: false, persistent: false },
-    file: database.name,
-    synchronous: 'normal',
-    checkpointEveryCommits: 0,
-  });
-}
 
 function session(id: string): SessionRow {
   return {
@@ -71,7 +56,7 @@ function admit(context: StoreContext, key: string): number {
 }
 
 describe.each([
-  ['SQLite', sqliteBackend],
+  ['SQLite', inMemorySqliteBackend],
   ['in-memory', createMemoryBackend],
 ])('the store context on the %s backend', (_name, createBackend) => {
   function open(): StoreContext {
@@ -158,16 +143,8 @@ describe.each([
 describe('a SQLite file that refuses writes', () => {
   it('fails the write with STORE_UNAVAILABLE naming why, and leaves what was written as it was', () => {
     const database = new Database(':memory:');
-    database.pragma('foreign_keys = ON');
-    migrate(database, ':memory:', START_TIME);
     const context = createStoreContext(
-      createSqliteBackend(database, {
-        busyTimeoutMs: 10,
-        capabilities: { sharedAcrossProcesses: false, persistent: false },
-        file: database.name,
-        synchronous: 'normal',
-        checkpointEveryCommits: 0,
-      }),
+      inMemorySqliteBackend(database),
       sessionStoreOptions.resolve({ now: () => START_TIME }),
     );
     contexts.push(context);

@@ -4,29 +4,14 @@
  * stored row and touch nothing else. A write that changes the session, the start or the told flag is a
  * first write again.
  */
-import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
+import { inMemorySqliteBackend } from '../../../test/support/sqlite-backend.js';
 import { composeSessionStore } from '../compose-session-store.js';
 import { expectErrandError, START_TIME } from '../conformance/index.js';
 import { createMemoryBackend } from '../memory-tables.js';
-import { migrate } from '../migrations.js';
 import { sessionStoreOptions } from '../options.js';
 import type { SessionStore, TaskRecordInput } from '../session-store.js';
-import { createSqliteBackend } from '../sqlite-tables.js';
 import type { StoreBackend } from '../store-tables.js';
-
-function sqliteBackend(): StoreBackend {
-  const database = new Database(':memory:');
-  database.pragma('foreign_keys = ON');
-  migrate(database, ':memory:', START_TIME);
-  return createSqliteBackend(database, {
-    busyTimeoutMs: 10,
-    capabilities: { sharedAcrossProcesses: false, persistent: false },
-    file: database.name,
-    synchronous: 'normal',
-    checkpointEveryCommits: 0,
-  });
-}
 
 interface Counted {
   readonly store: SessionStore;
@@ -90,7 +75,7 @@ afterEach(() => {
 });
 
 describe.each([
-  ['sqlite', sqliteBackend],
+  ['sqlite', inMemorySqliteBackend],
   ['memory', createMemoryBackend],
 ])('task record writes (%s)', (_name, backend) => {
   function open(): Counted {

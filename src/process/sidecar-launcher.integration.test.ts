@@ -23,7 +23,18 @@ interface Warning {
 const lifelines: Lifeline[] = [];
 const LEAK_MARK = process.env.ERRAND_TEST_LEAK_MARK;
 
+/** Sidecars a test stopped: continued after it whatever happened, before anything waits on them. */
+const stopped = new Set<number>();
+
 afterEach(async () => {
+  for (const pid of stopped) {
+    try {
+      process.kill(pid, 'SIGCONT');
+    } catch {
+      // Gone already.
+    }
+  }
+  stopped.clear();
   await Promise.all(lifelines.splice(0).map((lifeline) => lifeline.release()));
 });
 
@@ -141,6 +152,7 @@ describe('SidecarLauncher', () => {
     const result = ended(child);
     await bothHeard;
     // A stopped sidecar neither reaps the command nor says anything: only the table can tell its exit.
+    stopped.add(lifeline.pid!);
     process.kill(lifeline.pid!, 'SIGSTOP');
     try {
       writeFileSync(gate, '');

@@ -58,15 +58,24 @@ export interface SidecarLauncherOptions {
 
 export const SIDECAR_LAUNCHER_DEFAULTS = Object.freeze({ orphanPollMs: 50 });
 
+/**
+ * After both pipes of a process ended, how long to wait before each further look at the table for its
+ * zombie (ms): its files close a moment before it turns zombie.
+ */
+const ZOMBIE_RECHECK_MS: readonly number[] = [0, 1, 4, 16];
+
 /** One stream of a command: readable at once, fed by the pipe's handle when the sidecar sends it. */
 class PipeStream extends Readable {
   #socket: Socket | undefined;
   #wanted = false;
+  readonly #onEnd: () => void;
   /** True once the pipe's write end was closed by every process that held it. */
   atEnd = false;
 
-  constructor(private readonly onEnd: () => void) {
+  /** `onEnd` runs when the pipe reached end of file. */
+  constructor(onEnd: () => void) {
     super();
+    this.#onEnd = onEnd;
   }
 
   attach(socket: Socket): void {
@@ -84,7 +93,7 @@ class PipeStream extends Readable {
     socket.once('end', () => {
       this.atEnd = true;
       this.push(null);
-      this.onEnd();
+      this.#onEnd();
     });
     socket.on('error', () => {
       // A received pipe is a read end: shutting down its write side on end of file may fail; nothing is lost.
@@ -123,12 +132,17 @@ class SidecarProcess extends EventEmitter implements LaunchedProcess {
   /** Set false by an exit heard from the table before the sidecar reaped the process. */
   reaped: boolean | undefined = undefined;
   #cancelPoll: CancelTimer | undefined;
+  #cancelRecheck: CancelTimer | undefined;
 
   constructor(
     readonly request: LaunchRequest,
     readonly id: number,
     /** Where the exit is looked for once both pipes ended, and the sidecar's pid (the command's parent). */
-    readonly table: { readonly source: ProcessSource; readonly parent: number | undefined },
+    readonly table: {
+      readonly source: ProcessSource;
+      readonly parent: number | undefined;
+      readonly clock: Clock;
+    },
   ) {
     super();
   }
@@ -139,14 +153,25 @@ class SidecarProcess extends EventEmitter implements LaunchedProcess {
    * the table: that is its exit, known now. Anything else (it runs on with its pipes closed, or it was
    * reaped already) waits for the sidecar's message.
    */
-  #pipeEnded(): void {
+  #pipeEnded(attempt = 0): void {
+    this.#cancelRecheck?.();
+    this.#cancelRecheck = undefined;
     if (this.exited || this.pid === undefined || !this.stdout.atEnd || !this.stderr.atEnd) return;
-    if (this.table.parent === undefined) return;
-    const entry = this.table.source.read(this.pid);
-    if (entry?.state !== 'Z' || entry.ppid !== this.table.parent || entry.exitStatus === undefined) return;
-    const { code, signal } = exitOfStatus(entry.exitStatus);
-    this.reaped = false;
-    this.exit(code, signal);
+    const { source, parent, clock } = this.table;
+    if (parent === undefined) return;
+    const entry = source.read(this.pid);
+    // Gone from the table: the sidecar reaped it, and its message is on its way.
+    if (entry === undefined || entry.ppid !== parent) return;
+    if (entry.state === 'Z' && entry.exitStatus !== undefined) {
+      const { code, signal } = exitOfStatus(entry.exitStatus);
+      this.reaped = false;
+      this.exit(code, signal);
+      return;
+    }
+    // An exiting process closes its files before it turns zombie: looked at again a few times, briefly
+    // (one that runs on with its pipes closed is left to the sidecar's message).
+    const delay = ZOMBIE_RECHECK_MS[attempt];
+    if (delay !== undefined) this.#cancelRecheck = clock.schedule(delay, () => this.#pipeEnded(attempt + 1));
   }
 
   spawned(pid: number): void {
@@ -171,6 +196,7 @@ class SidecarProcess extends EventEmitter implements LaunchedProcess {
     if (this.exited) return;
     this.exited = true;
     this.#cancelPoll?.();
+    this.#cancelRecheck?.();
     this.emit('exit', code, signal);
   }
 
@@ -218,6 +244,7 @@ export class SidecarLauncher implements ProcessLauncher {
     const process = new SidecarProcess(request, ++this.#sequence, {
       source: this.#source,
       parent: channel.pid,
+      clock: this.#options.clock,
     });
     const lifeline = this.#options.lifeline;
     const watch = request.watch;

@@ -51,7 +51,18 @@ function parentOf(pid: number): number {
   return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
 }
 
+/** Sidecars a test stopped: continued after it whatever happened, before anything waits on them. */
+const stopped = new Set<number>();
+
 afterEach(async () => {
+  for (const pid of stopped) {
+    try {
+      process.kill(pid, 'SIGCONT');
+    } catch {
+      // Gone already.
+    }
+  }
+  stopped.clear();
   await Promise.all(executors.map((created) => created.dispose()));
   await Promise.all(lifelines.map((lifeline) => lifeline.release()));
   executors = [];
@@ -101,10 +112,13 @@ describe('the executor with the spawner sidecar', () => {
     const handle = run.start({
       command: `env -i /bin/sleep 1000 >/dev/null 2>&1 & echo "leftover $!"; echo ready >&2; while [ ! -e ${gate} ]; do sleep 0.01; done`,
     });
-    const leftover = pidsAfter(await waitForOutput(handle, 'ready'), 'leftover')[0]!;
+    // Output on both pipes (the two lines may arrive in either order): both reached this process.
+    await waitForOutput(handle, 'ready');
+    const leftover = pidsAfter(await waitForOutput(handle, /leftover \d+\n/), 'leftover')[0]!;
     expect(isAlive(leftover)).toBe(true);
     // Stopped, the sidecar can neither reap the shell nor tell of its exit: the exit comes from the table
     // while the shell is a zombie, whose group is still its own.
+    stopped.add(lifeline.pid!);
     process.kill(lifeline.pid!, 'SIGSTOP');
     try {
       writeFileSync(gate, '');

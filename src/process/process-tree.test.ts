@@ -193,4 +193,22 @@ describe('scanTree', () => {
     expect(pids(census.members)).toEqual([5, 100]);
     expect(table.reads).not.toContain(60);
   });
+
+  it('finds no member and no group to signal when all it read is dead (a quick shell, a zombie still)', () => {
+    let lookedUp = 0;
+    const table = {
+      ...source([entry(100, 1, 100, 100, 5000, 'Z'), entry(101, 1, 101, 101, 5001, 'Z')], 101),
+      environmentValue: () => {
+        lookedUp += 1;
+        return undefined;
+      },
+    };
+    const census = scanTree(table, root, {
+      newerPidsOnly: true,
+      rootAlive: true,
+      tag: { name: 'T', value: 'v' },
+    });
+    expect(census).toEqual({ members: [], groupIsOurs: false });
+    expect(lookedUp).toBe(0);
+  });
 });

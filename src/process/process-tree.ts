@@ -135,8 +135,9 @@ export function scanTree(source: ProcessSource, root: TreeRoot, options: ScanOpt
     };
     for (const pid of source.listPids()) if (isCandidate(pid)) take(pid);
   }
-  // Nothing read (a quick command that started nothing, reaped): no member, and no group to signal.
-  if (entries.length === 0) return EMPTY_CENSUS;
+  // Nothing alive read (a quick command that started nothing, its shell reaped or a zombie): no member,
+  // and no group left to signal.
+  if (!entries.some((entry) => !isDead(entry))) return EMPTY_CENSUS;
   const tag = options.tag;
   return censusTree(root, entries, {
     ...options,

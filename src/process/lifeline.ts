@@ -19,6 +19,7 @@ import { fileURLToPath } from 'node:url';
 import type { CancelTimer, Clock } from '../tasks/clock.js';
 import type { Logger } from '../tasks/logger.js';
 import { decodeMessage, encodeMessage, type WatchMessage } from './lifeline-protocol.js';
+import { formatEnvironmentTag } from './process-identity.js';
 import type { Spawner } from './process-launcher.js';
 import type { EnvironmentTag } from './process-tree.js';
 
@@ -90,7 +91,7 @@ function watchMessage(key: string, tree: LifelineTree): WatchMessage {
     key,
     pid: tree.pid,
     startTime: tree.startTime,
-    ...(tree.tag === undefined ? {} : { tag: `${tree.tag.name}=${tree.tag.value}` }),
+    ...(tree.tag === undefined ? {} : { tag: formatEnvironmentTag(tree.tag) }),
     ...(tree.statusFile === undefined ? {} : { statusFile: tree.statusFile }),
   };
 }
@@ -145,8 +146,9 @@ export class Lifeline implements LifelineLink {
 
   watch(tree: LifelineTree): () => void {
     const key = this.watchKey();
-    this.#trees.set(key, watchMessage(key, tree));
-    this.#send(encodeMessage(this.#trees.get(key)!));
+    const message = watchMessage(key, tree);
+    this.#trees.set(key, message);
+    this.#send(encodeMessage(message));
     return this.#unwatch(key);
   }
 
@@ -209,7 +211,7 @@ export class Lifeline implements LifelineLink {
         [
           options.sidecarScript ?? defaultSidecarScript(),
           '--runtime-tag',
-          `${this.tag.name}=${this.tag.value}`,
+          formatEnvironmentTag(this.tag),
           '--kill-grace-ms',
           String(options.killGraceMs ?? LIFELINE_DEFAULTS.killGraceMs),
         ],

@@ -24,6 +24,7 @@ import type { CancelTimer, Clock } from '../tasks/clock.js';
 import type { Logger } from '../tasks/logger.js';
 import type { LifelineTree } from './lifeline.js';
 import type { ExitedMessage, SpawnFailedMessage, SpawnMessage } from './lifeline-protocol.js';
+import { formatEnvironmentTag } from './process-identity.js';
 import {
   createSpawnLauncher,
   type LaunchedProcess,
@@ -266,7 +267,7 @@ export class SidecarLauncher implements ProcessLauncher {
             watch: {
               key: process.watchKey,
               startTime: watch.startTime,
-              ...(request.tag === undefined ? {} : { tag: `${request.tag.name}=${request.tag.value}` }),
+              ...(request.tag === undefined ? {} : { tag: formatEnvironmentTag(request.tag) }),
               ...(watch.statusFile === undefined ? {} : { statusFile: watch.statusFile }),
             },
           }),

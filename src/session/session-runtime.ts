@@ -14,7 +14,7 @@ import { memoizedSource, type ProcessSource, procfsSource } from '../process/ind
 import { createTaskService, type SequenceBlocks, type StartGuardRequest } from '../registry/index.js';
 import { type JsonObject, jsonCopy } from '../store/json.js';
 import type { StoredTask } from '../store/records.js';
-import type { SessionStore, TaskRecordInput } from '../store/session-store.js';
+import type { SessionStore, TaskRecordInput, TransactionOptions } from '../store/session-store.js';
 import { taskRecordFromSnapshot } from '../store/task-record-from-snapshot.js';
 import { taskSnapshotFromRecord } from '../store/task-snapshot-from-record.js';
 import {
@@ -738,11 +738,7 @@ export class SessionRuntime {
  * (a Date, NaN, a class instance), which the store refuses, are written as their JSON copy instead: what
  * `JSON.stringify` keeps of them.
  */
-function upsertAsJson(
-  store: SessionStore,
-  record: TaskRecordInput,
-  options: { readonly durability: 'immediate' | 'deferred' },
-): StoredTask {
+function upsertAsJson(store: SessionStore, record: TaskRecordInput, options: TransactionOptions): StoredTask {
   try {
     return store.upsertTask(record, options);
   } catch (error) {

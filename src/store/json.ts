@@ -59,13 +59,6 @@ export function validateJson(field: string, value: unknown, depth = 0): asserts 
   );
 }
 
-export function validateJsonObject(field: string, value: unknown): asserts value is JsonObject {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new InvalidArgumentError(field, 'a plain JSON object', value);
-  }
-  validateJson(field, value);
-}
-
 /** UTF-8 size of a text field, checked against the store's limit. */
 export function checkTextSize(field: string, text: string, maxBytes: number): void {
   // A UTF-8 character takes at most 3 bytes per UTF-16 code unit, so short texts skip the count.

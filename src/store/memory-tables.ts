@@ -224,6 +224,13 @@ function createTables(log: UndoLog): StoreTables {
   const deleteTask = (scope: string, id: string) => {
     if (tasks.delete(taskKey(scope, id))) taskDeletions.next();
   };
+  /** Stores the row; a stored read offset never moves back. Returns the offset stored now. */
+  const saveTask = (row: TaskRow): number => {
+    const key = taskKey(row.scope, row.id);
+    const readOffset = Math.max(tasks.get(key)?.readOffset ?? 0, row.readOffset);
+    tasks.set(key, readOffset === row.readOffset ? row : { ...row, readOffset });
+    return readOffset;
+  };
   const deleteRun = (runId: string) => {
     runs.delete(runId);
     steps.delete(runId);
@@ -291,26 +298,15 @@ function createTables(log: UndoLog): StoreTables {
     tasks: {
       get: (scope, id) => tasks.get(taskKey(scope, id)),
       put: (row) => tasks.set(taskKey(row.scope, row.id), row),
-      save(row) {
-        const key = taskKey(row.scope, row.id);
-        const readOffset = Math.max(tasks.get(key)?.readOffset ?? 0, row.readOffset);
-        tasks.set(key, readOffset === row.readOffset ? row : { ...row, readOffset });
-        return readOffset;
-      },
+      save: saveTask,
       update(row) {
-        const key = taskKey(row.scope, row.id);
-        const stored = tasks.get(key);
-        if (
-          stored === undefined ||
-          stored.sessionId !== row.sessionId ||
-          stored.startedAt !== row.startedAt ||
-          stored.reported !== row.reported
-        ) {
-          return undefined;
-        }
-        const readOffset = Math.max(stored.readOffset, row.readOffset);
-        tasks.set(key, readOffset === row.readOffset ? row : { ...row, readOffset });
-        return readOffset;
+        const stored = tasks.get(taskKey(row.scope, row.id));
+        const same =
+          stored !== undefined &&
+          stored.sessionId === row.sessionId &&
+          stored.startedAt === row.startedAt &&
+          stored.reported === row.reported;
+        return same ? saveTask(row) : undefined;
       },
       select: (scope, statuses, updatedSince, reported) =>
         tasks.select(

@@ -49,6 +49,10 @@ function openBackend(
     checkpointEveryCommits?: number;
     checkpointThread?: boolean;
     checkpointFinishFrames?: number;
+    syncDeferredEveryCommits?: number;
+    syncDeferredWithinMs?: number;
+    /** Fails the pool's syncs while it returns an error. */
+    poolSyncFailure?: () => Error | null;
   } = {},
 ): Opened {
   const database = new Database(file);
@@ -68,6 +72,12 @@ function openBackend(
     ...(options.checkpointFinishFrames === undefined
       ? {}
       : { checkpointFinishFrames: options.checkpointFinishFrames }),
+    ...(options.syncDeferredEveryCommits === undefined
+      ? {}
+      : { syncDeferredEveryCommits: options.syncDeferredEveryCommits }),
+    ...(options.syncDeferredWithinMs === undefined
+      ? {}
+      : { syncDeferredWithinMs: options.syncDeferredWithinMs }),
     syncLog: (fd) => {
       syncs += 1;
       fdatasyncSync(fd);
@@ -77,7 +87,9 @@ function openBackend(
     },
     syncLogAsync: (fd, done) => {
       poolSyncs += 1;
-      fdatasync(fd, done);
+      const failure = options.poolSyncFailure?.() ?? null;
+      if (failure !== null) setImmediate(() => done(failure));
+      else fdatasync(fd, done);
     },
   });
   return { database, backend, syncs: () => syncs, poolSyncs: () => poolSyncs, checkpoints };
@@ -204,12 +216,105 @@ describe('deferred durability', () => {
     }
   });
 
-  it('syncs nothing on a store opened with synchronous normal', () => {
-    const { backend, syncs, database } = openBackend(join(root, 'normal.sqlite'), { synchronous: 'normal' });
+  it('syncs deferred commits in the background once so many wait, and covers what came meanwhile', async () => {
+    const opened = openBackend(join(root, 'background-count.sqlite'), { syncDeferredEveryCommits: 4 });
+    const { backend, database } = opened;
+    const commit = (name: string) => backend.transaction(() => insertSequence(database, name, 1), 'deferred');
+    try {
+      for (const name of ['a0', 'a1', 'a2']) commit(name);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(opened.poolSyncs()).toBe(0);
+      // The fourth starts one; the commits of the same tick start no second one, and it covers them.
+      for (const name of ['a3', 'b0', 'b1', 'b2', 'b3']) commit(name);
+      await backend.whenDurable();
+      expect(opened.poolSyncs()).toBe(1);
+      // Four more after it: the next.
+      for (const name of ['c0', 'c1', 'c2', 'c3']) commit(name);
+      await vi.waitFor(() => expect(opened.poolSyncs()).toBe(2), { interval: 1 });
+      // A caller waiting for the disk meanwhile shares it; nothing ran on the loop.
+      await backend.whenDurable();
+      expect(opened.poolSyncs()).toBe(2);
+      expect(opened.syncs()).toBe(0);
+    } finally {
+      backend.close();
+    }
+  });
+
+  it('syncs a lone deferred commit in the background after syncDeferredWithinMs', async () => {
+    const opened = openBackend(join(root, 'background-time.sqlite'), { syncDeferredWithinMs: 20 });
+    const { backend, database } = opened;
+    try {
+      backend.transaction(() => insertSequence(database, 'a', 1), 'deferred');
+      expect(opened.poolSyncs()).toBe(0);
+      await vi.waitFor(() => expect(opened.poolSyncs()).toBe(1), { interval: 5, timeout: 5000 });
+      // It covers the commit: a caller waiting for the disk waits for it, not for another.
+      await backend.whenDurable();
+      expect(opened.poolSyncs()).toBe(1);
+      // An immediate commit syncs everything first: the timer it finds finds nothing left.
+      backend.transaction(() => insertSequence(database, 'b', 1), 'deferred');
+      backend.transaction(() => insertSequence(database, 'c', 1));
+      expect(opened.syncs()).toBe(1);
+      await new Promise((resolve) => setTimeout(resolve, 60));
+      expect(opened.poolSyncs()).toBe(1);
+    } finally {
+      backend.close();
+    }
+    // A store closed with a commit unsynced starts nothing later.
+    const closed = openBackend(join(root, 'background-closed.sqlite'), { syncDeferredWithinMs: 10 });
+    closed.backend.transaction(() => insertSequence(closed.database, 'a', 1), 'deferred');
+    closed.backend.close();
+    await new Promise((resolve) => setTimeout(resolve, 40));
+    expect(closed.poolSyncs()).toBe(0);
+  });
+
+  it('reports a failed background sync to the next caller that waits for the disk, once', async () => {
+    let failing = true;
+    const eio = Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' });
+    const opened = openBackend(join(root, 'background-failure.sqlite'), {
+      syncDeferredEveryCommits: 2,
+      poolSyncFailure: () => (failing ? eio : null),
+    });
+    const { backend, database } = opened;
+    try {
+      backend.transaction(() => insertSequence(database, 'a', 1), 'deferred');
+      backend.transaction(() => insertSequence(database, 'b', 1), 'deferred');
+      await vi.waitFor(() => expect(opened.poolSyncs()).toBe(1), { interval: 1 });
+      // Let its failure land before the next caller asks.
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      failing = false;
+      // The disk may have dropped what the failed sync could not write: the next wait hears of it.
+      await expect(backend.whenDurable()).rejects.toBe(eio);
+      await backend.whenDurable();
+      // An immediate commit's own sync is the next caller after another failure: it throws, committed.
+      failing = true;
+      backend.transaction(() => insertSequence(database, 'c', 1), 'deferred');
+      backend.transaction(() => insertSequence(database, 'd', 1), 'deferred');
+      await vi.waitFor(() => expect(opened.poolSyncs()).toBe(3), { interval: 1 });
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      failing = false;
+      expect(() => backend.transaction(() => insertSequence(database, 'e', 1))).toThrow(eio);
+      expect(sequences(database)).toBe(5);
+      backend.transaction(() => insertSequence(database, 'f', 1));
+      await backend.whenDurable();
+    } finally {
+      backend.close();
+    }
+  });
+
+  it('syncs nothing on a store opened with synchronous normal', async () => {
+    const opened = openBackend(join(root, 'normal.sqlite'), {
+      synchronous: 'normal',
+      syncDeferredEveryCommits: 1,
+      syncDeferredWithinMs: 1,
+    });
+    const { backend, syncs, database } = opened;
     try {
       backend.transaction(() => insertSequence(database, 'a', 1));
       backend.transaction(() => insertSequence(database, 'b', 1), 'immediate');
+      backend.transaction(() => insertSequence(database, 'c', 1), 'deferred');
+      await new Promise((resolve) => setTimeout(resolve, 20));
       expect(syncs()).toBe(0);
+      expect(opened.poolSyncs()).toBe(0);
     } finally {
       backend.close();
     }

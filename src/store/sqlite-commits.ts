@@ -6,7 +6,12 @@
  * commit then syncs the log file itself (`fdatasync`, what FULL does inside the commit), and a deferred
  * one does not: it costs no fsync and no switch of the connection's mode, and the next immediate commit's
  * sync covers it and every commit before; `whenDurable` syncs in the thread pool instead, one sync for
- * every caller waiting then (group commit). A nested call that names no durability joins the outer one's;
+ * every caller waiting then (group commit). Deferred commits also reach the disk in the background: once
+ * `syncDeferredEveryCommits` of them wait unsynced, or `syncDeferredWithinMs` after the first, one sync of
+ * the log runs in the thread pool. That bounds what a power loss can take of them, and leaves a checkpoint
+ * (which syncs the log before copying it) little to write while the event loop waits. A background sync
+ * that fails is reported to the next caller that waits for the disk (an immediate commit, `whenDurable`):
+ * a later sync may succeed after the kernel dropped the pages the failed one could not write. A nested call that names no durability joins the outer one's;
  * a nested immediate one makes the outer commit sync. (Another process may read an immediate commit the
  * moment before its sync; this one acts on it only after.)
  *
@@ -31,6 +36,10 @@ export interface CommitPolicyOptions {
   readonly syncLog?: (fd: number) => void;
   /** The same, in the thread pool (for `whenDurable`). */
   readonly syncLogAsync?: (fd: number, done: (error: Error | null) => void) => void;
+  /** Unsynced deferred commits that start a sync in the thread pool; 0 (or absent): none is started so. */
+  readonly syncDeferredEveryCommits?: number;
+  /** Milliseconds after the first unsynced deferred commit that start one; 0 (or absent): no timer. */
+  readonly syncDeferredWithinMs?: number;
   /** Whether the checkpointer thread may be started (false: every checkpoint runs inline). */
   readonly checkpointThread?: boolean;
   /** Called after each checkpoint that finished, with where it ran. */
@@ -55,7 +64,7 @@ export function createCommitPolicy(database: Database.Database, options: CommitP
   const transaction = database.transaction((body: () => unknown) => body());
   const full = options.synchronous === 'full';
   database.pragma('synchronous = NORMAL');
-  const log = createLogSync(options);
+  const log = createLogSync(options, full);
   const checkpoints = createCheckpointSchedule(database, {
     file: options.file,
     busyTimeoutMs: options.busyTimeoutMs,
@@ -88,10 +97,14 @@ export function createCommitPolicy(database: Database.Database, options: CommitP
 }
 
 /**
- * The log file's syncs: on the loop after an immediate commit, or in the thread pool for `whenDurable`,
- * one for every caller that asked before it started.
+ * The log file's syncs: on the loop after an immediate commit, or in the thread pool for `whenDurable`
+ * and in the background, one for every caller that asked before it started. `background` false (a store
+ * opened `normal`): no sync starts by itself.
  */
-function createLogSync(options: CommitPolicyOptions): {
+function createLogSync(
+  options: CommitPolicyOptions,
+  background: boolean,
+): {
   committed(synced: boolean): void;
   whenDurable(): Promise<void>;
   close(): void;
@@ -105,8 +118,15 @@ function createLogSync(options: CommitPolicyOptions): {
   // A sync in the thread pool holds the descriptor; the next one is taken by every caller until it starts.
   let syncing = false;
   let queued: Promise<void> | undefined;
+  // The sync running in the pool, and how many commits it covers.
+  let running: { readonly covers: number; readonly done: Promise<void> } | undefined;
   let last: Promise<unknown> = Promise.resolve();
   let closed = false;
+  const everyCommits = background ? (options.syncDeferredEveryCommits ?? 0) : 0;
+  const withinMs = background ? (options.syncDeferredWithinMs ?? 0) : 0;
+  let timer: NodeJS.Timeout | undefined;
+  // A background sync's failure, for the next caller that waits for the disk.
+  let backgroundFailure: Error | undefined;
 
   const logFile = (): number => {
     // The log exists once a commit wrote to it; while this connection is open SQLite never deletes it.
@@ -128,7 +148,17 @@ function createLogSync(options: CommitPolicyOptions): {
   };
 
   /** One sync in the thread pool covering every commit made before it starts. */
-  const syncInPool = (): Promise<void> =>
+  const syncInPool = (): Promise<void> => {
+    const done = startSyncInPool();
+    const started = { covers: commits, done };
+    running = started;
+    const settled = () => {
+      if (running === started) running = undefined;
+    };
+    done.then(settled, settled);
+    return done;
+  };
+  const startSyncInPool = (): Promise<void> =>
     new Promise<void>((resolve, reject) => {
       if (closed) {
         reject(new Error('the store was closed before its log was synced'));
@@ -156,28 +186,74 @@ function createLogSync(options: CommitPolicyOptions): {
       });
     });
 
+  const takeFailure = (): Error | undefined => {
+    const failure = backgroundFailure;
+    backgroundFailure = undefined;
+    return failure;
+  };
+
+  /** The next sync in the thread pool, shared by every caller until it starts. */
+  const nextSync = (): Promise<void> => {
+    // A sync already running may have started before the last commit: the next one covers it.
+    if (queued === undefined) {
+      const sync = last.then(() => {
+        queued = undefined;
+        return syncInPool();
+      });
+      queued = sync;
+      last = sync.catch(() => {});
+    }
+    return queued;
+  };
+
+  /** A sync nobody waits for; one already running or queued is left to cover what it can. */
+  const syncInBackground = () => {
+    if (closed || syncing || queued !== undefined || durableCommits >= commits) return;
+    nextSync().then(
+      () => {
+        // Commits made while it ran wait for the next one, at the latest after `withinMs`.
+        if (durableCommits < commits) armTimer();
+      },
+      (error: unknown) => {
+        if (!closed) backgroundFailure = error instanceof Error ? error : new Error(String(error));
+      },
+    );
+  };
+
+  const armTimer = () => {
+    if (withinMs === 0 || timer !== undefined || closed) return;
+    timer = setTimeout(() => {
+      timer = undefined;
+      syncInBackground();
+    }, withinMs);
+    timer.unref();
+  };
+
   return {
     committed(synced) {
       commits += 1;
-      if (!synced) return;
-      syncLog(logFile());
-      durableCommits = commits;
+      if (synced) {
+        syncLog(logFile());
+        durableCommits = commits;
+        const failure = takeFailure();
+        if (failure !== undefined) throw failure;
+        return;
+      }
+      if (everyCommits > 0 && commits - durableCommits >= everyCommits) syncInBackground();
+      armTimer();
     },
     whenDurable() {
+      const failure = takeFailure();
+      if (failure !== undefined) return Promise.reject(failure);
       if (durableCommits >= commits) return Promise.resolve();
-      // A sync already running may have started before the last commit: the next one covers it.
-      if (queued === undefined) {
-        const sync = last.then(() => {
-          queued = undefined;
-          return syncInPool();
-        });
-        queued = sync;
-        last = sync.catch(() => {});
-      }
-      return queued;
+      // One running that covers every commit so far (a background one, say) is all there is to wait for.
+      if (queued === undefined && running !== undefined && running.covers >= commits) return running.done;
+      return nextSync();
     },
     close() {
       closed = true;
+      if (timer !== undefined) clearTimeout(timer);
+      timer = undefined;
       if (!syncing) closeLog();
     },
   };

@@ -52,6 +52,15 @@ export const sqliteSessionStoreOptions = defineOptions('openSqliteSessionStore',
    * of the loop; on a small machine it costs commit throughput, see `src/store/README.md`).
    */
   checkpointEveryCommits: option.integer({ min: 0, default: 0 }),
+  /**
+   * With `synchronous: 'full'`, a write committed with deferred durability (a record nobody was shown yet)
+   * is not synced by its commit. Once this many such commits wait unsynced, one sync of the log starts in
+   * the thread pool, off the event loop: a power loss takes at most about that many, and a checkpoint
+   * (which syncs the log first) finds little to write. Default 16; 0 turns it off.
+   */
+  syncDeferredEveryCommits: option.integer({ min: 0, default: 16 }),
+  /** And at the latest this many milliseconds after the first of them (at most an hour). Default 1000; 0 turns it off. */
+  syncDeferredWithinMs: option.integer({ min: 0, max: 3_600_000, default: 1000 }),
   /** How long a write waits for another connection's lock before `STORE_BUSY`. Default 5000 ms. */
   busyTimeoutMs: option.integer({ min: 0, default: 5000 }),
   /** Prune right after opening, with these options or (`true`) the defaults. Default true. */

@@ -74,6 +74,14 @@ describe('SQLite session store', () => {
     expect(store.migration).toEqual({ from: LATEST_SCHEMA_VERSION, to: LATEST_SCHEMA_VERSION });
     expectErrandError(() => open({ file: freshFile(), synchronous: 'off' as never }), 'INVALID_ARGUMENT');
     expectErrandError(() => open({ file: freshFile(), busyTimeoutMs: -1 }), 'INVALID_ARGUMENT');
+    const refused = expectErrandError(
+      () => open({ file: freshFile(), syncDeferredWithinMs: 3_600_001 }),
+      'INVALID_ARGUMENT',
+    );
+    expect(refused.message).toContain('syncDeferredWithinMs');
+    expectErrandError(() => open({ file: freshFile(), syncDeferredEveryCommits: 1.5 }), 'INVALID_ARGUMENT');
+    // Zero turns each off.
+    open({ file: freshFile(), syncDeferredEveryCommits: 0, syncDeferredWithinMs: 0 }).close();
   });
 
   it('declares that other processes share the file and it outlives the process', () => {

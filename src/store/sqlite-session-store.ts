@@ -40,6 +40,8 @@ export function openSqliteSessionStore(options: SqliteSessionStoreOptions = {}):
       file: sqlite.file,
       synchronous: sqlite.synchronous,
       checkpointEveryCommits: sqlite.checkpointEveryCommits,
+      syncDeferredEveryCommits: sqlite.syncDeferredEveryCommits,
+      syncDeferredWithinMs: sqlite.syncDeferredWithinMs,
     });
     store = { file: sqlite.file, migration, ...composeSessionStore(backend, sqlite) };
   } catch (error) {

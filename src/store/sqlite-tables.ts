@@ -455,6 +455,9 @@ export interface SqliteBackendOptions {
   readonly synchronous: 'full' | 'normal';
   /** Commits between two checkpoints, run beside the event loop; 0 leaves them to SQLite. */
   readonly checkpointEveryCommits: number;
+  /** When deferred commits are synced in the background (absent: never by themselves); see `CommitPolicyOptions`. */
+  readonly syncDeferredEveryCommits?: number;
+  readonly syncDeferredWithinMs?: number;
   /** See `CommitPolicyOptions`. */
   readonly syncLog?: (fd: number) => void;
   readonly checkpointThread?: boolean;

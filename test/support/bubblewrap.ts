@@ -2,7 +2,8 @@
  * bubblewrap (`bwrap`), which the sandbox profiles run commands under, found the way a person has it
  * installed: `$ERRAND_BWRAP`, else `bwrap` on PATH. Missing, a sandbox suite is skipped with one line;
  * with `ERRAND_REQUIRE_EXTERNALS=1` (CI) missing is an error. A sandboxed command has a pid namespace of
- * its own: `outerPidOf` maps the pid it prints to the one this process sees.
+ * its own: `outerPidOf` maps the pid it prints to the one this process sees (`waitForOuterPid` asks until
+ * it answers).
  */
 import { readFileSync } from 'node:fs';
 import { findMarkedProcesses, LEAK_MARK_VARIABLE } from '../setup/process-census.js';
@@ -38,4 +39,17 @@ export function outerPidOf(innerPid: number): number | undefined {
     }
   }
   return undefined;
+}
+
+/**
+ * `outerPidOf`, asked again until it answers (at most `timeoutMs`): a process that a sandboxed command
+ * just started may still be in its `exec`, when its environment, and so its mark, reads empty.
+ */
+export async function waitForOuterPid(innerPid: number, timeoutMs = 5000): Promise<number | undefined> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const pid = outerPidOf(innerPid);
+    if (pid !== undefined || Date.now() >= deadline) return pid;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
 }

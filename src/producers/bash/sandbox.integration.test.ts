@@ -15,7 +15,7 @@ import {
   pidsAfter,
   waitForOutput,
 } from '../../../test/fixtures/bash/index.js';
-import { findBubblewrap, outerPidOf } from '../../../test/support/bubblewrap.js';
+import { findBubblewrap, waitForOuterPid } from '../../../test/support/bubblewrap.js';
 import { createTaskService } from '../../registry/index.js';
 import { createOwner, type TaskService } from '../../tasks/index.js';
 import { createTaskTools, executeTool, type ToolContext } from '../../tools/index.js';
@@ -163,7 +163,7 @@ describe.skipIf(bwrap === undefined)('bash under bubblewrap', () => {
     const handle = run.start({ command: `${fixtureCommand('setsid-escape')} & sleep 1000 & wait` });
     const text = await waitForOutput(handle, 'ready');
     // The command prints the pid its own namespace gives the escapee; this process knows it by another.
-    const escapee = outerPidOf(pidsAfter(text, 'escapee')[0]!);
+    const escapee = await waitForOuterPid(pidsAfter(text, 'escapee')[0]!);
     expect(escapee).toBeDefined();
     expect(isAlive(escapee!)).toBe(true);
     // The escapee left the group and the session: only its parent chain or its tag can find it.
@@ -199,7 +199,7 @@ describe.skipIf(bwrap === undefined)('bash under bubblewrap', () => {
   it('a double-forked escapee inside, with no ppid link, is found by its tag and killed', async () => {
     const run = executor({ sandbox: 'read-only' });
     const handle = run.start({ command: fixtureCommand('setsid-escape', 'detach') });
-    const escapee = outerPidOf(pidsAfter(await waitForOutput(handle, 'ready'), 'escapee')[0]!);
+    const escapee = await waitForOuterPid(pidsAfter(await waitForOutput(handle, 'ready'), 'escapee')[0]!);
     expect(escapee).toBeDefined();
     handle.cancel();
     await handle.stopped;

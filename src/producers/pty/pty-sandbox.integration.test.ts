@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { expectScreen, fixture, type PtyTestbed, ptyTestbed } from '../../../test/fixtures/pty/harness.js';
 import { findMarkedProcesses, LEAK_MARK_VARIABLE } from '../../../test/setup/process-census.js';
-import { findBubblewrap, outerPidOf } from '../../../test/support/bubblewrap.js';
+import { findBubblewrap, waitForOuterPid } from '../../../test/support/bubblewrap.js';
 import { createOwner } from '../../tasks/index.js';
 import { executeTool } from '../../tools/index.js';
 import { createPtyTools } from './pty-tools.js';
@@ -99,10 +99,12 @@ describe.skipIf(bwrap === undefined)('pty under bubblewrap', () => {
     const pty = testbed.producer.process(taskId, undefined);
     await expectScreen(pty, /escaped \d+ \d+/);
     // Pids inside the sandbox's own namespace; this process knows them by others.
-    const [child, grandchild] = /escaped (\d+) (\d+)/
-      .exec(pty.screen().text)!
-      .slice(1)
-      .map((pid) => outerPidOf(Number(pid)));
+    const [child, grandchild] = await Promise.all(
+      /escaped (\d+) (\d+)/
+        .exec(pty.screen().text)!
+        .slice(1)
+        .map((pid) => waitForOuterPid(Number(pid))),
+    );
     expect(isAlive(child!) && isAlive(grandchild!)).toBe(true);
     await testbed.tasks.kill(taskId);
     const settled = await testbed.tasks.wait(taskId, 20_000);

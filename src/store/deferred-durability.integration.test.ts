@@ -36,6 +36,8 @@ interface Opened {
   /** Log syncs so far, on the loop and in the thread pool. */
   syncs(): number;
   poolSyncs(): number;
+  /** Pool syncs that have ended. */
+  poolSyncsDone(): number;
   /** Checkpoints finished so far, by the thread and inline. */
   readonly checkpoints: { thread: number; inline: number };
 }
@@ -61,6 +63,7 @@ function openBackend(
   migrate(database, file, START_TIME);
   let syncs = 0;
   let poolSyncs = 0;
+  let poolSyncsDone = 0;
   const checkpoints = { thread: 0, inline: 0 };
   const backend = createSqliteBackend(database, {
     busyTimeoutMs: 10,
@@ -88,11 +91,22 @@ function openBackend(
     syncLogAsync: (fd, done) => {
       poolSyncs += 1;
       const failure = options.poolSyncFailure?.() ?? null;
-      if (failure !== null) setImmediate(() => done(failure));
-      else fdatasync(fd, done);
+      const ended = (error: Error | null) => {
+        poolSyncsDone += 1;
+        done(error);
+      };
+      if (failure !== null) setImmediate(() => ended(failure));
+      else fdatasync(fd, ended);
     },
   });
-  return { database, backend, syncs: () => syncs, poolSyncs: () => poolSyncs, checkpoints };
+  return {
+    database,
+    backend,
+    syncs: () => syncs,
+    poolSyncs: () => poolSyncs,
+    poolSyncsDone: () => poolSyncsDone,
+    checkpoints,
+  };
 }
 
 const synchronous = (database: Database.Database) => database.pragma('synchronous', { simple: true });
@@ -216,7 +230,7 @@ describe('deferred durability', () => {
     }
   });
 
-  it('syncs deferred commits in the background once so many wait, and covers what came meanwhile', async () => {
+  it('syncs deferred commits in the background once so many wait; a waiter never queues behind it', async () => {
     const opened = openBackend(join(root, 'background-count.sqlite'), { syncDeferredEveryCommits: 4 });
     const { backend, database } = opened;
     const commit = (name: string) => backend.transaction(() => insertSequence(database, name, 1), 'deferred');
@@ -224,16 +238,22 @@ describe('deferred durability', () => {
       for (const name of ['a0', 'a1', 'a2']) commit(name);
       await new Promise((resolve) => setImmediate(resolve));
       expect(opened.poolSyncs()).toBe(0);
-      // The fourth starts one; the commits of the same tick start no second one, and it covers them.
-      for (const name of ['a3', 'b0', 'b1', 'b2', 'b3']) commit(name);
-      await backend.whenDurable();
+      // The fourth starts one at once; more commits while it runs start no second one.
+      commit('a3');
       expect(opened.poolSyncs()).toBe(1);
-      // Four more after it: the next.
-      for (const name of ['c0', 'c1', 'c2', 'c3']) commit(name);
-      await vi.waitFor(() => expect(opened.poolSyncs()).toBe(2), { interval: 1 });
-      // A caller waiting for the disk meanwhile shares it; nothing ran on the loop.
-      await backend.whenDurable();
+      for (const name of ['b0', 'b1', 'b2', 'b3']) commit(name);
+      expect(opened.poolSyncs()).toBe(1);
+      // A caller waiting for those starts its own beside it, not after it.
+      const waited = backend.whenDurable();
+      await new Promise((resolve) => setImmediate(resolve));
       expect(opened.poolSyncs()).toBe(2);
+      await waited;
+      await vi.waitFor(() => expect(opened.poolSyncsDone()).toBe(2), { interval: 1 });
+      // With nothing committed since a background sync started, a caller waits for that one.
+      for (const name of ['c0', 'c1', 'c2', 'c3']) commit(name);
+      expect(opened.poolSyncs()).toBe(3);
+      await backend.whenDurable();
+      expect(opened.poolSyncs()).toBe(3);
       expect(opened.syncs()).toBe(0);
     } finally {
       backend.close();
@@ -278,9 +298,9 @@ describe('deferred durability', () => {
     try {
       backend.transaction(() => insertSequence(database, 'a', 1), 'deferred');
       backend.transaction(() => insertSequence(database, 'b', 1), 'deferred');
-      await vi.waitFor(() => expect(opened.poolSyncs()).toBe(1), { interval: 1 });
-      // Let its failure land before the next caller asks.
-      await new Promise((resolve) => setTimeout(resolve, 10));
+      // Its failure lands before the next caller asks.
+      await vi.waitFor(() => expect(opened.poolSyncsDone()).toBe(1), { interval: 1 });
+      await new Promise((resolve) => setImmediate(resolve));
       failing = false;
       // The disk may have dropped what the failed sync could not write: the next wait hears of it.
       await expect(backend.whenDurable()).rejects.toBe(eio);
@@ -289,8 +309,8 @@ describe('deferred durability', () => {
       failing = true;
       backend.transaction(() => insertSequence(database, 'c', 1), 'deferred');
       backend.transaction(() => insertSequence(database, 'd', 1), 'deferred');
-      await vi.waitFor(() => expect(opened.poolSyncs()).toBe(3), { interval: 1 });
-      await new Promise((resolve) => setTimeout(resolve, 10));
+      await vi.waitFor(() => expect(opened.poolSyncsDone()).toBe(3), { interval: 1 });
+      await new Promise((resolve) => setImmediate(resolve));
       failing = false;
       expect(() => backend.transaction(() => insertSequence(database, 'e', 1))).toThrow(eio);
       expect(sequences(database)).toBe(5);

@@ -53,7 +53,8 @@ export interface CommitPolicy {
   transaction<T>(body: () => T, durability?: StoreDurability): T;
   /**
    * Resolves once every commit made before the call is synced: one `fdatasync` of the log in the thread
-   * pool, shared by every caller that asked before it started. At once when nothing waits for the disk.
+   * pool, shared by every caller that asked before it started (or the background sync running, when it
+   * covers every commit so far). At once when nothing waits for the disk.
    */
   whenDurable(): Promise<void>;
   /** Closes the log file and stops the checkpointer. The connection is the caller's to close. */
@@ -98,12 +99,12 @@ export function createCommitPolicy(database: Database.Database, options: CommitP
 
 /**
  * The log file's syncs: on the loop after an immediate commit, or in the thread pool for `whenDurable`
- * and in the background, one for every caller that asked before it started. `background` false (a store
- * opened `normal`): no sync starts by itself.
+ * and in the background, one for every caller that asked before it started. `backgroundSyncs` false (a
+ * store opened `normal`): no sync starts by itself.
  */
 function createLogSync(
   options: CommitPolicyOptions,
-  background: boolean,
+  backgroundSyncs: boolean,
 ): {
   committed(synced: boolean): void;
   whenDurable(): Promise<void>;
@@ -115,15 +116,15 @@ function createLogSync(
   // Commits made, and how many of them are known to be on disk.
   let commits = 0;
   let durableCommits = 0;
-  // A sync in the thread pool holds the descriptor; the next one is taken by every caller until it starts.
-  let syncing = false;
+  // Syncs in the thread pool hold the descriptor; the next one is taken by every caller until it starts.
+  let inFlight = 0;
   let queued: Promise<void> | undefined;
-  // The sync running in the pool, and how many commits it covers.
-  let running: { readonly covers: number; readonly done: Promise<void> } | undefined;
   let last: Promise<unknown> = Promise.resolve();
+  // The background sync running, and how many commits it covers. A caller never queues behind it.
+  let background: { readonly covers: number; readonly done: Promise<void> } | undefined;
   let closed = false;
-  const everyCommits = background ? (options.syncDeferredEveryCommits ?? 0) : 0;
-  const withinMs = background ? (options.syncDeferredWithinMs ?? 0) : 0;
+  const everyCommits = backgroundSyncs ? (options.syncDeferredEveryCommits ?? 0) : 0;
+  const withinMs = backgroundSyncs ? (options.syncDeferredWithinMs ?? 0) : 0;
   let timer: NodeJS.Timeout | undefined;
   // A background sync's failure, for the next caller that waits for the disk.
   let backgroundFailure: Error | undefined;
@@ -148,17 +149,7 @@ function createLogSync(
   };
 
   /** One sync in the thread pool covering every commit made before it starts. */
-  const syncInPool = (): Promise<void> => {
-    const done = startSyncInPool();
-    const started = { covers: commits, done };
-    running = started;
-    const settled = () => {
-      if (running === started) running = undefined;
-    };
-    done.then(settled, settled);
-    return done;
-  };
-  const startSyncInPool = (): Promise<void> =>
+  const syncInPool = (): Promise<void> =>
     new Promise<void>((resolve, reject) => {
       if (closed) {
         reject(new Error('the store was closed before its log was synced'));
@@ -172,11 +163,11 @@ function createLogSync(
         reject(error);
         return;
       }
-      syncing = true;
+      inFlight += 1;
       syncLogAsync(descriptor, (error) => {
-        syncing = false;
+        inFlight -= 1;
         // After a close no sync uses the descriptor again (a later one is refused first).
-        if (closed) closeLog();
+        if (closed && inFlight === 0) closeLog();
         if (error) {
           reject(error);
           return;
@@ -192,7 +183,7 @@ function createLogSync(
     return failure;
   };
 
-  /** The next sync in the thread pool, shared by every caller until it starts. */
+  /** The next sync for callers that wait, shared by every caller until it starts. */
   const nextSync = (): Promise<void> => {
     // A sync already running may have started before the last commit: the next one covers it.
     if (queued === undefined) {
@@ -206,15 +197,20 @@ function createLogSync(
     return queued;
   };
 
-  /** A sync nobody waits for; one already running or queued is left to cover what it can. */
+  /** A sync nobody waits for, started only while no other runs or waits to. */
   const syncInBackground = () => {
-    if (closed || syncing || queued !== undefined || durableCommits >= commits) return;
-    nextSync().then(
+    if (closed || inFlight > 0 || queued !== undefined || durableCommits >= commits) return;
+    const done = syncInPool();
+    const started = { covers: commits, done };
+    background = started;
+    done.then(
       () => {
+        if (background === started) background = undefined;
         // Commits made while it ran wait for the next one, at the latest after `withinMs`.
         if (durableCommits < commits) armTimer();
       },
       (error: unknown) => {
+        if (background === started) background = undefined;
         if (!closed) backgroundFailure = error instanceof Error ? error : new Error(String(error));
       },
     );
@@ -246,15 +242,16 @@ function createLogSync(
       const failure = takeFailure();
       if (failure !== undefined) return Promise.reject(failure);
       if (durableCommits >= commits) return Promise.resolve();
-      // One running that covers every commit so far (a background one, say) is all there is to wait for.
-      if (queued === undefined && running !== undefined && running.covers >= commits) return running.done;
+      // A background sync that covers every commit so far is all there is to wait for; one that does
+      // not is not waited behind: the caller's own starts beside it.
+      if (background !== undefined && background.covers >= commits) return background.done;
       return nextSync();
     },
     close() {
       closed = true;
       if (timer !== undefined) clearTimeout(timer);
       timer = undefined;
-      if (!syncing) closeLog();
+      if (inFlight === 0) closeLog();
     },
   };
 }

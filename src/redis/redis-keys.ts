@@ -5,7 +5,9 @@
  * - `<p>:ids:<kind>`            counter of task ids per kind (blocks are reserved by INCRBY)
  * - `<p>:job:<job>`             one remote command: state, worker, cancel request, exit facts, output end
  * - `<p>:out:<job>`             its output, a stream of chunks whose entry id `0-<end>` is the offset past them
- * - `<p>:rt:<runtime>:events`   what happened to a runtime's jobs (started, output, settled), read in order
+ *                                 (expires with the record once the job settled)
+ * - `<p>:rt:<runtime>:events`   what happened to a runtime's jobs (started, output, settled), read in order;
+ *                                 expires `settledRetentionMs` after the runtime's last beat
  * - `<p>:rt:<runtime>:alive`    the runtime's heartbeat (expires when it stops beating)
  * - `<p>:worker:<name>:alive`   a worker's heartbeat, holding its instance id
  * - `<p>:cancel`                the channel cancels are published on

@@ -24,14 +24,28 @@ local function eventsOf(job, events)
   if current and current ~= '' then return current end
   return events
 end
+-- An events stream this adds to, of a runtime that is gone, with no expiry (its expired stream made anew
+-- by this event) expires keepMs later; a live runtime's beat sets its own stream's expiry. The stream is
+-- <prefix>:rt:<runtime>:events, its heartbeat <prefix>:rt:<runtime>:alive.
+local function expireIfGone(stream, keepMs)
+  if redis.call('PTTL', stream) ~= -1 then return end
+  if redis.call('EXISTS', string.sub(stream, 1, #stream - 6) .. 'alive') == 1 then return end
+  redis.call('PEXPIRE', stream, keepMs)
+end
 local function settle(job, events, state, facts, by, keepMs, jobId)
   redis.call('HSET', job, 'state', state, 'facts', facts, 'settledBy', by)
   redis.call('PEXPIRE', job, keepMs)
+  -- The output stream goes with the record (its runtime deletes both once it has read them; one that is
+  -- gone never does). It is <prefix>:out:<job>, beside <prefix>:job:<job>.
+  local output = string.sub(job, 1, #job - #jobId - 4) .. 'out:' .. jobId
+  redis.call('PEXPIRE', output, keepMs)
   -- The event carries what the runtime settles the task from, so it need not read the record back.
   local record = redis.call('HMGET', job, 'end', 'retainedFrom', 'worker', 'file')
-  redis.call('XADD', eventsOf(job, events), 'MAXLEN', '~', '${EVENTS_MAX_LENGTH}', '*', 't', 'settled',
+  local stream = eventsOf(job, events)
+  redis.call('XADD', stream, 'MAXLEN', '~', '${EVENTS_MAX_LENGTH}', '*', 't', 'settled',
     'job', jobId, 'state', state, 'facts', facts, 'end', record[1] or '0', 'retainedFrom', record[2] or '0',
     'worker', record[3] or '', 'file', record[4] or '')
+  expireIfGone(stream, keepMs)
 end
 local function live(state)
   return state == 'queued' or state == 'running'
@@ -58,7 +72,9 @@ if redis.call('HGET', KEYS[1], 'durable') ~= '1' and redis.call('EXISTS', KEYS[3
   return 'orphaned'
 end
 redis.call('HSET', KEYS[1], 'state', 'running', 'worker', ARGV[1], 'workerInstance', ARGV[2])
-redis.call('XADD', eventsOf(KEYS[1], KEYS[2]), 'MAXLEN', '~', '${EVENTS_MAX_LENGTH}', '*', 't', 'started', 'job', ARGV[3], 'worker', ARGV[1])
+local stream = eventsOf(KEYS[1], KEYS[2])
+redis.call('XADD', stream, 'MAXLEN', '~', '${EVENTS_MAX_LENGTH}', '*', 't', 'started', 'job', ARGV[3], 'worker', ARGV[1])
+expireIfGone(stream, ARGV[6])
 return 'run'
 `;
 

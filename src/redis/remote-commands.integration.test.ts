@@ -59,14 +59,15 @@ describe.skipIf(redisServer === undefined)('remote bash commands', () => {
     prefix: string,
     label = 'default',
     heartbeatTtlMs = 1000,
-  ): Promise<Runtime & { context: RedisContext }> => {
+    settledRetentionMs = 60_000,
+  ): Promise<Runtime & { context: RedisContext; dispatcher: RemoteCommandDispatcher }> => {
     const context = await RedisContext.open(redis.url, prefix, quiet);
     const dispatcher = await RemoteCommandDispatcher.start({
       context,
       label,
       heartbeatMs: 100,
       heartbeatTtlMs,
-      settledRetentionMs: 60_000,
+      settledRetentionMs,
       maxBufferedBytes: 1024 * 1024,
       maxReadBytes: 64 * 1024,
       clock: systemClock,
@@ -83,10 +84,14 @@ describe.skipIf(redisServer === undefined)('remote bash commands', () => {
       await context.close();
     };
     closers.push(close);
-    return { tasks, bash, close, context };
+    return { tasks, bash, close, context, dispatcher };
   };
 
-  const worker = async (prefix: string, labels: string[] = []): Promise<ErrandWorker> => {
+  const worker = async (
+    prefix: string,
+    labels: string[] = [],
+    settledRetentionMs?: number,
+  ): Promise<ErrandWorker> => {
     const started = await ErrandWorker.start({
       url: redis.url,
       prefix,
@@ -95,6 +100,7 @@ describe.skipIf(redisServer === undefined)('remote bash commands', () => {
       home,
       heartbeatMs: 100,
       heartbeatTtlMs: 1000,
+      ...(settledRetentionMs === undefined ? {} : { settledRetentionMs }),
       logger: quiet,
     });
     closers.push(() => started.stop());
@@ -361,5 +367,75 @@ describe.skipIf(redisServer === undefined)('remote bash commands', () => {
     expect(facts.reason).toBe('cancelled');
     expect(facts.cancelMessage).toContain('is gone (no heartbeat)');
     expect(alive(pid)).toBe(false);
+  });
+
+  it('a runtime that dies leaves nothing in Redis for good: its events stream, the record and the output expire', async () => {
+    const prefix = `p${++deployment}`;
+    const keepMs = 1500;
+    await worker(prefix, [], keepMs);
+    const { tasks, bash, context, dispatcher } = await runtime(prefix, 'default', 400, keepMs);
+    const started = await bash.start({ command: 'echo hello; exec sleep 60' });
+    const observer = await RedisContext.open(redis.url, prefix, quiet);
+    closers.push(() => observer.close());
+    const events = `${prefix}:rt:${dispatcher.runtimeId}:events`;
+    const jobId = `${dispatcher.runtimeId}.${started.taskId}`;
+    const output = `${prefix}:out:${jobId}`;
+    await vi.waitFor(
+      async () => {
+        expect(await observer.client.exists(output)).toBe(1);
+        // A live runtime's stream has the expiry its beat gives it, at least two heartbeat TTLs.
+        expect(await observer.client.pttl(events)).toBeGreaterThan(0);
+      },
+      { timeout: 10_000, interval: 20 },
+    );
+    expect(tasks.get(started.taskId, trusted).status).toBe('running');
+    // The runtime "dies": its connection drops without a goodbye, and nothing of it deletes its keys.
+    context.client.disconnect();
+    const job = `${prefix}:job:${jobId}`;
+    await vi.waitFor(async () => expect(await observer.client.hget(job, 'state')).toBe('ended'), {
+      timeout: 10_000,
+      interval: 20,
+    });
+    // The worker's end set an expiry on every key the job left, the gone runtime's stream included.
+    for (const key of [job, output, events]) {
+      const ttl = await observer.client.pttl(key);
+      expect(ttl, key).toBeGreaterThan(0);
+      expect(ttl, key).toBeLessThanOrEqual(keepMs);
+    }
+    await vi.waitFor(async () => expect(await observer.client.exists(job, output, events)).toBe(0), {
+      timeout: 10_000,
+      interval: 50,
+    });
+  });
+
+  it("an event for a gone runtime whose stream had expired makes the stream anew with an expiry; a live one's is left to its beat", async () => {
+    const prefix = `p${++deployment}`;
+    const observer = await RedisContext.open(redis.url, prefix, quiet);
+    closers.push(() => observer.close());
+    const settleQueued = async (runtime: string, job: string) => {
+      const events = `${prefix}:rt:${runtime}:events`;
+      await observer.client.hset(`${prefix}:job:${job}`, 'state', 'queued', 'events', events);
+      await observer.client.errandCancel(
+        `${prefix}:job:${job}`,
+        events,
+        'r',
+        '{}',
+        1500,
+        job,
+        `${prefix}:cancel`,
+      );
+      return events;
+    };
+    // Gone: no heartbeat. The settled event makes its stream, which expires.
+    const gone = await settleQueued('gone', 'gone.1');
+    expect(await observer.client.xlen(gone)).toBe(1);
+    const ttl = await observer.client.pttl(gone);
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(1500);
+    // Alive: its beat owns its stream's expiry; the script sets none.
+    await observer.client.set(`${prefix}:rt:live:alive`, '1', 'PX', 10_000);
+    const live = await settleQueued('live', 'live.1');
+    expect(await observer.client.xlen(live)).toBe(1);
+    expect(await observer.client.pttl(live)).toBe(-1);
   });
 });

@@ -496,13 +496,19 @@ export class RemoteCommandDispatcher implements RemoteCommands {
     });
   }
 
+  /**
+   * The heartbeat, and the expiry of this runtime's events stream: `settledRetentionMs` after the last beat
+   * (at least two heartbeat TTLs, so it never lapses between beats), so the stream of a runtime that died
+   * does not stay in Redis for good (a runtime that closes deletes it).
+   */
   async #beat(): Promise<void> {
-    await this.#context.client.set(
-      this.#keys.runtimeAlive(this.runtimeId),
-      '1',
-      'PX',
-      this.#options.heartbeatTtlMs,
-    );
+    const results = await this.#context.client
+      .multi()
+      .set(this.#keys.runtimeAlive(this.runtimeId), '1', 'PX', this.#options.heartbeatTtlMs)
+      .pexpire(this.#eventsKey, Math.max(this.#options.settledRetentionMs, 2 * this.#options.heartbeatTtlMs))
+      .exec();
+    const failure = results?.find(([error]) => error !== null)?.[0];
+    if (failure) throw failure;
   }
 
   #scheduleTick(): void {

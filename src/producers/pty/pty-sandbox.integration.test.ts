@@ -39,6 +39,20 @@ function isAlive(pid: number): boolean {
   }
 }
 
+/** Whether a marked `sleep 1000` is the foreground process group of its terminal. */
+function foregroundSleep(): boolean {
+  return findMarkedProcesses(process.env[LEAK_MARK_VARIABLE]!).some(({ pid, commandLine }) => {
+    if (commandLine !== 'sleep 1000') return false;
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+      const [, , group, , , foreground] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      return group === foreground;
+    } catch {
+      return false;
+    }
+  });
+}
+
 describe.skipIf(bwrap === undefined)('pty under bubblewrap', () => {
   it('pty_start in workspace-write: the profile in the description and detail, writes outside refused', async () => {
     testbed = ptyTestbed({ sandbox: 'workspace-write' });
@@ -80,9 +94,11 @@ describe.skipIf(bwrap === undefined)('pty under bubblewrap', () => {
     const pty = testbed.producer.process(taskId, undefined);
     pty.writeInput('echo "up $((1 + 1))"', ['Enter']);
     await expectScreen(pty, 'up 2');
-    // The computed line shows only once the shell ran it, so the interrupt cannot beat the job to it.
     pty.writeInput('echo "job $((6 * 7))"; sleep 1000; echo "never $((1 + 1))"', ['Enter']);
     await expectScreen(pty, 'job 42');
+    // The interrupt waits for the job to be the terminal's foreground group: sent while the shell is still
+    // handing the terminal to it, it reaches the shell, and the job runs on.
+    await expect.poll(foregroundSleep, { timeout: 10_000, interval: 10 }).toBe(true);
     pty.writeInput('', ['Ctrl-C']);
     pty.writeInput('echo "still $((40 + 2))"', ['Enter']);
     await expectScreen(pty, 'still 42');

@@ -55,6 +55,8 @@ function openBackend(
     syncDeferredWithinMs?: number;
     /** Fails the pool's syncs while it returns an error. */
     poolSyncFailure?: () => Error | null;
+    /** Holds each pool sync until the promise it returns settles. */
+    holdPoolSync?: () => Promise<void>;
   } = {},
 ): Opened {
   const database = new Database(file);
@@ -96,7 +98,8 @@ function openBackend(
         done(error);
       };
       if (failure !== null) setImmediate(() => ended(failure));
-      else fdatasync(fd, ended);
+      else if (options.holdPoolSync === undefined) fdatasync(fd, ended);
+      else void options.holdPoolSync().then(() => fdatasync(fd, ended));
     },
   });
   return {
@@ -285,6 +288,40 @@ describe('deferred durability', () => {
     closed.backend.close();
     await new Promise((resolve) => setTimeout(resolve, 40));
     expect(closed.poolSyncs()).toBe(0);
+  });
+
+  it('keeps the time bound when a sync already running when it comes does not cover the last commit', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let first = true;
+    const opened = openBackend(join(root, 'background-behind.sqlite'), {
+      syncDeferredWithinMs: 20,
+      holdPoolSync: () => {
+        if (!first) return Promise.resolve();
+        first = false;
+        return held;
+      },
+    });
+    const { backend, database } = opened;
+    try {
+      backend.transaction(() => insertSequence(database, 'a', 1), 'deferred');
+      // A caller's sync covers the first commit only, and is held past the timer.
+      const waited = backend.whenDurable();
+      await new Promise((resolve) => setImmediate(resolve));
+      backend.transaction(() => insertSequence(database, 'b', 1), 'deferred');
+      await new Promise((resolve) => setTimeout(resolve, 60));
+      expect(opened.poolSyncs()).toBe(1);
+      release();
+      await waited;
+      // The timer that found it running looks again: the second commit gets its sync.
+      await vi.waitFor(() => expect(opened.poolSyncsDone()).toBe(2), { interval: 5, timeout: 5000 });
+      await backend.whenDurable();
+      expect(opened.poolSyncs()).toBe(2);
+    } finally {
+      backend.close();
+    }
   });
 
   it('reports a failed background sync to the next caller that waits for the disk, once', async () => {

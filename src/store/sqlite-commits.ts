@@ -197,9 +197,9 @@ function createLogSync(
     return queued;
   };
 
-  /** A sync nobody waits for, started only while no other runs or waits to. */
-  const syncInBackground = () => {
-    if (closed || inFlight > 0 || queued !== undefined || durableCommits >= commits) return;
+  /** A sync nobody waits for, started only while no other runs or waits to; false when none started. */
+  const syncInBackground = (): boolean => {
+    if (closed || inFlight > 0 || queued !== undefined || durableCommits >= commits) return false;
     const done = syncInPool();
     const started = { covers: commits, done };
     background = started;
@@ -214,13 +214,15 @@ function createLogSync(
         if (!closed) backgroundFailure = error instanceof Error ? error : new Error(String(error));
       },
     );
+    return true;
   };
 
   const armTimer = () => {
     if (withinMs === 0 || timer !== undefined || closed) return;
     timer = setTimeout(() => {
       timer = undefined;
-      syncInBackground();
+      // Another sync running may not cover the last commits: the time bound is looked at again after it.
+      if (!syncInBackground() && durableCommits < commits) armTimer();
     }, withinMs);
     timer.unref();
   };

@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { expectScreen, fixture, type PtyTestbed, ptyTestbed } from '../../../test/fixtures/pty/harness.js';
 import { findMarkedProcesses, LEAK_MARK_VARIABLE } from '../../../test/setup/process-census.js';
 import { findBubblewrap, waitForOuterPid } from '../../../test/support/bubblewrap.js';
+import { parseForegroundGroup, parseProcessStat } from '../../process/index.js';
 import { createOwner } from '../../tasks/index.js';
 import { executeTool } from '../../tools/index.js';
 import { createPtyTools } from './pty-tools.js';
@@ -45,8 +46,8 @@ function foregroundSleep(): boolean {
     if (commandLine !== 'sleep 1000') return false;
     try {
       const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
-      const [, , group, , , foreground] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      return group === foreground;
+      const group = parseProcessStat(stat)?.pgid;
+      return group !== undefined && group === parseForegroundGroup(stat);
     } catch {
       return false;
     }

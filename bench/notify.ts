@@ -7,14 +7,14 @@
  *     turns started and the time to drain and, on the SQLite store, the fsyncs the process made meanwhile
  *     on all its threads, counted in a second run with `strace -f -c` attached (when strace is installed;
  *     tracing slows every system call, so that run is not the one timed).
- * Both run on the SQLite store (what a user gets by default) and on the memory store, in the same run.
+ * Both run on the SQLite store (what a user gets by default) and on the memory store, in the same run; in
+ * (a) the two take turns task by task.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createErrandRuntime, type ErrandRuntime } from '../src/host/index.js';
-import type { ModelRequest } from '../src/session/index.js';
 import { createMemorySessionStore, openSqliteSessionStore, type SessionStore } from '../src/store/index.js';
 import { scriptedModel } from '../src/testing/index.js';
 import { countFsyncs } from './fsync-counter.js';
@@ -68,15 +68,22 @@ async function baselineLatencies(count: number): Promise<number[]> {
   return latencies;
 }
 
-async function errandLatencies(
-  kind: StoreKind,
-  count: number,
-  idleDrainQuietMs: number,
-): Promise<{ queued: number[]; request: number[] }> {
-  let onRequest: ((at: number, request: ModelRequest) => void) | undefined;
+/** One runtime of (a): a session on a store of `kind`, and its latencies so far. */
+interface LatencyRun {
+  readonly kind: StoreKind;
+  readonly runtime: ErrandRuntime;
+  readonly session: ReturnType<ErrandRuntime['createSession']>;
+  readonly queuedAt: Map<string, number>;
+  readonly queued: number[];
+  readonly request: number[];
+  onRequest: ((at: number) => void) | undefined;
+}
+
+async function latencyRun(kind: StoreKind, count: number, idleDrainQuietMs: number): Promise<LatencyRun> {
   const model = scriptedModel([], { name: 'bench' });
-  const respond = (request: ModelRequest) => {
-    onRequest?.(epochMs(), request);
+  let run: LatencyRun | undefined;
+  const respond = () => {
+    run?.onRequest?.(epochMs());
     return { text: 'noted' };
   };
   for (let index = 0; index < count + 10; index += 1) model.push(respond);
@@ -88,29 +95,51 @@ async function errandLatencies(
     limits: { idleDrainQuietMs },
     notifications: { wakeBudget: Number.POSITIVE_INFINITY },
   });
+  const session = runtime.createSession({ id: 'bench' });
+  const queuedAt = new Map<string, number>();
+  session.on((event) => {
+    if (event.type === 'notification-queued') queuedAt.set(event.taskId, epochMs());
+  });
+  run = { kind, runtime, session, queuedAt, queued: [], request: [], onRequest: undefined };
+  return run;
+}
+
+/** One background command on `run`'s session: from its exit to its notification queued, and to the model request. */
+async function oneTask(run: LatencyRun): Promise<void> {
+  const requested = new Promise<number>((resolve) => {
+    run.onRequest = resolve;
+  });
+  const started = await run.runtime.bash.start({
+    command: STAMP,
+    owner: run.session.owner,
+    background: true,
+  });
+  const at = await requested;
+  const output = run.runtime.outputSnapshot(started.taskId)?.text ?? '';
+  const exited = stampOf(output);
+  run.queued.push(run.queuedAt.get(started.taskId)! - exited);
+  run.request.push(at - exited);
+  await run.session.whenIdle();
+}
+
+/**
+ * (a) for every kind of store at once: one runtime each, taking turns task by task, so a ratio between
+ * them is measured under the same conditions (this machine's speed drifts between runs).
+ */
+async function errandLatencies(
+  kinds: readonly StoreKind[],
+  count: number,
+  idleDrainQuietMs: number,
+): Promise<LatencyRun[]> {
+  const runs: LatencyRun[] = [];
   try {
-    const session = runtime.createSession({ id: 'bench' });
-    const queuedAt = new Map<string, number>();
-    session.on((event) => {
-      if (event.type === 'notification-queued') queuedAt.set(event.taskId, epochMs());
-    });
-    const queued: number[] = [];
-    const request: number[] = [];
+    for (const kind of kinds) runs.push(await latencyRun(kind, count, idleDrainQuietMs));
     for (let index = 0; index < count; index += 1) {
-      const requested = new Promise<number>((resolve) => {
-        onRequest = (at) => resolve(at);
-      });
-      const started = await runtime.bash.start({ command: STAMP, owner: session.owner, background: true });
-      const at = await requested;
-      const output = runtime.outputSnapshot(started.taskId)?.text ?? '';
-      const exited = stampOf(output);
-      queued.push(queuedAt.get(started.taskId)! - exited);
-      request.push(at - exited);
-      await session.whenIdle();
+      for (const run of runs) await oneTask(run);
     }
-    return { queued, request };
+    return runs;
   } finally {
-    await runtime.dispose();
+    for (const run of runs) await run.runtime.dispose();
   }
 }
 
@@ -192,19 +221,20 @@ async function main(): Promise<void> {
   console.log(`errand bench:notify — node ${process.version}`);
   const quietWindows = (process.env.BENCH_QUIET ?? '1,3').split(',').map(Number);
   const kinds: StoreKind[] = ['sqlite', 'memory'];
-  for (const kind of kinds) await errandLatencies(kind, 10, quietWindows[0]!);
+  await errandLatencies(kinds, 10, quietWindows[0]!);
   await baselineLatencies(10);
   const base = await baselineLatencies(TASKS);
-  console.log(`(a) ${TASKS} background tasks, one at a time, session idle`);
+  console.log(
+    `(a) ${TASKS} background tasks, one at a time, session idle; the stores take turns task by task`,
+  );
   console.log(`    baseline: exit → child 'exit' event:          ${summary(base)}`);
   for (const quiet of quietWindows) {
     console.log(`    idleDrainQuietMs ${quiet}:`);
     const p99: Partial<Record<StoreKind, number>> = {};
-    for (const kind of kinds) {
-      const errand = await errandLatencies(kind, TASKS, quiet);
-      p99[kind] = percentile(errand.request, 0.99);
-      console.log(`      ${kind} store: exit → notification queued:  ${summary(errand.queued)}`);
-      console.log(`      ${kind} store: exit → model request:        ${summary(errand.request)}`);
+    for (const run of await errandLatencies(kinds, TASKS, quiet)) {
+      p99[run.kind] = percentile(run.request, 0.99);
+      console.log(`      ${run.kind} store: exit → notification queued:  ${summary(run.queued)}`);
+      console.log(`      ${run.kind} store: exit → model request:        ${summary(run.request)}`);
     }
     const ratio = p99.sqlite! / p99.memory!;
     console.log(

@@ -73,4 +73,45 @@ describe('the runtime ledger view', () => {
     ]);
     expect(logger.warn).toHaveBeenCalledTimes(3);
   });
+
+  it('reads a session queue again only after an event that may have changed it without naming the task', () => {
+    const store = createMemorySessionStore();
+    store.createSession({ id: 'main', cwd: '/' });
+    let reads = 0;
+    const counted = {
+      listQueued: (sessionId: string) => {
+        reads += 1;
+        return store.listQueued(sessionId);
+      },
+    };
+    const view = createRuntimeLedgerView(counted, { warn: vi.fn() });
+    const runtime = fakeRuntime({ main: open });
+    view.follow(runtime);
+    const message = (source: string) =>
+      ({
+        type: 'message',
+        message: { source, role: source === 'tool' ? 'tool' : 'user', content: {} },
+      }) as unknown as SessionEvent;
+    const readsAfter = (event: SessionEvent) => {
+      runtime.emit('main', event);
+      view.queuedTaskIds('main');
+      return reads;
+    };
+    expect(readsAfter({ type: 'notification-queued', taskId: 'bash-1', lane: 'wakeup' })).toBe(1);
+    // A turn starting, its reply and tool results, and its end change no entry.
+    const turn: SessionEvent[] = [
+      { type: 'state', state: 'running' },
+      { type: 'turn-start', turnId: 1, source: 'background_task', title: 'bash-1' },
+      message('assistant'),
+      message('tool'),
+      { type: 'state', state: 'idle' },
+    ];
+    expect(turn.map(readsAfter)).toEqual([1, 1, 1, 1, 1]);
+    // A delivery (a message of another source) and a shutdown may have: each is read again.
+    expect(readsAfter(message('background_task'))).toBe(2);
+    expect(readsAfter(message('mcp_tool_result'))).toBe(3);
+    expect(readsAfter({ type: 'state', state: 'shutting_down' })).toBe(4);
+    view.refresh?.();
+    expect(readsAfter({ type: 'state', state: 'idle' })).toBe(5);
+  });
 });

@@ -35,8 +35,10 @@ export function createRuntimeLedgerView(
     if (event.type === 'notification-queued') ids?.add(event.taskId);
     // A discard drops every queued entry of its task (a read end, a seal, a rewind, another branch).
     else if (event.type === 'notification-discarded') ids?.delete(event.taskId);
-    // A delivery names no task; a closing session discards without events: read it again when asked.
-    else queued.delete(sessionId);
+    // A delivery names no task, and a closing session discards without events: read it again when asked.
+    // The turn loop's own messages (a reply, tool results) and a turn starting or ending change no entry:
+    // a result read is withdrawn with a discard event.
+    else if (changesQueue(event)) queued.delete(sessionId);
   };
 
   const sessionOf = (sessionId: string): Session | undefined => {
@@ -103,4 +105,12 @@ export function createRuntimeLedgerView(
       };
     },
   };
+}
+
+/** Whether a session event may have changed its queue without naming the task (see `follow`). */
+function changesQueue(event: SessionEvent): boolean {
+  if (event.type === 'state') return event.state === 'shutting_down' || event.state === 'closed';
+  if (event.type === 'message')
+    return event.message.source !== 'assistant' && event.message.source !== 'tool';
+  return true;
 }

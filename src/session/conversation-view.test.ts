@@ -1,7 +1,9 @@
 /**
  * The in-memory conversation stays what the store holds: after any sequence of appends (of every role),
  * rewinds that abandon a tail, and reads in between, the view equals a full read of the live branch, on
- * both stores — and a read asks the store only for the messages after the last seq it holds.
+ * both stores — and a read asks the store only for the messages after the last seq it holds. A view
+ * whose writer hands it what it commits (a session) reads the store only when it cannot vouch for what it
+ * holds: at first, after a rewind, after a record that does not follow, after a rolled-back write.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -108,6 +110,111 @@ describe.each(Object.keys(stores))('the conversation view on the %s store', (kin
       store.appendMessage('s', message('user', 0, 5));
       expect(view.records().map((record) => record.content.text)).toEqual(['user1', 'user5']);
       expect(asked).toEqual([0, 3, 4, 0]);
+    } finally {
+      store.close();
+    }
+  });
+
+  /** A view whose writer (as a session does) hands it every message it commits, and the reads it makes. */
+  function writtenView(store: SessionStore) {
+    const asked: (number | undefined)[] = [];
+    const watched: SessionStore = Object.create(store, {
+      listMessages: {
+        value: (sessionId: string, options?: ListMessagesOptions) => {
+          asked.push(options?.afterSeq);
+          return store.listMessages(sessionId, options);
+        },
+      },
+    });
+    let generation = store.getSession('s')!.branchGeneration;
+    const view = new ConversationView(watched, 's' as never, { writer: { generation: () => generation } });
+    return {
+      view,
+      asked,
+      append(next: NewMessage) {
+        const record = store.appendMessage('s', next);
+        view.appended(record);
+        return record;
+      },
+      rewind(toSeq: number) {
+        generation = store.rewind('s', toSeq).session.branchGeneration;
+      },
+    };
+  }
+
+  it('keeps what its writer committed without reading, and equals a full read (property)', () => {
+    fc.assert(
+      fc.property(fc.array(operation, { maxLength: 40 }), (operations) => {
+        const store = stores[kind]!();
+        try {
+          store.createSession({ id: 's', cwd: '/' });
+          const writer = writtenView(store);
+          let index = 0;
+          let lastSeq = 0;
+          let rewinds = 0;
+          for (const step of [{ kind: 'read' } as const, ...operations, { kind: 'read' } as const]) {
+            if (step.kind === 'append') lastSeq = writer.append(message(step.role, step.call, ++index)).seq;
+            if (step.kind === 'rewind') {
+              writer.rewind(Math.max(0, lastSeq - step.back));
+              rewinds += 1;
+            }
+            if (step.kind === 'read') {
+              const live = store.listMessages('s');
+              expect(writer.view.records()).toEqual(live);
+              expect(writer.view.modelMessages()).toEqual(toModelMessages(live));
+            }
+          }
+          // The first read, and after a rewind one read of the branch and one for the first seq after it.
+          expect(writer.asked.length).toBeLessThanOrEqual(1 + 2 * rewinds);
+        } finally {
+          store.close();
+        }
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it('reads what was written another way once a committed record does not follow the last one held', () => {
+    const store = stores[kind]!();
+    try {
+      store.createSession({ id: 's', cwd: '/' });
+      const writer = writtenView(store);
+      writer.append(message('user', 0, 1));
+      expect(writer.view.records()).toHaveLength(1);
+      store.appendMessage('s', message('user', 0, 2));
+      // Nothing told the view of seq 2: it holds what it was handed.
+      expect(writer.view.records()).toHaveLength(1);
+      writer.append(message('user', 0, 3));
+      expect(writer.view.records().map((record) => record.content.text)).toEqual(['user1', 'user2', 'user3']);
+      writer.append(message('user', 0, 4));
+      expect(writer.view.records()).toHaveLength(4);
+      expect(writer.asked).toEqual([0, 1]);
+    } finally {
+      store.close();
+    }
+  });
+
+  it('starts over when a seq it holds is given again after its write was rolled back', () => {
+    const store = stores[kind]!();
+    try {
+      store.createSession({ id: 's', cwd: '/' });
+      const writer = writtenView(store);
+      writer.append(message('user', 0, 1));
+      expect(writer.view.records()).toHaveLength(1);
+      let phantom: ReturnType<SessionStore['appendMessage']> | undefined;
+      expect(() =>
+        store.transaction(() => {
+          phantom = store.appendMessage('s', message('user', 0, 2));
+          // Handed to the view inside a write that then fails.
+          writer.view.appended(phantom);
+          throw new Error('rolled back');
+        }),
+      ).toThrow('rolled back');
+      expect(writer.view.records().map((record) => record.content.text)).toEqual(['user1', 'user2']);
+      const again = writer.append(message('user', 0, 3));
+      expect(again.seq).toBe(phantom!.seq);
+      expect(writer.view.records()).toEqual(store.listMessages('s'));
+      expect(writer.view.records().map((record) => record.content.text)).toEqual(['user1', 'user3']);
     } finally {
       store.close();
     }

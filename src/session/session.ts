@@ -113,7 +113,10 @@ export class Session {
 
   constructor(dependencies: SessionDependencies) {
     this.id = dependencies.id;
-    this.#conversation = new ConversationView(dependencies.store, this.id);
+    // Every message of this session is written here (its turns, its deliveries, its rewinds).
+    this.#conversation = new ConversationView(dependencies.store, this.id, {
+      writer: { generation: () => this.#branchGeneration },
+    });
     this.parentId = dependencies.parentId;
     this.cwd = dependencies.cwd;
     this.env = dependencies.env;
@@ -295,6 +298,8 @@ export class Session {
   }
 
   #emit(event: SessionEvent): void {
+    // A message event follows the commit that wrote it: the conversation keeps it without a read.
+    if (event.type === 'message') this.#conversation.appended(event.message);
     for (const listener of [...this.#listeners]) {
       try {
         listener(event);

@@ -161,6 +161,47 @@ function upsert<Row>(
   return `${insert(table, fields)} ON CONFLICT (${keys.map(column).join(', ')}) DO UPDATE SET ${assignments.join(', ')}`;
 }
 
+/** Column sets a table's narrow `put` keeps a statement for; past them it writes the whole row. */
+const MAX_NARROW_STATEMENTS = 32;
+
+/**
+ * A table's `put(row, previous)`. Given the row as stored (read in the same write), it updates only the
+ * columns whose values differ, and nothing when none does: an index over columns it leaves alone is not
+ * rewritten, so the log gets fewer pages per commit. Without one, or when a key differs, the whole row is
+ * upserted.
+ */
+function putter<Row extends object>(
+  prepare: Prepare,
+  table: string,
+  fields: Fields<Row>,
+  keys: readonly (keyof Row & string)[],
+): (row: Row, previous?: Row) => void {
+  const whole = prepare<[Row]>(upsert(table, fields, keys));
+  const names = Object.keys(fields) as (keyof Row & string)[];
+  const where = keys.map((key) => `${column(key)} = @${key}`).join(' AND ');
+  const narrow = new Map<string, PreparedStatement<[Row], unknown>>();
+  const statementFor = (changed: readonly string[]) => {
+    const signature = changed.join(',');
+    let statement = narrow.get(signature);
+    if (statement === undefined && narrow.size < MAX_NARROW_STATEMENTS) {
+      statement = prepare<[Row]>(
+        `UPDATE ${table} SET ${changed.map((name) => `${column(name)} = @${name}`).join(', ')} WHERE ${where}`,
+      );
+      narrow.set(signature, statement);
+    }
+    return statement;
+  };
+  return (row, previous) => {
+    if (previous !== undefined && keys.every((key) => row[key] === previous[key])) {
+      const changed = names.filter((name) => row[name] !== previous[name]);
+      if (changed.length === 0) return;
+      // No row changed: it was not stored as the caller read it, so it is written whole.
+      if (statementFor(changed)?.run(row).changes === 1) return;
+    }
+    whole.run(row);
+  };
+}
+
 /** Filters on an optional list: `?` is a JSON array, or NULL for "no filter". */
 function inList(field: string): string {
   return `(? IS NULL OR ${column(field)} IN (SELECT value FROM json_each(?)))`;
@@ -192,7 +233,7 @@ type Prepare = <Parameters extends unknown[], Row = unknown>(
 function sessionTable(prepare: Prepare): StoreTables['sessions'] {
   const get = prepare<[string], SessionRow>(`SELECT ${select(SESSION_FIELDS)} FROM sessions WHERE id = ?`);
   const exists = prepare<[string], { found: number }>('SELECT 1 AS found FROM sessions WHERE id = ?');
-  const put = prepare<[SessionRow]>(upsert('sessions', SESSION_FIELDS, ['id']));
+  const put = putter(prepare, 'sessions', SESSION_FIELDS, ['id']);
   const list = prepare<[string | null, string | null, string | null, string | null], SessionRow>(
     `SELECT ${select(SESSION_FIELDS)} FROM sessions WHERE (? IS NULL OR parent_id = ?) AND (? IS NULL OR state = ?)`,
   );
@@ -200,7 +241,7 @@ function sessionTable(prepare: Prepare): StoreTables['sessions'] {
   return {
     get: (id) => get.get(id),
     exists: (id) => exists.get(id) !== undefined,
-    put: (row) => void put.run(row),
+    put,
     select: (parentId, state) => list.all(parentId, parentId, state, state),
     delete: (id) => void remove.run(id),
   };
@@ -208,7 +249,7 @@ function sessionTable(prepare: Prepare): StoreTables['sessions'] {
 
 function messageTable(prepare: Prepare): StoreTables['messages'] {
   const columns = select(MESSAGE_FIELDS);
-  const put = prepare<[MessageRow]>(upsert('messages', MESSAGE_FIELDS, ['sessionId', 'seq']));
+  const put = putter(prepare, 'messages', MESSAGE_FIELDS, ['sessionId', 'seq']);
   const list = prepare<[string, number, number, number], MessageRow>(
     `SELECT ${columns} FROM messages WHERE session_id = ? AND seq > ? AND (? = 1 OR abandoned_at IS NULL)
      ORDER BY seq LIMIT ?`,
@@ -225,7 +266,7 @@ function messageTable(prepare: Prepare): StoreTables['messages'] {
   );
   const remove = prepare<[string, number]>('DELETE FROM messages WHERE session_id = ? AND seq = ?');
   return {
-    put: (row) => void put.run(row),
+    put,
     select: (sessionId, afterSeq, includeAbandoned, limit, beforeSeq) =>
       beforeSeq === undefined
         ? list.all(sessionId, afterSeq, includeAbandoned ? 1 : 0, limit ?? -1)
@@ -242,7 +283,7 @@ function ledgerTable(prepare: Prepare): StoreTables['ledger'] {
     `SELECT ${columns} FROM input_ledger WHERE session_id = ? AND idempotency_key = ?`,
   );
   const add = prepare<[Omit<LedgerRow, 'id'>]>(insert('input_ledger', LEDGER_FIELDS, ['id']));
-  const put = prepare<[LedgerRow]>(upsert('input_ledger', LEDGER_FIELDS, ['id']));
+  const put = putter(prepare, 'input_ledger', LEDGER_FIELDS, ['id']);
   const list = prepare<[string, string, number], LedgerRow>(
     `SELECT ${columns} FROM input_ledger WHERE session_id = ? AND ${oneOf('state')} AND id > ? ORDER BY id`,
   );
@@ -256,7 +297,7 @@ function ledgerTable(prepare: Prepare): StoreTables['ledger'] {
     get: (id) => get.get(id),
     findByKey: (sessionId, idempotencyKey) => find.get(sessionId, idempotencyKey),
     insert: (row) => Number(add.run(row).lastInsertRowid),
-    put: (row) => void put.run(row),
+    put,
     select(sessionId, states, afterId = 0) {
       return list.all(sessionId, states === undefined ? allStates : JSON.stringify(states), afterId);
     },
@@ -269,7 +310,7 @@ function ledgerTable(prepare: Prepare): StoreTables['ledger'] {
 function taskTable(prepare: Prepare): StoreTables['tasks'] {
   const columns = select(TASK_FIELDS);
   const get = prepare<[string, string], TaskRow>(`SELECT ${columns} FROM tasks WHERE scope = ? AND id = ?`);
-  const put = prepare<[TaskRow]>(upsert('tasks', TASK_FIELDS, ['scope', 'id']));
+  const put = putter(prepare, 'tasks', TASK_FIELDS, ['scope', 'id']);
   // No read before the write: the stored read cursor is kept when higher, and returned.
   const insertOrReplace = prepare<[TaskRow], { readOffset: number }>(
     `${upsert('tasks', TASK_FIELDS, ['scope', 'id'], {
@@ -341,7 +382,7 @@ function taskTable(prepare: Prepare): StoreTables['tasks'] {
   );
   return {
     get: (scope, id) => get.get(scope, id),
-    put: (row) => void put.run(row),
+    put,
     save: (row) => insertOrReplace.get(row)!.readOffset,
     update: (row) => update.get(row)?.readOffset,
     select(scope, statuses, updatedSince, reported) {
@@ -361,7 +402,7 @@ function taskTable(prepare: Prepare): StoreTables['tasks'] {
 function runTable(prepare: Prepare): StoreTables['runs'] {
   const columns = select(RUN_FIELDS);
   const get = prepare<[string], RunRow>(`SELECT ${columns} FROM workflow_runs WHERE run_id = ?`);
-  const put = prepare<[RunRow]>(upsert('workflow_runs', RUN_FIELDS, ['runId']));
+  const put = putter(prepare, 'workflow_runs', RUN_FIELDS, ['runId']);
   const list = prepare<
     [string | null, string | null, string | null, string | null, string | null, string | null],
     RunRow
@@ -373,7 +414,7 @@ function runTable(prepare: Prepare): StoreTables['runs'] {
   const remove = prepare<[string]>('DELETE FROM workflow_runs WHERE run_id = ?');
   return {
     get: (runId) => get.get(runId),
-    put: (row) => void put.run(row),
+    put,
     select(sessionId, taskId, statuses) {
       const statusList = jsonList(statuses);
       return list.all(sessionId, sessionId, taskId, taskId, statusList, statusList);
@@ -407,7 +448,7 @@ function commandTable(prepare: Prepare): StoreTables['commands'] {
   const columns = select(COMMAND_FIELDS);
   const get = prepare<[number], CommandRow>(`SELECT ${columns} FROM commands WHERE id = ?`);
   const add = prepare<[Omit<CommandRow, 'id'>]>(insert('commands', COMMAND_FIELDS, ['id']));
-  const put = prepare<[CommandRow]>(upsert('commands', COMMAND_FIELDS, ['id']));
+  const put = putter(prepare, 'commands', COMMAND_FIELDS, ['id']);
   // Served by the partial index commands_pending: the holder's poll reads only its pending rows.
   const pending = prepare<[string, number], CommandRow>(
     `SELECT ${columns} FROM commands WHERE runtime = ? AND state = 'pending' ORDER BY id LIMIT ?`,
@@ -422,7 +463,7 @@ function commandTable(prepare: Prepare): StoreTables['commands'] {
   return {
     get: (id) => get.get(id),
     insert: (row) => Number(add.run(row).lastInsertRowid),
-    put: (row) => void put.run(row),
+    put,
     selectPending: (runtime, limit) => pending.all(runtime, limit),
     selectPendingBefore: (cutoff) => stale.all(cutoff),
     selectSettledBefore: (cutoff) => settled.all(cutoff),

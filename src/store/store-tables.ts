@@ -9,12 +9,17 @@
 import type { CommandRow, LedgerRow, MessageRow, RunRow, SessionRow, StepRow, TaskRow } from './rows.js';
 import type { StoreCapabilities, StoreDurability } from './session-store.js';
 
-/** `put` inserts the row or replaces the one with its key; `delete` is a no-op for a missing key. */
+/**
+ * `put` inserts the row or replaces the one with its key; `delete` is a no-op for a missing key. A part
+ * that read the stored row in the same write passes it as `previous`: a backend may then write only the
+ * fields that differ (the SQLite one does, so indexes over the others are not rewritten). `previous` must
+ * be the row as stored now.
+ */
 export interface SessionTable {
   get(id: string): SessionRow | undefined;
   /** Whether a session with this id exists (no row is read). */
   exists(id: string): boolean;
-  put(row: SessionRow): void;
+  put(row: SessionRow, previous?: SessionRow): void;
   /** Any order; `null` is "any". */
   select(parentId: string | null, state: string | null): SessionRow[];
   /** Removes the session with every record of it: messages, ledger entries, task records, runs, commands. */
@@ -22,7 +27,7 @@ export interface SessionTable {
 }
 
 export interface MessageTable {
-  put(row: MessageRow): void;
+  put(row: MessageRow, previous?: MessageRow): void;
   /**
    * The session's messages after `afterSeq` (and before `beforeSeq`, when given) in seq order, at most
    * `limit` (`undefined`: all). With `beforeSeq` the limit keeps the newest of them.
@@ -44,7 +49,7 @@ export interface LedgerTable {
   findByKey(sessionId: string, idempotencyKey: string): LedgerRow | undefined;
   /** Stores a new entry under the next id (ids only grow, never reused) and returns that id. */
   insert(row: Omit<LedgerRow, 'id'>): number;
-  put(row: LedgerRow): void;
+  put(row: LedgerRow, previous?: LedgerRow): void;
   /**
    * The session's entries in id order, only those in `states` unless it is `undefined`, and only ids
    * above `afterId` (default 0).
@@ -59,7 +64,7 @@ export interface LedgerTable {
 
 export interface TaskTable {
   get(scope: string, id: string): TaskRow | undefined;
-  put(row: TaskRow): void;
+  put(row: TaskRow, previous?: TaskRow): void;
   /**
    * Writes the row as `put` does, except that a stored read offset never moves back: returns the read
    * offset the stored row has now (the row's, or the higher one it already had).
@@ -90,7 +95,7 @@ export interface TaskTable {
 
 export interface RunTable {
   get(runId: string): RunRow | undefined;
-  put(row: RunRow): void;
+  put(row: RunRow, previous?: RunRow): void;
   /** Any order; `null` and `undefined` are "any". */
   select(sessionId: string | null, taskId: string | null, statuses: readonly string[] | undefined): RunRow[];
   selectUpdatedBefore(cutoff: number): RunRow[];
@@ -111,7 +116,7 @@ export interface CommandTable {
   get(id: number): CommandRow | undefined;
   /** Stores a new command under the next id (ids only grow, never reused) and returns that id. */
   insert(row: Omit<CommandRow, 'id'>): number;
-  put(row: CommandRow): void;
+  put(row: CommandRow, previous?: CommandRow): void;
   /** The pending commands addressed to `runtime`, in id order, at most `limit`. */
   selectPending(runtime: string, limit: number): CommandRow[];
   /** Pending commands of every runtime created before `cutoff`, in id order. */

@@ -39,7 +39,7 @@ function byQueueOrder(a: LedgerRow, b: LedgerRow): number {
 /** Settles a queued entry as discarded, in the caller's write. */
 function discardRow(ledger: LedgerTable, row: LedgerRow, reason: string, time: number): LedgerEntry {
   const next: LedgerRow = { ...row, state: 'discarded', reason, updatedAt: time };
-  ledger.put(next);
+  ledger.put(next, row);
   return readLedgerEntry(next);
 }
 
@@ -150,7 +150,7 @@ export function createInputLedger(context: StoreContext): InputLedger {
             deliveredInMessageSeq: messageRow.seq,
             updatedAt: time,
           };
-          tables.ledger.put(next);
+          tables.ledger.put(next, row);
           return readLedgerEntry(next);
         });
         return { ok: true, message: readMessage(messageRow), entries };

@@ -35,7 +35,7 @@ export function appendMessageRow(
     throw new StoreStaleBranchError(session.id, message.expectedGeneration, session.branchGeneration);
   }
   const seq = session.lastSeq + 1;
-  tables.sessions.put({ ...session, lastSeq: seq, updatedAt: time });
+  tables.sessions.put({ ...session, lastSeq: seq, updatedAt: time }, session);
   const row: MessageRow = {
     sessionId: session.id,
     seq,
@@ -92,16 +92,17 @@ export function createMessageLog(context: StoreContext): MessageLog {
             seq,
           );
         }
-        const abandoned = messages
-          .select(key, seq, false, undefined)
-          .map((row): MessageRow => ({ ...row, abandonedAt: time }));
-        for (const row of abandoned) messages.put(row);
+        const live = messages.select(key, seq, false, undefined);
+        const abandoned = live.map((row): MessageRow => ({ ...row, abandonedAt: time }));
+        abandoned.forEach((row, index) => {
+          messages.put(row, live[index]);
+        });
         const next: SessionRow = {
           ...session,
           branchGeneration: session.branchGeneration + 1,
           updatedAt: time,
         };
-        sessions.put(next);
+        sessions.put(next, session);
         return { session: readSession(next), abandoned: abandoned.map(readMessage) };
       });
     },

@@ -52,7 +52,7 @@ export function createRuntimeCommands(context: StoreContext): RuntimeCommands {
         if (!row) throw new StoreRecordNotFoundError('command', key);
         const next = applyAnswer(row, normalized, time);
         if (next === undefined) return { command: readCommand(row), answered: false };
-        commands.put(next);
+        commands.put(next, row);
         return { command: readCommand(next), answered: true };
       });
     },
@@ -64,7 +64,7 @@ export function createRuntimeCommands(context: StoreContext): RuntimeCommands {
         commands.selectPendingBefore(cutoff).flatMap((row) => {
           const next = applyAnswer(row, EXPIRED, time);
           if (next === undefined) return [];
-          commands.put(next);
+          commands.put(next, row);
           return [readCommand(next)];
         }),
       );

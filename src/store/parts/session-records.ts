@@ -32,9 +32,9 @@ export function requireSessionExists(sessions: SessionTable, id: string): void {
   if (!sessions.exists(id)) throw new StoreRecordNotFoundError('session', id);
 }
 
-/** Saves the row in the caller's write and returns its record. */
-function saveSession(sessions: SessionTable, row: SessionRow): SessionRecord {
-  sessions.put(row);
+/** Saves the row in the caller's write (over `previous`, the stored row it changes) and returns its record. */
+function saveSession(sessions: SessionTable, row: SessionRow, previous?: SessionRow): SessionRecord {
+  sessions.put(row, previous);
   return readSession(row);
 }
 
@@ -67,18 +67,20 @@ export function createSessionRecords(context: StoreContext): SessionRecords {
       const key = validateSessionKey('id', id);
       const normalized = validateSessionPatch(patch, context.maxFieldBytes);
       const time = context.now();
-      return context.write('update a session', ({ sessions }) =>
-        saveSession(sessions, applySessionPatch(requireSession(sessions, key), normalized, time)),
-      );
+      return context.write('update a session', ({ sessions }) => {
+        const stored = requireSession(sessions, key);
+        return saveSession(sessions, applySessionPatch(stored, normalized, time), stored);
+      });
     },
 
     acquireSession(id, holder, isLive) {
       const key = validateSessionKey('id', id);
       const valid = validateHolder(holder, isLive);
       // One transaction: of two processes acquiring at once, the second sees the first's holder.
-      return context.write('acquire a session', ({ sessions }) =>
-        saveSession(sessions, applyAcquire(requireSession(sessions, key), valid, isLive)),
-      );
+      return context.write('acquire a session', ({ sessions }) => {
+        const stored = requireSession(sessions, key);
+        return saveSession(sessions, applyAcquire(stored, valid, isLive), stored);
+      });
     },
 
     releaseSession(id, runtime) {
@@ -86,7 +88,7 @@ export function createSessionRecords(context: StoreContext): SessionRecords {
       context.write('release a session', ({ sessions }) => {
         const row = sessions.get(key);
         const next = row === undefined ? undefined : applyRelease(row, runtime);
-        if (next !== undefined) sessions.put(next);
+        if (next !== undefined) sessions.put(next, row);
       });
     },
   };

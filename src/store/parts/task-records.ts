@@ -63,7 +63,7 @@ export function createTaskRecords(context: StoreContext): TaskRecords {
         if (row === undefined) return undefined;
         if (readOffset <= row.readOffset) return readTask(row);
         const saved = { ...row, readOffset, updatedAt: time };
-        tasks.put(saved);
+        tasks.put(saved, row);
         return readTask(saved);
       });
     },
@@ -104,20 +104,22 @@ export function createTaskRecords(context: StoreContext): TaskRecords {
         options.error === undefined ? LOST_TASK_ERROR : validateName('error', options.error, 4096);
       return context.write('mark live tasks lost', ({ tasks }) => {
         const time = context.now();
-        const lost = tasks
+        const live = tasks
           .select(sessionId === undefined ? undefined : taskScope(sessionId), LIVE_STATUSES, 0)
           .filter((row) => !keep.has(row.id))
-          .sort(byTaskStart)
-          .map(
-            (row): TaskRow => ({
-              ...row,
-              status: 'lost',
-              error,
-              endedAt: row.endedAt ?? time,
-              updatedAt: time,
-            }),
-          );
-        for (const row of lost) tasks.put(row);
+          .sort(byTaskStart);
+        const lost = live.map(
+          (row): TaskRow => ({
+            ...row,
+            status: 'lost',
+            error,
+            endedAt: row.endedAt ?? time,
+            updatedAt: time,
+          }),
+        );
+        lost.forEach((row, index) => {
+          tasks.put(row, live[index]);
+        });
         return lost.map(readTask);
       });
     },
@@ -132,7 +134,7 @@ export function createTaskRecords(context: StoreContext): TaskRecords {
           const row = tasks.get(scope, id);
           if (row === undefined || LIVE_STATUSES.includes(row.status) || row.reported !== 0) continue;
           const next: TaskRow = { ...row, reported: 1, updatedAt: time };
-          tasks.put(next);
+          tasks.put(next, row);
           told.push(next);
         }
         return told.map(readTask);

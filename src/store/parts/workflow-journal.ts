@@ -66,8 +66,9 @@ export function createWorkflowJournal(context: StoreContext): WorkflowJournal {
       const normalized = validateRunPatch(patch, context.maxFieldBytes);
       const time = context.now();
       return context.write('update a workflow run', ({ runs }) => {
-        const next = applyRunPatch(requireRun(runs, key), normalized, time);
-        runs.put(next);
+        const stored = requireRun(runs, key);
+        const next = applyRunPatch(stored, normalized, time);
+        runs.put(next, stored);
         return readRun(next);
       });
     },
@@ -80,7 +81,7 @@ export function createWorkflowJournal(context: StoreContext): WorkflowJournal {
         const old = requireRun(tables.runs, key);
         insertRun(tables, row);
         const superseded = supersedeRunRow(old, row.runId, time);
-        tables.runs.put(superseded);
+        tables.runs.put(superseded, old);
         return { superseded: readRun(superseded), replacement: readRun(row) };
       });
     },

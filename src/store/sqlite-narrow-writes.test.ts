@@ -85,7 +85,11 @@ describe('narrow writes on the SQLite store', () => {
     });
     expect(take('input_ledger')).toEqual(['delivered_in_message_seq', 'state', 'updated_at']);
     expect(take('tasks')).toEqual(['reported', 'updated_at']);
-    expect(store.getTask('bash-1', 's')).toMatchObject({ reported: true, label: 'make', status: 'completed' });
+    expect(store.getTask('bash-1', 's')).toMatchObject({
+      reported: true,
+      label: 'make',
+      status: 'completed',
+    });
     expect(store.getLedgerEntry(entry.id)).toMatchObject({ state: 'delivered', deliveredInMessageSeq: 2 });
     expect(store.getSession('s')).toMatchObject({ title: 'build', cwd: '/' });
     expect(store.listMessages('s').map((message) => message.seq)).toEqual([1, 2]);

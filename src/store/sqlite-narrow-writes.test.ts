@@ -54,7 +54,7 @@ describe('narrow writes on the SQLite store', () => {
       kind: 'bash',
       label: 'make',
       status: 'completed',
-      detail: { command: 'make' },
+      detail: { description: 'make' },
       isBackgrounded: true,
       branchGeneration: 0,
       startedAt: START_TIME,

@@ -174,13 +174,22 @@ describe.each(Object.keys(stores))('the conversation view on the %s store', (kin
     );
   });
 
-  it('reads what was written another way once a committed record does not follow the last one held', () => {
+  /** A writer's view holding one message it was handed and has read, on a fresh store. */
+  function withOneHeld(body: (store: SessionStore, writer: ReturnType<typeof writtenView>) => void): void {
     const store = stores[kind]!();
     try {
       store.createSession({ id: 's', cwd: '/' });
       const writer = writtenView(store);
       writer.append(message('user', 0, 1));
       expect(writer.view.records()).toHaveLength(1);
+      body(store, writer);
+    } finally {
+      store.close();
+    }
+  }
+
+  it('reads what was written another way once a committed record does not follow the last one held', () => {
+    withOneHeld((store, writer) => {
       store.appendMessage('s', message('user', 0, 2));
       // Nothing told the view of seq 2: it holds what it was handed.
       expect(writer.view.records()).toHaveLength(1);
@@ -189,18 +198,11 @@ describe.each(Object.keys(stores))('the conversation view on the %s store', (kin
       writer.append(message('user', 0, 4));
       expect(writer.view.records()).toHaveLength(4);
       expect(writer.asked).toEqual([0, 1]);
-    } finally {
-      store.close();
-    }
+    });
   });
 
   it('starts over when a seq it holds is given again after its write was rolled back', () => {
-    const store = stores[kind]!();
-    try {
-      store.createSession({ id: 's', cwd: '/' });
-      const writer = writtenView(store);
-      writer.append(message('user', 0, 1));
-      expect(writer.view.records()).toHaveLength(1);
+    withOneHeld((store, writer) => {
       let phantom: ReturnType<SessionStore['appendMessage']> | undefined;
       expect(() =>
         store.transaction(() => {
@@ -215,8 +217,6 @@ describe.each(Object.keys(stores))('the conversation view on the %s store', (kin
       expect(again.seq).toBe(phantom!.seq);
       expect(writer.view.records()).toEqual(store.listMessages('s'));
       expect(writer.view.records().map((record) => record.content.text)).toEqual(['user1', 'user3']);
-    } finally {
-      store.close();
-    }
+    });
   });
 });

@@ -52,6 +52,20 @@ function message(role: NewMessage['role'], call: number, index: number): NewMess
   return { role, content: { text: `${role}${index}` }, source: role };
 }
 
+/** `store` with the `afterSeq` of every `listMessages` call recorded in `asked`. */
+function watchReads(store: SessionStore): { watched: SessionStore; asked: (number | undefined)[] } {
+  const asked: (number | undefined)[] = [];
+  const watched: SessionStore = Object.create(store, {
+    listMessages: {
+      value: (sessionId: string, options?: ListMessagesOptions) => {
+        asked.push(options?.afterSeq);
+        return store.listMessages(sessionId, options);
+      },
+    },
+  });
+  return { watched, asked };
+}
+
 const stores: Record<string, () => SessionStore> = {
   memory: () => createMemorySessionStore(),
   sqlite: () =>
@@ -89,15 +103,7 @@ describe.each(Object.keys(stores))('the conversation view on the %s store', (kin
 
   it('asks the store only for the messages after the last seq it read, until a rewind', () => {
     const store = stores[kind]!();
-    const asked: (number | undefined)[] = [];
-    const watched: SessionStore = Object.create(store, {
-      listMessages: {
-        value: (sessionId: string, options?: ListMessagesOptions) => {
-          asked.push(options?.afterSeq);
-          return store.listMessages(sessionId, options);
-        },
-      },
-    });
+    const { watched, asked } = watchReads(store);
     try {
       store.createSession({ id: 's', cwd: '/' });
       const view = new ConversationView(watched, 's' as never);
@@ -117,15 +123,7 @@ describe.each(Object.keys(stores))('the conversation view on the %s store', (kin
 
   /** A view whose writer (as a session does) hands it every message it commits, and the reads it makes. */
   function writtenView(store: SessionStore) {
-    const asked: (number | undefined)[] = [];
-    const watched: SessionStore = Object.create(store, {
-      listMessages: {
-        value: (sessionId: string, options?: ListMessagesOptions) => {
-          asked.push(options?.afterSeq);
-          return store.listMessages(sessionId, options);
-        },
-      },
-    });
+    const { watched, asked } = watchReads(store);
     let generation = store.getSession('s')!.branchGeneration;
     const view = new ConversationView(watched, 's' as never, { writer: { generation: () => generation } });
     return {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { runtimeForTest, settleEventLoop } from '../../test/support/session.js';
+import { createMemorySessionStore, type SessionStore } from '../store/index.js';
 import { lastUserText } from '../testing/index.js';
 import { defineTool } from '../tools/index.js';
 import type { SessionEvent } from './session-events.js';
@@ -12,6 +13,46 @@ function notificationTexts(request: { messages: readonly { role: string; text?: 
 }
 
 describe('session turns', () => {
+  it('keeps the conversation from its own writes: its model requests read no message from the store', async () => {
+    const store = createMemorySessionStore();
+    let reads = 0;
+    const counted: SessionStore = Object.create(store, {
+      listMessages: {
+        value: (...args: Parameters<SessionStore['listMessages']>) => {
+          reads += 1;
+          return store.listMessages(...args);
+        },
+      },
+    });
+    const { runtime, model } = runtimeForTest(
+      [
+        { toolCalls: [{ name: 'start_task', input: { label: 'build' } }] },
+        { text: 'started' },
+        { text: 'second' },
+        { text: 'third' },
+      ],
+      { store: counted },
+    );
+    const session = runtime.createSession({ id: 's1' });
+    await session.send('one');
+    await session.send('two');
+    await session.send('three');
+    expect(model.requests).toHaveLength(4);
+    expect(model.requests[3]!.messages.map((message) => message.role)).toEqual([
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+      'user',
+      'assistant',
+      'user',
+    ]);
+    // The first request reads the conversation once; every write after it reaches the view from the session.
+    expect(reads).toBe(1);
+    expect(session.messages()).toEqual(store.listMessages('s1'));
+    await runtime.dispose();
+  });
+
   it('runs request → tool calls → results → next request until the model stops', async () => {
     const { runtime, model, board } = runtimeForTest([
       { toolCalls: [{ name: 'start_task', input: { label: 'build' } }] },

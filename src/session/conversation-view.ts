@@ -110,9 +110,9 @@ export class ConversationView {
   appended(record: MessageRecord): void {
     if (!this.#ownWrites || record.sessionId !== this.#sessionId) return;
     if (record.seq <= this.#lastSeq) {
-      // Held already (a read since its commit found it), or a seq given again after a write held here was
-      // rolled back: then what is held is not the store's, and the view starts over.
-      if (!sameRecord(this.#heldAt(record.seq), record)) this.#generation = undefined;
+      // Held already (a read since its commit found it: the last one held), or a seq given again after a
+      // write held here was rolled back: then what is held is not the store's, and the view starts over.
+      if (!sameRecord(this.#records.at(-1), record)) this.#generation = undefined;
       return;
     }
     if (
@@ -125,14 +125,6 @@ export class ConversationView {
       return;
     }
     this.#stale = true;
-  }
-
-  #heldAt(seq: number): MessageRecord | undefined {
-    for (let index = this.#records.length - 1; index >= 0; index -= 1) {
-      const held = this.#records[index]!;
-      if (held.seq <= seq) return held.seq === seq ? held : undefined;
-    }
-    return undefined;
   }
 
   #refresh(): void {
@@ -162,6 +154,7 @@ export class ConversationView {
 function sameRecord(held: MessageRecord | undefined, record: MessageRecord): boolean {
   return (
     held !== undefined &&
+    held.seq === record.seq &&
     held.createdAt === record.createdAt &&
     held.role === record.role &&
     held.source === record.source &&

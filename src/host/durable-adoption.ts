@@ -3,6 +3,7 @@
  * a `DurableAttachment`, and the bash producer re-registers the task under its id for the resumed
  * session's owner (`BashProducer.adopt`). A root whose start time was never recorded is looked up by its
  * tree's tag; when it cannot be found, nothing of the tree is ever signalled (the census starts after it).
+ * A record written before the root's pid was known is re-attached only when its tag finds the root running.
  * A durable command a worker runs (its record names its job, `remoteJob`) is re-attached through Redis.
  */
 
@@ -29,10 +30,14 @@ export function durableAdopter(
     if (facts === undefined) return false;
     if (record.outputFile === undefined || record.statusFile === undefined) return false;
     const tag = parseEnvironmentTag(facts.tag);
+    let pid = facts.pid;
     let startTime = facts.startTime;
-    if (startTime === undefined) {
-      const found = recognizeTree({ pid: facts.pid, tag, bootId: facts.bootId }, source);
-      startTime = found.state === 'running' ? found.rootStartTime : NOTHING_STARTED_AFTER;
+    if (pid === undefined || startTime === undefined) {
+      const found = recognizeTree({ pid, tag, bootId: facts.bootId }, source);
+      if (found.state === 'running') ({ pid, startTime } = found.root);
+      // Recorded before its pid was known, and its tag finds no root: nothing to re-attach to.
+      else if (pid === undefined) return false;
+      else startTime = NOTHING_STARTED_AFTER;
     }
     const detail = record.detail as BashFacts;
     adopt(bash, record, owner, logger, 'the durable command', {
@@ -40,7 +45,7 @@ export function durableAdopter(
       command: commandOf(record, detail),
       cwd: cwdOf(detail),
       startedAt: record.startedAt,
-      pid: facts.pid,
+      pid,
       startTime,
       bootId: facts.bootId,
       tag,

@@ -72,6 +72,11 @@ export {
   type TreeRoot,
 } from './process-tree.js';
 export {
+  type RecognizedTreeStopOptions,
+  type RunningRecognition,
+  stopRecognizedTree,
+} from './recognized-tree.js';
+export {
   BUBBLEWRAP_PACKAGE,
   isSandbox,
   resolveSandbox,

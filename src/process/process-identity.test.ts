@@ -24,7 +24,7 @@ describe('recognizeTree', () => {
   it('knows the root by pid and start time, in the same boot', () => {
     const source = table([entry(100, 100, 500), entry(101, 100, 501)], { 100: 't1', 101: 't1' });
     const found = recognizeTree({ pid: 100, startTime: 500, bootId: 'boot-a', tag }, source);
-    expect(found).toMatchObject({ state: 'running', rootStartTime: 500 });
+    expect(found).toMatchObject({ state: 'running', root: { pid: 100, startTime: 500 } });
     expect(found.state === 'running' && found.members.map((member) => member.pid)).toEqual([100, 101]);
   });
 
@@ -57,9 +57,37 @@ describe('recognizeTree', () => {
 
   it('without a start time, trusts only the tree tag (tag values are never reused)', () => {
     const source = table([entry(100, 100, 500), entry(200, 200, 600)], { 100: 't1' });
-    expect(recognizeTree({ pid: 100, tag }, source)).toMatchObject({ state: 'running', rootStartTime: 500 });
+    expect(recognizeTree({ pid: 100, tag }, source)).toMatchObject({
+      state: 'running',
+      root: { pid: 100, startTime: 500 },
+    });
     expect(recognizeTree({ pid: 200, tag }, source).state).toBe('leftovers');
     expect(recognizeTree({ pid: 200 }, source)).toEqual({ state: 'unknown' });
+  });
+
+  it('without a pid (recorded before its spawn was answered), takes the first session leader carrying the tag as the root', () => {
+    // The root (300) leads its session; a child (301) in it, and a daemon (302) that left for a session
+    // of its own later; an untagged process (100) is no member.
+    const child = { ...entry(301, 300, 710), sid: 300 };
+    const daemon = entry(302, 302, 720);
+    const source = table([entry(100, 100, 500), entry(300, 300, 700), child, daemon], {
+      300: 't1',
+      301: 't1',
+      302: 't1',
+    });
+    const found = recognizeTree({ tag, bootId: 'boot-a' }, source);
+    expect(found).toMatchObject({ state: 'running', root: { pid: 300, startTime: 700 } });
+    expect(found.state === 'running' && found.members.map((member) => member.pid)).toEqual([300, 301, 302]);
+    // The root gone, what it left is leftovers; nothing left, gone (no pid, so none reused).
+    const left = table([child], { 301: 't1' });
+    expect(recognizeTree({ tag }, left).state).toBe('leftovers');
+    expect(recognizeTree({ tag }, table([entry(100, 100, 500)]))).toEqual({
+      state: 'gone',
+      pidReused: false,
+    });
+    // Neither pid nor tag: nothing to recognise it by; another boot: nothing of it runs.
+    expect(recognizeTree({}, source)).toEqual({ state: 'unknown' });
+    expect(recognizeTree({ tag, bootId: 'boot-b' }, source)).toEqual({ state: 'other_boot' });
   });
 });
 

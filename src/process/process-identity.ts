@@ -6,11 +6,15 @@
  * process that was recorded.
  */
 import type { ProcessEntry, ProcessSource } from './process-table.js';
-import { type EnvironmentTag, scanTree } from './process-tree.js';
+import { type EnvironmentTag, scanTree, type TreeRoot } from './process-tree.js';
 
 /** What identifies a tree's root after its runtime is gone. */
 export interface ProcessIdentity {
-  readonly pid: number;
+  /**
+   * The root's pid. Undefined when the tree was recorded before its pid was known (a spawn not yet
+   * answered): then only its tag recognises it.
+   */
+  readonly pid?: number | undefined;
   /** The root's start time in clock ticks after boot (`/proc/<pid>/stat` field 22). */
   readonly startTime?: number | undefined;
   /** The boot the root started in (`/proc/sys/kernel/random/boot_id`). */
@@ -20,7 +24,8 @@ export interface ProcessIdentity {
 }
 
 /**
- * - `running`: the root runs (same pid, same start time, same boot); `members` is the whole tree.
+ * - `running`: the root runs (same pid, same start time, same boot; without a recorded pid, the first
+ *   session leader carrying the tag); `members` is the whole tree.
  * - `leftovers`: the root ended, but members of its group, session or tag still run.
  * - `gone`: nothing of the tree runs; `pidReused` when the root's pid now names another process.
  * - `other_boot`: the machine restarted since: nothing of it can run, and its pids name nothing of it.
@@ -30,8 +35,8 @@ export type Recognition =
   | {
       readonly state: 'running';
       readonly members: readonly ProcessEntry[];
-      /** The root's start time as the table has it. */
-      readonly rootStartTime: number;
+      /** The root's pid and its start time as the table has them. */
+      readonly root: TreeRoot;
     }
   | { readonly state: 'leftovers'; readonly members: readonly ProcessEntry[] }
   | { readonly state: 'gone'; readonly pidReused: boolean }
@@ -46,7 +51,7 @@ export function recognizeTree(identity: ProcessIdentity, source: ProcessSource):
   }
   const startTime = identity.startTime;
   if (source.clockTicks() === 0) return { state: 'unknown' };
-  if (startTime === undefined) return recognizeByTag(identity, source);
+  if (startTime === undefined || identity.pid === undefined) return recognizeByTag(identity, source);
   const root = source.read(identity.pid);
   const rootRuns =
     root !== undefined && root.startTime === startTime && root.state !== 'Z' && root.state !== 'X';
@@ -60,14 +65,16 @@ export function recognizeTree(identity: ProcessIdentity, source: ProcessSource):
       ...(identity.tag === undefined ? {} : { tag: identity.tag }),
     },
   );
-  if (rootRuns) return { state: 'running', members: census.members, rootStartTime: startTime };
+  if (rootRuns) return { state: 'running', members: census.members, root: { pid: identity.pid, startTime } };
   if (census.members.length > 0) return { state: 'leftovers', members: census.members };
   return { state: 'gone', pidReused: root !== undefined && root.startTime !== startTime };
 }
 
 /**
  * Without a recorded start time only the tree's tag can tell its processes from others (tag values are
- * never reused): every live process carrying it is a member, and the root runs when one of them has its pid.
+ * never reused): every live process carrying it is a member. The root runs when one of them has its pid;
+ * without a recorded pid, when one of them leads its own session, as the root does (it is started in a
+ * session of its own, and started before anything it forked).
  */
 function recognizeByTag(identity: ProcessIdentity, source: ProcessSource): Recognition {
   const tag = identity.tag;
@@ -79,10 +86,27 @@ function recognizeByTag(identity: ProcessIdentity, source: ProcessSource): Recog
     if (entry === undefined || entry.state === 'Z' || entry.state === 'X') continue;
     if (source.environmentValue(pid, tag.name) === tag.value) members.push(entry);
   }
-  const root = members.find((member) => member.pid === identity.pid);
-  if (root !== undefined) return { state: 'running', members, rootStartTime: root.startTime };
+  const root =
+    identity.pid === undefined
+      ? firstSessionLeader(members)
+      : members.find((member) => member.pid === identity.pid);
+  if (root !== undefined) {
+    return { state: 'running', members, root: { pid: root.pid, startTime: root.startTime } };
+  }
   if (members.length > 0) return { state: 'leftovers', members };
-  return { state: 'gone', pidReused: source.read(identity.pid) !== undefined };
+  return {
+    state: 'gone',
+    pidReused: identity.pid !== undefined && source.read(identity.pid) !== undefined,
+  };
+}
+
+function firstSessionLeader(members: readonly ProcessEntry[]): ProcessEntry | undefined {
+  let first: ProcessEntry | undefined;
+  for (const member of members) {
+    if (member.sid !== member.pid) continue;
+    if (first === undefined || member.startTime < first.startTime) first = member;
+  }
+  return first;
 }
 
 /** `NAME=value` as a tag; undefined for anything else. */

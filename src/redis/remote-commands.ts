@@ -744,6 +744,10 @@ export class RemoteCommandHandle implements CommandHandle {
     return this.mirrorEnd;
   }
 
+  /** It runs on a worker: nothing here recognises its tree. */
+  readonly tag = undefined;
+  readonly bootId = undefined;
+
   processFacts(): CommandProcessFacts | undefined {
     return undefined;
   }

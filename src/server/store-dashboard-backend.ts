@@ -32,15 +32,13 @@ import {
   worksLevel,
 } from '../events/index.js';
 import {
-  isDead,
   memoizedSource,
   type ProcessSource,
-  parseEnvironmentTag,
   procfsSource,
   sandboxSummaryOf,
-  TreeTerminator,
+  stopRecognizedTree,
 } from '../process/index.js';
-import { judgeLeftTask, LOST_CASE_ERRORS, type Verdict } from '../session/reconcile.js';
+import { identityOfRecord, judgeLeftTask, LOST_CASE_ERRORS, type Verdict } from '../session/reconcile.js';
 import { isHolderLive } from '../session/session-holder.js';
 import {
   type RuntimeCommandType,
@@ -476,28 +474,13 @@ async function stopUnheld(
 ): Promise<boolean> {
   const verdict = judgeLeftTask(task, parts.source);
   if (verdict.kind !== 'runs') return false;
-  const facts = task.process!;
-  const members = verdict.recognition.members;
-  const startTime =
-    verdict.recognition.state === 'running'
-      ? verdict.recognition.rootStartTime
-      : (facts.startTime ?? Math.min(...members.map((member) => member.startTime)));
   parts.store.upsertTask({ ...taskRecordInput(task), status: 'stopping', stopInitiator: 'user' });
-  const root = { pid: facts.pid, startTime };
-  const source = parts.source;
-  await new TreeTerminator({
-    root,
-    source,
+  await stopRecognizedTree(identityOfRecord(task), verdict.recognition, {
+    source: parts.source,
     clock: systemClock,
     killGraceMs: parts.killGraceMs,
-    tag: parseEnvironmentTag(facts.tag),
-    rootAlive: () => {
-      const entry = source.read(root.pid);
-      return entry !== undefined && entry.startTime === root.startTime && !isDead(entry);
-    },
-    newerPidsUntil: 0,
     logger: parts.logger,
-  }).terminate();
+  });
   return true;
 }
 

@@ -16,14 +16,13 @@
  * marks them lost.
  */
 import {
-  isDead,
   type ProcessIdentity,
   type ProcessSource,
   parseEnvironmentTag,
-  type Recognition,
+  type RunningRecognition,
   readStatusFile,
   recognizeTree,
-  TreeTerminator,
+  stopRecognizedTree,
 } from '../process/index.js';
 import type { JsonObject } from '../store/json.js';
 import type { StoredTask } from '../store/records.js';
@@ -101,7 +100,7 @@ export interface Reconciliation {
 
 type Decision =
   | { readonly kind: 'adopt' }
-  | { readonly kind: 'stop'; readonly recognition: Recognition & { state: 'running' | 'leftovers' } }
+  | { readonly kind: 'stop'; readonly recognition: RunningRecognition }
   | { readonly kind: 'settle'; readonly outcome: TaskOutcome }
   | { readonly kind: 'lost'; readonly lostCase: LostCase };
 
@@ -147,7 +146,7 @@ export function reconcileSessionTasks(sessionId: string, context: ReconcileConte
  * process table; changes nothing. The dashboard over a data directory shows records by it.
  */
 export type Verdict =
-  | { readonly kind: 'runs'; readonly recognition: Recognition & { state: 'running' | 'leftovers' } }
+  | { readonly kind: 'runs'; readonly recognition: RunningRecognition }
   | { readonly kind: 'exited'; readonly exitCode: number }
   | { readonly kind: 'ended'; readonly outcome: TaskOutcome }
   | { readonly kind: 'lost'; readonly lostCase: LostCase };
@@ -188,7 +187,7 @@ export function judgeLeftTask(record: StoredTask, source: ProcessSource): Verdic
     }
     return { kind: 'exited', exitCode: recorded.exitCode };
   }
-  const recognition = recognizeTree(identityOf(record), source);
+  const recognition = recognizeTree(identityOfRecord(record), source);
   switch (recognition.state) {
     case 'other_boot':
       return { kind: 'lost', lostCase: 'machine_restarted' };
@@ -237,7 +236,8 @@ function decide(record: StoredTask, context: ReconcileContext): Decision {
   }
 }
 
-function identityOf(record: StoredTask): ProcessIdentity {
+/** What a live record kept of its process tree, as `recognizeTree` takes it. */
+export function identityOfRecord(record: StoredTask): ProcessIdentity {
   const facts = record.process!;
   return {
     pid: facts.pid,
@@ -329,30 +329,15 @@ function take(record: StoredTask, decision: Decision, owner: Owner, context: Rec
 /** Stops a non-durable tree an earlier runtime left running: it must not outlive that runtime. */
 async function stopLeftover(
   record: StoredTask,
-  recognition: Recognition & { state: 'running' | 'leftovers' },
+  recognition: RunningRecognition,
   context: ReconcileContext,
 ): Promise<TaskOutcome> {
-  const identity = identityOf(record);
-  const startTime =
-    recognition.state === 'running'
-      ? recognition.rootStartTime
-      : (identity.startTime ?? Math.min(...recognition.members.map((member) => member.startTime)));
-  const root = { pid: identity.pid, startTime };
-  const source = context.source;
-  const terminator = new TreeTerminator({
-    root,
-    source,
+  const report = await stopRecognizedTree(identityOfRecord(record), recognition, {
+    source: context.source,
     clock: context.clock,
     killGraceMs: context.killGraceMs,
-    tag: identity.tag,
-    rootAlive: () => {
-      const entry = source.read(root.pid);
-      return entry !== undefined && entry.startTime === root.startTime && !isDead(entry);
-    },
-    newerPidsUntil: 0,
     logger: context.logger,
   });
-  const report = await terminator.terminate();
   return {
     status: 'killed',
     error:

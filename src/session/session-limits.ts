@@ -22,6 +22,13 @@ export const sessionLimitOptions = defineOptions('createSessionRuntime', {
    */
   idleDrainMaxDelayMs: option.integer({ min: 0, default: 100, atLeast: 'idleDrainQuietMs' }),
   /**
+   * How long a running command's pid and start time may wait to reach its task record, when the record
+   * already holds its tree's tag: they go with the task's next write (its ending, for a command that ends
+   * sooner), or this long after they were learnt. Meanwhile a restart recognises the tree by its tag and
+   * status file. Default 1000 ms; 0 writes them at once. A durable command's are always written at once.
+   */
+  processFactsDelayMs: option.integer({ min: 0, max: 60_000, default: 1000 }),
+  /**
    * When the store fails to record a delivery of queued notifications, they go back to the queue and the
    * session looks at it again after this long, doubling with each failure in a row. Default 1000 ms.
    */

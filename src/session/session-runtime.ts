@@ -105,7 +105,9 @@ export class SessionRuntime {
   readonly #unregister: () => void;
   readonly #allClosedWaiters: Array<() => void> = [];
   /** Per task (session and id): the viewer facts last persisted, so a detail update writes only when they change. */
-  readonly #persisted = new Map<string, string>();
+  readonly #persisted = new Map<string, PersistedFacts>();
+  /** Per task: the write of its pid and start time, when they wait for one (`limits.processFactsDelayMs`). */
+  readonly #factsWrites = new Map<string, CancelTimer>();
   #processSource: ProcessSource | undefined;
   /** Sessions opened so far: each opening gets its own admission scope (see `#enqueue`). */
   #openings = 0;
@@ -581,12 +583,18 @@ export class SessionRuntime {
    * `task_output`) is written at once, and a returned claim too. A claim a waiter takes as the task
    * settles is not written: the waiter may be a tool in a turn (`task_output` with `wait`), whose result
    * writes it; a host's own `tasks.wait` therefore leaves the ending to be told after a resume.
+   *
+   * A running command's pid and start time wait for its next write, up to `limits.processFactsDelayMs`,
+   * when its record already holds the tree's tag: a command that ends sooner writes them with its ending
+   * only, and a restart in between recognises its tree by the tag. A durable command's are written at
+   * once: re-attaching it needs its pid.
    */
   #record(reason: string, task: TaskSnapshot): void {
     if (task.ownerSessionId === undefined) return;
     const key = `${task.ownerSessionId}\u0000${task.id}`;
     if (reason === 'removed') {
       this.#persisted.delete(key);
+      this.#cancelFactsWrite(key);
       return;
     }
     if (!this.#sessions.has(task.ownerSessionId)) return;
@@ -603,17 +611,17 @@ export class SessionRuntime {
     const ended = isTerminalStatus(task.status);
     // A durable task its runtime let go of at exit runs on: its record stays live for the next resume.
     if (ended && task.detail.detached === true) return;
-    const detail = task.detail;
-    const facts = [
-      detail.pid,
-      detail.outputFile,
-      detail.processStartTime,
-      detail.statusFile,
-      detail.readOffset,
-    ]
-      .map(String)
-      .join('\u0000');
-    if (reason === 'updated' && (ended || this.#persisted.get(key) === facts)) return;
+    const facts = viewerFacts(task.detail);
+    if (reason === 'updated' || reason === FACTS_DUE) {
+      if (ended) return;
+      const written = this.#persisted.get(key);
+      if (written?.eager === facts.eager && written.process === facts.process) return;
+      if (written?.eager === facts.eager && reason === 'updated' && this.#factsCanWait(task)) {
+        this.#writeFactsLater(key, task.id);
+        return;
+      }
+    }
+    this.#cancelFactsWrite(key);
     if (ended) this.#persisted.delete(key);
     else this.#persisted.set(key, facts);
     const tornDown = session.shuttingDown || session.sealed || this.#disposal !== undefined;
@@ -640,6 +648,38 @@ export class SessionRuntime {
         error: error instanceof Error ? error.message : String(error),
       });
     }
+  }
+
+  /** Whether a task's pid may wait for its next write: its stored record recognises the tree by its tag. */
+  #factsCanWait(task: TaskSnapshot): boolean {
+    return (
+      this.#limits.processFactsDelayMs > 0 &&
+      task.detail.durable !== true &&
+      typeof task.detail.processTag === 'string'
+    );
+  }
+
+  #writeFactsLater(key: string, taskId: string): void {
+    if (this.#factsWrites.has(key)) return;
+    const cancel = this.#clock.schedule(this.#limits.processFactsDelayMs, () => {
+      if (this.#factsWrites.get(key) !== cancel) return;
+      this.#factsWrites.delete(key);
+      let task: TaskSnapshot;
+      try {
+        task = this.tasks.get(taskId, runtimeCaller);
+      } catch {
+        return; // Forgotten: its last write carried what there was.
+      }
+      this.#record(FACTS_DUE, task);
+    });
+    this.#factsWrites.set(key, cancel);
+  }
+
+  #cancelFactsWrite(key: string): void {
+    const cancel = this.#factsWrites.get(key);
+    if (cancel === undefined) return;
+    this.#factsWrites.delete(key);
+    cancel();
   }
 
   /** Arms the residency timer for the first session that may have become idle long enough. */
@@ -725,6 +765,8 @@ export class SessionRuntime {
       // holding the session (live, for other runtimes) until it is closed, and deregisters after.
       if (this.#sessions.size === 0) this.#unregister();
       this.#stopRecording();
+      for (const cancel of this.#factsWrites.values()) cancel();
+      this.#factsWrites.clear();
       if (this.#ownsTasks) await this.tasks.dispose();
       // The last records the sessions' shutdown wrote: one more try if the store was refusing them.
       this.#pending.dispose();
@@ -791,6 +833,27 @@ function failingNote(failure: StoreFailure): string {
 /** The line a tool result carries once the store takes writes again. */
 const RECOVERED_NOTE =
   '[errand: the session store can be written again: endings kept meanwhile are recorded and told]';
+
+/**
+ * What of a task's detail a viewer or a later runtime reads off its record, so a detail update writes
+ * only when it changes: `process` (the pid and start time) may wait for the next write (see `#record`).
+ */
+interface PersistedFacts {
+  readonly eager: string;
+  readonly process: string;
+}
+
+function viewerFacts(detail: TaskSnapshot['detail']): PersistedFacts {
+  return {
+    eager: [detail.outputFile, detail.statusFile, detail.readOffset, detail.processTag, detail.bootId]
+      .map(String)
+      .join('\u0000'),
+    process: `${String(detail.pid)}\u0000${String(detail.processStartTime)}`,
+  };
+}
+
+/** The reason `#record` is called with when a task's waiting process facts are due. */
+const FACTS_DUE = 'process_facts_due';
 
 /** The durability of the records nobody was shown yet (`SessionStore.transaction`). */
 const DEFERRED = { durability: 'deferred' } as const;

@@ -199,9 +199,9 @@ export function readTask(row: TaskRow): StoredTask {
 }
 
 function readTaskProcess(row: TaskRow): TaskProcessFacts | undefined {
-  if (row.pid === null) return undefined;
+  if (row.pid === null && row.processTag === null) return undefined;
   return {
-    pid: row.pid,
+    pid: optional(row.pid),
     startTime: optional(row.processStartTime),
     bootId: optional(row.bootId),
     pgid: optional(row.pgid),

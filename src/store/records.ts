@@ -176,11 +176,12 @@ export interface StoredTask {
 
 /**
  * What identifies a task's process tree once the runtime that started it is gone. A pid alone can name
- * another process by then; the pid with its start time, in the same boot, cannot.
+ * another process by then; the pid with its start time, in the same boot, cannot. A record written
+ * before the root's pid was known holds the tree's tag (and boot) only: the tag alone recognises it.
  */
 export interface TaskProcessFacts {
-  /** The tree's root. */
-  readonly pid: number;
+  /** The tree's root; undefined until its spawn was answered (then `tag` is set). */
+  readonly pid: number | undefined;
   /** The root's start time in clock ticks after boot (`/proc/<pid>/stat` field 22), when known. */
   readonly startTime: number | undefined;
   /** `/proc/sys/kernel/random/boot_id` of the boot the root started in, when known. */

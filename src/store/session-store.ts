@@ -252,9 +252,9 @@ export interface TaskRecordInput {
   readonly traceparent?: string;
 }
 
-/** `TaskProcessFacts` as given to the store: only the pid is required. */
+/** `TaskProcessFacts` as given to the store: a pid or a tag is required. */
 export interface TaskProcessInput {
-  readonly pid: number;
+  readonly pid?: number;
   readonly startTime?: number;
   readonly bootId?: string;
   readonly pgid?: number;

@@ -52,16 +52,19 @@ function readOffsetOf(value: unknown): number | undefined {
   return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : undefined;
 }
 
-/** The process facts a producer published in `detail`; undefined without a positive integer `pid`. */
+/**
+ * The process facts a producer published in `detail`; undefined without a positive integer `pid` or a
+ * `processTag` (a tree whose spawn is not answered yet is recognised by its tag alone).
+ */
 function processOf(detail: Readonly<Record<string, unknown>>): TaskProcessInput | undefined {
   const pid = positiveOf(detail.pid);
-  if (pid === undefined) return undefined;
+  const tag = stringOf(detail.processTag);
+  if (pid === undefined && tag === undefined) return undefined;
   const startTime = detail.processStartTime;
   const bootId = stringOf(detail.bootId);
   const pgid = positiveOf(detail.pgid);
-  const tag = stringOf(detail.processTag);
   return {
-    pid,
+    ...(pid === undefined ? {} : { pid }),
     ...(typeof startTime === 'number' && Number.isSafeInteger(startTime) && startTime >= 0
       ? { startTime }
       : {}),

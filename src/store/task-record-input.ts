@@ -24,7 +24,7 @@ export function taskRecordInput(record: StoredTask): TaskRecordInput {
       ? {}
       : {
           process: {
-            pid: facts.pid,
+            ...(facts.pid === undefined ? {} : { pid: facts.pid }),
             ...(facts.startTime === undefined ? {} : { startTime: facts.startTime }),
             ...(facts.bootId === undefined ? {} : { bootId: facts.bootId }),
             ...(facts.pgid === undefined ? {} : { pgid: facts.pgid }),

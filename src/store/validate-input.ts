@@ -376,8 +376,12 @@ function validateTaskProcess(process: TaskProcessInput | undefined): ProcessColu
     return { pid: null, processStartTime: null, bootId: null, pgid: null, processTag: null };
   }
   validateObject('process', process);
+  // Without a pid only the tag can recognise the tree.
+  if (process.pid === undefined && process.tag === undefined) {
+    throw new InvalidArgumentError('process', 'process facts with a pid or a tag', process);
+  }
   return {
-    pid: validatePositive('process.pid', process.pid),
+    pid: process.pid === undefined ? null : validatePositive('process.pid', process.pid),
     processStartTime:
       process.startTime === undefined ? null : validateCount('process.startTime', process.startTime),
     bootId: optionalName('process.bootId', process.bootId, 64),

@@ -5,7 +5,7 @@
  * through `updateDetail`, throttled; output files are deleted when the task service forgets the task.
  */
 
-import { DetailThrottle, type SandboxSetting } from '../../process/index.js';
+import { DetailThrottle, formatEnvironmentTag, type SandboxSetting } from '../../process/index.js';
 import { type Clock, MAX_TIMER_DELAY_MS, systemClock } from '../../tasks/clock.js';
 import {
   type Caller,
@@ -366,6 +366,10 @@ export class BashProducer {
       durable: handle.durable,
       // Written by the durable wrapper, or by the lifeline if it had to stop the tree.
       statusFile: handle.statusFile ?? null,
+      // What recognises the tree before its spawn is answered: a restart in between finds it by its tag.
+      ...(handle.tag === undefined
+        ? {}
+        : { processTag: formatEnvironmentTag(handle.tag), bootId: handle.bootId ?? null }),
       ...(handle.durable ? { readOffset: handle.readOffset } : {}),
     });
     // What recognises the process after the fact, read once it runs and after the start's own I/O (a
@@ -382,7 +386,7 @@ export class BashProducer {
           statusFile: handle.statusFile ?? null,
           processStartTime: facts.startTime ?? null,
           bootId: facts.bootId ?? null,
-          processTag: facts.tag === undefined ? null : `${facts.tag.name}=${facts.tag.value}`,
+          processTag: facts.tag === undefined ? null : formatEnvironmentTag(facts.tag),
         });
       });
     });

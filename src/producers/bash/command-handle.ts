@@ -44,6 +44,13 @@ export interface CommandHandle {
   /** Resolves with the output file's path once it exists, or undefined when the command stopped without one. */
   readonly outputFileReady: Promise<string | undefined>;
   readonly pid: number | undefined;
+  /**
+   * The environment tag every process of the tree carries, set before it is spawned: what recognises the
+   * tree while its pid is not known yet. Undefined when tagging is off or the command runs elsewhere.
+   */
+  readonly tag: EnvironmentTag | undefined;
+  /** The boot the command runs in (`/proc/sys/kernel/random/boot_id`); undefined when it runs elsewhere. */
+  readonly bootId: string | undefined;
   readonly outputFile: string | undefined;
   /** Where the tree's exit status is recorded by something that outlives the runtime, when anything does. */
   readonly statusFile: string | undefined;

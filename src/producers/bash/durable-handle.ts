@@ -139,6 +139,14 @@ export class DurableHandle implements CommandHandle {
     return this.#pid;
   }
 
+  get tag(): EnvironmentTag | undefined {
+    return this.#tag;
+  }
+
+  get bootId(): string | undefined {
+    return this.#processFacts?.bootId ?? this.#options.processSource.bootId?.();
+  }
+
   get outputFile(): string | undefined {
     return this.#outputFile;
   }

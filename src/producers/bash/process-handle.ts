@@ -128,6 +128,14 @@ export class ProcessHandle implements CommandHandle {
     return this.#pid;
   }
 
+  get tag(): EnvironmentTag | undefined {
+    return this.#tag;
+  }
+
+  get bootId(): string | undefined {
+    return this.#options.processSource.bootId?.();
+  }
+
   /** Absolute path of the output file, once it exists (see `ensureOutputFile`). */
   get outputFile(): string | undefined {
     return this.#output?.file;
@@ -153,10 +161,11 @@ export class ProcessHandle implements CommandHandle {
 
   /**
    * Where it is recorded that the tree was stopped because its runtime was gone (by the lifeline, or by
-   * a later runtime's start); nothing writes it while this runtime watches the command.
+   * a later runtime's start); nothing writes it while this runtime watches the command. Known from the
+   * start, before the spawn is answered.
    */
   get statusFile(): string | undefined {
-    return this.#pid === undefined ? undefined : statusFileOf(this.#output?.path);
+    return statusFileOf(this.#output?.path);
   }
 
   processFacts(): CommandProcessFacts | undefined {

@@ -180,8 +180,10 @@ const commandSpawn = () =>
 const bareSpawn = () => spawn('true', { stdio: 'ignore', detached: true });
 
 /**
- * Milliseconds of the SQLite store's work for one background command's three records, as the runtime
- * writes them (deferred durability): its start, its process facts once it runs, its ending. The event
+ * Milliseconds of the SQLite store's work for one background command's records, as the runtime writes
+ * them (deferred durability): its start (the tree's tag, boot and status file, the pid when the runtime
+ * spawned it itself) and its ending with the process facts. A command running longer than
+ * `limits.processFactsDelayMs` (1 s) writes its facts once more in between; `true` does not. The event
  * loop turns between tasks as it does in a runtime.
  */
 async function storeMsPerTask(count: number): Promise<number> {
@@ -189,44 +191,55 @@ async function storeMsPerTask(count: number): Promise<number> {
   const store = openSqliteSessionStore({ home });
   try {
     store.createSession({ id: 's', cwd: '/' });
-    const command = { command: 'true', cwd: '/', description: null, toolUseId: null };
-    const start = (index: number) => ({
-      id: `bash-${index + 1}`,
-      sessionId: 's',
-      kind: 'bash',
-      label: 'true',
-      status: 'running' as const,
-      detail: command,
-      isBackgrounded: true,
-      branchGeneration: 0,
-      startedAt: 1,
-      reported: false,
-    });
     const pid = 4242;
-    const running = (index: number) => ({
-      ...start(index),
-      detail: {
-        ...command,
-        pid,
-        pgid: pid,
-        outputFile: `/tmp/outputs/bash-${index + 1}.out`,
-        outputBytes: 0,
-      },
-      outputFile: `/tmp/outputs/bash-${index + 1}.out`,
-      process: { pid, pgid: pid, startTime: 123_456, bootId: 'b0a1c2d3-e4f5-4677-8899-aabbccddeeff' },
-    });
-    const ended = (index: number) => ({
-      ...running(index),
-      status: 'completed' as const,
-      endedAt: 2,
-      detail: { ...running(index).detail, exitCode: 0, signal: null },
-    });
+    const bootId = 'b0a1c2d3-e4f5-4677-8899-aabbccddeeff';
+    const tag = 'ERRAND_PROCESS_TAG=6f1c0a52-7d1e-4a7b-9c55-0d7f4f2b9e10.1';
+    const start = (index: number) => {
+      const statusFile = `/tmp/outputs/bash-${index + 1}.status`;
+      return {
+        id: `bash-${index + 1}`,
+        sessionId: 's',
+        kind: 'bash',
+        label: 'true',
+        status: 'running' as const,
+        detail: {
+          command: 'true',
+          cwd: '/',
+          description: null,
+          toolUseId: null,
+          pid,
+          pgid: pid,
+          outputFile: null,
+          outputBytes: 0,
+          durable: false,
+          statusFile,
+          processTag: tag,
+          bootId,
+        },
+        isBackgrounded: true,
+        branchGeneration: 0,
+        startedAt: 1,
+        reported: false,
+        statusFile,
+        process: { pid, pgid: pid, bootId, tag },
+      };
+    };
+    const ended = (index: number) => {
+      const running = start(index);
+      return {
+        ...running,
+        status: 'completed' as const,
+        endedAt: 2,
+        detail: { ...running.detail, processStartTime: 123_456, exitCode: 0, signal: null },
+        process: { ...running.process, startTime: 123_456 },
+      };
+    };
     let spent = 0;
     for (let index = 0; index < count; index += 1) {
       const began = performance.now();
       // Ids come from blocks a runtime reserves in the store, a commit per block.
       if (index % TASK_ID_BLOCK_SIZE === 0) store.reserveTaskSequences('bash', index, TASK_ID_BLOCK_SIZE);
-      for (const record of [start(index), running(index), ended(index)]) {
+      for (const record of [start(index), ended(index)]) {
         store.upsertTask(record, { durability: 'deferred' });
       }
       spent += performance.now() - began;

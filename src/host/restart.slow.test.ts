@@ -19,7 +19,7 @@ import {
   newMark,
   startRuntimeChild,
 } from '../../test/support/crash.js';
-import { procfsSource } from '../process/index.js';
+import { outputFileBeside, procfsSource } from '../process/index.js';
 import type { BashFacts } from '../producers/bash/index.js';
 import { createStoreDashboardBackend } from '../server/index.js';
 import { createSessionRuntime } from '../session/index.js';
@@ -347,6 +347,147 @@ describe('resuming after the runtime was killed', () => {
     expect(texts.find((text) => text.includes('bash-1'))).toContain('its pid now names another process');
     expect(texts.find((text) => text.includes('bash-2'))).toContain('the machine restarted');
     stranger.kill('SIGKILL');
+  });
+});
+
+describe('resuming after the runtime was killed before its commands’ pids reached the store', () => {
+  /**
+   * Commands the lifeline sidecar spawned (their pids come with its answer), in a runtime whose pids and
+   * output files wait a minute for their write: it is killed with the records holding the trees' tags and
+   * status files only. The first command has printed a line to its output file.
+   */
+  async function killedBeforePids(crash: string, home: string) {
+    const host = await startRuntimeChild(
+      {
+        home,
+        sidecarFirst: true,
+        processFactsDelayMs: 60_000,
+        factsStored: false,
+        commands: ['echo early-output; exec sleep 1000', 'sleep 1000 & sleep 1000 & wait'],
+      },
+      crash,
+    );
+    const ids = [...host.tasks.keys()];
+    expect(markedPids(crash).length).toBeGreaterThanOrEqual(3);
+    const store = openSqliteSessionStore({ home });
+    const records = ids.map((id) => store.getTask(id, host.sessionId)!);
+    store.close();
+    for (const record of records) {
+      expect(record.process).toMatchObject({ pid: undefined, tag: expect.stringMatching(/=/) });
+      expect(record.outputFile).toBeUndefined();
+      expect(record.statusFile).toMatch(/\.status$/);
+    }
+    const output = outputFileBeside(records[0]!.statusFile!)!;
+    await vi.waitFor(() => expect(readFileSync(output, 'utf8')).toBe('early-output\n'));
+    return { host, ids };
+  }
+
+  async function settledAll(runtime: ErrandRuntime, ids: readonly string[]): Promise<TaskSnapshot[]> {
+    return Promise.all(ids.map((id) => settledTask(runtime, id)));
+  }
+
+  it('settles the trees its lifeline stopped as killed (runtime_died), read from their status files', async () => {
+    const home = temporaryHome();
+    const crash = mark();
+    const { host, ids } = await killedBeforePids(crash, home);
+    await host.kill();
+    await vi.waitFor(() => expect(markedPids(crash)).toEqual([]), { timeout: 5000 });
+
+    const runtime = await resumedRuntime(home);
+    const session = runtime.resumeSession(host.sessionId);
+    for (const ended of await settledAll(runtime, ids)) {
+      expect(ended).toMatchObject({
+        status: 'killed',
+        detail: expect.objectContaining({ reason: 'runtime_died' }),
+      });
+    }
+    for (const id of ids) {
+      await vi.waitFor(() => expect(queuedAbout(runtime.store, session.id, id)).toHaveLength(1));
+      expect(queuedAbout(runtime.store, session.id, id)[0]).toContain('runtime_died');
+    }
+    // Its output is found beside its status file.
+    expect(await taskOutput(runtime, session.id, ids[0]!)).toContain('early-output');
+  });
+
+  it('finds trees its lifeline could not stop by their tag, stops them, and settles them killed (runtime_restarted)', async () => {
+    const home = temporaryHome();
+    const crash = mark();
+    const { host, ids } = await killedBeforePids(crash, home);
+    // The sidecar first, then the host at once: nothing is left to stop the trees.
+    process.kill(host.lifelinePid!, 'SIGKILL');
+    await host.kill();
+    const running = markedPids(crash);
+    expect(running.length).toBeGreaterThanOrEqual(3);
+
+    // A session runtime on its own: no start-up sweep, the resume's reconcile finds them.
+    const store = openSqliteSessionStore({ home });
+    const runtime = createSessionRuntime({
+      store,
+      model: scriptedModel([]),
+      logger: quiet,
+      notifications: { wakeBudget: 0 },
+      reconcile: { killGraceMs: 200 },
+    });
+    runtime.tasks.attachController('restart-test');
+    cleanups.push(async () => {
+      await runtime.dispose();
+      store.close();
+    });
+    const session = runtime.resumeSession(host.sessionId);
+    for (const id of ids) expect(runtime.tasks.get(id, session.owner).status).not.toBe('lost');
+    for (const id of ids) {
+      const ended = await vi.waitFor(
+        () => {
+          const task = runtime.tasks.get(id, session.owner);
+          if (task.status === 'running' || task.status === 'stopping') throw new Error('still running');
+          return task;
+        },
+        { timeout: 10_000 },
+      );
+      expect(ended).toMatchObject({
+        status: 'killed',
+        error: expect.stringContaining('still running when its session was resumed'),
+        detail: expect.objectContaining({ reason: 'runtime_restarted' }),
+      });
+    }
+    expect(markedPids(crash)).toEqual([]);
+  });
+
+  it('a new runtime’s start stops such trees by their tag before any resume', async () => {
+    const home = temporaryHome();
+    const crash = mark();
+    const { host, ids } = await killedBeforePids(crash, home);
+    process.kill(host.lifelinePid!, 'SIGKILL');
+    await host.kill();
+    expect(markedPids(crash).length).toBeGreaterThanOrEqual(3);
+    const runtime = await resumedRuntime(home);
+    await vi.waitFor(() => expect(markedPids(crash)).toEqual([]), { timeout: 5000 });
+    runtime.resumeSession(host.sessionId);
+    for (const ended of await settledAll(runtime, ids)) {
+      expect(ended).toMatchObject({
+        status: 'killed',
+        detail: expect.objectContaining({ reason: 'runtime_restarted' }),
+      });
+    }
+  });
+
+  it('calls a tree that ended unwatched before its pid was stored lost (ended_unwatched), not running', async () => {
+    const home = temporaryHome();
+    const crash = mark();
+    const { host, ids } = await killedBeforePids(crash, home);
+    process.kill(host.lifelinePid!, 'SIGKILL');
+    await host.kill();
+    // The trees end while no runtime watches and nothing records how.
+    killMarked(crash);
+    await vi.waitFor(() => expect(markedPids(crash)).toEqual([]), { timeout: 5000 });
+    const runtime = await resumedRuntime(home);
+    const session = runtime.resumeSession(host.sessionId);
+    for (const id of ids) {
+      expect(runtime.store.getTask(id, session.id)).toMatchObject({
+        status: 'lost',
+        detail: expect.objectContaining({ lostCase: 'ended_unwatched' }),
+      });
+    }
   });
 });
 

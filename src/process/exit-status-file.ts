@@ -83,3 +83,11 @@ export function writeStatusFile(path: string, end: RecordedEnd): boolean {
 export function statusFileBeside(outputPath: string): string {
   return `${outputPath.replace(/\.log$/, '')}.status`;
 }
+
+/**
+ * The output file beside an exit-status file, `<name>.log` for `<name>.status`: where a record written
+ * before its output file was stored finds the output. Undefined for a name `statusFileBeside` never gives.
+ */
+export function outputFileBeside(statusFile: string): string | undefined {
+  return statusFile.endsWith('.status') ? `${statusFile.slice(0, -'.status'.length)}.log` : undefined;
+}

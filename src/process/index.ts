@@ -8,7 +8,13 @@
  * (`tasks/`) and `text/` only.
  */
 export { DetailThrottle } from './detail-throttle.js';
-export { type RecordedEnd, readStatusFile, statusFileBeside, writeStatusFile } from './exit-status-file.js';
+export {
+  outputFileBeside,
+  type RecordedEnd,
+  readStatusFile,
+  statusFileBeside,
+  writeStatusFile,
+} from './exit-status-file.js';
 export { FileFollower, type FileFollowerOptions } from './file-follower.js';
 export { parseForegroundGroup, readForegroundGroup } from './foreground-group.js';
 export {

@@ -16,6 +16,7 @@
  * marks them lost.
  */
 import {
+  outputFileBeside,
   type ProcessIdentity,
   type ProcessSource,
   parseEnvironmentTag,
@@ -286,7 +287,12 @@ function take(record: StoredTask, decision: Decision, owner: Owner, context: Rec
     // Already ending (being stopped, or ended): a second stop has nothing to add.
     cancel: () => {},
     done: outcome,
-    readOutput: () => finalOutput(record.outputFile),
+    // A record written before its output file was stored finds it beside its status file.
+    readOutput: () =>
+      finalOutput(
+        record.outputFile ??
+          (record.statusFile === undefined ? undefined : outputFileBeside(record.statusFile)),
+      ),
   };
   const registered = context.tasks.start({
     kind: record.kind,

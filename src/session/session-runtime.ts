@@ -10,7 +10,7 @@ import {
   formatLostTaskNotification,
   type TaskNotification,
 } from '../notifications/index.js';
-import { memoizedSource, type ProcessSource, procfsSource } from '../process/index.js';
+import { memoizedSource, outputFileBeside, type ProcessSource, procfsSource } from '../process/index.js';
 import { createTaskService, type SequenceBlocks, type StartGuardRequest } from '../registry/index.js';
 import { type JsonObject, jsonCopy } from '../store/json.js';
 import type { StoredTask } from '../store/records.js';
@@ -584,10 +584,11 @@ export class SessionRuntime {
    * settles is not written: the waiter may be a tool in a turn (`task_output` with `wait`), whose result
    * writes it; a host's own `tasks.wait` therefore leaves the ending to be told after a resume.
    *
-   * A running command's pid and start time wait for its next write, up to `limits.processFactsDelayMs`,
-   * when its record already holds the tree's tag: a command that ends sooner writes them with its ending
-   * only, and a restart in between recognises its tree by the tag. A durable command's are written at
-   * once: re-attaching it needs its pid.
+   * A running command's pid, start time and output file wait for its next write, up to
+   * `limits.processFactsDelayMs`, when its record already holds the tree's tag and status file: a command
+   * that ends sooner writes them with its ending only, and a restart in between recognises its tree by the
+   * tag and finds its output beside the status file. A durable command's are written at once:
+   * re-attaching it needs its pid.
    */
   #record(reason: string, task: TaskSnapshot): void {
     if (task.ownerSessionId === undefined) return;
@@ -650,12 +651,18 @@ export class SessionRuntime {
     }
   }
 
-  /** Whether a task's pid may wait for its next write: its stored record recognises the tree by its tag. */
+  /**
+   * Whether a task's pid and output file may wait for its next write: its stored record recognises the
+   * tree by its tag, and its output file is found beside its status file.
+   */
   #factsCanWait(task: TaskSnapshot): boolean {
+    const detail = task.detail;
     return (
       this.#limits.processFactsDelayMs > 0 &&
-      task.detail.durable !== true &&
-      typeof task.detail.processTag === 'string'
+      detail.durable !== true &&
+      typeof detail.processTag === 'string' &&
+      typeof detail.statusFile === 'string' &&
+      (typeof detail.outputFile !== 'string' || outputFileBeside(detail.statusFile) === detail.outputFile)
     );
   }
 
@@ -836,7 +843,8 @@ const RECOVERED_NOTE =
 
 /**
  * What of a task's detail a viewer or a later runtime reads off its record, so a detail update writes
- * only when it changes: `process` (the pid and start time) may wait for the next write (see `#record`).
+ * only when it changes: `process` (the pid, start time and output file) may wait for the next write (see
+ * `#record`).
  */
 interface PersistedFacts {
   readonly eager: string;
@@ -845,10 +853,10 @@ interface PersistedFacts {
 
 function viewerFacts(detail: TaskSnapshot['detail']): PersistedFacts {
   return {
-    eager: [detail.outputFile, detail.statusFile, detail.readOffset, detail.processTag, detail.bootId]
+    eager: [detail.statusFile, detail.readOffset, detail.processTag, detail.bootId]
       .map(String)
       .join('\u0000'),
-    process: `${String(detail.pid)}\u0000${String(detail.processStartTime)}`,
+    process: [detail.pid, detail.processStartTime, detail.outputFile].map(String).join('\u0000'),
   };
 }
 

@@ -98,6 +98,10 @@ export interface RuntimeChildConfig {
   readonly ready?: string;
   /** Task ids whose output the child reads once with task_output before it says READY. */
   readonly readFirst?: boolean;
+  /** The runtime's `limits.processFactsDelayMs`. */
+  readonly processFactsDelayMs?: number;
+  /** False: READY once every command runs, without waiting for the store to hold their process facts. */
+  readonly factsStored?: boolean;
 }
 
 export interface RuntimeChild {

@@ -232,6 +232,15 @@ export function describeTasksAndWorkflows(openStore: OpenSessionStore): void {
         tag: undefined,
       });
       expect(partial).toMatchObject({ durable: false, statusFile: undefined });
+      // Written before the spawn was answered: the tree's tag and boot, no pid yet; the pid comes later.
+      const tagged = { tag: 'ERRAND_PROCESS_TAG=abc.2', bootId: '0b7c5d1e-1d2f-4a6b-9c3d-2e1f0a9b8c7d' };
+      const early = harness.store.upsertTask(task({ id: 'bash-2', process: tagged }));
+      expect(early.process).toEqual({ ...tagged, pid: undefined, startTime: undefined, pgid: undefined });
+      expect(harness.store.getTask('bash-2', 's')).toEqual(early);
+      const later = harness.store.upsertTask(
+        task({ id: 'bash-2', process: { ...tagged, pid: 4343, startTime: 5 } }),
+      );
+      expect(later.process).toMatchObject({ pid: 4343, startTime: 5, tag: tagged.tag });
     });
 
     it('refuses malformed process facts, naming the field', () => {
@@ -241,6 +250,9 @@ export function describeTasksAndWorkflows(openStore: OpenSessionStore): void {
         [{ pid: 1, startTime: -1 }, 'process.startTime'],
         [{ pid: 1, pgid: 1.5 }, 'process.pgid'],
         [{ pid: 1, bootId: '' }, 'process.bootId'],
+        // Neither a pid nor a tag: nothing would recognise the tree.
+        [{ startTime: 5, bootId: 'b' }, 'process'],
+        [{ tag: 'T=1', pid: -3 }, 'process.pid'],
       ] as const) {
         const error = expectErrandError(
           () => harness.store.upsertTask(task({ process: process as never })),

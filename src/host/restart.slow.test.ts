@@ -103,6 +103,47 @@ function taskOutput(runtime: ErrandRuntime, sessionId: string, taskId: string): 
   ).then((result) => result.text);
 }
 
+/**
+ * Resumes `sessionId` in a session runtime on its own (no start-up sweep: the resume's reconcile finds
+ * what runs), checks that none of `ids` is called lost, and returns each once it settled.
+ */
+async function reconciledLeftovers(
+  home: string,
+  sessionId: string,
+  ids: readonly string[],
+): Promise<TaskSnapshot[]> {
+  const store = openSqliteSessionStore({ home });
+  const runtime = createSessionRuntime({
+    store,
+    model: scriptedModel([]),
+    logger: quiet,
+    notifications: { wakeBudget: 0 },
+    reconcile: { killGraceMs: 200 },
+  });
+  runtime.tasks.attachController('restart-test');
+  cleanups.push(async () => {
+    await runtime.dispose();
+    store.close();
+  });
+  const session = runtime.resumeSession(sessionId);
+  // Checked and found running: being stopped, not said to be gone.
+  for (const id of ids) expect(runtime.tasks.get(id, session.owner).status).not.toBe('lost');
+  const ended: TaskSnapshot[] = [];
+  for (const id of ids) {
+    ended.push(
+      await vi.waitFor(
+        () => {
+          const task = runtime.tasks.get(id, session.owner);
+          if (task.status === 'running' || task.status === 'stopping') throw new Error('still running');
+          return task;
+        },
+        { timeout: 10_000 },
+      ),
+    );
+  }
+  return ended;
+}
+
 describe('resuming after the runtime was killed', () => {
   it('re-attaches a durable command: same id and owner, output from the model’s cursor, one notification with its exit code', async () => {
     const home = temporaryHome();
@@ -247,31 +288,7 @@ describe('resuming after the runtime was killed', () => {
     await host.kill();
     expect(markedPids(crash).length).toBeGreaterThanOrEqual(2);
 
-    const store = openSqliteSessionStore({ home });
-    const runtime = createSessionRuntime({
-      store,
-      model: scriptedModel([]),
-      logger: quiet,
-      notifications: { wakeBudget: 0 },
-      reconcile: { killGraceMs: 200 },
-    });
-    runtime.tasks.attachController('restart-test');
-    cleanups.push(async () => {
-      await runtime.dispose();
-      store.close();
-    });
-    const session = runtime.resumeSession(host.sessionId);
-    // Checked and found running: it is being stopped, not said to be gone.
-    for (const id of ids) expect(runtime.tasks.get(id, session.owner).status).not.toBe('lost');
-    for (const id of ids) {
-      const ended = await vi.waitFor(
-        () => {
-          const task = runtime.tasks.get(id, session.owner);
-          if (task.status === 'running' || task.status === 'stopping') throw new Error('still running');
-          return task;
-        },
-        { timeout: 10_000 },
-      );
+    for (const ended of await reconciledLeftovers(home, host.sessionId, ids)) {
       expect(ended).toMatchObject({
         status: 'killed',
         detail: expect.objectContaining({ reason: 'runtime_restarted' }),
@@ -419,31 +436,7 @@ describe('resuming after the runtime was killed before its commands’ pids reac
     const running = markedPids(crash);
     expect(running.length).toBeGreaterThanOrEqual(3);
 
-    // A session runtime on its own: no start-up sweep, the resume's reconcile finds them.
-    const store = openSqliteSessionStore({ home });
-    const runtime = createSessionRuntime({
-      store,
-      model: scriptedModel([]),
-      logger: quiet,
-      notifications: { wakeBudget: 0 },
-      reconcile: { killGraceMs: 200 },
-    });
-    runtime.tasks.attachController('restart-test');
-    cleanups.push(async () => {
-      await runtime.dispose();
-      store.close();
-    });
-    const session = runtime.resumeSession(host.sessionId);
-    for (const id of ids) expect(runtime.tasks.get(id, session.owner).status).not.toBe('lost');
-    for (const id of ids) {
-      const ended = await vi.waitFor(
-        () => {
-          const task = runtime.tasks.get(id, session.owner);
-          if (task.status === 'running' || task.status === 'stopping') throw new Error('still running');
-          return task;
-        },
-        { timeout: 10_000 },
-      );
+    for (const ended of await reconciledLeftovers(home, host.sessionId, ids)) {
       expect(ended).toMatchObject({
         status: 'killed',
         error: expect.stringContaining('still running when its session was resumed'),

@@ -106,7 +106,7 @@ export class SessionRuntime {
   readonly #allClosedWaiters: Array<() => void> = [];
   /** Per task (session and id): the viewer facts last persisted, so a detail update writes only when they change. */
   readonly #persisted = new Map<string, PersistedFacts>();
-  /** Per task: the write of its pid and start time, when they wait for one (`limits.processFactsDelayMs`). */
+  /** Per task: the write of its pid, start time and output file, while they wait (`limits.processFactsDelayMs`). */
   readonly #factsWrites = new Map<string, CancelTimer>();
   #processSource: ProcessSource | undefined;
   /** Sessions opened so far: each opening gets its own admission scope (see `#enqueue`). */

@@ -616,10 +616,12 @@ export class SessionRuntime {
     if (reason === 'updated' || reason === FACTS_DUE) {
       if (ended) return;
       const written = this.#persisted.get(key);
-      if (written?.eager === facts.eager && written.process === facts.process) return;
-      if (written?.eager === facts.eager && reason === 'updated' && this.#factsCanWait(task)) {
-        this.#writeFactsLater(key, task.id);
-        return;
+      if (written?.eager === facts.eager) {
+        if (written.process === facts.process) return;
+        if (reason === 'updated' && this.#factsCanWait(task)) {
+          this.#writeFactsLater(key, task.id);
+          return;
+        }
       }
     }
     this.#cancelFactsWrite(key);

@@ -383,7 +383,6 @@ export class BashProducer {
           // A launcher that spawns elsewhere (the spawner sidecar) knows the pid only once it runs.
           pid: handle.pid ?? null,
           pgid: handle.pid ?? null,
-          statusFile: handle.statusFile ?? null,
           processStartTime: facts.startTime ?? null,
           bootId: facts.bootId ?? null,
           processTag: facts.tag === undefined ? null : formatEnvironmentTag(facts.tag),

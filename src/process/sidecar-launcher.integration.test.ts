@@ -2,11 +2,13 @@
  * The spawner sidecar against real processes: the command's pipes come back to this process (streams,
  * many at once, backpressure), its exit comes once the sidecar reaped it, a spawn fails with the errors a
  * direct spawn gives, and a sidecar killed mid-run leaves running commands to end and later launches to
- * this process.
+ * this process. A sidecar that dies before it answered a launch: the command is started here when no
+ * process carries its tag, and is not run twice when one does, even one whose tag shows only later.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isAlive } from '../../test/fixtures/bash/index.js';
 import { systemClock } from '../tasks/clock.js';
@@ -46,6 +48,50 @@ async function spawner(): Promise<{ launcher: SidecarLauncher; lifeline: Lifelin
   lifelines.push(lifeline);
   expect(await lifeline.ready).toBe(true);
   return { launcher: new SidecarLauncher({ lifeline, clock: systemClock, logger }), lifeline, warnings };
+}
+
+const DYING_SPAWNER = resolve(
+  dirname(fileURLToPath(import.meta.url)),
+  '../../test/fixtures/process/dying-spawner.mjs',
+);
+
+/**
+ * A lifeline whose sidecar is `dying-spawner.mjs` in `mode` (it dies on its first spawn request without
+ * answering), and a launcher that waits `settleMs` before looking at the launches it left.
+ */
+async function dyingSpawner(
+  mode: 'silent' | 'late-tag',
+  settleMs: number,
+): Promise<{ launcher: SidecarLauncher; warnings: Warning[] }> {
+  const warnings: Warning[] = [];
+  const logger = { warn: (message: string) => warnings.push({ message }) };
+  const previous = process.env.ERRAND_TEST_SPAWNER;
+  process.env.ERRAND_TEST_SPAWNER = mode;
+  try {
+    const lifeline = new Lifeline({ clock: systemClock, logger, sidecarScript: DYING_SPAWNER });
+    lifelines.push(lifeline);
+    expect(await lifeline.ready).toBe(true);
+    const launcher = new SidecarLauncher({
+      lifeline,
+      clock: systemClock,
+      logger,
+      unansweredSettleMs: settleMs,
+    });
+    return { launcher, warnings };
+  } finally {
+    if (previous === undefined) delete process.env.ERRAND_TEST_SPAWNER;
+    else process.env.ERRAND_TEST_SPAWNER = previous;
+  }
+}
+
+function linesOf(path: string): string[] {
+  try {
+    return readFileSync(path, 'utf8')
+      .split('\n')
+      .filter((line) => line !== '');
+  } catch {
+    return [];
+  }
 }
 
 function bash(command: string, cwd = process.cwd()): LaunchRequest {
@@ -298,5 +344,62 @@ describe('SidecarLauncher', () => {
     process.kill(-running.pid!, 'SIGTERM');
     expect(await result).toMatchObject({ code: null, signal: null });
     expect(warnings.filter((warning) => warning.message.includes('spawner sidecar is gone'))).toHaveLength(1);
+  });
+  it('starts a launch the dying sidecar never started here, once, and streams it', async () => {
+    const { launcher, warnings } = await dyingSpawner('silent', 50);
+    const directory = mkdtempSync(join(tmpdir(), 'errand-dying-spawner-'));
+    try {
+      const counter = join(directory, 'runs');
+      const child = launcher.launch(bash(`echo ran >> ${counter}; echo out; echo err >&2; exit 3`));
+      expect(await ended(child)).toEqual({ stdout: 'out\n', stderr: 'err\n', code: 3, signal: null });
+      expect(linesOf(counter)).toEqual(['ran']);
+      expect(launcher.active).toBe(false);
+      expect(warnings.filter((warning) => warning.message.includes('spawner sidecar is gone'))).toHaveLength(
+        1,
+      );
+    } finally {
+      rmSync(directory, { recursive: true, force: true });
+    }
+  });
+
+  it('does not run a launch twice when the dying sidecar started it, though its tag showed only later', async () => {
+    // The command the sidecar started carries its tag only after 0.3 s; the launcher looks after 1.5 s.
+    const { launcher } = await dyingSpawner('late-tag', 1500);
+    const directory = mkdtempSync(join(tmpdir(), 'errand-dying-spawner-'));
+    const request = bash(`echo ran >> ${join(directory, 'runs')}; exec sleep 1000`);
+    try {
+      const child = launcher.launch(request);
+      // Started here as well, it would say `spawn`: that ends the wait too, and the test fails.
+      const outcome = await new Promise<NodeJS.ErrnoException | 'spawned'>((resolve) => {
+        child.on('error', resolve);
+        child.once('spawn', () => resolve('spawned'));
+      });
+      expect(outcome).not.toBe('spawned');
+      expect((outcome as NodeJS.ErrnoException).code).toBe('ESPAWNER');
+      expect(child.pid).toBeUndefined();
+      // Nothing more is started for it: the one run is the sidecar's.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(linesOf(join(directory, 'runs'))).toEqual(['ran']);
+    } finally {
+      // The command carries the tag, and the shell that has yet to start it names it in its arguments.
+      const source = procfsSource();
+      const tag = request.tag!;
+      for (const pid of source.listPids()) {
+        const named = (() => {
+          try {
+            return readFileSync(`/proc/${pid}/cmdline`, 'latin1').includes(tag.value);
+          } catch {
+            return false;
+          }
+        })();
+        if (!named && source.environmentValue(pid, tag.name) !== tag.value) continue;
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // Gone already.
+        }
+      }
+      rmSync(directory, { recursive: true, force: true });
+    }
   });
 });

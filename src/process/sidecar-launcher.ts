@@ -10,11 +10,13 @@
  * sidecar says it reaped it.
  *
  * Until the sidecar said `ready` (a runtime's first moments), launches are direct spawns: no start waits
- * for the sidecar to boot. If the sidecar dies, every later launch is a direct spawn (said once in the log), and what was in flight
- * still ends: a launch not yet answered is started directly unless a process carrying its tag exists (then
- * it fails: it may have started, and running it twice is worse than reporting it); a running process is
- * watched in the process table until it is gone, and then exits with an unknown status (code and signal
- * null: nobody is left who reaped it).
+ * for the sidecar to boot. If the sidecar dies, every later launch is a direct spawn (said once in the
+ * log), and what was in flight still ends. A launch not yet answered is looked at once the processes the
+ * sidecar forked just before it died had time to start their commands (`unansweredSettleMs`: until its
+ * exec a forked process carries the sidecar's environment, and for a moment during it none): it is started
+ * directly unless a process carrying its tag exists (then it fails: it started, and running it twice is
+ * worse than reporting it). A running process is watched in the process table until it is gone, and then
+ * exits with an unknown status (code and signal null: nobody is left who reaped it).
  */
 import type { ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
@@ -53,11 +55,16 @@ export interface SidecarLauncherOptions {
   readonly processSource?: ProcessSource;
   /** How often such an orphan is looked for until it is gone, in ms. Default 50. */
   readonly orphanPollMs?: number;
+  /**
+   * Once the sidecar died, how long launches it had not answered wait before their tags are looked for
+   * in the process table, in ms. Default 100.
+   */
+  readonly unansweredSettleMs?: number;
   readonly clock: Clock;
   readonly logger: Logger;
 }
 
-export const SIDECAR_LAUNCHER_DEFAULTS = Object.freeze({ orphanPollMs: 50 });
+export const SIDECAR_LAUNCHER_DEFAULTS = Object.freeze({ orphanPollMs: 50, unansweredSettleMs: 100 });
 
 /**
  * After both pipes of a process ended, how long to wait before each further look at the table for its
@@ -367,33 +374,54 @@ export class SidecarLauncher implements ProcessLauncher {
     const pollMs = this.#options.orphanPollMs ?? SIDECAR_LAUNCHER_DEFAULTS.orphanPollMs;
     const pending = [...this.#pending.values()];
     this.#pending.clear();
+    const unanswered: SidecarProcess[] = [];
     for (const process of pending) {
-      if (process.pid !== undefined) {
-        process.orphaned(this.#source, clock, pollMs, this.#channelSince);
-        continue;
-      }
-      if (this.#mayHaveStarted(process.request)) {
-        process.failed(
-          Object.assign(new Error('the spawner sidecar died while starting the command'), {
-            code: 'ESPAWNER',
-          }),
-        );
-        continue;
-      }
-      this.#relaunch(process);
+      if (process.pid !== undefined) process.orphaned(this.#source, clock, pollMs, this.#channelSince);
+      else unanswered.push(process);
     }
+    if (unanswered.length === 0) return;
+    const settleMs = this.#options.unansweredSettleMs ?? SIDECAR_LAUNCHER_DEFAULTS.unansweredSettleMs;
+    clock.schedule(settleMs, () => {
+      const started = this.#startedTags(unanswered);
+      for (const process of unanswered) {
+        const tag = process.request.tag;
+        if (tag !== undefined && started.get(tag.name)?.has(tag.value) === true) {
+          process.failed(
+            Object.assign(new Error('the spawner sidecar died while starting the command'), {
+              code: 'ESPAWNER',
+            }),
+          );
+        } else this.#relaunch(process);
+      }
+    });
   }
 
-  /** Whether a live process carries the request's tag (then the sidecar started it before it died). */
-  #mayHaveStarted(request: LaunchRequest): boolean {
-    const tag = request.tag;
-    if (tag === undefined) return false;
+  /**
+   * The values of the launches' tags that a live process carries (the sidecar started those before it
+   * died), by tag name: one pass over the process table for all of them.
+   */
+  #startedTags(launches: readonly SidecarProcess[]): Map<string, Set<string>> {
+    const wanted = new Map<string, Set<string>>();
+    for (const { request } of launches) {
+      if (request.tag === undefined) continue;
+      const values = wanted.get(request.tag.name) ?? new Set<string>();
+      values.add(request.tag.value);
+      wanted.set(request.tag.name, values);
+    }
+    const found = new Map<string, Set<string>>();
+    if (wanted.size === 0) return found;
     for (const pid of this.#source.listPids()) {
       const entry = this.#source.read(pid);
       if (entry === undefined || isDead(entry)) continue;
-      if (this.#source.environmentValue(pid, tag.name) === tag.value) return true;
+      for (const [name, values] of wanted) {
+        const value = this.#source.environmentValue(pid, name);
+        if (value === undefined || !values.has(value)) continue;
+        const seen = found.get(name) ?? new Set<string>();
+        seen.add(value);
+        found.set(name, seen);
+      }
     }
-    return false;
+    return found;
   }
 
   /** Starts an unanswered request directly and forwards what the direct process reports. */

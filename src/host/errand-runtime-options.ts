@@ -136,6 +136,14 @@ export const errandRuntimeOptions = defineOptions(
      * up long before), in ms. Default 60000.
      */
     commandMaxAgeMs: option.integer({ min: 1, default: 60_000 }),
+    /**
+     * At its start the runtime removes the output directories (bash and pty) that a runtime which died
+     * without removing them left behind, once nothing in them changed for this long, in ms; or false to
+     * keep them. Until then a resumed session still reads its tasks' output and exit statuses from them.
+     * Only directories whose name says which process made them, when that process no longer runs, owned
+     * by this user. Default 7 days.
+     */
+    leftoverOutputMaxAgeMs: option.orFalse(option.integer({ min: 0, default: 7 * 24 * 60 * 60 * 1000 })),
     /** The event feed's options; its `tasks` and `ledger` are the runtime's own. */
     events: option.nested(backgroundEventFeedOptions.omit('tasks', 'ledger')),
     /**
@@ -195,5 +203,6 @@ export const ERRAND_RUNTIME_DEFAULTS = Object.freeze({
   notificationTailReadBytes: errandRuntimeOptions.defaults.notificationTailReadBytes,
   commandPollMs: 500,
   commandMaxAgeMs: errandRuntimeOptions.defaults.commandMaxAgeMs,
+  leftoverOutputMaxAgeMs: errandRuntimeOptions.defaults.leftoverOutputMaxAgeMs,
   durable: errandRuntimeOptions.defaults.durable,
 });

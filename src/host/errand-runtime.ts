@@ -5,8 +5,16 @@
  */
 
 import { existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { createBackgroundEventFeed } from '../events/index.js';
-import { Lifeline, memoizedSource, procfsSource, type Sandbox, SidecarLauncher } from '../process/index.js';
+import {
+  Lifeline,
+  memoizedSource,
+  procfsSource,
+  removeLeftoverOutputDirectories,
+  type Sandbox,
+  SidecarLauncher,
+} from '../process/index.js';
 import { BashExecutor } from '../producers/bash/executor.js';
 import { createBashProducer, createBashTool } from '../producers/bash/index.js';
 import { createPtyProducer, createPtyTools, isPtyAvailable } from '../producers/pty/index.js';
@@ -62,7 +70,8 @@ export { ERRAND_RUNTIME_DEFAULTS, type ErrandRuntimeOptions, errandRuntimeOption
 
 export async function createErrandRuntime(options: ErrandRuntimeOptions): Promise<ErrandRuntime> {
   // Every part's options are checked here, before the store is opened.
-  const { notificationTailReadBytes, commandMaxAgeMs, ...resolved } = errandRuntimeOptions.resolve(options);
+  const { notificationTailReadBytes, commandMaxAgeMs, leftoverOutputMaxAgeMs, ...resolved } =
+    errandRuntimeOptions.resolve(options);
   const commandPollMs =
     resolved.commandPollMs ??
     (options.store?.capabilities.sharedAcrossProcesses === false
@@ -79,6 +88,7 @@ export async function createErrandRuntime(options: ErrandRuntimeOptions): Promis
         notificationTailReadBytes,
         commandPollMs,
         commandMaxAgeMs,
+        leftoverOutputMaxAgeMs,
         lifeline: resolved.lifeline,
         durable: resolved.durable,
         sandbox: resolved.sandbox,
@@ -107,6 +117,7 @@ async function assembleRuntime(
     readonly notificationTailReadBytes: number;
     readonly commandPollMs: number | false;
     readonly commandMaxAgeMs: number;
+    readonly leftoverOutputMaxAgeMs: number | false;
     readonly lifeline: ResolvedRuntimeLifeline;
     readonly durable: boolean;
     readonly sandbox: Sandbox | undefined;
@@ -333,12 +344,32 @@ async function assembleRuntime(
     clock: systemClock,
     killGraceMs: executor.options.killGraceMs,
     logger,
-  }).catch((error: unknown) => {
-    logger.warn('stopping the processes a dead runtime left running failed', {
-      error: error instanceof Error ? error.message : String(error),
+  })
+    .catch((error: unknown) => {
+      logger.warn('stopping the processes a dead runtime left running failed', {
+        error: error instanceof Error ? error.message : String(error),
+      });
+      return 0;
+    })
+    // After the trees: stopping one writes its status file into the dead runtime's directory.
+    .finally(() => {
+      const maxAgeMs = options.leftoverOutputMaxAgeMs;
+      if (maxAgeMs === false) return;
+      const directories = new Map<string, string[]>();
+      const add = (parent: string, prefix: string) =>
+        directories.set(parent, [...(directories.get(parent) ?? []), prefix]);
+      add(executor.options.outputDirectoryParent, 'errand-bash-');
+      if (pty) add(pty.options.outputRoot ?? tmpdir(), 'errand-pty-');
+      let removed = 0;
+      for (const [parent, prefixes] of directories) {
+        removed += removeLeftoverOutputDirectories({ parent, prefixes, maxAgeMs, source }).removed.length;
+      }
+      if (removed > 0) {
+        logger.warn('removed the output directories of runtimes that died without removing them', {
+          removed,
+        });
+      }
     });
-    return 0;
-  });
 
   let disposal: Promise<void> | undefined;
   runtime = {

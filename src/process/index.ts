@@ -28,7 +28,12 @@ export {
   type LifelineTree,
 } from './lifeline.js';
 export { LIFELINE_PROTOCOL_VERSION } from './lifeline-protocol.js';
-export { OutputDirectory } from './output-directory.js';
+export {
+  type LeftoverOutputSweep,
+  type LeftoverOutputSweepOptions,
+  OutputDirectory,
+  removeLeftoverOutputDirectories,
+} from './output-directory.js';
 export { outputFileStream, readFileRange } from './output-file-stream.js';
 export {
   type OpenOutputFile,

@@ -102,6 +102,8 @@ export interface RuntimeChildConfig {
   readonly processFactsDelayMs?: number;
   /** False: READY once every command runs, without waiting for the store to hold their process facts. */
   readonly factsStored?: boolean;
+  /** Where the runtime's bash output directory goes (`bash.executor.outputDirectoryParent`). */
+  readonly outputDirectoryParent?: string;
 }
 
 export interface RuntimeChild {

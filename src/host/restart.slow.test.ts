@@ -17,6 +17,7 @@ import {
   killMarked,
   markedPids,
   newMark,
+  type RuntimeChild,
   startRuntimeChild,
 } from '../../test/support/crash.js';
 import { outputFileBeside, procfsSource } from '../process/index.js';
@@ -107,6 +108,18 @@ function taskOutput(runtime: ErrandRuntime, sessionId: string, taskId: string): 
  * Resumes `sessionId` in a session runtime on its own (no start-up sweep: the resume's reconcile finds
  * what runs), checks that none of `ids` is called lost, and returns each once it settled.
  */
+/**
+ * Kills a host's lifeline sidecar and the host, leaving nothing to stop their trees. The sidecar is frozen
+ * first: a host that saw its sidecar exit would start another before it died itself.
+ */
+async function killSidecarThenHost(host: RuntimeChild): Promise<void> {
+  const sidecar = host.lifelinePid!;
+  process.kill(sidecar, 'SIGSTOP');
+  await host.kill();
+  process.kill(sidecar, 'SIGKILL');
+  await vi.waitFor(() => expect(isRunning(sidecar)).toBe(false), { timeout: 5000 });
+}
+
 async function reconciledLeftovers(
   home: string,
   sessionId: string,
@@ -430,9 +443,8 @@ describe('resuming after the runtime was killed before its commands’ pids reac
     const home = temporaryHome();
     const crash = mark();
     const { host, ids } = await killedBeforePids(crash, home);
-    // The sidecar first, then the host at once: nothing is left to stop the trees.
-    process.kill(host.lifelinePid!, 'SIGKILL');
-    await host.kill();
+    // The sidecar and then the host: nothing is left to stop the trees.
+    await killSidecarThenHost(host);
     const running = markedPids(crash);
     expect(running.length).toBeGreaterThanOrEqual(3);
 
@@ -450,8 +462,7 @@ describe('resuming after the runtime was killed before its commands’ pids reac
     const home = temporaryHome();
     const crash = mark();
     const { host, ids } = await killedBeforePids(crash, home);
-    process.kill(host.lifelinePid!, 'SIGKILL');
-    await host.kill();
+    await killSidecarThenHost(host);
     expect(markedPids(crash).length).toBeGreaterThanOrEqual(3);
     const runtime = await resumedRuntime(home);
     await vi.waitFor(() => expect(markedPids(crash)).toEqual([]), { timeout: 5000 });
@@ -468,8 +479,7 @@ describe('resuming after the runtime was killed before its commands’ pids reac
     const home = temporaryHome();
     const crash = mark();
     const { host, ids } = await killedBeforePids(crash, home);
-    process.kill(host.lifelinePid!, 'SIGKILL');
-    await host.kill();
+    await killSidecarThenHost(host);
     // The trees end while no runtime watches and nothing records how.
     killMarked(crash);
     await vi.waitFor(() => expect(markedPids(crash)).toEqual([]), { timeout: 5000 });

@@ -201,7 +201,10 @@ function ownerOfName(
     : undefined;
 }
 
-/** The latest modification time of a directory and its entries (ms); now for one too large to age. */
+/**
+ * The latest modification time of a directory and its entries (ms); infinite (recent) for one that cannot
+ * be listed or holds too many entries to age.
+ */
 function newestChange(path: string, stats: Stats): number {
   let newest = stats.mtimeMs;
   let entries: string[];

@@ -7,17 +7,11 @@
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createBackgroundEventFeed } from '../events/index.js';
-import {
-  Lifeline,
-  memoizedSource,
-  procfsSource,
-  removeLeftoverOutputDirectories,
-  type Sandbox,
-  SidecarLauncher,
-} from '../process/index.js';
-import { BashExecutor } from '../producers/bash/executor.js';
+import { Lifeline, memoizedSource, procfsSource, type Sandbox, SidecarLauncher } from '../process/index.js';
+import { BASH_OUTPUT_PREFIX, BashExecutor } from '../producers/bash/executor.js';
 import { createBashProducer, createBashTool } from '../producers/bash/index.js';
 import { createPtyProducer, createPtyTools, isPtyAvailable } from '../producers/pty/index.js';
+import { PTY_OUTPUT_PREFIX } from '../producers/pty/pty-producer.js';
 import {
   type AgentTool,
   createAgentMessageTool,
@@ -59,7 +53,7 @@ import {
   errandRuntimeOptions,
   type ResolvedRuntimeLifeline,
 } from './errand-runtime-options.js';
-import { stopLeftoverTrees } from './leftover-sweep.js';
+import { removeLeftoverOutput, stopLeftoverTrees } from './leftover-sweep.js';
 import { createRuntimeDashboard } from './runtime-dashboard.js';
 import { createRuntimeLedgerView } from './runtime-ledger-view.js';
 
@@ -355,20 +349,13 @@ async function assembleRuntime(
     .finally(() => {
       const maxAgeMs = options.leftoverOutputMaxAgeMs;
       if (maxAgeMs === false) return;
-      const directories = new Map<string, string[]>();
-      const add = (parent: string, prefix: string) =>
-        directories.set(parent, [...(directories.get(parent) ?? []), prefix]);
-      add(executor.options.outputDirectoryParent, 'errand-bash-');
-      if (pty) add(pty.options.outputRoot ?? tmpdir(), 'errand-pty-');
-      let removed = 0;
-      for (const [parent, prefixes] of directories) {
-        removed += removeLeftoverOutputDirectories({ parent, prefixes, maxAgeMs, source }).removed.length;
-      }
-      if (removed > 0) {
-        logger.warn('removed the output directories of runtimes that died without removing them', {
-          removed,
-        });
-      }
+      removeLeftoverOutput(
+        [
+          { parent: executor.options.outputDirectoryParent, prefix: BASH_OUTPUT_PREFIX },
+          ...(pty ? [{ parent: pty.options.outputRoot ?? tmpdir(), prefix: PTY_OUTPUT_PREFIX }] : []),
+        ],
+        { maxAgeMs, source, logger },
+      );
     });
 
   let disposal: Promise<void> | undefined;

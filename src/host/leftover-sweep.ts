@@ -6,7 +6,13 @@
  * when its pid was not recorded yet) before anything is signalled. The records are left to the session's resume, which settles them: the tree's status file
  * says it was stopped here (`{"stoppedBy":"restart"}`).
  */
-import { type ProcessSource, recognizeTree, stopRecognizedTree, writeStatusFile } from '../process/index.js';
+import {
+  type ProcessSource,
+  recognizeTree,
+  removeLeftoverOutputDirectories,
+  stopRecognizedTree,
+  writeStatusFile,
+} from '../process/index.js';
 import { identityOfRecord } from '../session/reconcile.js';
 import type { SessionHolder, SessionStore } from '../store/index.js';
 import type { Clock, Logger } from '../tasks/index.js';
@@ -50,4 +56,37 @@ export async function stopLeftoverTrees(options: LeftoverSweepOptions): Promise<
   }
   await Promise.all(stops);
   return stops.length;
+}
+
+/** Where a producer's output directories go, and how their names begin. */
+export interface OutputDirectoryPlace {
+  readonly parent: string;
+  readonly prefix: string;
+}
+
+/**
+ * Removes the output directories dead runtimes left in `places` once nothing in them changed for
+ * `maxAgeMs` (`removeLeftoverOutputDirectories`; each parent is read once); says in the log how many went.
+ */
+export function removeLeftoverOutput(
+  places: readonly OutputDirectoryPlace[],
+  options: { readonly maxAgeMs: number; readonly source: ProcessSource; readonly logger: Logger },
+): number {
+  const prefixes = new Map<string, string[]>();
+  for (const { parent, prefix } of places) prefixes.set(parent, [...(prefixes.get(parent) ?? []), prefix]);
+  let removed = 0;
+  for (const [parent, names] of prefixes) {
+    removed += removeLeftoverOutputDirectories({
+      parent,
+      prefixes: names,
+      maxAgeMs: options.maxAgeMs,
+      source: options.source,
+    }).removed.length;
+  }
+  if (removed > 0) {
+    options.logger.warn('removed the output directories of runtimes that died without removing them', {
+      removed,
+    });
+  }
+  return removed;
 }

@@ -385,7 +385,7 @@ export class SidecarLauncher implements ProcessLauncher {
       const started = this.#startedTags(unanswered);
       for (const process of unanswered) {
         const tag = process.request.tag;
-        if (tag !== undefined && started.get(tag.name)?.has(tag.value) === true) {
+        if (tag !== undefined && started.has(formatEnvironmentTag(tag))) {
           process.failed(
             Object.assign(new Error('the spawner sidecar died while starting the command'), {
               code: 'ESPAWNER',
@@ -397,28 +397,27 @@ export class SidecarLauncher implements ProcessLauncher {
   }
 
   /**
-   * The values of the launches' tags that a live process carries (the sidecar started those before it
-   * died), by tag name: one pass over the process table for all of them.
+   * The launches' tags (`NAME=value`) that a live process carries: the sidecar started those before it
+   * died. One pass over the process table answers for all of them.
    */
-  #startedTags(launches: readonly SidecarProcess[]): Map<string, Set<string>> {
-    const wanted = new Map<string, Set<string>>();
+  #startedTags(launches: readonly SidecarProcess[]): Set<string> {
+    const wanted = new Set<string>();
+    const names = new Set<string>();
     for (const { request } of launches) {
       if (request.tag === undefined) continue;
-      const values = wanted.get(request.tag.name) ?? new Set<string>();
-      values.add(request.tag.value);
-      wanted.set(request.tag.name, values);
+      wanted.add(formatEnvironmentTag(request.tag));
+      names.add(request.tag.name);
     }
-    const found = new Map<string, Set<string>>();
+    const found = new Set<string>();
     if (wanted.size === 0) return found;
     for (const pid of this.#source.listPids()) {
       const entry = this.#source.read(pid);
       if (entry === undefined || isDead(entry)) continue;
-      for (const [name, values] of wanted) {
+      for (const name of names) {
         const value = this.#source.environmentValue(pid, name);
-        if (value === undefined || !values.has(value)) continue;
-        const seen = found.get(name) ?? new Set<string>();
-        seen.add(value);
-        found.set(name, seen);
+        if (value === undefined) continue;
+        const tag = formatEnvironmentTag({ name, value });
+        if (wanted.has(tag)) found.add(tag);
       }
     }
     return found;

@@ -81,6 +81,9 @@ export const DEFAULT_STDERR_PREFIX = '[stderr] ';
  */
 export const MAX_COMMAND_BYTES = 131_071;
 
+/** The name prefix of an executor's output directory (its durable commands' directory has its own). */
+export const BASH_OUTPUT_PREFIX = 'errand-bash-';
+
 export class BashExecutor {
   readonly #options: ResolvedExecutorOptions;
   readonly #directory: OutputDirectory;
@@ -96,7 +99,7 @@ export class BashExecutor {
 
   constructor(options: BashExecutorOptions = {}) {
     this.#options = resolveExecutorOptions(options);
-    this.#directory = new OutputDirectory('errand-bash-', this.#options.outputDirectoryParent);
+    this.#directory = new OutputDirectory(BASH_OUTPUT_PREFIX, this.#options.outputDirectoryParent);
     this.#durableDirectory = new OutputDirectory('errand-durable-', this.#options.outputDirectoryParent);
   }
 

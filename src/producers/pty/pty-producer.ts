@@ -108,6 +108,9 @@ interface Entry {
   readonly context: TaskRunContext<PtyFacts>;
 }
 
+/** The name prefix of a pty producer's output directory. */
+export const PTY_OUTPUT_PREFIX = 'errand-pty-';
+
 export function createPtyProducer(options: PtyProducerOptions): PtyProducer {
   const { tasks, ...settings } = ptyProducerOptions.resolve(options);
   return new LocalPtyProducer(tasks, settings);
@@ -129,7 +132,7 @@ class LocalPtyProducer implements PtyProducer {
   constructor(tasks: TaskService, options: ResolvedPtyProducerOptions) {
     this.#tasks = tasks;
     this.options = options;
-    this.#directory = new OutputDirectory('errand-pty-', options.outputRoot);
+    this.#directory = new OutputDirectory(PTY_OUTPUT_PREFIX, options.outputRoot);
     // When the service forgets a finished task, its screen and its output file go too.
     this.#unsubscribe = tasks.onTasksChanged(
       (change) => {

@@ -438,6 +438,7 @@ async function main(): Promise<void> {
       `    errand runtime, ${kind} store: ${fixed(ms, 3)} ms/task  (median per-round ratio ${fixed(ratio, 3)}x raw${target})`,
     );
   }
+  if (process.env.BENCH_ONLY_STARTS === '1') return;
 
   // (b) stream: the two take turns (and swap order each round) so load changes hit both alike.
   const floods: Array<{ raw: { ms: number; rssGrowth: number }; errand: { ms: number; rssGrowth: number } }> =

@@ -11,7 +11,8 @@
  *
  * Started with a Node IPC channel, it is also the runtime's spawner (`spawn` messages, see
  * `lifeline-protocol.ts`): a fork from this small process does not copy a large runtime's page tables.
- * It spawns, reaps and reports; the command's pipes go to the runtime as handles, so it never reads them.
+ * It spawns, reaps and reports; the command's pipes (real pipes where the native helper is built, see
+ * `stdio-pipes.ts`) go to the runtime as handles, so it never reads them.
  *
  *     node lifeline-sidecar.js --runtime-tag ERRAND_LIFELINE=<id> [--kill-grace-ms 500]
  */
@@ -33,6 +34,13 @@ import { parseEnvironmentTag } from './process-identity.js';
 import { ProcessSweep } from './process-sweep.js';
 import { isDead, memoizedSource, type ProcessEntry, procfsSource } from './process-table.js';
 import { censusTree, type EnvironmentTag } from './process-tree.js';
+import {
+  closeAllEnds,
+  closeWriteEnds,
+  createStdioPipes,
+  readEndStream,
+  type StdioPipes,
+} from './stdio-pipes.js';
 
 /** A line longer than this is not a message of ours: it is dropped. */
 const MAX_LINE_BYTES = 64 * 1024;
@@ -204,7 +212,7 @@ function reply(message: object, handle?: Socket): void {
  * A child's pipe, reading nothing: `child_process` starts reading at once, and what this process read
  * would be dropped when the handle goes to the runtime. Stopped before any I/O callback could run.
  */
-function holdUnread(stream: ChildProcess['stdout']): void {
+function holdUnread(stream: Socket | ChildProcess['stdout']): void {
   const handle = (stream as (Socket & { _handle?: { reading: boolean; readStop(): number } }) | null)
     ?._handle;
   if (handle === undefined || handle === null) return;
@@ -214,22 +222,40 @@ function holdUnread(stream: ChildProcess['stdout']): void {
 
 function spawnFor(request: SpawnMessage): void {
   const { id } = request;
+  let pipes: StdioPipes | undefined;
   let child: ChildProcess;
   try {
+    pipes = createStdioPipes();
     child = spawn(request.file, request.args, {
       cwd: request.cwd,
       env: request.env,
       detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio:
+        pipes === undefined ? ['ignore', 'pipe', 'pipe'] : ['ignore', pipes.stdout.write, pipes.stderr.write],
     });
   } catch (error) {
+    if (pipes !== undefined) closeAllEnds(pipes);
     failed(id, error);
     return;
   }
-  holdUnread(child.stdout);
-  holdUnread(child.stderr);
+  let stdout: Socket | null;
+  let stderr: Socket | null;
+  if (pipes === undefined) {
+    stdout = child.stdout as Socket | null;
+    stderr = child.stderr as Socket | null;
+  } else {
+    // The child holds its own copies of the write ends now (the spawn is synchronous).
+    closeWriteEnds(pipes);
+    stdout = readEndStream(pipes.stdout.read);
+    stderr = readEndStream(pipes.stderr.read);
+  }
+  holdUnread(stdout);
+  holdUnread(stderr);
   child.once('error', (error) => {
-    if (child.pid === undefined) failed(id, error);
+    if (child.pid !== undefined) return;
+    stdout?.destroy();
+    stderr?.destroy();
+    failed(id, error);
   });
   child.once('spawn', () => {
     // Watched from its start: a runtime killed before it could say so still has the tree stopped.
@@ -244,8 +270,8 @@ function spawnFor(request: SpawnMessage): void {
       });
     }
     reply({ type: 'spawned', id, pid: child.pid });
-    if (child.stdout) reply({ type: 'pipe', id, stream: 'stdout' }, child.stdout as Socket);
-    if (child.stderr) reply({ type: 'pipe', id, stream: 'stderr' }, child.stderr as Socket);
+    if (stdout) reply({ type: 'pipe', id, stream: 'stdout' }, stdout);
+    if (stderr) reply({ type: 'pipe', id, stream: 'stderr' }, stderr);
   });
   child.once('exit', (code, signal) => reply({ type: 'exited', id, code, signal }));
 }

@@ -1,4 +1,5 @@
 /** The default launcher against real processes: its own session and group, the tag, stdin on /dev/null. */
+import { readdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import {
   createSpawnLauncher,
@@ -6,6 +7,12 @@ import {
   launchEnvironment,
   type Spawner,
 } from './process-launcher.js';
+import { realPipesAvailable } from './stdio-pipes.js';
+
+/** This process's open descriptors, by number. */
+function openDescriptors(): string[] {
+  return readdirSync('/proc/self/fd').sort();
+}
 
 /** Everything the process wrote to stdout, once the pipe closed. */
 function outputOf(child: LaunchedProcess): Promise<string> {
@@ -46,14 +53,22 @@ describe('createSpawnLauncher', () => {
       throw new Error('counted');
     };
     const request = { file: 'bash', args: ['-c', 'true'], cwd: '/', env, tag: { name: 'T', value: 'v' } };
+    const before = openDescriptors();
     expect(() => createSpawnLauncher(spawner).launch(request)).toThrow('counted');
-    expect(calls).toEqual([
-      [
-        'bash',
-        ['-c', 'true'],
-        { cwd: '/', env: { PATH: '/usr/bin', T: 'v' }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] },
-      ],
-    ]);
+    expect(calls).toHaveLength(1);
+    const [file, args, options] = calls[0]!;
+    expect([file, args]).toEqual(['bash', ['-c', 'true']]);
+    expect(options).toMatchObject({ cwd: '/', env: { PATH: '/usr/bin', T: 'v' }, detached: true });
+    const stdio = options.stdio as unknown[];
+    if (realPipesAvailable()) {
+      // The write ends of two real pipes; the spawn threw, so all four ends are closed again.
+      expect(stdio).toHaveLength(3);
+      expect(stdio[0]).toBe('ignore');
+      expect(stdio.slice(1).every((fd) => typeof fd === 'number')).toBe(true);
+      expect(openDescriptors()).toEqual(before);
+    } else {
+      expect(stdio).toEqual(['ignore', 'pipe', 'pipe']);
+    }
     expect(env).toEqual({ PATH: '/usr/bin' });
     expect(launchEnvironment({ ...request, tag: undefined })).toBe(env);
     // An environment that carries the tag already is given as it is, not copied again.

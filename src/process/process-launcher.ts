@@ -2,13 +2,15 @@
  * The spawn seam: how a producer starts a process whose output it reads through pipes. A launch puts the
  * process in its own session and process group (so its pid names the whole group), adds the tree's tag
  * to its environment, gives it `/dev/null` as stdin and pipes for stdout and stderr. The default launcher
- * is `child_process.spawn` from this process; another launcher (a small spawner process, a confining
+ * is `child_process.spawn` from this process, with real pipes where Errand's native helper is built
+ * (`stdio-pipes.ts`: a command can open `/dev/stdout` and `/dev/stderr`); another launcher (a small spawner process, a confining
  * wrapper, a worker) implements the same interface, and the producers do not change.
  */
 import type { ChildProcess, SpawnOptions } from 'node:child_process';
 import { spawn as nodeSpawn } from 'node:child_process';
 import type { Readable } from 'node:stream';
 import type { EnvironmentTag } from './process-tree.js';
+import { closeAllEnds, closeWriteEnds, createStdioPipes, readEndStream } from './stdio-pipes.js';
 
 /** What to start. The same request feeds every launcher (and a pseudo-terminal's spawn). */
 export interface LaunchRequest {
@@ -81,15 +83,70 @@ export function launchEnvironment(request: LaunchRequest): Readonly<Record<strin
     : { ...request.env, [tag.name]: tag.value };
 }
 
-/** The default launcher: `spawn` (default `child_process.spawn`) from this process, detached, piped. */
+/**
+ * The default launcher: `spawn` (default `child_process.spawn`) from this process, detached, its stdout
+ * and stderr real pipes (socket pairs without the native helper, see `stdio-pipes.ts`).
+ */
 export function createSpawnLauncher(spawn: Spawner = nodeSpawn as Spawner): ProcessLauncher {
   return {
-    launch: (request) =>
-      spawn(request.file, request.args, {
-        cwd: request.cwd,
-        env: launchEnvironment(request),
-        detached: true,
-        stdio: ['ignore', 'pipe', 'pipe'],
-      }),
+    launch: (request) => {
+      const options: SpawnOptions = { cwd: request.cwd, env: launchEnvironment(request), detached: true };
+      const pipes = createStdioPipes();
+      if (pipes === undefined)
+        return spawn(request.file, request.args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
+      let child: ChildProcess;
+      try {
+        child = spawn(request.file, request.args, {
+          ...options,
+          stdio: ['ignore', pipes.stdout.write, pipes.stderr.write],
+        });
+      } catch (error) {
+        closeAllEnds(pipes);
+        throw error;
+      }
+      // The spawn is synchronous: the child holds its own copies now (or never will).
+      closeWriteEnds(pipes);
+      const stdout = readEndStream(pipes.stdout.read);
+      const stderr = readEndStream(pipes.stderr.read);
+      child.once('error', () => {
+        if (child.pid !== undefined) return;
+        // It never started: nothing will read the pipes, and their descriptors are ours to close.
+        stdout.destroy();
+        stderr.destroy();
+      });
+      return new PipedProcess(child, stdout, stderr);
+    },
   };
+}
+
+type ExitListener = (code: number | null, signal: NodeJS.Signals | null) => void;
+
+/** A child spawned onto pipes of ours: its events are the child's, its streams the pipes' read ends. */
+class PipedProcess implements LaunchedProcess {
+  readonly stdout: Readable;
+  readonly stderr: Readable;
+  readonly #child: ChildProcess;
+
+  constructor(child: ChildProcess, stdout: Readable, stderr: Readable) {
+    this.#child = child;
+    this.stdout = stdout;
+    this.stderr = stderr;
+  }
+
+  get pid(): number | undefined {
+    return this.#child.pid;
+  }
+
+  on(event: 'error', listener: (error: Error) => void): this {
+    this.#child.on(event, listener);
+    return this;
+  }
+
+  once(event: 'spawn', listener: () => void): this;
+  once(event: 'exit', listener: (code: number | null, signal: NodeJS.Signals | null) => void): this;
+  once(event: 'spawn' | 'exit', listener: (() => void) | ExitListener): this {
+    if (event === 'spawn') this.#child.once('spawn', listener as () => void);
+    else this.#child.once('exit', listener as ExitListener);
+    return this;
+  }
 }

@@ -1,7 +1,8 @@
 /**
  * Bash commands under bubblewrap, with real processes: workspace-write and read-only refuse writes
  * with the kernel's error, the private /tmp, the network switched off against a real listener, a tree
- * with a setsid escapee killed whole, the output cap, and the profile shown to the model and in details.
+ * with a setsid escapee killed whole, /dev/stdout and /dev/stderr on real pipes, the output cap, and
+ * the profile shown to the model and in details.
  */
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
@@ -178,6 +179,20 @@ describe.skipIf(bwrap === undefined)('bash under bubblewrap', () => {
     expect(facts.survivors).toEqual([]);
     // bwrap, its pid namespace's init, the shell, the fixture, its sleep, the escapee and the other sleep.
     expect(facts.signalledProcesses).toBeGreaterThanOrEqual(5);
+  });
+
+  it('a confined command writes to /dev/stdout and /dev/stderr (its real pipes reach inside)', async () => {
+    const { bash } = tool({ sandbox: 'read-only' });
+    const result = await executeTool(
+      bash,
+      { command: 'echo to-stdout > /dev/stdout; echo to-stderr > /dev/stderr; echo piped | tee /dev/stdout' },
+      context(directory('errand-ws-')),
+    );
+    expect(result.text).toContain('to-stdout\n');
+    expect(result.text).toContain('[stderr] to-stderr');
+    expect(result.text).toContain('piped\npiped\n');
+    expect(result.text).not.toContain('No such device or address');
+    expect(result.text).toMatch(/\[exit code: 0\]$/);
   });
 
   it('a confined command sees and signals only its own processes (a pid namespace of its own)', async () => {

@@ -1,0 +1,177 @@
+/**
+ * Real pipes for commands' stdout and stderr, against real processes: a command started directly or by
+ * the spawner sidecar can open /dev/stdout and /dev/stderr (on Node's socket pairs that fails with
+ * ENXIO), `ERRAND_SOCKET_STDIO=1` brings the socket pairs back, and no launch — finished, failed at once
+ * or refused by the spawn — leaves a descriptor open here or in the sidecar.
+ */
+import { readdirSync } from 'node:fs';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { systemClock } from '../tasks/clock.js';
+import { Lifeline } from './lifeline.js';
+import {
+  createSpawnLauncher,
+  type LaunchedProcess,
+  type LaunchRequest,
+  type Spawner,
+} from './process-launcher.js';
+import { SidecarLauncher } from './sidecar-launcher.js';
+import { realPipesAvailable, SOCKET_STDIO_VARIABLE } from './stdio-pipes.js';
+
+const LEAK_MARK = process.env.ERRAND_TEST_LEAK_MARK;
+const lifelines: Lifeline[] = [];
+const quiet = { warn() {} };
+
+afterEach(async () => {
+  delete process.env[SOCKET_STDIO_VARIABLE];
+  await Promise.all(lifelines.splice(0).map((lifeline) => lifeline.release()));
+});
+
+beforeAll(() => {
+  // Built by `npm install` (scripts/build-native.mjs) with the compiler the SQLite store needs too.
+  if (!realPipesAvailable()) {
+    throw new Error(
+      'the native pipe helper is not built: run `npm rebuild` (needs python3, make and a C compiler)',
+    );
+  }
+});
+
+function bash(command: string): LaunchRequest {
+  return {
+    file: 'bash',
+    args: ['-c', command],
+    cwd: process.cwd(),
+    env: {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      ...(LEAK_MARK === undefined ? {} : { ERRAND_TEST_LEAK_MARK: LEAK_MARK }),
+    },
+    tag: { name: 'ERRAND_TEST_TAG', value: `tree-${Math.random()}` },
+  };
+}
+
+interface Ended {
+  readonly stdout: string;
+  readonly stderr: string;
+  readonly code: number | null;
+}
+
+function ended(child: LaunchedProcess): Promise<Ended> {
+  return new Promise((resolve, reject) => {
+    const text = { stdout: '', stderr: '' };
+    let open = 2;
+    let code: number | null | undefined;
+    const done = () => {
+      if (open === 0 && code !== undefined) resolve({ ...text, code });
+    };
+    child.on('error', reject);
+    for (const name of ['stdout', 'stderr'] as const) {
+      child[name]!.on('data', (chunk: Buffer) => {
+        text[name] += chunk.toString('utf8');
+      });
+      child[name]!.once('close', () => {
+        open -= 1;
+        done();
+      });
+    }
+    child.once('exit', (exitCode) => {
+      code = exitCode;
+      done();
+    });
+  });
+}
+
+/** What a command sees on its descriptors 1 and 2, and what opening /dev/stdout and /dev/stderr gives. */
+const PROBE = [
+  'readlink /proc/$$/fd/1 /proc/$$/fd/2 | sed "s/:.*//"',
+  'echo to-stdout > /dev/stdout',
+  'echo to-stderr > /dev/stderr',
+  'echo teed | tee /dev/stderr',
+].join('; ');
+
+async function sidecarLauncher(): Promise<{ launcher: SidecarLauncher; lifeline: Lifeline }> {
+  const lifeline = new Lifeline({ clock: systemClock, logger: quiet });
+  lifelines.push(lifeline);
+  expect(await lifeline.ready).toBe(true);
+  return { launcher: new SidecarLauncher({ lifeline, clock: systemClock, logger: quiet }), lifeline };
+}
+
+function descriptors(pid: number | 'self' = 'self'): number {
+  return readdirSync(`/proc/${pid}/fd`).length;
+}
+
+/** Waits until `pid` holds at most `count` descriptors (a closed socket's close is asynchronous). */
+async function settlesTo(count: number, pid: number | 'self' = 'self'): Promise<number> {
+  const deadline = Date.now() + 5000;
+  let now = descriptors(pid);
+  while (now > count && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    now = descriptors(pid);
+  }
+  return now;
+}
+
+describe('real pipes for stdout and stderr', () => {
+  it('a command started directly writes to /dev/stdout and /dev/stderr: both are pipes', async () => {
+    const result = await ended(createSpawnLauncher().launch(bash(PROBE)));
+    expect(result).toEqual({
+      stdout: 'pipe\npipe\nto-stdout\nteed\n',
+      stderr: 'to-stderr\nteed\n',
+      code: 0,
+    });
+  });
+
+  it('a command the spawner sidecar started does too', async () => {
+    const { launcher, lifeline } = await sidecarLauncher();
+    const result = await ended(launcher.launch(bash(`echo $PPID; ${PROBE}`)));
+    expect(result).toEqual({
+      stdout: `${lifeline.pid}\npipe\npipe\nto-stdout\nteed\n`,
+      stderr: 'to-stderr\nteed\n',
+      code: 0,
+    });
+  });
+
+  it(`${SOCKET_STDIO_VARIABLE}=1 gives socket pairs, as Node does, on which opening /dev/stderr fails`, async () => {
+    process.env[SOCKET_STDIO_VARIABLE] = '1';
+    // The sidecar reads it from the environment it starts with, as the launcher here reads it per launch.
+    const { launcher } = await sidecarLauncher();
+    for (const child of [createSpawnLauncher().launch(bash(PROBE)), launcher.launch(bash(PROBE))]) {
+      const result = await ended(child);
+      expect(result.stdout).toBe('socket\nsocket\nteed\n');
+      expect(result.stderr).toMatch(/\/dev\/stdout: No such device or address/);
+      expect(result.stderr).toMatch(/\/dev\/stderr: No such device or address/);
+      expect(result.code).toBe(1);
+    }
+  });
+
+  it('leaves no descriptor open here or in the sidecar, whether a launch ran, failed or was refused', async () => {
+    const { launcher, lifeline } = await sidecarLauncher();
+    // One launch each way first: what Node opens once (the sidecar's channel state, lazy handles) is not a leak.
+    await ended(createSpawnLauncher().launch(bash('echo warm')));
+    await ended(launcher.launch(bash('echo warm')));
+    const here = descriptors();
+    const inSidecar = descriptors(lifeline.pid!);
+    const runs: Array<Promise<Ended>> = [];
+    for (let index = 0; index < 20; index += 1) {
+      runs.push(ended(createSpawnLauncher().launch(bash('echo out; echo err >&2'))));
+      runs.push(ended(launcher.launch(bash('echo out; echo err >&2'))));
+    }
+    for (const result of await Promise.all(runs))
+      expect(result).toEqual({ stdout: 'out\n', stderr: 'err\n', code: 0 });
+    // A program that does not exist: the spawn's error, with the pipes never read.
+    const failures = [createSpawnLauncher(), launcher].map(
+      (each) =>
+        new Promise<string | undefined>((resolve) =>
+          each.launch({ ...bash('true'), file: '/nonexistent/errand-program' }).on('error', (error) => {
+            resolve((error as NodeJS.ErrnoException).code);
+          }),
+        ),
+    );
+    expect(await Promise.all(failures)).toEqual(['ENOENT', 'ENOENT']);
+    // A spawn that throws before anything started.
+    const refusing: Spawner = () => {
+      throw new Error('refused');
+    };
+    expect(() => createSpawnLauncher(refusing).launch(bash('true'))).toThrow('refused');
+    expect(await settlesTo(here)).toBeLessThanOrEqual(here);
+    expect(await settlesTo(inSidecar, lifeline.pid!)).toBeLessThanOrEqual(inSidecar);
+  });
+});

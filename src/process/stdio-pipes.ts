@@ -1,0 +1,117 @@
+/**
+ * Real pipes for a command's stdout and stderr. `child_process` gives a child's stdio socket pairs, and
+ * on Linux a program that opens `/dev/stdout` or `/dev/stderr` (`echo x > /dev/stderr`,
+ * `tee /dev/stdout`, `cmd -o /dev/stdout`) fails on a socket with "No such device or address"; on a
+ * pipe it works, as it does in a terminal's shell. Errand's native helper (`native/pipes.c`, built by
+ * node-gyp at install) makes the pipes; a launch hands the write ends to the child as its descriptors 1
+ * and 2, closes them here, and reads the read ends. Both ends are close-on-exec, so no other child
+ * inherits them.
+ *
+ * Without the helper (it was not built, or `ERRAND_SOCKET_STDIO=1` asks for the old behaviour) a launch
+ * falls back to Node's socket pairs, and everything but opening those two paths works the same.
+ */
+import { closeSync, existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { Socket } from 'node:net';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The two ends of one pipe, as file descriptors of this process. */
+export interface PipeEnds {
+  readonly read: number;
+  readonly write: number;
+}
+
+/** A command's stdout and stderr pipes. */
+export interface StdioPipes {
+  readonly stdout: PipeEnds;
+  readonly stderr: PipeEnds;
+}
+
+/** The environment variable that turns real pipes off (`1`): commands get socket pairs, as from Node. */
+export const SOCKET_STDIO_VARIABLE = 'ERRAND_SOCKET_STDIO';
+
+interface NativePipes {
+  createPipe(): [number, number];
+}
+
+const ADDON = join('build', 'Release', 'errand_pipes.node');
+/** How many directories above this module the package root may be (src/process, dist/process, ...). */
+const MAX_LEVELS_UP = 4;
+
+let native: NativePipes | null | undefined;
+
+function loadNative(): NativePipes | null {
+  if (native !== undefined) return native;
+  native = null;
+  let directory = dirname(fileURLToPath(import.meta.url));
+  for (let level = 0; level <= MAX_LEVELS_UP; level += 1) {
+    const candidate = join(directory, ADDON);
+    if (existsSync(candidate)) {
+      try {
+        const loaded = createRequire(import.meta.url)(candidate) as Partial<NativePipes>;
+        if (typeof loaded.createPipe === 'function') native = loaded as NativePipes;
+      } catch {
+        // Built for another Node or platform: socket pairs it is.
+      }
+      break;
+    }
+    const parent = dirname(directory);
+    if (parent === directory) break;
+    directory = parent;
+  }
+  return native;
+}
+
+/** Whether launches here give commands real pipes (the helper is built and not turned off). */
+export function realPipesAvailable(): boolean {
+  return process.env[SOCKET_STDIO_VARIABLE] !== '1' && loadNative() !== null;
+}
+
+/**
+ * A stdout and a stderr pipe, or undefined when launches use socket pairs (see `realPipesAvailable`).
+ * Throws what pipe(2) failed with (`EMFILE`, `ENFILE`): a spawn would have failed the same way.
+ */
+export function createStdioPipes(): StdioPipes | undefined {
+  if (!realPipesAvailable()) return undefined;
+  const helper = native!;
+  const [outRead, outWrite] = helper.createPipe();
+  let errEnds: [number, number];
+  try {
+    errEnds = helper.createPipe();
+  } catch (error) {
+    closeQuietly(outRead);
+    closeQuietly(outWrite);
+    throw error;
+  }
+  return {
+    stdout: { read: outRead, write: outWrite },
+    stderr: { read: errEnds[0], write: errEnds[1] },
+  };
+}
+
+/** Closes this process's write ends, once the spawn gave the child its own copies (or failed). */
+export function closeWriteEnds(pipes: StdioPipes): void {
+  closeQuietly(pipes.stdout.write);
+  closeQuietly(pipes.stderr.write);
+}
+
+/** Closes every end still held here: the launch failed before the read ends became streams. */
+export function closeAllEnds(pipes: StdioPipes): void {
+  closeWriteEnds(pipes);
+  closeQuietly(pipes.stdout.read);
+  closeQuietly(pipes.stderr.read);
+}
+
+/** A read end as a stream, the way `child_process` gives a child's stdout: reading from now on. */
+export function readEndStream(fd: number): Socket {
+  return new Socket({ fd, readable: true, writable: false });
+}
+
+function closeQuietly(fd: number): void {
+  try {
+    closeSync(fd);
+  } catch {
+    // Closed already; nothing is lost.
+  }
+}

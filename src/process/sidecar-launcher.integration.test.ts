@@ -11,10 +11,11 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isAlive } from '../../test/fixtures/bash/index.js';
+import { bashRequest as bash, ended } from '../../test/fixtures/process/launches.js';
 import { systemClock } from '../tasks/clock.js';
 import { readStatusFile } from './exit-status-file.js';
 import { Lifeline } from './lifeline.js';
-import { createSpawnLauncher, type LaunchedProcess, type LaunchRequest } from './process-launcher.js';
+import { createSpawnLauncher, type LaunchedProcess } from './process-launcher.js';
 import { procfsSource } from './process-table.js';
 import { SidecarLauncher } from './sidecar-launcher.js';
 
@@ -23,7 +24,6 @@ interface Warning {
 }
 
 const lifelines: Lifeline[] = [];
-const LEAK_MARK = process.env.ERRAND_TEST_LEAK_MARK;
 
 /** Sidecars a test stopped: continued after it whatever happened, before anything waits on them. */
 const stopped = new Set<number>();
@@ -92,54 +92,6 @@ function linesOf(path: string): string[] {
   } catch {
     return [];
   }
-}
-
-function bash(command: string, cwd = process.cwd()): LaunchRequest {
-  return {
-    file: 'bash',
-    args: ['-c', command],
-    cwd,
-    env: {
-      PATH: process.env.PATH ?? '/usr/bin:/bin',
-      // The suite's leak check finds whatever these commands leave behind by this mark.
-      ...(LEAK_MARK === undefined ? {} : { ERRAND_TEST_LEAK_MARK: LEAK_MARK }),
-    },
-    tag: { name: 'ERRAND_TEST_TAG', value: `tree-${Math.random()}` },
-  };
-}
-
-interface Ended {
-  readonly stdout: string;
-  readonly stderr: string;
-  readonly code: number | null;
-  readonly signal: NodeJS.Signals | null;
-}
-
-/** Both streams read to their end and the exit, or the error. */
-function ended(child: LaunchedProcess): Promise<Ended> {
-  return new Promise((resolve, reject) => {
-    const text = { stdout: '', stderr: '' };
-    let open = 2;
-    let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
-    const done = () => {
-      if (open === 0 && exit !== undefined) resolve({ ...text, ...exit });
-    };
-    child.on('error', reject);
-    for (const name of ['stdout', 'stderr'] as const) {
-      const stream = child[name]!;
-      stream.on('data', (chunk: Buffer) => {
-        text[name] += chunk.toString('utf8');
-      });
-      stream.once('close', () => {
-        open -= 1;
-        done();
-      });
-    }
-    child.once('exit', (code, signal) => {
-      exit = { code, signal };
-      done();
-    });
-  });
 }
 
 function parentOf(pid: number): number {

@@ -6,18 +6,13 @@
  */
 import { readdirSync } from 'node:fs';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { bashRequest as bash, type Ended, ended } from '../../test/fixtures/process/launches.js';
 import { systemClock } from '../tasks/clock.js';
 import { Lifeline } from './lifeline.js';
-import {
-  createSpawnLauncher,
-  type LaunchedProcess,
-  type LaunchRequest,
-  type Spawner,
-} from './process-launcher.js';
+import { createSpawnLauncher, type Spawner } from './process-launcher.js';
 import { SidecarLauncher } from './sidecar-launcher.js';
 import { realPipesAvailable, SOCKET_STDIO_VARIABLE } from './stdio-pipes.js';
 
-const LEAK_MARK = process.env.ERRAND_TEST_LEAK_MARK;
 const lifelines: Lifeline[] = [];
 const quiet = { warn() {} };
 
@@ -34,50 +29,6 @@ beforeAll(() => {
     );
   }
 });
-
-function bash(command: string): LaunchRequest {
-  return {
-    file: 'bash',
-    args: ['-c', command],
-    cwd: process.cwd(),
-    env: {
-      PATH: process.env.PATH ?? '/usr/bin:/bin',
-      ...(LEAK_MARK === undefined ? {} : { ERRAND_TEST_LEAK_MARK: LEAK_MARK }),
-    },
-    tag: { name: 'ERRAND_TEST_TAG', value: `tree-${Math.random()}` },
-  };
-}
-
-interface Ended {
-  readonly stdout: string;
-  readonly stderr: string;
-  readonly code: number | null;
-}
-
-function ended(child: LaunchedProcess): Promise<Ended> {
-  return new Promise((resolve, reject) => {
-    const text = { stdout: '', stderr: '' };
-    let open = 2;
-    let code: number | null | undefined;
-    const done = () => {
-      if (open === 0 && code !== undefined) resolve({ ...text, code });
-    };
-    child.on('error', reject);
-    for (const name of ['stdout', 'stderr'] as const) {
-      child[name]!.on('data', (chunk: Buffer) => {
-        text[name] += chunk.toString('utf8');
-      });
-      child[name]!.once('close', () => {
-        open -= 1;
-        done();
-      });
-    }
-    child.once('exit', (exitCode) => {
-      code = exitCode;
-      done();
-    });
-  });
-}
 
 /** What a command sees on its descriptors 1 and 2, and what opening /dev/stdout and /dev/stderr gives. */
 const PROBE = [
@@ -116,6 +67,7 @@ describe('real pipes for stdout and stderr', () => {
       stdout: 'pipe\npipe\nto-stdout\nteed\n',
       stderr: 'to-stderr\nteed\n',
       code: 0,
+      signal: null,
     });
   });
 
@@ -126,6 +78,7 @@ describe('real pipes for stdout and stderr', () => {
       stdout: `${lifeline.pid}\npipe\npipe\nto-stdout\nteed\n`,
       stderr: 'to-stderr\nteed\n',
       code: 0,
+      signal: null,
     });
   });
 
@@ -155,7 +108,7 @@ describe('real pipes for stdout and stderr', () => {
       runs.push(ended(launcher.launch(bash('echo out; echo err >&2'))));
     }
     for (const result of await Promise.all(runs))
-      expect(result).toEqual({ stdout: 'out\n', stderr: 'err\n', code: 0 });
+      expect(result).toEqual({ stdout: 'out\n', stderr: 'err\n', code: 0, signal: null });
     // A program that does not exist: the spawn's error, with the pipes never read.
     const failures = [createSpawnLauncher(), launcher].map(
       (each) =>

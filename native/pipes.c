@@ -1,9 +1,10 @@
 /*
- * Errand's one native helper: a pipe(2) for a command's stdout or stderr. Node gives a child's stdio
+ * Errand's one native helper: a pipe(2) for a command's stdout or stderr, and the open of such a pipe's
+ * write side by the spawner sidecar (through /proc/<runtime pid>/fd/<n>). Node gives a child's stdio
  * socket pairs, and a program that opens /dev/stdout or /dev/stderr (`echo x > /dev/stderr`,
- * `tee /dev/stdout`) fails on a socket with ENXIO; on a pipe it works as in a terminal shell. Both ends
- * are close-on-exec: a spawn dups the write end onto the child's descriptor, and no other child inherits
- * it. Built by node-gyp at install (binding.gyp); without it Errand falls back to socket pairs.
+ * `tee /dev/stdout`) fails on a socket with ENXIO; on a pipe it works as in a terminal shell. Every
+ * descriptor made here is close-on-exec: a spawn dups it onto the child's descriptor, and no other child
+ * inherits it. Built by node-gyp at install (binding.gyp); without it Errand falls back to socket pairs.
  */
 #ifdef __linux__
 #define _GNU_SOURCE
@@ -19,7 +20,7 @@
 static napi_value fail(napi_env env, int code, const char *syscall) {
   char message[160];
   snprintf(message, sizeof message, "%s failed: %s", syscall, strerror(code));
-  const char *name = code == EMFILE ? "EMFILE" : code == ENFILE ? "ENFILE" : "EPIPEFAILED";
+  const char *name = code == EMFILE ? "EMFILE" : code == ENFILE ? "ENFILE" : code == ENXIO ? "ENXIO" : code == ENOENT ? "ENOENT" : code == EACCES ? "EACCES" : "EPIPEFAILED";
   napi_throw_error(env, name, message);
   return NULL;
 }
@@ -60,10 +61,46 @@ static napi_value create_pipe(napi_env env, napi_callback_info info) {
   return result;
 }
 
+/*
+ * openForWriting(path): a descriptor writing to the FIFO or pipe at path (another process's pipe through
+ * /proc/<pid>/fd/<n>), close-on-exec and blocking. Opened non-blocking, so a pipe that has no reader fails
+ * with ENXIO instead of waiting for one; then made blocking, as a command's stdout must be.
+ */
+static napi_value open_for_writing(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  char path[256];
+  size_t length = 0;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 1 ||
+      napi_get_value_string_utf8(env, argv[0], path, sizeof path, &length) != napi_ok ||
+      length >= sizeof path - 1) {
+    napi_throw_type_error(env, NULL, "openForWriting: path must be a string shorter than 255 bytes");
+    return NULL;
+  }
+  int fd = open(path, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) return fail(env, errno, "open");
+  int flags = fcntl(fd, F_GETFL);
+  if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    int code = errno;
+    close(fd);
+    return fail(env, code, "fcntl");
+  }
+  napi_value result;
+  if (napi_create_int32(env, fd, &result) != napi_ok) {
+    close(fd);
+    napi_throw_error(env, NULL, "openForWriting: could not return the descriptor");
+    return NULL;
+  }
+  return result;
+}
+
 NAPI_MODULE_INIT() {
-  napi_value function;
-  if (napi_create_function(env, "createPipe", NAPI_AUTO_LENGTH, create_pipe, NULL, &function) != napi_ok ||
-      napi_set_named_property(env, exports, "createPipe", function) != napi_ok) {
+  napi_value create, open_writer;
+  if (napi_create_function(env, "createPipe", NAPI_AUTO_LENGTH, create_pipe, NULL, &create) != napi_ok ||
+      napi_set_named_property(env, exports, "createPipe", create) != napi_ok ||
+      napi_create_function(env, "openForWriting", NAPI_AUTO_LENGTH, open_for_writing, NULL, &open_writer) !=
+          napi_ok ||
+      napi_set_named_property(env, exports, "openForWriting", open_writer) != napi_ok) {
     return NULL;
   }
   return exports;

@@ -61,4 +61,23 @@ describe('the lifeline protocol', () => {
     }
     expect(readSpawn({ ...spawn, env: { A: 1 } })).toBeUndefined();
   });
+
+  it('checks the shared pipes a spawn request names: a pid above 1, descriptors, decimal inodes', () => {
+    const spawn = { type: 'spawn', id: 4, file: '/bin/true', args: [], cwd: '/', env: {} };
+    const stdio = { pid: 4242, stdout: { fd: 21, ino: '90210' }, stderr: { fd: 22, ino: '90211' } };
+    expect(readSpawn({ ...spawn, stdio })).toEqual({ ...spawn, stdio });
+    for (const bad of [
+      null,
+      'pipes',
+      { ...stdio, pid: 1 },
+      { ...stdio, pid: 1.5 },
+      { ...stdio, stdout: undefined },
+      { ...stdio, stderr: { fd: -1, ino: '3' } },
+      { ...stdio, stdout: { fd: 21, ino: 90210 } },
+      { ...stdio, stdout: { fd: 21, ino: '9e3' } },
+      { ...stdio, stdout: { fd: 21, ino: '' } },
+    ]) {
+      expect(readSpawn({ ...spawn, stdio: bad })).toBeUndefined();
+    }
+  });
 });

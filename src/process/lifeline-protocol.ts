@@ -101,12 +101,33 @@ export interface SpawnMessage {
    * process's): the sidecar watches it before it answers `spawned`, and the runtime sends no `watch`.
    */
   readonly watch?: Omit<WatchMessage, 'type' | 'pid'> | undefined;
+  /**
+   * The runtime's own pipes for the command's stdout and stderr (their read ends, held by `pid`): the
+   * sidecar opens their write sides through `/proc/<pid>/fd/<fd>`, checks each is the pipe `ino` names,
+   * and gives them to the command, so no pipe handle comes back. Without it, or when opening fails, the
+   * sidecar makes the pipes and sends them as `pipe` messages.
+   */
+  readonly stdio?: SharedStdio | undefined;
+}
+
+/** A pipe the runtime made: its read end's descriptor in the runtime and its inode (decimal). */
+export interface SharedPipe {
+  readonly fd: number;
+  readonly ino: string;
+}
+
+export interface SharedStdio {
+  readonly pid: number;
+  readonly stdout: SharedPipe;
+  readonly stderr: SharedPipe;
 }
 
 export interface SpawnedMessage {
   readonly type: 'spawned';
   readonly id: number;
   readonly pid: number;
+  /** `shared`: the command writes to the runtime's pipes (`SpawnMessage.stdio`); no `pipe` message follows. */
+  readonly stdio?: 'shared' | undefined;
 }
 
 export interface PipeMessage {
@@ -136,13 +157,23 @@ export interface SpawnFailedMessage {
 
 /** A spawn message's fields, checked; undefined when malformed. */
 export function readSpawn(message: { readonly [key: string]: unknown }): SpawnMessage | undefined {
-  const { id, file, args, cwd, env, watch } = message;
+  const { id, file, args, cwd, env, watch, stdio } = message;
   if (typeof id !== 'number' || !Number.isSafeInteger(id)) return undefined;
   if (typeof file !== 'string' || file === '' || typeof cwd !== 'string') return undefined;
   if (!Array.isArray(args) || !args.every((arg) => typeof arg === 'string')) return undefined;
   if (typeof env !== 'object' || env === null || Array.isArray(env)) return undefined;
   if (!Object.values(env).every((value) => typeof value === 'string')) return undefined;
-  const request = { type: 'spawn' as const, id, file, args, cwd, env: env as Record<string, string> };
+  const shared = stdio === undefined ? undefined : readSharedStdio(stdio);
+  if (stdio !== undefined && shared === undefined) return undefined;
+  const request = {
+    type: 'spawn' as const,
+    id,
+    file,
+    args,
+    cwd,
+    env: env as Record<string, string>,
+    ...(shared === undefined ? {} : { stdio: shared }),
+  };
   if (watch === undefined) return request;
   if (typeof watch !== 'object' || watch === null) return undefined;
   // Checked as the watch message it stands for; the pid is the spawned process's, any valid one here.
@@ -150,4 +181,21 @@ export function readSpawn(message: { readonly [key: string]: unknown }): SpawnMe
   if (tree === undefined) return undefined;
   const { key, startTime, tag, statusFile } = tree;
   return { ...request, watch: { key, startTime, tag, statusFile } };
+}
+
+function readSharedPipe(value: unknown): SharedPipe | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const { fd, ino } = value as Record<string, unknown>;
+  if (typeof fd !== 'number' || !Number.isSafeInteger(fd) || fd < 0) return undefined;
+  if (typeof ino !== 'string' || !/^[0-9]{1,20}$/.test(ino)) return undefined;
+  return { fd, ino };
+}
+
+function readSharedStdio(value: unknown): SharedStdio | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const { pid, stdout, stderr } = value as Record<string, unknown>;
+  if (typeof pid !== 'number' || !Number.isSafeInteger(pid) || pid <= 1) return undefined;
+  const out = readSharedPipe(stdout);
+  const err = readSharedPipe(stderr);
+  return out === undefined || err === undefined ? undefined : { pid, stdout: out, stderr: err };
 }

@@ -11,8 +11,9 @@
  *
  * Started with a Node IPC channel, it is also the runtime's spawner (`spawn` messages, see
  * `lifeline-protocol.ts`): a fork from this small process does not copy a large runtime's page tables.
- * It spawns, reaps and reports; the command's pipes (real pipes where the native helper is built, see
- * `stdio-pipes.ts`) go to the runtime as handles, so it never reads them.
+ * It spawns, reaps and reports. The command writes into pipes the runtime made, opened here through the
+ * runtime's /proc entry (`stdio-pipes.ts`); where that cannot be, the pipes made here go to the runtime
+ * as handles. Either way it never reads them.
  *
  *     node lifeline-sidecar.js --runtime-tag ERRAND_LIFELINE=<id> [--kill-grace-ms 500]
  */
@@ -36,8 +37,10 @@ import { isDead, memoizedSource, type ProcessEntry, procfsSource } from './proce
 import { censusTree, type EnvironmentTag } from './process-tree.js';
 import {
   closeAllEnds,
+  closeDescriptors,
   closeWriteEnds,
   createStdioPipes,
+  openSharedStdio,
   readEndStream,
   type StdioPipes,
 } from './stdio-pipes.js';
@@ -222,29 +225,39 @@ function holdUnread(stream: Socket | ChildProcess['stdout']): void {
 
 function spawnFor(request: SpawnMessage): void {
   const { id } = request;
+  // The runtime's own pipes when it made some and they open here: nothing to send back but the pid.
+  const shared = request.stdio === undefined ? undefined : openSharedStdio(request.stdio);
   let pipes: StdioPipes | undefined;
   let child: ChildProcess;
   try {
-    pipes = createStdioPipes();
+    pipes = shared === undefined ? createStdioPipes() : undefined;
     child = spawn(request.file, request.args, {
       cwd: request.cwd,
       env: request.env,
       detached: true,
       stdio:
-        pipes === undefined ? ['ignore', 'pipe', 'pipe'] : ['ignore', pipes.stdout.write, pipes.stderr.write],
+        shared !== undefined
+          ? ['ignore', shared.stdout, shared.stderr]
+          : pipes === undefined
+            ? ['ignore', 'pipe', 'pipe']
+            : ['ignore', pipes.stdout.write, pipes.stderr.write],
     });
   } catch (error) {
     if (pipes !== undefined) closeAllEnds(pipes);
     failed(id, error);
     return;
+  } finally {
+    // The child holds its own copies now (the spawn is synchronous), or never will.
+    if (shared !== undefined) closeDescriptors(shared.stdout, shared.stderr);
   }
-  let stdout: Socket | null;
-  let stderr: Socket | null;
-  if (pipes === undefined) {
+  let stdout: Socket | null = null;
+  let stderr: Socket | null = null;
+  if (shared !== undefined) {
+    // Nothing of the command's output passes here.
+  } else if (pipes === undefined) {
     stdout = child.stdout as Socket | null;
     stderr = child.stderr as Socket | null;
   } else {
-    // The child holds its own copies of the write ends now (the spawn is synchronous).
     closeWriteEnds(pipes);
     stdout = readEndStream(pipes.stdout.read);
     stderr = readEndStream(pipes.stderr.read);
@@ -269,7 +282,7 @@ function spawnFor(request: SpawnMessage): void {
         hadMembers: false,
       });
     }
-    reply({ type: 'spawned', id, pid: child.pid });
+    reply({ type: 'spawned', id, pid: child.pid, ...(shared === undefined ? {} : { stdio: 'shared' }) });
     if (stdout) reply({ type: 'pipe', id, stream: 'stdout' }, stdout);
     if (stderr) reply({ type: 'pipe', id, stream: 'stderr' }, stderr);
   });

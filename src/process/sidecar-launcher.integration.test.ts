@@ -11,7 +11,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isAlive } from '../../test/fixtures/bash/index.js';
-import { bashRequest as bash, ended } from '../../test/fixtures/process/launches.js';
+import { bashRequest as bash, ended, pipeLinks } from '../../test/fixtures/process/launches.js';
 import { systemClock } from '../tasks/clock.js';
 import { readStatusFile } from './exit-status-file.js';
 import { Lifeline } from './lifeline.js';
@@ -300,11 +300,14 @@ describe('SidecarLauncher', () => {
   it('starts a launch the dying sidecar never started here, once, and streams it', async () => {
     const { launcher, warnings } = await dyingSpawner('silent', 50);
     const directory = mkdtempSync(join(tmpdir(), 'errand-dying-spawner-'));
+    const pipesBefore = pipeLinks();
     try {
       const counter = join(directory, 'runs');
       const child = launcher.launch(bash(`echo ran >> ${counter}; echo out; echo err >&2; exit 3`));
       expect(await ended(child)).toEqual({ stdout: 'out\n', stderr: 'err\n', code: 3, signal: null });
       expect(linesOf(counter)).toEqual(['ran']);
+      // The pipes made for the sidecar were closed when it died; the relaunch's own ended with it.
+      expect(pipeLinks()).toEqual(pipesBefore);
       expect(launcher.active).toBe(false);
       expect(warnings.filter((warning) => warning.message.includes('spawner sidecar is gone'))).toHaveLength(
         1,

@@ -21,6 +21,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
+import { pid as runtimePid } from 'node:process';
 import { Readable } from 'node:stream';
 import type { CancelTimer, Clock } from '../tasks/clock.js';
 import type { Logger } from '../tasks/logger.js';
@@ -35,6 +36,12 @@ import {
   type ProcessLauncher,
 } from './process-launcher.js';
 import { exitOfStatus, isDead, type ProcessSource, procfsSource } from './process-table.js';
+import {
+  closeSharedReadEnds,
+  createSharedReadEnds,
+  readEndStream,
+  type SharedReadEnds,
+} from './stdio-pipes.js';
 
 /** What the launcher needs of the lifeline: its sidecar process while one runs. */
 export interface SpawnerSidecar {
@@ -141,10 +148,13 @@ class SidecarProcess extends EventEmitter implements LaunchedProcess {
   reaped: boolean | undefined = undefined;
   #cancelPoll: CancelTimer | undefined;
   #cancelRecheck: CancelTimer | undefined;
+  /** The pipes made here for the command, until the sidecar said whether it used them. */
+  #shared: SharedReadEnds | undefined;
 
   constructor(
     readonly request: LaunchRequest,
     readonly id: number,
+    shared: SharedReadEnds | undefined,
     /** Where the exit is looked for once both pipes ended, and the sidecar's pid (the command's parent). */
     readonly table: {
       readonly source: ProcessSource;
@@ -153,6 +163,23 @@ class SidecarProcess extends EventEmitter implements LaunchedProcess {
     },
   ) {
     super();
+    this.#shared = shared;
+  }
+
+  /**
+   * The sidecar's word on the pipes made here: used (`shared`), they are the command's streams from now
+   * on; not used, or no word (the launch failed, the sidecar died first), their read ends are closed.
+   */
+  settlePipes(used: boolean): void {
+    const shared = this.#shared;
+    if (shared === undefined) return;
+    this.#shared = undefined;
+    if (!used) {
+      closeSharedReadEnds(shared);
+      return;
+    }
+    this.stdout.attach(readEndStream(shared.stdout.fd));
+    this.stderr.attach(readEndStream(shared.stderr.fd));
   }
 
   /**
@@ -190,6 +217,7 @@ class SidecarProcess extends EventEmitter implements LaunchedProcess {
   }
 
   failed(error: Error): void {
+    this.settlePipes(false);
     this.stdout.lost();
     this.stderr.lost();
     this.emit('error', error);
@@ -249,7 +277,9 @@ export class SidecarLauncher implements ProcessLauncher {
   launch(request: LaunchRequest): LaunchedProcess {
     const channel = this.#link();
     if (channel === undefined) return this.#fallback.launch(request);
-    const process = new SidecarProcess(request, ++this.#sequence, {
+    // Throws what pipe(2) failed with, as a direct spawn would.
+    const shared = createSharedReadEnds();
+    const process = new SidecarProcess(request, ++this.#sequence, shared, {
       source: this.#source,
       parent: channel.pid,
       clock: this.#options.clock,
@@ -278,6 +308,7 @@ export class SidecarLauncher implements ProcessLauncher {
               ...(watch.statusFile === undefined ? {} : { statusFile: watch.statusFile }),
             },
           }),
+      ...(shared === undefined ? {} : { stdio: { pid: runtimePid, ...shared } }),
     };
     this.#pending.set(process.id, process);
     if (this.#pending.size === 1) channel.channel?.ref();
@@ -331,6 +362,7 @@ export class SidecarLauncher implements ProcessLauncher {
             this.#channel,
           );
         }
+        process.settlePipes((answer as { stdio?: unknown }).stdio === 'shared');
         process.spawned(pid);
         return;
       }
@@ -377,7 +409,11 @@ export class SidecarLauncher implements ProcessLauncher {
     const unanswered: SidecarProcess[] = [];
     for (const process of pending) {
       if (process.pid !== undefined) process.orphaned(this.#source, clock, pollMs, this.#channelSince);
-      else unanswered.push(process);
+      else {
+        // A relaunch makes pipes of its own; one the sidecar started is not read (it fails below).
+        process.settlePipes(false);
+        unanswered.push(process);
+      }
     }
     if (unanswered.length === 0) return;
     const settleMs = this.#options.unansweredSettleMs ?? SIDECAR_LAUNCHER_DEFAULTS.unansweredSettleMs;

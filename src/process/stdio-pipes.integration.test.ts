@@ -2,16 +2,48 @@
  * Real pipes for commands' stdout and stderr, against real processes: a command started directly or by
  * the spawner sidecar can open /dev/stdout and /dev/stderr (on Node's socket pairs that fails with
  * ENXIO), `ERRAND_SOCKET_STDIO=1` brings the socket pairs back, and no launch — finished, failed at once
- * or refused by the spawn — leaves a descriptor open here or in the sidecar.
+ * or refused by the spawn — leaves a descriptor open here or in the sidecar. Through the sidecar the
+ * command writes into pipes made here (opened again through /proc, checked by inode), and the sidecar
+ * makes its own and sends them back when it cannot open them.
  */
-import { readdirSync } from 'node:fs';
+
+import { spawnSync } from 'node:child_process';
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
+import type { Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { bashRequest as bash, type Ended, ended } from '../../test/fixtures/process/launches.js';
+import {
+  bashRequest as bash,
+  type Ended,
+  ended,
+  linkOf,
+  pipeLinks,
+} from '../../test/fixtures/process/launches.js';
 import { systemClock } from '../tasks/clock.js';
 import { Lifeline } from './lifeline.js';
 import { createSpawnLauncher, type Spawner } from './process-launcher.js';
 import { SidecarLauncher } from './sidecar-launcher.js';
-import { realPipesAvailable, SOCKET_STDIO_VARIABLE } from './stdio-pipes.js';
+import {
+  closeDescriptors,
+  closeSharedReadEnds,
+  createSharedReadEnds,
+  openSharedStdio,
+  realPipesAvailable,
+  SOCKET_STDIO_VARIABLE,
+} from './stdio-pipes.js';
 
 const lifelines: Lifeline[] = [];
 const quiet = { warn() {} };
@@ -127,4 +159,146 @@ describe('real pipes for stdout and stderr', () => {
     expect(await settlesTo(here)).toBeLessThanOrEqual(here);
     expect(await settlesTo(inSidecar, lifeline.pid!)).toBeLessThanOrEqual(inSidecar);
   });
+
+  it('through the sidecar the command writes into pipes made here: no pipe handle crosses the channel', async () => {
+    const { launcher, lifeline } = await sidecarLauncher();
+    const answers: Array<{ type: string; stdio?: string }> = [];
+    lifeline.sidecar!.on('message', (message: { type: string; stdio?: string }) => answers.push(message));
+    const directory = mkdtempSync(join(tmpdir(), 'errand-shared-pipes-'));
+    try {
+      const gate = join(directory, 'gate');
+      const child = launcher.launch(
+        bash(`readlink /proc/$$/fd/1 /proc/$$/fd/2; while [ ! -e ${gate} ]; do sleep 0.01; done; echo done`),
+      );
+      const result = ended(child);
+      const links = await firstLines(child.stdout! as unknown as Socket, 2);
+      // While the command runs, the sidecar holds neither of its pipes.
+      const inSidecar = readdirSync(`/proc/${lifeline.pid}/fd`).map((fd) => linkOf(lifeline.pid!, fd));
+      expect(links.every((link) => link.startsWith('pipe:['))).toBe(true);
+      for (const link of links) expect(inSidecar).not.toContain(link);
+      writeFileSync(gate, '');
+      expect((await result).stdout).toBe(`${links.join('\n')}\ndone\n`);
+    } finally {
+      rmSync(directory, { recursive: true, force: true });
+    }
+    // Its exit may be heard from the table before the sidecar's `exited`; no `pipe` comes either way.
+    expect(answers[0]).toMatchObject({ type: 'spawned', stdio: 'shared' });
+    expect(answers.filter(({ type }) => type === 'pipe')).toEqual([]);
+  });
+
+  it('the sidecar makes pipes of its own and sends them back when the ones named cannot be opened', async () => {
+    const { lifeline } = await sidecarLauncher();
+    const sidecar = lifeline.sidecar!;
+    const ends = createSharedReadEnds()!;
+    const id = 9_000_001;
+    const answers: string[] = [];
+    const output = new Promise<string>((resolve) => {
+      let text = '';
+      sidecar.on('message', (message: { type: string; id: number; stream?: string }, handle?: Socket) => {
+        if (message.id !== id) return;
+        answers.push(message.stream === undefined ? message.type : `${message.type}:${message.stream}`);
+        if (message.type === 'pipe' && message.stream === 'stdout' && handle !== undefined) {
+          handle.on('data', (chunk: Buffer) => {
+            text += chunk.toString('utf8');
+          });
+          handle.once('end', () => resolve(text));
+        } else if (message.type === 'pipe') handle?.resume();
+      });
+    });
+    sidecar.channel?.ref();
+    try {
+      // The stdout pipe's inode is wrong: the sidecar must not write into whatever that descriptor is.
+      sidecar.send({
+        ...bash('readlink /proc/$$/fd/1 | sed "s/:.*//"; echo made-there'),
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+        type: 'spawn',
+        id,
+        stdio: { pid: process.pid, stdout: { ...ends.stdout, ino: '1' }, stderr: ends.stderr },
+      });
+      expect(await output).toBe('pipe\nmade-there\n');
+    } finally {
+      sidecar.channel?.unref();
+      closeSharedReadEnds(ends);
+    }
+    expect(answers.slice(0, 3)).toEqual(['spawned', 'pipe:stdout', 'pipe:stderr']);
+  });
 });
+
+describe('openSharedStdio', () => {
+  it('opens the write sides of pipes this process made, close-on-exec and blocking', () => {
+    const ends = createSharedReadEnds()!;
+    const opened = openSharedStdio({ pid: process.pid, ...ends });
+    expect(opened).toBeDefined();
+    try {
+      for (const [fd, read] of [
+        [opened!.stdout, ends.stdout.fd],
+        [opened!.stderr, ends.stderr.fd],
+      ] as const) {
+        const flags = Number.parseInt(
+          /flags:\s*([0-7]+)/.exec(readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8'))![1]!,
+          8,
+        );
+        expect(flags & 0o3).toBe(1); // O_WRONLY
+        expect(flags & 0o4000).toBe(0); // not O_NONBLOCK
+        expect(flags & 0o2000000).not.toBe(0); // O_CLOEXEC
+        writeSync(fd, 'through /proc');
+        const buffer = Buffer.alloc(64);
+        expect(buffer.toString('utf8', 0, readSync(read, buffer))).toBe('through /proc');
+      }
+    } finally {
+      closeDescriptors(opened!.stdout, opened!.stderr);
+      closeSharedReadEnds(ends);
+    }
+  });
+
+  it('opens nothing for a wrong inode, a file, a closed descriptor, a gone process, or a FIFO with no reader', () => {
+    const before = pipeLinks();
+    const ends = createSharedReadEnds()!;
+    const directory = mkdtempSync(join(tmpdir(), 'errand-shared-pipes-'));
+    const file = openSync(join(directory, 'file'), 'w');
+    // A named FIFO held for writing only: opening it for writing again would wait for a reader.
+    const fifo = join(directory, 'fifo');
+    expect(spawnSync('mkfifo', [fifo]).status).toBe(0);
+    const reader = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
+    const writer = openSync(fifo, constants.O_WRONLY);
+    closeSync(reader);
+    try {
+      for (const stdout of [
+        { ...ends.stdout, ino: String(BigInt(ends.stdout.ino) + 1000n) },
+        { fd: file, ino: inodeOf(file) },
+        { fd: 1023, ino: ends.stdout.ino },
+        { fd: writer, ino: inodeOf(writer) },
+      ]) {
+        expect(openSharedStdio({ pid: process.pid, stdout, stderr: ends.stderr })).toBeUndefined();
+        expect(openSharedStdio({ pid: process.pid, stdout: ends.stdout, stderr: stdout })).toBeUndefined();
+      }
+      expect(openSharedStdio({ pid: 2 ** 22 + 1, ...ends })).toBeUndefined();
+    } finally {
+      closeDescriptors(file, writer);
+      closeSharedReadEnds(ends);
+      rmSync(directory, { recursive: true, force: true });
+    }
+    // Whatever was opened on the way (the stdout side, before stderr failed) was closed again.
+    expect(pipeLinks()).toEqual(before);
+  });
+});
+
+function inodeOf(fd: number): string {
+  return String(fstatSync(fd, { bigint: true }).ino);
+}
+
+/** The first `count` lines a stream gives, leaving it flowing. */
+function firstLines(stream: Socket, count: number): Promise<string[]> {
+  return new Promise((resolve) => {
+    let text = '';
+    const onData = (chunk: Buffer) => {
+      text += chunk.toString('utf8');
+      const lines = text.split('\n');
+      if (lines.length > count) {
+        stream.off('data', onData);
+        resolve(lines.slice(0, count));
+      }
+    };
+    stream.on('data', onData);
+  });
+}

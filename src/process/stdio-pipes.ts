@@ -7,14 +7,19 @@
  * and 2, closes them here, and reads the read ends. Both ends are close-on-exec, so no other child
  * inherits them.
  *
+ * Through the spawner sidecar the runtime makes the pipes and the sidecar opens their write sides
+ * through the runtime's /proc entry (`createSharedReadEnds`, `openSharedStdio`), so no pipe handle has to
+ * come back over the channel.
+ *
  * Without the helper (it was not built, or `ERRAND_SOCKET_STDIO=1` asks for the old behaviour) a launch
  * falls back to Node's socket pairs, and everything but opening those two paths works the same.
  */
-import { closeSync, existsSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { Socket } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { SharedPipe, SharedStdio } from './lifeline-protocol.js';
 
 /** The two ends of one pipe, as file descriptors of this process. */
 export interface PipeEnds {
@@ -33,6 +38,8 @@ export const SOCKET_STDIO_VARIABLE = 'ERRAND_SOCKET_STDIO';
 
 interface NativePipes {
   createPipe(): [number, number];
+  /** A blocking, close-on-exec descriptor writing to the pipe at `path`; throws ENXIO when it has no reader. */
+  openForWriting(path: string): number;
 }
 
 const ADDON = join('build', 'Release', 'errand_pipes.node');
@@ -50,7 +57,8 @@ function loadNative(): NativePipes | null {
     if (existsSync(candidate)) {
       try {
         const loaded = createRequire(import.meta.url)(candidate) as Partial<NativePipes>;
-        if (typeof loaded.createPipe === 'function') native = loaded as NativePipes;
+        if (typeof loaded.createPipe === 'function' && typeof loaded.openForWriting === 'function')
+          native = loaded as NativePipes;
       } catch {
         // Built for another Node or platform: socket pairs it is.
       }
@@ -103,9 +111,85 @@ export function closeAllEnds(pipes: StdioPipes): void {
   closeQuietly(pipes.stderr.read);
 }
 
+/** The read ends of a command's stdout and stderr pipes, for a spawner to open the write sides of. */
+export interface SharedReadEnds {
+  readonly stdout: SharedPipe;
+  readonly stderr: SharedPipe;
+}
+
+/**
+ * Two pipes whose write ends are closed here at once: a spawner process opens them again through
+ * `/proc/<this pid>/fd/<read end>` (see `openSharedStdio`), so the command writes into pipes this process
+ * made and no pipe handle has to come back over a channel. Undefined when launches use socket pairs.
+ * The read ends are not read until the command holds the write sides (an end of file would come first).
+ */
+export function createSharedReadEnds(): SharedReadEnds | undefined {
+  const pipes = createStdioPipes();
+  if (pipes === undefined) return undefined;
+  closeWriteEnds(pipes);
+  try {
+    return { stdout: sharedPipe(pipes.stdout.read), stderr: sharedPipe(pipes.stderr.read) };
+  } catch (error) {
+    closeQuietly(pipes.stdout.read);
+    closeQuietly(pipes.stderr.read);
+    throw error;
+  }
+}
+
+/** Closes both read ends of shared pipes that no stream took. */
+export function closeSharedReadEnds(ends: SharedReadEnds): void {
+  closeQuietly(ends.stdout.fd);
+  closeQuietly(ends.stderr.fd);
+}
+
+function sharedPipe(fd: number): SharedPipe {
+  return { fd, ino: String(fstatSync(fd, { bigint: true }).ino) };
+}
+
+/**
+ * In the spawner: the write sides of the runtime's shared pipes, opened through its /proc entry and
+ * checked to be the very pipes it named (a FIFO with that inode), or undefined when they cannot be (the
+ * runtime is gone, its /proc entry is closed to this process): the caller then makes pipes itself.
+ * The open never waits for a reader: a pipe without one (the runtime died, its pid was taken) fails it.
+ */
+export function openSharedStdio(stdio: SharedStdio): { stdout: number; stderr: number } | undefined {
+  const stdout = openSharedWriteSide(stdio.pid, stdio.stdout);
+  if (stdout === undefined) return undefined;
+  const stderr = openSharedWriteSide(stdio.pid, stdio.stderr);
+  if (stderr === undefined) {
+    closeQuietly(stdout);
+    return undefined;
+  }
+  return { stdout, stderr };
+}
+
+function openSharedWriteSide(pid: number, pipe: SharedPipe): number | undefined {
+  const helper = loadNative();
+  if (helper === null) return undefined;
+  let fd: number;
+  try {
+    fd = helper.openForWriting(`/proc/${pid}/fd/${pipe.fd}`);
+  } catch {
+    return undefined;
+  }
+  try {
+    const stat = fstatSync(fd, { bigint: true });
+    if (stat.isFIFO() && String(stat.ino) === pipe.ino) return fd;
+  } catch {
+    // Not checkable: not used.
+  }
+  closeQuietly(fd);
+  return undefined;
+}
+
 /** A read end as a stream, the way `child_process` gives a child's stdout: reading from now on. */
 export function readEndStream(fd: number): Socket {
   return new Socket({ fd, readable: true, writable: false });
+}
+
+/** Closes descriptors of this process, any already closed ignored. */
+export function closeDescriptors(...fds: readonly number[]): void {
+  for (const fd of fds) closeQuietly(fd);
 }
 
 function closeQuietly(fd: number): void {

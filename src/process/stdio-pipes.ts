@@ -38,6 +38,8 @@ export const SOCKET_STDIO_VARIABLE = 'ERRAND_SOCKET_STDIO';
 
 interface NativePipes {
   createPipe(): [number, number];
+  /** Two pipes' read ends and their inodes, their write ends closed: [out, outIno, err, errIno]. */
+  createReadEnds(): [number, string, number, string];
   /** A blocking, close-on-exec descriptor writing to the pipe at `path`; throws ENXIO when it has no reader. */
   openForWriting(path: string): number;
 }
@@ -57,7 +59,11 @@ function loadNative(): NativePipes | null {
     if (existsSync(candidate)) {
       try {
         const loaded = createRequire(import.meta.url)(candidate) as Partial<NativePipes>;
-        if (typeof loaded.createPipe === 'function' && typeof loaded.openForWriting === 'function')
+        if (
+          typeof loaded.createPipe === 'function' &&
+          typeof loaded.createReadEnds === 'function' &&
+          typeof loaded.openForWriting === 'function'
+        )
           native = loaded as NativePipes;
       } catch {
         // Built for another Node or platform: socket pairs it is.
@@ -124,26 +130,15 @@ export interface SharedReadEnds {
  * The read ends are not read until the command holds the write sides (an end of file would come first).
  */
 export function createSharedReadEnds(): SharedReadEnds | undefined {
-  const pipes = createStdioPipes();
-  if (pipes === undefined) return undefined;
-  closeWriteEnds(pipes);
-  try {
-    return { stdout: sharedPipe(pipes.stdout.read), stderr: sharedPipe(pipes.stderr.read) };
-  } catch (error) {
-    closeQuietly(pipes.stdout.read);
-    closeQuietly(pipes.stderr.read);
-    throw error;
-  }
+  if (!realPipesAvailable()) return undefined;
+  const [outFd, outIno, errFd, errIno] = native!.createReadEnds();
+  return { stdout: { fd: outFd, ino: outIno }, stderr: { fd: errFd, ino: errIno } };
 }
 
 /** Closes both read ends of shared pipes that no stream took. */
 export function closeSharedReadEnds(ends: SharedReadEnds): void {
   closeQuietly(ends.stdout.fd);
   closeQuietly(ends.stderr.fd);
-}
-
-function sharedPipe(fd: number): SharedPipe {
-  return { fd, ino: String(fstatSync(fd, { bigint: true }).ino) };
 }
 
 /**

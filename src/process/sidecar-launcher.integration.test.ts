@@ -161,6 +161,29 @@ describe('SidecarLauncher', () => {
     }
   });
 
+  it('says nothing of commands in flight at a release when the only one left had its exit heard already', async () => {
+    const { launcher, lifeline, warnings } = await spawner();
+    const directory = mkdtempSync(join(tmpdir(), 'errand-sidecar-gate-'));
+    const gate = join(directory, 'go');
+    try {
+      const child = launcher.launch(bash(`echo ready; while [ ! -e ${gate} ]; do sleep 0.01; done; exit 3`));
+      const result = ended(child);
+      await new Promise((resolve) => child.stdout!.once('data', resolve));
+      // Stopped, the sidecar can neither reap the command nor say `exited`: the table tells this exit.
+      const sidecar = lifeline.pid!;
+      stopped.add(sidecar);
+      process.kill(sidecar, 'SIGSTOP');
+      writeFileSync(gate, '');
+      expect(await result).toMatchObject({ code: 3, signal: null });
+      const releasing = lifeline.release();
+      process.kill(sidecar, 'SIGKILL');
+      await releasing;
+    } finally {
+      rmSync(directory, { recursive: true, force: true });
+    }
+    expect(warnings.filter((warning) => warning.message.includes('spawner sidecar is gone'))).toEqual([]);
+  });
+
   it('has the sidecar watch a tree from its spawn: stopped when the runtime dies before it said a word', async () => {
     const { launcher, lifeline } = await spawner();
     const directory = mkdtempSync(join(tmpdir(), 'errand-watch-'));

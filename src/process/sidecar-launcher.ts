@@ -395,11 +395,14 @@ export class SidecarLauncher implements ProcessLauncher {
   #sidecarGone(channel: ChildProcess): void {
     if (this.#channel !== channel || this.#fellBack) return;
     this.#fellBack = true;
-    if (!this.#options.lifeline.released || this.#pending.size > 0)
+    // A process whose exit was heard from the table waits only for the sidecar's word on its reaping.
+    let inFlight = 0;
+    for (const process of this.#pending.values()) if (!process.exited) inFlight += 1;
+    if (!this.#options.lifeline.released || inFlight > 0)
       this.#options.logger.warn(
         'the spawner sidecar is gone; this process spawns commands itself from now on',
         {
-          inFlight: this.#pending.size,
+          inFlight,
         },
       );
     const { clock } = this.#options;

@@ -118,8 +118,9 @@ describe('real pipes for stdout and stderr', () => {
     process.env[SOCKET_STDIO_VARIABLE] = '1';
     // The sidecar reads it from the environment it starts with, as the launcher here reads it per launch.
     const { launcher } = await sidecarLauncher();
-    for (const child of [createSpawnLauncher().launch(bash(PROBE)), launcher.launch(bash(PROBE))]) {
-      const result = await ended(child);
+    // Both are listened to from their launch: an exit is an event, gone for a listener added after it.
+    const results = [createSpawnLauncher().launch(bash(PROBE)), launcher.launch(bash(PROBE))].map(ended);
+    for (const result of await Promise.all(results)) {
       expect(result.stdout).toBe('socket\nsocket\nteed\n');
       expect(result.stderr).toMatch(/\/dev\/stdout: No such device or address/);
       expect(result.stderr).toMatch(/\/dev\/stderr: No such device or address/);
@@ -192,6 +193,10 @@ describe('real pipes for stdout and stderr', () => {
     const ends = createSharedReadEnds()!;
     const id = 9_000_001;
     const answers: string[] = [];
+    let sawStderr: () => void = () => {};
+    const stderrCame = new Promise<void>((resolve) => {
+      sawStderr = resolve;
+    });
     const output = new Promise<string>((resolve) => {
       let text = '';
       sidecar.on('message', (message: { type: string; id: number; stream?: string }, handle?: Socket) => {
@@ -202,7 +207,10 @@ describe('real pipes for stdout and stderr', () => {
             text += chunk.toString('utf8');
           });
           handle.once('end', () => resolve(text));
-        } else if (message.type === 'pipe') handle?.resume();
+        } else if (message.type === 'pipe') {
+          handle?.resume();
+          sawStderr();
+        }
       });
     });
     sidecar.channel?.ref();
@@ -216,6 +224,8 @@ describe('real pipes for stdout and stderr', () => {
         stdio: { pid: process.pid, stdout: { ...ends.stdout, ino: '1' }, stderr: ends.stderr },
       });
       expect(await output).toBe('pipe\nmade-there\n');
+      // Node sends one handle at a time: stderr's follows once stdout's was acknowledged.
+      await stderrCame;
     } finally {
       sidecar.channel?.unref();
       closeSharedReadEnds(ends);

@@ -50,23 +50,35 @@ static int make_pipe(int fds[2]) {
 #endif
 }
 
+/* The values as an array, or NULL (nothing thrown) when N-API could not make it. */
+static napi_value array_of(napi_env env, const napi_value *values, uint32_t count) {
+  napi_value result;
+  if (napi_create_array_with_length(env, count, &result) != napi_ok) return NULL;
+  for (uint32_t index = 0; index < count; index += 1) {
+    if (napi_set_element(env, result, index, values[index]) != napi_ok) return NULL;
+  }
+  return result;
+}
+
+/* The result could not be handed back: its descriptors are closed, so none stays open unowned. */
+static napi_value give_up(napi_env env, const int *fds, int count, const char *what) {
+  for (int index = 0; index < count; index += 1) close(fds[index]);
+  napi_throw_error(env, NULL, what);
+  return NULL;
+}
+
 /* createPipe(): [readFd, writeFd]; throws with code EMFILE or ENFILE when out of descriptors. */
 static napi_value create_pipe(napi_env env, napi_callback_info info) {
   (void)info;
   int fds[2];
   if (make_pipe(fds) != 0) return fail(env, errno, "pipe2");
-  napi_value result, read_end, write_end;
-  if (napi_create_array_with_length(env, 2, &result) != napi_ok ||
-      napi_create_int32(env, fds[0], &read_end) != napi_ok ||
-      napi_create_int32(env, fds[1], &write_end) != napi_ok ||
-      napi_set_element(env, result, 0, read_end) != napi_ok ||
-      napi_set_element(env, result, 1, write_end) != napi_ok) {
-    close(fds[0]);
-    close(fds[1]);
-    napi_throw_error(env, NULL, "createPipe: could not return the descriptors");
-    return NULL;
+  napi_value values[2];
+  napi_value result = NULL;
+  if (napi_create_int32(env, fds[0], &values[0]) == napi_ok &&
+      napi_create_int32(env, fds[1], &values[1]) == napi_ok) {
+    result = array_of(env, values, 2);
   }
-  return result;
+  return result != NULL ? result : give_up(env, fds, 2, "createPipe: could not return the descriptors");
 }
 
 /*
@@ -96,32 +108,23 @@ static napi_value create_read_ends(napi_env env, napi_callback_info info) {
   char out_inode[24], err_inode[24];
   snprintf(out_inode, sizeof out_inode, "%llu", (unsigned long long)out_stat.st_ino);
   snprintf(err_inode, sizeof err_inode, "%llu", (unsigned long long)err_stat.st_ino);
-  napi_value result, values[4];
-  if (napi_create_array_with_length(env, 4, &result) != napi_ok ||
-      napi_create_int32(env, out[0], &values[0]) != napi_ok ||
-      napi_create_string_utf8(env, out_inode, NAPI_AUTO_LENGTH, &values[1]) != napi_ok ||
-      napi_create_int32(env, err[0], &values[2]) != napi_ok ||
-      napi_create_string_utf8(env, err_inode, NAPI_AUTO_LENGTH, &values[3]) != napi_ok) {
-    close(out[0]);
-    close(err[0]);
-    napi_throw_error(env, NULL, "createReadEnds: could not return the descriptors");
-    return NULL;
+  int reads[2] = {out[0], err[0]};
+  napi_value values[4];
+  napi_value result = NULL;
+  if (napi_create_int32(env, out[0], &values[0]) == napi_ok &&
+      napi_create_string_utf8(env, out_inode, NAPI_AUTO_LENGTH, &values[1]) == napi_ok &&
+      napi_create_int32(env, err[0], &values[2]) == napi_ok &&
+      napi_create_string_utf8(env, err_inode, NAPI_AUTO_LENGTH, &values[3]) == napi_ok) {
+    result = array_of(env, values, 4);
   }
-  for (uint32_t index = 0; index < 4; index += 1) {
-    if (napi_set_element(env, result, index, values[index]) != napi_ok) {
-      close(out[0]);
-      close(err[0]);
-      napi_throw_error(env, NULL, "createReadEnds: could not return the descriptors");
-      return NULL;
-    }
-  }
-  return result;
+  return result != NULL ? result : give_up(env, reads, 2, "createReadEnds: could not return the descriptors");
 }
 
 /*
  * openForWriting(path): a descriptor writing to the FIFO or pipe at path (another process's pipe through
- * /proc/<pid>/fd/<n>), close-on-exec and blocking. Opened non-blocking, so a pipe that has no reader fails
- * with ENXIO instead of waiting for one; then made blocking, as a command's stdout must be.
+ * /proc/<pid>/fd/<n>), close-on-exec and blocking. Opened non-blocking, so a named FIFO that has no reader
+ * fails with ENXIO instead of waiting for one (an anonymous pipe opened this way never waits); then made
+ * blocking, as a command's stdout must be.
  */
 static napi_value open_for_writing(napi_env env, napi_callback_info info) {
   size_t argc = 1;

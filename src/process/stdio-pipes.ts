@@ -40,7 +40,7 @@ interface NativePipes {
   createPipe(): [number, number];
   /** Two pipes' read ends and their inodes, their write ends closed: [out, outIno, err, errIno]. */
   createReadEnds(): [number, string, number, string];
-  /** A blocking, close-on-exec descriptor writing to the pipe at `path`; throws ENXIO when it has no reader. */
+  /** A blocking, close-on-exec descriptor writing to the pipe at `path`; a FIFO with no reader throws ENXIO. */
   openForWriting(path: string): number;
 }
 
@@ -145,7 +145,8 @@ export function closeSharedReadEnds(ends: SharedReadEnds): void {
  * In the spawner: the write sides of the runtime's shared pipes, opened through its /proc entry and
  * checked to be the very pipes it named (a FIFO with that inode), or undefined when they cannot be (the
  * runtime is gone, its /proc entry is closed to this process): the caller then makes pipes itself.
- * The open never waits for a reader: a pipe without one (the runtime died, its pid was taken) fails it.
+ * The open never waits for a reader: Linux opens an anonymous pipe through /proc at once, and a named
+ * FIFO without a reader (a descriptor number reused since) fails it.
  */
 export function openSharedStdio(stdio: SharedStdio): { stdout: number; stderr: number } | undefined {
   const stdout = openSharedWriteSide(stdio.pid, stdio.stdout);

@@ -154,41 +154,16 @@ export type Verdict =
 
 export function judgeLeftTask(record: StoredTask, source: ProcessSource): Verdict {
   if (record.process === undefined) return { kind: 'lost', lostCase: 'unrecognizable' };
-  const recorded = record.statusFile === undefined ? undefined : readStatusFile(record.statusFile);
-  if (recorded?.kind === 'stopped') {
-    return {
-      kind: 'ended',
-      outcome:
-        recorded.by === 'lifeline'
-          ? {
-              status: 'killed',
-              error:
-                "Stopped by Errand's lifeline when the runtime that started it died (it was still running then).",
-              detail: { reason: 'runtime_died', stoppedAt: recorded.at },
-            }
-          : {
-              status: 'killed',
-              error:
-                'It was still running when a new runtime started after the one that started it had died, so it was stopped: work that is not durable does not outlive its runtime.',
-              detail: { reason: 'runtime_restarted', stoppedAt: recorded.at },
-            },
-    };
-  }
-  if (recorded?.kind === 'exited') {
-    if (record.status === 'stopping') {
-      // Someone asked it to stop while no runtime held it (a person's Stop), and it exited as asked.
-      return {
-        kind: 'ended',
-        outcome: {
-          status: 'killed',
-          detail: { reason: 'cancelled', exitCode: recorded.exitCode },
-          error: 'Stopped while no runtime held it.',
-        },
-      };
-    }
-    return { kind: 'exited', exitCode: recorded.exitCode };
-  }
+  const recorded = recordedEnd(record);
+  if (recorded !== undefined) return recorded;
   const recognition = recognizeTree(identityOfRecord(record), source);
+  if (recognition.state === 'gone') {
+    // What outlives a runtime writes the status file before the tree ends (the lifeline before its first
+    // signal, the durable wrapper before it exits): one written after the read above and before the tree
+    // was gone is there now, and says how it ended.
+    const late = recordedEnd(record);
+    if (late !== undefined) return late;
+  }
   switch (recognition.state) {
     case 'other_boot':
       return { kind: 'lost', lostCase: 'machine_restarted' };
@@ -235,6 +210,45 @@ function decide(record: StoredTask, context: ReconcileContext): Decision {
     case 'lost':
       return { kind: 'lost', lostCase: verdict.lostCase };
   }
+}
+
+/** The end the task's status file records (the lifeline's stop, a restart's, an exit), if it has one. */
+function recordedEnd(record: StoredTask): Verdict | undefined {
+  const recorded = record.statusFile === undefined ? undefined : readStatusFile(record.statusFile);
+  if (recorded?.kind === 'stopped') {
+    return {
+      kind: 'ended',
+      outcome:
+        recorded.by === 'lifeline'
+          ? {
+              status: 'killed',
+              error:
+                "Stopped by Errand's lifeline when the runtime that started it died (it was still running then).",
+              detail: { reason: 'runtime_died', stoppedAt: recorded.at },
+            }
+          : {
+              status: 'killed',
+              error:
+                'It was still running when a new runtime started after the one that started it had died, so it was stopped: work that is not durable does not outlive its runtime.',
+              detail: { reason: 'runtime_restarted', stoppedAt: recorded.at },
+            },
+    };
+  }
+  if (recorded?.kind === 'exited') {
+    if (record.status === 'stopping') {
+      // Someone asked it to stop while no runtime held it (a person's Stop), and it exited as asked.
+      return {
+        kind: 'ended',
+        outcome: {
+          status: 'killed',
+          detail: { reason: 'cancelled', exitCode: recorded.exitCode },
+          error: 'Stopped while no runtime held it.',
+        },
+      };
+    }
+    return { kind: 'exited', exitCode: recorded.exitCode };
+  }
+  return undefined;
 }
 
 /** What a live record kept of its process tree, as `recognizeTree` takes it. */

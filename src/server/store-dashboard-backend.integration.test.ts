@@ -155,7 +155,10 @@ describe('a store-backed dashboard over another process', () => {
       reason: 'runtime_died',
       cancellable: false,
     });
-    expect(isAlive(ready.pid)).toBe(false);
+    // The lifeline records the stop before its signal lands, so the process may take a moment to go.
+    await vi.waitFor(() => expect(isAlive(ready.pid)).toBe(false), { timeout: 5000, interval: 10 });
+    backend.refresh();
+    expect(backend.events.find(ready.taskId)?.status).toBe('killed');
     expect(events).toEqual(['BackgroundTaskCompleted']);
     backend.refresh();
     expect(events).toEqual(['BackgroundTaskCompleted']);

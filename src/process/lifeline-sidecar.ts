@@ -17,7 +17,7 @@
  *
  *     node lifeline-sidecar.js --runtime-tag ERRAND_LIFELINE=<id> [--kill-grace-ms 500]
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import type { Socket } from 'node:net';
 import { systemClock } from '../tasks/clock.js';
 import { writeStatusFile } from './exit-status-file.js';
@@ -35,15 +35,7 @@ import { parseEnvironmentTag } from './process-identity.js';
 import { ProcessSweep } from './process-sweep.js';
 import { isDead, memoizedSource, type ProcessEntry, procfsSource } from './process-table.js';
 import { censusTree, type EnvironmentTag } from './process-tree.js';
-import {
-  closeAllEnds,
-  closeDescriptors,
-  closeWriteEnds,
-  createStdioPipes,
-  openSharedStdio,
-  readEndStream,
-  type StdioPipes,
-} from './stdio-pipes.js';
+import { closeDescriptors, openSharedStdio, type PipedSpawn, spawnOntoPipes } from './stdio-pipes.js';
 
 /** A line longer than this is not a message of ours: it is dropped. */
 const MAX_LINE_BYTES = 64 * 1024;
@@ -215,7 +207,7 @@ function reply(message: object, handle?: Socket): void {
  * A child's pipe, reading nothing: `child_process` starts reading at once, and what this process read
  * would be dropped when the handle goes to the runtime. Stopped before any I/O callback could run.
  */
-function holdUnread(stream: Socket | ChildProcess['stdout']): void {
+function holdUnread(stream: Socket | null): void {
   const handle = (stream as (Socket & { _handle?: { reading: boolean; readStop(): number } }) | null)
     ?._handle;
   if (handle === undefined || handle === null) return;
@@ -225,50 +217,33 @@ function holdUnread(stream: Socket | ChildProcess['stdout']): void {
 
 function spawnFor(request: SpawnMessage): void {
   const { id } = request;
+  const options = { cwd: request.cwd, env: request.env, detached: true };
   // The runtime's own pipes when it made some and they open here: nothing to send back but the pid.
   const shared = request.stdio === undefined ? undefined : openSharedStdio(request.stdio);
-  let pipes: StdioPipes | undefined;
-  let child: ChildProcess;
+  let spawned: PipedSpawn;
   try {
-    pipes = shared === undefined ? createStdioPipes() : undefined;
-    child = spawn(request.file, request.args, {
-      cwd: request.cwd,
-      env: request.env,
-      detached: true,
-      stdio:
-        shared !== undefined
-          ? ['ignore', shared.stdout, shared.stderr]
-          : pipes === undefined
-            ? ['ignore', 'pipe', 'pipe']
-            : ['ignore', pipes.stdout.write, pipes.stderr.write],
-    });
+    if (shared === undefined) spawned = spawnOntoPipes(spawn, request.file, request.args, options);
+    else {
+      try {
+        const child = spawn(request.file, request.args, {
+          ...options,
+          stdio: ['ignore', shared.stdout, shared.stderr],
+        });
+        spawned = { child, stdout: null, stderr: null, madeHere: false };
+      } finally {
+        // The child holds its own copies now (the spawn is synchronous), or never will.
+        closeDescriptors(shared.stdout, shared.stderr);
+      }
+    }
   } catch (error) {
-    if (pipes !== undefined) closeAllEnds(pipes);
     failed(id, error);
     return;
-  } finally {
-    // The child holds its own copies now (the spawn is synchronous), or never will.
-    if (shared !== undefined) closeDescriptors(shared.stdout, shared.stderr);
   }
-  let stdout: Socket | null = null;
-  let stderr: Socket | null = null;
-  if (shared !== undefined) {
-    // Nothing of the command's output passes here.
-  } else if (pipes === undefined) {
-    stdout = child.stdout as Socket | null;
-    stderr = child.stderr as Socket | null;
-  } else {
-    closeWriteEnds(pipes);
-    stdout = readEndStream(pipes.stdout.read);
-    stderr = readEndStream(pipes.stderr.read);
-  }
+  const { child, stdout, stderr } = spawned;
   holdUnread(stdout);
   holdUnread(stderr);
   child.once('error', (error) => {
-    if (child.pid !== undefined) return;
-    stdout?.destroy();
-    stderr?.destroy();
-    failed(id, error);
+    if (child.pid === undefined) failed(id, error);
   });
   child.once('spawn', () => {
     // Watched from its start: a runtime killed before it could say so still has the tree stopped.

@@ -10,7 +10,7 @@ import type { ChildProcess, SpawnOptions } from 'node:child_process';
 import { spawn as nodeSpawn } from 'node:child_process';
 import type { Readable } from 'node:stream';
 import type { EnvironmentTag } from './process-tree.js';
-import { closeAllEnds, closeWriteEnds, createStdioPipes, readEndStream } from './stdio-pipes.js';
+import { spawnOntoPipes } from './stdio-pipes.js';
 
 /** What to start. The same request feeds every launcher (and a pseudo-terminal's spawn). */
 export interface LaunchRequest {
@@ -90,31 +90,12 @@ export function launchEnvironment(request: LaunchRequest): Readonly<Record<strin
 export function createSpawnLauncher(spawn: Spawner = nodeSpawn as Spawner): ProcessLauncher {
   return {
     launch: (request) => {
-      const options: SpawnOptions = { cwd: request.cwd, env: launchEnvironment(request), detached: true };
-      const pipes = createStdioPipes();
-      if (pipes === undefined)
-        return spawn(request.file, request.args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
-      let child: ChildProcess;
-      try {
-        child = spawn(request.file, request.args, {
-          ...options,
-          stdio: ['ignore', pipes.stdout.write, pipes.stderr.write],
-        });
-      } catch (error) {
-        closeAllEnds(pipes);
-        throw error;
-      }
-      // The spawn is synchronous: the child holds its own copies now (or never will).
-      closeWriteEnds(pipes);
-      const stdout = readEndStream(pipes.stdout.read);
-      const stderr = readEndStream(pipes.stderr.read);
-      child.once('error', () => {
-        if (child.pid !== undefined) return;
-        // It never started: nothing will read the pipes, and their descriptors are ours to close.
-        stdout.destroy();
-        stderr.destroy();
+      const { child, stdout, stderr, madeHere } = spawnOntoPipes(spawn, request.file, request.args, {
+        cwd: request.cwd,
+        env: launchEnvironment(request),
+        detached: true,
       });
-      return new PipedProcess(child, stdout, stderr);
+      return madeHere ? new PipedProcess(child, stdout, stderr) : child;
     },
   };
 }
@@ -123,11 +104,11 @@ type ExitListener = (code: number | null, signal: NodeJS.Signals | null) => void
 
 /** A child spawned onto pipes of ours: its events are the child's, its streams the pipes' read ends. */
 class PipedProcess implements LaunchedProcess {
-  readonly stdout: Readable;
-  readonly stderr: Readable;
+  readonly stdout: Readable | null;
+  readonly stderr: Readable | null;
   readonly #child: ChildProcess;
 
-  constructor(child: ChildProcess, stdout: Readable, stderr: Readable) {
+  constructor(child: ChildProcess, stdout: Readable | null, stderr: Readable | null) {
     this.#child = child;
     this.stdout = stdout;
     this.stderr = stderr;

@@ -14,6 +14,7 @@
  * Without the helper (it was not built, or `ERRAND_SOCKET_STDIO=1` asks for the old behaviour) a launch
  * falls back to Node's socket pairs, and everything but opening those two paths works the same.
  */
+import type { ChildProcess, SpawnOptions } from 'node:child_process';
 import { closeSync, existsSync, fstatSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { Socket } from 'node:net';
@@ -22,13 +23,13 @@ import { fileURLToPath } from 'node:url';
 import type { SharedPipe, SharedStdio } from './lifeline-protocol.js';
 
 /** The two ends of one pipe, as file descriptors of this process. */
-export interface PipeEnds {
+interface PipeEnds {
   readonly read: number;
   readonly write: number;
 }
 
 /** A command's stdout and stderr pipes. */
-export interface StdioPipes {
+interface StdioPipes {
   readonly stdout: PipeEnds;
   readonly stderr: PipeEnds;
 }
@@ -86,7 +87,7 @@ export function realPipesAvailable(): boolean {
  * A stdout and a stderr pipe, or undefined when launches use socket pairs (see `realPipesAvailable`).
  * Throws what pipe(2) failed with (`EMFILE`, `ENFILE`): a spawn would have failed the same way.
  */
-export function createStdioPipes(): StdioPipes | undefined {
+function createStdioPipes(): StdioPipes | undefined {
   if (!realPipesAvailable()) return undefined;
   const helper = native!;
   const [outRead, outWrite] = helper.createPipe();
@@ -94,8 +95,7 @@ export function createStdioPipes(): StdioPipes | undefined {
   try {
     errEnds = helper.createPipe();
   } catch (error) {
-    closeQuietly(outRead);
-    closeQuietly(outWrite);
+    closeDescriptors(outRead, outWrite);
     throw error;
   }
   return {
@@ -104,17 +104,54 @@ export function createStdioPipes(): StdioPipes | undefined {
   };
 }
 
-/** Closes this process's write ends, once the spawn gave the child its own copies (or failed). */
-export function closeWriteEnds(pipes: StdioPipes): void {
-  closeQuietly(pipes.stdout.write);
-  closeQuietly(pipes.stderr.write);
+/** What `spawnOntoPipes` started: the child, and the read ends of its stdout and stderr as streams. */
+export interface PipedSpawn {
+  readonly child: ChildProcess;
+  readonly stdout: Socket | null;
+  readonly stderr: Socket | null;
+  /** True when the streams are pipes made here; false when they are the child's own (Node's socket pairs). */
+  readonly madeHere: boolean;
 }
 
-/** Closes every end still held here: the launch failed before the read ends became streams. */
-export function closeAllEnds(pipes: StdioPipes): void {
-  closeWriteEnds(pipes);
-  closeQuietly(pipes.stdout.read);
-  closeQuietly(pipes.stderr.read);
+/**
+ * `spawn(file, args, options)` with stdin on `/dev/null` and stdout and stderr on real pipes (Node's
+ * socket pairs without the helper). The write ends are closed here once the synchronous spawn returned
+ * (the child holds its own copies), every end when it threw (the error is rethrown); a child that never
+ * started (`error` without a pid) has its read ends destroyed, as nothing will read them.
+ */
+export function spawnOntoPipes(
+  spawn: (file: string, args: readonly string[], options: SpawnOptions) => ChildProcess,
+  file: string,
+  args: readonly string[],
+  options: Omit<SpawnOptions, 'stdio'>,
+): PipedSpawn {
+  const pipes = createStdioPipes();
+  if (pipes === undefined) {
+    const child = spawn(file, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
+    return {
+      child,
+      stdout: child.stdout as Socket | null,
+      stderr: child.stderr as Socket | null,
+      madeHere: false,
+    };
+  }
+  const { stdout: out, stderr: err } = pipes;
+  let child: ChildProcess;
+  try {
+    child = spawn(file, args, { ...options, stdio: ['ignore', out.write, err.write] });
+  } catch (error) {
+    closeDescriptors(out.write, err.write, out.read, err.read);
+    throw error;
+  }
+  closeDescriptors(out.write, err.write);
+  const stdout = readEndStream(out.read);
+  const stderr = readEndStream(err.read);
+  child.once('error', () => {
+    if (child.pid !== undefined) return;
+    stdout.destroy();
+    stderr.destroy();
+  });
+  return { child, stdout, stderr, madeHere: true };
 }
 
 /** The read ends of a command's stdout and stderr pipes, for a spawner to open the write sides of. */
@@ -137,8 +174,7 @@ export function createSharedReadEnds(): SharedReadEnds | undefined {
 
 /** Closes both read ends of shared pipes that no stream took. */
 export function closeSharedReadEnds(ends: SharedReadEnds): void {
-  closeQuietly(ends.stdout.fd);
-  closeQuietly(ends.stderr.fd);
+  closeDescriptors(ends.stdout.fd, ends.stderr.fd);
 }
 
 /**
@@ -153,7 +189,7 @@ export function openSharedStdio(stdio: SharedStdio): { stdout: number; stderr: n
   if (stdout === undefined) return undefined;
   const stderr = openSharedWriteSide(stdio.pid, stdio.stderr);
   if (stderr === undefined) {
-    closeQuietly(stdout);
+    closeDescriptors(stdout);
     return undefined;
   }
   return { stdout, stderr };
@@ -174,7 +210,7 @@ function openSharedWriteSide(pid: number, pipe: SharedPipe): number | undefined 
   } catch {
     // Not checkable: not used.
   }
-  closeQuietly(fd);
+  closeDescriptors(fd);
   return undefined;
 }
 
@@ -185,13 +221,11 @@ export function readEndStream(fd: number): Socket {
 
 /** Closes descriptors of this process, any already closed ignored. */
 export function closeDescriptors(...fds: readonly number[]): void {
-  for (const fd of fds) closeQuietly(fd);
-}
-
-function closeQuietly(fd: number): void {
-  try {
-    closeSync(fd);
-  } catch {
-    // Closed already; nothing is lost.
+  for (const fd of fds) {
+    try {
+      closeSync(fd);
+    } catch {
+      // Closed already; nothing is lost.
+    }
   }
 }

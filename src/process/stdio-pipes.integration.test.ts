@@ -232,6 +232,48 @@ describe('real pipes for stdout and stderr', () => {
     }
     expect(answers.slice(0, 3)).toEqual(['spawned', 'pipe:stdout', 'pipe:stderr']);
   });
+
+  it('the sidecar closes pipes of its own when the command it makes them for cannot start', async () => {
+    const { lifeline } = await sidecarLauncher();
+    const sidecar = lifeline.sidecar!;
+    const ends = createSharedReadEnds()!;
+    /** The sidecar's last word on launch `id`: `spawn_failed` or `exited`. */
+    const answerTo = (id: number) =>
+      new Promise<string>((resolve) => {
+        const onMessage = (message: { type: string; id: number }) => {
+          if (message.id !== id || (message.type !== 'spawn_failed' && message.type !== 'exited')) return;
+          sidecar.off('message', onMessage);
+          resolve(message.type);
+        };
+        sidecar.on('message', onMessage);
+      });
+    const launch = (id: number, file: string) => {
+      const answered = answerTo(id);
+      sidecar.send({
+        ...bash('true'),
+        file,
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+        type: 'spawn',
+        id,
+        // A wrong inode: the sidecar makes the pipes itself.
+        stdio: { pid: process.pid, stdout: { ...ends.stdout, ino: '1' }, stderr: ends.stderr },
+      });
+      return answered;
+    };
+    sidecar.channel?.ref();
+    try {
+      // One first: what the channel and a spawn open once in the sidecar is not a leak.
+      expect(await launch(9_000_101, '/nonexistent/errand-program')).toBe('spawn_failed');
+      const inSidecar = descriptors(lifeline.pid!);
+      for (let index = 0; index < 10; index += 1) {
+        expect(await launch(9_000_102 + index, '/nonexistent/errand-program')).toBe('spawn_failed');
+      }
+      expect(await settlesTo(inSidecar, lifeline.pid!)).toBeLessThanOrEqual(inSidecar);
+    } finally {
+      sidecar.channel?.unref();
+      closeSharedReadEnds(ends);
+    }
+  });
 });
 
 describe('openSharedStdio', () => {

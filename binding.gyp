@@ -1,8 +1,8 @@
 {
   "targets": [
     {
-      "target_name": "errand_pipes",
-      "sources": ["native/pipes.c"],
+      "target_name": "errand_native",
+      "sources": ["native/pipes.c", "native/spawn.c"],
       "cflags": ["-Wall", "-Wextra", "-O2"]
     }
   ]

@@ -9,9 +9,10 @@
  *     (what writing the output file costs by itself; Errand writes every byte to one), and
  *     `head -c … | cat > /dev/null`, the physical limit;
  * (c) the start cost as the host's heap grows: in a child host with a small heap and in one holding
- *     ~1 GiB of live heap, `echo x` launched directly (`child_process.spawn` from the host) and through
- *     the lifeline sidecar (`SidecarLauncher`) — the event loop blocked by the launch, launch to first
- *     byte, launch to exit — and the ratios between the hosts.
+ *     ~1 GiB of live heap, `echo x` launched directly with a fork (`child_process.spawn` from the host),
+ *     directly without one (the default direct launcher, `posix_spawn` through the native helper) and
+ *     through the lifeline sidecar (`SidecarLauncher`) — the event loop blocked by the launch, launch to
+ *     first byte, launch to exit — and the ratios between the hosts.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -26,6 +27,7 @@ import {
   Lifeline,
   type ProcessLauncher,
   SidecarLauncher,
+  type Spawner,
 } from '../src/process/index.js';
 import { BashProducer } from '../src/producers/bash/bash-producer.js';
 import { BashExecutor } from '../src/producers/bash/executor.js';
@@ -289,7 +291,10 @@ interface StartCost {
 interface HostStartCosts {
   readonly heapMiB: number;
   readonly rssMiB: number;
+  /** `child_process.spawn` from the host: a fork. */
   readonly direct: StartCost;
+  /** The default direct launcher: `posix_spawn` from the host through the native helper, no fork. */
+  readonly unforked: StartCost;
   readonly sidecar: StartCost;
   readonly viaSidecar: boolean;
 }
@@ -343,25 +348,28 @@ async function startCostHost(heapMiB: number, shell: string): Promise<HostStartC
   if (!(await lifeline.ready)) throw new Error('the lifeline sidecar did not start');
   clearInterval(keepAlive);
   const sidecar = new SidecarLauncher({ lifeline, clock: systemClock, logger: quietLogger });
-  const direct = createSpawnLauncher();
-  const costs = { direct: [] as StartCost[], sidecar: [] as StartCost[] };
+  const launchers = {
+    direct: createSpawnLauncher(spawn as Spawner),
+    unforked: createSpawnLauncher(),
+    sidecar,
+  };
+  const ways = Object.keys(launchers) as (keyof typeof launchers)[];
+  const costs = { direct: [] as StartCost[], unforked: [] as StartCost[], sidecar: [] as StartCost[] };
   for (let index = 0; index < 20; index += 1) {
-    await timedLaunch(direct, shell);
-    await timedLaunch(sidecar, shell);
+    for (const way of ways) await timedLaunch(launchers[way], shell);
   }
   for (let index = 0; index < START_COST_LAUNCHES; index += 1) {
-    if (index % 2 === 0) {
-      costs.direct.push(await timedLaunch(direct, shell));
-      costs.sidecar.push(await timedLaunch(sidecar, shell));
-    } else {
-      costs.sidecar.push(await timedLaunch(sidecar, shell));
-      costs.direct.push(await timedLaunch(direct, shell));
+    // Rotated, so none always runs right after another.
+    for (let turn = 0; turn < ways.length; turn += 1) {
+      const way = ways[(index + turn) % ways.length]!;
+      costs[way].push(await timedLaunch(launchers[way], shell));
     }
   }
   const result: HostStartCosts = {
     heapMiB: process.memoryUsage().heapUsed / MIB,
     rssMiB: process.memoryUsage.rss() / MIB,
     direct: medianCost(costs.direct),
+    unforked: medianCost(costs.unforked),
     sidecar: medianCost(costs.sidecar),
     viaSidecar: sidecar.active,
   };
@@ -397,18 +405,26 @@ async function startCosts(shell: string): Promise<void> {
     `${fixed(cost.blockedMs, 3)} / ${fixed(cost.firstByteMs, 3)} / ${fixed(cost.exitMs, 3)}`;
   for (const host of [small, big]) {
     console.log(
-      `    host with ${fixed(host.heapMiB, 0)} MiB heap, ${fixed(host.rssMiB, 0)} MiB RSS: direct spawn ${line(host.direct)}; sidecar ${line(host.sidecar)}${host.viaSidecar ? '' : ' (FELL BACK to direct)'}`,
+      `    host with ${fixed(host.heapMiB, 0)} MiB heap, ${fixed(host.rssMiB, 0)} MiB RSS: direct fork ${line(host.direct)}; direct without fork ${line(host.unforked)}; sidecar ${line(host.sidecar)}${host.viaSidecar ? '' : ' (FELL BACK to direct)'}`,
     );
   }
   const ratio = (pick: (host: HostStartCosts) => number) => pick(big) / pick(small);
-  const directRatio = ratio((host) => host.direct.exitMs);
   const sidecarRatio = ratio((host) => host.sidecar.exitMs);
   console.log(
-    `    big host / small host, launch to exit: direct ${fixed(directRatio, 3)}x, sidecar ${fixed(sidecarRatio, 3)}x (target <= 1.2x: ${sidecarRatio <= 1.2 ? 'met' : 'MISSED'})`,
+    `    big host / small host, launch to exit: direct fork ${fixed(
+      ratio((host) => host.direct.exitMs),
+      3,
+    )}x, direct without fork ${fixed(
+      ratio((host) => host.unforked.exitMs),
+      3,
+    )}x, sidecar ${fixed(sidecarRatio, 3)}x (target <= 1.2x: ${sidecarRatio <= 1.2 ? 'met' : 'MISSED'})`,
   );
   console.log(
-    `    big host / small host, event loop blocked per launch: direct ${fixed(
+    `    big host / small host, event loop blocked per launch: direct fork ${fixed(
       ratio((host) => host.direct.blockedMs),
+      2,
+    )}x, direct without fork ${fixed(
+      ratio((host) => host.unforked.blockedMs),
       2,
     )}x, sidecar ${fixed(
       ratio((host) => host.sidecar.blockedMs),
@@ -416,8 +432,10 @@ async function startCosts(shell: string): Promise<void> {
     )}x`,
   );
   for (const host of [small, big]) {
+    const to = (way: StartCost) =>
+      `${fixed(way.exitMs / host.direct.exitMs, 3)}x to exit, ${fixed(way.firstByteMs / host.direct.firstByteMs, 3)}x to first byte`;
     console.log(
-      `    sidecar / direct in the ${host === small ? 'small' : 'big'} host, launch to exit: ${fixed(host.sidecar.exitMs / host.direct.exitMs, 3)}x; to first byte: ${fixed(host.sidecar.firstByteMs / host.direct.firstByteMs, 3)}x`,
+      `    ÷ direct fork in the ${host === small ? 'small' : 'big'} host: direct without fork ${to(host.unforked)}; sidecar ${to(host.sidecar)}`,
     );
   }
 }

@@ -19,6 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "spawn.h"
+
 static napi_value fail(napi_env env, int code, const char *syscall) {
   char message[160];
   snprintf(message, sizeof message, "%s failed: %s", syscall, strerror(code));
@@ -163,7 +165,8 @@ NAPI_MODULE_INIT() {
       napi_set_named_property(env, exports, "createReadEnds", read_ends) != napi_ok ||
       napi_create_function(env, "openForWriting", NAPI_AUTO_LENGTH, open_for_writing, NULL, &open_writer) !=
           napi_ok ||
-      napi_set_named_property(env, exports, "openForWriting", open_writer) != napi_ok) {
+      napi_set_named_property(env, exports, "openForWriting", open_writer) != napi_ok ||
+      errand_register_spawn(env, exports) != 0) {
     return NULL;
   }
   return exports;

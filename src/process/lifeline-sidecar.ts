@@ -12,8 +12,9 @@
  * Started with a Node IPC channel, it is also the runtime's spawner (`spawn` messages, see
  * `lifeline-protocol.ts`): a fork from this small process does not copy a large runtime's page tables.
  * It spawns, reaps and reports. The command writes into pipes the runtime made, opened here through the
- * runtime's /proc entry (`stdio-pipes.ts`); where that cannot be, the pipes made here go to the runtime
- * as handles. Either way it never reads them.
+ * runtime's /proc entry (`stdio-pipes.ts`), and is spawned without a fork where Errand's native helper
+ * can (`native-spawn.ts`); where the pipes cannot be opened, the pipes made here go to the runtime as
+ * handles, with `child_process`. Either way it never reads them.
  *
  *     node lifeline-sidecar.js --runtime-tag ERRAND_LIFELINE=<id> [--kill-grace-ms 500]
  */
@@ -31,6 +32,7 @@ import {
   type SpawnMessage,
   type WatchMessage,
 } from './lifeline-protocol.js';
+import { nativeSpawnAvailable, spawnNative } from './native-spawn.js';
 import { parseEnvironmentTag } from './process-identity.js';
 import { ProcessSweep } from './process-sweep.js';
 import { isDead, memoizedSource, type ProcessEntry, procfsSource } from './process-table.js';
@@ -215,11 +217,42 @@ function holdUnread(stream: Socket | null): void {
   handle.readStop();
 }
 
+/** Watched from its start: a runtime killed before it could say so still has the tree stopped. */
+function watchFromSpawn(request: SpawnMessage, pid: number): void {
+  const watch = request.watch;
+  if (watch === undefined) return;
+  const message: WatchMessage = { type: 'watch', ...watch, pid };
+  trees.set(watch.key, { message, tag: parseEnvironmentTag(watch.tag), known: new Map(), hadMembers: false });
+}
+
+/**
+ * Onto the runtime's shared pipes without a fork (`native-spawn.ts`): true when it ran or failed (the
+ * runtime is told; the spawn closed the pipes' write sides here as it returned, so the command's exit
+ * alone ends them), false when it cannot be spawned that way and `child_process` is to spawn onto them.
+ */
+function spawnWithoutFork(request: SpawnMessage, shared: { stdout: number; stderr: number }): boolean {
+  const { id } = request;
+  let pid: number | undefined;
+  try {
+    pid = spawnNative({ ...request, stdout: shared.stdout, stderr: shared.stderr }, (code, signal) =>
+      reply({ type: 'exited', id, code, signal }),
+    );
+  } catch (error) {
+    failed(id, error);
+    return true;
+  }
+  if (pid === undefined) return false;
+  watchFromSpawn(request, pid);
+  reply({ type: 'spawned', id, pid, stdio: 'shared' });
+  return true;
+}
+
 function spawnFor(request: SpawnMessage): void {
   const { id } = request;
   const options = { cwd: request.cwd, env: request.env, detached: true };
   // The runtime's own pipes when it made some and they open here: nothing to send back but the pid.
   const shared = request.stdio === undefined ? undefined : openSharedStdio(request.stdio);
+  if (shared !== undefined && nativeSpawnAvailable() && spawnWithoutFork(request, shared)) return;
   let spawned: PipedSpawn;
   try {
     if (shared === undefined) spawned = spawnOntoPipes(spawn, request.file, request.args, options);
@@ -246,17 +279,7 @@ function spawnFor(request: SpawnMessage): void {
     if (child.pid === undefined) failed(id, error);
   });
   child.once('spawn', () => {
-    // Watched from its start: a runtime killed before it could say so still has the tree stopped.
-    const watch = request.watch;
-    if (watch !== undefined && child.pid !== undefined) {
-      const message: WatchMessage = { type: 'watch', ...watch, pid: child.pid };
-      trees.set(watch.key, {
-        message,
-        tag: parseEnvironmentTag(watch.tag),
-        known: new Map(),
-        hadMembers: false,
-      });
-    }
+    if (child.pid !== undefined) watchFromSpawn(request, child.pid);
     reply({ type: 'spawned', id, pid: child.pid, ...(shared === undefined ? {} : { stdio: 'shared' }) });
     if (stdout) reply({ type: 'pipe', id, stream: 'stdout' }, stdout);
     if (stderr) reply({ type: 'pipe', id, stream: 'stderr' }, stderr);

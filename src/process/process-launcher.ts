@@ -2,15 +2,19 @@
  * The spawn seam: how a producer starts a process whose output it reads through pipes. A launch puts the
  * process in its own session and process group (so its pid names the whole group), adds the tree's tag
  * to its environment, gives it `/dev/null` as stdin and pipes for stdout and stderr. The default launcher
- * is `child_process.spawn` from this process, with real pipes where Errand's native helper is built
- * (`stdio-pipes.ts`: a command can open `/dev/stdout` and `/dev/stderr`); another launcher (a small spawner process, a confining
- * wrapper, a worker) implements the same interface, and the producers do not change.
+ * spawns from this process onto real pipes where Errand's native helper is built (`stdio-pipes.ts`: a
+ * command can open `/dev/stdout` and `/dev/stderr`), without a fork where it can (`native-spawn.ts`: a
+ * fork's cost grows with this process's memory), else with `child_process.spawn`; another launcher (a
+ * small spawner process, a confining wrapper, a worker) implements the same interface, and the producers
+ * do not change.
  */
 import type { ChildProcess, SpawnOptions } from 'node:child_process';
 import { spawn as nodeSpawn } from 'node:child_process';
+import { EventEmitter } from 'node:events';
 import type { Readable } from 'node:stream';
+import { nativeSpawnAvailable, spawnNative } from './native-spawn.js';
 import type { EnvironmentTag } from './process-tree.js';
-import { spawnOntoPipes } from './stdio-pipes.js';
+import { closeDescriptors, createStdioPipes, readEndStream, spawnOntoPipes } from './stdio-pipes.js';
 
 /** What to start. The same request feeds every launcher (and a pseudo-terminal's spawn). */
 export interface LaunchRequest {
@@ -84,17 +88,27 @@ export function launchEnvironment(request: LaunchRequest): Readonly<Record<strin
 }
 
 /**
- * The default launcher: `spawn` (default `child_process.spawn`) from this process, detached, its stdout
- * and stderr real pipes (socket pairs without the native helper, see `stdio-pipes.ts`).
+ * The default launcher: spawns from this process, detached, its stdout and stderr real pipes (socket
+ * pairs without the native helper, see `stdio-pipes.ts`). Without `spawn` it spawns without a fork where
+ * the helper can (`native-spawn.ts`), else with `child_process.spawn`; a given `spawn` is always used.
  */
-export function createSpawnLauncher(spawn: Spawner = nodeSpawn as Spawner): ProcessLauncher {
+export function createSpawnLauncher(spawn?: Spawner): ProcessLauncher {
   return {
     launch: (request) => {
-      const { child, stdout, stderr, madeHere } = spawnOntoPipes(spawn, request.file, request.args, {
-        cwd: request.cwd,
-        env: launchEnvironment(request),
-        detached: true,
-      });
+      if (spawn === undefined) {
+        const launched = launchWithoutFork(request);
+        if (launched !== undefined) return launched;
+      }
+      const { child, stdout, stderr, madeHere } = spawnOntoPipes(
+        spawn ?? (nodeSpawn as Spawner),
+        request.file,
+        request.args,
+        {
+          cwd: request.cwd,
+          env: launchEnvironment(request),
+          detached: true,
+        },
+      );
       return madeHere ? new PipedProcess(child, stdout, stderr) : child;
     },
   };
@@ -129,5 +143,60 @@ class PipedProcess implements LaunchedProcess {
     if (event === 'spawn') this.#child.once('spawn', listener as () => void);
     else this.#child.once('exit', listener as ExitListener);
     return this;
+  }
+}
+
+/**
+ * `request` spawned without a fork onto pipes of ours, or undefined (nothing made, nothing spawned) when
+ * it cannot be spawned that way: the helper is not there, or the file is not found on the PATH here.
+ */
+function launchWithoutFork(request: LaunchRequest): LaunchedProcess | undefined {
+  if (!nativeSpawnAvailable()) return undefined;
+  const pipes = createStdioPipes();
+  if (pipes === undefined) return undefined;
+  const { stdout: out, stderr: err } = pipes;
+  const launched = new UnforkedProcess();
+  let pid: number | undefined;
+  try {
+    pid = spawnNative(
+      { ...request, env: launchEnvironment(request), stdout: out.write, stderr: err.write },
+      (code, signal) => launched.exited(code, signal),
+    );
+  } catch (error) {
+    // The spawn closed the write ends.
+    closeDescriptors(out.read, err.read);
+    launched.failed(error as Error);
+    return launched;
+  }
+  if (pid === undefined) {
+    closeDescriptors(out.write, err.write, out.read, err.read);
+    return undefined;
+  }
+  launched.started(pid, readEndStream(out.read), readEndStream(err.read));
+  return launched;
+}
+
+/**
+ * A process spawned by `spawnNative`, with a ChildProcess's events: `spawn` (or `error` when it could not
+ * run) on the next tick, as Node emits them, and `exit` once it was reaped.
+ */
+class UnforkedProcess extends EventEmitter implements LaunchedProcess {
+  pid: number | undefined;
+  stdout: Readable | null = null;
+  stderr: Readable | null = null;
+
+  started(pid: number, stdout: Readable, stderr: Readable): void {
+    this.pid = pid;
+    this.stdout = stdout;
+    this.stderr = stderr;
+    process.nextTick(() => this.emit('spawn'));
+  }
+
+  failed(error: Error): void {
+    process.nextTick(() => this.emit('error', error));
+  }
+
+  exited(code: number | null, signal: NodeJS.Signals | null): void {
+    this.emit('exit', code, signal);
   }
 }

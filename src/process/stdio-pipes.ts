@@ -2,7 +2,7 @@
  * Real pipes for a command's stdout and stderr. `child_process` gives a child's stdio socket pairs, and
  * on Linux a program that opens `/dev/stdout` or `/dev/stderr` (`echo x > /dev/stderr`,
  * `tee /dev/stdout`, `cmd -o /dev/stdout`) fails on a socket with "No such device or address"; on a
- * pipe it works, as it does in a terminal's shell. Errand's native helper (`native/pipes.c`, built by
+ * pipe it works, as it does in a terminal's shell. Errand's native helper (`native/pipes.c`, `native-addon.ts`, built by
  * node-gyp at install) makes the pipes; a launch hands the write ends to the child as its descriptors 1
  * and 2, closes them here, and reads the read ends. Both ends are close-on-exec, so no other child
  * inherits them.
@@ -15,21 +15,19 @@
  * falls back to Node's socket pairs, and everything but opening those two paths works the same.
  */
 import type { ChildProcess, SpawnOptions } from 'node:child_process';
-import { closeSync, existsSync, fstatSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { closeSync, fstatSync } from 'node:fs';
 import { Socket } from 'node:net';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { SharedPipe, SharedStdio } from './lifeline-protocol.js';
+import { loadNativeAddon } from './native-addon.js';
 
 /** The two ends of one pipe, as file descriptors of this process. */
-interface PipeEnds {
+export interface PipeEnds {
   readonly read: number;
   readonly write: number;
 }
 
 /** A command's stdout and stderr pipes. */
-interface StdioPipes {
+export interface StdioPipes {
   readonly stdout: PipeEnds;
   readonly stderr: PipeEnds;
 }
@@ -37,59 +35,18 @@ interface StdioPipes {
 /** The environment variable that turns real pipes off (`1`): commands get socket pairs, as from Node. */
 export const SOCKET_STDIO_VARIABLE = 'ERRAND_SOCKET_STDIO';
 
-interface NativePipes {
-  createPipe(): [number, number];
-  /** Two pipes' read ends and their inodes, their write ends closed: [out, outIno, err, errIno]. */
-  createReadEnds(): [number, string, number, string];
-  /** A blocking, close-on-exec descriptor writing to the pipe at `path`; a FIFO with no reader throws ENXIO. */
-  openForWriting(path: string): number;
-}
-
-const ADDON = join('build', 'Release', 'errand_pipes.node');
-/** How many directories above this module the package root may be (src/process, dist/process, ...). */
-const MAX_LEVELS_UP = 4;
-
-let native: NativePipes | null | undefined;
-
-function loadNative(): NativePipes | null {
-  if (native !== undefined) return native;
-  native = null;
-  let directory = dirname(fileURLToPath(import.meta.url));
-  for (let level = 0; level <= MAX_LEVELS_UP; level += 1) {
-    const candidate = join(directory, ADDON);
-    if (existsSync(candidate)) {
-      try {
-        const loaded = createRequire(import.meta.url)(candidate) as Partial<NativePipes>;
-        if (
-          typeof loaded.createPipe === 'function' &&
-          typeof loaded.createReadEnds === 'function' &&
-          typeof loaded.openForWriting === 'function'
-        )
-          native = loaded as NativePipes;
-      } catch {
-        // Built for another Node or platform: socket pairs it is.
-      }
-      break;
-    }
-    const parent = dirname(directory);
-    if (parent === directory) break;
-    directory = parent;
-  }
-  return native;
-}
-
 /** Whether launches here give commands real pipes (the helper is built and not turned off). */
 export function realPipesAvailable(): boolean {
-  return process.env[SOCKET_STDIO_VARIABLE] !== '1' && loadNative() !== null;
+  return process.env[SOCKET_STDIO_VARIABLE] !== '1' && loadNativeAddon() !== null;
 }
 
 /**
  * A stdout and a stderr pipe, or undefined when launches use socket pairs (see `realPipesAvailable`).
  * Throws what pipe(2) failed with (`EMFILE`, `ENFILE`): a spawn would have failed the same way.
  */
-function createStdioPipes(): StdioPipes | undefined {
+export function createStdioPipes(): StdioPipes | undefined {
   if (!realPipesAvailable()) return undefined;
-  const helper = native!;
+  const helper = loadNativeAddon()!;
   const [outRead, outWrite] = helper.createPipe();
   let errEnds: [number, number];
   try {
@@ -168,7 +125,7 @@ export interface SharedReadEnds {
  */
 export function createSharedReadEnds(): SharedReadEnds | undefined {
   if (!realPipesAvailable()) return undefined;
-  const [outFd, outIno, errFd, errIno] = native!.createReadEnds();
+  const [outFd, outIno, errFd, errIno] = loadNativeAddon()!.createReadEnds();
   return { stdout: { fd: outFd, ino: outIno }, stderr: { fd: errFd, ino: errIno } };
 }
 
@@ -196,7 +153,7 @@ export function openSharedStdio(stdio: SharedStdio): { stdout: number; stderr: n
 }
 
 function openSharedWriteSide(pid: number, pipe: SharedPipe): number | undefined {
-  const helper = loadNative();
+  const helper = loadNativeAddon();
   if (helper === null) return undefined;
   let fd: number;
   try {

@@ -44,6 +44,7 @@ const FLOOD_ROUNDS = Number(process.env.BENCH_FLOOD_ROUNDS ?? 5);
 const MIB = 1024 * 1024;
 const START_COST_LAUNCHES = Number(process.env.BENCH_START_COST_LAUNCHES ?? 300);
 const BIG_HEAP_MIB = Number(process.env.BENCH_BIG_HEAP_MIB ?? 1024);
+const DIRECT_SPAWN = process.env.BENCH_DIRECT === '1';
 
 const quietLogger = { warn() {} };
 const trusted = createTrustedCaller('bench');
@@ -132,6 +133,8 @@ async function assembled(kind: 'sqlite' | 'memory'): Promise<AssembledRuntime> {
     store,
     pty: false,
     logger: quietLogger,
+    // BENCH_DIRECT=1: the runtime spawns from its own process (without a fork) instead of the sidecar's.
+    ...(DIRECT_SPAWN ? { bash: { executor: { launcher: createSpawnLauncher() } } } : {}),
     tasks: { maxRetainedTasksPerOwner: 100_000, maxLiveTasksPerOwner: 1000 },
     limits: { maxQueuedCommands: 100_000 },
   });

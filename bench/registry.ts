@@ -12,6 +12,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createErrandRuntime } from '../src/host/index.js';
+import { createSpawnLauncher, nativeSpawnAvailable } from '../src/process/index.js';
 import { createTaskService } from '../src/registry/index.js';
 import { TASK_ID_BLOCK_SIZE } from '../src/session/index.js';
 import { createMemorySessionStore, openSqliteSessionStore } from '../src/store/index.js';
@@ -157,8 +158,13 @@ async function heapPerAssembledTask(count: number): Promise<number> {
   }
 }
 
+/** What `spawnMs` times: a child process, or one Errand's launcher started. */
+type Spawned = Pick<ChildProcess, 'stdout' | 'stderr'> & {
+  once(event: 'exit', listener: () => void): unknown;
+};
+
 /** Milliseconds per spawn, to its exit (and its pipes closed), median of `count`. */
-async function spawnMs(count: number, start: () => ChildProcess): Promise<number> {
+async function spawnMs(count: number, start: () => Spawned): Promise<number> {
   const times: number[] = [];
   for (let index = 0; index < count; index += 1) {
     const began = performance.now();
@@ -168,7 +174,7 @@ async function spawnMs(count: number, start: () => ChildProcess): Promise<number
     );
     child.stdout?.resume();
     child.stderr?.resume();
-    await Promise.all([new Promise((resolve) => child.once('exit', resolve)), ...closed]);
+    await Promise.all([new Promise<void>((resolve) => child.once('exit', () => resolve())), ...closed]);
     times.push(performance.now() - began);
   }
   return median(times);
@@ -178,6 +184,15 @@ async function spawnMs(count: number, start: () => ChildProcess): Promise<number
 const commandSpawn = () =>
   spawn('bash', ['-c', 'true'], { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
 const bareSpawn = () => spawn('true', { stdio: 'ignore', detached: true });
+/** The same command as Errand spawns it by default: without a fork where its native helper is built. */
+const launcher = createSpawnLauncher();
+const errandSpawn = () =>
+  launcher.launch({
+    file: 'bash',
+    args: ['-c', 'true'],
+    cwd: process.cwd(),
+    env: process.env as Record<string, string>,
+  }) as Spawned;
 
 /**
  * Milliseconds of the SQLite store's work for one background command's records, as the runtime writes
@@ -293,6 +308,7 @@ async function main(): Promise<void> {
   console.log(`ratio service/baseline:     ${ratio.toFixed(3)}  (a reference: no target)`);
   const spawnCost = await spawnMs(200, commandSpawn);
   const bareSpawnCost = await spawnMs(200, bareSpawn);
+  const errandSpawnCost = await spawnMs(200, errandSpawn);
   const storeCost = median([
     await storeMsPerTask(2000),
     await storeMsPerTask(2000),
@@ -305,6 +321,9 @@ async function main(): Promise<void> {
   );
   console.log(
     `                            against ${bareSpawnCost.toFixed(3)} ms per bare spawn('true') with no pipes: ${(((serviceCost + storeCost) / bareSpawnCost) * 100).toFixed(1)} % (a reference)`,
+  );
+  console.log(
+    `                            against ${errandSpawnCost.toFixed(3)} ms per spawn of the same command by Errand's launcher (${nativeSpawnAvailable() ? 'without a fork' : 'child_process: no native helper'}): ${(((serviceCost + storeCost) / errandSpawnCost) * 100).toFixed(1)} % (a reference)`,
   );
   const bytes = await heapPerLiveTask(LIVE);
   console.log(

@@ -36,6 +36,8 @@ const LIVE_TASKS = points('BENCH_SCALE_TASKS', '100,10000,100000');
 const ENDED_TASKS = points('BENCH_SCALE_ENDED', '100,1000,3000');
 /** Background commands timed at each point of (e). */
 const TIMED_STARTS = 200;
+/** Resumes timed at each point of (a), each by a runtime of its own. */
+const RESUME_ROUNDS = 11;
 const STAMP = 'date +%s%N';
 const directories: string[] = [];
 const epochMs = () => performance.timeOrigin + performance.now();
@@ -117,7 +119,8 @@ async function conversationPoint(count: number): Promise<{ turn: number; resume:
   writeConversation(seed, 'long', count);
   seed.close();
   const resumes: number[] = [];
-  for (let round = 0; round < 5; round += 1) {
+  // A resume is one synchronous call of a few ms: the median of several, the first (cold) left out.
+  for (let round = 0; round < RESUME_ROUNDS; round += 1) {
     const store = openSqliteSessionStore({ home });
     const runtime = await createErrandRuntime({ model: scriptedModel([]), store, pty: false });
     try {

@@ -28,6 +28,7 @@ export {
   type LifelineTree,
 } from './lifeline.js';
 export { LIFELINE_PROTOCOL_VERSION } from './lifeline-protocol.js';
+export { NODE_SPAWN_VARIABLE, nativeSpawnAvailable } from './native-spawn.js';
 export {
   type LeftoverOutputSweep,
   type LeftoverOutputSweepOptions,

@@ -1,7 +1,7 @@
 /**
  * The spawner sidecar against real processes: the command's pipes come back to this process (streams,
  * many at once, backpressure), its exit comes once the sidecar reaped it, a spawn fails with the errors a
- * direct spawn gives, and a sidecar killed mid-run leaves running commands to end and later launches to
+ * direct spawn gives (spawned without a fork, and with child_process under ERRAND_NODE_SPAWN=1), and a sidecar killed mid-run leaves running commands to end and later launches to
  * this process. A sidecar that dies before it answered a launch: the command is started here when no
  * process carries its tag, and is not run twice when one does, even one whose tag shows only later.
  */
@@ -15,6 +15,7 @@ import { bashRequest as bash, ended, pipeLinks } from '../../test/fixtures/proce
 import { systemClock } from '../tasks/clock.js';
 import { readStatusFile } from './exit-status-file.js';
 import { Lifeline } from './lifeline.js';
+import { NODE_SPAWN_VARIABLE } from './native-spawn.js';
 import { createSpawnLauncher, type LaunchedProcess } from './process-launcher.js';
 import { procfsSource } from './process-table.js';
 import { SidecarLauncher } from './sidecar-launcher.js';
@@ -378,6 +379,61 @@ describe('SidecarLauncher', () => {
         }
       }
       rmSync(directory, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('SidecarLauncher with ERRAND_NODE_SPAWN=1 (the sidecar spawns with child_process)', () => {
+  /** A sidecar started while the variable was set: it inherits it, and so does every spawn it makes. */
+  async function nodeSpawner() {
+    process.env[NODE_SPAWN_VARIABLE] = '1';
+    try {
+      const started = await spawner();
+      const environment = readFileSync(`/proc/${started.lifeline.pid}/environ`, 'utf8').split('\0');
+      expect(environment).toContain(`${NODE_SPAWN_VARIABLE}=1`);
+      return started;
+    } finally {
+      delete process.env[NODE_SPAWN_VARIABLE];
+    }
+  }
+
+  it('starts the command as the spawn without a fork does: own session and group, tagged, both pipes', async () => {
+    const { launcher, lifeline } = await nodeSpawner();
+    const child = launcher.launch(
+      bash(
+        'cut -d" " -f4,5,6 /proc/$$/stat; echo "$ERRAND_TEST_TAG"; readlink /proc/$$/fd/0; echo e >&2; exit 3',
+      ),
+    );
+    const result = await ended(child);
+    const [ids, tag, stdin] = result.stdout.trim().split('\n');
+    expect(ids).toBe(`${lifeline.pid} ${child.pid} ${child.pid}`);
+    expect(tag).toMatch(/^tree-/);
+    expect(stdin).toBe('/dev/null');
+    expect(result).toMatchObject({ stderr: 'e\n', code: 3, signal: null });
+    expect(await ended(launcher.launch(bash('kill -SEGV $$')))).toMatchObject({
+      code: null,
+      signal: 'SIGSEGV',
+    });
+  });
+
+  it('fails a spawn with the same error as the spawn without a fork', async () => {
+    const { launcher } = await nodeSpawner();
+    const { launcher: unforked } = await spawner();
+    const errorOf = (child: LaunchedProcess) =>
+      new Promise<NodeJS.ErrnoException>((resolve) => child.on('error', (error) => resolve(error)));
+    const shape = (error: NodeJS.ErrnoException) => ({
+      message: error.message,
+      code: error.code,
+      syscall: error.syscall,
+      path: error.path,
+    });
+    for (const request of [
+      bash('true', '/nonexistent/errand'),
+      { ...bash('true'), file: '/nonexistent/bash' },
+    ]) {
+      expect(shape(await errorOf(launcher.launch(request)))).toEqual(
+        shape(await errorOf(unforked.launch(request))),
+      );
     }
   });
 });

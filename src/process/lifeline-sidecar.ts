@@ -32,7 +32,7 @@ import {
   type SpawnMessage,
   type WatchMessage,
 } from './lifeline-protocol.js';
-import { nativeSpawnAvailable, spawnNative } from './native-spawn.js';
+import { spawnNative } from './native-spawn.js';
 import { parseEnvironmentTag } from './process-identity.js';
 import { ProcessSweep } from './process-sweep.js';
 import { isDead, memoizedSource, type ProcessEntry, procfsSource } from './process-table.js';
@@ -252,7 +252,7 @@ function spawnFor(request: SpawnMessage): void {
   const options = { cwd: request.cwd, env: request.env, detached: true };
   // The runtime's own pipes when it made some and they open here: nothing to send back but the pid.
   const shared = request.stdio === undefined ? undefined : openSharedStdio(request.stdio);
-  if (shared !== undefined && nativeSpawnAvailable() && spawnWithoutFork(request, shared)) return;
+  if (shared !== undefined && spawnWithoutFork(request, shared)) return;
   let spawned: PipedSpawn;
   try {
     if (shared === undefined) spawned = spawnOntoPipes(spawn, request.file, request.args, options);

@@ -10,11 +10,10 @@
  * for `child_process` (to compare them, or as a way out). Errors are Node's: an `Error` with `code`,
  * `errno`, `syscall` (`spawn <file>`) and `path`.
  */
-import { accessSync, constants, statSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
-import { isAbsolute, join, resolve } from 'node:path';
 import { getSystemErrorName } from 'node:util';
 import { loadNativeAddon, type NativeAddon } from './native-addon.js';
+import { findOnPath } from './spawn-check.js';
 
 /** The environment variable that turns spawns without fork off (`1`): commands are spawned by Node. */
 export const NODE_SPAWN_VARIABLE = 'ERRAND_NODE_SPAWN';
@@ -77,7 +76,8 @@ export function nativeSpawnAvailable(): boolean {
 export function spawnNative(request: NativeSpawnRequest, onExit: NativeExitListener): number | undefined {
   if (!nativeSpawnAvailable()) return undefined;
   const { file, args, cwd, env } = request;
-  const executable = executableOf(file, env.PATH, cwd);
+  // A name is looked up on the child's PATH, as libuv does; a path is the child's to resolve.
+  const executable = file.includes('/') ? file : findOnPath(file, env.PATH ?? DEFAULT_SEARCH_PATH, { cwd });
   if (executable === undefined) return undefined;
   const envp: string[] = [];
   for (const name in env) {
@@ -95,22 +95,6 @@ export function spawnNative(request: NativeSpawnRequest, onExit: NativeExitListe
   if (result < 0) throw spawnError(file, args, result);
   listeners.set(result, onExit);
   return result;
-}
-
-/** `file` as the child will execute it: as given when it names a path, else the first match on `PATH`. */
-function executableOf(file: string, path: string | undefined, cwd: string): string | undefined {
-  if (file.includes('/')) return file;
-  for (const directory of (path ?? DEFAULT_SEARCH_PATH).split(':')) {
-    const candidate = join(directory === '' ? '.' : directory, file);
-    const located = isAbsolute(candidate) ? candidate : resolve(cwd, candidate);
-    try {
-      accessSync(located, constants.X_OK);
-      if (statSync(located).isFile()) return located;
-    } catch {
-      // Not here; the next directory.
-    }
-  }
-  return undefined;
 }
 
 function spawnError(file: string, args: readonly string[], errno: number): NodeJS.ErrnoException {

@@ -2,8 +2,8 @@
  * Real pipes for a command's stdout and stderr. `child_process` gives a child's stdio socket pairs, and
  * on Linux a program that opens `/dev/stdout` or `/dev/stderr` (`echo x > /dev/stderr`,
  * `tee /dev/stdout`, `cmd -o /dev/stdout`) fails on a socket with "No such device or address"; on a
- * pipe it works, as it does in a terminal's shell. Errand's native helper (`native/pipes.c`, `native-addon.ts`, built by
- * node-gyp at install) makes the pipes; a launch hands the write ends to the child as its descriptors 1
+ * pipe it works, as it does in a terminal's shell. Errand's native helper (`native/pipes.c`, loaded by
+ * `native-addon.ts`, built by node-gyp at install) makes the pipes; a launch hands the write ends to the child as its descriptors 1
  * and 2, closes them here, and reads the read ends. Both ends are close-on-exec, so no other child
  * inherits them.
  *

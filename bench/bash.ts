@@ -10,9 +10,8 @@
  *     `head -c … | cat > /dev/null`, the physical limit;
  * (c) the start cost as the host's heap grows: in a child host with a small heap and in one holding
  *     ~1 GiB of live heap, `echo x` launched directly with a fork (`child_process.spawn` from the host),
- *     directly without one (the default direct launcher, `posix_spawn` through the native helper) and
- *     through the lifeline sidecar (`SidecarLauncher`) — the event loop blocked by the launch, launch to
- *     first byte, launch to exit — and the ratios between the hosts.
+ *     and without one (the default launcher, `posix_spawn` through the native helper) — the event loop
+ *     blocked by the launch, launch to first byte, launch to exit — and the ratios between the hosts.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -24,9 +23,7 @@ import { createErrandRuntime, type ErrandRuntime } from '../src/host/index.js';
 import {
   createSpawnLauncher,
   type LaunchedProcess,
-  Lifeline,
   type ProcessLauncher,
-  SidecarLauncher,
   type Spawner,
 } from '../src/process/index.js';
 import { BashProducer } from '../src/producers/bash/bash-producer.js';
@@ -34,7 +31,7 @@ import { BashExecutor } from '../src/producers/bash/executor.js';
 import { createTaskService } from '../src/registry/index.js';
 import type { Session } from '../src/session/index.js';
 import { createMemorySessionStore, openSqliteSessionStore } from '../src/store/index.js';
-import { createTrustedCaller, systemClock } from '../src/tasks/index.js';
+import { createTrustedCaller } from '../src/tasks/index.js';
 import { scriptedModel } from '../src/testing/index.js';
 
 const STARTS = Number(process.env.BENCH_STARTS ?? 200);
@@ -44,7 +41,6 @@ const FLOOD_ROUNDS = Number(process.env.BENCH_FLOOD_ROUNDS ?? 5);
 const MIB = 1024 * 1024;
 const START_COST_LAUNCHES = Number(process.env.BENCH_START_COST_LAUNCHES ?? 300);
 const BIG_HEAP_MIB = Number(process.env.BENCH_BIG_HEAP_MIB ?? 1024);
-const DIRECT_SPAWN = process.env.BENCH_DIRECT === '1';
 
 const quietLogger = { warn() {} };
 const trusted = createTrustedCaller('bench');
@@ -133,8 +129,6 @@ async function assembled(kind: 'sqlite' | 'memory'): Promise<AssembledRuntime> {
     store,
     pty: false,
     logger: quietLogger,
-    // BENCH_DIRECT=1: the runtime spawns from its own process (without a fork) instead of the sidecar's.
-    ...(DIRECT_SPAWN ? { bash: { executor: { launcher: createSpawnLauncher() } } } : {}),
     tasks: { maxRetainedTasksPerOwner: 100_000, maxLiveTasksPerOwner: 1000 },
     limits: { maxQueuedCommands: 100_000 },
   });
@@ -298,8 +292,6 @@ interface HostStartCosts {
   readonly direct: StartCost;
   /** The default direct launcher: `posix_spawn` from the host through the native helper, no fork. */
   readonly unforked: StartCost;
-  readonly sidecar: StartCost;
-  readonly viaSidecar: boolean;
 }
 
 /** One launch of `echo x`: the blocked time, to the first byte, to the exit with both pipes closed. */
@@ -339,25 +331,18 @@ function medianCost(costs: StartCost[]): StartCost {
   };
 }
 
-/** In a child host: hold `heapMiB` of live heap, then time direct and sidecar launches in turn. */
+/** In a child host: hold `heapMiB` of live heap, then time forked and unforked launches in turn. */
 async function startCostHost(heapMiB: number, shell: string): Promise<HostStartCosts> {
   // Arrays of doubles live on the JS heap (8 bytes an element): 1 MiB each, all kept alive.
   const held: number[][] = [];
   for (let mib = 0; mib < heapMiB; mib += 1) held.push(new Array<number>(131_072).fill(mib + 0.5));
   collect();
-  const lifeline = new Lifeline({ clock: systemClock, logger: quietLogger });
-  // The sidecar is unref'd: something must keep this host alive while it starts.
-  const keepAlive = setInterval(() => {}, 1000);
-  if (!(await lifeline.ready)) throw new Error('the lifeline sidecar did not start');
-  clearInterval(keepAlive);
-  const sidecar = new SidecarLauncher({ lifeline, clock: systemClock, logger: quietLogger });
   const launchers = {
     direct: createSpawnLauncher(spawn as Spawner),
     unforked: createSpawnLauncher(),
-    sidecar,
   };
   const ways = Object.keys(launchers) as (keyof typeof launchers)[];
-  const costs = { direct: [] as StartCost[], unforked: [] as StartCost[], sidecar: [] as StartCost[] };
+  const costs = { direct: [] as StartCost[], unforked: [] as StartCost[] };
   for (let index = 0; index < 20; index += 1) {
     for (const way of ways) await timedLaunch(launchers[way], shell);
   }
@@ -373,10 +358,7 @@ async function startCostHost(heapMiB: number, shell: string): Promise<HostStartC
     rssMiB: process.memoryUsage.rss() / MIB,
     direct: medianCost(costs.direct),
     unforked: medianCost(costs.unforked),
-    sidecar: medianCost(costs.sidecar),
-    viaSidecar: sidecar.active,
   };
-  await lifeline.release();
   if (held.length !== heapMiB) throw new Error('the heap was not held');
   return result;
 }
@@ -408,29 +390,23 @@ async function startCosts(shell: string): Promise<void> {
     `${fixed(cost.blockedMs, 3)} / ${fixed(cost.firstByteMs, 3)} / ${fixed(cost.exitMs, 3)}`;
   for (const host of [small, big]) {
     console.log(
-      `    host with ${fixed(host.heapMiB, 0)} MiB heap, ${fixed(host.rssMiB, 0)} MiB RSS: direct fork ${line(host.direct)}; direct without fork ${line(host.unforked)}; sidecar ${line(host.sidecar)}${host.viaSidecar ? '' : ' (FELL BACK to direct)'}`,
+      `    host with ${fixed(host.heapMiB, 0)} MiB heap, ${fixed(host.rssMiB, 0)} MiB RSS: fork ${line(host.direct)}; without fork (default) ${line(host.unforked)}`,
     );
   }
   const ratio = (pick: (host: HostStartCosts) => number) => pick(big) / pick(small);
-  const sidecarRatio = ratio((host) => host.sidecar.exitMs);
+  const defaultRatio = ratio((host) => host.unforked.exitMs);
   console.log(
-    `    big host / small host, launch to exit: direct fork ${fixed(
+    `    big host / small host, launch to exit: fork ${fixed(
       ratio((host) => host.direct.exitMs),
       3,
-    )}x, direct without fork ${fixed(
-      ratio((host) => host.unforked.exitMs),
-      3,
-    )}x, sidecar ${fixed(sidecarRatio, 3)}x (target <= 1.2x: ${sidecarRatio <= 1.2 ? 'met' : 'MISSED'})`,
+    )}x, without fork (default) ${fixed(defaultRatio, 3)}x (target <= 1.2x: ${defaultRatio <= 1.2 ? 'met' : 'MISSED'})`,
   );
   console.log(
-    `    big host / small host, event loop blocked per launch: direct fork ${fixed(
+    `    big host / small host, event loop blocked per launch: fork ${fixed(
       ratio((host) => host.direct.blockedMs),
       2,
-    )}x, direct without fork ${fixed(
+    )}x, without fork (default) ${fixed(
       ratio((host) => host.unforked.blockedMs),
-      2,
-    )}x, sidecar ${fixed(
-      ratio((host) => host.sidecar.blockedMs),
       2,
     )}x`,
   );
@@ -438,7 +414,7 @@ async function startCosts(shell: string): Promise<void> {
     const to = (way: StartCost) =>
       `${fixed(way.exitMs / host.direct.exitMs, 3)}x to exit, ${fixed(way.firstByteMs / host.direct.firstByteMs, 3)}x to first byte`;
     console.log(
-      `    ÷ direct fork in the ${host === small ? 'small' : 'big'} host: direct without fork ${to(host.unforked)}; sidecar ${to(host.sidecar)}`,
+      `    ÷ fork in the ${host === small ? 'small' : 'big'} host: without fork ${to(host.unforked)}`,
     );
   }
 }

@@ -7,7 +7,7 @@
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createBackgroundEventFeed } from '../events/index.js';
-import { Lifeline, memoizedSource, procfsSource, type Sandbox, SidecarLauncher } from '../process/index.js';
+import { Lifeline, memoizedSource, procfsSource, type Sandbox } from '../process/index.js';
 import { BASH_OUTPUT_PREFIX, BashExecutor } from '../producers/bash/executor.js';
 import { createBashProducer, createBashTool } from '../producers/bash/index.js';
 import { createPtyProducer, createPtyTools, isPtyAvailable } from '../producers/pty/index.js';
@@ -129,16 +129,10 @@ async function assembleRuntime(
   const { sandbox, tracing } = options;
   // Filled once the session runtime exists; it refuses background work while the store refuses writes.
   let sessions: SessionRuntime | undefined;
-  const executorOptions = options.bash?.executor;
-  // The sidecar spawns the commands (a fork from it costs the same whatever this host's heap), unless the
-  // caller chose how to spawn.
-  const spawner =
-    lifeline && executorOptions?.spawn === undefined && executorOptions?.launcher === undefined
-      ? new SidecarLauncher({ lifeline, clock: systemClock, logger })
-      : undefined;
+  // Commands are spawned from this process (without a fork where the native helper can, so a large heap
+  // costs a start nothing), unless the caller chose how to spawn.
   const executor = new BashExecutor({
     ...(lifeline ? { lifeline } : {}),
-    ...(spawner ? { launcher: spawner } : {}),
     ...(sandbox === undefined ? {} : { sandbox }),
     ...options.bash?.executor,
   });

@@ -102,12 +102,6 @@ export {
   sandboxOption,
   sandboxSummaryOf,
 } from './sandbox.js';
-export {
-  SIDECAR_LAUNCHER_DEFAULTS,
-  SidecarLauncher,
-  type SidecarLauncherOptions,
-  type SpawnerSidecar,
-} from './sidecar-launcher.js';
 export { checkSpawnable, findOnPath, isExecutableFile } from './spawn-check.js';
 export { diagnoseSpawnFailure, errnoOf } from './spawn-failure.js';
 export { type RequestedStopReason, STOP_REASONS, type StopReason } from './stop-reason.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decodeMessage, encodeMessage, readSpawn, readWatch } from './lifeline-protocol.js';
+import { decodeMessage, encodeMessage, readWatch } from './lifeline-protocol.js';
 
 describe('the lifeline protocol', () => {
   it('is one JSON object per line with a type; anything else is no message', () => {
@@ -32,52 +32,9 @@ describe('the lifeline protocol', () => {
       expect(readWatch(bad)).toBeUndefined();
     }
   });
-  it('checks a spawn request, and the tree it asks to watch as a watch message is checked', () => {
-    const spawn = {
-      type: 'spawn',
-      id: 3,
-      file: '/bin/bash',
-      args: ['-c', 'true'],
-      cwd: '/',
-      env: { A: '1' },
-    };
-    expect(readSpawn(spawn)).toEqual(spawn);
-    const watch = { key: 't9', startTime: 12, tag: 'T=1', statusFile: '/tmp/x.status' };
-    expect(readSpawn({ ...spawn, watch })).toEqual({ ...spawn, watch });
-    expect(readSpawn({ ...spawn, watch: { key: 't9', startTime: 12 } })?.watch).toEqual({
-      key: 't9',
-      startTime: 12,
-      tag: undefined,
-      statusFile: undefined,
-    });
-    for (const bad of [
-      null,
-      'x',
-      { startTime: 12 },
-      { key: 't9', startTime: -1 },
-      { ...watch, tag: 'no-equals' },
-    ]) {
-      expect(readSpawn({ ...spawn, watch: bad })).toBeUndefined();
-    }
-    expect(readSpawn({ ...spawn, env: { A: 1 } })).toBeUndefined();
-  });
 
-  it('checks the shared pipes a spawn request names: a pid above 1, descriptors, decimal inodes', () => {
-    const spawn = { type: 'spawn', id: 4, file: '/bin/true', args: [], cwd: '/', env: {} };
-    const stdio = { pid: 4242, stdout: { fd: 21, ino: '90210' }, stderr: { fd: 22, ino: '90211' } };
-    expect(readSpawn({ ...spawn, stdio })).toEqual({ ...spawn, stdio });
-    for (const bad of [
-      null,
-      'pipes',
-      { ...stdio, pid: 1 },
-      { ...stdio, pid: 1.5 },
-      { ...stdio, stdout: undefined },
-      { ...stdio, stderr: { fd: -1, ino: '3' } },
-      { ...stdio, stdout: { fd: 21, ino: 90210 } },
-      { ...stdio, stdout: { fd: 21, ino: '9e3' } },
-      { ...stdio, stdout: { fd: 21, ino: '' } },
-    ]) {
-      expect(readSpawn({ ...spawn, stdio: bad })).toBeUndefined();
-    }
+  it('reads a ping and a pong with their sequence numbers', () => {
+    expect(decodeMessage(encodeMessage({ type: 'ping', seq: 7 }).trim())).toEqual({ type: 'ping', seq: 7 });
+    expect(decodeMessage(encodeMessage({ type: 'pong', seq: 7 }).trim())).toEqual({ type: 'pong', seq: 7 });
   });
 });

@@ -8,36 +8,26 @@
  * then exits. SIGTERM and SIGCONT first, SIGKILL after the grace, each signal guarded by the start time
  * the census just read. Durable trees are never told and carry no runtime tag: they are left alone.
  *
- *
- * Started with a Node IPC channel, it is also the runtime's spawner (`spawn` messages, see
- * `lifeline-protocol.ts`): a fork from this small process does not copy a large runtime's page tables.
- * It spawns, reaps and reports. The command writes into pipes the runtime made, opened here through the
- * runtime's /proc entry (`stdio-pipes.ts`), and is spawned without a fork where Errand's native helper
- * can (`native-spawn.ts`); where the pipes cannot be opened, the pipes made here go to the runtime as
- * handles, with `child_process`. Either way it never reads them.
+ * It spawns nothing: every command is spawned by the runtime itself, so a sidecar that is stopped, slow or
+ * gone never holds a start, and never carries out a start for a runtime that is already dead. Its only
+ * other message is `ping`, answered `pong`, by which the runtime knows it still reads (see `Lifeline`).
  *
  *     node lifeline-sidecar.js --runtime-tag ERRAND_LIFELINE=<id> [--kill-grace-ms 500]
  */
-import { spawn } from 'node:child_process';
-import type { Socket } from 'node:net';
 import { systemClock } from '../tasks/clock.js';
 import { writeStatusFile } from './exit-status-file.js';
 import {
   decodeMessage,
   encodeMessage,
   LIFELINE_PROTOCOL_VERSION,
-  readSpawn,
   readWatch,
   type SidecarMessage,
-  type SpawnMessage,
   type WatchMessage,
 } from './lifeline-protocol.js';
-import { spawnNative } from './native-spawn.js';
 import { parseEnvironmentTag } from './process-identity.js';
 import { ProcessSweep } from './process-sweep.js';
 import { isDead, memoizedSource, type ProcessEntry, procfsSource } from './process-table.js';
 import { censusTree, type EnvironmentTag } from './process-tree.js';
-import { closeDescriptors, openSharedStdio, type PipedSpawn, spawnOntoPipes } from './stdio-pipes.js';
 
 /** A line longer than this is not a message of ours: it is dropped. */
 const MAX_LINE_BYTES = 64 * 1024;
@@ -93,6 +83,9 @@ function handle(line: string): void {
       return;
     case 'release':
       released = true;
+      return;
+    case 'ping':
+      if (typeof message.seq === 'number') send({ type: 'pong', seq: message.seq });
       return;
     default:
       send({
@@ -193,124 +186,5 @@ async function stopEverything(tag: EnvironmentTag): Promise<void> {
   }).run();
   record();
 }
-
-/** Sends over the IPC channel; a runtime that is gone is not ours to report. */
-function reply(message: object, handle?: Socket): void {
-  if (process.send === undefined || !process.connected) return;
-  try {
-    if (handle === undefined) process.send(message);
-    else process.send(message, handle, {}, () => {});
-  } catch {
-    // The channel closed under us: the runtime died, and end of file on stdin follows.
-  }
-}
-
-/**
- * A child's pipe, reading nothing: `child_process` starts reading at once, and what this process read
- * would be dropped when the handle goes to the runtime. Stopped before any I/O callback could run.
- */
-function holdUnread(stream: Socket | null): void {
-  const handle = (stream as (Socket & { _handle?: { reading: boolean; readStop(): number } }) | null)
-    ?._handle;
-  if (handle === undefined || handle === null) return;
-  handle.reading = false;
-  handle.readStop();
-}
-
-/** Watched from its start: a runtime killed before it could say so still has the tree stopped. */
-function watchFromSpawn(request: SpawnMessage, pid: number): void {
-  const watch = request.watch;
-  if (watch === undefined) return;
-  const message: WatchMessage = { type: 'watch', ...watch, pid };
-  trees.set(watch.key, { message, tag: parseEnvironmentTag(watch.tag), known: new Map(), hadMembers: false });
-}
-
-/**
- * Onto the runtime's shared pipes without a fork (`native-spawn.ts`): true when it ran or failed (the
- * runtime is told; the spawn closed the pipes' write sides here as it returned, so the command's exit
- * alone ends them), false when it cannot be spawned that way and `child_process` is to spawn onto them.
- */
-function spawnWithoutFork(request: SpawnMessage, shared: { stdout: number; stderr: number }): boolean {
-  const { id } = request;
-  let pid: number | undefined;
-  try {
-    pid = spawnNative({ ...request, stdout: shared.stdout, stderr: shared.stderr }, (code, signal) =>
-      reply({ type: 'exited', id, code, signal }),
-    );
-  } catch (error) {
-    failed(id, error);
-    return true;
-  }
-  if (pid === undefined) return false;
-  watchFromSpawn(request, pid);
-  reply({ type: 'spawned', id, pid, stdio: 'shared' });
-  return true;
-}
-
-function spawnFor(request: SpawnMessage): void {
-  const { id } = request;
-  const options = { cwd: request.cwd, env: request.env, detached: true };
-  // The runtime's own pipes when it made some and they open here: nothing to send back but the pid.
-  const shared = request.stdio === undefined ? undefined : openSharedStdio(request.stdio);
-  if (shared !== undefined && spawnWithoutFork(request, shared)) return;
-  let spawned: PipedSpawn;
-  try {
-    if (shared === undefined) spawned = spawnOntoPipes(spawn, request.file, request.args, options);
-    else {
-      try {
-        const child = spawn(request.file, request.args, {
-          ...options,
-          stdio: ['ignore', shared.stdout, shared.stderr],
-        });
-        spawned = { child, stdout: null, stderr: null, madeHere: false };
-      } finally {
-        // The child holds its own copies now (the spawn is synchronous), or never will.
-        closeDescriptors(shared.stdout, shared.stderr);
-      }
-    }
-  } catch (error) {
-    failed(id, error);
-    return;
-  }
-  const { child, stdout, stderr } = spawned;
-  holdUnread(stdout);
-  holdUnread(stderr);
-  child.once('error', (error) => {
-    if (child.pid === undefined) failed(id, error);
-  });
-  child.once('spawn', () => {
-    if (child.pid !== undefined) watchFromSpawn(request, child.pid);
-    reply({ type: 'spawned', id, pid: child.pid, ...(shared === undefined ? {} : { stdio: 'shared' }) });
-    if (stdout) reply({ type: 'pipe', id, stream: 'stdout' }, stdout);
-    if (stderr) reply({ type: 'pipe', id, stream: 'stderr' }, stderr);
-  });
-  child.once('exit', (code, signal) => reply({ type: 'exited', id, code, signal }));
-}
-
-function failed(id: number, error: unknown): void {
-  const problem = error as NodeJS.ErrnoException;
-  reply({
-    type: 'spawn_failed',
-    id,
-    message: problem?.message ?? String(error),
-    code: problem?.code,
-    errno: problem?.errno,
-    syscall: problem?.syscall,
-    path: problem?.path,
-  });
-}
-
-process.on('message', (message: unknown) => {
-  const type = (message as { type?: unknown } | null)?.type;
-  if (type === 'spawn') {
-    const request = readSpawn(message as Record<string, unknown>);
-    if (request !== undefined) spawnFor(request);
-    else reply({ type: 'error', of: 'spawn', message: 'malformed spawn message' });
-    return;
-  }
-  reply({ type: 'error', of: String(type), message: `unsupported message type ${JSON.stringify(type)}` });
-});
-// The channel must not keep this process alive: its life is the runtime's stdin.
-process.channel?.unref();
 
 send({ type: 'ready', protocol: LIFELINE_PROTOCOL_VERSION, pid: process.pid });

@@ -31,11 +31,30 @@ function fakeSidecar() {
     signalCode: null,
     unref() {},
   });
+  const kills: string[] = [];
+  let spawns = 0;
+  Object.assign(child, {
+    kill(signal: string) {
+      kills.push(signal);
+      setImmediate(() => events.emit('exit', null, signal));
+      return true;
+    },
+  });
   const spawn = () => {
-    setImmediate(() => stdout.write('{"type":"ready","version":1}\n'));
+    spawns += 1;
+    setImmediate(() => stdout.write('{"type":"ready","version":2}\n'));
     return child as unknown as ChildProcess;
   };
-  return { spawn, writes };
+  const answer = (message: object) => stdout.write(`${JSON.stringify(message)}\n`);
+  return {
+    spawn,
+    writes,
+    kills,
+    answer,
+    get spawns() {
+      return spawns;
+    },
+  };
 }
 
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -65,34 +84,44 @@ describe('Lifeline', () => {
     await lifeline.release();
   });
 
-  it('writes nothing for a tree the sidecar watches since its spawn, and tells it again after a restart', async () => {
-    const { sidecar, lifeline } = await running();
-    const current = lifeline.sidecar!;
-    const key = lifeline.watchKey();
-    const unwatch = lifeline.adopt(key, { pid: 101, startTime: 5 }, current);
+  it('asks a sidecar that watches trees for a pong, and kills and replaces one that does not answer in time', async () => {
+    const sidecar = fakeSidecar();
+    const clock = createManualClock();
+    const warnings: string[] = [];
+    const lifeline = new Lifeline({
+      spawn: sidecar.spawn,
+      clock,
+      logger: { warn: (message) => warnings.push(message) },
+      answerTimeoutMs: 1000,
+    });
+    await lifeline.ready;
     await turn();
-    expect(sidecar.writes).toEqual([]);
-    // Adopted for a sidecar that is no longer the one running: the one running is told.
-    lifeline.adopt(lifeline.watchKey(), { pid: 102, startTime: 6 }, {} as ChildProcess);
+    // No tree watched: nothing is asked, no timer runs.
+    expect(clock.pending).toBe(0);
+    lifeline.watch({ pid: 101, startTime: 5 });
+    clock.advance(200);
     await turn();
-    expect(sidecar.writes.flatMap((write) => write.trim().split('\n').map(decodeMessage))).toEqual([
-      expect.objectContaining({ type: 'watch', pid: 102 }),
-    ]);
+    const sent = () => sidecar.writes.flatMap((write) => write.trim().split('\n').map(decodeMessage));
+    const ping = sent().find((message) => message?.type === 'ping');
+    expect(ping).toEqual({ type: 'ping', seq: 1 });
+    // Answered each time: nothing happens, the next ping follows.
+    for (let seq = 1; seq <= 6; seq += 1) {
+      sidecar.answer({ type: 'pong', seq });
+      await turn();
+      clock.advance(200);
+      await turn();
+    }
+    expect(sent().filter((message) => message?.type === 'ping')).toHaveLength(7);
+    expect(sidecar.kills).toEqual([]);
+    // Unanswered for the bound (a stopped sidecar): killed, started again and told every tree.
     sidecar.writes.length = 0;
-    // A sidecar that died is started again and told every tree, the adopted ones too.
-    (current as unknown as EventEmitter).emit('exit', 1, null);
+    clock.advance(1200);
     await turn();
-    const told = sidecar.writes.flatMap((write) => write.trim().split('\n').map(decodeMessage));
-    expect(told).toEqual(
-      expect.arrayContaining([
-        expect.objectContaining({ type: 'watch', key, pid: 101 }),
-        expect.objectContaining({ type: 'watch', pid: 102 }),
-      ]),
-    );
-    sidecar.writes.length = 0;
-    unwatch();
-    await turn();
-    expect(sidecar.writes.map((write) => decodeMessage(write.trim()))).toEqual([{ type: 'unwatch', key }]);
+    expect(sidecar.kills).toEqual(['SIGKILL']);
+    expect(sidecar.spawns).toBe(2);
+    expect(sent()).toEqual(expect.arrayContaining([expect.objectContaining({ type: 'watch', pid: 101 })]));
+    expect(warnings).toContain('the lifeline sidecar did not answer; killing it and starting another');
     await lifeline.release();
+    expect(clock.pending).toBeLessThanOrEqual(1);
   });
 });

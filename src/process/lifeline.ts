@@ -6,9 +6,10 @@
  * even the trees it was never told about. If the sidecar dies while the runtime lives, it is started
  * again and told every tree again. `release()` is the clean exit: the sidecar stands down and stops nothing.
  *
- * The sidecar is a Node process with a small heap, started with a Node IPC channel as well: it is also
- * the runtime's spawner (`SidecarLauncher`), since a fork from a small process does not copy a large
- * host's page tables. It does not keep the runtime's event loop alive.
+ * Nothing waits for the sidecar: it spawns nothing, and what it is told goes in writes nobody awaits. While
+ * it watches trees it is asked to answer a `ping` within `answerTimeoutMs`; one that does not (stopped,
+ * wedged) is killed and another is started, so a stopped sidecar leaves a runtime unwatched for at most
+ * that bound plus one ping interval. It does not keep the runtime's event loop alive.
  */
 import { type ChildProcess, spawn as nodeSpawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -68,11 +69,20 @@ export interface LifelineOptions {
   readonly sidecarScript?: string;
   /** Starts the sidecar; injectable for tests. Default `child_process.spawn`. */
   readonly spawn?: Spawner;
+  /**
+   * How long the sidecar may take to answer a `ping` while it watches trees before it is taken for dead,
+   * killed and started again. Default 5000 ms; it is asked every `answerTimeoutMs / 5`.
+   */
+  readonly answerTimeoutMs?: number;
   readonly clock: Clock;
   readonly logger: Logger;
 }
 
-export const LIFELINE_DEFAULTS = Object.freeze({ killGraceMs: 500, maxRestartsPerMinute: 5 });
+export const LIFELINE_DEFAULTS = Object.freeze({
+  killGraceMs: 500,
+  maxRestartsPerMinute: 5,
+  answerTimeoutMs: 5000,
+});
 
 /** How long a released sidecar may take to exit before it is killed (it stops nothing then). */
 const RELEASE_TIMEOUT_MS = 2000;
@@ -101,14 +111,16 @@ export class Lifeline implements LifelineLink {
   readonly #options: LifelineOptions;
   readonly #trees = new Map<string, WatchMessage>();
   #child: ChildProcess | undefined;
-  /** Whether the running sidecar said `ready` (its message handlers are set up). */
-  #childReady = false;
   #queue: string[] = [];
   #flushScheduled = false;
   #sequence = 0;
   #restarts: number[] = [];
   #released: Promise<void> | undefined;
   #gaveUp = false;
+  /** The ping the running sidecar has not answered yet. */
+  #unanswered: { readonly seq: number; readonly sentAt: number; readonly child: ChildProcess } | undefined;
+  #pingSequence = 0;
+  #cancelHeartbeat: CancelTimer | undefined;
   #resolveReady!: (ready: boolean) => void;
   /** Resolves with true once the first sidecar said it runs, false if it never did. */
   readonly ready: Promise<boolean>;
@@ -127,45 +139,17 @@ export class Lifeline implements LifelineLink {
     return this.#child?.pid;
   }
 
-  /** Whether `release()` was called (the sidecar stands down; it is no longer anyone's spawner). */
+  /** Whether `release()` was called (the sidecar stands down and stops nothing). */
   get released(): boolean {
     return this.#released !== undefined;
   }
 
-  /**
-   * The sidecar process now running, with its IPC channel (the spawner's link), or undefined when none
-   * runs, it did not say `ready` yet, or the lifeline was released. Its channel is unref'd: a user refs it while it waits for answers.
-   */
-  get sidecar(): ChildProcess | undefined {
-    const child = this.#child;
-    if (this.#released !== undefined || child === undefined || child.pid === undefined) return undefined;
-    if (child.exitCode !== null || child.signalCode !== null || !child.connected) return undefined;
-    // Until it said `ready`, a launch would wait for its start: the caller spawns directly meanwhile.
-    return this.#childReady ? child : undefined;
-  }
-
   watch(tree: LifelineTree): () => void {
-    const key = this.watchKey();
+    const key = `t${++this.#sequence}`;
     const message = watchMessage(key, tree);
     this.#trees.set(key, message);
     this.#send(encodeMessage(message));
-    return this.#unwatch(key);
-  }
-
-  /** A key for a tree the sidecar is to watch from its spawn (`SpawnMessage.watch`), unique in this runtime. */
-  watchKey(): string {
-    return `t${++this.#sequence}`;
-  }
-
-  /**
-   * Records a tree `sidecar` watches since it spawned it, under `key` (from `watchKey`), as `watch` would
-   * have told it: a restarted sidecar is told it again. Told now when `sidecar` is no longer the one that
-   * runs (it died, and the one started since never heard of the tree). Returns what tells it the tree is gone.
-   */
-  adopt(key: string, tree: LifelineTree, sidecar: ChildProcess): () => void {
-    const message = watchMessage(key, tree);
-    this.#trees.set(key, message);
-    if (this.#child !== sidecar) this.#send(encodeMessage(message));
+    this.#armHeartbeat();
     return this.#unwatch(key);
   }
 
@@ -173,6 +157,10 @@ export class Lifeline implements LifelineLink {
     return () => {
       if (!this.#trees.delete(key)) return;
       this.#send(encodeMessage({ type: 'unwatch', key }));
+      if (this.#trees.size === 0) {
+        this.#cancelHeartbeat?.();
+        this.#cancelHeartbeat = undefined;
+      }
     };
   }
 
@@ -180,6 +168,8 @@ export class Lifeline implements LifelineLink {
   release(): Promise<void> {
     this.#released ??= new Promise<void>((resolve) => {
       this.#trees.clear();
+      this.#cancelHeartbeat?.();
+      this.#cancelHeartbeat = undefined;
       const child = this.#child;
       if (child === undefined || child.exitCode !== null || child.signalCode !== null) {
         resolve();
@@ -215,18 +205,17 @@ export class Lifeline implements LifelineLink {
           '--kill-grace-ms',
           String(options.killGraceMs ?? LIFELINE_DEFAULTS.killGraceMs),
         ],
-        { detached: true, stdio: ['pipe', 'pipe', 'ignore', 'ipc'], serialization: 'json', env },
+        { detached: true, stdio: ['pipe', 'pipe', 'ignore'], env },
       );
     } catch (error) {
       this.#failed(error);
       return;
     }
     this.#child = child;
-    this.#childReady = false;
+    this.#unanswered = undefined;
     child.unref();
     (child.stdin as Socket | null)?.unref?.();
     (child.stdout as Socket | null)?.unref?.();
-    child.channel?.unref();
     child.stdin?.on('error', () => {
       // The sidecar went away; 'exit' restarts it.
     });
@@ -238,9 +227,10 @@ export class Lifeline implements LifelineLink {
       for (let end = pending.indexOf('\n'); end >= 0; end = pending.indexOf('\n')) {
         const message = decodeMessage(pending.slice(0, end));
         pending = pending.slice(end + 1);
-        if (message?.type === 'ready') {
-          if (this.#child === child) this.#childReady = true;
-          this.#resolveReady(true);
+        if (message?.type === 'ready') this.#resolveReady(true);
+        else if (message?.type === 'pong') {
+          if (this.#unanswered?.child === child && this.#unanswered.seq === message.seq)
+            this.#unanswered = undefined;
         } else if (message?.type === 'error') {
           options.logger.warn('the lifeline sidecar refused a message', {
             of: message.of,
@@ -253,6 +243,42 @@ export class Lifeline implements LifelineLink {
     // A restarted sidecar is told every tree that still runs; what was queued for the old one is moot.
     this.#queue = [...this.#trees.values()].map((message) => encodeMessage(message));
     this.#scheduleFlush();
+  }
+
+  /** While trees are watched, the sidecar is asked every so often whether it still reads (see `#beat`). */
+  #armHeartbeat(): void {
+    if (this.#cancelHeartbeat !== undefined || this.#trees.size === 0) return;
+    if (this.#released !== undefined || this.#gaveUp) return;
+    const answerMs = this.#options.answerTimeoutMs ?? LIFELINE_DEFAULTS.answerTimeoutMs;
+    this.#cancelHeartbeat = this.#options.clock.schedule(Math.max(1, Math.floor(answerMs / 5)), () => {
+      this.#cancelHeartbeat = undefined;
+      this.#beat(answerMs);
+      this.#armHeartbeat();
+    });
+  }
+
+  /**
+   * Asks the sidecar for a `pong`, or — when the last ping went unanswered for `answerMs` — takes it for
+   * dead: it is killed (a stopped process dies of SIGKILL too) and `#exited` starts another, told every tree.
+   */
+  #beat(answerMs: number): void {
+    const child = this.#child;
+    if (child === undefined || child.exitCode !== null || child.signalCode !== null) return;
+    const now = this.#options.clock.now();
+    const unanswered = this.#unanswered;
+    if (unanswered !== undefined && unanswered.child === child) {
+      if (now - unanswered.sentAt < answerMs) return;
+      this.#unanswered = undefined;
+      this.#options.logger.warn('the lifeline sidecar did not answer; killing it and starting another', {
+        pid: child.pid,
+        answerTimeoutMs: answerMs,
+      });
+      child.kill('SIGKILL');
+      return;
+    }
+    const seq = ++this.#pingSequence;
+    this.#unanswered = { seq, sentAt: now, child };
+    this.#send(encodeMessage({ type: 'ping', seq }));
   }
 
   #exited(child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {

@@ -4,9 +4,9 @@
  * to its environment, gives it `/dev/null` as stdin and pipes for stdout and stderr. The default launcher
  * spawns from this process onto real pipes where Errand's native helper is built (`stdio-pipes.ts`: a
  * command can open `/dev/stdout` and `/dev/stderr`), without a fork where it can (`native-spawn.ts`: a
- * fork's cost grows with this process's memory), else with `child_process.spawn`; another launcher (a
- * small spawner process, a confining wrapper, a worker) implements the same interface, and the producers
- * do not change.
+ * fork's cost grows with this process's memory), else with `child_process.spawn`. These are the only
+ * two ways a command starts, and both spawn from this process: no start ever waits on another process.
+ * A confining wrapper (`Sandbox.confine`) rewrites the request instead of launching it.
  */
 import type { ChildProcess, SpawnOptions } from 'node:child_process';
 import { spawn as nodeSpawn } from 'node:child_process';
@@ -27,42 +27,17 @@ export interface LaunchRequest {
   readonly env: Readonly<Record<string, string>>;
   /** Put into the environment, so processes that leave the group are still found (see `scanTree`). */
   readonly tag?: EnvironmentTag | undefined;
-  /**
-   * The tree is one the lifeline watches: a launcher that can have it watched from the spawn on (the
-   * spawner sidecar) does, and says so with the launched process's `unwatch`; with any other launcher the
-   * caller tells the lifeline once the pid is known.
-   */
-  readonly watch?: LaunchWatch | undefined;
-}
-
-/** What the lifeline keeps of a tree besides its root's pid and its tag (see `LifelineTree`). */
-export interface LaunchWatch {
-  /** No later than the root's start time, in clock ticks after boot. */
-  readonly startTime: number;
-  /** Where the lifeline records that it stopped the tree. */
-  readonly statusFile?: string | undefined;
 }
 
 /**
  * A launched process, as much of a `ChildProcess` as the producers use. `exit` means the process was
- * reaped (or, with `reaped` false, exited and not yet reaped): until then its pid (and so its group id)
- * cannot name anything else.
+ * reaped: until then its pid (and so its group id) cannot name anything else.
  */
 export interface LaunchedProcess {
   /** Undefined when the launch failed at once; `error` follows with the reason. */
   readonly pid?: number | undefined;
   readonly stdout: Readable | null;
   readonly stderr: Readable | null;
-  /**
-   * False from an `exit` reported before the process was reaped (a zombie: its pid, group and session are
-   * still its own) until it is; undefined for a launcher that reaps before it reports the exit.
-   */
-  readonly reaped?: boolean;
-  /**
-   * Present once the launcher had the lifeline watch the tree from its spawn (a request with `watch`):
-   * tells the lifeline the tree is gone. Set before `spawn` is emitted.
-   */
-  readonly unwatch?: (() => void) | undefined;
   on(event: 'error', listener: (error: Error) => void): this;
   once(event: 'spawn', listener: () => void): this;
   once(event: 'exit', listener: (code: number | null, signal: NodeJS.Signals | null) => void): this;
@@ -70,8 +45,9 @@ export interface LaunchedProcess {
 
 export interface ProcessLauncher {
   /**
-   * Starts `request` in its own session and process group. May throw for a request it cannot even try
-   * (the caller reports it as a failure to start); an operating system failure arrives as `error`.
+   * Starts `request` in its own session and process group, synchronously: the pid is known when it
+   * returns (or `error` follows on the next tick). May throw for a request it cannot even try (the caller
+   * reports it as a failure to start); an operating system failure arrives as `error`.
    */
   launch(request: LaunchRequest): LaunchedProcess;
 }

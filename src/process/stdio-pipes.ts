@@ -7,17 +7,12 @@
  * and 2, closes them here, and reads the read ends. Both ends are close-on-exec, so no other child
  * inherits them.
  *
- * Through the spawner sidecar the runtime makes the pipes and the sidecar opens their write sides
- * through the runtime's /proc entry (`createSharedReadEnds`, `openSharedStdio`), so no pipe handle has to
- * come back over the channel.
- *
  * Without the helper (it was not built, or `ERRAND_SOCKET_STDIO=1` asks for the old behaviour) a launch
  * falls back to Node's socket pairs, and everything but opening those two paths works the same.
  */
 import type { ChildProcess, SpawnOptions } from 'node:child_process';
-import { closeSync, fstatSync } from 'node:fs';
+import { closeSync } from 'node:fs';
 import { Socket } from 'node:net';
-import type { SharedPipe, SharedStdio } from './lifeline-protocol.js';
 import { loadNativeAddon } from './native-addon.js';
 
 /** The two ends of one pipe, as file descriptors of this process. */
@@ -109,66 +104,6 @@ export function spawnOntoPipes(
     stderr.destroy();
   });
   return { child, stdout, stderr, madeHere: true };
-}
-
-/** The read ends of a command's stdout and stderr pipes, for a spawner to open the write sides of. */
-export interface SharedReadEnds {
-  readonly stdout: SharedPipe;
-  readonly stderr: SharedPipe;
-}
-
-/**
- * Two pipes whose write ends are closed here at once: a spawner process opens them again through
- * `/proc/<this pid>/fd/<read end>` (see `openSharedStdio`), so the command writes into pipes this process
- * made and no pipe handle has to come back over a channel. Undefined when launches use socket pairs.
- * The read ends are not read until the command holds the write sides (an end of file would come first).
- */
-export function createSharedReadEnds(): SharedReadEnds | undefined {
-  if (!realPipesAvailable()) return undefined;
-  const [outFd, outIno, errFd, errIno] = loadNativeAddon()!.createReadEnds();
-  return { stdout: { fd: outFd, ino: outIno }, stderr: { fd: errFd, ino: errIno } };
-}
-
-/** Closes both read ends of shared pipes that no stream took. */
-export function closeSharedReadEnds(ends: SharedReadEnds): void {
-  closeDescriptors(ends.stdout.fd, ends.stderr.fd);
-}
-
-/**
- * In the spawner: the write sides of the runtime's shared pipes, opened through its /proc entry and
- * checked to be the very pipes it named (a FIFO with that inode), or undefined when they cannot be (the
- * runtime is gone, its /proc entry is closed to this process): the caller then makes pipes itself.
- * The open never waits for a reader: Linux opens an anonymous pipe through /proc at once, and a named
- * FIFO without a reader (a descriptor number reused since) fails it.
- */
-export function openSharedStdio(stdio: SharedStdio): { stdout: number; stderr: number } | undefined {
-  const stdout = openSharedWriteSide(stdio.pid, stdio.stdout);
-  if (stdout === undefined) return undefined;
-  const stderr = openSharedWriteSide(stdio.pid, stdio.stderr);
-  if (stderr === undefined) {
-    closeDescriptors(stdout);
-    return undefined;
-  }
-  return { stdout, stderr };
-}
-
-function openSharedWriteSide(pid: number, pipe: SharedPipe): number | undefined {
-  const helper = loadNativeAddon();
-  if (helper === null) return undefined;
-  let fd: number;
-  try {
-    fd = helper.openForWriting(`/proc/${pid}/fd/${pipe.fd}`);
-  } catch {
-    return undefined;
-  }
-  try {
-    const stat = fstatSync(fd, { bigint: true });
-    if (stat.isFIFO() && String(stat.ino) === pipe.ino) return fd;
-  } catch {
-    // Not checkable: not used.
-  }
-  closeDescriptors(fd);
-  return undefined;
 }
 
 /** A read end as a stream, the way `child_process` gives a child's stdout: reading from now on. */

@@ -13,7 +13,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
-import { Lifeline, SidecarLauncher } from '../process/index.js';
+import { Lifeline } from '../process/index.js';
 import { BashExecutor, type ExitFacts, type ProcessHandle } from '../producers/bash/index.js';
 import { RedisContext } from '../redis/redis-context.js';
 import { RedisKeys } from '../redis/redis-keys.js';
@@ -87,14 +87,9 @@ export class ErrandWorker {
     this.#context = context;
     this.#lifeline = lifeline;
     this.#executor = new BashExecutor({
-      ...(lifeline
-        ? {
-            lifeline,
-            // The sidecar forks the commands: a fork from this process (its heap holds the queue clients)
-            // would block the event loop that streams every other command's output and reports its end.
-            launcher: new SidecarLauncher({ lifeline, clock: systemClock, logger: options.logger }),
-          }
-        : {}),
+      // Commands are spawned from this process without a fork where the native helper can: a fork from
+      // this heap (it holds the queue clients) would block the loop that streams every other command.
+      ...(lifeline ? { lifeline } : {}),
       outputDirectoryParent: options.home,
       maxOutputFileBytes: options.maxOutputFileBytes,
     });
@@ -116,9 +111,6 @@ export class ErrandWorker {
         : undefined;
     const worker = new ErrandWorker(options, context, lifeline);
     try {
-      // Jobs are taken once the sidecar runs, so every command is forked by it and watched from the start
-      // (a sidecar that never starts leaves direct spawns, as the launcher falls back to).
-      await lifeline?.ready;
       await worker.#claimName();
       await worker.#listen();
     } catch (error) {

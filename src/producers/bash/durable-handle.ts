@@ -351,8 +351,7 @@ export class DurableHandle implements CommandHandle {
       this.#pid = pid;
       this.#terminator = this.#newTerminator(
         { pid, startTime: this.#startedAfter },
-        // An exit heard before the reap leaves the root a zombie: its pid, group and session still ours.
-        () => !this.#leaderExited || child.reaped === false,
+        () => !this.#leaderExited,
         this.startedAt + 1000,
       );
       child.once('exit', (code, signal) => {
@@ -362,17 +361,10 @@ export class DurableHandle implements CommandHandle {
       });
       this.#schedulePoll();
     };
-    // A launcher that spawns elsewhere (the spawner sidecar) knows the pid only at 'spawn'.
+    // Launches are synchronous: without a pid now, 'error' follows with the reason.
     if (child.pid !== undefined) {
       begin(child.pid);
       child.once('spawn', () => this.#resolveSpawned(true));
-    } else {
-      child.once('spawn', () => {
-        if (child.pid === undefined || this.#facts) return;
-        begin(child.pid);
-        this.#resolveSpawned(true);
-        if (this.#reason !== undefined) void this.#terminator?.terminate();
-      });
     }
     this.setTimeout(resolved.timeoutMs);
   }

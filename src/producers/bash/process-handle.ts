@@ -238,11 +238,8 @@ export class ProcessHandle implements CommandHandle {
               ...(tag === undefined ? {} : { [tag.name]: tag.value }),
             },
       tag,
-      ...(lifeline === undefined
-        ? {}
-        : { watch: { startTime: startedAfter, statusFile: statusFileOf(this.#output?.path) } }),
     };
-    // A pure rewrite of the request, so any launcher (a spawner process, a worker) starts it the same way.
+    // A pure rewrite of the request, so any launcher starts it the same way.
     const request = resolved.sandbox?.confine(command, resolved.workspace) ?? command;
     this.#launched = request.file;
     try {
@@ -268,17 +265,9 @@ export class ProcessHandle implements CommandHandle {
         });
       }
     });
-    // A launcher that spawns elsewhere (the spawner sidecar) knows the pid only at 'spawn'; without it
-    // and without 'spawn', 'error' follows with the reason.
-    if (child.pid !== undefined) {
-      this.#begin(child, startedAfter);
-      child.once('spawn', () => this.#resolveSpawned(true));
-    } else {
-      child.once('spawn', () => {
-        this.#begin(child, startedAfter);
-        this.#resolveSpawned(true);
-      });
-    }
+    // Launches are synchronous: without a pid now, 'error' follows with the reason.
+    this.#begin(child, startedAfter);
+    child.once('spawn', () => this.#resolveSpawned(true));
     this.setTimeout(resolved.timeoutMs);
   }
 
@@ -288,24 +277,21 @@ export class ProcessHandle implements CommandHandle {
     const lifeline = options.lifeline;
     if (child.pid === undefined || this.#facts) return;
     this.#pid = child.pid;
-    // Told asynchronously (the lifeline batches its writes): nothing here waits for the sidecar.
-    // The spawner sidecar watches the tree since it spawned it; else the lifeline is told now.
-    this.#unwatch =
-      child.unwatch ??
-      lifeline?.watch({
-        pid: child.pid,
-        startTime: startedAfter,
-        tag: this.#tag,
-        statusFile: statusFileOf(this.#output?.path),
-      });
+    // Told asynchronously (the lifeline batches its writes): nothing here waits for the sidecar, and the
+    // lifeline's tag in the environment covers a runtime killed before the write.
+    this.#unwatch = lifeline?.watch({
+      pid: child.pid,
+      startTime: startedAfter,
+      tag: this.#tag,
+      statusFile: statusFileOf(this.#output?.path),
+    });
     this.#terminator = new TreeTerminator({
       root: { pid: child.pid, startTime: startedAfter },
       source: options.processSource,
       clock: options.clock,
       killGraceMs: options.killGraceMs,
       tag: this.#tag,
-      // An exit heard before the reap leaves the root a zombie: its pid, group and session still ours.
-      rootAlive: () => !this.#leaderExited || child.reaped === false,
+      rootAlive: () => !this.#leaderExited,
       newerPidsUntil: this.startedAt + 1000,
       logger: options.logger,
       ...(options.sendSignal ? { sendSignal: options.sendSignal } : {}),

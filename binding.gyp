@@ -1,8 +1,13 @@
 {
   "targets": [
     {
-      "target_name": "errand_native",
-      "sources": ["native/pipes.c", "native/spawn.c"],
+      "target_name": "errand_pipes",
+      "sources": ["native/pipes.c"],
+      "cflags": ["-Wall", "-Wextra", "-O2"]
+    },
+    {
+      "target_name": "errand_spawn",
+      "sources": ["native/spawn.c"],
       "cflags": ["-Wall", "-Wextra", "-O2"]
     }
   ]

@@ -6,30 +6,39 @@
  * and the two descriptors it is given as stdout and stderr — what `child_process.spawn` with
  * `detached: true` gives it; every other descriptor of this process is close-on-exec, as Node's are.
  *
+ * Descriptors of this process that are not close-on-exec (a library's, opened without O_CLOEXEC) are
+ * closed in the child (posix_spawn_file_actions_addclosefrom_np, glibc 2.34): a command holds 0, 1 and 2.
+ *
  * Nobody else reaps such a child (libuv waits only for the pids it spawned), so its exit is heard here:
  * a pidfd per child in one epoll set, watched by a reaper thread that reaps with waitid(P_PIDFD) and hands
- * the status to JavaScript through a thread-safe function. The function holds the event loop open while
- * a child is watched, as a ChildProcess handle does, and lets it go when none is.
+ * the status to JavaScript through a thread-safe function. The exit names the spawn by the id the caller
+ * gave it, never by pid: a pid reused between the reap and the call on the event loop cannot take another
+ * command's exit. The function holds the event loop open while a child is watched, as a ChildProcess
+ * handle does, and lets it go when none is. A listener that throws raises an uncaught exception, as a
+ * throwing ChildProcess 'exit' listener does.
  *
- *     setExitListener((pid, code, signo) => ...)   once per JavaScript environment
- *     spawnCommand(file, argv, envp, cwd, stdoutFd, stderrFd) → pid, or -errno when the spawn failed;
+ *     setExitListener((id, code, signo) => ...)   once per JavaScript environment
+ *     spawnCommand(file, argv, envp, cwd, stdoutFd, stderrFd, id) → pid, or -errno when the spawn failed;
  *       stdoutFd and stderrFd are closed here before it returns, whatever it returns
  *
- * Linux only (pidfds: 5.4 or later); elsewhere neither function is exported and Errand spawns with Node.
+ * Its own loadable unit (errand_spawn.node). Linux 5.4 or later (pidfd_open and waitid(P_PIDFD), checked
+ * when it loads); elsewhere neither function is exported and Errand spawns with Node.
  */
 #define _GNU_SOURCE
 #define NAPI_VERSION 8
 #include <node_api.h>
-
-#include "spawn.h"
 
 #include <unistd.h> /* defines __GLIBC__ where it is glibc */
 
 #if defined(__linux__) && (!defined(__GLIBC__) || __GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 29))
 #define ERRAND_NATIVE_SPAWN 1
 #endif
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+#define ERRAND_CLOSEFROM 1
+#endif
 
 #ifdef ERRAND_NATIVE_SPAWN
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -69,7 +78,7 @@ typedef struct {
 } Reaper;
 
 typedef struct {
-  int32_t pid;
+  uint32_t id;
   int32_t code;
   int32_t signo;
 } ExitEvent;
@@ -99,7 +108,7 @@ static void *reap(void *data) {
       epoll_ctl(reaper->epoll_fd, EPOLL_CTL_DEL, pidfd, NULL);
       close(pidfd);
       if (event == NULL) continue;
-      event->pid = (int32_t)(key >> 32);
+      event->id = (uint32_t)(key >> 32);
       /* Unknown (-1, 0) when it could not be reaped: somebody else waited for it. */
       event->code = -1;
       event->signo = 0;
@@ -124,10 +133,13 @@ static void deliver(napi_env env, napi_value listener, void *context, void *data
   }
   if (listener != NULL) {
     napi_value args[3], global, ignored;
-    if (napi_create_int32(env, event->pid, &args[0]) == napi_ok &&
+    if (napi_create_uint32(env, event->id, &args[0]) == napi_ok &&
         napi_create_int32(env, event->code, &args[1]) == napi_ok &&
-        napi_create_int32(env, event->signo, &args[2]) == napi_ok && napi_get_global(env, &global) == napi_ok) {
-      napi_call_function(env, global, listener, 3, args, &ignored);
+        napi_create_int32(env, event->signo, &args[2]) == napi_ok && napi_get_global(env, &global) == napi_ok &&
+        napi_call_function(env, global, listener, 3, args, &ignored) == napi_pending_exception) {
+      /* Thrown by a listener: an uncaught exception, as from a ChildProcess's 'exit' listener. */
+      napi_value thrown;
+      if (napi_get_and_clear_last_exception(env, &thrown) == napi_ok) napi_fatal_exception(env, thrown);
     }
   }
   free(event);
@@ -281,8 +293,34 @@ static int undo_spawn(pid_t pid, int code) {
   return -code;
 }
 
+/*
+ * Closes in the child every descriptor above 2 that would survive the exec. With glibc 2.34 or later one
+ * action does it; elsewhere the descriptors this process holds without close-on-exec now are listed from
+ * /proc/self/fd and closed one by one (one closed by another thread meanwhile fails that spawn with EBADF,
+ * which Node's spawn error reports).
+ */
+static int add_close_inherited(posix_spawn_file_actions_t *actions) {
+#ifdef ERRAND_CLOSEFROM
+  return posix_spawn_file_actions_addclosefrom_np(actions, 3);
+#else
+  DIR *directory = opendir("/proc/self/fd");
+  if (directory == NULL) return 0;
+  int listing = dirfd(directory);
+  int code = 0;
+  for (struct dirent *entry = readdir(directory); entry != NULL && code == 0; entry = readdir(directory)) {
+    char *end = NULL;
+    long fd = strtol(entry->d_name, &end, 10);
+    if (end == entry->d_name || *end != '\0' || fd < 3 || fd == listing) continue;
+    int flags = fcntl((int)fd, F_GETFD);
+    if (flags >= 0 && (flags & FD_CLOEXEC) == 0) code = posix_spawn_file_actions_addclose(actions, (int)fd);
+  }
+  closedir(directory);
+  return code;
+#endif
+}
+
 static int spawn_watched(Reaper *reaper, const char *file, char **argv, char **envp, const char *cwd, int out,
-                         int err, pid_t *spawned) {
+                         int err, uint32_t id, pid_t *spawned) {
   posix_spawn_file_actions_t actions;
   posix_spawnattr_t attributes;
   int code = posix_spawn_file_actions_init(&actions);
@@ -304,6 +342,8 @@ static int spawn_watched(Reaper *reaper, const char *file, char **argv, char **e
       (code = posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)) == 0 &&
       (code = posix_spawn_file_actions_adddup2(&actions, out, 1)) == 0 &&
       (code = posix_spawn_file_actions_adddup2(&actions, err, 2)) == 0 &&
+      /* After the dups: whatever this process holds without close-on-exec stays out of the command. */
+      (code = add_close_inherited(&actions)) == 0 &&
       (code = posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGDEF |
                                                          POSIX_SPAWN_SETSIGMASK)) == 0 &&
       (code = posix_spawnattr_setsigdefault(&attributes, &defaults)) == 0 &&
@@ -316,7 +356,7 @@ static int spawn_watched(Reaper *reaper, const char *file, char **argv, char **e
   pid_t pid = *spawned;
   int pidfd = pidfd_open_for(pid);
   if (pidfd < 0) return undo_spawn(pid, errno);
-  struct epoll_event watch = {.events = EPOLLIN, .data.u64 = ((uint64_t)(uint32_t)pid << 32) | (uint32_t)pidfd};
+  struct epoll_event watch = {.events = EPOLLIN, .data.u64 = ((uint64_t)id << 32) | (uint32_t)pidfd};
   if (epoll_ctl(reaper->epoll_fd, EPOLL_CTL_ADD, pidfd, &watch) != 0) {
     code = errno;
     close(pidfd);
@@ -326,15 +366,18 @@ static int spawn_watched(Reaper *reaper, const char *file, char **argv, char **e
 }
 
 /*
- * spawnCommand(file, argv, envp, cwd, stdoutFd, stderrFd): the child's pid, or -errno when it could not
- * run; the two descriptors are closed before it returns (or throws for a bad argument).
+ * spawnCommand(file, argv, envp, cwd, stdoutFd, stderrFd, id): the child's pid, or -errno when it could not
+ * run; the two descriptors are closed before it returns (or throws for a bad argument). Its exit is
+ * reported under `id`.
  */
 static napi_value spawn_command(napi_env env, napi_callback_info info) {
-  size_t argc = 6;
-  napi_value args[6];
+  size_t argc = 7;
+  napi_value args[7];
   Reaper *reaper = NULL;
-  if (napi_get_cb_info(env, info, &argc, args, NULL, NULL) != napi_ok || argc < 6) {
-    napi_throw_type_error(env, NULL, "spawnCommand: six arguments expected");
+  uint32_t id = 0;
+  if (napi_get_cb_info(env, info, &argc, args, NULL, NULL) != napi_ok || argc < 7 ||
+      napi_get_value_uint32(env, args[6], &id) != napi_ok) {
+    napi_throw_type_error(env, NULL, "spawnCommand: seven arguments expected, the last a spawn id");
     return NULL;
   }
   if (napi_get_instance_data(env, (void **)&reaper) != napi_ok || reaper == NULL) {
@@ -355,7 +398,7 @@ static napi_value spawn_command(napi_env env, napi_callback_info info) {
       (envp = strings_of(env, args[2], "spawnCommand: envp must be strings without NUL")) != NULL &&
       (cwd = string_of(env, args[3], "spawnCommand: cwd must be a string without NUL")) != NULL) {
     pid_t pid = 0;
-    int code = spawn_watched(reaper, file, argv, envp, cwd, out, err, &pid);
+    int code = spawn_watched(reaper, file, argv, envp, cwd, out, err, id, &pid);
     if (code == 0 && ++reaper->watched == 1) napi_ref_threadsafe_function(env, reaper->exits);
     napi_create_int32(env, code == 0 ? pid : code, &result);
   }
@@ -372,33 +415,40 @@ static napi_value spawn_command(napi_env env, napi_callback_info info) {
   return result;
 }
 
-/* Whether pidfds work on this kernel: without them no exit could be heard, and Node spawns instead. */
+/*
+ * Whether pidfds work on this kernel as the reaper uses them: pidfd_open (5.3) and waitid(P_PIDFD) (5.4).
+ * A pidfd of this very process is no child of ours: 5.4 and later answer ECHILD, 5.3 EINVAL. Without
+ * both no exit could be heard, and Node spawns instead.
+ */
 static bool pidfds_work(void) {
   int fd = pidfd_open_for(getpid());
   if (fd < 0) return false;
+  siginfo_t info;
+  memset(&info, 0, sizeof info);
+  int result = waitid((idtype_t)P_PIDFD, (id_t)fd, &info, WEXITED | WNOHANG);
+  int code = errno;
   close(fd);
-  return true;
+  return result != 0 && code == ECHILD;
 }
 
-int errand_register_spawn(napi_env env, napi_value exports) {
-  if (!pidfds_work()) return 0;
+NAPI_MODULE_INIT() {
+  if (!pidfds_work()) return exports;
   napi_value listener, spawner;
   if (napi_create_function(env, "setExitListener", NAPI_AUTO_LENGTH, set_exit_listener, NULL, &listener) !=
           napi_ok ||
       napi_set_named_property(env, exports, "setExitListener", listener) != napi_ok ||
       napi_create_function(env, "spawnCommand", NAPI_AUTO_LENGTH, spawn_command, NULL, &spawner) != napi_ok ||
       napi_set_named_property(env, exports, "spawnCommand", spawner) != napi_ok) {
-    return -1;
+    return NULL;
   }
-  return 0;
+  return exports;
 }
 
 #else
 
-int errand_register_spawn(napi_env env, napi_value exports) {
+NAPI_MODULE_INIT() {
   (void)env;
-  (void)exports;
-  return 0;
+  return exports;
 }
 
 #endif

@@ -51,12 +51,12 @@ describe('the lifeline of a library host', () => {
   it('stops every process of 50 hard trees within 2 s of a SIGKILL of the host', async () => {
     const crash = mark();
     const host = await startRuntimeChild(
-      { home: temporaryHome(), commands: hardTrees(50), ready: 'ready', sidecarFirst: true },
+      { home: temporaryHome(), commands: hardTrees(50), ready: 'ready' },
       crash,
     );
     expect(host.tasks.size).toBe(50);
-    // The sidecar spawned them: they are its children, and still stopped when the host dies.
-    for (const pid of host.tasks.values()) expect(parentOf(pid)).toBe(host.lifelinePid);
+    // The host spawned them: they are its children, and the sidecar still stops them when the host dies.
+    for (const pid of host.tasks.values()) expect(parentOf(pid)).toBe(host.child.pid);
     // The trees, their escapees and grandchildren, the host and its sidecar.
     const before = markedPids(crash);
     expect(before.length).toBeGreaterThanOrEqual(50 + 10 + 10 + 20 + 2);

@@ -380,17 +380,16 @@ describe('resuming after the runtime was killed', () => {
   });
 });
 
-describe('resuming after the runtime was killed before its commands’ pids reached the store', () => {
+describe('resuming after the runtime was killed before its commands’ process facts reached the store', () => {
   /**
-   * Commands the lifeline sidecar spawned (their pids come with its answer), in a runtime whose pids and
-   * output files wait a minute for their write: it is killed with the records holding the trees' tags and
-   * status files only. The first command has printed a line to its output file.
+   * Commands in a runtime whose process facts (start times) and output files wait a minute for their
+   * write: it is killed with the records holding the trees' pids, tags and status files only. The first
+   * command has printed a line to its output file.
    */
   async function killedBeforePids(crash: string, home: string) {
     const host = await startRuntimeChild(
       {
         home,
-        sidecarFirst: true,
         processFactsDelayMs: 60_000,
         factsStored: false,
         commands: ['echo early-output; exec sleep 1000', 'sleep 1000 & sleep 1000 & wait'],
@@ -403,7 +402,8 @@ describe('resuming after the runtime was killed before its commands’ pids reac
     const records = ids.map((id) => store.getTask(id, host.sessionId)!);
     store.close();
     for (const record of records) {
-      expect(record.process).toMatchObject({ pid: undefined, tag: expect.stringMatching(/=/) });
+      expect(record.process).toMatchObject({ tag: expect.stringMatching(/=/) });
+      expect(record.process?.startTime).toBeUndefined();
       expect(record.outputFile).toBeUndefined();
       expect(record.statusFile).toMatch(/\.status$/);
     }
@@ -475,7 +475,7 @@ describe('resuming after the runtime was killed before its commands’ pids reac
     }
   });
 
-  it('calls a tree that ended unwatched before its pid was stored lost (ended_unwatched), not running', async () => {
+  it('calls a tree that ended unwatched before its start time was stored lost (ended_unwatched), not running', async () => {
     const home = temporaryHome();
     const crash = mark();
     const { host, ids } = await killedBeforePids(crash, home);

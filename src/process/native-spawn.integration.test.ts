@@ -167,9 +167,11 @@ describe('spawnNative', () => {
         SigIgn: '0000000000000000',
       });
     }
+    // 0, 1, 2 and the directory ls reads; Node passes on whatever this process holds without
+    // close-on-exec too (see the test of inherited descriptors below).
     const descriptors = await both('/bin/ls', ['/proc/self/fd']);
-    expect(descriptors.mine).toBe(descriptors.node);
-    expect(descriptors.mine.split('\n').slice(0, 3)).toEqual(['0', '1', '2']);
+    expect(descriptors.mine).toBe('0\n1\n2\n3\n');
+    expect(descriptors.node.startsWith('0\n1\n2\n')).toBe(true);
     const stdin = await both('/bin/readlink', ['/proc/self/fd/0']);
     expect(stdin).toEqual({ mine: '/dev/null\n', node: '/dev/null\n' });
     const cwd = await both('/bin/pwd', []);
@@ -179,6 +181,51 @@ describe('spawnNative', () => {
     expect(environment.mine.split('\0').filter(Boolean)).toEqual(
       Object.entries(env).map(([name, value]) => `${name}=${value}`),
     );
+  });
+
+  it('closes in the child every descriptor above 2 that this process holds without close-on-exec', async () => {
+    // A process whose descriptor 7 is inherited (so not close-on-exec): it spawns `ls /proc/self/fd`.
+    const script = [
+      `const { spawnNative } = await import(${JSON.stringify(BUILT)});`,
+      `const { createStdioPipes, readEndStream } = await import(${JSON.stringify(BUILT.replace('native-spawn', 'stdio-pipes'))});`,
+      'const pipes = createStdioPipes();',
+      "spawnNative({ file: '/bin/ls', args: ['/proc/self/fd'], cwd: '/', env: {}, stdout: pipes.stdout.write, stderr: pipes.stderr.write }, () => {});",
+      'readEndStream(pipes.stderr.read).resume();',
+      'readEndStream(pipes.stdout.read).pipe(process.stdout);',
+    ].join('\n');
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+      stdio: ['ignore', 'pipe', 'inherit', 'ignore', 'ignore', 'ignore', 'ignore', 'pipe'],
+    });
+    let listing = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      listing += chunk.toString();
+    });
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    (child.stdio as unknown as Array<{ destroy(): void } | null>)[7]?.destroy();
+    expect(code).toBe(0);
+    expect(listing).toBe('0\n1\n2\n3\n');
+  });
+
+  it("raises an exit listener's throw as an uncaught exception, as a ChildProcess does", async () => {
+    const script = [
+      `const { spawnNative } = await import(${JSON.stringify(BUILT)});`,
+      `const { createStdioPipes } = await import(${JSON.stringify(BUILT.replace('native-spawn', 'stdio-pipes'))});`,
+      "process.on('uncaughtException', (error) => { console.log('uncaught:', error.message); process.exit(3); });",
+      'const pipes = createStdioPipes();',
+      "spawnNative({ file: '/bin/true', args: [], cwd: '/', env: {}, stdout: pipes.stdout.write, stderr: pipes.stderr.write }, () => { throw new Error('from the listener'); });",
+    ].join('\n');
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    child.stderr!.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    expect({ code, output }).toEqual({ code: 3, output: 'uncaught: from the listener\n' });
   });
 
   it('reports the exit code, or the signal that killed it', async () => {

@@ -7,12 +7,13 @@
  * of its own, signals at their defaults and none blocked, stdin on `/dev/null`.
  *
  * Used where the helper is built on Linux with pidfds (5.4 or later), unless `ERRAND_NODE_SPAWN=1` asks
- * for `child_process` (to compare them, or as a way out). Errors are Node's: an `Error` with `code`,
+ * for `child_process` (to compare them, or as a way out). An exit is matched to its spawn by an id given
+ * at the spawn, never by pid. Errors are Node's: an `Error` with `code`,
  * `errno`, `syscall` (`spawn <file>`) and `path`.
  */
 import { constants as osConstants } from 'node:os';
 import { getSystemErrorName } from 'node:util';
-import { loadNativeAddon, type NativeAddon } from './native-addon.js';
+import { loadSpawnAddon, type SpawnAddon } from './native-addon.js';
 import { findOnPath } from './spawn-check.js';
 
 /** The environment variable that turns spawns without fork off (`1`): commands are spawned by Node. */
@@ -37,26 +38,27 @@ export interface NativeSpawnRequest {
 /** How the child ended, as a ChildProcess's `exit` event says it: a code, or the signal that killed it. */
 export type NativeExitListener = (code: number | null, signal: NodeJS.Signals | null) => void;
 
-type Spawner = Required<Pick<NativeAddon, 'setExitListener' | 'spawnCommand'>>;
-
+/** Exit listeners by spawn id: an id is never reused, so a pid reused before an exit is delivered cannot fake it. */
 const listeners = new Map<number, NativeExitListener>();
-let spawner: Spawner | null | undefined;
+let spawner: SpawnAddon | null | undefined;
+let lastSpawnId = 0;
 
 const signalNames = new Map<number, NodeJS.Signals>(
   Object.entries(osConstants.signals).map(([name, number]) => [number, name as NodeJS.Signals]),
 );
 
-function load(): Spawner | null {
+function load(): SpawnAddon | null {
   if (spawner !== undefined) return spawner;
   spawner = null;
-  const addon = loadNativeAddon();
-  if (typeof addon?.setExitListener !== 'function' || typeof addon.spawnCommand !== 'function') return null;
-  addon.setExitListener((pid, code, signo) => {
-    const listener = listeners.get(pid);
-    listeners.delete(pid);
+  const addon = loadSpawnAddon();
+  if (addon === null) return null;
+  addon.setExitListener((id, code, signo) => {
+    const listener = listeners.get(id);
+    listeners.delete(id);
+    // A throw here is an uncaught exception (the helper raises it), as from a ChildProcess 'exit' listener.
     listener?.(code >= 0 ? code : null, signo > 0 ? (signalNames.get(signo) ?? null) : null);
   });
-  spawner = addon as Spawner;
+  spawner = addon;
   return spawner;
 }
 
@@ -84,6 +86,10 @@ export function spawnNative(request: NativeSpawnRequest, onExit: NativeExitListe
     const value = env[name];
     if (value !== undefined) envp.push(`${name}=${value}`);
   }
+  // Wraps past 2^32 - 1 spawns; an id still listened to then is skipped.
+  do lastSpawnId = lastSpawnId >= 0xffff_ffff ? 1 : lastSpawnId + 1;
+  while (listeners.has(lastSpawnId));
+  const id = lastSpawnId;
   const result = spawner!.spawnCommand(
     executable,
     [file, ...args],
@@ -91,9 +97,10 @@ export function spawnNative(request: NativeSpawnRequest, onExit: NativeExitListe
     cwd,
     request.stdout,
     request.stderr,
+    id,
   );
   if (result < 0) throw spawnError(file, args, result);
-  listeners.set(result, onExit);
+  listeners.set(id, onExit);
   return result;
 }
 

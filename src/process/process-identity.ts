@@ -94,10 +94,10 @@ function recognizeByTag(identity: ProcessIdentity, source: ProcessSource): Recog
     return { state: 'running', members, root: { pid: root.pid, startTime: root.startTime } };
   }
   if (members.length > 0) return { state: 'leftovers', members };
-  return {
-    state: 'gone',
-    pidReused: identity.pid !== undefined && source.read(identity.pid) !== undefined,
-  };
+  // A live process at the pid without the tag is another one; a zombie there (its environment gone, nobody
+  // reaped it yet) may well be the root itself: no evidence of reuse.
+  const atPid = identity.pid === undefined ? undefined : source.read(identity.pid);
+  return { state: 'gone', pidReused: atPid !== undefined && atPid.state !== 'Z' && atPid.state !== 'X' };
 }
 
 function firstSessionLeader(members: readonly ProcessEntry[]): ProcessEntry | undefined {

@@ -13,7 +13,7 @@
 import type { ChildProcess, SpawnOptions } from 'node:child_process';
 import { closeSync } from 'node:fs';
 import { Socket } from 'node:net';
-import { loadNativeAddon } from './native-addon.js';
+import { loadPipesAddon } from './native-addon.js';
 
 /** The two ends of one pipe, as file descriptors of this process. */
 export interface PipeEnds {
@@ -32,7 +32,7 @@ export const SOCKET_STDIO_VARIABLE = 'ERRAND_SOCKET_STDIO';
 
 /** Whether launches here give commands real pipes (the helper is built and not turned off). */
 export function realPipesAvailable(): boolean {
-  return process.env[SOCKET_STDIO_VARIABLE] !== '1' && loadNativeAddon() !== null;
+  return process.env[SOCKET_STDIO_VARIABLE] !== '1' && loadPipesAddon() !== null;
 }
 
 /**
@@ -41,7 +41,7 @@ export function realPipesAvailable(): boolean {
  */
 export function createStdioPipes(): StdioPipes | undefined {
   if (!realPipesAvailable()) return undefined;
-  const helper = loadNativeAddon()!;
+  const helper = loadPipesAddon()!;
   const [outRead, outWrite] = helper.createPipe();
   let errEnds: [number, number];
   try {

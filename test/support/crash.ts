@@ -92,8 +92,6 @@ export interface RuntimeChildConfig {
   readonly commands: readonly string[];
   readonly durable?: boolean;
   readonly lifeline?: boolean;
-  /** Start the commands once the lifeline sidecar runs, so that it spawns them. */
-  readonly sidecarFirst?: boolean;
   readonly sessionId?: string;
   readonly ready?: string;
   /** Task ids whose output the child reads once with task_output before it says READY. */

@@ -60,6 +60,8 @@ export interface McpCliOptions {
   readonly cwd?: string;
   /** Directories the client offers as MCP roots (the client declares the roots capability). */
   readonly roots?: readonly string[];
+  /** Variables added to the test's environment for the server (and so for its commands). */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 export interface McpCli {
@@ -84,7 +86,7 @@ export async function startMcpCli(options: McpCliOptions = {}): Promise<McpCli> 
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [CLI_PATH, 'mcp', ...(options.args ?? [])],
-    env: process.env as Record<string, string>,
+    env: { ...(process.env as Record<string, string>), ...options.env },
     stderr: 'pipe',
     ...(options.cwd ? { cwd: options.cwd } : {}),
   });

@@ -13,7 +13,6 @@ import { closeSync, constants, openSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import {
   type EnvironmentTag,
-  errnoOf,
   FileFollower,
   isDead,
   type LaunchedProcess,
@@ -27,6 +26,7 @@ import {
 import type { CancelTimer } from '../../tasks/clock.js';
 import type { TaskOutputStream } from '../../tasks/index.js';
 import type { CommandHandle, CommandProcessFacts, OutputSnapshot } from './command-handle.js';
+import { CommandLifecycle } from './command-lifecycle.js';
 import type { OutputRead } from './command-output.js';
 import { durableLaunchRequest } from './durable-wrapper.js';
 import { OUTPUT_SNAPSHOT_BYTES, type ResolvedExecutorOptions } from './executor-options.js';
@@ -81,21 +81,10 @@ export class DurableHandle implements CommandHandle {
   #startedAfter = 0;
   #attached = false;
   #terminator: TreeTerminator | undefined;
-  #leaderExited = false;
-  #exitCode: number | null = null;
-  #signal: NodeJS.Signals | null = null;
-  #reason: StopReason | undefined;
-  #cancelMessage: string | undefined;
-  #error: { message: string; code: string | null } | undefined;
-  #timeoutMs: number | undefined;
-  #cancelTimeout: CancelTimer | undefined;
+  readonly #life: CommandLifecycle;
   #cancelPoll: CancelTimer | undefined;
   #finishing = false;
   #detached = false;
-  #facts: ExitFacts | undefined;
-  #resolveStopped!: (facts: ExitFacts) => void;
-  #resolveSpawned!: (spawned: boolean) => void;
-  #resolveOutputFile!: (path: string | undefined) => void;
   #resolveDetached!: () => void;
   readonly spawned: Promise<boolean>;
   readonly stopped: Promise<ExitFacts>;
@@ -111,25 +100,20 @@ export class DurableHandle implements CommandHandle {
       this.id = origin.resolved.id;
       this.command = origin.resolved.command;
       this.cwd = origin.resolved.cwd;
-      this.startedAt = options.clock.now();
+      this.#life = new CommandLifecycle(options.clock);
       this.#tag = tag;
     } else {
       const attachment = origin.attachment;
       this.id = attachment.id;
       this.command = attachment.command;
       this.cwd = attachment.cwd;
-      this.startedAt = attachment.startedAt;
+      this.#life = new CommandLifecycle(options.clock, attachment.startedAt);
       this.#tag = attachment.tag;
     }
-    this.spawned = new Promise((resolve) => {
-      this.#resolveSpawned = resolve;
-    });
-    this.stopped = new Promise((resolve) => {
-      this.#resolveStopped = resolve;
-    });
-    this.outputFileReady = new Promise((resolve) => {
-      this.#resolveOutputFile = resolve;
-    });
+    this.startedAt = this.#life.startedAt;
+    this.spawned = this.#life.spawned;
+    this.stopped = this.#life.stopped;
+    this.outputFileReady = this.#life.outputFileReady;
     this.detached = new Promise((resolve) => {
       this.#resolveDetached = resolve;
     });
@@ -164,15 +148,15 @@ export class DurableHandle implements CommandHandle {
   }
 
   get running(): boolean {
-    return this.#facts === undefined && !this.#detached;
+    return this.#life.facts === undefined && !this.#detached;
   }
 
   get timeoutMs(): number | undefined {
-    return this.#timeoutMs;
+    return this.#life.timeoutMs;
   }
 
   get exit(): ExitFacts | undefined {
-    return this.#facts;
+    return this.#life.facts;
   }
 
   /** True once `detach()` let go of the command. */
@@ -185,7 +169,7 @@ export class DurableHandle implements CommandHandle {
     if (pid === undefined) return undefined;
     if (this.#processFacts === undefined) {
       const source = this.#options.processSource;
-      const entry = this.#leaderExited ? undefined : source.read(pid);
+      const entry = this.#life.leaderExited ? undefined : source.read(pid);
       this.#processFacts = Object.freeze({
         pid,
         startTime: entry !== undefined && entry.startTime >= this.#startedAfter ? entry.startTime : undefined,
@@ -275,16 +259,7 @@ export class DurableHandle implements CommandHandle {
   }
 
   setTimeout(timeoutMs: number | undefined): void {
-    this.#cancelTimeout?.();
-    this.#cancelTimeout = undefined;
-    this.#timeoutMs = timeoutMs;
-    if (timeoutMs === undefined || this.#leaderExited || this.#facts || this.#detached) return;
-    const clock = this.#options.clock;
-    const remaining = Math.max(0, this.startedAt + timeoutMs - clock.now());
-    this.#cancelTimeout = clock.schedule(remaining, () => {
-      this.#cancelTimeout = undefined;
-      this.#requestStop('timed_out');
-    });
+    this.#life.setDeadline(timeoutMs, () => this.#requestStop('timed_out'), !this.#detached);
   }
 
   /**
@@ -292,10 +267,10 @@ export class DurableHandle implements CommandHandle {
    * later runtime re-attaches to it). Idempotent; nothing once the command has ended.
    */
   detach(): void {
-    if (this.#facts || this.#detached || this.#finishing) return;
+    if (this.#life.facts || this.#detached || this.#finishing) return;
     this.#detached = true;
     this.#cancelPoll?.();
-    this.#cancelTimeout?.();
+    this.#life.clearDeadline();
     this.#follower?.close();
     this.#listeners.clear();
     this.#resolveDetached();
@@ -317,7 +292,7 @@ export class DurableHandle implements CommandHandle {
     this.#outputFile = outputFile;
     this.#statusFile = statusFileOf(outputFile);
     this.#follower = new FileFollower(outputFile, { maxBytes: options.maxOutputFileBytes });
-    this.#resolveOutputFile(outputFile);
+    this.#life.outputFileIs(outputFile);
     // A durable tree carries no lifeline tag, inherited or not: the lifeline leaves it alone.
     const env: Record<string, string> = { ...resolved.env };
     delete env[LIFELINE_TAG_VARIABLE];
@@ -342,7 +317,7 @@ export class DurableHandle implements CommandHandle {
       return;
     }
     child.on('error', (error) => {
-      if (this.#pid === undefined && !this.#facts)
+      if (this.#pid === undefined && !this.#life.facts)
         this.#failToStart('could not start the durable wrapper', error);
     });
     // The wrapper sends its own output to the file; its pipes only close.
@@ -351,20 +326,16 @@ export class DurableHandle implements CommandHandle {
       this.#pid = pid;
       this.#terminator = this.#newTerminator(
         { pid, startTime: this.#startedAfter },
-        () => !this.#leaderExited,
+        () => !this.#life.leaderExited,
         this.startedAt + 1000,
       );
-      child.once('exit', (code, signal) => {
-        this.#exitCode = code;
-        this.#signal = signal;
-        this.#rootEnded();
-      });
+      child.once('exit', (code, signal) => this.#rootEnded(code, signal));
       this.#schedulePoll();
     };
     // Launches are synchronous: without a pid now, 'error' follows with the reason.
     if (child.pid !== undefined) {
       begin(child.pid);
-      child.once('spawn', () => this.#resolveSpawned(true));
+      child.once('spawn', () => this.#life.spawnedAs(true));
     }
     this.setTimeout(resolved.timeoutMs);
   }
@@ -395,8 +366,8 @@ export class DurableHandle implements CommandHandle {
       () => source.read(root.pid)?.startTime === root.startTime,
       0,
     );
-    this.#resolveOutputFile(attachment.outputFile);
-    this.#resolveSpawned(true);
+    this.#life.outputFileIs(attachment.outputFile);
+    this.#life.spawnedAs(true);
     this.#pull();
     this.#poll();
   }
@@ -421,25 +392,22 @@ export class DurableHandle implements CommandHandle {
   }
 
   #failToStart(message: string, error: unknown): void {
-    const detail = error instanceof Error ? error.message : String(error);
-    this.#reason = 'spawn_error';
-    this.#error = { message: `${message} (${detail})`, code: errnoOf(error) };
-    this.#resolveSpawned(false);
+    this.#life.failedToStart(message, error);
     this.#settle(undefined);
   }
 
   // ------------------------------------------------------------------ running
 
   #schedulePoll(): void {
-    if (this.#facts || this.#detached || this.#finishing) return;
+    if (this.#life.facts || this.#detached || this.#finishing) return;
     this.#cancelPoll = this.#options.clock.schedule(this.#options.durablePollMs, () => this.#poll());
   }
 
   #poll(): void {
-    if (this.#facts || this.#detached || this.#finishing) return;
+    if (this.#life.facts || this.#detached || this.#finishing) return;
     this.#pull();
     // A re-attached root is no child of ours: it ended when its status is written or its pid is not it.
-    if (this.#attached && !this.#leaderExited && this.#rootGone()) {
+    if (this.#attached && !this.#life.leaderExited && this.#rootGone()) {
       this.#rootEnded();
       return;
     }
@@ -468,17 +436,14 @@ export class DurableHandle implements CommandHandle {
   }
 
   #requestStop(reason: StopReason, message?: string): void {
-    if (this.#facts || this.#detached) return;
-    if (!this.#leaderExited) this.#reason ??= reason;
-    if (message !== undefined) this.#cancelMessage ??= message;
+    if (this.#detached || !this.#life.requestStop(reason, message)) return;
     void this.#terminator?.terminate();
   }
 
-  #rootEnded(): void {
-    if (this.#leaderExited) return;
-    this.#leaderExited = true;
-    this.#reason ??= 'completed';
-    this.#cancelTimeout?.();
+  /** The wrapper ended (its code or signal when it was our child; a re-attached root's are not known). */
+  #rootEnded(code?: number | null, signal?: NodeJS.Signals | null): void {
+    if (this.#life.leaderExited) return;
+    this.#life.leaderEnded(code, signal);
     this.#cancelPoll?.();
     if (this.#detached) return;
     this.#finishing = true;
@@ -499,45 +464,26 @@ export class DurableHandle implements CommandHandle {
     this.#pull();
     this.#follower?.close();
     const recorded = this.#statusFile === undefined ? undefined : readStatusFile(this.#statusFile);
-    if (recorded?.kind === 'exited') {
-      this.#exitCode = recorded.exitCode;
-      this.#signal = null;
-    }
+    if (recorded?.kind === 'exited') this.#life.recordedExit(recorded.exitCode);
     this.#settle(report);
   }
 
   #settle(report: TerminationReport | undefined): void {
-    if (this.#facts) return;
+    if (this.#life.facts) return;
     const options = this.#options;
-    const reason = this.#reason ?? 'completed';
-    const unknown =
-      reason === 'completed' && this.#exitCode === null && this.#signal === null && this.#error === undefined;
-    this.#resolveOutputFile(this.#outputFile);
+    const unknown = this.#life.endUnknown;
     this.#terminator = undefined;
     this.#listeners.clear();
     this.#window.shrink(
       Math.max(OUTPUT_SNAPSHOT_BYTES, Math.min(this.#window.unreadBytes, options.maxReadBytes)),
     );
-    this.#facts = Object.freeze({
-      reason,
-      exitCode: this.#exitCode,
-      signal: this.#signal,
+    this.#life.settle(report, {
       pid: this.#pid ?? null,
       outputBytes: this.outputBytes,
       outputFile: this.#outputFile ?? null,
-      escalated: report?.escalated ?? false,
-      signalledProcesses: report?.signalled ?? 0,
-      survivors: Object.freeze([...(report?.survivors ?? [])]),
-      startedAt: this.startedAt,
-      endedAt: options.clock.now(),
-      error: this.#error?.message ?? null,
-      errorCode: this.#error?.code ?? null,
-      cancelMessage: this.#cancelMessage ?? null,
-      timeoutMs: reason === 'timed_out' ? (this.#timeoutMs ?? null) : null,
-      outputLimitBytes: reason === 'output_limit' ? options.maxOutputFileBytes : null,
+      outputLimitBytes: options.maxOutputFileBytes,
       lost: unknown ? STATUS_NOT_CAPTURED : null,
     });
-    this.#resolveStopped(this.#facts);
   }
 }
 

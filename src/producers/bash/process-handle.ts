@@ -18,9 +18,9 @@ import {
   type TerminationReport,
   TreeTerminator,
 } from '../../process/index.js';
-import type { CancelTimer } from '../../tasks/clock.js';
 import type { TaskOutputStream } from '../../tasks/index.js';
 import type { CommandHandle, CommandProcessFacts, OutputSnapshot } from './command-handle.js';
+import { CommandLifecycle } from './command-lifecycle.js';
 import { CommandOutput, type OutputRead } from './command-output.js';
 import { OUTPUT_SNAPSHOT_BYTES, type ResolvedExecutorOptions } from './executor-options.js';
 import type { ExitFacts, StopReason } from './exit-facts.js';
@@ -70,20 +70,9 @@ export class ProcessHandle implements CommandHandle {
   #facts_: CommandProcessFacts | undefined;
   #unwatch: (() => void) | undefined;
   #terminator: TreeTerminator | undefined;
-  #reason: StopReason | undefined;
-  #cancelMessage: string | undefined;
-  #error: { message: string; code: string | null } | undefined;
-  #exitCode: number | null = null;
-  #signal: NodeJS.Signals | null = null;
-  #leaderExited = false;
+  readonly #life: CommandLifecycle;
   #paused = false;
-  #timeoutMs: number | undefined;
   #lastActivity = 0;
-  #cancelTimeout: CancelTimer | undefined;
-  #facts: ExitFacts | undefined;
-  #resolveStopped!: (facts: ExitFacts) => void;
-  #resolveSpawned!: (spawned: boolean) => void;
-  #resolveOutputFile!: (path: string | undefined) => void;
   #streamsClosed!: Promise<void>;
   /** Pipes not yet closed: none left means the wait for them is over before it starts. */
   #openStreams = 0;
@@ -111,17 +100,12 @@ export class ProcessHandle implements CommandHandle {
     this.#launched = resolved.shell;
     this.#options = options;
     this.#directory = directory;
-    this.startedAt = options.clock.now();
+    this.#life = new CommandLifecycle(options.clock);
+    this.startedAt = this.#life.startedAt;
     this.#tag = tag;
-    this.spawned = new Promise((resolve) => {
-      this.#resolveSpawned = resolve;
-    });
-    this.stopped = new Promise((resolve) => {
-      this.#resolveStopped = resolve;
-    });
-    this.outputFileReady = new Promise((resolve) => {
-      this.#resolveOutputFile = resolve;
-    });
+    this.spawned = this.#life.spawned;
+    this.stopped = this.#life.stopped;
+    this.outputFileReady = this.#life.outputFileReady;
   }
 
   get pid(): number | undefined {
@@ -174,7 +158,7 @@ export class ProcessHandle implements CommandHandle {
     if (this.#facts_ === undefined) {
       const source = this.#options.processSource;
       // Read once: the start time never changes for a pid's lifetime, and the root is ours until reaped.
-      const entry = this.#leaderExited ? undefined : source.read(pid);
+      const entry = this.#life.leaderExited ? undefined : source.read(pid);
       this.#facts_ = Object.freeze({
         pid,
         startTime: entry !== undefined && entry.startTime >= this.#startedAfter ? entry.startTime : undefined,
@@ -187,16 +171,16 @@ export class ProcessHandle implements CommandHandle {
 
   /** True until `stopped` settles. */
   get running(): boolean {
-    return this.#facts === undefined;
+    return this.#life.facts === undefined;
   }
 
   /** The current deadline, in milliseconds after the start; undefined: none. */
   get timeoutMs(): number | undefined {
-    return this.#timeoutMs;
+    return this.#life.timeoutMs;
   }
 
   get exit(): ExitFacts | undefined {
-    return this.#facts;
+    return this.#life.facts;
   }
 
   /** Starts the shell. Called once by the executor; failures become a `spawn_error` stop, never a throw. */
@@ -207,7 +191,7 @@ export class ProcessHandle implements CommandHandle {
         pauseInput: () => this.#pause(),
         resumeInput: () => this.#resume(),
         limitExceeded: () => this.#requestStop('output_limit'),
-        fileCreated: (file) => this.#resolveOutputFile(file),
+        fileCreated: (file) => this.#life.outputFileIs(file),
         fileFailed: (error, whileOpening) => this.#onFileError(error, whileOpening),
       });
     } catch (error) {
@@ -267,7 +251,7 @@ export class ProcessHandle implements CommandHandle {
     });
     // Launches are synchronous: without a pid now, 'error' follows with the reason.
     this.#begin(child, startedAfter);
-    child.once('spawn', () => this.#resolveSpawned(true));
+    child.once('spawn', () => this.#life.spawnedAs(true));
     this.setTimeout(resolved.timeoutMs);
   }
 
@@ -275,7 +259,7 @@ export class ProcessHandle implements CommandHandle {
   #begin(child: LaunchedProcess, startedAfter: number): void {
     const options = this.#options;
     const lifeline = options.lifeline;
-    if (child.pid === undefined || this.#facts) return;
+    if (child.pid === undefined || this.#life.facts) return;
     this.#pid = child.pid;
     // Told asynchronously (the lifeline batches its writes): nothing here waits for the sidecar, and the
     // lifeline's tag in the environment covers a runtime killed before the write.
@@ -291,7 +275,7 @@ export class ProcessHandle implements CommandHandle {
       clock: options.clock,
       killGraceMs: options.killGraceMs,
       tag: this.#tag,
-      rootAlive: () => !this.#leaderExited,
+      rootAlive: () => !this.#life.leaderExited,
       newerPidsUntil: this.startedAt + 1000,
       logger: options.logger,
       ...(options.sendSignal ? { sendSignal: options.sendSignal } : {}),
@@ -300,7 +284,7 @@ export class ProcessHandle implements CommandHandle {
     child.stderr?.on('data', (chunk: Buffer) => this.#onData('stderr', chunk, child.stderr!));
     child.once('exit', (code, signal) => this.#onExit(code, signal));
     // A stop requested before the pid was known (a cancel, a deadline of 0) is carried out now.
-    if (this.#reason !== undefined) void this.#terminator.terminate();
+    if (this.#life.reason !== undefined) void this.#terminator.terminate();
   }
 
   /** Consuming read of the newest unread output (at most `limitBytes`, capped by `maxReadBytes`). */
@@ -350,23 +334,11 @@ export class ProcessHandle implements CommandHandle {
    * expires at once; past the deadline the command is killed with reason `timed_out`.
    */
   setTimeout(timeoutMs: number | undefined): void {
-    this.#cancelTimeout?.();
-    this.#cancelTimeout = undefined;
-    this.#timeoutMs = timeoutMs;
-    if (timeoutMs === undefined || this.#leaderExited || this.#facts) return;
-    const clock = this.#options.clock;
-    const remaining = Math.max(0, this.startedAt + timeoutMs - clock.now());
-    this.#cancelTimeout = clock.schedule(remaining, () => {
-      this.#cancelTimeout = undefined;
-      this.#requestStop('timed_out');
-    });
+    this.#life.setDeadline(timeoutMs, () => this.#requestStop('timed_out'));
   }
 
   #requestStop(reason: StopReason, message?: string): void {
-    if (this.#facts) return;
-    if (!this.#leaderExited) this.#reason ??= reason;
-    if (message !== undefined) this.#cancelMessage ??= message;
-    if (this.#terminator === undefined) return;
+    if (!this.#life.requestStop(reason, message) || this.#terminator === undefined) return;
     void this.#terminator.terminate();
   }
 
@@ -391,7 +363,7 @@ export class ProcessHandle implements CommandHandle {
   }
 
   #onChildError(error: Error): void {
-    if (this.#pid === undefined && !this.#facts) {
+    if (this.#pid === undefined && !this.#life.facts) {
       for (const stream of this.#streams) stream.destroy();
       this.#failToStart(diagnoseSpawnFailure(this.cwd, this.#launched, error), error);
       return;
@@ -400,10 +372,10 @@ export class ProcessHandle implements CommandHandle {
   }
 
   #onFileError(error: Error, opening: boolean): void {
-    this.#error ??= {
-      message: `${opening ? 'creating' : 'writing'} the output file failed: ${error.message}`,
-      code: errnoOf(error),
-    };
+    this.#life.noteError(
+      `${opening ? 'creating' : 'writing'} the output file failed: ${error.message}`,
+      errnoOf(error),
+    );
     this.#options.logger.warn('the output file failed; output is kept in memory only', {
       id: this.id,
       path: this.#output?.path,
@@ -411,24 +383,16 @@ export class ProcessHandle implements CommandHandle {
     });
   }
 
-  #failToStart(message: string, error: unknown, code: string | null = errnoOf(error)): void {
-    const detail = error instanceof Error ? error.message : String(error);
-    this.#reason = 'spawn_error';
-    this.#error = { message: `${message} (${detail})`, code };
-    this.#resolveSpawned(false);
+  #failToStart(message: string, error: unknown): void {
+    this.#life.failedToStart(message, error);
     const output = this.#output;
     void (output ? output.close() : Promise.resolve()).then(() => this.#settle(undefined));
   }
 
   #onExit(code: number | null, signal: NodeJS.Signals | null): void {
-    this.#leaderExited = true;
+    this.#life.leaderEnded(code, signal);
     // The entry read while it ran (its process facts, a census) no longer describes the pid.
     if (this.#pid !== undefined) this.#options.processSource.forget?.(this.#pid);
-    this.#exitCode = code;
-    this.#signal = signal;
-    this.#reason ??= 'completed';
-    this.#cancelTimeout?.();
-    this.#cancelTimeout = undefined;
     this.#finish().catch((error: unknown) => {
       this.#options.logger.warn('finishing a command failed', { id: this.id, error: String(error) });
       this.#settle(undefined);
@@ -466,36 +430,18 @@ export class ProcessHandle implements CommandHandle {
   }
 
   #settle(report: TerminationReport | undefined): void {
-    if (this.#facts) return;
-    const options = this.#options;
-    const reason = this.#reason ?? 'completed';
-    const endedAt = options.clock.now();
+    if (this.#life.facts) return;
     this.#output?.finish();
-    this.#resolveOutputFile(this.outputFile);
     // A finished handle may be kept for reading a long time: hold on to nothing but its output.
     this.#streams = [];
     this.#terminator = undefined;
     this.#unwatch?.();
-    this.#facts = Object.freeze({
-      reason,
-      exitCode: this.#exitCode,
-      signal: this.#signal,
+    this.#life.settle(report, {
       pid: this.#pid ?? null,
       outputBytes: this.outputBytes,
       outputFile: this.outputFile ?? null,
-      escalated: report?.escalated ?? false,
-      signalledProcesses: report?.signalled ?? 0,
-      survivors: Object.freeze([...(report?.survivors ?? [])]),
-      startedAt: this.startedAt,
-      endedAt,
-      error: this.#error?.message ?? null,
-      errorCode: this.#error?.code ?? null,
-      cancelMessage: this.#cancelMessage ?? null,
-      timeoutMs: reason === 'timed_out' ? (this.#timeoutMs ?? null) : null,
-      outputLimitBytes: reason === 'output_limit' ? options.maxOutputFileBytes : null,
-      lost: null,
+      outputLimitBytes: this.#options.maxOutputFileBytes,
     });
-    this.#resolveStopped(this.#facts);
   }
 }
 

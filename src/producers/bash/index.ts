@@ -56,6 +56,7 @@ export {
   exitLine,
 } from './bash-tool.js';
 export { type BashToolInput, type BashToolSchemaOptions, bashToolSchema } from './bash-tool-schema.js';
+export type { CommandHandle, CommandProcessFacts } from './command-handle.js';
 export {
   CommandTooLargeError,
   ExecutorDisposedError,
@@ -86,4 +87,9 @@ export {
   ProcessHandle,
   type ResolvedCommand,
 } from './process-handle.js';
+export {
+  RemoteCommandHandle,
+  type RemoteCommandLink,
+  type RemoteCommandSettings,
+} from './remote-command-handle.js';
 export { formatSkippedOutputMarker, withSkippedOutputMarker } from './skipped-output-marker.js';

@@ -1,8 +1,8 @@
 /**
  * npm's install step: builds Errand's two native helpers with the node-gyp that npm carries, each its own
  * unit so that one failing to compile costs only its own feature — errand_pipes (native/pipes.c: real
- * pipes for a command's stdout and stderr, src/process/stdio-pipes.ts) and errand_spawn (native/spawn.c:
- * a spawn without fork, src/process/native-spawn.ts). A failed build does not fail the install. It ends
+ * pipes for a command's stdout and stderr, src/process/launch/stdio-pipes.ts) and errand_spawn (native/spawn.c:
+ * a spawn without fork, src/process/launch/native-spawn.ts). A failed build does not fail the install. It ends
  * with one line saying which way this install starts commands, and why.
  */
 import { spawnSync } from 'node:child_process';

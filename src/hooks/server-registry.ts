@@ -9,7 +9,7 @@ import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 // The table module alone: a hook runs on every tool call and loads no more than it needs.
-import { type ProcessEntry, type ProcessSource, procfsSource } from '../process/process-table.js';
+import { type ProcessEntry, type ProcessSource, procfsSource } from '../process/trees/process-table.js';
 import { ensurePrivateDirectory } from '../store/data-directory.js';
 
 export const SERVER_RECORD_SCHEMA_VERSION = 1;

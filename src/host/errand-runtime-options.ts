@@ -32,6 +32,11 @@ export const lifelineOptions = defineOptions('createErrandRuntime', {
   killGraceMs: option.integer({ min: 1, max: 60_000, default: 500 }),
   /** Restarts of a sidecar that died, per minute, before the runtime gives up on it. Default 5. */
   maxRestartsPerMinute: option.integer({ min: 0, default: 5 }),
+  /**
+   * How long the sidecar may take to answer a ping while it watches trees, 100 to 600000 ms, before it is
+   * taken for dead (stopped, wedged), killed and started again. Default 5000.
+   */
+  answerTimeoutMs: option.integer({ min: 100, max: 600_000, default: 5000 }),
 });
 
 export type RuntimeLifelineOptions = OptionsInput<typeof lifelineOptions.rules>;

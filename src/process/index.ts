@@ -7,48 +7,8 @@
  * launch to run under bubblewrap. It knows no task, session or store: it sits above the contract
  * (`tasks/`) and `text/` only.
  */
-export { DetailThrottle } from './detail-throttle.js';
-export {
-  outputFileBeside,
-  type RecordedEnd,
-  readStatusFile,
-  statusFileBeside,
-  writeStatusFile,
-} from './exit-status-file.js';
-export { FileFollower, type FileFollowerOptions } from './file-follower.js';
-export { parseForegroundGroup, readForegroundGroup } from './foreground-group.js';
-export {
-  defaultSidecarScript,
-  isLifelineLink,
-  LIFELINE_DEFAULTS,
-  LIFELINE_TAG_VARIABLE,
-  Lifeline,
-  type LifelineLink,
-  type LifelineOptions,
-  type LifelineTree,
-} from './lifeline.js';
-export { LIFELINE_PROTOCOL_VERSION } from './lifeline-protocol.js';
-export { NODE_SPAWN_VARIABLE, nativeSpawnAvailable } from './native-spawn.js';
-export {
-  type LeftoverOutputSweep,
-  type LeftoverOutputSweepOptions,
-  OutputDirectory,
-  removeLeftoverOutputDirectories,
-} from './output-directory.js';
-export { outputFileStream, readFileRange } from './output-file-stream.js';
-export {
-  type OpenOutputFile,
-  OutputFileWriter,
-  type OutputFileWriterOptions,
-} from './output-file-writer.js';
-export { closedWithin, drainedWithin } from './pipe-wait.js';
-export {
-  formatEnvironmentTag,
-  type ProcessIdentity,
-  parseEnvironmentTag,
-  type Recognition,
-  recognizeTree,
-} from './process-identity.js';
+
+export { NODE_SPAWN_VARIABLE, nativeSpawnAvailable } from './launch/native-spawn.js';
 export {
   createSpawnLauncher,
   type LaunchedProcess,
@@ -56,38 +16,7 @@ export {
   launchEnvironment,
   type ProcessLauncher,
   type Spawner,
-} from './process-launcher.js';
-export { ProcessSweep, type ProcessSweepOptions } from './process-sweep.js';
-export {
-  findEnvironmentValue,
-  isDead,
-  memoizedSource,
-  type ProcessEntry,
-  type ProcessSource,
-  parseProcessStat,
-  procfsSource,
-} from './process-table.js';
-export { ProcessTags } from './process-tags.js';
-export {
-  type SendSignal,
-  type TerminationReport,
-  TreeTerminator,
-  type TreeTerminatorOptions,
-} from './process-terminator.js';
-export {
-  type CensusOptions,
-  censusTree,
-  type EnvironmentTag,
-  type ScanOptions,
-  scanTree,
-  type TreeCensus,
-  type TreeRoot,
-} from './process-tree.js';
-export {
-  type RecognizedTreeStopOptions,
-  type RunningRecognition,
-  stopRecognizedTree,
-} from './recognized-tree.js';
+} from './launch/process-launcher.js';
 export {
   BUBBLEWRAP_PACKAGE,
   isSandbox,
@@ -101,7 +30,79 @@ export {
   SandboxUnavailableError,
   sandboxOption,
   sandboxSummaryOf,
-} from './sandbox.js';
-export { checkSpawnable, findOnPath, isExecutableFile } from './spawn-check.js';
-export { diagnoseSpawnFailure, errnoOf } from './spawn-failure.js';
-export { type RequestedStopReason, STOP_REASONS, type StopReason } from './stop-reason.js';
+} from './launch/sandbox.js';
+export { checkSpawnable, findOnPath, isExecutableFile } from './launch/spawn-check.js';
+export { diagnoseSpawnFailure, errnoOf } from './launch/spawn-failure.js';
+export {
+  outputFileBeside,
+  type RecordedEnd,
+  readStatusFile,
+  statusFileBeside,
+  writeStatusFile,
+} from './lifeline/exit-status-file.js';
+export {
+  defaultSidecarScript,
+  isLifelineLink,
+  LIFELINE_DEFAULTS,
+  LIFELINE_TAG_VARIABLE,
+  Lifeline,
+  type LifelineLink,
+  type LifelineOptions,
+  type LifelineTree,
+} from './lifeline/lifeline.js';
+export { LIFELINE_PROTOCOL_VERSION } from './lifeline/lifeline-protocol.js';
+export { DetailThrottle } from './output/detail-throttle.js';
+export { FileFollower, type FileFollowerOptions } from './output/file-follower.js';
+export {
+  type LeftoverOutputSweep,
+  type LeftoverOutputSweepOptions,
+  OutputDirectory,
+  removeLeftoverOutputDirectories,
+} from './output/output-directory.js';
+export { outputFileStream, readFileRange } from './output/output-file-stream.js';
+export {
+  type OpenOutputFile,
+  OutputFileWriter,
+  type OutputFileWriterOptions,
+} from './output/output-file-writer.js';
+export { closedWithin, drainedWithin } from './output/pipe-wait.js';
+export { parseForegroundGroup, readForegroundGroup } from './trees/foreground-group.js';
+export {
+  formatEnvironmentTag,
+  type ProcessIdentity,
+  parseEnvironmentTag,
+  type Recognition,
+  recognizeTree,
+} from './trees/process-identity.js';
+export { ProcessSweep, type ProcessSweepOptions } from './trees/process-sweep.js';
+export {
+  findEnvironmentValue,
+  isDead,
+  memoizedSource,
+  type ProcessEntry,
+  type ProcessSource,
+  parseProcessStat,
+  procfsSource,
+} from './trees/process-table.js';
+export { ProcessTags } from './trees/process-tags.js';
+export {
+  type SendSignal,
+  type TerminationReport,
+  TreeTerminator,
+  type TreeTerminatorOptions,
+} from './trees/process-terminator.js';
+export {
+  type CensusOptions,
+  censusTree,
+  type EnvironmentTag,
+  type ScanOptions,
+  scanTree,
+  type TreeCensus,
+  type TreeRoot,
+} from './trees/process-tree.js';
+export {
+  type RecognizedTreeStopOptions,
+  type RunningRecognition,
+  stopRecognizedTree,
+} from './trees/recognized-tree.js';
+export { type RequestedStopReason, STOP_REASONS, type StopReason } from './trees/stop-reason.js';

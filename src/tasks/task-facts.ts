@@ -25,7 +25,7 @@ export interface UsageFacts {
 }
 
 /**
- * What a confined command may touch (`src/process/sandbox.ts` enforces it with bubblewrap):
+ * What a confined command may touch (`src/process/launch/sandbox.ts` enforces it with bubblewrap):
  * - `read-only`: the whole filesystem read-only, a private empty `/tmp`, a pid namespace of its own;
  * - `workspace-write`: the same, plus writes under the workspace (the session's working directory);
  * - `full`: the user's own rights (no filesystem confinement; with the network off it still runs in bwrap).

@@ -17,7 +17,7 @@ import {
   waitForOutput,
 } from '../../../test/fixtures/bash/index.js';
 import { findBubblewrap, waitForOuterPid } from '../../../test/support/bubblewrap.js';
-import { realPipesAvailable } from '../../process/stdio-pipes.js';
+import { realPipesAvailable } from '../../process/launch/stdio-pipes.js';
 import { createTaskService } from '../../registry/index.js';
 import { createOwner, type TaskService } from '../../tasks/index.js';
 import { createTaskTools, executeTool, type ToolContext } from '../../tools/index.js';

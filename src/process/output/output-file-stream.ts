@@ -6,7 +6,7 @@
  */
 import { constants } from 'node:fs';
 import { open } from 'node:fs/promises';
-import type { TaskOutputChunk, TaskOutputStream } from '../tasks/index.js';
+import type { TaskOutputChunk, TaskOutputStream } from '../../tasks/index.js';
 import type { OutputFileWriter } from './output-file-writer.js';
 
 const READ_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW;

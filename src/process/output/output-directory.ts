@@ -22,8 +22,8 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { isDead, type ProcessSource, procfsSource } from '../trees/process-table.js';
 import { OutputFileWriter, type OutputFileWriterOptions } from './output-file-writer.js';
-import { isDead, type ProcessSource, procfsSource } from './process-table.js';
 
 /** `<pid>-<start time>-` of this process, read once; empty where the process table cannot tell. */
 let ownerPart: string | undefined;

@@ -5,8 +5,8 @@
  * has no root to signal as a group: each member is signalled by pid, moments after the census read its
  * start time, so a reused pid is never signalled.
  */
-import type { Clock } from '../tasks/clock.js';
-import type { Logger } from '../tasks/logger.js';
+import type { Clock } from '../../tasks/clock.js';
+import type { Logger } from '../../tasks/logger.js';
 import type { ProcessEntry } from './process-table.js';
 import type { SendSignal, TerminationReport } from './process-terminator.js';
 

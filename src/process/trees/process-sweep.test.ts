@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { capturingLogger } from '../../test/fixtures/bash/index.js';
-import { createManualClock } from '../tasks/clock.js';
+import { capturingLogger } from '../../../test/fixtures/bash/index.js';
+import { createManualClock } from '../../tasks/clock.js';
 import { ProcessSweep } from './process-sweep.js';
 import type { ProcessEntry } from './process-table.js';
 

@@ -17,12 +17,12 @@ import { existsSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { CancelTimer, Clock } from '../tasks/clock.js';
-import type { Logger } from '../tasks/logger.js';
+import type { CancelTimer, Clock } from '../../tasks/clock.js';
+import type { Logger } from '../../tasks/logger.js';
+import type { Spawner } from '../launch/process-launcher.js';
+import { formatEnvironmentTag } from '../trees/process-identity.js';
+import type { EnvironmentTag } from '../trees/process-tree.js';
 import { decodeMessage, encodeMessage, type WatchMessage } from './lifeline-protocol.js';
-import { formatEnvironmentTag } from './process-identity.js';
-import type { Spawner } from './process-launcher.js';
-import type { EnvironmentTag } from './process-tree.js';
 
 /** The environment variable every process of a runtime's non-durable trees carries. */
 export const LIFELINE_TAG_VARIABLE = 'ERRAND_LIFELINE';
@@ -92,7 +92,7 @@ export function defaultSidecarScript(): string {
   const here = fileURLToPath(import.meta.url);
   const sibling = join(dirname(here), 'lifeline-sidecar.js');
   if (existsSync(sibling)) return sibling;
-  return join(dirname(here), '..', '..', 'dist', 'process', 'lifeline-sidecar.js');
+  return join(dirname(here), '..', '..', '..', 'dist', 'process', 'lifeline', 'lifeline-sidecar.js');
 }
 
 function watchMessage(key: string, tree: LifelineTree): WatchMessage {

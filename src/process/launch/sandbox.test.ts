@@ -1,6 +1,6 @@
 /** Sandbox profiles without running anything: validation, the missing-bwrap error, the request rewrite. */
 import { describe, expect, it } from 'vitest';
-import { ErrandError } from '../tasks/index.js';
+import { ErrandError } from '../../tasks/index.js';
 import type { LaunchRequest } from './process-launcher.js';
 import { resolveSandbox, sandboxSummaryOf } from './sandbox.js';
 

@@ -4,8 +4,8 @@
  * recorded root while it runs; once it ended (or when no pid was recorded), the oldest member stands in
  * for it, and the tag finds the rest. Nothing is signalled that the census did not attribute to the tree.
  */
-import type { Clock } from '../tasks/clock.js';
-import type { Logger } from '../tasks/logger.js';
+import type { Clock } from '../../tasks/clock.js';
+import type { Logger } from '../../tasks/logger.js';
 import type { ProcessIdentity, Recognition } from './process-identity.js';
 import { isDead, type ProcessSource } from './process-table.js';
 import { type TerminationReport, TreeTerminator } from './process-terminator.js';

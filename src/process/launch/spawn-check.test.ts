@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fixture } from '../../test/fixtures/pty/harness.js';
+import { fixture } from '../../../test/fixtures/pty/harness.js';
 import { checkSpawnable, findOnPath } from './spawn-check.js';
 
 describe('checkSpawnable', () => {

@@ -2,7 +2,7 @@
  * Rate-limits progress updates: the first change publishes at once, later ones at most every
  * `intervalMs`, and the last change is always published (trailing edge) unless stopped first.
  */
-import type { CancelTimer, Clock } from '../tasks/clock.js';
+import type { CancelTimer, Clock } from '../../tasks/clock.js';
 
 export class DetailThrottle {
   readonly #clock: Clock;

@@ -2,7 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { PassThrough, Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { createManualClock } from '../tasks/index.js';
+import { createManualClock } from '../../tasks/index.js';
 import { Lifeline } from './lifeline.js';
 import { decodeMessage } from './lifeline-protocol.js';
 

@@ -6,8 +6,8 @@
  * SIGCONT follows the polite signals: a stopped process (Ctrl-Z, SIGSTOP, a debugger) would otherwise
  * hold SIGTERM pending through the whole grace and only ever meet SIGKILL.
  */
-import type { Clock } from '../tasks/clock.js';
-import type { Logger } from '../tasks/logger.js';
+import type { Clock } from '../../tasks/clock.js';
+import type { Logger } from '../../tasks/logger.js';
 import type { ProcessEntry, ProcessSource } from './process-table.js';
 import { type EnvironmentTag, scanTree, type TreeCensus, type TreeRoot } from './process-tree.js';
 

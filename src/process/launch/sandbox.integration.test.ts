@@ -7,13 +7,13 @@
  */
 import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { isAlive } from '../../test/fixtures/bash/index.js';
-import { findBubblewrap } from '../../test/support/bubblewrap.js';
-import { systemClock } from '../tasks/clock.js';
+import { isAlive } from '../../../test/fixtures/bash/index.js';
+import { findBubblewrap } from '../../../test/support/bubblewrap.js';
+import { systemClock } from '../../tasks/clock.js';
+import { procfsSource } from '../trees/process-table.js';
+import { TreeTerminator } from '../trees/process-terminator.js';
+import { scanTree } from '../trees/process-tree.js';
 import { createSpawnLauncher, type LaunchedProcess, type LaunchRequest } from './process-launcher.js';
-import { procfsSource } from './process-table.js';
-import { TreeTerminator } from './process-terminator.js';
-import { scanTree } from './process-tree.js';
 import { resolveSandbox } from './sandbox.js';
 
 const bwrap = findBubblewrap();

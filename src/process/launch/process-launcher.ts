@@ -12,8 +12,8 @@ import type { ChildProcess, SpawnOptions } from 'node:child_process';
 import { spawn as nodeSpawn } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import type { Readable } from 'node:stream';
+import type { EnvironmentTag } from '../trees/process-tree.js';
 import { nativeSpawnAvailable, spawnNative } from './native-spawn.js';
-import type { EnvironmentTag } from './process-tree.js';
 import { closeDescriptors, createStdioPipes, readEndStream, spawnOntoPipes } from './stdio-pipes.js';
 
 /** What to start. The same request feeds every launcher (and a pseudo-terminal's spawn). */

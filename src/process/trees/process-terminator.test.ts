@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { capturingLogger } from '../../test/fixtures/bash/index.js';
-import { createManualClock } from '../tasks/clock.js';
+import { capturingLogger } from '../../../test/fixtures/bash/index.js';
+import { createManualClock } from '../../tasks/clock.js';
 import type { ProcessEntry, ProcessSource } from './process-table.js';
 import { TreeTerminator } from './process-terminator.js';
 

@@ -7,7 +7,7 @@
 import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { bashRequest as bash, type Ended, ended } from '../../test/fixtures/process/launches.js';
+import { bashRequest as bash, type Ended, ended } from '../../../test/fixtures/process/launches.js';
 import { createSpawnLauncher, type Spawner } from './process-launcher.js';
 import { realPipesAvailable, SOCKET_STDIO_VARIABLE } from './stdio-pipes.js';
 

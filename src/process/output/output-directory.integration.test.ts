@@ -17,8 +17,8 @@ import {
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { procfsSource } from '../trees/process-table.js';
 import { OutputDirectory, removeLeftoverOutputDirectories } from './output-directory.js';
-import { procfsSource } from './process-table.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 let parents: string[] = [];

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createManualClock } from '../tasks/clock.js';
+import { createManualClock } from '../../tasks/clock.js';
 import { DetailThrottle } from './detail-throttle.js';
 
 describe('DetailThrottle', () => {

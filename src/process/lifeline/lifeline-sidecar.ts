@@ -14,7 +14,11 @@
  *
  *     node lifeline-sidecar.js --runtime-tag ERRAND_LIFELINE=<id> [--kill-grace-ms 500]
  */
-import { systemClock } from '../tasks/clock.js';
+import { systemClock } from '../../tasks/clock.js';
+import { parseEnvironmentTag } from '../trees/process-identity.js';
+import { ProcessSweep } from '../trees/process-sweep.js';
+import { isDead, memoizedSource, type ProcessEntry, procfsSource } from '../trees/process-table.js';
+import { censusTree, type EnvironmentTag } from '../trees/process-tree.js';
 import { writeStatusFile } from './exit-status-file.js';
 import {
   decodeMessage,
@@ -24,10 +28,6 @@ import {
   type SidecarMessage,
   type WatchMessage,
 } from './lifeline-protocol.js';
-import { parseEnvironmentTag } from './process-identity.js';
-import { ProcessSweep } from './process-sweep.js';
-import { isDead, memoizedSource, type ProcessEntry, procfsSource } from './process-table.js';
-import { censusTree, type EnvironmentTag } from './process-tree.js';
 
 /** A line longer than this is not a message of ours: it is dropped. */
 const MAX_LINE_BYTES = 64 * 1024;

@@ -2,7 +2,7 @@
  * Waiting for a command's pipes after its shell exited, bounded so that a process holding a pipe
  * open can never keep a command from finishing.
  */
-import type { CancelTimer, Clock } from '../tasks/clock.js';
+import type { CancelTimer, Clock } from '../../tasks/clock.js';
 
 /** Resolves when `closed` does or after `milliseconds`, whichever comes first. */
 export function closedWithin(closed: Promise<void>, clock: Clock, milliseconds: number): Promise<void> {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createManualClock } from '../tasks/clock.js';
+import { createManualClock } from '../../tasks/clock.js';
 import { drainedWithin } from './pipe-wait.js';
 
 /** Lets promise reactions run. */

@@ -22,14 +22,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { ended } from '../../test/fixtures/process/launches.js';
+import { ended } from '../../../test/fixtures/process/launches.js';
 import { NODE_SPAWN_VARIABLE, nativeSpawnAvailable, spawnNative } from './native-spawn.js';
 import { createSpawnLauncher } from './process-launcher.js';
 import { closeDescriptors, createStdioPipes, readEndStream } from './stdio-pipes.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'errand-native-spawn-'));
 /** The built module, for a process or a thread of its own (`npm test` builds before it runs the suites). */
-const BUILT = new URL('../../dist/process/native-spawn.js', import.meta.url).pathname;
+const BUILT = new URL('../../../dist/process/launch/native-spawn.js', import.meta.url).pathname;
 const PATH = process.env.PATH ?? '/usr/bin:/bin';
 
 beforeAll(() => {

@@ -1,6 +1,6 @@
 /** The default launcher against real processes: its own session and group, the tag, stdin on /dev/null. */
 import { describe, expect, it } from 'vitest';
-import { pipeLinks } from '../../test/fixtures/process/launches.js';
+import { pipeLinks } from '../../../test/fixtures/process/launches.js';
 import {
   createSpawnLauncher,
   type LaunchedProcess,

@@ -6,8 +6,8 @@
  * terminator, the output caps and any launcher (a spawner process, a worker) work on it unchanged.
  */
 import { resolve } from 'node:path';
-import { ErrandError, InvalidArgumentError } from '../tasks/errors.js';
-import { option } from '../tasks/options.js';
+import { ErrandError, InvalidArgumentError } from '../../tasks/errors.js';
+import { option } from '../../tasks/options.js';
 import type { LaunchRequest } from './process-launcher.js';
 import { findOnPath, isExecutableFile } from './spawn-check.js';
 

@@ -75,6 +75,11 @@ interface TaskRecord {
   readonly ttl: number;
   readonly pollInterval: number;
   readonly inline: boolean;
+  /**
+   * The end belongs to the task alone (a task the Tasks extension created): it is claimed the moment
+   * the command ends, so no `<task-notification>` repeats what the client reads through `tasks/get`.
+   */
+  readonly endThroughTask: boolean;
   errandTaskId: string | undefined;
   /** The attempt of the Errand task whose end the result shows (set when it settles from one). */
   errandAttempt: number | undefined;
@@ -140,6 +145,7 @@ export class ErrandTaskStore implements TaskStore {
       ttl,
       pollInterval: this.options.pollIntervalMs,
       inline,
+      endThroughTask: !inline && endsThroughTask(request),
       errandTaskId: undefined,
       errandAttempt: undefined,
       status: 'working',
@@ -355,6 +361,8 @@ export class ErrandTaskStore implements TaskStore {
 
   #settleFrom(record: TaskRecord, snapshot: TaskSnapshot): void {
     record.errandAttempt = snapshot.attempt;
+    // Inside the task's settlement, before any tool result can reserve its notification.
+    if (record.endThroughTask) this.#claimEnd(record);
     const status = mcpTaskStatusOf(snapshot, record.cancelRequested);
     const result = renderBashTaskResult(
       snapshot,
@@ -419,6 +427,17 @@ export function createErrandTaskStore(
   options?: ErrandTaskStoreOptions,
 ): ErrandTaskStore {
   return new ErrandTaskStore(dependencies, options);
+}
+
+/**
+ * The `_meta` key of a task-augmented `tools/call` whose end is read through the task only (the
+ * 2026-07-28 Tasks extension's endpoint sets it on the calls it forwards).
+ */
+export const END_THROUGH_TASK_META = 'errand/endThroughTask';
+
+function endsThroughTask(request: Request): boolean {
+  const meta = (request.params as { _meta?: Record<string, unknown> } | undefined)?._meta;
+  return meta?.[END_THROUGH_TASK_META] === true;
 }
 
 function isTaskAugmented(request: Request): boolean {

@@ -25,7 +25,7 @@ import {
   type RequestGuard,
   readJsonBody,
 } from '../server/index.js';
-import { emitWarningLogger, type Logger } from '../tasks/index.js';
+import { emitWarningLogger, isTerminalStatus, type Logger } from '../tasks/index.js';
 import { createErrandMcpServer, type ErrandMcpServer } from './errand-mcp-server.js';
 import {
   checkExposure,
@@ -62,7 +62,10 @@ interface SessionEntry {
   readonly transport: StreamableHTTPServerTransport;
   readonly mcp: ErrandMcpServer;
   lastSeen: number;
-  /** Requests (and SSE streams) of this session in flight: an active session never expires. */
+  /**
+   * POST requests of this session in flight: such a session is never closed for being idle or to make
+   * room. Its standalone GET stream (server-initiated notifications) does not count.
+   */
   active: number;
 }
 
@@ -172,7 +175,7 @@ export async function startHttpMcpServer(options: HttpMcpServerOptions = {}): Pr
       if (!entry) {
         return sendJson(response, 404, jsonRpcError(body, -32001, 'Session not found'));
       }
-      track(entry, response);
+      track(entry, request, response);
       await entry.transport.handleRequest(request, response, body);
       return;
     }
@@ -183,6 +186,7 @@ export async function startHttpMcpServer(options: HttpMcpServerOptions = {}): Pr
         jsonRpcError(body, -32000, 'Bad Request: No valid session ID provided (send initialize first)'),
       );
     }
+    if (sessions.size + opening >= resolved.maxSessions) evictQuietSession(sessions, runtime);
     if (sessions.size + opening >= resolved.maxSessions) {
       return sendJson(
         response,
@@ -209,7 +213,7 @@ export async function startHttpMcpServer(options: HttpMcpServerOptions = {}): Pr
     };
     try {
       await mcp.connect(transport);
-      track(entry, response);
+      track(entry, request, response);
       await transport.handleRequest(request, response, body);
     } finally {
       opening -= 1;
@@ -218,7 +222,8 @@ export async function startHttpMcpServer(options: HttpMcpServerOptions = {}): Pr
     }
   };
 
-  const track = (entry: SessionEntry, response: ServerResponse): void => {
+  const track = (entry: SessionEntry, request: IncomingMessage, response: ServerResponse): void => {
+    if (request.method !== 'POST') return;
     entry.active += 1;
     entry.lastSeen = resolved.now();
     response.once('close', () => {
@@ -316,6 +321,28 @@ export async function startHttpMcpServer(options: HttpMcpServerOptions = {}): Pr
     closed,
     shutdown,
   };
+}
+
+/**
+ * Makes room for a new session by closing the longest-idle one that nothing depends on: no request in
+ * flight, no task of its session running, no notification queued. Clients that never send DELETE (most
+ * close by dropping the connection) would otherwise fill every slot. Returns whether one was closed.
+ */
+function evictQuietSession(sessions: Map<string, SessionEntry>, runtime: ErrandRuntime): boolean {
+  let quietest: [string, SessionEntry] | undefined;
+  for (const pair of sessions) {
+    const [, entry] = pair;
+    if (entry.active > 0 || entry.mcp.session.inbox.queued > 0) continue;
+    const running = runtime.tasks
+      .list(entry.mcp.session.owner)
+      .some((task) => !isTerminalStatus(task.status));
+    if (running) continue;
+    if (!quietest || entry.lastSeen < quietest[1].lastSeen) quietest = pair;
+  }
+  if (!quietest) return false;
+  sessions.delete(quietest[0]);
+  void quietest[1].transport.close().catch(() => {});
+  return true;
 }
 
 /** Closes sessions no request touched for `sessionIdleMs` (their Errand sessions stop their tasks). */

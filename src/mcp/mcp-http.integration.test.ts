@@ -14,6 +14,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isAlive } from '../../test/fixtures/bash/index.js';
+import { CLI_PATH } from '../../test/support/mcp-client.js';
 import { settled } from '../../test/support/waiting.js';
 import { type HttpMcpServer, startHttpMcpServer } from './http-server.js';
 
@@ -186,6 +187,9 @@ describe('a client written from MCP 2026-07-28, with the Tasks extension', () =>
     });
     expect(String(discovered.instructions)).toContain('Errand runs shell commands');
     const listed = await client.result('tools/list');
+    // Both are cacheable results.
+    expect(listed).toMatchObject({ ttlMs: 60_000, cacheScope: 'private' });
+    expect(discovered).toMatchObject({ ttlMs: 60_000, cacheScope: 'private' });
     const bash = (listed.tools as Json[]).find((tool) => tool.name === 'bash');
     expect(bash).toBeDefined();
     expect(bash?.execution).toBeUndefined();
@@ -258,6 +262,66 @@ describe('a client written from MCP 2026-07-28, with the Tasks extension', () =>
       expect(answer.status).toBe(404);
       expect(answer.error?.code).toBe(-32601);
     }
+  });
+
+  it('input_required: a command asks (errand ask), tasks/get shows the question, tasks/update answers it', async () => {
+    const server = await start();
+    const client = modernClient(server);
+    const ask = `node ${JSON.stringify(CLI_PATH)} ask`;
+    const created = await client.result('tools/call', {
+      name: 'bash',
+      arguments: {
+        command: `color=$(${ask} "Which color?") || exit 9; echo "got $color"; ${ask} "Again?" || echo declined`,
+        run_in_background: true,
+      },
+    });
+    expect(created.resultType).toBe('task');
+    const taskId = String(created.taskId);
+    const waitForQuestion = async (): Promise<[string, Json]> => {
+      for (;;) {
+        const task = await client.result('tasks/get', { taskId });
+        if (task.status === 'input_required') {
+          const [entry] = Object.entries(task.inputRequests as Record<string, Json>);
+          if (entry) return entry;
+        }
+        expect(task.status).toBe('working');
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    };
+    const [key, request] = await waitForQuestion();
+    expect(request).toMatchObject({
+      method: 'elicitation/create',
+      params: { mode: 'form', message: 'Which color?', requestedSchema: { required: ['answer'] } },
+    });
+    // A response to a key that is not outstanding is ignored; the question stays.
+    await client.result('tasks/update', {
+      taskId,
+      inputResponses: { [`${key}-other`]: { action: 'accept' } },
+    });
+    expect((await client.result('tasks/get', { taskId })).status).toBe('input_required');
+    await client.result('tasks/update', {
+      taskId,
+      inputResponses: { [key]: { action: 'accept', content: { answer: 'teal' } } },
+    });
+    // The second question has a key of its own; declining it makes `errand ask` fail.
+    const [second] = await waitForQuestion();
+    expect(second).not.toBe(key);
+    await client.result('tasks/update', { taskId, inputResponses: { [second]: { action: 'decline' } } });
+    const done = await client.pollUntilDone(taskId);
+    expect(done.status).toBe('completed');
+    expect(texts(done.result as Json)[0]).toMatch(
+      /got teal\nerrand ask: the client chose decline\ndeclined\n\[exit code: 0\]/,
+    );
+  });
+
+  it('errand ask fails at once where no client can answer (a task without the extension)', async () => {
+    const server = await start();
+    const client = modernClient(server, { tasks: false });
+    const result = await client.result('tools/call', {
+      name: 'bash',
+      arguments: { command: `node ${JSON.stringify(CLI_PATH)} ask "Anyone?"; echo "exit $?"` },
+    });
+    expect(texts(result)[0]).toMatch(/no client can answer[\s\S]*exit 1/);
   });
 
   it('without the extension a background call answers at once and its end is notified in band, once', async () => {

@@ -60,7 +60,11 @@ export interface ModernTask {
  * start, or was lost) ends with a tool result, not a JSON-RPC error, so the extension calls it
  * `completed`, its result carrying `isError: true` — as the extension defines for tool errors.
  */
-export function modernTaskOf(task: LegacyTask, result?: Record<string, unknown>): ModernTask {
+export function modernTaskOf(
+  task: LegacyTask,
+  result?: Record<string, unknown>,
+  inputRequests?: Record<string, unknown>,
+): ModernTask {
   const status: ModernTaskStatus = task.status === 'failed' ? 'completed' : task.status;
   return {
     taskId: task.taskId,
@@ -73,6 +77,7 @@ export function modernTaskOf(task: LegacyTask, result?: Record<string, unknown>)
     ...(status === 'completed' && result !== undefined
       ? { result: { resultType: 'complete', ...result } }
       : {}),
+    ...(status === 'input_required' ? { inputRequests: inputRequests ?? {} } : {}),
   };
 }
 

@@ -270,12 +270,15 @@ export class StatelessEndpoint {
         return ok({ ...task });
       }
       case 'tasks/update': {
-        // Errand's tasks ask nothing of the client, so no input request is ever outstanding: every
-        // response is for a key that is not (ignored, as the extension says), once the task is known.
-        if (params.inputResponses !== undefined && !isObject(params.inputResponses)) {
+        // Responses settle the questions the task's command asked (`errand ask`); a key that is not
+        // outstanding is ignored, as the extension says. An unknown task is an error.
+        const responses = params.inputResponses ?? {};
+        if (!isObject(responses)) {
           return errorReply(400, id, ERROR_INVALID_PARAMS, 'Expected `inputResponses` to be an object');
         }
-        await this.#innerResult('tasks/get', { taskId: String(params.taskId) }, onInnerId);
+        const taskId = String(params.taskId);
+        await this.#innerResult('tasks/get', { taskId }, onInnerId);
+        this.#options.mcp.taskStore?.answer(taskId, responses);
         return ok({});
       }
       case 'tasks/cancel':
@@ -338,6 +341,9 @@ export class StatelessEndpoint {
   /** A task as `tasks/get` and `notifications/tasks` carry it: its result inlined once it has one. */
   async #detailedTask(taskId: string, onInnerId?: (id: number) => void): Promise<ModernTask> {
     const task = (await this.#innerResult('tasks/get', { taskId }, onInnerId)) as unknown as LegacyTask;
+    if (task.status === 'input_required') {
+      return modernTaskOf(task, undefined, this.#options.mcp.taskStore?.inputRequestsOf(taskId));
+    }
     if (task.status !== 'completed' && task.status !== 'failed') return modernTaskOf(task);
     const result = await this.#innerResult('tasks/result', { taskId });
     return modernTaskOf(task, withoutTaskMeta(result));

@@ -274,17 +274,31 @@ async function runHttpMcp(
     }
     throw error;
   }
+  // Listening for signals before saying where it listens: whoever reads the line may stop it at once.
+  const stopListening = onShutdownSignal(() => server.shutdown(), {
+    onForce: () => io.stderr.write('errand mcp: stopping now without cleaning up\n'),
+  });
   io.stderr.write(`errand mcp: MCP endpoint at ${server.url}\n`);
   if (server.token === false) io.stderr.write('errand mcp: no bearer token required (--no-auth)\n');
   else if (tokenFile !== undefined) io.stderr.write(`errand mcp: bearer token written to ${tokenFile}\n`);
   else if (token === undefined) io.stderr.write(`errand mcp: bearer token ${server.token}\n`);
-  const stopListening = onShutdownSignal(() => server.shutdown(), {
-    onForce: () => io.stderr.write('errand mcp: stopping now without cleaning up\n'),
-  });
+  // A crash must not leave background commands orphaned: shut down first, as on stdio.
+  const onCrash = (error: unknown) => {
+    io.stderr.write(
+      `errand mcp: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
+    const exit = () => process.exit(1);
+    setTimeout(exit, CRASH_CLEANUP_MS).unref();
+    server.shutdown().then(exit, exit);
+  };
+  process.once('uncaughtException', onCrash);
+  process.once('unhandledRejection', onCrash);
   try {
     await server.closed;
   } finally {
     stopListening();
+    process.off('uncaughtException', onCrash);
+    process.off('unhandledRejection', onCrash);
   }
   return 0;
 }

@@ -17,6 +17,8 @@ Commands:
   mcp      the MCP server on stdio: background tasks with notifications for an MCP client
            (--dashboard, --port <n>, --home <dir>, --cwd <dir>, --max-tasks <n>, --durable,
            --sandbox <profile>, --no-network, --redis <url>; errand mcp --help)
+           --http [host:]port serves Streamable HTTP (MCP 2026-07-28 and 2025) behind a bearer token
+  ask      inside a command errand mcp --http runs as an MCP task: ask its client, print the answer
   install  write a client's MCP server entry and hooks: errand install <claude-code|codex|gemini>
            (--scope project|user, --print; errand install --help)
   hook     run by a client as a hook: errand hook <client> <event> (errand hook --help)
@@ -48,6 +50,12 @@ async function main(argv: readonly string[]): Promise<number> {
       });
     case 'mcp':
       return (await import('./mcp-command.js')).runMcpCommand(argv.slice(1));
+    case 'ask':
+      return (await import('./ask-command.js')).runAskCommand(argv.slice(1), {
+        stdout: process.stdout,
+        stderr: process.stderr,
+        env: process.env,
+      });
     case 'worker':
       return (await import('./worker-command.js')).runWorkerCommand(argv.slice(1));
     case 'serve':

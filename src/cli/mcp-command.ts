@@ -5,8 +5,9 @@
  * non-durable background process it started and removing their output files; with `--durable`,
  * background commands run on and the next server of the same client in the same directory resumes them.
  */
+import { readFileSync } from 'node:fs';
 import type { Readable, Writable } from 'node:stream';
-import { startStdioMcpServer } from '../mcp/index.js';
+import { type HttpMcpServer, startHttpMcpServer, startStdioMcpServer } from '../mcp/index.js';
 import { ErrandError } from '../tasks/index.js';
 import { describeFlags, type FlagSpecs, parseFlags, UsageError } from './args.js';
 import { REDIS_FLAGS, redisOption } from './redis-flags.js';
@@ -48,14 +49,49 @@ export const MCP_FLAGS: FlagSpecs = {
     description:
       'background commands survive this server: they keep running if it dies or exits, and a server the same client starts again in the same directory resumes their session (same task ids, output, one notification each)',
   },
+  http: {
+    type: 'string',
+    placeholder: '[host:]port',
+    description:
+      'serve Streamable HTTP on [host:]port instead of stdio (host default 127.0.0.1; port 0 picks a free one)',
+  },
+  'token-file': {
+    type: 'path',
+    placeholder: '<file>',
+    description:
+      'with --http: the bearer token is read from this file, or written to it (0600) when it is missing or empty',
+  },
+  'no-auth': {
+    type: 'boolean',
+    description: 'with --http on a loopback host: no bearer token (refused for any other host)',
+  },
+  'max-sessions': {
+    type: 'count',
+    placeholder: '<n>',
+    description: 'with --http: MCP sessions open at once (default 16)',
+  },
+  'session-idle-ms': {
+    type: 'integer',
+    placeholder: '<ms>',
+    description: 'with --http: an MCP session idle this long is closed, its tasks stopped (default 1800000)',
+  },
+  'max-body-bytes': {
+    type: 'integer',
+    placeholder: '<n>',
+    description: 'with --http: the largest request body (default 4194304)',
+  },
   ...SANDBOX_FLAGS,
   ...REDIS_FLAGS,
 };
 
+/** The flags that only mean something with `--http`. */
+const HTTP_ONLY_FLAGS = ['token-file', 'no-auth', 'max-sessions', 'session-idle-ms', 'max-body-bytes'];
+
 export const MCP_USAGE = `Usage: errand mcp [options]
 
 Runs Errand's MCP server on stdio: bash, task_output, task_list, task_kill (and the pty tools where
-node-pty is installed) for one MCP client, with background task notifications.
+node-pty is installed) for one MCP client, with background task notifications. With --http, serves
+Streamable HTTP at /mcp for many clients (MCP 2026-07-28 and the 2025 versions), behind a bearer token.
 
 Options:
 ${describeFlags(MCP_FLAGS)}
@@ -92,6 +128,21 @@ export async function runMcpCommand(argv: readonly string[], io: CommandIo = pro
         throw new UsageError(`\`--${flag}\` is a dashboard setting: add \`--dashboard\``);
       }
     }
+    for (const flag of HTTP_ONLY_FLAGS) {
+      if (values[flag] !== undefined && values.http === undefined) {
+        throw new UsageError(`\`--${flag}\` is an HTTP setting: add \`--http [host:]port\``);
+      }
+    }
+    if (values.http !== undefined) {
+      if (values.durable === true)
+        throw new UsageError('`--durable` is for stdio servers: drop it or `--http`');
+      if (values.dashboard === true) {
+        throw new UsageError('`--dashboard` is for stdio servers; with `--http`, run `errand dashboard`');
+      }
+      if (values['no-auth'] === true && values['token-file'] !== undefined) {
+        throw new UsageError('`--no-auth` and `--token-file` contradict each other: give one');
+      }
+    }
     if (values['max-tasks'] === 0) {
       throw new UsageError('Expected `--max-tasks` to be a positive integer, got "0"');
     }
@@ -108,6 +159,7 @@ export async function runMcpCommand(argv: readonly string[], io: CommandIo = pro
   const warn = (message: string, context?: Record<string, unknown>) => {
     io.stderr.write(`errand mcp: warning: ${message}${context ? ` ${JSON.stringify(context)}` : ''}\n`);
   };
+  if (values.http !== undefined) return runHttpMcp(values, sandbox, redis, warn, io);
   let server: Awaited<ReturnType<typeof startStdioMcpServer>>;
   try {
     server = await startStdioMcpServer({
@@ -167,6 +219,118 @@ export async function runMcpCommand(argv: readonly string[], io: CommandIo = pro
     process.off('unhandledRejection', onCrash);
   }
   return 0;
+}
+
+/** `errand mcp --http`: runs until SIGINT / SIGTERM. */
+async function runHttpMcp(
+  values: Record<string, unknown>,
+  sandbox: ReturnType<typeof sandboxFromFlags>,
+  redis: ReturnType<typeof redisOption>,
+  warn: (message: string, context?: Record<string, unknown>) => void,
+  io: CommandIo,
+): Promise<number> {
+  let address: { host: string; port: number };
+  let token: string | false | undefined;
+  try {
+    address = parseHttpAddress(String(values.http));
+    token = values['no-auth'] === true ? false : readTokenFile(values['token-file']);
+  } catch (error) {
+    if (error instanceof UsageError) {
+      io.stderr.write(`errand mcp: ${error.message}\n`);
+      return error.exitCode;
+    }
+    throw error;
+  }
+  const tokenFile =
+    typeof values['token-file'] === 'string' && token === undefined ? values['token-file'] : undefined;
+  let server: HttpMcpServer;
+  try {
+    server = await startHttpMcpServer({
+      host: address.host,
+      port: address.port,
+      ...(token === undefined ? {} : { token }),
+      ...(tokenFile === undefined ? {} : { tokenFile }),
+      launchDirectory: io.cwd,
+      logger: { warn },
+      ...(typeof values.cwd === 'string' ? { cwd: values.cwd } : {}),
+      ...(typeof values['max-sessions'] === 'number' ? { maxSessions: values['max-sessions'] } : {}),
+      ...(typeof values['session-idle-ms'] === 'number' ? { sessionIdleMs: values['session-idle-ms'] } : {}),
+      ...(typeof values['max-body-bytes'] === 'number' ? { maxBodyBytes: values['max-body-bytes'] } : {}),
+      runtime: {
+        ...(typeof values.home === 'string' ? { home: values.home } : {}),
+        ...(typeof values['max-tasks'] === 'number' ? { maxTasks: values['max-tasks'] } : {}),
+        ...(sandbox === undefined ? {} : { sandbox }),
+        ...(redis ? { redis } : {}),
+      },
+    });
+  } catch (error) {
+    if (ErrandError.hasCode(error, 'SANDBOX_UNAVAILABLE') || ErrandError.hasCode(error, 'INVALID_ARGUMENT')) {
+      io.stderr.write(`errand mcp: ${(error as Error).message}\n`);
+      return ErrandError.hasCode(error, 'INVALID_ARGUMENT') ? 2 : 1;
+    }
+    if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+      io.stderr.write(`errand mcp: cannot listen on ${String(values.http)}: the address is in use\n`);
+      return 1;
+    }
+    throw error;
+  }
+  // Listening for signals before saying where it listens: whoever reads the line may stop it at once.
+  const stopListening = onShutdownSignal(() => server.shutdown(), {
+    onForce: () => io.stderr.write('errand mcp: stopping now without cleaning up\n'),
+  });
+  io.stderr.write(`errand mcp: MCP endpoint at ${server.url}\n`);
+  if (server.token === false) io.stderr.write('errand mcp: no bearer token required (--no-auth)\n');
+  else if (tokenFile !== undefined) io.stderr.write(`errand mcp: bearer token written to ${tokenFile}\n`);
+  else if (token === undefined) io.stderr.write(`errand mcp: bearer token ${server.token}\n`);
+  // A crash must not leave background commands orphaned: shut down first, as on stdio.
+  const onCrash = (error: unknown) => {
+    io.stderr.write(
+      `errand mcp: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
+    const exit = () => process.exit(1);
+    setTimeout(exit, CRASH_CLEANUP_MS).unref();
+    server.shutdown().then(exit, exit);
+  };
+  process.once('uncaughtException', onCrash);
+  process.once('unhandledRejection', onCrash);
+  try {
+    await server.closed;
+  } finally {
+    stopListening();
+    process.off('uncaughtException', onCrash);
+    process.off('unhandledRejection', onCrash);
+  }
+  return 0;
+}
+
+/** `--http`'s value: `port`, `host:port` or `[v6]:port`. */
+export function parseHttpAddress(raw: string): { host: string; port: number } {
+  const match = /^(?:(\[[0-9A-Fa-f:.]+\]|[^:[\]]+):)?(\d{1,5})$/.exec(raw);
+  const port = match ? Number(match[2]) : Number.NaN;
+  if (!match || port > 65_535) {
+    throw new UsageError(
+      `Expected \`--http\` to be [host:]port (port 0 to 65535), got ${JSON.stringify(raw)}`,
+    );
+  }
+  const host = match[1]?.replace(/^\[|\]$/g, '') ?? '127.0.0.1';
+  return { host, port };
+}
+
+/** The token in `--token-file` (or `$ERRAND_MCP_TOKEN`); undefined when one is to be generated. */
+function readTokenFile(path: unknown): string | undefined {
+  if (typeof path !== 'string') {
+    const fromEnvironment = process.env.ERRAND_MCP_TOKEN;
+    return fromEnvironment === undefined || fromEnvironment === '' ? undefined : fromEnvironment;
+  }
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw new UsageError(`Cannot read \`--token-file\` ${JSON.stringify(path)}: ${(error as Error).message}`);
+  }
+  const token = text.trim();
+  return token === '' ? undefined : token;
 }
 
 /** How long a crashed server may spend stopping its commands before it exits anyway. */

@@ -75,6 +75,13 @@ interface TaskRecord {
   readonly ttl: number;
   readonly pollInterval: number;
   readonly inline: boolean;
+  /**
+   * The end belongs to the task alone (a task the Tasks extension created): it is claimed the moment
+   * the command ends, so no `<task-notification>` repeats what the client reads through `tasks/get`.
+   */
+  readonly endThroughTask: boolean;
+  /** Questions its command asked (`errand ask`) that the client has not answered, by input-request key. */
+  readonly questions: Map<string, PendingQuestion>;
   errandTaskId: string | undefined;
   /** The attempt of the Errand task whose end the result shows (set when it settles from one). */
   errandAttempt: number | undefined;
@@ -85,6 +92,33 @@ interface TaskRecord {
   cancelRequested: boolean;
   readonly settled: Promise<void>;
   readonly settle: () => void;
+}
+
+/** The client's answer to a question a command asked. */
+export type QuestionAnswer =
+  | { readonly action: 'accept'; readonly answer: string }
+  | { readonly action: 'decline' | 'cancel' };
+
+interface PendingQuestion {
+  /** The `elicitation/create` request the client sees in `inputRequests`. */
+  readonly request: Record<string, unknown>;
+  readonly settle: (answer: QuestionAnswer) => void;
+}
+
+/** A question as a form elicitation with one string field, `answer`. */
+function elicitationOf(question: string): Record<string, unknown> {
+  return {
+    method: 'elicitation/create',
+    params: {
+      mode: 'form',
+      message: question,
+      requestedSchema: {
+        type: 'object',
+        properties: { answer: { type: 'string', description: 'The answer the command waits for' } },
+        required: ['answer'],
+      },
+    },
+  };
 }
 
 const TERMINAL: ReadonlySet<McpTaskStatus> = new Set(['completed', 'failed', 'cancelled']);
@@ -140,6 +174,8 @@ export class ErrandTaskStore implements TaskStore {
       ttl,
       pollInterval: this.options.pollIntervalMs,
       inline,
+      endThroughTask: !inline && endsThroughTask(request),
+      questions: new Map(),
       errandTaskId: undefined,
       errandAttempt: undefined,
       status: 'working',
@@ -268,6 +304,60 @@ export class ErrandTaskStore implements TaskStore {
     record.settle();
   }
 
+  /**
+   * A command asks its client a question (`errand ask`): `ancestors` are the asking process and its
+   * ancestors; the running task whose process is one of them, if the Tasks extension created it, turns
+   * `input_required` with the question as an `elicitation/create` input request until `answer` settles
+   * it. Undefined when no such task exists (nobody could answer). `signal` withdraws the question.
+   */
+  ask(
+    ancestors: ReadonlySet<number>,
+    question: string,
+    signal: AbortSignal,
+  ): Promise<QuestionAnswer> | undefined {
+    const record = this.#recordOfProcess(ancestors);
+    if (!record) return undefined;
+    const key = randomUUID();
+    return new Promise<QuestionAnswer>((resolve) => {
+      const settle = (answer: QuestionAnswer) => {
+        if (!record.questions.delete(key)) return;
+        signal.removeEventListener('abort', onAbort);
+        this.#changed(record);
+        resolve(answer);
+      };
+      const onAbort = () => settle({ action: 'cancel' });
+      record.questions.set(key, { request: elicitationOf(question), settle });
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.#changed(record);
+    });
+  }
+
+  /** The outstanding input requests of a task, by key (empty when none). */
+  inputRequestsOf(taskId: string): Record<string, unknown> {
+    const record = this.#visible(taskId);
+    const requests: Record<string, unknown> = {};
+    for (const [key, question] of record?.questions ?? []) requests[key] = question.request;
+    return requests;
+  }
+
+  /**
+   * The client's responses to a task's input requests (`tasks/update`): each outstanding key is settled
+   * with its response; keys that are not outstanding are ignored. Throws for an unknown task.
+   */
+  answer(taskId: string, responses: Readonly<Record<string, unknown>>): void {
+    const record = this.#require(taskId);
+    for (const [key, response] of Object.entries(responses)) {
+      const question = record.questions.get(key);
+      if (!question) continue;
+      const { action, content } = (response ?? {}) as { action?: unknown; content?: { answer?: unknown } };
+      if (action === 'accept' && typeof content?.answer === 'string') {
+        question.settle({ action: 'accept', answer: content.answer });
+      } else {
+        question.settle({ action: action === 'decline' ? 'decline' : 'cancel' });
+      }
+    }
+  }
+
   /** Stops following Errand tasks and forgets every record. Idempotent. */
   dispose(): void {
     if (this.#disposed) return;
@@ -297,6 +387,28 @@ export class ErrandTaskStore implements TaskStore {
     record.lastUpdatedAt = this.options.now();
     await waitAtMost(record.settled, this.options.cancelSettleMs);
     this.#refresh(record);
+  }
+
+  /** The running task the Tasks extension created whose process is one of `pids`. */
+  #recordOfProcess(pids: ReadonlySet<number>): TaskRecord | undefined {
+    for (const [errandTaskId, taskId] of this.#byErrandTask) {
+      const record = this.#records.get(taskId);
+      if (!record?.endThroughTask || record.result !== undefined) continue;
+      try {
+        const pid = this.#dependencies.tasks.get(errandTaskId, this.#dependencies.owner).detail.pid;
+        if (typeof pid === 'number' && pids.has(pid)) return record;
+      } catch {
+        // Forgotten meanwhile.
+      }
+    }
+    return undefined;
+  }
+
+  /** A question was asked or settled: the status changes, and the client is told. */
+  #changed(record: TaskRecord): void {
+    record.lastUpdatedAt = this.options.now();
+    this.#refresh(record);
+    if (record.result === undefined) this.#dependencies.onStatusChange?.(toTask(record));
   }
 
   /** The client read how the bound task ended: nobody notifies it again. */
@@ -344,7 +456,10 @@ export class ErrandTaskStore implements TaskStore {
       this.#settleFrom(record, snapshot);
       return;
     }
-    const status = mcpTaskStatusOf(snapshot, record.cancelRequested);
+    const status =
+      record.questions.size > 0 && !record.cancelRequested
+        ? 'input_required'
+        : mcpTaskStatusOf(snapshot, record.cancelRequested);
     const message = describeTaskStatus(snapshot);
     if (status !== record.status || message !== record.statusMessage) {
       record.status = status;
@@ -355,6 +470,8 @@ export class ErrandTaskStore implements TaskStore {
 
   #settleFrom(record: TaskRecord, snapshot: TaskSnapshot): void {
     record.errandAttempt = snapshot.attempt;
+    // Inside the task's settlement, before any tool result can reserve its notification.
+    if (record.endThroughTask) this.#claimEnd(record);
     const status = mcpTaskStatusOf(snapshot, record.cancelRequested);
     const result = renderBashTaskResult(
       snapshot,
@@ -380,6 +497,8 @@ export class ErrandTaskStore implements TaskStore {
 
   #end(record: TaskRecord): void {
     record.endedAt ??= this.options.now();
+    for (const question of record.questions.values()) question.settle({ action: 'cancel' });
+    record.questions.clear();
     if (record.errandTaskId !== undefined) this.#byErrandTask.delete(record.errandTaskId);
     record.settle();
   }
@@ -419,6 +538,17 @@ export function createErrandTaskStore(
   options?: ErrandTaskStoreOptions,
 ): ErrandTaskStore {
   return new ErrandTaskStore(dependencies, options);
+}
+
+/**
+ * The `_meta` key of a task-augmented `tools/call` whose end is read through the task only (the
+ * 2026-07-28 Tasks extension's endpoint sets it on the calls it forwards).
+ */
+export const END_THROUGH_TASK_META = 'errand/endThroughTask';
+
+function endsThroughTask(request: Request): boolean {
+  const meta = (request.params as { _meta?: Record<string, unknown> } | undefined)?._meta;
+  return meta?.[END_THROUGH_TASK_META] === true;
 }
 
 function isTaskAugmented(request: Request): boolean {

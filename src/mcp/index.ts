@@ -28,6 +28,12 @@ export {
   type HookEndpointOptions,
   type ResolvedHookEndpointOptions,
 } from './hook-endpoint-options.js';
+export { type HttpMcpServer, MCP_HTTP_PATH, startHttpMcpServer } from './http-server.js';
+export {
+  HTTP_MCP_SERVER_DEFAULTS,
+  type HttpMcpServerOptions,
+  type ResolvedHttpMcpServerOptions,
+} from './http-server-options.js';
 export {
   appendQueuedNotifications,
   carriesNotificationBlock,
@@ -49,11 +55,19 @@ export {
   type ResolvedMcpServerOptions,
 } from './mcp-server-options.js';
 export {
+  LEGACY_PROTOCOL_VERSIONS,
+  MODERN_PROTOCOL_VERSION,
+  type ModernTask,
+  SUPPORTED_PROTOCOL_VERSIONS,
+  TASKS_EXTENSION,
+} from './modern-protocol.js';
+export {
   forwardNotificationsAsLogs,
   MCP_LOGGER_NAME,
   type NotificationLogOptions,
 } from './notification-log.js';
 export { ResultDeliveries, type ResultDeliveriesDependencies } from './result-delivery.js';
+export { StatelessEndpoint, type StatelessEndpointOptions } from './stateless-endpoint.js';
 export { type StdioMcpServer, type StdioMcpServerOptions, startStdioMcpServer } from './stdio-server.js';
 export {
   ERRAND_TASK_STORE_DEFAULTS,

@@ -36,12 +36,15 @@ export {
   SECURITY_HEADERS,
 } from './http-response.js';
 export type { WorkOutputSnapshot } from './output-snapshot.js';
+export { type BodyLimits, readJsonBody } from './read-json-body.js';
+export { createRequestGuard, type RequestGuard, type RequestGuardOptions } from './request-guard.js';
 export {
   consoleDashboardLogger,
   DASHBOARD_SERVER_DEFAULTS,
   type DashboardServerOptions,
   DEFAULT_ASSETS_DIRECTORY,
   dashboardServerOptions,
+  isLoopbackHost,
 } from './server-options.js';
 export {
   createInMemorySessionDirectory,

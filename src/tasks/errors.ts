@@ -3,6 +3,8 @@
  * code (or `ErrandError.isInstance`), never by message text or `instanceof` across package copies.
  */
 
+import type { ErrandErrorCode } from './error-codes.js';
+
 const marker = Symbol.for('errand.error');
 
 /** Who is at fault: the caller's input, a producer breaking its contract, or the runtime itself. */
@@ -22,11 +24,11 @@ export interface ErrandErrorOptions {
 
 export class ErrandError extends Error {
   readonly [marker] = true;
-  readonly code: string;
+  readonly code: ErrandErrorCode;
   readonly fault: ErrorFault;
   readonly context: ErrorContext;
 
-  constructor(code: string, fault: ErrorFault, message: string, options: ErrandErrorOptions = {}) {
+  constructor(code: ErrandErrorCode, fault: ErrorFault, message: string, options: ErrandErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = new.target.name;
     this.code = code;
@@ -39,7 +41,8 @@ export class ErrandError extends Error {
     return typeof error === 'object' && error !== null && (error as Record<symbol, unknown>)[marker] === true;
   }
 
-  static hasCode(error: unknown, code: string): error is ErrandError {
+  /** Whether `error` is an `ErrandError` with `code` (checked against the closed `ErrandErrorCode`). */
+  static hasCode(error: unknown, code: ErrandErrorCode): error is ErrandError {
     return ErrandError.isInstance(error) && error.code === code;
   }
 }

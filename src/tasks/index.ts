@@ -12,6 +12,7 @@ export {
   monotonicNow,
   systemClock,
 } from './clock.js';
+export { ERRAND_ERROR_CODES, type ErrandErrorCode, isErrandErrorCode } from './error-codes.js';
 export {
   AdmissionLimitError,
   CancelFailedError,

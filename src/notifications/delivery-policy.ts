@@ -7,7 +7,7 @@
 import {
   consoleLogger,
   type Disposer,
-  ErrandError,
+  describeError,
   isTerminalStatus,
   isValidTaskKind,
   type Owner,
@@ -149,11 +149,6 @@ function isSuperseded(snapshot: TaskSnapshot): boolean {
   // Any value but an empty one marks it, whatever a producer outside TypeScript put there.
   const value: unknown = snapshot.detail.supersededBy;
   return value !== undefined && value !== null && value !== false && value !== '';
-}
-
-function describeError(error: unknown): string {
-  if (ErrandError.isInstance(error)) return `${error.code}: ${error.message}`;
-  return error instanceof Error ? error.message : String(error);
 }
 
 /** Creates the policy and subscribes it to `owner`'s terminal tasks. */

@@ -1,5 +1,5 @@
 /** The errors a session answers its callers with, and how its warnings describe a failure. */
-import { ErrandError } from '../tasks/index.js';
+import { describeError, ErrandError } from '../tasks/index.js';
 
 export class SessionBusyError extends ErrandError {
   constructor(sessionId: string, action: string) {
@@ -46,12 +46,4 @@ export function describeStoreFailure(error: unknown): string {
     return `${words[String(reason)] ?? String(reason)}, ${String(code)}`;
   }
   return describeError(error);
-}
-
-/** An error's message for a warning; an AggregateError (several cleanups failed) names each one. */
-export function describeError(error: unknown): string {
-  if (error instanceof AggregateError) {
-    return [error.message, ...error.errors.map((inner: unknown) => describeError(inner))].join('; ');
-  }
-  return error instanceof Error ? error.message : String(error);
 }

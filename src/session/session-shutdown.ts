@@ -4,9 +4,9 @@
  * them), discard what is still queued or reserved, wait for the interrupted turn, and store the session
  * closed. Every step is guarded: whatever fails, queued inputs are answered and the session ends closed.
  */
-import type { Logger } from '../tasks/index.js';
+import { describeError, type Logger } from '../tasks/index.js';
 import type { CommandQueue } from './command-queue.js';
-import { describeError, SessionClosedError } from './session-errors.js';
+import { SessionClosedError } from './session-errors.js';
 
 /** What the shutdown needs from its session. */
 export interface SessionShutdownContext {

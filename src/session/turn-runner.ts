@@ -7,14 +7,13 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { MessageRecord } from '../store/records.js';
 import type { NewMessage } from '../store/session-store.js';
-import { ErrandError, type Logger } from '../tasks/index.js';
+import { describeError, ErrandError, type Logger } from '../tasks/index.js';
 import type { AnyToolDefinition, ReportedTaskEnd, ToolContext } from '../tools/index.js';
 import type { Tracing } from '../tracing/index.js';
 import type { QueuedUserInput } from './command-queue.js';
 import type { ModelMessage, ModelPort } from './model-port.js';
 import { NOTIFICATION_DELIVERY_FAILED } from './notification-delivery-error.js';
 import type { NotificationInbox, NotificationReservation } from './notification-inbox.js';
-import { describeError } from './session-errors.js';
 import type { SessionEvent, TurnOutcome, TurnSource } from './session-events.js';
 import type { SessionLedger } from './session-ledger.js';
 import type { ResolvedSessionLimits } from './session-limits.js';

@@ -59,6 +59,29 @@ export function describeValue(value: unknown): string {
   return `${String(value)} (${typeof value})`;
 }
 
+/**
+ * An error as one line for a warning, a diagnosis or a record: an `ErrandError` with its stable code first
+ * (`TASK_NOT_FOUND: No task ...`), another error's code when its message does not already carry it
+ * (SQLite's `SQLITE_FULL`), and every error of an `AggregateError` (several cleanups failed).
+ */
+export function describeError(error: unknown): string {
+  if (error instanceof AggregateError) {
+    return [describeOneError(error), ...error.errors.map((inner: unknown) => describeError(inner))].join(
+      '; ',
+    );
+  }
+  return describeOneError(error);
+}
+
+function describeOneError(error: unknown): string {
+  if (ErrandError.isInstance(error)) return `${error.code}: ${error.message}`;
+  if (!(error instanceof Error)) return String(error);
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' && code !== '' && !error.message.includes(code)
+    ? `${error.message} (${code})`
+    : error.message;
+}
+
 export class TaskNotFoundError extends ErrandError {
   constructor(taskId: string) {
     super('TASK_NOT_FOUND', 'caller', `No task with id ${JSON.stringify(taskId)}`, { context: { taskId } });

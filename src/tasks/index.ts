@@ -20,6 +20,7 @@ export {
   CursorClosedError,
   type CursorCloseReason,
   CursorLimitError,
+  describeError,
   describeValue,
   ErrandError,
   type ErrandErrorOptions,

@@ -1,4 +1,4 @@
-/** The errors a session answers its callers with, and how its warnings describe a failure. */
+/** The errors a session and its runtime answer their callers with, and how a store failure reads. */
 import { describeError, ErrandError } from '../tasks/index.js';
 
 export class SessionBusyError extends ErrandError {
@@ -46,4 +46,25 @@ export function describeStoreFailure(error: unknown): string {
     return `${words[String(reason)] ?? String(reason)}, ${String(code)}`;
   }
   return describeError(error);
+}
+
+export class SessionNotFoundError extends ErrandError {
+  constructor(sessionId: string) {
+    super('SESSION_NOT_FOUND', 'caller', `No session with id ${JSON.stringify(sessionId)}`, {
+      context: { sessionId },
+    });
+  }
+}
+
+export class SessionExistsError extends ErrandError {
+  constructor(sessionId: string) {
+    super(
+      'SESSION_EXISTS',
+      'caller',
+      `Session ${JSON.stringify(sessionId)} is already open in this runtime`,
+      {
+        context: { sessionId },
+      },
+    );
+  }
 }

@@ -31,6 +31,8 @@ export type {
 export { NOTIFICATION_DELIVERY_FAILED, NotificationDeliveryError } from './notification-delivery-error.js';
 export {
   type DeliveredNotification,
+  type InboxDrain,
+  type InboxOwner,
   type InboxSurface,
   type NotificationAdmission,
   NotificationInbox,

@@ -32,23 +32,27 @@ function inboxForTest(options: { store?: SessionStore; maxQueued?: number; drain
   const emit = (event: SessionEvent) => events.push(event);
   const queue = new CommandQueue(options.maxQueued ?? 100);
   const context: NotificationInboxContext = {
-    sessionId: SESSION,
+    owner: {
+      sessionId: SESSION,
+      branchGeneration: () => generation,
+      isClosing: () => closing,
+      isDraining: options.draining ?? (() => false),
+    },
     queue,
     ledger: new SessionLedger({ sessionId: SESSION, store, branchGeneration: () => generation, emit }),
+    drain: {
+      wake: () => {
+        calls.wake += 1;
+      },
+      deliverySucceeded: () => {
+        calls.succeeded += 1;
+      },
+      deliveryFailed: () => {
+        calls.failed += 1;
+      },
+    },
     now: () => 0,
-    branchGeneration: () => generation,
-    isClosing: () => closing,
-    isDraining: options.draining ?? (() => false),
     emit,
-    wake: () => {
-      calls.wake += 1;
-    },
-    deliverySucceeded: () => {
-      calls.succeeded += 1;
-    },
-    deliveryFailed: () => {
-      calls.failed += 1;
-    },
     discarded: (notifications, reason) => {
       for (const notification of notifications) discarded.push([notification.taskId, reason]);
     },
@@ -350,17 +354,17 @@ describe('a volatile inbox (no store)', () => {
     const queue = new CommandQueue(10);
     const discarded: QueuedNotification[] = [];
     const inbox = new NotificationInbox({
-      sessionId: 'bridge',
+      owner: {
+        sessionId: 'bridge',
+        branchGeneration: () => 0,
+        isClosing: () => false,
+        isDraining: () => false,
+      },
       queue,
       ledger: volatileInboxLedger(),
+      drain: { wake: () => {}, deliverySucceeded: () => {}, deliveryFailed: () => {} },
       now: () => 0,
-      branchGeneration: () => 0,
-      isClosing: () => false,
-      isDraining: () => false,
       emit: () => {},
-      wake: () => {},
-      deliverySucceeded: () => {},
-      deliveryFailed: () => {},
       discarded: (notifications) => discarded.push(...notifications),
     });
     expect(inbox.admit(notification('bash-1'))).toEqual({ admitted: true, ledgerId: 1 });

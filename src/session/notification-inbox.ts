@@ -142,28 +142,38 @@ export interface TurnReservationOptions {
 }
 
 /** What the inbox needs from its owner (a session, or the AI SDK bridge). */
-export interface NotificationInboxContext {
+/** What the inbox reads of its owner (a session, the AI SDK bridge). */
+export interface InboxOwner {
   /** Names the owner in errors. */
   readonly sessionId: string;
-  /** The queue the notifications wait in (a session's also holds inputs and configuration barriers). */
-  readonly queue: CommandQueue;
-  readonly ledger: InboxLedger;
-  /** Epoch milliseconds, for `queuedAt`. */
-  now(): number;
   /** The owner's branch generation now: a notification of another one is stale. */
   branchGeneration(): number;
   /** True once shutdown began: nothing is admitted or reserved. */
   isClosing(): boolean;
   /** True while the owner's own drain works the queue: surfaces reserve nothing, the drain delivers in order. */
   isDraining(): boolean;
-  /** Tells the viewers (`notification-queued`, `notification-discarded`). */
-  emit(event: SessionEvent): void;
+}
+
+/** What the inbox tells its owner's drain. */
+export interface InboxDrain {
   /** A wakeup notification was admitted, or reserved ones came back to the queue: look at it again. */
   wake(): void;
   /** A delivery was recorded: the retry back-off starts over. */
   deliverySucceeded(): void;
   /** The store failed to record a delivery (the notifications are queued again): retry later. */
   deliveryFailed(): void;
+}
+
+export interface NotificationInboxContext {
+  readonly owner: InboxOwner;
+  /** The queue the notifications wait in (a session's also holds inputs and configuration barriers). */
+  readonly queue: CommandQueue;
+  readonly ledger: InboxLedger;
+  readonly drain: InboxDrain;
+  /** Epoch milliseconds, for `queuedAt`. */
+  now(): number;
+  /** Tells the viewers (`notification-queued`, `notification-discarded`). */
+  emit(event: SessionEvent): void;
   /** Every notification the inbox discards, after it did (the AI SDK bridge returns claims here). */
   discarded?(notifications: readonly QueuedNotification[], reason: string): void;
   /**
@@ -240,8 +250,8 @@ export class NotificationInbox {
    */
   admit(notification: SessionNotification): NotificationAdmission {
     const context = this.#context;
-    if (context.isClosing()) return { admitted: false, reason: 'shutting_down' };
-    if (notification.branchGeneration !== context.branchGeneration()) {
+    if (context.owner.isClosing()) return { admitted: false, reason: 'shutting_down' };
+    if (notification.branchGeneration !== context.owner.branchGeneration()) {
       context.emit({ type: 'notification-discarded', taskId: notification.taskId, reason: 'branch_changed' });
       return { admitted: false, reason: 'branch_changed' };
     }
@@ -280,7 +290,7 @@ export class NotificationInbox {
       throw error;
     }
     context.emit({ type: 'notification-queued', taskId: notification.taskId, lane });
-    if (lane === 'wakeup') context.wake();
+    if (lane === 'wakeup') context.drain.wake();
     return { admitted: true, ledgerId: entry.id };
   }
 
@@ -379,7 +389,7 @@ export class NotificationInbox {
       if (queued.lane === 'wakeup') wake = true;
     }
     this.#discard(overflow, 'queue_full');
-    if (wake) context.wake();
+    if (wake) context.drain.wake();
   }
 
   /** True when a tool result already showed the model the end this notification is about. */
@@ -397,7 +407,8 @@ export class NotificationInbox {
     const { source, limit } = validateReserveOptions(options);
     const context = this.#context;
     const traceContext = options.traceContext ?? this.#tracing.capture();
-    if (context.isDraining() || context.isClosing()) return this.#hold([], source, 'batch', traceContext);
+    if (context.owner.isDraining() || context.owner.isClosing())
+      return this.#hold([], source, 'batch', traceContext);
     const taken = context.queue.takeNotificationsBeforeBarrier('later', limit, options.lane);
     let fresh: QueuedNotification[];
     try {
@@ -405,7 +416,7 @@ export class NotificationInbox {
       fresh = this.#dropStale(taken);
     } catch (error) {
       context.queue.requeue(taken);
-      throw new NotificationDeliveryError(context.sessionId, taken, error);
+      throw new NotificationDeliveryError(context.owner.sessionId, taken, error);
     }
     return this.#hold(fresh, source, 'batch', traceContext);
   }
@@ -421,7 +432,7 @@ export class NotificationInbox {
       return reservation.commit();
     } catch (error) {
       reservation.release();
-      if (ErrandError.hasCode(error, NOTIFICATION_DELIVERY_FAILED)) this.#context.deliveryFailed();
+      if (ErrandError.hasCode(error, NOTIFICATION_DELIVERY_FAILED)) this.#context.drain.deliveryFailed();
       throw error;
     }
   }
@@ -450,12 +461,12 @@ export class NotificationInbox {
         ? (reservation as HeldReservation)
         : undefined;
       const delivered = held ? held.commitWith('deferred') : reservation.commit();
-      this.#context.deliverySucceeded();
+      this.#context.drain.deliverySucceeded();
       return delivered;
     } catch (error) {
       if (error instanceof NotificationDeliveryError) {
         reservation.release();
-        this.#context.deliveryFailed();
+        this.#context.drain.deliveryFailed();
       }
       throw error;
     }
@@ -503,7 +514,7 @@ export class NotificationInbox {
 
   /** The second branch check, just before a surface shows them and again before they are persisted. */
   #dropStale(notifications: QueuedNotification[]): QueuedNotification[] {
-    const generation = this.#context.branchGeneration();
+    const generation = this.#context.owner.branchGeneration();
     this.#discard(
       notifications.filter((notification) => notification.branchGeneration !== generation),
       'branch_changed',
@@ -522,7 +533,7 @@ export class NotificationInbox {
     try {
       fresh = this.#dropStale(notifications);
     } catch (error) {
-      throw new NotificationDeliveryError(this.#context.sessionId, notifications, error);
+      throw new NotificationDeliveryError(this.#context.owner.sessionId, notifications, error);
     }
     return this.#context.ledger.deliver(fresh, form, source, durability);
   }
@@ -562,7 +573,7 @@ export class NotificationInbox {
       parent,
       links,
       attributes: {
-        'gen_ai.conversation.id': this.#context.sessionId,
+        'gen_ai.conversation.id': this.#context.owner.sessionId,
         'errand.notification.source': source,
         'errand.notification.count': notifications.length,
         'errand.notification.task_ids': notifications.map((notification) => notification.taskId).join(','),
@@ -618,7 +629,7 @@ export class NotificationInbox {
           throw error;
         }
         settle('committed');
-        this.#context.deliverySucceeded();
+        this.#context.drain.deliverySucceeded();
         return delivered.map(toDelivered);
       },
       release: () => {
@@ -630,7 +641,7 @@ export class NotificationInbox {
           'result_read',
         );
         this.#context.queue.requeue(pending.filter((notification) => !withdrawn.has(notification.ledgerId)));
-        this.#context.wake();
+        this.#context.drain.wake();
       },
       discard: (reason) => {
         if (state !== 'reserved') return;

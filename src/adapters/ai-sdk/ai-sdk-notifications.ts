@@ -156,17 +156,18 @@ export function createAiSdkNotificationBridge(
   // The same inbox a session delivers through, on a ledger that records nothing: its rules decide what
   // waits, what a tool result withdrew, and what goes back to the queue when a generation missed it.
   const inbox = new NotificationInbox({
-    sessionId: owner.sessionId,
+    owner: {
+      sessionId: owner.sessionId,
+      branchGeneration: currentGeneration,
+      isClosing: () => disposed,
+      isDraining: () => false,
+    },
     queue: new CommandQueue(maxPending),
     ledger: volatileInboxLedger(),
+    // Nothing drains this inbox on its own: steering hands each notification over.
+    drain: { wake: () => {}, deliverySucceeded: () => {}, deliveryFailed: () => {} },
     now: resolved.now,
-    branchGeneration: currentGeneration,
-    isClosing: () => disposed,
-    isDraining: () => false,
     emit: () => {},
-    wake: () => {},
-    deliverySucceeded: () => {},
-    deliveryFailed: () => {},
     tracing,
     discarded(queued, reason) {
       for (const entry of queued) {

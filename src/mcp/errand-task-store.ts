@@ -63,7 +63,7 @@ export interface ErrandTaskStoreDependencies {
   readonly onStatusChange?: (task: McpTask) => void;
   /**
    * Told when `tasks/result` handed a finished Errand task's result to the client: the session's inbox
-   * withdraws that end's notification (`session.inbox.withdraw`).
+   * withdraws that end's notification (`session.inbox.markTold`).
    */
   readonly reportEnd?: (end: { readonly taskId: string; readonly attempt: number }) => void;
 }

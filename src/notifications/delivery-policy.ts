@@ -108,7 +108,7 @@ export type DeliverySkipReason =
   | 'branch_mismatch'
   | 'sealed'
   | 'model_stopped'
-  | 'already_reported'
+  | 'already_claimed'
   | 'enqueue_failed';
 
 export type DeliveryOutcome =
@@ -302,9 +302,9 @@ export function createDeliveryPolicy(input: DeliveryPolicyOptions): DeliveryPoli
     }
   };
 
-  const claim = (snapshot: TaskSnapshot): true | 'already_reported' | 'not_found' => {
+  const claim = (snapshot: TaskSnapshot): true | 'already_claimed' | 'not_found' => {
     try {
-      return tasks.claim(snapshot.id, owner) ? true : 'already_reported';
+      return tasks.claim(snapshot.id, owner) ? true : 'already_claimed';
     } catch {
       // Forgotten by retention, or no longer this owner's: there is nothing to deliver.
       return 'not_found';

@@ -46,7 +46,7 @@ export interface InboxLedger {
    * Records that the model was shown how these tasks ended (a tool result showed it), so a later process
    * never tells them again.
    */
-  markEndsShown(taskIds: readonly string[]): void;
+  markEndsTold(taskIds: readonly string[]): void;
   /** Runs `body` (writes of this ledger, and the caller's own) as one write: all of it or none. */
   /** Runs `body` as one write, committed with `durability` (the store's default when undefined). */
   atomically<T>(body: () => T, durability?: StoreDurability): T;
@@ -62,7 +62,7 @@ export function volatileInboxLedger(): InboxLedger {
     admitNotification: () => ({ id: ++lastId }),
     deliver: (notifications) => notifications,
     discardEntries: () => {},
-    markEndsShown: () => {},
+    markEndsTold: () => {},
     atomically: (body) => body(),
   };
 }

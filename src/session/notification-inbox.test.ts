@@ -107,7 +107,7 @@ describe('NotificationInbox admission', () => {
       admitted: false,
       reason: 'branch_changed',
     });
-    inbox.withdraw({ taskId: 'bash-2', attempt: 2 });
+    inbox.markTold({ taskId: 'bash-2', attempt: 2 });
     expect(inbox.admit(notification('bash-2', { attempt: 2 }))).toEqual({
       admitted: false,
       reason: 'result_read',
@@ -153,12 +153,12 @@ describe('NotificationInbox withdrawal', () => {
     inbox.admit(notification('bash-1', { attempt: 1 }));
     inbox.admit(notification('bash-1', { attempt: 2 }));
     inbox.admit(notification('bash-2'));
-    inbox.withdraw({ taskId: 'bash-1', attempt: 1 });
+    inbox.markTold({ taskId: 'bash-1', attempt: 1 });
     expect(inbox.queuedNotifications().map((queued) => [queued.taskId, queued.attempt])).toEqual([
       ['bash-1', 2],
       ['bash-2', 1],
     ]);
-    inbox.withdraw({ taskId: 'bash-1' });
+    inbox.markTold({ taskId: 'bash-1' });
     expect(inbox.queuedNotifications().map((queued) => queued.taskId)).toEqual(['bash-2']);
     expect(discarded).toEqual([
       ['bash-1', 'result_read'],
@@ -173,10 +173,10 @@ describe('NotificationInbox withdrawal', () => {
 
   it('rejects a report that names no task', () => {
     const { inbox } = inboxForTest();
-    expect(() => inbox.withdraw({ taskId: '' })).toThrow(
+    expect(() => inbox.markTold({ taskId: '' })).toThrow(
       'Expected `taskId` to be a task id, got "" (string)',
     );
-    expect(() => inbox.withdraw({ taskId: 'bash-1', attempt: 0.5 })).toThrow(
+    expect(() => inbox.markTold({ taskId: 'bash-1', attempt: 0.5 })).toThrow(
       'Expected `attempt` to be an integer or undefined, got 0.5 (number)',
     );
   });
@@ -251,7 +251,7 @@ describe('NotificationInbox reservations', () => {
     inbox.admit(notification('bash-2'));
     const held = inbox.reserve({ source: 'surface' });
     // A concurrent tool result showed bash-1's end while the reservation was on its way.
-    inbox.withdraw({ taskId: 'bash-1' });
+    inbox.markTold({ taskId: 'bash-1' });
     held.release();
     expect(inbox.queuedNotifications().map((queued) => queued.taskId)).toEqual(['bash-2']);
     expect(ledgerStates()).toEqual([
@@ -264,7 +264,7 @@ describe('NotificationInbox reservations', () => {
     const { inbox, ledgerStates } = inboxForTest();
     inbox.admit(notification('bash-1'));
     const held = inbox.reserve({ source: 'surface' });
-    inbox.withdraw({ taskId: 'bash-1', attempt: 1 });
+    inbox.markTold({ taskId: 'bash-1', attempt: 1 });
     // It was handed over: the ledger says what reached the model.
     expect(held.commit().map((entry) => entry.taskId)).toEqual(['bash-1']);
     expect(ledgerStates()).toEqual([['bash-1', 'delivered', null]]);
@@ -378,7 +378,7 @@ describe('a volatile inbox (no store)', () => {
 
 type Step =
   | { readonly kind: 'admit'; readonly task: number }
-  | { readonly kind: 'withdraw'; readonly task: number; readonly knownAttempt: boolean }
+  | { readonly kind: 'markTold'; readonly task: number; readonly knownAttempt: boolean }
   | { readonly kind: 'reserve'; readonly limit: number }
   | { readonly kind: 'commit' | 'release' | 'discard'; readonly which: number }
   | { readonly kind: 'take' }
@@ -390,7 +390,7 @@ const TASKS = 4;
 
 const step: fc.Arbitrary<Step> = fc.oneof(
   fc.record({ kind: fc.constant('admit' as const), task: fc.nat(TASKS - 1) }),
-  fc.record({ kind: fc.constant('withdraw' as const), task: fc.nat(TASKS - 1), knownAttempt: fc.boolean() }),
+  fc.record({ kind: fc.constant('markTold' as const), task: fc.nat(TASKS - 1), knownAttempt: fc.boolean() }),
   fc.record({ kind: fc.constant('reserve' as const), limit: fc.integer({ min: 1, max: 3 }) }),
   fc.record({
     kind: fc.constantFrom('commit' as const, 'release' as const, 'discard' as const),
@@ -427,8 +427,8 @@ describe('NotificationInbox races (property)', () => {
                 if (admission.admitted) admittedCount += 1;
                 break;
               }
-              case 'withdraw':
-                inbox.withdraw({
+              case 'markTold':
+                inbox.markTold({
                   taskId: `bash-${current.task}`,
                   ...(current.knownAttempt ? { attempt: attempt() } : {}),
                 });

@@ -10,13 +10,13 @@
 import {
   endCovers,
   type NotificationLane,
-  ReportedEnds,
   type TaskNotification,
-  validateReportedTaskEnd,
+  ToldEndings,
+  validateToldTaskEnd,
 } from '../notifications/index.js';
 import type { StoreDurability } from '../store/session-store.js';
 import { ErrandError, InvalidArgumentError } from '../tasks/index.js';
-import type { ReportedTaskEnd } from '../tools/index.js';
+import type { ToldTaskEnd } from '../tools/index.js';
 import { NOOP_TRACING, type SpanParent, type TraceContext, type Tracing } from '../tracing/index.js';
 import {
   type CommandQueue,
@@ -193,7 +193,7 @@ interface HeldReservation extends NotificationReservation {
   /** Forgets it without requeueing (shutdown discards its entries). */
   drop(): void;
   /** A tool result showed the model this end: if the reservation is released, these are discarded. */
-  withdraw(end: ReportedTaskEnd): void;
+  markTold(end: ToldTaskEnd): void;
   /** `commit` with the delivery's durability (a turn's: deferred, see `deliverReserved`). */
   commitWith(durability: StoreDurability | undefined): DeliveredNotification[];
 }
@@ -204,20 +204,13 @@ interface HeldReservation extends NotificationReservation {
  */
 export type InboxSurface = Pick<
   NotificationInbox,
-  | 'admit'
-  | 'withdraw'
-  | 'withdrawWith'
-  | 'wasReported'
-  | 'reserve'
-  | 'take'
-  | 'queued'
-  | 'queuedNotifications'
+  'admit' | 'markTold' | 'markToldWith' | 'wasTold' | 'reserve' | 'take' | 'queued' | 'queuedNotifications'
 >;
 
 export class NotificationInbox {
   readonly #context: NotificationInboxContext;
   /** Ends the model read with a tool call: their notifications are withdrawn, and refused when late. */
-  readonly #reportedEnds = new ReportedEnds();
+  readonly #toldEndings = new ToldEndings();
   /** Notifications a surface holds between reserving and committing, releasing or discarding them. */
   readonly #reservations = new Set<HeldReservation>();
 
@@ -255,7 +248,7 @@ export class NotificationInbox {
       context.emit({ type: 'notification-discarded', taskId: notification.taskId, reason: 'branch_changed' });
       return { admitted: false, reason: 'branch_changed' };
     }
-    if (this.#reportedEnds.covers(notification)) {
+    if (this.#toldEndings.covers(notification)) {
       context.emit({ type: 'notification-discarded', taskId: notification.taskId, reason: 'result_read' });
       return { admitted: false, reason: 'result_read' };
     }
@@ -301,8 +294,8 @@ export class NotificationInbox {
    * attempt that arrives later is refused. A reserved one stays with its surface (it may be on its way to
    * the model already); if the surface releases it, it is discarded instead of queued again.
    */
-  withdraw(end: { readonly taskId: string; readonly attempt?: number | undefined }): void {
-    const withdrawal = this.#planWithdrawal([end]);
+  markTold(end: { readonly taskId: string; readonly attempt?: number | undefined }): void {
+    const withdrawal = this.#planMarkTold([end]);
     const ledger = this.#context.ledger;
     try {
       ledger.atomically(() => withdrawal.record());
@@ -316,17 +309,17 @@ export class NotificationInbox {
   }
 
   /**
-   * `withdraw` for every end in `ends`, written in one step with `write` (the tool result that showed
+   * `markTold` for every end in `ends`, written in one step with `write` (the tool result that showed
    * them, when the caller stores it): the result, the discarded notifications and the ends marked shown
    * are all recorded, or none is. Only once that write succeeded does the inbox forget them, so if it
    * throws they stay queued, as if the model had not seen the result — it did not. Returns `write`'s value.
    */
-  withdrawWith<T>(
+  markToldWith<T>(
     ends: readonly { readonly taskId: string; readonly attempt?: number | undefined }[],
     write: () => T,
     durability?: StoreDurability,
   ): T {
-    const withdrawal = this.#planWithdrawal(ends);
+    const withdrawal = this.#planMarkTold(ends);
     const value = this.#context.ledger.atomically(() => {
       const written = write();
       withdrawal.record();
@@ -337,11 +330,11 @@ export class NotificationInbox {
   }
 
   /** What withdrawing `ends` writes (`record`) and then changes here (`apply`). */
-  #planWithdrawal(ends: readonly { readonly taskId: string; readonly attempt?: number | undefined }[]): {
+  #planMarkTold(ends: readonly { readonly taskId: string; readonly attempt?: number | undefined }[]): {
     record(): void;
     apply(): void;
   } {
-    const reported = ends.map((end) => validateReportedTaskEnd(end));
+    const reported = ends.map((end) => validateToldTaskEnd(end));
     const context = this.#context;
     const covered = this.queuedNotifications().filter((notification) =>
       reported.some((end) => endCovers(end, notification)),
@@ -355,15 +348,15 @@ export class NotificationInbox {
             'result_read',
           );
         }
-        if (taskIds.length > 0) context.ledger.markEndsShown(taskIds);
+        if (taskIds.length > 0) context.ledger.markEndsTold(taskIds);
       },
       apply: () => {
-        for (const end of reported) this.#reportedEnds.note(end);
+        for (const end of reported) this.#toldEndings.note(end);
         const withdrawn = new Set<QueuedNotification>(covered);
         context.queue.remove((command) => command.kind === 'notification' && withdrawn.has(command));
         this.#told(covered, 'result_read');
         // A reserved one may already be on its way; if it comes back, it is not queued again.
-        for (const reservation of this.#reservations) for (const end of reported) reservation.withdraw(end);
+        for (const reservation of this.#reservations) for (const end of reported) reservation.markTold(end);
       },
     };
   }
@@ -393,8 +386,8 @@ export class NotificationInbox {
   }
 
   /** True when a tool result already showed the model the end this notification is about. */
-  wasReported(notification: { readonly taskId: string; readonly attempt?: number | undefined }): boolean {
-    return this.#reportedEnds.covers(notification);
+  wasTold(notification: { readonly taskId: string; readonly attempt?: number | undefined }): boolean {
+    return this.#toldEndings.covers(notification);
   }
 
   /**
@@ -612,7 +605,7 @@ export class NotificationInbox {
       notifications: notifications.map(toDelivered),
       pending: () => (state === 'reserved' ? pending : []),
       drop: () => settle('released'),
-      withdraw: (end) => {
+      markTold: (end) => {
         for (const notification of pending) {
           if (endCovers(end, notification)) withdrawn.add(notification.ledgerId);
         }

@@ -91,7 +91,7 @@ describe('an end the model already read', () => {
       lane: 'quiet' as const,
       branchGeneration: session.branchGeneration,
     };
-    session.taskEndReported({ taskId: 'bash-7', attempt: 1 });
+    session.taskEndTold({ taskId: 'bash-7', attempt: 1 });
     expect(session.deliverNotification({ ...notification, attempt: 1, idempotencyKey: 'k1' })).toEqual({
       admitted: false,
       reason: 'result_read',

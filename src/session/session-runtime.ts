@@ -139,7 +139,7 @@ export class SessionRuntime {
         return {
           calledFromOwnTurn: () => session.calledFromOwnTurn(),
           tornDown: () => session.shuttingDown || session.sealed || this.#disposal !== undefined,
-          wasReported: (end) => session.inbox.wasReported(end),
+          wasTold: (end) => session.inbox.wasTold(end),
         };
       },
       store: this.store,

@@ -19,7 +19,7 @@ import {
   type SessionId,
   type TaskService,
 } from '../tasks/index.js';
-import type { AnyToolDefinition, ReportedTaskEnd } from '../tools/index.js';
+import type { AnyToolDefinition, ToldTaskEnd } from '../tools/index.js';
 import { NOOP_TRACING, type Tracing } from '../tracing/index.js';
 import { CommandQueue, type QueuedCommand, type QueuePriority } from './command-queue.js';
 import { ConversationView } from './conversation-view.js';
@@ -364,17 +364,17 @@ export class Session {
   }
 
   /**
-   * Appends a step's tool results with the task ends they show (`inbox.withdrawWith`): the message, the
+   * Appends a step's tool results with the task ends they show (`inbox.markToldWith`): the message, the
    * withdrawn notifications and the ends marked shown are one write, so after a crash the store never says
    * the model saw an end that no stored result shows, nor the other way round.
    */
   #appendToolResults(
     message: NewMessage,
-    ends: readonly ReportedTaskEnd[],
+    ends: readonly ToldTaskEnd[],
     durability?: StoreDurability,
   ): MessageRecord {
     if (ends.length === 0) return this.#append(message, durability);
-    const record = this.#inbox.withdrawWith(
+    const record = this.#inbox.markToldWith(
       ends,
       () => this.#store.appendMessage(this.id, message),
       durability,
@@ -457,13 +457,13 @@ export class Session {
   }
 
   /**
-   * Tells the session that a tool result showed the model how `taskId` ended (`inbox.withdraw`): its
+   * Tells the session that a tool result showed the model how `taskId` ended (`inbox.markTold`): its
    * queued notification is withdrawn (`result_read`) and one still being formatted is not admitted. The
    * turn loop calls this for every tool result's `taskEnds`; a surface that runs tools outside turns
    * (the MCP server) calls it itself.
    */
-  taskEndReported(end: { readonly taskId: string; readonly attempt?: number | undefined }): void {
-    this.inbox.withdraw(end);
+  taskEndTold(end: { readonly taskId: string; readonly attempt?: number | undefined }): void {
+    this.inbox.markTold(end);
   }
 
   // ---------------------------------------------------------------- control

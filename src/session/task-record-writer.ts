@@ -47,7 +47,7 @@ export interface RecordedSession {
   /** Closing, sealed, or its runtime disposed: endings caused by a teardown are never told. */
   tornDown(): boolean;
   /** True once the model read this attempt's ending (a delivery, a tool result). */
-  wasReported(end: { readonly taskId: string; readonly attempt?: number | undefined }): boolean;
+  wasTold(end: { readonly taskId: string; readonly attempt?: number | undefined }): boolean;
 }
 
 export interface TaskRecordWriterContext {
@@ -142,7 +142,7 @@ export class TaskRecordWriter {
       // syncs it. One the model was shown is synced at once, so it is never told again.
       this.#context.pending.write(`task:${key}`, () => {
         const shown =
-          record.reported || (ended && session.wasReported({ taskId: task.id, attempt: task.attempt }));
+          record.reported || (ended && session.wasTold({ taskId: task.id, attempt: task.attempt }));
         return upsertAsJson(
           this.#context.store,
           shown ? { ...record, reported: true } : record,

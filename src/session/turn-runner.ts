@@ -8,7 +8,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { MessageRecord } from '../store/records.js';
 import type { NewMessage } from '../store/session-store.js';
 import { describeError, ErrandError, type Logger } from '../tasks/index.js';
-import type { AnyToolDefinition, ReportedTaskEnd, ToolContext } from '../tools/index.js';
+import type { AnyToolDefinition, ToldTaskEnd, ToolContext } from '../tools/index.js';
 import type { Tracing } from '../tracing/index.js';
 import type { QueuedUserInput } from './command-queue.js';
 import type { ModelMessage, ModelPort } from './model-port.js';
@@ -41,7 +41,7 @@ export interface TurnTranscript {
   modelMessages(): ModelMessage[];
   append(message: NewMessage): MessageRecord;
   /** Appends tool results and records the task ends they show, in one write (see `TurnContext`). */
-  appendToolResults(message: NewMessage, ends: readonly ReportedTaskEnd[]): MessageRecord;
+  appendToolResults(message: NewMessage, ends: readonly ToldTaskEnd[]): MessageRecord;
   /** See `TurnContext.durable`. */
   durable(): Promise<void>;
   /** See `TurnContext.persistenceNote`. */

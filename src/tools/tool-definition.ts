@@ -35,11 +35,11 @@ export interface ToolResult<Value = unknown> {
    * (`task_kill` on a finished task, `task_list`) does not count: the notification carries more.
    * Ignored on an error result.
    */
-  readonly taskEnds?: readonly ReportedTaskEnd[];
+  readonly taskEnds?: readonly ToldTaskEnd[];
 }
 
 /** A task end a tool result showed the model; `attempt` when the result named it. */
-export interface ReportedTaskEnd {
+export interface ToldTaskEnd {
   readonly taskId: string;
   readonly attempt: number | undefined;
 }
@@ -253,10 +253,10 @@ function refusalOf(definition: AnyToolDefinition, rawInput: unknown): unknown {
  * The task ends a tool result showed the model (its `taskEnds`), none for an error result. Every reader —
  * the turn loop, the MCP server, the AI SDK tools — goes through here.
  */
-export function reportedTaskEnds(result: ToolResult): readonly ReportedTaskEnd[] {
+export function toldTaskEnds(result: ToolResult): readonly ToldTaskEnd[] {
   if (result.isError || !Array.isArray(result.taskEnds)) return [];
-  const ends: ReportedTaskEnd[] = [];
-  for (const end of result.taskEnds as readonly Partial<ReportedTaskEnd>[]) {
+  const ends: ToldTaskEnd[] = [];
+  for (const end of result.taskEnds as readonly Partial<ToldTaskEnd>[]) {
     // A producer's malformed entry names no task: it withdraws nothing rather than failing the turn.
     if (typeof end?.taskId !== 'string' || end.taskId === '') continue;
     ends.push({ taskId: end.taskId, attempt: Number.isSafeInteger(end.attempt) ? end.attempt : undefined });
@@ -264,7 +264,7 @@ export function reportedTaskEnds(result: ToolResult): readonly ReportedTaskEnd[]
   return ends;
 }
 
-/** The first task end a tool result showed the model (see `reportedTaskEnds`), or undefined. */
-export function reportedTaskEnd(result: ToolResult): ReportedTaskEnd | undefined {
-  return reportedTaskEnds(result)[0];
+/** The first task end a tool result showed the model (see `toldTaskEnds`), or undefined. */
+export function toldTaskEnd(result: ToolResult): ToldTaskEnd | undefined {
+  return toldTaskEnds(result)[0];
 }

@@ -4,13 +4,13 @@
  * withdraws the queued one and refuses one that is still being formatted — with these rules, in one place.
  */
 import { InvalidArgumentError } from '../tasks/index.js';
-import type { ReportedTaskEnd } from '../tools/tool-definition.js';
+import type { ToldTaskEnd } from '../tools/tool-definition.js';
 
 /**
  * How many task ids the memory keeps (the oldest is forgotten first). A notification that races a read
  * is formatted within milliseconds; the bound only caps memory.
  */
-export const MAX_REPORTED_ENDS = 256;
+export const MAX_TOLD_ENDINGS = 256;
 
 /** What a reported end is compared with: a notification's task and, when known, its attempt. */
 export interface EndOfAttempt {
@@ -22,10 +22,10 @@ export interface EndOfAttempt {
  * Checks a reported end a caller handed over: a non-empty task id and an integer attempt, or none.
  * Returns it with `attempt` spelt out.
  */
-export function validateReportedTaskEnd(end: {
+export function validateToldTaskEnd(end: {
   readonly taskId: string;
   readonly attempt?: number | undefined;
-}): ReportedTaskEnd {
+}): ToldTaskEnd {
   const { taskId, attempt } = end ?? ({} as never);
   if (typeof taskId !== 'string' || taskId === '') {
     throw new InvalidArgumentError('taskId', 'a task id', taskId);
@@ -40,7 +40,7 @@ export function validateReportedTaskEnd(end: {
  * The withdrawal rule: a reported end covers a queued notification of the same task whose attempt is that
  * attempt or an earlier one — and every one of the task when either attempt is unknown.
  */
-export function endCovers(end: ReportedTaskEnd, notification: EndOfAttempt): boolean {
+export function endCovers(end: ToldTaskEnd, notification: EndOfAttempt): boolean {
   return (
     notification.taskId === end.taskId &&
     (end.attempt === undefined || notification.attempt === undefined || notification.attempt <= end.attempt)
@@ -48,11 +48,11 @@ export function endCovers(end: ReportedTaskEnd, notification: EndOfAttempt): boo
 }
 
 /** Task id → the highest attempt whose end a tool result showed the model, bounded, oldest first. */
-export class ReportedEnds {
+export class ToldEndings {
   readonly #attempts = new Map<string, number>();
   readonly #limit: number;
 
-  constructor(limit = MAX_REPORTED_ENDS) {
+  constructor(limit = MAX_TOLD_ENDINGS) {
     if (!Number.isSafeInteger(limit) || limit < 1) {
       throw new InvalidArgumentError('limit', 'a positive integer', limit);
     }
@@ -60,7 +60,7 @@ export class ReportedEnds {
   }
 
   /** Remembers an end whose attempt is known (one without an attempt can only withdraw what is queued). */
-  note(end: ReportedTaskEnd): void {
+  note(end: ToldTaskEnd): void {
     if (end.attempt === undefined) return;
     const known = this.#attempts.get(end.taskId);
     // Re-inserted, so the task id counts as the newest.

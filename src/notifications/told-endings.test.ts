@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { endCovers, MAX_TOLD_ENDINGS, ToldEndings, validateToldTaskEnd } from './told-endings.js';
 
 describe('ToldEndings', () => {
-  it('covers the reported attempt and earlier ones, never a later attempt or an unknown one', () => {
+  it('covers the told attempt and earlier ones, never a later attempt or an unknown one', () => {
     const ends = new ToldEndings();
     ends.note({ taskId: 'bash-1', attempt: 2 });
     expect(ends.covers({ taskId: 'bash-1', attempt: 1 })).toBe(true);
@@ -12,7 +12,7 @@ describe('ToldEndings', () => {
     expect(ends.covers({ taskId: 'bash-2', attempt: 1 })).toBe(false);
   });
 
-  it('keeps the highest attempt reported, and remembers nothing for an end of unknown attempt', () => {
+  it('keeps the highest attempt told, and remembers nothing for an end of unknown attempt', () => {
     const ends = new ToldEndings();
     ends.note({ taskId: 'bash-1', attempt: 3 });
     ends.note({ taskId: 'bash-1', attempt: 1 });
@@ -21,7 +21,7 @@ describe('ToldEndings', () => {
     expect(ends.size).toBe(1);
   });
 
-  it(`forgets the least recently reported task id past its limit (default ${MAX_TOLD_ENDINGS})`, () => {
+  it(`forgets the least recently told task id past its limit (default ${MAX_TOLD_ENDINGS})`, () => {
     const ends = new ToldEndings(3);
     ends.note({ taskId: 'a', attempt: 1 });
     ends.note({ taskId: 'b', attempt: 1 });
@@ -39,8 +39,8 @@ describe('ToldEndings', () => {
   });
 });
 
-describe('endCovers (the withdrawal rule)', () => {
-  it('withdraws the same task up to the attempt, every one of it when either attempt is unknown', () => {
+describe('endCovers (the covering rule)', () => {
+  it('discards the same task up to the attempt, every one of it when either attempt is unknown', () => {
     expect(endCovers({ taskId: 'bash-1', attempt: 2 }, { taskId: 'bash-1', attempt: 2 })).toBe(true);
     expect(endCovers({ taskId: 'bash-1', attempt: 2 }, { taskId: 'bash-1', attempt: 3 })).toBe(false);
     expect(endCovers({ taskId: 'bash-1', attempt: undefined }, { taskId: 'bash-1', attempt: 9 })).toBe(true);

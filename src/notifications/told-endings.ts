@@ -1,7 +1,7 @@
 /**
- * The "reported ends" memory: which task ends a tool result already showed the model. A notification of
+ * The told-endings memory: which task ends a tool result already showed the model. A notification of
  * such an end would tell the model twice, so every surface (the session's inbox, the AI SDK bridge)
- * withdraws the queued one and refuses one that is still being formatted — with these rules, in one place.
+ * discards the queued one and refuses one that is still being formatted — with these rules, in one place.
  */
 import { InvalidArgumentError } from '../tasks/index.js';
 import type { ToldTaskEnd } from '../tools/tool-definition.js';
@@ -12,14 +12,14 @@ import type { ToldTaskEnd } from '../tools/tool-definition.js';
  */
 export const MAX_TOLD_ENDINGS = 256;
 
-/** What a reported end is compared with: a notification's task and, when known, its attempt. */
+/** What a told end is compared with: a notification's task and, when known, its attempt. */
 export interface EndOfAttempt {
   readonly taskId: string;
   readonly attempt?: number | undefined;
 }
 
 /**
- * Checks a reported end a caller handed over: a non-empty task id and an integer attempt, or none.
+ * Checks a told end a caller handed over: a non-empty task id and an integer attempt, or none.
  * Returns it with `attempt` spelt out.
  */
 export function validateToldTaskEnd(end: {
@@ -37,7 +37,7 @@ export function validateToldTaskEnd(end: {
 }
 
 /**
- * The withdrawal rule: a reported end covers a queued notification of the same task whose attempt is that
+ * The covering rule: a told end covers a queued notification of the same task whose attempt is that
  * attempt or an earlier one — and every one of the task when either attempt is unknown.
  */
 export function endCovers(end: ToldTaskEnd, notification: EndOfAttempt): boolean {
@@ -59,7 +59,7 @@ export class ToldEndings {
     this.#limit = limit;
   }
 
-  /** Remembers an end whose attempt is known (one without an attempt can only withdraw what is queued). */
+  /** Remembers an end whose attempt is known (one without an attempt can only discard what is queued). */
   note(end: ToldTaskEnd): void {
     if (end.attempt === undefined) return;
     const known = this.#attempts.get(end.taskId);

@@ -1,6 +1,6 @@
 /**
- * The inbox on its own, over a real (in-memory) ledger: admission rules, withdrawal, and the races
- * between reserving, committing, releasing and withdrawing — every admitted notification ends delivered
+ * The inbox on its own, over a real (in-memory) ledger: admission rules, marking told, and the races
+ * between reserving, committing, releasing and marking told — every admitted notification ends delivered
  * or discarded exactly once.
  */
 import fc from 'fast-check';
@@ -147,8 +147,8 @@ describe('NotificationInbox admission', () => {
   });
 });
 
-describe('NotificationInbox withdrawal', () => {
-  it('withdraws queued notifications up to the reported attempt, every one when no attempt is known', () => {
+describe('NotificationInbox marking told', () => {
+  it('discards queued notifications up to the told attempt, every one when no attempt is known', () => {
     const { inbox, discarded, ledgerStates } = inboxForTest();
     inbox.admit(notification('bash-1', { attempt: 1 }));
     inbox.admit(notification('bash-1', { attempt: 2 }));
@@ -245,7 +245,7 @@ describe('NotificationInbox reservations', () => {
     ]);
   });
 
-  it('a notification withdrawn while reserved is discarded, not queued again, when its reservation comes back', () => {
+  it('a notification discarded while reserved is discarded, not queued again, when its reservation comes back', () => {
     const { inbox, ledgerStates } = inboxForTest();
     inbox.admit(notification('bash-1'));
     inbox.admit(notification('bash-2'));
@@ -260,7 +260,7 @@ describe('NotificationInbox reservations', () => {
     ]);
   });
 
-  it('a notification withdrawn while reserved is still recorded delivered when its reservation is committed', () => {
+  it('a notification discarded while reserved is still recorded delivered when its reservation is committed', () => {
     const { inbox, ledgerStates } = inboxForTest();
     inbox.admit(notification('bash-1'));
     const held = inbox.reserve({ source: 'surface' });

@@ -1,8 +1,8 @@
 /**
  * The notification inbox: the queue side of exactly-once delivery, and the one API every surface uses to
  * hand queued `<task-notification>`s to the model — the session's turns, the MCP server's tool results,
- * the AI SDK bridge's steering. It admits a notification (shutdown, branch and reported-end checks, one
- * ledger entry per key), withdraws one whose end a tool result showed, reserves notifications for a
+ * the AI SDK bridge's steering. It admits a notification (shutdown, branch and told-ending checks, one
+ * ledger entry per key), discards one whose end a tool result showed, reserves notifications for a
  * surface (commit once handed over, release if not, discard if the model learned the end another way),
  * and discards what can no longer be delivered. Every rule lives here; where an entry is recorded is the
  * `InboxLedger`'s business (the session's store, or nothing for a volatile inbox).
@@ -71,6 +71,7 @@ export type NotificationAdmission =
   | { readonly admitted: true; readonly ledgerId: number }
   | {
       readonly admitted: false;
+      /** `result_read`: a tool result told the model the ending first (its stored name, see the glossary). */
       readonly reason: 'shutting_down' | 'branch_changed' | 'duplicate' | 'result_read';
     };
 
@@ -177,9 +178,9 @@ export interface NotificationInboxContext {
   /** Every notification the inbox discards, after it did (the AI SDK bridge returns claims here). */
   discarded?(notifications: readonly QueuedNotification[], reason: string): void;
   /**
-   * A write the store refused (`error`) that must still happen — a withdrawal whose result a surface
+   * A write the store refused (`error`) that must still happen — a told ending whose result a surface
    * already showed — to run again once the store takes writes; it throws `error` when that is not a
-   * store failure. Without it such a withdrawal throws.
+   * store failure. Without it such a write throws.
    */
   recordLater?(write: () => void, error: unknown): void;
   /** Where a delivery's span goes (linked to each delivered task's span). Default: none. */
@@ -199,7 +200,7 @@ interface HeldReservation extends NotificationReservation {
 }
 
 /**
- * What a surface sees of an inbox (`session.inbox`): admission, withdrawal, reservations and read-only
+ * What a surface sees of an inbox (`session.inbox`): admission, marking told, reservations and read-only
  * views. The owner's own steps — its turns' reservations, discards, shutdown — stay with the owner.
  */
 export type InboxSurface = Pick<
@@ -209,7 +210,7 @@ export type InboxSurface = Pick<
 
 export class NotificationInbox {
   readonly #context: NotificationInboxContext;
-  /** Ends the model read with a tool call: their notifications are withdrawn, and refused when late. */
+  /** Ends the model read with a tool call: their notifications are discarded, and refused when late. */
   readonly #toldEndings = new ToldEndings();
   /** Notifications a surface holds between reserving and committing, releasing or discarding them. */
   readonly #reservations = new Set<HeldReservation>();
@@ -289,28 +290,28 @@ export class NotificationInbox {
 
   /**
    * A tool result showed the model how `taskId` ended (attempt `attempt`, when known): its queued
-   * notifications of that attempt or an earlier one (all of them when no attempt is known) are withdrawn —
-   * discarded as `result_read`, their claims kept taken — the end is recorded as shown, and one of that
+   * notifications of that attempt or an earlier one (all of them when no attempt is known) are discarded —
+   * discarded as `result_read`, their claims kept taken — the end is recorded as told, and one of that
    * attempt that arrives later is refused. A reserved one stays with its surface (it may be on its way to
    * the model already); if the surface releases it, it is discarded instead of queued again.
    */
   markTold(end: { readonly taskId: string; readonly attempt?: number | undefined }): void {
-    const withdrawal = this.#planMarkTold([end]);
+    const marking = this.#planMarkTold([end]);
     const ledger = this.#context.ledger;
     try {
-      ledger.atomically(() => withdrawal.record());
+      ledger.atomically(() => marking.record());
     } catch (error) {
-      // The surface showed the end already: it is withdrawn here, and recorded once the store takes writes.
+      // The surface showed the end already: it is discarded here, and recorded once the store takes writes.
       const later = this.#context.recordLater;
       if (later === undefined) throw error;
-      later(() => ledger.atomically(() => withdrawal.record()), error);
+      later(() => ledger.atomically(() => marking.record()), error);
     }
-    withdrawal.apply();
+    marking.apply();
   }
 
   /**
    * `markTold` for every end in `ends`, written in one step with `write` (the tool result that showed
-   * them, when the caller stores it): the result, the discarded notifications and the ends marked shown
+   * them, when the caller stores it): the result, the discarded notifications and the ends marked told
    * are all recorded, or none is. Only once that write succeeded does the inbox forget them, so if it
    * throws they stay queued, as if the model had not seen the result — it did not. Returns `write`'s value.
    */
@@ -319,27 +320,27 @@ export class NotificationInbox {
     write: () => T,
     durability?: StoreDurability,
   ): T {
-    const withdrawal = this.#planMarkTold(ends);
+    const marking = this.#planMarkTold(ends);
     const value = this.#context.ledger.atomically(() => {
       const written = write();
-      withdrawal.record();
+      marking.record();
       return written;
     }, durability);
-    withdrawal.apply();
+    marking.apply();
     return value;
   }
 
-  /** What withdrawing `ends` writes (`record`) and then changes here (`apply`). */
+  /** What marking `ends` told writes (`record`) and then changes here (`apply`). */
   #planMarkTold(ends: readonly { readonly taskId: string; readonly attempt?: number | undefined }[]): {
     record(): void;
     apply(): void;
   } {
-    const reported = ends.map((end) => validateToldTaskEnd(end));
+    const told = ends.map((end) => validateToldTaskEnd(end));
     const context = this.#context;
     const covered = this.queuedNotifications().filter((notification) =>
-      reported.some((end) => endCovers(end, notification)),
+      told.some((end) => endCovers(end, notification)),
     );
-    const taskIds = [...new Set(reported.map((end) => end.taskId))];
+    const taskIds = [...new Set(told.map((end) => end.taskId))];
     return {
       record: () => {
         if (covered.length > 0) {
@@ -351,12 +352,12 @@ export class NotificationInbox {
         if (taskIds.length > 0) context.ledger.markEndsTold(taskIds);
       },
       apply: () => {
-        for (const end of reported) this.#toldEndings.note(end);
-        const withdrawn = new Set<QueuedNotification>(covered);
-        context.queue.remove((command) => command.kind === 'notification' && withdrawn.has(command));
+        for (const end of told) this.#toldEndings.note(end);
+        const discarded = new Set<QueuedNotification>(covered);
+        context.queue.remove((command) => command.kind === 'notification' && discarded.has(command));
         this.#told(covered, 'result_read');
         // A reserved one may already be on its way; if it comes back, it is not queued again.
-        for (const reservation of this.#reservations) for (const end of reported) reservation.markTold(end);
+        for (const reservation of this.#reservations) for (const end of told) reservation.markTold(end);
       },
     };
   }
@@ -593,7 +594,7 @@ export class NotificationInbox {
     let pending = notifications;
     let state: NotificationReservation['state'] = notifications.length === 0 ? 'committed' : 'reserved';
     /** Ledger ids whose end the model read while they were reserved. */
-    const withdrawn = new Set<number>();
+    const discarded = new Set<number>();
     const settle = (next: NotificationReservation['state']): void => {
       state = next;
       this.#reservations.delete(reservation);
@@ -607,7 +608,7 @@ export class NotificationInbox {
       drop: () => settle('released'),
       markTold: (end) => {
         for (const notification of pending) {
-          if (endCovers(end, notification)) withdrawn.add(notification.ledgerId);
+          if (endCovers(end, notification)) discarded.add(notification.ledgerId);
         }
       },
       commit: () => reservation.commitWith(undefined),
@@ -630,10 +631,10 @@ export class NotificationInbox {
         settle('released');
         // The model read these ends meanwhile: telling them now would be the second time.
         this.#discard(
-          pending.filter((notification) => withdrawn.has(notification.ledgerId)),
+          pending.filter((notification) => discarded.has(notification.ledgerId)),
           'result_read',
         );
-        this.#context.queue.requeue(pending.filter((notification) => !withdrawn.has(notification.ledgerId)));
+        this.#context.queue.requeue(pending.filter((notification) => !discarded.has(notification.ledgerId)));
         this.#context.drain.wake();
       },
       discard: (reason) => {

@@ -79,7 +79,7 @@ export class SessionRuntime {
   #openings = 0;
   /** Writes the store refused (task records, admissions), retried in order until it takes them. */
   readonly #pending: PendingStoreWrites;
-  #withdrawals = 0;
+  #toldWrites = 0;
   readonly #residents: ResidentSessions;
   readonly #residency: SessionResidency;
   readonly #notes: PersistenceNotes;
@@ -351,7 +351,7 @@ export class SessionRuntime {
         await options.onSessionShutdown?.(closing);
       },
       recordLater: (write, error) =>
-        this.#pending.keepRefused(`withdrawal:${id}:${++this.#withdrawals}`, write, error),
+        this.#pending.keepRefused(`told:${id}:${++this.#toldWrites}`, write, error),
       persistenceNote: () => this.#notes.take(id),
     });
     if (modelFactory) session.setModel(modelFactory(session));

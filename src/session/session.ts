@@ -3,7 +3,7 @@
  * session starts are owned by it; their notifications come back through its inbox, exactly once.
  *
  * The session wires its parts behind narrow contexts and keeps only what ties them together (state,
- * events, the public API): `NotificationInbox` (admit, withdraw, reserve / commit / release, discard),
+ * events, the public API): `NotificationInbox` (admit, mark told, reserve / commit / release, discard),
  * `SessionLedger` (the store's input ledger), `SessionInput` (inputs and configuration changes),
  * `DrainScheduler` (debounce and retry back-off on the injected clock), `QueueDrain` (the drain loop),
  * `TurnRunner` (one turn at a time) and `SessionShutdown` (the closing steps). See README.md.
@@ -365,7 +365,7 @@ export class Session {
 
   /**
    * Appends a step's tool results with the task ends they show (`inbox.markToldWith`): the message, the
-   * withdrawn notifications and the ends marked shown are one write, so after a crash the store never says
+   * discarded notifications and the ends marked told are one write, so after a crash the store never says
    * the model saw an end that no stored result shows, nor the other way round.
    */
   #appendToolResults(
@@ -458,7 +458,7 @@ export class Session {
 
   /**
    * Tells the session that a tool result showed the model how `taskId` ended (`inbox.markTold`): its
-   * queued notification is withdrawn (`result_read`) and one still being formatted is not admitted. The
+   * queued notification is discarded (`result_read`) and one still being formatted is not admitted. The
    * turn loop calls this for every tool result's `taskEnds`; a surface that runs tools outside turns
    * (the MCP server) calls it itself.
    */

@@ -3,10 +3,10 @@
  * viewer in another process sees it: every change but a detail update, and a detail update only when the
  * pid or the output file changed (never per byte: a viewer reads the byte count off the file).
  *
- * A record's `reported` says the ending needs no telling any more. For the two claimants that tell the
+ * A record's `reported` (the stored name of *told*) says the ending needs no telling any more. For the two claimants that tell the
  * model — the delivery policy, and a tool inside the session's own turn — it is written with what shows
  * it (the delivery of the notification, the stored tool result), not when the claim is taken: a crash in
- * between leaves it untold, and a resume tells it. A finished record is written unreported unless the
+ * between leaves it untold, and a resume tells it. A finished record is written untold unless the
  * session is being torn down (closing, sealed, the runtime disposed: endings a teardown causes are never
  * told). Any other claim taken with `claim` or a read (a superseded workflow run, an MCP client's
  * `task_output`) is written at once, and a returned claim too. A claim a waiter takes as the task settles
@@ -137,16 +137,16 @@ export class TaskRecordWriter {
       reported: claim ? reason === 'claimed' : ended && session.tornDown() && task.reported,
     };
     try {
-      // Kept and retried while the store refuses writes; shown to the model meanwhile, it is told. A record
-      // nobody was shown is written with deferred durability: what shows it (a delivery, a tool result)
-      // syncs it. One the model was shown is synced at once, so it is never told again.
+      // Kept and retried while the store refuses writes; told to the model meanwhile, it is written told. A
+      // record nobody was told is written with deferred durability: what tells it (a delivery, a tool result)
+      // syncs it. One the model was told is synced at once, so it is never told again.
       this.#context.pending.write(`task:${key}`, () => {
-        const shown =
+        const told =
           record.reported || (ended && session.wasTold({ taskId: task.id, attempt: task.attempt }));
         return upsertAsJson(
           this.#context.store,
-          shown ? { ...record, reported: true } : record,
-          shown ? IMMEDIATE : DEFERRED,
+          told ? { ...record, reported: true } : record,
+          told ? IMMEDIATE : DEFERRED,
         );
       });
     } catch (error) {
@@ -246,6 +246,6 @@ function viewerFacts(detail: TaskSnapshot['detail']): PersistedFacts {
 /** The reason `record` is called with when a task's waiting process facts are due. */
 const FACTS_DUE = 'process_facts_due';
 
-/** The durability of the records nobody was shown yet (`SessionStore.transaction`). */
+/** The durability of the records nobody was told yet (`SessionStore.transaction`). */
 const DEFERRED = { durability: 'deferred' } as const;
 const IMMEDIATE = { durability: 'immediate' } as const;

@@ -34,7 +34,7 @@ export interface TurnContext {
   injectQueuedNotifications(): boolean;
   /**
    * Appends a step's tool results. `ends` are the task ends they show the model: their notifications
-   * would repeat them, so they are withdrawn and the ends recorded as shown in the same write.
+   * would repeat them, so they are discarded and the ends recorded as told in the same write.
    */
   appendToolResults(message: NewMessage, ends: readonly ToldTaskEnd[]): MessageRecord;
   /**

@@ -30,7 +30,7 @@ export interface ToolResult<Value = unknown> {
   readonly value?: Value;
   /**
    * The task ends this result shows the model with their output or result (`task_output` on a finished
-   * task). Every surface that hands the result to the model tells its notification inbox, which withdraws
+   * task). Every surface that hands the result to the model tells its notification inbox, which discards
    * those tasks' queued notifications: the model already read what they would say. A status line alone
    * (`task_kill` on a finished task, `task_list`) does not count: the notification carries more.
    * Ignored on an error result.
@@ -257,7 +257,7 @@ export function toldTaskEnds(result: ToolResult): readonly ToldTaskEnd[] {
   if (result.isError || !Array.isArray(result.taskEnds)) return [];
   const ends: ToldTaskEnd[] = [];
   for (const end of result.taskEnds as readonly Partial<ToldTaskEnd>[]) {
-    // A producer's malformed entry names no task: it withdraws nothing rather than failing the turn.
+    // A producer's malformed entry names no task: it discards nothing rather than failing the turn.
     if (typeof end?.taskId !== 'string' || end.taskId === '') continue;
     ends.push({ taskId: end.taskId, attempt: Number.isSafeInteger(end.attempt) ? end.attempt : undefined });
   }

@@ -138,7 +138,7 @@ export function createAiSdkNotificationBridge(
   /** Steered messages the generation has not resolved yet, and their notifications. */
   const inFlight = new Map<UserModelMessage, TaskNotification>();
   /** Steered messages whose task end a tool result showed meanwhile: `prepareStep` takes them out. */
-  const withdrawn = new Set<UserModelMessage>();
+  const discarded = new Set<UserModelMessage>();
 
   const returnClaim = (notification: TaskNotification): void => {
     if (notification.event !== 'terminal') return;
@@ -192,7 +192,7 @@ export function createAiSdkNotificationBridge(
     resolved.onSteer?.(notification);
     void outcome.then((outcome) => {
       inFlight.delete(message);
-      const taken = withdrawn.delete(message);
+      const taken = discarded.delete(message);
       if (outcome.type === 'delivered') {
         // Forgotten first: the model has it, so nothing the commit finds can return its claim.
         for (const entry of reservation.notifications) notifications.delete(entry.ledgerId);
@@ -273,12 +273,12 @@ export function createAiSdkNotificationBridge(
       const reported = validateToldTaskEnd(end);
       // A steered one still in the generation's steering: `prepareStep` takes it out at the step boundary.
       for (const [message, notification] of inFlight) {
-        if (endCovers(reported, notification)) withdrawn.add(message);
+        if (endCovers(reported, notification)) discarded.add(message);
       }
     },
     prepareStep({ messages }) {
-      if (withdrawn.size === 0) return undefined;
-      const kept = messages.filter((message) => !withdrawn.has(message as UserModelMessage));
+      if (discarded.size === 0) return undefined;
+      const kept = messages.filter((message) => !discarded.has(message as UserModelMessage));
       return kept.length === messages.length ? undefined : { messages: kept };
     },
     get pending() {

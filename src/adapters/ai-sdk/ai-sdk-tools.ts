@@ -1,7 +1,7 @@
 /**
  * Vercel AI SDK tools from Errand tool definitions. Each call runs through `executeTool` — validation,
  * policy, output limit — and reaches the model as text, or as error text when `isError` is set. Given the
- * notification bridge, a result that shows how a task ended withdraws that task's waiting notification.
+ * notification bridge, a result that shows how a task ended discards that task's waiting notification.
  */
 import { jsonSchema, type Tool, type ToolExecutionOptions, type ToolSet, tool } from 'ai';
 import type { Owner } from '../../tasks/index.js';

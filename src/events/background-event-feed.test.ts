@@ -878,7 +878,7 @@ describe('pending results as a whole (model-based)', () => {
               await harness.service.kill(entry.id, harness.owner, 'stop', { initiator: step.initiator });
             }
             if (step.op === 'read') {
-              // The model reads the end: its queued notification is withdrawn (discarded), as the inbox does.
+              // The model reads the end: its queued notification is discarded (discarded), as the inbox does.
               const queued = harness.store
                 .listQueued('session-1')
                 .filter((candidate) => candidate.taskId === entry.id);

@@ -37,7 +37,7 @@ export interface ResultPendingLedger {
  * True while the task ended and the model is still to be told: a notification is queued or being
  * queued, or nobody took the end at all. False for live work; for a session that can no longer be told
  * anything; for an end a tool call reported (a waiter took the claim: the call's own result, `task_kill`,
- * `task_output` with `wait`), the model stopped itself, or `task_output` read (its notification withdrawn);
+ * `task_output` with `wait`), the model stopped itself, or `task_output` read (its notification discarded);
  * and for an end the notifier never tells (another branch, a superseded run).
  */
 export function isResultPending(task: ResultPendingTask, ledger: ResultPendingLedger): boolean {

@@ -76,7 +76,7 @@ describe('finished work of a runtime that was killed', () => {
         'alpha\nbeta\n[status: completed (exit code 0; recorded by an earlier runtime)]',
       );
       // What a surface does with a result that showed an end: its notification goes, the end is told.
-      for (const end of output.taskEnds ?? []) session.taskEndReported(end);
+      for (const end of output.taskEnds ?? []) session.taskEndTold(end);
       expect(session.inbox.queued).toBe(0);
       expect(store.listLedger(sessionId).map((entry) => [entry.state, entry.reason ?? null])).toEqual([
         ['discarded', 'result_read'],

@@ -138,7 +138,7 @@ describe('a result pending on the ledger, in both dashboard backends', () => {
           visibility: 'model-only',
           source: 'hook',
         });
-        hook.markReported('main', [entry!.taskId!]);
+        hook.markTold('main', [entry!.taskId!]);
         return result;
       });
       expect(delivered.ok).toBe(true);

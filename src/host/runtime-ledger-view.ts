@@ -37,7 +37,7 @@ export function createRuntimeLedgerView(
     else if (event.type === 'notification-discarded') ids?.delete(event.taskId);
     // A delivery names no task, and a closing session discards without events: read it again when asked.
     // The turn loop's own messages (a reply, tool results) and a turn starting or ending change no entry:
-    // a result read is withdrawn with a discard event.
+    // a result read is discarded with a discard event.
     else if (changesQueue(event)) queued.delete(sessionId);
   };
 

@@ -113,7 +113,7 @@ describe('createErrandMcpServer', () => {
     await waitForLogs(1);
     expect(server!.session.queuedCommands).toBe(1);
     const read = await call('task_output', { task_id: id });
-    // The answer shows the end itself; the notification queued for it is withdrawn, not appended.
+    // The answer shows the end itself; the notification queued for it is discarded, not appended.
     expect(read).toHaveLength(1);
     expect(read[0]).toContain('[status: killed');
     expect(server!.session.queuedCommands).toBe(0);

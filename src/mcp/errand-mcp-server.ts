@@ -23,10 +23,10 @@ import {
   type AnyToolDefinition,
   executeTool,
   limitToolResult,
-  reportedTaskEnds,
   type ToolContext,
   type ToolResult,
   taskToolsPrompt,
+  toldTaskEnds,
 } from '../tools/index.js';
 import type { Tracing } from '../tracing/index.js';
 import { ErrandTaskStore } from './errand-task-store.js';
@@ -93,7 +93,7 @@ export function createErrandMcpServer(options: ErrandMcpServerOptions): ErrandMc
             stop: runtime.stop,
             outputOf: (taskId) => runtime.bash.handleOf(taskId),
             onStatusChange: (task) => sendTaskStatus(server, task),
-            reportEnd: (end) => session.inbox.withdraw(end),
+            reportEnd: (end) => session.inbox.markTold(end),
           },
           resolved.tasks,
         );
@@ -156,7 +156,7 @@ export function createErrandMcpServer(options: ErrandMcpServerOptions): ErrandMc
         const result = note === undefined ? executed : { ...executed, text: `${executed.text}\n${note}` };
         // The answer shows how a task ended: its notification would tell the client a second time. A
         // cancelled request's answer is never sent, so the client has not read that end: it stays.
-        if (!signal.aborted) for (const end of reportedTaskEnds(result)) session.inbox.withdraw(end);
+        if (!signal.aborted) for (const end of toldTaskEnds(result)) session.inbox.markTold(end);
         const answer = toCallToolResult(limitToolResult(result, resolved.maxToolResultBytes));
         return deliveries.attach(answer, requestId, signal, resolved.maxNotificationsPerResult);
       });

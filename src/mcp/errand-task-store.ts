@@ -4,7 +4,7 @@
  * `tasks/get` reads the Errand task's real status, `tasks/cancel` stops it through the stop dispatch
  * (initiator `user`) and waits for its process tree to be gone, `tasks/result` returns its output and
  * exit line. Reading a finished task's result with `tasks/result` is the model learning how it ended, as
- * with `task_output`: it takes the task's delivery claim and withdraws its queued notification (through
+ * with `task_output`: it takes the task's delivery claim and discards its queued notification (through
  * `reportEnd`), so no `<task-notification>` repeats it. `tasks/get` and status notifications are a side
  * channel and claim nothing. Records are bounded in number and expire `ttl` after they finish.
  *
@@ -63,7 +63,7 @@ export interface ErrandTaskStoreDependencies {
   readonly onStatusChange?: (task: McpTask) => void;
   /**
    * Told when `tasks/result` handed a finished Errand task's result to the client: the session's inbox
-   * withdraws that end's notification (`session.inbox.withdraw`).
+   * discards that end's notification (`session.inbox.markTold`).
    */
   readonly reportEnd?: (end: { readonly taskId: string; readonly attempt: number }) => void;
 }
@@ -417,7 +417,7 @@ export class ErrandTaskStore implements TaskStore {
     const attempt = record.errandAttempt;
     if (taskId === undefined || attempt === undefined) return;
     try {
-      // First come wins: if the delivery policy took the claim first, the withdrawal below covers it.
+      // First come wins: if the delivery policy took the claim first, marking it told below covers it.
       this.#dependencies.tasks.claim(taskId, this.#dependencies.owner);
     } catch {
       // Forgotten meanwhile: its end can no longer be notified either.

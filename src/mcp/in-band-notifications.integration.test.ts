@@ -188,7 +188,7 @@ describe('in-band notifications on a dying connection', () => {
 });
 
 describe('an end read in a result that is never sent', () => {
-  it('a cancelled call whose result shows how a task ended does not withdraw that task’s notification', async () => {
+  it('a cancelled call whose result shows how a task ended does not discard that task’s notification', async () => {
     const logger = capturingLogger();
     const entered = deferred();
     // Like task_output whose wait was interrupted: it answers with the task's terminal status anyway.

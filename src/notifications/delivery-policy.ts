@@ -7,7 +7,7 @@
 import {
   consoleLogger,
   type Disposer,
-  ErrandError,
+  describeError,
   isTerminalStatus,
   isValidTaskKind,
   type Owner,
@@ -108,7 +108,7 @@ export type DeliverySkipReason =
   | 'branch_mismatch'
   | 'sealed'
   | 'model_stopped'
-  | 'already_reported'
+  | 'already_claimed'
   | 'enqueue_failed';
 
 export type DeliveryOutcome =
@@ -149,11 +149,6 @@ function isSuperseded(snapshot: TaskSnapshot): boolean {
   // Any value but an empty one marks it, whatever a producer outside TypeScript put there.
   const value: unknown = snapshot.detail.supersededBy;
   return value !== undefined && value !== null && value !== false && value !== '';
-}
-
-function describeError(error: unknown): string {
-  if (ErrandError.isInstance(error)) return `${error.code}: ${error.message}`;
-  return error instanceof Error ? error.message : String(error);
 }
 
 /** Creates the policy and subscribes it to `owner`'s terminal tasks. */
@@ -307,9 +302,9 @@ export function createDeliveryPolicy(input: DeliveryPolicyOptions): DeliveryPoli
     }
   };
 
-  const claim = (snapshot: TaskSnapshot): true | 'already_reported' | 'not_found' => {
+  const claim = (snapshot: TaskSnapshot): true | 'already_claimed' | 'not_found' => {
     try {
-      return tasks.claim(snapshot.id, owner) ? true : 'already_reported';
+      return tasks.claim(snapshot.id, owner) ? true : 'already_claimed';
     } catch {
       // Forgotten by retention, or no longer this owner's: there is nothing to deliver.
       return 'not_found';

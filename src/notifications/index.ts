@@ -53,13 +53,6 @@ export {
 } from './presented-status.js';
 export { type AttemptClaimRelease, releaseAttemptClaim } from './release-attempt-claim.js';
 export {
-  type EndOfAttempt,
-  endCovers,
-  MAX_REPORTED_ENDS,
-  ReportedEnds,
-  validateReportedTaskEnd,
-} from './reported-ends.js';
-export {
   createTaskMonitors,
   MonitorLimitError,
   type MonitorNotify,
@@ -77,3 +70,10 @@ export {
   type NotificationLane,
   type TaskNotification,
 } from './task-notification.js';
+export {
+  type EndOfAttempt,
+  endCovers,
+  MAX_TOLD_ENDINGS,
+  ToldEndings,
+  validateToldTaskEnd,
+} from './told-endings.js';

@@ -5,7 +5,7 @@
  */
 import type { JsonValue, MessageRecord } from '../store/index.js';
 import { shortenText, toSingleLine, truncateUtf8Head } from '../text/index.js';
-import { type DeliveredNotification, readTaskNotifications } from './task-notification-reader.js';
+import { type ParsedNotification, readTaskNotifications } from './task-notification-reader.js';
 
 export interface ConversationLimits {
   /** Bytes of a message's text shown (the head). */
@@ -43,7 +43,7 @@ export interface ConversationMessageView {
   readonly toolCalls: readonly ToolCallView[];
   readonly toolResults: readonly ToolResultView[];
   /** Task notifications this message delivered to the model. */
-  readonly notifications: readonly DeliveredNotification[];
+  readonly notifications: readonly ParsedNotification[];
 }
 
 /** Characters of a tool call's one-line summary. */

@@ -69,7 +69,7 @@ export {
   type StoreDashboardBackend,
   type StoreDashboardBackendOptions,
 } from './store-dashboard-backend.js';
-export { type DeliveredNotification, readTaskNotifications } from './task-notification-reader.js';
+export { type ParsedNotification, readTaskNotifications } from './task-notification-reader.js';
 export {
   createTaskServiceBackend,
   type TaskServiceBackend,

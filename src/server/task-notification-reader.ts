@@ -5,7 +5,7 @@
  * envelope stays inside an escaped element.
  */
 
-export interface DeliveredNotification {
+export interface ParsedNotification {
   readonly taskId: string;
   /** The tool call that started the task, when the envelope names it. */
   readonly toolUseId: string | null;
@@ -34,8 +34,8 @@ function element(body: string, name: string): string | undefined {
 }
 
 /** The envelopes in `text`, in order (at most `MAX_NOTIFICATIONS_PER_MESSAGE`). */
-export function readTaskNotifications(text: string): DeliveredNotification[] {
-  const found: DeliveredNotification[] = [];
+export function readTaskNotifications(text: string): ParsedNotification[] {
+  const found: ParsedNotification[] = [];
   for (const match of text.matchAll(ENVELOPE)) {
     if (found.length >= MAX_NOTIFICATIONS_PER_MESSAGE) break;
     const body = match[1] ?? '';

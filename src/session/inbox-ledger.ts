@@ -29,7 +29,7 @@ export interface InboxLedger {
   /** Writes a notification as queued; its entry, or undefined when the same key was admitted before. */
   admitNotification(entry: NotificationEntry): { readonly id: number } | undefined;
   /**
-   * Records notifications as delivered in `form`, and their tasks' endings as shown, in one write; returns
+   * Records notifications as delivered in `form`, and their tasks' endings as told, in one write; returns
    * those it recorded (it skips entries the store settled meanwhile). Throws `NotificationDeliveryError`
    * naming the ones it did not record. `durability`: the store's (`SessionStore.transaction`), default
    * immediate.
@@ -43,10 +43,10 @@ export interface InboxLedger {
   /** Marks entries discarded with `reason`. */
   discardEntries(ledgerIds: readonly number[], reason: string): void;
   /**
-   * Records that the model was shown how these tasks ended (a tool result showed it), so a later process
+   * Records that the model was told how these tasks ended (by a tool result), so a later process
    * never tells them again.
    */
-  markEndsShown(taskIds: readonly string[]): void;
+  markEndsTold(taskIds: readonly string[]): void;
   /** Runs `body` (writes of this ledger, and the caller's own) as one write: all of it or none. */
   /** Runs `body` as one write, committed with `durability` (the store's default when undefined). */
   atomically<T>(body: () => T, durability?: StoreDurability): T;
@@ -62,7 +62,7 @@ export function volatileInboxLedger(): InboxLedger {
     admitNotification: () => ({ id: ++lastId }),
     deliver: (notifications) => notifications,
     discardEntries: () => {},
-    markEndsShown: () => {},
+    markEndsTold: () => {},
     atomically: (body) => body(),
   };
 }

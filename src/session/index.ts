@@ -31,6 +31,8 @@ export type {
 export { NOTIFICATION_DELIVERY_FAILED, NotificationDeliveryError } from './notification-delivery-error.js';
 export {
   type DeliveredNotification,
+  type InboxDrain,
+  type InboxOwner,
   type InboxSurface,
   type NotificationAdmission,
   NotificationInbox,
@@ -43,8 +45,15 @@ export {
   type TakeQueuedNotificationsOptions,
   type TurnReservationOptions,
 } from './notification-inbox.js';
+export type { RuntimeEventListener } from './runtime-events.js';
 export { type SendOptions, Session, type SessionDependencies, type TurnEndReason } from './session.js';
-export { PersistenceFailingError, SessionBusyError, SessionClosedError } from './session-errors.js';
+export {
+  PersistenceFailingError,
+  SessionBusyError,
+  SessionClosedError,
+  SessionExistsError,
+  SessionNotFoundError,
+} from './session-errors.js';
 export type {
   SessionEvent,
   SessionEventListener,
@@ -71,14 +80,6 @@ export {
   type SessionRuntimeOptions,
   sessionRuntimeOptions,
 } from './session-options.js';
-export {
-  createSessionRuntime,
-  lastSequences,
-  type RuntimeEventListener,
-  SessionExistsError,
-  SessionNotFoundError,
-  SessionRuntime,
-  storeSequenceBlocks,
-  TASK_ID_BLOCK_SIZE,
-} from './session-runtime.js';
+export { createSessionRuntime, SessionRuntime } from './session-runtime.js';
+export { lastSequences, storeSequenceBlocks, TASK_ID_BLOCK_SIZE } from './store-sequence-blocks.js';
 export { batchTitle } from './turn-runner.js';

@@ -1,6 +1,6 @@
 /**
- * The inbox on its own, over a real (in-memory) ledger: admission rules, withdrawal, and the races
- * between reserving, committing, releasing and withdrawing — every admitted notification ends delivered
+ * The inbox on its own, over a real (in-memory) ledger: admission rules, marking told, and the races
+ * between reserving, committing, releasing and marking told — every admitted notification ends delivered
  * or discarded exactly once.
  */
 import fc from 'fast-check';
@@ -32,23 +32,27 @@ function inboxForTest(options: { store?: SessionStore; maxQueued?: number; drain
   const emit = (event: SessionEvent) => events.push(event);
   const queue = new CommandQueue(options.maxQueued ?? 100);
   const context: NotificationInboxContext = {
-    sessionId: SESSION,
+    owner: {
+      sessionId: SESSION,
+      branchGeneration: () => generation,
+      isClosing: () => closing,
+      isDraining: options.draining ?? (() => false),
+    },
     queue,
     ledger: new SessionLedger({ sessionId: SESSION, store, branchGeneration: () => generation, emit }),
+    drain: {
+      wake: () => {
+        calls.wake += 1;
+      },
+      deliverySucceeded: () => {
+        calls.succeeded += 1;
+      },
+      deliveryFailed: () => {
+        calls.failed += 1;
+      },
+    },
     now: () => 0,
-    branchGeneration: () => generation,
-    isClosing: () => closing,
-    isDraining: options.draining ?? (() => false),
     emit,
-    wake: () => {
-      calls.wake += 1;
-    },
-    deliverySucceeded: () => {
-      calls.succeeded += 1;
-    },
-    deliveryFailed: () => {
-      calls.failed += 1;
-    },
     discarded: (notifications, reason) => {
       for (const notification of notifications) discarded.push([notification.taskId, reason]);
     },
@@ -103,7 +107,7 @@ describe('NotificationInbox admission', () => {
       admitted: false,
       reason: 'branch_changed',
     });
-    inbox.withdraw({ taskId: 'bash-2', attempt: 2 });
+    inbox.markTold({ taskId: 'bash-2', attempt: 2 });
     expect(inbox.admit(notification('bash-2', { attempt: 2 }))).toEqual({
       admitted: false,
       reason: 'result_read',
@@ -143,18 +147,18 @@ describe('NotificationInbox admission', () => {
   });
 });
 
-describe('NotificationInbox withdrawal', () => {
-  it('withdraws queued notifications up to the reported attempt, every one when no attempt is known', () => {
+describe('NotificationInbox marking told', () => {
+  it('discards queued notifications up to the told attempt, every one when no attempt is known', () => {
     const { inbox, discarded, ledgerStates } = inboxForTest();
     inbox.admit(notification('bash-1', { attempt: 1 }));
     inbox.admit(notification('bash-1', { attempt: 2 }));
     inbox.admit(notification('bash-2'));
-    inbox.withdraw({ taskId: 'bash-1', attempt: 1 });
+    inbox.markTold({ taskId: 'bash-1', attempt: 1 });
     expect(inbox.queuedNotifications().map((queued) => [queued.taskId, queued.attempt])).toEqual([
       ['bash-1', 2],
       ['bash-2', 1],
     ]);
-    inbox.withdraw({ taskId: 'bash-1' });
+    inbox.markTold({ taskId: 'bash-1' });
     expect(inbox.queuedNotifications().map((queued) => queued.taskId)).toEqual(['bash-2']);
     expect(discarded).toEqual([
       ['bash-1', 'result_read'],
@@ -169,10 +173,10 @@ describe('NotificationInbox withdrawal', () => {
 
   it('rejects a report that names no task', () => {
     const { inbox } = inboxForTest();
-    expect(() => inbox.withdraw({ taskId: '' })).toThrow(
+    expect(() => inbox.markTold({ taskId: '' })).toThrow(
       'Expected `taskId` to be a task id, got "" (string)',
     );
-    expect(() => inbox.withdraw({ taskId: 'bash-1', attempt: 0.5 })).toThrow(
+    expect(() => inbox.markTold({ taskId: 'bash-1', attempt: 0.5 })).toThrow(
       'Expected `attempt` to be an integer or undefined, got 0.5 (number)',
     );
   });
@@ -241,13 +245,13 @@ describe('NotificationInbox reservations', () => {
     ]);
   });
 
-  it('a notification withdrawn while reserved is discarded, not queued again, when its reservation comes back', () => {
+  it('a notification discarded while reserved is discarded, not queued again, when its reservation comes back', () => {
     const { inbox, ledgerStates } = inboxForTest();
     inbox.admit(notification('bash-1'));
     inbox.admit(notification('bash-2'));
     const held = inbox.reserve({ source: 'surface' });
     // A concurrent tool result showed bash-1's end while the reservation was on its way.
-    inbox.withdraw({ taskId: 'bash-1' });
+    inbox.markTold({ taskId: 'bash-1' });
     held.release();
     expect(inbox.queuedNotifications().map((queued) => queued.taskId)).toEqual(['bash-2']);
     expect(ledgerStates()).toEqual([
@@ -256,11 +260,11 @@ describe('NotificationInbox reservations', () => {
     ]);
   });
 
-  it('a notification withdrawn while reserved is still recorded delivered when its reservation is committed', () => {
+  it('a notification discarded while reserved is still recorded delivered when its reservation is committed', () => {
     const { inbox, ledgerStates } = inboxForTest();
     inbox.admit(notification('bash-1'));
     const held = inbox.reserve({ source: 'surface' });
-    inbox.withdraw({ taskId: 'bash-1', attempt: 1 });
+    inbox.markTold({ taskId: 'bash-1', attempt: 1 });
     // It was handed over: the ledger says what reached the model.
     expect(held.commit().map((entry) => entry.taskId)).toEqual(['bash-1']);
     expect(ledgerStates()).toEqual([['bash-1', 'delivered', null]]);
@@ -350,17 +354,17 @@ describe('a volatile inbox (no store)', () => {
     const queue = new CommandQueue(10);
     const discarded: QueuedNotification[] = [];
     const inbox = new NotificationInbox({
-      sessionId: 'bridge',
+      owner: {
+        sessionId: 'bridge',
+        branchGeneration: () => 0,
+        isClosing: () => false,
+        isDraining: () => false,
+      },
       queue,
       ledger: volatileInboxLedger(),
+      drain: { wake: () => {}, deliverySucceeded: () => {}, deliveryFailed: () => {} },
       now: () => 0,
-      branchGeneration: () => 0,
-      isClosing: () => false,
-      isDraining: () => false,
       emit: () => {},
-      wake: () => {},
-      deliverySucceeded: () => {},
-      deliveryFailed: () => {},
       discarded: (notifications) => discarded.push(...notifications),
     });
     expect(inbox.admit(notification('bash-1'))).toEqual({ admitted: true, ledgerId: 1 });
@@ -374,7 +378,7 @@ describe('a volatile inbox (no store)', () => {
 
 type Step =
   | { readonly kind: 'admit'; readonly task: number }
-  | { readonly kind: 'withdraw'; readonly task: number; readonly knownAttempt: boolean }
+  | { readonly kind: 'markTold'; readonly task: number; readonly knownAttempt: boolean }
   | { readonly kind: 'reserve'; readonly limit: number }
   | { readonly kind: 'commit' | 'release' | 'discard'; readonly which: number }
   | { readonly kind: 'take' }
@@ -386,7 +390,7 @@ const TASKS = 4;
 
 const step: fc.Arbitrary<Step> = fc.oneof(
   fc.record({ kind: fc.constant('admit' as const), task: fc.nat(TASKS - 1) }),
-  fc.record({ kind: fc.constant('withdraw' as const), task: fc.nat(TASKS - 1), knownAttempt: fc.boolean() }),
+  fc.record({ kind: fc.constant('markTold' as const), task: fc.nat(TASKS - 1), knownAttempt: fc.boolean() }),
   fc.record({ kind: fc.constant('reserve' as const), limit: fc.integer({ min: 1, max: 3 }) }),
   fc.record({
     kind: fc.constantFrom('commit' as const, 'release' as const, 'discard' as const),
@@ -423,8 +427,8 @@ describe('NotificationInbox races (property)', () => {
                 if (admission.admitted) admittedCount += 1;
                 break;
               }
-              case 'withdraw':
-                inbox.withdraw({
+              case 'markTold':
+                inbox.markTold({
                   taskId: `bash-${current.task}`,
                   ...(current.knownAttempt ? { attempt: attempt() } : {}),
                 });

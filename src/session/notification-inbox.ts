@@ -1,8 +1,8 @@
 /**
  * The notification inbox: the queue side of exactly-once delivery, and the one API every surface uses to
  * hand queued `<task-notification>`s to the model — the session's turns, the MCP server's tool results,
- * the AI SDK bridge's steering. It admits a notification (shutdown, branch and reported-end checks, one
- * ledger entry per key), withdraws one whose end a tool result showed, reserves notifications for a
+ * the AI SDK bridge's steering. It admits a notification (shutdown, branch and told-ending checks, one
+ * ledger entry per key), discards one whose end a tool result showed, reserves notifications for a
  * surface (commit once handed over, release if not, discard if the model learned the end another way),
  * and discards what can no longer be delivered. Every rule lives here; where an entry is recorded is the
  * `InboxLedger`'s business (the session's store, or nothing for a volatile inbox).
@@ -10,13 +10,13 @@
 import {
   endCovers,
   type NotificationLane,
-  ReportedEnds,
   type TaskNotification,
-  validateReportedTaskEnd,
+  ToldEndings,
+  validateToldTaskEnd,
 } from '../notifications/index.js';
 import type { StoreDurability } from '../store/session-store.js';
 import { ErrandError, InvalidArgumentError } from '../tasks/index.js';
-import type { ReportedTaskEnd } from '../tools/index.js';
+import type { ToldTaskEnd } from '../tools/index.js';
 import { NOOP_TRACING, type SpanParent, type TraceContext, type Tracing } from '../tracing/index.js';
 import {
   type CommandQueue,
@@ -71,6 +71,7 @@ export type NotificationAdmission =
   | { readonly admitted: true; readonly ledgerId: number }
   | {
       readonly admitted: false;
+      /** `result_read`: a tool result told the model the ending first (its stored name, see the glossary). */
       readonly reason: 'shutting_down' | 'branch_changed' | 'duplicate' | 'result_read';
     };
 
@@ -142,34 +143,44 @@ export interface TurnReservationOptions {
 }
 
 /** What the inbox needs from its owner (a session, or the AI SDK bridge). */
-export interface NotificationInboxContext {
+/** What the inbox reads of its owner (a session, the AI SDK bridge). */
+export interface InboxOwner {
   /** Names the owner in errors. */
   readonly sessionId: string;
-  /** The queue the notifications wait in (a session's also holds inputs and configuration barriers). */
-  readonly queue: CommandQueue;
-  readonly ledger: InboxLedger;
-  /** Epoch milliseconds, for `queuedAt`. */
-  now(): number;
   /** The owner's branch generation now: a notification of another one is stale. */
   branchGeneration(): number;
   /** True once shutdown began: nothing is admitted or reserved. */
   isClosing(): boolean;
   /** True while the owner's own drain works the queue: surfaces reserve nothing, the drain delivers in order. */
   isDraining(): boolean;
-  /** Tells the viewers (`notification-queued`, `notification-discarded`). */
-  emit(event: SessionEvent): void;
+}
+
+/** What the inbox tells its owner's drain. */
+export interface InboxDrain {
   /** A wakeup notification was admitted, or reserved ones came back to the queue: look at it again. */
   wake(): void;
   /** A delivery was recorded: the retry back-off starts over. */
   deliverySucceeded(): void;
   /** The store failed to record a delivery (the notifications are queued again): retry later. */
   deliveryFailed(): void;
+}
+
+export interface NotificationInboxContext {
+  readonly owner: InboxOwner;
+  /** The queue the notifications wait in (a session's also holds inputs and configuration barriers). */
+  readonly queue: CommandQueue;
+  readonly ledger: InboxLedger;
+  readonly drain: InboxDrain;
+  /** Epoch milliseconds, for `queuedAt`. */
+  now(): number;
+  /** Tells the viewers (`notification-queued`, `notification-discarded`). */
+  emit(event: SessionEvent): void;
   /** Every notification the inbox discards, after it did (the AI SDK bridge returns claims here). */
   discarded?(notifications: readonly QueuedNotification[], reason: string): void;
   /**
-   * A write the store refused (`error`) that must still happen — a withdrawal whose result a surface
+   * A write the store refused (`error`) that must still happen — a told ending whose result a surface
    * already showed — to run again once the store takes writes; it throws `error` when that is not a
-   * store failure. Without it such a withdrawal throws.
+   * store failure. Without it such a write throws.
    */
   recordLater?(write: () => void, error: unknown): void;
   /** Where a delivery's span goes (linked to each delivered task's span). Default: none. */
@@ -183,31 +194,24 @@ interface HeldReservation extends NotificationReservation {
   /** Forgets it without requeueing (shutdown discards its entries). */
   drop(): void;
   /** A tool result showed the model this end: if the reservation is released, these are discarded. */
-  withdraw(end: ReportedTaskEnd): void;
+  markTold(end: ToldTaskEnd): void;
   /** `commit` with the delivery's durability (a turn's: deferred, see `deliverReserved`). */
   commitWith(durability: StoreDurability | undefined): DeliveredNotification[];
 }
 
 /**
- * What a surface sees of an inbox (`session.inbox`): admission, withdrawal, reservations and read-only
+ * What a surface sees of an inbox (`session.inbox`): admission, marking told, reservations and read-only
  * views. The owner's own steps — its turns' reservations, discards, shutdown — stay with the owner.
  */
 export type InboxSurface = Pick<
   NotificationInbox,
-  | 'admit'
-  | 'withdraw'
-  | 'withdrawWith'
-  | 'wasReported'
-  | 'reserve'
-  | 'take'
-  | 'queued'
-  | 'queuedNotifications'
+  'admit' | 'markTold' | 'markToldWith' | 'wasTold' | 'reserve' | 'take' | 'queued' | 'queuedNotifications'
 >;
 
 export class NotificationInbox {
   readonly #context: NotificationInboxContext;
-  /** Ends the model read with a tool call: their notifications are withdrawn, and refused when late. */
-  readonly #reportedEnds = new ReportedEnds();
+  /** Ends the model read with a tool call: their notifications are discarded, and refused when late. */
+  readonly #toldEndings = new ToldEndings();
   /** Notifications a surface holds between reserving and committing, releasing or discarding them. */
   readonly #reservations = new Set<HeldReservation>();
 
@@ -240,12 +244,12 @@ export class NotificationInbox {
    */
   admit(notification: SessionNotification): NotificationAdmission {
     const context = this.#context;
-    if (context.isClosing()) return { admitted: false, reason: 'shutting_down' };
-    if (notification.branchGeneration !== context.branchGeneration()) {
+    if (context.owner.isClosing()) return { admitted: false, reason: 'shutting_down' };
+    if (notification.branchGeneration !== context.owner.branchGeneration()) {
       context.emit({ type: 'notification-discarded', taskId: notification.taskId, reason: 'branch_changed' });
       return { admitted: false, reason: 'branch_changed' };
     }
-    if (this.#reportedEnds.covers(notification)) {
+    if (this.#toldEndings.covers(notification)) {
       context.emit({ type: 'notification-discarded', taskId: notification.taskId, reason: 'result_read' });
       return { admitted: false, reason: 'result_read' };
     }
@@ -280,63 +284,63 @@ export class NotificationInbox {
       throw error;
     }
     context.emit({ type: 'notification-queued', taskId: notification.taskId, lane });
-    if (lane === 'wakeup') context.wake();
+    if (lane === 'wakeup') context.drain.wake();
     return { admitted: true, ledgerId: entry.id };
   }
 
   /**
    * A tool result showed the model how `taskId` ended (attempt `attempt`, when known): its queued
-   * notifications of that attempt or an earlier one (all of them when no attempt is known) are withdrawn —
-   * discarded as `result_read`, their claims kept taken — the end is recorded as shown, and one of that
+   * notifications of that attempt or an earlier one (all of them when no attempt is known) are discarded —
+   * discarded as `result_read`, their claims kept taken — the end is recorded as told, and one of that
    * attempt that arrives later is refused. A reserved one stays with its surface (it may be on its way to
    * the model already); if the surface releases it, it is discarded instead of queued again.
    */
-  withdraw(end: { readonly taskId: string; readonly attempt?: number | undefined }): void {
-    const withdrawal = this.#planWithdrawal([end]);
+  markTold(end: { readonly taskId: string; readonly attempt?: number | undefined }): void {
+    const marking = this.#planMarkTold([end]);
     const ledger = this.#context.ledger;
     try {
-      ledger.atomically(() => withdrawal.record());
+      ledger.atomically(() => marking.record());
     } catch (error) {
-      // The surface showed the end already: it is withdrawn here, and recorded once the store takes writes.
+      // The surface showed the end already: it is discarded here, and recorded once the store takes writes.
       const later = this.#context.recordLater;
       if (later === undefined) throw error;
-      later(() => ledger.atomically(() => withdrawal.record()), error);
+      later(() => ledger.atomically(() => marking.record()), error);
     }
-    withdrawal.apply();
+    marking.apply();
   }
 
   /**
-   * `withdraw` for every end in `ends`, written in one step with `write` (the tool result that showed
-   * them, when the caller stores it): the result, the discarded notifications and the ends marked shown
+   * `markTold` for every end in `ends`, written in one step with `write` (the tool result that showed
+   * them, when the caller stores it): the result, the discarded notifications and the ends marked told
    * are all recorded, or none is. Only once that write succeeded does the inbox forget them, so if it
    * throws they stay queued, as if the model had not seen the result — it did not. Returns `write`'s value.
    */
-  withdrawWith<T>(
+  markToldWith<T>(
     ends: readonly { readonly taskId: string; readonly attempt?: number | undefined }[],
     write: () => T,
     durability?: StoreDurability,
   ): T {
-    const withdrawal = this.#planWithdrawal(ends);
+    const marking = this.#planMarkTold(ends);
     const value = this.#context.ledger.atomically(() => {
       const written = write();
-      withdrawal.record();
+      marking.record();
       return written;
     }, durability);
-    withdrawal.apply();
+    marking.apply();
     return value;
   }
 
-  /** What withdrawing `ends` writes (`record`) and then changes here (`apply`). */
-  #planWithdrawal(ends: readonly { readonly taskId: string; readonly attempt?: number | undefined }[]): {
+  /** What marking `ends` told writes (`record`) and then changes here (`apply`). */
+  #planMarkTold(ends: readonly { readonly taskId: string; readonly attempt?: number | undefined }[]): {
     record(): void;
     apply(): void;
   } {
-    const reported = ends.map((end) => validateReportedTaskEnd(end));
+    const told = ends.map((end) => validateToldTaskEnd(end));
     const context = this.#context;
     const covered = this.queuedNotifications().filter((notification) =>
-      reported.some((end) => endCovers(end, notification)),
+      told.some((end) => endCovers(end, notification)),
     );
-    const taskIds = [...new Set(reported.map((end) => end.taskId))];
+    const taskIds = [...new Set(told.map((end) => end.taskId))];
     return {
       record: () => {
         if (covered.length > 0) {
@@ -345,15 +349,15 @@ export class NotificationInbox {
             'result_read',
           );
         }
-        if (taskIds.length > 0) context.ledger.markEndsShown(taskIds);
+        if (taskIds.length > 0) context.ledger.markEndsTold(taskIds);
       },
       apply: () => {
-        for (const end of reported) this.#reportedEnds.note(end);
-        const withdrawn = new Set<QueuedNotification>(covered);
-        context.queue.remove((command) => command.kind === 'notification' && withdrawn.has(command));
+        for (const end of told) this.#toldEndings.note(end);
+        const discarded = new Set<QueuedNotification>(covered);
+        context.queue.remove((command) => command.kind === 'notification' && discarded.has(command));
         this.#told(covered, 'result_read');
         // A reserved one may already be on its way; if it comes back, it is not queued again.
-        for (const reservation of this.#reservations) for (const end of reported) reservation.withdraw(end);
+        for (const reservation of this.#reservations) for (const end of told) reservation.markTold(end);
       },
     };
   }
@@ -379,12 +383,12 @@ export class NotificationInbox {
       if (queued.lane === 'wakeup') wake = true;
     }
     this.#discard(overflow, 'queue_full');
-    if (wake) context.wake();
+    if (wake) context.drain.wake();
   }
 
   /** True when a tool result already showed the model the end this notification is about. */
-  wasReported(notification: { readonly taskId: string; readonly attempt?: number | undefined }): boolean {
-    return this.#reportedEnds.covers(notification);
+  wasTold(notification: { readonly taskId: string; readonly attempt?: number | undefined }): boolean {
+    return this.#toldEndings.covers(notification);
   }
 
   /**
@@ -397,7 +401,8 @@ export class NotificationInbox {
     const { source, limit } = validateReserveOptions(options);
     const context = this.#context;
     const traceContext = options.traceContext ?? this.#tracing.capture();
-    if (context.isDraining() || context.isClosing()) return this.#hold([], source, 'batch', traceContext);
+    if (context.owner.isDraining() || context.owner.isClosing())
+      return this.#hold([], source, 'batch', traceContext);
     const taken = context.queue.takeNotificationsBeforeBarrier('later', limit, options.lane);
     let fresh: QueuedNotification[];
     try {
@@ -405,7 +410,7 @@ export class NotificationInbox {
       fresh = this.#dropStale(taken);
     } catch (error) {
       context.queue.requeue(taken);
-      throw new NotificationDeliveryError(context.sessionId, taken, error);
+      throw new NotificationDeliveryError(context.owner.sessionId, taken, error);
     }
     return this.#hold(fresh, source, 'batch', traceContext);
   }
@@ -421,7 +426,7 @@ export class NotificationInbox {
       return reservation.commit();
     } catch (error) {
       reservation.release();
-      if (ErrandError.hasCode(error, NOTIFICATION_DELIVERY_FAILED)) this.#context.deliveryFailed();
+      if (ErrandError.hasCode(error, NOTIFICATION_DELIVERY_FAILED)) this.#context.drain.deliveryFailed();
       throw error;
     }
   }
@@ -450,12 +455,12 @@ export class NotificationInbox {
         ? (reservation as HeldReservation)
         : undefined;
       const delivered = held ? held.commitWith('deferred') : reservation.commit();
-      this.#context.deliverySucceeded();
+      this.#context.drain.deliverySucceeded();
       return delivered;
     } catch (error) {
       if (error instanceof NotificationDeliveryError) {
         reservation.release();
-        this.#context.deliveryFailed();
+        this.#context.drain.deliveryFailed();
       }
       throw error;
     }
@@ -503,7 +508,7 @@ export class NotificationInbox {
 
   /** The second branch check, just before a surface shows them and again before they are persisted. */
   #dropStale(notifications: QueuedNotification[]): QueuedNotification[] {
-    const generation = this.#context.branchGeneration();
+    const generation = this.#context.owner.branchGeneration();
     this.#discard(
       notifications.filter((notification) => notification.branchGeneration !== generation),
       'branch_changed',
@@ -522,7 +527,7 @@ export class NotificationInbox {
     try {
       fresh = this.#dropStale(notifications);
     } catch (error) {
-      throw new NotificationDeliveryError(this.#context.sessionId, notifications, error);
+      throw new NotificationDeliveryError(this.#context.owner.sessionId, notifications, error);
     }
     return this.#context.ledger.deliver(fresh, form, source, durability);
   }
@@ -562,7 +567,7 @@ export class NotificationInbox {
       parent,
       links,
       attributes: {
-        'gen_ai.conversation.id': this.#context.sessionId,
+        'gen_ai.conversation.id': this.#context.owner.sessionId,
         'errand.notification.source': source,
         'errand.notification.count': notifications.length,
         'errand.notification.task_ids': notifications.map((notification) => notification.taskId).join(','),
@@ -589,7 +594,7 @@ export class NotificationInbox {
     let pending = notifications;
     let state: NotificationReservation['state'] = notifications.length === 0 ? 'committed' : 'reserved';
     /** Ledger ids whose end the model read while they were reserved. */
-    const withdrawn = new Set<number>();
+    const discarded = new Set<number>();
     const settle = (next: NotificationReservation['state']): void => {
       state = next;
       this.#reservations.delete(reservation);
@@ -601,9 +606,9 @@ export class NotificationInbox {
       notifications: notifications.map(toDelivered),
       pending: () => (state === 'reserved' ? pending : []),
       drop: () => settle('released'),
-      withdraw: (end) => {
+      markTold: (end) => {
         for (const notification of pending) {
-          if (endCovers(end, notification)) withdrawn.add(notification.ledgerId);
+          if (endCovers(end, notification)) discarded.add(notification.ledgerId);
         }
       },
       commit: () => reservation.commitWith(undefined),
@@ -618,7 +623,7 @@ export class NotificationInbox {
           throw error;
         }
         settle('committed');
-        this.#context.deliverySucceeded();
+        this.#context.drain.deliverySucceeded();
         return delivered.map(toDelivered);
       },
       release: () => {
@@ -626,11 +631,11 @@ export class NotificationInbox {
         settle('released');
         // The model read these ends meanwhile: telling them now would be the second time.
         this.#discard(
-          pending.filter((notification) => withdrawn.has(notification.ledgerId)),
+          pending.filter((notification) => discarded.has(notification.ledgerId)),
           'result_read',
         );
-        this.#context.queue.requeue(pending.filter((notification) => !withdrawn.has(notification.ledgerId)));
-        this.#context.wake();
+        this.#context.queue.requeue(pending.filter((notification) => !discarded.has(notification.ledgerId)));
+        this.#context.drain.wake();
       },
       discard: (reason) => {
         if (state !== 'reserved') return;

@@ -1,6 +1,6 @@
 /**
  * Exactly once at the edges: a task end the model read with task_output or task_kill is not told again (a
- * notification still queued is withdrawn, `result_read` in the ledger; one still being formatted is not
+ * notification still queued is discarded, `result_read` in the ledger; one still being formatted is not
  * admitted), and a task id registered afresh after the registry forgot it is told again.
  */
 import { describe, expect, it, vi } from 'vitest';
@@ -16,7 +16,7 @@ import { scriptedTask } from '../testing/index.js';
 import { createTaskTools } from '../tools/index.js';
 
 describe('an end the model already read', () => {
-  it('withdraws the queued notification of a task the model read mid-turn, so the next request has no repeat', async () => {
+  it('discards the queued notification of a task the model read mid-turn, so the next request has no repeat', async () => {
     const board: TaskBoard = new Map();
     let taskTools: ReturnType<typeof createTaskTools> | undefined;
     const { runtime, model, store } = runtimeForTest(
@@ -91,7 +91,7 @@ describe('an end the model already read', () => {
       lane: 'quiet' as const,
       branchGeneration: session.branchGeneration,
     };
-    session.taskEndReported({ taskId: 'bash-7', attempt: 1 });
+    session.taskEndTold({ taskId: 'bash-7', attempt: 1 });
     expect(session.deliverNotification({ ...notification, attempt: 1, idempotencyKey: 'k1' })).toEqual({
       admitted: false,
       reason: 'result_read',

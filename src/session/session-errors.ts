@@ -1,5 +1,5 @@
-/** The errors a session answers its callers with, and how its warnings describe a failure. */
-import { ErrandError } from '../tasks/index.js';
+/** The errors a session and its runtime answer their callers with, and how a store failure reads. */
+import { describeError, ErrandError } from '../tasks/index.js';
 
 export class SessionBusyError extends ErrandError {
   constructor(sessionId: string, action: string) {
@@ -48,10 +48,23 @@ export function describeStoreFailure(error: unknown): string {
   return describeError(error);
 }
 
-/** An error's message for a warning; an AggregateError (several cleanups failed) names each one. */
-export function describeError(error: unknown): string {
-  if (error instanceof AggregateError) {
-    return [error.message, ...error.errors.map((inner: unknown) => describeError(inner))].join('; ');
+export class SessionNotFoundError extends ErrandError {
+  constructor(sessionId: string) {
+    super('SESSION_NOT_FOUND', 'caller', `No session with id ${JSON.stringify(sessionId)}`, {
+      context: { sessionId },
+    });
   }
-  return error instanceof Error ? error.message : String(error);
+}
+
+export class SessionExistsError extends ErrandError {
+  constructor(sessionId: string) {
+    super(
+      'SESSION_EXISTS',
+      'caller',
+      `Session ${JSON.stringify(sessionId)} is already open in this runtime`,
+      {
+        context: { sessionId },
+      },
+    );
+  }
 }

@@ -66,8 +66,8 @@ export class SessionLedger implements InboxLedger {
   }
 
   /** Marks the session's finished task records told: a tool result showed the model how they ended. */
-  markEndsShown(taskIds: readonly string[]): void {
-    if (taskIds.length > 0) this.#store.markReported(this.#sessionId, taskIds);
+  markEndsTold(taskIds: readonly string[]): void {
+    if (taskIds.length > 0) this.#store.markTold(this.#sessionId, taskIds);
   }
 
   /** Runs `body` as one store transaction, committed with `durability` (immediate when undefined). */
@@ -93,7 +93,7 @@ export class SessionLedger implements InboxLedger {
         );
         const endings = notifications.filter((notification) => notification.ending !== false);
         if (result.ok && endings.length > 0) {
-          this.#store.markReported(this.#sessionId, [
+          this.#store.markTold(this.#sessionId, [
             ...new Set(endings.map((notification) => notification.taskId)),
           ]);
         }

@@ -1,52 +1,47 @@
 /**
- * The session runtime: creates and resumes sessions over one task service and one store, wires each
- * session's delivery policy to its queue, keeps task records in the store, and shuts everything down.
+ * The session runtime: sessions over one task service and one store. It wires each part below and keeps
+ * the public API; each part has one job and a narrow context (see README.md, "where things live"):
+ *
+ * - `SessionOpening`: create and resume against the store (holders, residue, reconcile);
+ * - `ResidentSessions`: the sessions open in memory, and what a close clears;
+ * - `SessionResidency`: unloading idle sessions;
+ * - `TaskRecordWriter`: the store's task records in step with the registry;
+ * - `PendingStoreWrites` and `PersistenceNotes`: writes the store refused, and what the model hears of it;
+ * - `admitPolicyNotification`, `queueUntoldEndings`: notifications into a session, live and on resume;
+ * - `RuntimeEvents`: every session's events to the runtime's listeners.
  */
 
 import { randomUUID } from 'node:crypto';
-import {
-  createDeliveryPolicy,
-  type DeliveryPolicy,
-  formatLostTaskNotification,
-  type TaskNotification,
-} from '../notifications/index.js';
-import { memoizedSource, outputFileBeside, type ProcessSource, procfsSource } from '../process/index.js';
-import { createTaskService, type SequenceBlocks, type StartGuardRequest } from '../registry/index.js';
-import { type JsonObject, jsonCopy } from '../store/json.js';
-import type { StoredTask } from '../store/records.js';
-import type { SessionStore, TaskRecordInput, TransactionOptions } from '../store/session-store.js';
-import { taskRecordFromSnapshot } from '../store/task-record-from-snapshot.js';
-import { taskSnapshotFromRecord } from '../store/task-snapshot-from-record.js';
+import { createDeliveryPolicy, type DeliveryPolicy } from '../notifications/index.js';
+import { memoizedSource, type ProcessSource, procfsSource } from '../process/index.js';
+import { createTaskService, type StartGuardRequest } from '../registry/index.js';
+import type { SessionStore } from '../store/session-store.js';
 import {
   asSessionId,
-  type Caller,
-  type CancelTimer,
-  type Clock,
   createTrustedCaller,
   ErrandError,
   isTerminalStatus,
-  isTrustedCaller,
-  type Logger,
-  parseTaskId,
-  type SessionId,
   type TaskService,
-  type TaskSnapshot,
-  TERMINAL_STATUSES,
   validateSessionId,
 } from '../tasks/index.js';
-import { readFileTail } from '../text/index.js';
 import type { RecordedTasks } from '../tools/index.js';
-import type { Tracing } from '../tracing/index.js';
 import type { ModelPort } from './model-port.js';
-import { sessionNotificationOf } from './notification-inbox.js';
 import { PendingStoreWrites, type StoreFailure } from './pending-store-writes.js';
-import { LOST_CASES, type LostCase, type ReconcileContext, reconcileSessionTasks } from './reconcile.js';
-import { PROGRESS_KEY_PREFIX, takeQueuedResidue, untoldEndings } from './resume-residue.js';
+import { PersistenceNotes } from './persistence-notes.js';
+import { admitPolicyNotification } from './policy-admission.js';
+import type { ReconcileContext } from './reconcile.js';
+import { storeRecordedTasks } from './recorded-tasks.js';
+import { type ResidentSession, ResidentSessions } from './resident-sessions.js';
+import { type RuntimeEventListener, RuntimeEvents } from './runtime-events.js';
 import { Session } from './session.js';
-import { describeStoreFailure, PersistenceFailingError } from './session-errors.js';
-import type { SessionEvent } from './session-events.js';
-import { holderFor, isHolderLive, registerLiveRuntime } from './session-holder.js';
-import type { ResolvedSessionLimits } from './session-limits.js';
+import {
+  describeStoreFailure,
+  PersistenceFailingError,
+  SessionExistsError,
+  SessionNotFoundError,
+} from './session-errors.js';
+import { registerLiveRuntime } from './session-holder.js';
+import { type OpenRequest, SessionOpening } from './session-opening.js';
 import {
   type CreateSessionOptions,
   createSessionOptions,
@@ -57,75 +52,43 @@ import {
   type SessionRuntimeOptions,
   sessionRuntimeOptions,
 } from './session-options.js';
+import { SessionResidency } from './session-residency.js';
+import { storeSequenceBlocks } from './store-sequence-blocks.js';
+import { TaskRecordWriter } from './task-record-writer.js';
+import { queueUntoldEndings } from './untold-endings.js';
 
 const runtimeCaller = createTrustedCaller('session-runtime');
 
-export type { CreateSessionOptions, PolicyOptions, ResumeSessionOptions, SessionRuntimeOptions };
-
-export class SessionNotFoundError extends ErrandError {
-  constructor(sessionId: string) {
-    super('SESSION_NOT_FOUND', 'caller', `No session with id ${JSON.stringify(sessionId)}`, {
-      context: { sessionId },
-    });
-  }
-}
-
-export class SessionExistsError extends ErrandError {
-  constructor(sessionId: string) {
-    super(
-      'SESSION_EXISTS',
-      'caller',
-      `Session ${JSON.stringify(sessionId)} is already open in this runtime`,
-      {
-        context: { sessionId },
-      },
-    );
-  }
-}
-
-export type RuntimeEventListener = (sessionId: SessionId, event: SessionEvent) => void;
+export type {
+  CreateSessionOptions,
+  PolicyOptions,
+  ResumeSessionOptions,
+  RuntimeEventListener,
+  SessionRuntimeOptions,
+};
 
 export class SessionRuntime {
   readonly tasks: TaskService;
   readonly store: SessionStore;
   readonly #options: ResolvedSessionRuntimeOptions;
   readonly #ownsTasks: boolean;
-  readonly #sessions = new Map<
-    string,
-    { session: Session; policy: DeliveryPolicy; scope: string; detach: () => void }
-  >();
-  readonly #listeners = new Set<RuntimeEventListener>();
-  readonly #logger: Logger;
   readonly #now: () => number;
-  readonly #clock: Clock;
-  readonly #tracing: Tracing;
-  readonly #stopRecording: () => void;
   /** Distinguishes this runtime's notifications in the ledger from an earlier one's with the same task ids. */
   readonly #instance = randomUUID().slice(0, 8);
-  readonly #unregister: () => void;
-  readonly #allClosedWaiters: Array<() => void> = [];
-  /** Per task (session and id): the viewer facts last persisted, so a detail update writes only when they change. */
-  readonly #persisted = new Map<string, PersistedFacts>();
-  /** Per task: the write of its pid, start time and output file, while they wait (`limits.processFactsDelayMs`). */
-  readonly #factsWrites = new Map<string, CancelTimer>();
-  #processSource: ProcessSource | undefined;
-  /** Sessions opened so far: each opening gets its own admission scope (see `#enqueue`). */
+  /** Sessions opened so far: each opening gets its own admission scope (see `#open`). */
   #openings = 0;
-  readonly #limits: ResolvedSessionLimits;
-  /** Task records and notifications the store refused, retried in order until it takes them. */
+  /** Writes the store refused (task records, admissions), retried in order until it takes them. */
   readonly #pending: PendingStoreWrites;
-  /** Per session: the line its next tool result carries about the store. */
-  readonly #notes = new Map<string, string>();
-  /** Sessions whose model was told the store is failing (they are told when it works again). */
-  readonly #toldFailing = new Set<string>();
-  #withdrawals = 0;
-  /** The task service as the delivery policies see it: their claims are told apart (see `#record`). */
-  readonly #policyTasks: TaskService;
-  /** True while a delivery policy takes a claim. */
-  #policyClaiming = false;
-  /** Per resident session: when it last did anything (clock milliseconds), for residency. */
-  readonly #lastActive = new Map<string, number>();
-  #cancelResidency: CancelTimer | undefined;
+  #toldWrites = 0;
+  readonly #residents: ResidentSessions;
+  readonly #residency: SessionResidency;
+  readonly #notes: PersistenceNotes;
+  readonly #records: TaskRecordWriter;
+  readonly #opening: SessionOpening;
+  readonly #events: RuntimeEvents;
+  #processSource: ProcessSource | undefined;
+  readonly #stopRecording: () => void;
+  readonly #unregister: () => void;
   #disposal: Promise<void> | undefined;
 
   constructor(options: SessionRuntimeOptions) {
@@ -133,19 +96,33 @@ export class SessionRuntime {
     const resolved = sessionRuntimeOptions.resolve(options);
     this.#options = resolved;
     this.store = resolved.store;
-    this.#logger = resolved.logger;
-    this.#clock = resolved.clock;
-    this.#now = resolved.now ?? (() => this.#clock.now());
-    this.#limits = resolved.limits;
-    this.#pending = new PendingStoreWrites({
-      clock: this.#clock,
-      retryMs: this.#limits.deliveryRetryMs,
-      retryMaxMs: this.#limits.deliveryRetryMaxMs,
-      maxPending: this.#limits.maxPendingStoreWrites,
-      logger: this.#logger,
-      changed: (failure) => this.#persistenceChanged(failure),
+    this.#now = resolved.now ?? (() => resolved.clock.now());
+    const limits = resolved.limits;
+    this.#events = new RuntimeEvents(this.#options.logger);
+    this.#residents = new ResidentSessions({
+      releaseHolder: (id) => this.store.releaseSession(id, this.#instance),
+      forgotten: (id) => this.#forgotten(id),
+      logger: this.#options.logger,
     });
-    this.#tracing = resolved.tracing;
+    this.#notes = new PersistenceNotes(() => this.#residents.ids());
+    this.#pending = new PendingStoreWrites({
+      clock: this.#options.clock,
+      retryMs: limits.deliveryRetryMs,
+      retryMaxMs: limits.deliveryRetryMaxMs,
+      maxPending: limits.maxPendingStoreWrites,
+      logger: this.#options.logger,
+      changed: (failure) => this.#notes.changed(failure),
+    });
+    this.#residency = new SessionResidency({
+      clock: this.#options.clock,
+      idleAfterMs: resolved.unloadIdleAfterMs,
+      residents: () => this.#residents.sessions(),
+      isWorking: (session) =>
+        this.tasks
+          .list(session.owner)
+          .some((task) => task.ownerSessionId === session.id && !isTerminalStatus(task.status)),
+      logger: this.#options.logger,
+    });
     this.#ownsTasks = resolved.tasks === undefined;
     this.tasks =
       resolved.tasks ??
@@ -155,26 +132,40 @@ export class SessionRuntime {
         tracing: resolved.tracing,
         startGuard: (request) => this.checkStart(request),
       });
-    const tasks = this.tasks;
-    this.#policyTasks = new Proxy(tasks, {
-      get: (target, property) => {
-        if (property === 'claim') {
-          return (id: string, caller?: Caller) => {
-            this.#policyClaiming = true;
-            try {
-              return target.claim(id, caller);
-            } finally {
-              this.#policyClaiming = false;
-            }
-          };
-        }
-        const value = Reflect.get(target, property, target);
-        return typeof value === 'function' ? value.bind(target) : value;
+    this.#records = new TaskRecordWriter(this.tasks, {
+      sessionOf: (id) => {
+        const session = this.#residents.get(id)?.session;
+        if (session === undefined) return undefined;
+        return {
+          calledFromOwnTurn: () => session.calledFromOwnTurn(),
+          tornDown: () => session.shuttingDown || session.sealed || this.#disposal !== undefined,
+          wasTold: (end) => session.inbox.wasTold(end),
+        };
       },
+      store: this.store,
+      pending: this.#pending,
+      clock: this.#options.clock,
+      processFactsDelayMs: limits.processFactsDelayMs,
+      logger: this.#options.logger,
     });
-    this.#stopRecording = this.tasks.onTasksChanged((change) => this.#record(change.reason, change.task), {
-      caller: runtimeCaller,
+    this.#opening = new SessionOpening({
+      store: this.store,
+      instanceId: this.#instance,
+      now: this.#now,
+      reconcile: () => this.#reconcileContext(),
+      open: (request) => this.#open(request),
     });
+    this.#stopRecording = this.tasks.onTasksChanged(
+      (change) => {
+        const owner = change.task.ownerSessionId;
+        // Any change of a resident session's task counts as activity for residency.
+        if (change.reason !== 'removed' && owner !== undefined && this.#residents.has(owner)) {
+          this.#residency.touch(owner);
+        }
+        this.#records.record(change.reason, change.task);
+      },
+      { caller: runtimeCaller },
+    );
     this.#unregister = registerLiveRuntime(this.#instance);
   }
 
@@ -210,38 +201,21 @@ export class SessionRuntime {
 
   /** Subscribes to the events of every session of this runtime. */
   onSessionEvent(listener: RuntimeEventListener): () => void {
-    this.#listeners.add(listener);
-    return () => {
-      this.#listeners.delete(listener);
-    };
+    return this.#events.on(listener);
   }
 
   createSession(input: CreateSessionOptions = {}): Session {
     this.#ensureOpen();
     const options = createSessionOptions.resolve(input);
     const id = options.id ?? asSessionId(`session-${randomUUID()}`);
-    if (this.#sessions.has(id)) throw new SessionExistsError(id);
-    const { parentId } = options;
-    const cwd = options.cwd ?? this.#options.cwd ?? process.cwd();
-    const record = this.store.createSession({
+    if (this.#residents.has(id)) throw new SessionExistsError(id);
+    return this.#opening.create({
       id,
-      ...(parentId ? { parentId } : {}),
-      cwd,
-      ...(options.title ? { title: options.title } : {}),
-    });
-    try {
-      this.store.acquireSession(record.id, holderFor(this.#instance, this.#now()), isHolderLive);
-      return this.#open(record.id, parentId, cwd, options.env, record.branchGeneration);
-    } catch (error) {
-      // A tools or model factory that throws leaves no session behind that looks open, or held.
-      try {
-        this.store.updateSession(record.id, { state: 'closed' });
-      } catch {
-        // The original error says more.
-      }
-      this.#releaseAfterFailedOpen(record.id);
-      throw error;
-    }
+      parentId: options.parentId,
+      cwd: options.cwd ?? this.#options.cwd ?? process.cwd(),
+      title: options.title,
+      env: options.env,
+    }).session;
   }
 
   /**
@@ -256,33 +230,174 @@ export class SessionRuntime {
     this.#ensureOpen();
     const options = resumeSessionOptions.resolve(input);
     const sessionId = validateSessionId(id, 'id');
-    if (this.#sessions.has(sessionId)) throw new SessionExistsError(sessionId);
-    const record = this.store.getSession(sessionId);
-    if (!record) throw new SessionNotFoundError(sessionId);
-    // Before anything is discarded or marked lost: a runtime that still has it open keeps it (SESSION_IN_USE).
-    this.store.acquireSession(sessionId, holderFor(this.#instance, this.#now()), isHolderLive);
-    let residue: ReturnType<typeof takeQueuedResidue>;
-    let reconciled: ReturnType<typeof reconcileSessionTasks>;
-    let session: Session;
-    try {
-      residue = takeQueuedResidue(this.store, sessionId);
-      // Checked, never assumed: what still runs is taken over, what ended is settled with the truth.
-      reconciled = reconcileSessionTasks(sessionId, this.#reconcileContext());
-      this.store.markLiveAsLost({ sessionId, error: LOST_ON_RESUME_ERROR, keepTaskIds: reconciled.kept });
-      if (record.state === 'closed') this.store.updateSession(sessionId, { state: 'active' });
-      session = this.#open(sessionId, record.parentId, record.cwd, options.env, record.branchGeneration);
-    } catch (error) {
-      // Not opened here: another runtime may resume it.
-      this.#releaseAfterFailedOpen(sessionId);
-      throw error;
-    }
-    session.restoreNotifications(residue);
-    reconciled.adopt(session.owner);
-    this.#tellUntold(
-      session,
-      new Set(residue.filter((notification) => notification.ending !== false).map((entry) => entry.taskId)),
+    if (this.#residents.has(sessionId)) throw new SessionExistsError(sessionId);
+    const { resident, requeued } = this.#opening.resume(sessionId, options.env);
+    // Closed meanwhile (restoring its queue failed it): nothing is told to a session that is gone.
+    if (this.#residents.get(sessionId) !== resident) return resident.session;
+    queueUntoldEndings(
+      {
+        store: this.store,
+        maxNotificationBytes: this.#options.notifications.maxNotificationBytes,
+        logger: this.#options.logger,
+      },
+      resident,
+      requeued,
     );
-    return session;
+    return resident.session;
+  }
+
+  /**
+   * The finished tasks the store remembers for a caller's session that the task service does not hold —
+   * an earlier runtime's, after a resume — for `task_output` and `task_list` (`TaskToolsOptions.recorded`).
+   * A caller sees only its own session's records.
+   */
+  readonly recordedTasks: RecordedTasks = storeRecordedTasks({
+    getTask: (taskId, sessionId) => this.store.getTask(taskId, sessionId),
+    listTasks: (filter) => this.store.listTasks(filter),
+  });
+
+  getSession(id: string): Session | undefined {
+    return this.#residents.get(id)?.session;
+  }
+
+  /**
+   * The session, opened here if it is not: the resident one, or — unloaded for being idle
+   * (`unloadIdleAfterMs`), or never opened by this runtime — resumed from the store
+   * (`resumeSession`), with its conversation and ledger. A session still unloading is waited for.
+   */
+  async loadSession(id: string, options: ResumeSessionOptions = {}): Promise<Session> {
+    const resident = this.getSession(id);
+    if (resident !== undefined && !resident.unloading) return resident;
+    if (resident !== undefined) await resident.close();
+    return this.getSession(id) ?? this.resumeSession(id, options);
+  }
+
+  /** How many sessions are open in this process's memory now. */
+  get residentSessions(): number {
+    return this.#residents.size;
+  }
+
+  /**
+   * Resolves once no session is open in this runtime. After `dispose()` that is at once — unless it was
+   * called from inside a session's own turn, which closes only once that turn unwinds.
+   */
+  whenAllClosed(): Promise<void> {
+    return this.#residents.whenAllClosed();
+  }
+
+  /** Sessions open in this runtime. */
+  listSessions(): Session[] {
+    return this.#residents.sessions();
+  }
+
+  /** The delivery policy of an open session (for progress notifications and sealing). */
+  policyOf(id: string): DeliveryPolicy | undefined {
+    return this.#residents.get(id)?.policy;
+  }
+
+  async closeSession(id: string): Promise<void> {
+    const entry = this.#residents.get(id);
+    if (!entry) throw new SessionNotFoundError(id);
+    await entry.session.close();
+  }
+
+  /** Closes every session (which stops their tasks), then the task service if the runtime created it. */
+  dispose(): Promise<void> {
+    this.#disposal ??= (async () => {
+      this.#residency.stop();
+      await Promise.all(this.listSessions().map((session) => session.close()));
+      // A close from inside a session's own turn resolves before that turn unwinds: the runtime keeps
+      // holding the session (live, for other runtimes) until it is closed, and deregisters after.
+      if (this.#residents.size === 0) this.#unregister();
+      this.#stopRecording();
+      this.#records.dispose();
+      if (this.#ownsTasks) await this.tasks.dispose();
+      // The last records the sessions' shutdown wrote: one more try if the store was refusing them.
+      this.#pending.dispose();
+    })();
+    return this.#disposal;
+  }
+
+  /**
+   * Wires a session whose record this runtime holds: the session, its delivery policy, its events to the
+   * runtime's parts and listeners. A session closed and re-opened (resumed) in this runtime starts a new
+   * admission scope: the registry forgot its tasks at close, so a task re-registered under an old id (a
+   * resumed workflow run) starts again at attempt 1, and its end must not be mistaken for the earlier
+   * one's notification.
+   */
+  #open(request: OpenRequest): ResidentSession {
+    const { id } = request;
+    const options = this.#options;
+    const modelFactory = typeof options.model === 'function' ? options.model : undefined;
+    const scope = `${this.#instance}.${++this.#openings}`;
+    const session = new Session({
+      id,
+      parentId: request.parentId,
+      cwd: request.cwd,
+      env: request.env ?? options.env ?? (process.env as Record<string, string>),
+      branchGeneration: request.branchGeneration,
+      store: this.store,
+      tasks: this.tasks,
+      model: modelFactory ? unsetModel : (options.model as ModelPort),
+      systemPrompt: options.systemPrompt,
+      limits: options.limits,
+      logger: this.#options.logger,
+      now: this.#now,
+      clock: this.#options.clock,
+      tracing: this.#options.tracing,
+      tools: (created) => options.tools?.(created) ?? [],
+      ...(options.beforeUserPrompt ? { beforeUserPrompt: options.beforeUserPrompt } : {}),
+      onShutdown: async (closing) => {
+        await options.onSessionShutdown?.(closing);
+      },
+      recordLater: (write, error) =>
+        this.#pending.keepRefused(`told:${id}:${++this.#toldWrites}`, write, error),
+      persistenceNote: () => this.#notes.take(id),
+    });
+    if (modelFactory) session.setModel(modelFactory(session));
+
+    const policy = createDeliveryPolicy({
+      ...options.notifications,
+      tasks: this.#records.policyTasks,
+      owner: session.owner,
+      currentBranchGeneration: () => session.branchGeneration,
+      isShuttingDown: () => session.shuttingDown || this.#disposal !== undefined,
+      isSealed: () => session.sealed,
+      logger: this.#options.logger,
+      now: this.#now,
+      enqueue: (notification) =>
+        admitPolicyNotification({ store: this.store, pending: this.#pending }, session, scope, notification),
+    });
+    this.#residency.touch(id);
+    const stopForwarding = session.on((event) => {
+      this.#residency.touch(id);
+      if (event.type === 'turn-start' && event.source === 'user') policy.noteUserInput();
+      // A wake-up is spent when background results reach the model in a turn of their own: the message
+      // that delivers them. A turn whose batch was all stale, or whose delivery the store refused, spends none.
+      if (event.type === 'message' && event.message.source === 'background_task') policy.noteWake();
+      this.#events.emit(id, event);
+      if (event.type === 'state' && event.state === 'closed') this.#residents.forget(id);
+    });
+    this.#notes.opened(id, this.#pending.failure);
+    const resident: ResidentSession = {
+      session,
+      policy,
+      scope,
+      detach: () => {
+        stopForwarding();
+        policy.dispose();
+      },
+    };
+    this.#residents.add(resident);
+    this.#residency.arm();
+    return resident;
+  }
+
+  /** A closed session is forgotten by every part; the last one of a disposed runtime deregisters it. */
+  #forgotten(id: string): void {
+    this.#residency.forget(id);
+    this.#notes.forget(id);
+    if (this.#disposal !== undefined && this.#residents.size === 0) this.#unregister();
   }
 
   #reconcileContext(): ReconcileContext {
@@ -292,526 +407,21 @@ export class SessionRuntime {
       store: this.store,
       tasks: this.tasks,
       source: this.#processSource,
-      clock: this.#clock,
-      logger: this.#logger,
+      clock: this.#options.clock,
+      logger: this.#options.logger,
       killGraceMs: options.killGraceMs ?? 2000,
       ...(options.adoptDurable === undefined ? {} : { adoptDurable: options.adoptDurable }),
     };
-  }
-
-  /** Clears this runtime's holder of a session it failed to open (a no-op when another runtime holds it). */
-  #releaseAfterFailedOpen(id: SessionId): void {
-    try {
-      this.store.releaseSession(id, this.#instance);
-    } catch {
-      // The original error says more; a holder left behind is stale once this runtime is disposed.
-    }
-  }
-
-  /**
-   * Queues the endings of the session's finished background tasks that the store never saw told (see
-   * `untoldEndings`), less those whose notification is back in the queue (`queued`): a task lost with its
-   * runtime quietly (no turn starts for it; the model learns with its next request), any other as the
-   * delivery policy would have. Each is marked told once it is delivered, so it is told once.
-   */
-  #tellUntold(session: Session, queued: ReadonlySet<string>): void {
-    const entry = this.#sessions.get(session.id);
-    if (entry === undefined) return;
-    const budgetBytes = this.#options.notifications.maxNotificationBytes;
-    for (const task of untoldEndings(this.store, session.id, session.branchGeneration, queued)) {
-      const key = `ending:${entry.scope}:${task.id}:${task.startedAt}`;
-      try {
-        if (task.status === 'lost') {
-          session.deliverNotification({
-            taskId: task.id,
-            label: task.label,
-            text: formatLostTaskNotification({
-              taskId: task.id,
-              kind: task.kind,
-              label: task.label,
-              error: task.error,
-              outputFile: task.outputFile,
-              lostCase: lostCaseOf(task) ?? 'runtime_stopped',
-              budgetBytes,
-            }),
-            lane: 'quiet',
-            branchGeneration: task.branchGeneration,
-            idempotencyKey: key,
-            // The span of the task that ran before the restart: its delivery links to it.
-            ...(task.traceparent === undefined ? {} : { traceparent: task.traceparent }),
-          });
-          continue;
-        }
-        const snapshot = taskSnapshotFromRecord(task);
-        const tail =
-          task.outputFile === undefined
-            ? undefined
-            : readFileTail(task.outputFile, RECORDED_TAIL_READ_BYTES)?.text;
-        const notification = entry.policy.notificationFor(snapshot, tail);
-        if (notification === undefined) continue;
-        session.deliverNotification(sessionNotificationOf(notification, key));
-      } catch (error) {
-        this.#logger.warn(`task ${task.id}: queueing the notification of its recorded ending failed`, {
-          error: error instanceof Error ? error.message : String(error),
-        });
-      }
-    }
-  }
-
-  /**
-   * The finished tasks the store remembers for a caller's session that the task service does not hold —
-   * an earlier runtime's, after a resume — for `task_output` and `task_list` (`TaskToolsOptions.recorded`).
-   * A caller sees only its own session's records.
-   */
-  readonly recordedTasks: RecordedTasks = {
-    read: (taskId, caller, maxBytes) => {
-      const sessionId = callerSession(caller);
-      if (sessionId === undefined || typeof taskId !== 'string' || taskId === '') return undefined;
-      const record = this.store.getTask(taskId, sessionId);
-      if (record === undefined || !isTerminalStatus(record.status)) return undefined;
-      const tail = record.outputFile === undefined ? undefined : readFileTail(record.outputFile, maxBytes);
-      return {
-        snapshot: taskSnapshotFromRecord(record),
-        text: tail?.text ?? '',
-        totalBytes: tail?.totalBytes,
-      };
-    },
-    list: (caller, limit) => {
-      const sessionId = callerSession(caller);
-      if (sessionId === undefined) return [];
-      const finished = this.store.listTasks({ sessionId, statuses: TERMINAL_STATUSES });
-      return finished.slice(Math.max(0, finished.length - limit)).map(taskSnapshotFromRecord);
-    },
-  };
-
-  getSession(id: string): Session | undefined {
-    return this.#sessions.get(id)?.session;
-  }
-
-  /**
-   * The session, opened here if it is not: the resident one, or — unloaded for being idle
-   * (`unloadIdleAfterMs`), or never opened by this runtime — resumed from the store
-   * (`resumeSession`), with its conversation and ledger. A session still unloading is waited for.
-   */
-  async loadSession(id: string, options: ResumeSessionOptions = {}): Promise<Session> {
-    const resident = this.#sessions.get(id)?.session;
-    if (resident !== undefined && !resident.unloading) return resident;
-    if (resident !== undefined) await resident.close();
-    return this.getSession(id) ?? this.resumeSession(id, options);
-  }
-
-  /** How many sessions are open in this process's memory now. */
-  get residentSessions(): number {
-    return this.#sessions.size;
-  }
-
-  /**
-   * Resolves once no session is open in this runtime. After `dispose()` that is at once — unless it was
-   * called from inside a session's own turn, which closes only once that turn unwinds.
-   */
-  whenAllClosed(): Promise<void> {
-    if (this.#sessions.size === 0) return Promise.resolve();
-    return new Promise((resolve) => this.#allClosedWaiters.push(resolve));
-  }
-
-  /** Sessions open in this runtime. */
-  listSessions(): Session[] {
-    return [...this.#sessions.values()].map((entry) => entry.session);
-  }
-
-  /** The delivery policy of an open session (for progress notifications and sealing). */
-  policyOf(id: string): DeliveryPolicy | undefined {
-    return this.#sessions.get(id)?.policy;
-  }
-
-  async closeSession(id: string): Promise<void> {
-    const entry = this.#sessions.get(id);
-    if (!entry) throw new SessionNotFoundError(id);
-    await entry.session.close();
-  }
-
-  #open(
-    id: SessionId,
-    parentId: SessionId | undefined,
-    cwd: string,
-    env: Readonly<Record<string, string>> | undefined,
-    branchGeneration: number,
-  ): Session {
-    const options = this.#options;
-    let modelFactory: ((session: Session) => ModelPort) | undefined;
-    if (typeof options.model === 'function') modelFactory = options.model;
-    const placeholder: ModelPort = options.model as ModelPort;
-    // A session closed and re-opened (resumed) in this runtime starts a new admission scope: the registry
-    // forgot its tasks at close, so a task re-registered under an old id (a resumed workflow run) starts
-    // again at attempt 1, and its end must not be mistaken for the earlier one's notification.
-    const scope = `${this.#instance}.${++this.#openings}`;
-    const session = new Session({
-      id,
-      parentId,
-      cwd,
-      env: env ?? options.env ?? (process.env as Record<string, string>),
-      branchGeneration,
-      store: this.store,
-      tasks: this.tasks,
-      model: modelFactory ? unsetModel : placeholder,
-      systemPrompt: options.systemPrompt,
-      limits: this.#limits,
-      logger: this.#logger,
-      now: this.#now,
-      clock: this.#clock,
-      tracing: this.#tracing,
-      tools: (created) => options.tools?.(created) ?? [],
-      ...(options.beforeUserPrompt ? { beforeUserPrompt: options.beforeUserPrompt } : {}),
-      onShutdown: async (closing) => {
-        await options.onSessionShutdown?.(closing);
-      },
-      recordLater: (write, error) =>
-        this.#pending.keepRefused(`withdrawal:${id}:${++this.#withdrawals}`, write, error),
-      persistenceNote: () => this.#takeNote(id),
-    });
-    if (modelFactory) session.setModel(modelFactory(session));
-
-    const policy = createDeliveryPolicy({
-      ...options.notifications,
-      tasks: this.#policyTasks,
-      owner: session.owner,
-      currentBranchGeneration: () => session.branchGeneration,
-      isShuttingDown: () => session.shuttingDown || this.#disposal !== undefined,
-      isSealed: () => session.sealed,
-      logger: this.#logger,
-      now: this.#now,
-      enqueue: (notification) => this.#enqueue(session, scope, notification),
-    });
-    this.#lastActive.set(id, this.#clock.now());
-    const stopForwarding = session.on((event) => {
-      this.#lastActive.set(id, this.#clock.now());
-      if (event.type === 'turn-start' && event.source === 'user') policy.noteUserInput();
-      // A wake-up is spent when background results reach the model in a turn of their own: the message
-      // that delivers them. A turn whose batch was all stale, or whose delivery the store refused, spends none.
-      if (event.type === 'message' && event.message.source === 'background_task') policy.noteWake();
-      for (const listener of [...this.#listeners]) {
-        try {
-          listener(id, event);
-        } catch (error) {
-          this.#logger.warn('a session event listener failed', {
-            error: error instanceof Error ? error.message : String(error),
-          });
-        }
-      }
-      if (event.type === 'state' && event.state === 'closed') this.#forget(id);
-    });
-    const failure = this.#pending.failure;
-    if (failure !== undefined) this.#notes.set(id, failingNote(failure));
-    this.#sessions.set(id, {
-      session,
-      policy,
-      scope,
-      detach: () => {
-        stopForwarding();
-        policy.dispose();
-      },
-    });
-    this.#armResidency();
-    return session;
-  }
-
-  #enqueue(session: Session, scope: string, notification: TaskNotification): void {
-    // The notification's own attempt: a resume while it was being formatted must not borrow the new one.
-    const attempt = notification.attempt;
-    const ending = notification.event === 'terminal';
-    const key = ending
-      ? `task:${scope}:${notification.taskId}:${attempt}:${notification.startedAt}`
-      : `${PROGRESS_KEY_PREFIX}${scope}:${notification.taskId}:${attempt}:${notification.startedAt}:${notification.event}:${notification.eventKey ?? notification.createdAt}`;
-    // While the store refuses writes the admission waits behind the task's record, and is retried: the
-    // inbox applies its rules again then (a session closed meanwhile refuses it; a resume tells it).
-    // Deferred durability: nobody has seen the admission yet; the delivery that shows it syncs it.
-    const outcome = this.#pending.write(`notification:${session.id}:${key}`, () =>
-      this.store.transaction(
-        () =>
-          session.deliverNotification({
-            ...sessionNotificationOf(notification, key),
-            attempt,
-            ...(ending ? {} : { ending: false }),
-          }),
-        DEFERRED,
-      ),
-    );
-    if (!outcome.written) return;
-    const admission = outcome.value;
-    // A duplicate was admitted before; an end the model already read needs no notification: both keep the claim.
-    if (!admission.admitted && admission.reason !== 'duplicate' && admission.reason !== 'result_read') {
-      throw new ErrandError(
-        'NOTIFICATION_NOT_ADMITTED',
-        'system',
-        `Session ${session.id} did not admit the notification of ${notification.taskId}: ${admission.reason}`,
-        { context: { taskId: notification.taskId, reason: admission.reason } },
-      );
-    }
-  }
-
-  #forget(id: string): void {
-    const entry = this.#sessions.get(id);
-    if (!entry) return;
-    entry.detach();
-    this.#sessions.delete(id);
-    this.#lastActive.delete(id);
-    this.#notes.delete(id);
-    this.#toldFailing.delete(id);
-    if (this.#disposal !== undefined && this.#sessions.size === 0) this.#unregister();
-    if (this.#sessions.size === 0) for (const wake of this.#allClosedWaiters.splice(0)) wake();
-    try {
-      this.store.releaseSession(id, this.#instance);
-    } catch (error) {
-      // Left behind, the holder is stale once this runtime is disposed: a later resume replaces it.
-      this.#logger.warn(`session ${id}: clearing its holder failed`, {
-        error: error instanceof Error ? error.message : String(error),
-      });
-    }
-  }
-
-  /**
-   * Keeps the store's task records in step with the registry, so a restart still knows what ran and a
-   * viewer in another process sees it: every change but a detail update, and a detail update only when
-   * the pid or the output file changed (never per byte: a viewer reads the byte count off the file).
-   *
-   * A record's `reported` says the ending needs no telling any more. For the two claimants that tell the
-   * model — the delivery policy, and a tool inside the session's own turn — it is written with what shows
-   * it (the delivery of the notification, the stored tool result), not when the claim is taken: a crash
-   * in between leaves it untold, and a resume tells it. A finished record is written unreported unless the
-   * session is being torn down (closing, sealed, the runtime disposed: endings a teardown causes are never
-   * told). Any other claim taken with `claim` or a read (a superseded workflow run, an MCP client's
-   * `task_output`) is written at once, and a returned claim too. A claim a waiter takes as the task
-   * settles is not written: the waiter may be a tool in a turn (`task_output` with `wait`), whose result
-   * writes it; a host's own `tasks.wait` therefore leaves the ending to be told after a resume.
-   *
-   * A running command's pid, start time and output file wait for its next write, up to
-   * `limits.processFactsDelayMs`, when its record already holds the tree's tag and status file: a command
-   * that ends sooner writes them with its ending only, and a restart in between recognises its tree by the
-   * tag and finds its output beside the status file. A durable command's are written at once:
-   * re-attaching it needs its pid.
-   */
-  #record(reason: string, task: TaskSnapshot): void {
-    if (task.ownerSessionId === undefined) return;
-    const key = `${task.ownerSessionId}\u0000${task.id}`;
-    if (reason === 'removed') {
-      this.#persisted.delete(key);
-      this.#cancelFactsWrite(key);
-      return;
-    }
-    if (!this.#sessions.has(task.ownerSessionId)) return;
-    this.#lastActive.set(task.ownerSessionId, this.#clock.now());
-    const session = this.#sessions.get(task.ownerSessionId)?.session;
-    if (session === undefined) return;
-    const claim = reason === 'claimed' || reason === 'unclaimed';
-    if (claim) {
-      if (!isTerminalStatus(task.status)) return;
-      // The policy's claim is written with the delivery of its notification, and one taken inside the
-      // session's own turn with the tool result that showed the end: that is when the model sees it.
-      if (reason === 'claimed' && (this.#policyClaiming || session.calledFromOwnTurn())) return;
-    }
-    const ended = isTerminalStatus(task.status);
-    // A durable task its runtime let go of at exit runs on: its record stays live for the next resume.
-    if (ended && task.detail.detached === true) return;
-    const facts = viewerFacts(task.detail);
-    if (reason === 'updated' || reason === FACTS_DUE) {
-      if (ended) return;
-      const written = this.#persisted.get(key);
-      if (written?.eager === facts.eager) {
-        if (written.process === facts.process) return;
-        if (reason === 'updated' && this.#factsCanWait(task)) {
-          this.#writeFactsLater(key, task.id);
-          return;
-        }
-      }
-    }
-    this.#cancelFactsWrite(key);
-    if (ended) this.#persisted.delete(key);
-    else this.#persisted.set(key, facts);
-    const tornDown = session.shuttingDown || session.sealed || this.#disposal !== undefined;
-    const record = {
-      ...taskRecordFromSnapshot(task),
-      // Any other claimant (a read outside a turn, a superseded workflow run) means nobody is to be told.
-      reported: claim ? reason === 'claimed' : ended && tornDown && task.reported,
-    };
-    try {
-      // Kept and retried while the store refuses writes; shown to the model meanwhile, it is told. A record
-      // nobody was shown is written with deferred durability: what shows it (a delivery, a tool result)
-      // syncs it. One the model was shown is synced at once, so it is never told again.
-      this.#pending.write(`task:${key}`, () => {
-        const shown =
-          record.reported || (ended && session.inbox.wasReported({ taskId: task.id, attempt: task.attempt }));
-        return upsertAsJson(
-          this.store,
-          shown ? { ...record, reported: true } : record,
-          shown ? IMMEDIATE : DEFERRED,
-        );
-      });
-    } catch (error) {
-      this.#logger.warn(`task ${task.id}: persisting its record failed`, {
-        error: error instanceof Error ? error.message : String(error),
-      });
-    }
-  }
-
-  /**
-   * Whether a task's pid and output file may wait for its next write: its stored record recognises the
-   * tree by its tag, and its output file is found beside its status file.
-   */
-  #factsCanWait(task: TaskSnapshot): boolean {
-    const detail = task.detail;
-    return (
-      this.#limits.processFactsDelayMs > 0 &&
-      detail.durable !== true &&
-      typeof detail.processTag === 'string' &&
-      typeof detail.statusFile === 'string' &&
-      (typeof detail.outputFile !== 'string' || outputFileBeside(detail.statusFile) === detail.outputFile)
-    );
-  }
-
-  #writeFactsLater(key: string, taskId: string): void {
-    if (this.#factsWrites.has(key)) return;
-    const cancel = this.#clock.schedule(this.#limits.processFactsDelayMs, () => {
-      if (this.#factsWrites.get(key) !== cancel) return;
-      this.#factsWrites.delete(key);
-      let task: TaskSnapshot;
-      try {
-        task = this.tasks.get(taskId, runtimeCaller);
-      } catch {
-        return; // Forgotten: its last write carried what there was.
-      }
-      this.#record(FACTS_DUE, task);
-    });
-    this.#factsWrites.set(key, cancel);
-  }
-
-  #cancelFactsWrite(key: string): void {
-    const cancel = this.#factsWrites.get(key);
-    if (cancel === undefined) return;
-    this.#factsWrites.delete(key);
-    cancel();
-  }
-
-  /** Arms the residency timer for the first session that may have become idle long enough. */
-  #armResidency(): void {
-    const idleMs = this.#options.unloadIdleAfterMs;
-    if (idleMs === undefined || idleMs === false || this.#disposal !== undefined) return;
-    this.#cancelResidency?.();
-    this.#cancelResidency = undefined;
-    if (this.#sessions.size === 0) return;
-    let first = Number.POSITIVE_INFINITY;
-    for (const [id, { session }] of this.#sessions) {
-      // One already on its way out is not waited for again.
-      if (!session.unloading) first = Math.min(first, this.#lastActive.get(id) ?? 0);
-    }
-    if (first === Number.POSITIVE_INFINITY) return;
-    const delay = Math.max(0, first + idleMs - this.#clock.now());
-    const cancel = this.#clock.schedule(delay, () => {
-      if (this.#cancelResidency !== cancel) return;
-      this.#cancelResidency = undefined;
-      this.#unloadIdle(idleMs);
-    });
-    this.#cancelResidency = cancel;
-  }
-
-  /**
-   * Unloads every session idle for `idleMs`; one that looks idle but may not go (its work still runs,
-   * a surface holds a reservation) counts as active now and is looked at again after `idleMs`.
-   */
-  #unloadIdle(idleMs: number): void {
-    const now = this.#clock.now();
-    for (const [id, { session }] of this.#sessions) {
-      if (session.unloading || now - (this.#lastActive.get(id) ?? now) < idleMs) continue;
-      const working = this.tasks
-        .list(session.owner)
-        .some((task) => task.ownerSessionId === id && !isTerminalStatus(task.status));
-      if (!session.idle || working) {
-        this.#lastActive.set(id, now);
-        continue;
-      }
-      session.unload().catch((error: unknown) => {
-        this.#logger.warn(`session ${id}: unloading it failed`, {
-          error: error instanceof Error ? error.message : String(error),
-        });
-      });
-    }
-    this.#armResidency();
-  }
-
-  /** The store started failing, or works again: each session's next tool result says so, once. */
-  #persistenceChanged(failure: StoreFailure | undefined): void {
-    if (failure !== undefined) {
-      for (const id of this.#sessions.keys()) this.#notes.set(id, failingNote(failure));
-      return;
-    }
-    for (const id of this.#sessions.keys()) {
-      if (this.#toldFailing.has(id)) this.#notes.set(id, RECOVERED_NOTE);
-      else this.#notes.delete(id);
-    }
-    this.#toldFailing.clear();
-  }
-
-  #takeNote(id: string): string | undefined {
-    const note = this.#notes.get(id);
-    if (note === undefined) return undefined;
-    this.#notes.delete(id);
-    if (note === RECOVERED_NOTE) this.#toldFailing.delete(id);
-    else this.#toldFailing.add(id);
-    return note;
   }
 
   #ensureOpen(): void {
     if (this.#disposal)
       throw new ErrandError('RUNTIME_DISPOSED', 'caller', 'The session runtime is disposed');
   }
-
-  /** Closes every session (which stops their tasks), then the task service if the runtime created it. */
-  dispose(): Promise<void> {
-    this.#disposal ??= (async () => {
-      this.#cancelResidency?.();
-      this.#cancelResidency = undefined;
-      await Promise.all(this.listSessions().map((session) => session.close()));
-      // A close from inside a session's own turn resolves before that turn unwinds: the runtime keeps
-      // holding the session (live, for other runtimes) until it is closed, and deregisters after.
-      if (this.#sessions.size === 0) this.#unregister();
-      this.#stopRecording();
-      for (const cancel of this.#factsWrites.values()) cancel();
-      this.#factsWrites.clear();
-      if (this.#ownsTasks) await this.tasks.dispose();
-      // The last records the sessions' shutdown wrote: one more try if the store was refusing them.
-      this.#pending.dispose();
-    })();
-    return this.#disposal;
-  }
-}
-
-/**
- * Writes a task's record with its detail as the producer published it. Facts JSON cannot hold as they are
- * (a Date, NaN, a class instance), which the store refuses, are written as their JSON copy instead: what
- * `JSON.stringify` keeps of them.
- */
-function upsertAsJson(store: SessionStore, record: TaskRecordInput, options: TransactionOptions): StoredTask {
-  try {
-    return store.upsertTask(record, options);
-  } catch (error) {
-    if (!refusedDetail(error)) throw error;
-    return store.upsertTask({ ...record, detail: (jsonCopy(record.detail) ?? {}) as JsonObject }, options);
-  }
-}
-
-function refusedDetail(error: unknown): boolean {
-  if (!ErrandError.isInstance(error) || error.code !== 'INVALID_ARGUMENT') return false;
-  const field = error.context?.field;
-  return typeof field === 'string' && /^detail(?:$|[.[])/.test(field);
 }
 
 export function createSessionRuntime(options: SessionRuntimeOptions): SessionRuntime {
   return new SessionRuntime(options);
-}
-
-/** The session a caller acts for: an owner's (session equality grants access), none for anyone else. */
-function callerSession(caller: Caller): SessionId | undefined {
-  if (caller === undefined || isTrustedCaller(caller)) return undefined;
-  return caller.sessionId;
 }
 
 /** A model that refuses: the factory replaces it before any turn can run. */
@@ -819,83 +429,3 @@ const unsetModel: ModelPort = {
   name: 'unset',
   generate: () => Promise.reject(new Error('The session has no model')),
 };
-
-/**
- * The diagnosis of a task without a process of its own (a subagent, a workflow run) found running when
- * its session is resumed: it ran inside the runtime that stopped, so it ended with it.
- */
-const LOST_ON_RESUME_ERROR =
-  'The runtime that ran this task stopped; the task ran inside it, so it ended with it, and its result is unknown.';
-
-function lostCaseOf(task: StoredTask): LostCase | undefined {
-  const value = task.detail.lostCase;
-  return typeof value === 'string' && (LOST_CASES as readonly string[]).includes(value)
-    ? (value as LostCase)
-    : undefined;
-}
-
-/** The line a tool result carries once the store started refusing writes. */
-function failingNote(failure: StoreFailure): string {
-  return `[errand: the session store cannot be written (${describeStoreFailure(failure.error)}): task endings are kept in memory and retried; new background work is refused until it can]`;
-}
-
-/** The line a tool result carries once the store takes writes again. */
-const RECOVERED_NOTE =
-  '[errand: the session store can be written again: endings kept meanwhile are recorded and told]';
-
-/**
- * What of a task's detail a viewer or a later runtime reads off its record, so a detail update writes
- * only when it changes: `process` (the pid, start time and output file) may wait for the next write (see
- * `#record`).
- */
-interface PersistedFacts {
-  readonly eager: string;
-  readonly process: string;
-}
-
-function viewerFacts(detail: TaskSnapshot['detail']): PersistedFacts {
-  return {
-    eager: [detail.statusFile, detail.readOffset, detail.processTag, detail.bootId]
-      .map(String)
-      .join('\u0000'),
-    process: [detail.pid, detail.processStartTime, detail.outputFile].map(String).join('\u0000'),
-  };
-}
-
-/** The reason `#record` is called with when a task's waiting process facts are due. */
-const FACTS_DUE = 'process_facts_due';
-
-/** The durability of the records nobody was shown yet (`SessionStore.transaction`). */
-const DEFERRED = { durability: 'deferred' } as const;
-const IMMEDIATE = { durability: 'immediate' } as const;
-
-/** How much of a recorded task's output file is read for the tail of its notification on resume. */
-const RECORDED_TAIL_READ_BYTES = 4096;
-
-/** How many ids of one kind a task service reserves in the store at a time. */
-export const TASK_ID_BLOCK_SIZE = 100;
-
-/**
- * Task id blocks reserved in `store` (`TaskServiceOptions.sequenceBlocks`): services of several processes
- * on one data directory never hand out the same id, and a service that ends gives back what it did not
- * use, so the next one continues right after its last id.
- */
-export function storeSequenceBlocks(store: SessionStore, blockSize = TASK_ID_BLOCK_SIZE): SequenceBlocks {
-  return {
-    reserve: (kind, after) => store.reserveTaskSequences(kind, after, blockSize),
-    release: (kind, block, lastUsed) => store.releaseTaskSequences(kind, block, lastUsed),
-  };
-}
-
-/**
- * The highest sequence per kind among stored task ids, read from every record. The runtimes no longer
- * need it: a saved record raises the store's `task_sequences` (migration 10 seeded it from older records).
- */
-export function lastSequences(store: SessionStore): Record<string, number> {
-  const sequences: Record<string, number> = {};
-  for (const task of store.listTasks()) {
-    const parsed = parseTaskId(task.id);
-    if (parsed && parsed.sequence > (sequences[parsed.kind] ?? 0)) sequences[parsed.kind] = parsed.sequence;
-  }
-  return sequences;
-}

@@ -4,35 +4,41 @@
  * them), discard what is still queued or reserved, wait for the interrupted turn, and store the session
  * closed. Every step is guarded: whatever fails, queued inputs are answered and the session ends closed.
  */
-import type { Logger } from '../tasks/index.js';
+import { describeError, type Logger } from '../tasks/index.js';
 import type { CommandQueue } from './command-queue.js';
-import { describeError, SessionClosedError } from './session-errors.js';
+import type { DrainScheduler } from './drain-scheduler.js';
+import type { NotificationInbox } from './notification-inbox.js';
+import { SessionClosedError } from './session-errors.js';
+import type { SessionLedger } from './session-ledger.js';
+import type { TurnRunner } from './turn-runner.js';
 
 /** What the shutdown needs from its session. */
-export interface SessionShutdownContext {
-  readonly sessionId: string;
-  readonly logger: Logger;
-  readonly queue: CommandQueue;
+/** What shutdown ends of the session itself: its state, its work, its record. */
+export interface ClosingSession {
   setState(state: 'shutting_down' | 'closed'): void;
-  /** Drops the drain that is due. */
-  cancelDrain(): void;
-  /** Aborts the running turn, if any. */
-  interrupt(reason: string): void;
   /** The session's shutdown sweeps (stop workflow runs). */
   sweep(): Promise<void> | void;
   /** Disposes the owner: cancels its live tasks and waits for their terminal records. */
   disposeOwner(): Promise<void>;
-  /** Forgets what surfaces still hold reserved; returns their ledger ids. */
-  dropReservations(): number[];
-  discardEntries(ledgerIds: readonly number[], reason: string): void;
-  /** The running turn's end, undefined when none runs. */
-  turnEnded(): Promise<void> | undefined;
-  /** True when the caller runs inside the session's own running turn. */
-  calledFromOwnTurn(): boolean;
   /** Stores the session as closed. */
   storeClosed(): void;
   /** The session reached `closed`: nothing is told any more. */
   closed(): void;
+}
+
+export interface SessionShutdownContext {
+  readonly sessionId: string;
+  readonly logger: Logger;
+  /** What is still queued: taken out, its inputs and configurations settled with `SESSION_CLOSED`. */
+  readonly queue: Pick<CommandQueue, 'remove'>;
+  /** The running turn: interrupted, then waited for (unless the close comes from inside it). */
+  readonly turn: Pick<TurnRunner, 'interrupt' | 'ended' | 'calledFromOwnTurn'>;
+  /** The drain that is due: dropped. */
+  readonly scheduler: Pick<DrainScheduler, 'cancel'>;
+  /** What surfaces still hold reserved: forgotten, and discarded with the queue's entries. */
+  readonly inbox: Pick<NotificationInbox, 'dropReservations'>;
+  readonly ledger: Pick<SessionLedger, 'discardEntries'>;
+  readonly session: ClosingSession;
 }
 
 export class SessionShutdown {
@@ -68,7 +74,7 @@ export class SessionShutdown {
       this.#closing = started.then(() => this.#closeNow(stepsDone));
       start();
     }
-    if (this.#context.calledFromOwnTurn() && this.#stepsDone) return this.#stepsDone;
+    if (this.#context.turn.calledFromOwnTurn() && this.#stepsDone) return this.#stepsDone;
     return this.#closing;
   }
 
@@ -79,22 +85,22 @@ export class SessionShutdown {
       stepsDone();
     }
     // The interrupted turn may still be finishing a model request or a tool call that ignores the abort.
-    for (let ended = this.#context.turnEnded(); ended; ended = this.#context.turnEnded()) await ended;
-    await this.#step('storing it as closed failed', () => this.#context.storeClosed());
-    this.#context.setState('closed');
-    this.#context.closed();
+    for (let ended = this.#context.turn.ended; ended; ended = this.#context.turn.ended) await ended;
+    await this.#step('storing it as closed failed', () => this.#context.session.storeClosed());
+    this.#context.session.setState('closed');
+    this.#context.session.closed();
   }
 
   async #runSteps(): Promise<void> {
     const context = this.#context;
-    context.setState('shutting_down');
-    context.cancelDrain();
-    context.interrupt('session closing');
-    await this.#step('a shutdown sweep failed', () => context.sweep());
-    await this.#step('disposing its owner failed (a cleanup threw)', () => context.disposeOwner());
+    context.session.setState('shutting_down');
+    context.scheduler.cancel();
+    context.turn.interrupt('session closing');
+    await this.#step('a shutdown sweep failed', () => context.session.sweep());
+    await this.#step('disposing its owner failed (a cleanup threw)', () => context.session.disposeOwner());
     const leftover = context.queue.remove(() => true);
     // What a surface still holds reserved is not delivered: a commit after this finds it discarded.
-    const ledgerIds = context.dropReservations();
+    const ledgerIds = context.inbox.dropReservations();
     for (const command of leftover) {
       if (command.kind === 'notification') ledgerIds.push(command.ledgerId);
       if (command.kind === 'user_input') {
@@ -105,7 +111,7 @@ export class SessionShutdown {
     }
     if (ledgerIds.length > 0) {
       await this.#step('discarding its queued entries failed', () =>
-        context.discardEntries(ledgerIds, 'shutdown'),
+        context.ledger.discardEntries(ledgerIds, 'shutdown'),
       );
     }
   }

@@ -3,7 +3,7 @@
  * session starts are owned by it; their notifications come back through its inbox, exactly once.
  *
  * The session wires its parts behind narrow contexts and keeps only what ties them together (state,
- * events, the public API): `NotificationInbox` (admit, withdraw, reserve / commit / release, discard),
+ * events, the public API): `NotificationInbox` (admit, mark told, reserve / commit / release, discard),
  * `SessionLedger` (the store's input ledger), `SessionInput` (inputs and configuration changes),
  * `DrainScheduler` (debounce and retry back-off on the injected clock), `QueueDrain` (the drain loop),
  * `TurnRunner` (one turn at a time) and `SessionShutdown` (the closing steps). See README.md.
@@ -19,7 +19,7 @@ import {
   type SessionId,
   type TaskService,
 } from '../tasks/index.js';
-import type { AnyToolDefinition, ReportedTaskEnd } from '../tools/index.js';
+import type { AnyToolDefinition, ToldTaskEnd } from '../tools/index.js';
 import { NOOP_TRACING, type Tracing } from '../tracing/index.js';
 import { CommandQueue, type QueuedCommand, type QueuePriority } from './command-queue.js';
 import { ConversationView } from './conversation-view.js';
@@ -27,6 +27,8 @@ import { DrainScheduler } from './drain-scheduler.js';
 import type { ModelPort } from './model-port.js';
 import {
   type DeliveredNotification,
+  type InboxDrain,
+  type InboxOwner,
   type InboxSurface,
   type NotificationAdmission,
   NotificationInbox,
@@ -47,8 +49,8 @@ import type {
 import { type SendOptions, SessionInput } from './session-input.js';
 import { SessionLedger } from './session-ledger.js';
 import type { ResolvedSessionLimits } from './session-limits.js';
-import { SessionShutdown } from './session-shutdown.js';
-import { TurnRunner } from './turn-runner.js';
+import { type ClosingSession, SessionShutdown } from './session-shutdown.js';
+import { type TurnAgent, TurnRunner, type TurnTranscript } from './turn-runner.js';
 
 export interface SessionDependencies {
   readonly id: SessionId;
@@ -130,35 +132,23 @@ export class Session {
     const limits = dependencies.limits;
     const tracing = dependencies.tracing ?? NOOP_TRACING;
     const emit = (event: SessionEvent) => this.#emit(event);
+    const branch = { branchGeneration: () => this.#branchGeneration };
+    const closing = { isClosing: () => this.#shutdown.begun };
     this.#queue = new CommandQueue(limits.maxQueuedCommands);
-    this.#ledger = new SessionLedger({
-      sessionId: this.id,
-      store: this.#store,
-      branchGeneration: () => this.#branchGeneration,
-      emit,
-    });
+    this.#ledger = new SessionLedger({ sessionId: this.id, store: this.#store, ...branch, emit });
     this.#scheduler = new DrainScheduler({
       clock: dependencies.clock,
       limits,
-      isClosing: () => this.#shutdown.begun,
+      ...closing,
       drain: () => void this.#drain.run(),
     });
     this.#inbox = new NotificationInbox({
-      sessionId: this.id,
+      owner: this.#inboxOwner(),
       queue: this.#queue,
       ledger: this.#ledger,
+      drain: this.#inboxDrain(),
       now: this.#now,
-      branchGeneration: () => this.#branchGeneration,
-      isClosing: () => this.#shutdown.begun,
-      isDraining: () => this.#turns.running || this.#drain.working,
       emit,
-      wake: () => this.#scheduler.schedule(),
-      deliverySucceeded: () => this.#scheduler.noteSuccess(),
-      deliveryFailed: () => {
-        this.#scheduler.noteFailure();
-        // A drain that runs a turn schedules the retry once the turn has ended.
-        if (!this.#drain.working) this.#scheduler.retry();
-      },
       ...(dependencies.recordLater ? { recordLater: dependencies.recordLater } : {}),
       tracing,
     });
@@ -167,55 +157,29 @@ export class Session {
       sessionId: this.id,
       logger: this.#logger,
       limits,
+      tracing,
       inbox: this.#inbox,
       ledger: this.#ledger,
-      model: () => this.#model,
-      system: () => this.#systemPrompt,
-      tools: () => this.#tools,
-      modelMessages: () => this.#conversation.modelMessages(),
-      // The turn loop's writes wait for the disk off the event loop (`durable`), before anything acts on them.
-      append: (message) => this.#append(message, 'deferred'),
-      appendToolResults: (message, ends) => this.#appendToolResults(message, ends, 'deferred'),
-      durable: () => this.#store.whenDurable(),
-      toolContext: (toolCallId, signal) => ({
-        caller: this.owner,
-        toolCallId,
-        signal,
-        cwd: this.cwd,
-        env: this.env,
-      }),
-      beforeUserPrompt: (text) => dependencies.beforeUserPrompt?.(text, this) ?? text,
-      persistenceNote: () => this.takePersistenceNote(),
-      emit,
-      setState: (state) => this.#setState(state),
-      isClosing: () => this.#shutdown.begun,
-      tracing,
+      agent: this.#turnAgent(dependencies),
+      transcript: this.#turnTranscript(),
+      status: { emit, setState: (state) => this.#setState(state), ...closing },
     });
     this.#shutdown = new SessionShutdown({
       sessionId: this.id,
       logger: this.#logger,
       queue: this.#queue,
-      setState: (state) => this.#setState(state),
-      cancelDrain: () => this.#scheduler.cancel(),
-      interrupt: (reason) => this.interrupt(reason),
-      sweep: () => dependencies.onShutdown?.(this),
-      disposeOwner: () => this.owner.dispose(),
-      dropReservations: () => this.#inbox.dropReservations(),
-      discardEntries: (ledgerIds, reason) => this.#ledger.discardEntries(ledgerIds, reason),
-      turnEnded: () => this.#turns.ended,
-      calledFromOwnTurn: () => this.#turns.calledFromOwnTurn(),
-      // An unloaded session stays active in the store: it is resumed when needed again.
-      storeClosed: () => {
-        if (!this.#unloading) this.#store.updateSession(this.id, { state: 'closed' });
-      },
-      closed: () => this.#listeners.clear(),
+      turn: this.#turns,
+      scheduler: this.#scheduler,
+      inbox: this.#inbox,
+      ledger: this.#ledger,
+      session: this.#closingSession(dependencies),
     });
     this.#drain = new QueueDrain({
       queue: this.#queue,
       inbox: this.#inbox,
       turns: this.#turns,
       scheduler: this.#scheduler,
-      isClosing: () => this.#shutdown.begun,
+      ...closing,
       isClosed: () => this.#state === 'closed',
     });
     this.#input = new SessionInput({
@@ -224,14 +188,82 @@ export class Session {
       queue: this.#queue,
       ledger: this.#ledger,
       now: this.#now,
-      isClosing: () => this.#shutdown.begun,
+      ...closing,
       calledFromOwnTurn: () => this.#turns.calledFromOwnTurn(),
       wake: () => this.#scheduler.schedule(),
       tracing,
     });
-    this.owner = createOwner(this.id, { branchGeneration: () => this.#branchGeneration });
+    this.owner = createOwner(this.id, branch);
     this.#persistenceNote = dependencies.persistenceNote;
     this.#tools = dependencies.tools(this);
+  }
+
+  // ---------------------------------------------------------------- the ports its parts are given
+
+  /** What the inbox reads of this session: its branch, and whether it closes or drains. */
+  #inboxOwner(): InboxOwner {
+    return {
+      sessionId: this.id,
+      branchGeneration: () => this.#branchGeneration,
+      isClosing: () => this.#shutdown.begun,
+      isDraining: () => this.#turns.running || this.#drain.working,
+    };
+  }
+
+  /** What the inbox tells this session's drain. */
+  #inboxDrain(): InboxDrain {
+    return {
+      wake: () => this.#scheduler.schedule(),
+      deliverySucceeded: () => this.#scheduler.noteSuccess(),
+      deliveryFailed: () => {
+        this.#scheduler.noteFailure();
+        // A drain that runs a turn schedules the retry once the turn has ended.
+        if (!this.#drain.working) this.#scheduler.retry();
+      },
+    };
+  }
+
+  /** What a turn asks the model with: this session's model, prompt and tools, now. */
+  #turnAgent(dependencies: SessionDependencies): TurnAgent {
+    return {
+      model: () => this.#model,
+      system: () => this.#systemPrompt,
+      tools: () => this.#tools,
+      toolContext: (toolCallId, signal) => ({
+        caller: this.owner,
+        toolCallId,
+        signal,
+        cwd: this.cwd,
+        env: this.env,
+      }),
+      beforeUserPrompt: (text) => dependencies.beforeUserPrompt?.(text, this) ?? text,
+    };
+  }
+
+  /** The conversation a turn reads and writes. */
+  #turnTranscript(): TurnTranscript {
+    return {
+      modelMessages: () => this.#conversation.modelMessages(),
+      // The turn loop's writes wait for the disk off the event loop (`durable`), before anything acts on them.
+      append: (message) => this.#append(message, 'deferred'),
+      appendToolResults: (message, ends) => this.#appendToolResults(message, ends, 'deferred'),
+      durable: () => this.#store.whenDurable(),
+      persistenceNote: () => this.takePersistenceNote(),
+    };
+  }
+
+  /** What shutdown ends of this session: its state, its owner's work, its record. */
+  #closingSession(dependencies: SessionDependencies): ClosingSession {
+    return {
+      setState: (state) => this.#setState(state),
+      sweep: () => dependencies.onShutdown?.(this),
+      disposeOwner: () => this.owner.dispose(),
+      // An unloaded session stays active in the store: it is resumed when needed again.
+      storeClosed: () => {
+        if (!this.#unloading) this.#store.updateSession(this.id, { state: 'closed' });
+      },
+      closed: () => this.#listeners.clear(),
+    };
   }
 
   /**
@@ -332,17 +364,17 @@ export class Session {
   }
 
   /**
-   * Appends a step's tool results with the task ends they show (`inbox.withdrawWith`): the message, the
-   * withdrawn notifications and the ends marked shown are one write, so after a crash the store never says
+   * Appends a step's tool results with the task ends they show (`inbox.markToldWith`): the message, the
+   * discarded notifications and the ends marked told are one write, so after a crash the store never says
    * the model saw an end that no stored result shows, nor the other way round.
    */
   #appendToolResults(
     message: NewMessage,
-    ends: readonly ReportedTaskEnd[],
+    ends: readonly ToldTaskEnd[],
     durability?: StoreDurability,
   ): MessageRecord {
     if (ends.length === 0) return this.#append(message, durability);
-    const record = this.#inbox.withdrawWith(
+    const record = this.#inbox.markToldWith(
       ends,
       () => this.#store.appendMessage(this.id, message),
       durability,
@@ -425,13 +457,13 @@ export class Session {
   }
 
   /**
-   * Tells the session that a tool result showed the model how `taskId` ended (`inbox.withdraw`): its
-   * queued notification is withdrawn (`result_read`) and one still being formatted is not admitted. The
+   * Tells the session that a tool result showed the model how `taskId` ended (`inbox.markTold`): its
+   * queued notification is discarded (`result_read`) and one still being formatted is not admitted. The
    * turn loop calls this for every tool result's `taskEnds`; a surface that runs tools outside turns
    * (the MCP server) calls it itself.
    */
-  taskEndReported(end: { readonly taskId: string; readonly attempt?: number | undefined }): void {
-    this.inbox.withdraw(end);
+  taskEndTold(end: { readonly taskId: string; readonly attempt?: number | undefined }): void {
+    this.inbox.markTold(end);
   }
 
   // ---------------------------------------------------------------- control

@@ -165,7 +165,7 @@ describe('a store that refuses writes', () => {
     expect(session.inbox.queued).toBe(1);
     failing.add('transaction');
     // The MCP server showed the end in a tool result it already sent.
-    expect(() => session.taskEndReported({ taskId: id, attempt: 1 })).not.toThrow();
+    expect(() => session.taskEndTold({ taskId: id, attempt: 1 })).not.toThrow();
     expect(session.inbox.queued).toBe(0);
     expect(store.listLedger('s1').map((entry) => entry.state)).toEqual(['queued']);
     expect(runtime.persistence).toMatchObject({ pending: 1 });

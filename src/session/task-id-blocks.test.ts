@@ -8,7 +8,7 @@ import { createTaskService } from '../registry/index.js';
 import { createMemorySessionStore } from '../store/index.js';
 import type { TaskService } from '../tasks/index.js';
 import { scriptedTask } from '../testing/index.js';
-import { lastSequences, storeSequenceBlocks } from './session-runtime.js';
+import { lastSequences, storeSequenceBlocks } from './store-sequence-blocks.js';
 
 type Step =
   | { readonly op: 'start'; readonly service: number; readonly kind: 'bash' | 'agent' }

@@ -54,7 +54,7 @@ describe('endings told', () => {
     const failed = await session.send('how is the build?');
     expect(failed.reason).toBe('error');
     failing.clear();
-    // The model never saw the result: nothing says it did, and the notification was not withdrawn.
+    // The model never saw the result: nothing says it did, and the notification was not discarded.
     expect(session.messages().some((message) => message.role === 'tool')).toBe(false);
     await session.whenIdle();
     // So it is told, once, and marked told with its delivery.

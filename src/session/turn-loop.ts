@@ -10,10 +10,10 @@ import type { NewMessage } from '../store/session-store.js';
 import {
   type AnyToolDefinition,
   executeTool,
-  type ReportedTaskEnd,
-  reportedTaskEnds,
+  type ToldTaskEnd,
   type ToolContext,
   type ToolResult,
+  toldTaskEnds,
 } from '../tools/index.js';
 import type { Tracing } from '../tracing/index.js';
 import type { ModelMessage, ModelPort, ModelResponse, ModelToolCall } from './model-port.js';
@@ -34,9 +34,9 @@ export interface TurnContext {
   injectQueuedNotifications(): boolean;
   /**
    * Appends a step's tool results. `ends` are the task ends they show the model: their notifications
-   * would repeat them, so they are withdrawn and the ends recorded as shown in the same write.
+   * would repeat them, so they are discarded and the ends recorded as told in the same write.
    */
-  appendToolResults(message: NewMessage, ends: readonly ReportedTaskEnd[]): MessageRecord;
+  appendToolResults(message: NewMessage, ends: readonly ToldTaskEnd[]): MessageRecord;
   /**
    * Resolves once what `append` and `appendToolResults` wrote is on disk (they commit without waiting for
    * it): awaited before anything acts on a written message, so the event loop never waits for the disk.
@@ -102,7 +102,7 @@ export async function runTurn(context: TurnContext): Promise<TurnOutcome> {
       await context.durable();
       if (response.toolCalls.length > 0) {
         const results = [];
-        const ends: ReportedTaskEnd[] = [];
+        const ends: ToldTaskEnd[] = [];
         for (const call of response.toolCalls) {
           const executed = await executeCall(context, call);
           results.push(executed.result);
@@ -162,7 +162,7 @@ async function executeCall(
   call: ModelToolCall,
 ): Promise<{
   result: { toolCallId: string; output: string; isError: boolean };
-  ends: ReportedTaskEnd[];
+  ends: ToldTaskEnd[];
 }> {
   context.emit({
     type: 'tool-call-start',
@@ -173,7 +173,7 @@ async function executeCall(
   });
   const tool = context.tools.find((candidate) => candidate.name === call.name);
   let result: ToolResult;
-  let ends: ReportedTaskEnd[] = [];
+  let ends: ToldTaskEnd[] = [];
   if (!tool) {
     const known = context.tools.map((candidate) => candidate.name).join(', ');
     result = {
@@ -183,7 +183,7 @@ async function executeCall(
   } else {
     result = await runToolCall(tool, call, context);
     // The result shows how tasks ended: their notifications would tell the model a second time.
-    ends = [...reportedTaskEnds(result)];
+    ends = [...toldTaskEnds(result)];
   }
   const note = context.persistenceNote();
   const text = boundText(

@@ -7,14 +7,13 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { MessageRecord } from '../store/records.js';
 import type { NewMessage } from '../store/session-store.js';
-import { ErrandError, type Logger } from '../tasks/index.js';
-import type { AnyToolDefinition, ReportedTaskEnd, ToolContext } from '../tools/index.js';
+import { describeError, ErrandError, type Logger } from '../tasks/index.js';
+import type { AnyToolDefinition, ToldTaskEnd, ToolContext } from '../tools/index.js';
 import type { Tracing } from '../tracing/index.js';
 import type { QueuedUserInput } from './command-queue.js';
 import type { ModelMessage, ModelPort } from './model-port.js';
 import { NOTIFICATION_DELIVERY_FAILED } from './notification-delivery-error.js';
 import type { NotificationInbox, NotificationReservation } from './notification-inbox.js';
-import { describeError } from './session-errors.js';
 import type { SessionEvent, TurnOutcome, TurnSource } from './session-events.js';
 import type { SessionLedger } from './session-ledger.js';
 import type { ResolvedSessionLimits } from './session-limits.js';
@@ -26,33 +25,50 @@ export const STEER_SOURCE = 'task_notification_steer';
 export const BACKGROUND_TURN_SOURCE = 'background_task';
 
 /** What the runner needs from its session. */
-export interface TurnRunnerContext {
-  readonly sessionId: string;
-  readonly logger: Logger;
-  readonly limits: ResolvedSessionLimits;
-  readonly inbox: NotificationInbox;
-  readonly ledger: SessionLedger;
+/** What a turn asks the model with: the model, the system prompt, the tools, and how calls and inputs look. */
+export interface TurnAgent {
   model(): ModelPort;
   system(): string | undefined;
   tools(): readonly AnyToolDefinition[];
+  toolContext(toolCallId: string, signal: AbortSignal): ToolContext;
+  /** A person's input as it is delivered (after the user-prompt hook). */
+  beforeUserPrompt(text: string): string;
+}
+
+/** The conversation a turn reads and writes (see `TurnContext`). */
+export interface TurnTranscript {
   /** The live conversation in the model's shapes (a fresh array). */
   modelMessages(): ModelMessage[];
   append(message: NewMessage): MessageRecord;
   /** Appends tool results and records the task ends they show, in one write (see `TurnContext`). */
-  appendToolResults(message: NewMessage, ends: readonly ReportedTaskEnd[]): MessageRecord;
+  appendToolResults(message: NewMessage, ends: readonly ToldTaskEnd[]): MessageRecord;
   /** See `TurnContext.durable`. */
   durable(): Promise<void>;
-  toolContext(toolCallId: string, signal: AbortSignal): ToolContext;
   /** See `TurnContext.persistenceNote`. */
   persistenceNote(): string | undefined;
-  /** A person's input as it is delivered (after the user-prompt hook). */
-  beforeUserPrompt(text: string): string;
+}
+
+/** The session's state as its turns change and read it. */
+export interface TurnStatus {
   emit(event: SessionEvent): void;
   /** The session runs a turn (`running`) or is idle again (`idle`, not sent once shutdown began). */
   setState(state: 'running' | 'idle'): void;
   isClosing(): boolean;
+}
+
+export interface TurnRunnerContext {
+  readonly sessionId: string;
+  readonly logger: Logger;
+  readonly limits: ResolvedSessionLimits;
   /** Where the turn's `invoke_agent` span, its model calls and its tool calls go. */
   readonly tracing: Tracing;
+  /** Where a turn's notifications are reserved and delivered. */
+  readonly inbox: Pick<NotificationInbox, 'reserveForTurn' | 'deliverReserved'>;
+  /** Where a person's input is delivered, or discarded when its delivery failed. */
+  readonly ledger: Pick<SessionLedger, 'deliverInput' | 'discardEntries'>;
+  readonly agent: TurnAgent;
+  readonly transcript: TurnTranscript;
+  readonly status: TurnStatus;
 }
 
 /**
@@ -122,9 +138,9 @@ export class TurnRunner {
       markEnded = resolve;
     });
     this.#turn = { id: turnId, controller, ended };
-    context.setState('running');
+    context.status.setState('running');
     const title = input ? firstLine(input.text) : batchTitle(notifications.notifications);
-    context.emit({ type: 'turn-start', turnId, source, title });
+    context.status.emit({ type: 'turn-start', turnId, source, title });
     // A turn for background results starts a trace of its own (the delivery span links back to the
     // tasks); a person's turn continues the context the input was sent in.
     const span = context.tracing.startSpan('invoke_agent', {
@@ -151,7 +167,7 @@ export class TurnRunner {
       this.#turn = undefined;
       markEnded();
     }
-    context.emit({
+    context.status.emit({
       type: 'turn-end',
       turnId,
       reason: outcome.reason,
@@ -159,7 +175,7 @@ export class TurnRunner {
       ...(outcome.error ? { error: outcome.error } : {}),
     });
     input?.settle(outcome);
-    if (!context.isClosing()) context.setState('idle');
+    if (!context.status.isClosing()) context.status.setState('idle');
     return deliveryFailed;
   }
 
@@ -177,7 +193,7 @@ export class TurnRunner {
     try {
       const delivered = context.inbox.deliverReserved(notifications);
       if (input) {
-        context.ledger.deliverInput(input, context.beforeUserPrompt(input.text));
+        context.ledger.deliverInput(input, context.agent.beforeUserPrompt(input.text));
         inputDelivered = true;
       }
       if (source === 'background_task' && delivered.length === 0) {
@@ -206,21 +222,21 @@ export class TurnRunner {
     return {
       turnId,
       signal,
-      model: context.model(),
-      system: context.system(),
-      tools: context.tools(),
+      model: context.agent.model(),
+      system: context.agent.system(),
+      tools: context.agent.tools(),
       limits: context.limits,
-      modelMessages: () => context.modelMessages(),
-      append: (message) => context.append(message),
+      modelMessages: () => context.transcript.modelMessages(),
+      append: (message) => context.transcript.append(message),
       injectQueuedNotifications: () => {
         const reservation = context.inbox.reserveForTurn({ source: STEER_SOURCE, form: 'each' });
         return context.inbox.deliverReserved(reservation).length > 0;
       },
-      appendToolResults: (message, ends) => context.appendToolResults(message, ends),
-      durable: () => context.durable(),
-      toolContext: (toolCallId) => context.toolContext(toolCallId, signal),
-      persistenceNote: () => context.persistenceNote(),
-      emit: (event) => context.emit(event),
+      appendToolResults: (message, ends) => context.transcript.appendToolResults(message, ends),
+      durable: () => context.transcript.durable(),
+      toolContext: (toolCallId) => context.agent.toolContext(toolCallId, signal),
+      persistenceNote: () => context.transcript.persistenceNote(),
+      emit: (event) => context.status.emit(event),
       tracing: context.tracing,
     };
   }

@@ -112,6 +112,8 @@ export type DiscardReason =
   | 'superseded'
   | 'shutdown'
   | 'sealed'
+  // A tool result told the model the ending first. The stored (and event) name of that fact is kept;
+  // the word for it is *told* (see the glossary in src/session/README.md).
   | 'result_read'
   | (string & {});
 
@@ -157,6 +159,10 @@ export interface StoredTask {
   readonly stopInitiator: StopInitiator | undefined;
   readonly startedAt: number;
   readonly endedAt: number | undefined;
+  /**
+   * The ending was *told* to the model (a delivery or a stored tool result), or is never to be. The stored
+   * column keeps its first name, `reported` (see the glossary in src/session/README.md).
+   */
   readonly reported: boolean;
   readonly error: string | undefined;
   readonly resultText: string | undefined;

@@ -303,7 +303,7 @@ export interface TaskRecords {
    * endings, or must never be told them. Records that are live, already told or unknown are left as they
    * are. Returns the records it changed.
    */
-  markReported(sessionId: SessionId | string, taskIds: readonly string[]): StoredTask[];
+  markTold(sessionId: SessionId | string, taskIds: readonly string[]): StoredTask[];
   /**
    * Moves the model's read cursor of a task forward to `offset` bytes (a smaller one changes nothing) and
    * returns the record, or undefined when there is none.

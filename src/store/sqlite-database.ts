@@ -12,7 +12,7 @@
  */
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { ErrandError } from '../tasks/index.js';
+import { describeError, ErrandError } from '../tasks/index.js';
 import { defineOptions, type OptionsInput, option, type ResolvedOptions } from '../tasks/options.js';
 import { DATABASE_FILE_NAME, ensureDatabaseFile, resolveErrandHome } from './data-directory.js';
 import { StoreOpenError } from './errors.js';
@@ -100,13 +100,6 @@ export function resolveSqliteOptions(options: SqliteSessionStoreOptions = {}): R
 /** Where a store opened with these options keeps its database. */
 export function resolveDatabaseFile(options: SqliteSessionStoreOptions = {}): string {
   return resolveSqliteOptions(options).file;
-}
-
-/** An error's message, with SQLite's result code when it has one (`SQLITE_FULL`, `SQLITE_READONLY`). */
-function describeError(error: unknown): string {
-  const message = error instanceof Error ? error.message : String(error);
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && code.startsWith('SQLITE_') ? `${message} (${code})` : message;
 }
 
 /** Creates the file (0600) if needed and opens it in WAL mode with foreign keys and the busy timeout. */

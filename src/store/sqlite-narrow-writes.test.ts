@@ -81,7 +81,7 @@ describe('narrow writes on the SQLite store', () => {
         source: 'background_task',
       });
       expect(delivered.ok).toBe(true);
-      store.markReported('s', ['bash-1']);
+      store.markTold('s', ['bash-1']);
     });
     expect(take('input_ledger')).toEqual(['delivered_in_message_seq', 'state', 'updated_at']);
     expect(take('tasks')).toEqual(['reported', 'updated_at']);

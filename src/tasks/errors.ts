@@ -3,6 +3,8 @@
  * code (or `ErrandError.isInstance`), never by message text or `instanceof` across package copies.
  */
 
+import type { ErrandErrorCode } from './error-codes.js';
+
 const marker = Symbol.for('errand.error');
 
 /** Who is at fault: the caller's input, a producer breaking its contract, or the runtime itself. */
@@ -22,11 +24,11 @@ export interface ErrandErrorOptions {
 
 export class ErrandError extends Error {
   readonly [marker] = true;
-  readonly code: string;
+  readonly code: ErrandErrorCode;
   readonly fault: ErrorFault;
   readonly context: ErrorContext;
 
-  constructor(code: string, fault: ErrorFault, message: string, options: ErrandErrorOptions = {}) {
+  constructor(code: ErrandErrorCode, fault: ErrorFault, message: string, options: ErrandErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = new.target.name;
     this.code = code;
@@ -39,7 +41,8 @@ export class ErrandError extends Error {
     return typeof error === 'object' && error !== null && (error as Record<symbol, unknown>)[marker] === true;
   }
 
-  static hasCode(error: unknown, code: string): error is ErrandError {
+  /** Whether `error` is an `ErrandError` with `code` (checked against the closed `ErrandErrorCode`). */
+  static hasCode(error: unknown, code: ErrandErrorCode): error is ErrandError {
     return ErrandError.isInstance(error) && error.code === code;
   }
 }
@@ -54,6 +57,29 @@ export function describeValue(value: unknown): string {
   if (Array.isArray(value)) return `an array of ${value.length}`;
   if (typeof value === 'object') return 'an object';
   return `${String(value)} (${typeof value})`;
+}
+
+/**
+ * An error as one line for a warning, a diagnosis or a record: an `ErrandError` with its stable code first
+ * (`TASK_NOT_FOUND: No task ...`), another error's code when its message does not already carry it
+ * (SQLite's `SQLITE_FULL`), and every error of an `AggregateError` (several cleanups failed).
+ */
+export function describeError(error: unknown): string {
+  if (error instanceof AggregateError) {
+    return [describeOneError(error), ...error.errors.map((inner: unknown) => describeError(inner))].join(
+      '; ',
+    );
+  }
+  return describeOneError(error);
+}
+
+function describeOneError(error: unknown): string {
+  if (ErrandError.isInstance(error)) return `${error.code}: ${error.message}`;
+  if (!(error instanceof Error)) return String(error);
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' && code !== '' && !error.message.includes(code)
+    ? `${error.message} (${code})`
+    : error.message;
 }
 
 export class TaskNotFoundError extends ErrandError {

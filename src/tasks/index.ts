@@ -12,6 +12,7 @@ export {
   monotonicNow,
   systemClock,
 } from './clock.js';
+export { ERRAND_ERROR_CODES, type ErrandErrorCode, isErrandErrorCode } from './error-codes.js';
 export {
   AdmissionLimitError,
   CancelFailedError,
@@ -19,6 +20,7 @@ export {
   CursorClosedError,
   type CursorCloseReason,
   CursorLimitError,
+  describeError,
   describeValue,
   ErrandError,
   type ErrandErrorOptions,

@@ -96,7 +96,10 @@ export interface TaskSnapshot<F extends TaskFacts = TaskFacts> {
   readonly status: TaskStatus;
   readonly ownerSessionId: SessionId | undefined;
   readonly outputLimitBytes: number | undefined;
-  /** The one-shot delivery claim: true once some reader, waiter or notifier took the terminal result. */
+  /**
+   * The one-shot delivery claim: true once some reader, waiter or notifier *claimed* the terminal result.
+   * The field keeps its first name (a snapshot's JSON is public); the word for the fact is *claimed*.
+   */
   readonly reported: boolean;
   /** The producer's facts, as it published them (the registry does not check their types: `taskFact` does). */
   readonly detail: Readonly<F>;

@@ -147,7 +147,7 @@ describe('task_output', () => {
       text: 'line 2\n[status: completed (exit code 0)]',
       isError: false,
       value: { taskId: id, status: 'completed', attempt: 1 },
-      // The answer showed the end: the typed field says so, for every surface to withdraw its notification.
+      // The answer showed the end: the typed field says so, for every surface to discard its notification.
       taskEnds: [{ taskId: id, attempt: 1 }],
     });
   });
@@ -170,7 +170,7 @@ describe('task_output', () => {
     expect(last.text).toBe(
       '[the last line of 28 bytes of output; your read position did not move]\nfour\n[status: completed]',
     );
-    // It showed the end: the claim is taken, and surfaces withdraw the notification.
+    // It showed the end: the claim is taken, and surfaces discard the notification.
     expect(h.tasks.get(id, h.owner).reported).toBe(true);
     expect(last).toMatchObject({ taskEnds: [{ taskId: id, attempt: 1 }] });
   });

@@ -30,16 +30,16 @@ export interface ToolResult<Value = unknown> {
   readonly value?: Value;
   /**
    * The task ends this result shows the model with their output or result (`task_output` on a finished
-   * task). Every surface that hands the result to the model tells its notification inbox, which withdraws
+   * task). Every surface that hands the result to the model tells its notification inbox, which discards
    * those tasks' queued notifications: the model already read what they would say. A status line alone
    * (`task_kill` on a finished task, `task_list`) does not count: the notification carries more.
    * Ignored on an error result.
    */
-  readonly taskEnds?: readonly ReportedTaskEnd[];
+  readonly taskEnds?: readonly ToldTaskEnd[];
 }
 
 /** A task end a tool result showed the model; `attempt` when the result named it. */
-export interface ReportedTaskEnd {
+export interface ToldTaskEnd {
   readonly taskId: string;
   readonly attempt: number | undefined;
 }
@@ -253,18 +253,18 @@ function refusalOf(definition: AnyToolDefinition, rawInput: unknown): unknown {
  * The task ends a tool result showed the model (its `taskEnds`), none for an error result. Every reader —
  * the turn loop, the MCP server, the AI SDK tools — goes through here.
  */
-export function reportedTaskEnds(result: ToolResult): readonly ReportedTaskEnd[] {
+export function toldTaskEnds(result: ToolResult): readonly ToldTaskEnd[] {
   if (result.isError || !Array.isArray(result.taskEnds)) return [];
-  const ends: ReportedTaskEnd[] = [];
-  for (const end of result.taskEnds as readonly Partial<ReportedTaskEnd>[]) {
-    // A producer's malformed entry names no task: it withdraws nothing rather than failing the turn.
+  const ends: ToldTaskEnd[] = [];
+  for (const end of result.taskEnds as readonly Partial<ToldTaskEnd>[]) {
+    // A producer's malformed entry names no task: it discards nothing rather than failing the turn.
     if (typeof end?.taskId !== 'string' || end.taskId === '') continue;
     ends.push({ taskId: end.taskId, attempt: Number.isSafeInteger(end.attempt) ? end.attempt : undefined });
   }
   return ends;
 }
 
-/** The first task end a tool result showed the model (see `reportedTaskEnds`), or undefined. */
-export function reportedTaskEnd(result: ToolResult): ReportedTaskEnd | undefined {
-  return reportedTaskEnds(result)[0];
+/** The first task end a tool result showed the model (see `toldTaskEnds`), or undefined. */
+export function toldTaskEnd(result: ToolResult): ToldTaskEnd | undefined {
+  return toldTaskEnds(result)[0];
 }

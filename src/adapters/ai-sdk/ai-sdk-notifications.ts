@@ -11,7 +11,7 @@
  * until the bridge is disposed, when undelivered notifications return their claims.
  *
  * When a tool result shows the model how a task ended (its `taskEnds`: `task_output` on a finished task),
- * `taskEndReported` drops that task's waiting notification (its claim stays taken: the model did learn
+ * `taskEndTold` drops that task's waiting notification (its claim stays taken: the model did learn
  * of the end) and one of that attempt that arrives later. `toAiSdkTools({ notifications })` calls it.
  * One already steered into the running generation but not yet sent is taken out by `prepareStep`, when
  * the harness passes it to the generation.
@@ -35,7 +35,7 @@ import {
   type NotificationLane,
   releaseAttemptClaim,
   type TaskNotification,
-  validateReportedTaskEnd,
+  validateToldTaskEnd,
 } from '../../notifications/index.js';
 import {
   CommandQueue,
@@ -76,7 +76,7 @@ export const aiSdkNotificationBridgeOptions = defineOptions('createAiSdkNotifica
 export type AiSdkNotificationBridgeOptions = OptionsInput<typeof aiSdkNotificationBridgeOptions.rules>;
 
 /** A task end a tool result showed the model; `attempt` when the result named it. */
-export interface AiSdkReportedTaskEnd {
+export interface AiSdkToldTaskEnd {
   readonly taskId: string;
   readonly attempt?: number | undefined;
 }
@@ -103,7 +103,7 @@ export interface AiSdkNotificationBridge {
    * notification already steered into the running generation stays in its steering until the next
    * step boundary; `prepareStep` takes it out there.
    */
-  taskEndReported(end: AiSdkReportedTaskEnd): void;
+  taskEndTold(end: AiSdkToldTaskEnd): void;
   /**
    * For the generation's `prepareStep` (pass it as is, or merge its result into your own): at a step
    * boundary it removes the steered notifications whose task end a tool result of the step just showed
@@ -138,7 +138,7 @@ export function createAiSdkNotificationBridge(
   /** Steered messages the generation has not resolved yet, and their notifications. */
   const inFlight = new Map<UserModelMessage, TaskNotification>();
   /** Steered messages whose task end a tool result showed meanwhile: `prepareStep` takes them out. */
-  const withdrawn = new Set<UserModelMessage>();
+  const discarded = new Set<UserModelMessage>();
 
   const returnClaim = (notification: TaskNotification): void => {
     if (notification.event !== 'terminal') return;
@@ -156,17 +156,18 @@ export function createAiSdkNotificationBridge(
   // The same inbox a session delivers through, on a ledger that records nothing: its rules decide what
   // waits, what a tool result withdrew, and what goes back to the queue when a generation missed it.
   const inbox = new NotificationInbox({
-    sessionId: owner.sessionId,
+    owner: {
+      sessionId: owner.sessionId,
+      branchGeneration: currentGeneration,
+      isClosing: () => disposed,
+      isDraining: () => false,
+    },
     queue: new CommandQueue(maxPending),
     ledger: volatileInboxLedger(),
+    // Nothing drains this inbox on its own: steering hands each notification over.
+    drain: { wake: () => {}, deliverySucceeded: () => {}, deliveryFailed: () => {} },
     now: resolved.now,
-    branchGeneration: currentGeneration,
-    isClosing: () => disposed,
-    isDraining: () => false,
     emit: () => {},
-    wake: () => {},
-    deliverySucceeded: () => {},
-    deliveryFailed: () => {},
     tracing,
     discarded(queued, reason) {
       for (const entry of queued) {
@@ -191,7 +192,7 @@ export function createAiSdkNotificationBridge(
     resolved.onSteer?.(notification);
     void outcome.then((outcome) => {
       inFlight.delete(message);
-      const taken = withdrawn.delete(message);
+      const taken = discarded.delete(message);
       if (outcome.type === 'delivered') {
         // Forgotten first: the model has it, so nothing the commit finds can return its claim.
         for (const entry of reservation.notifications) notifications.delete(entry.ledgerId);
@@ -199,7 +200,7 @@ export function createAiSdkNotificationBridge(
         return;
       }
       // The model read the end with a tool call meanwhile: it is not told again (the claim stays taken).
-      if (taken || inbox.wasReported(notification)) {
+      if (taken || inbox.wasTold(notification)) {
         reservation.discard('result_read');
         return;
       }
@@ -267,17 +268,17 @@ export function createAiSdkNotificationBridge(
       for (let left = inbox.queued; left > 0; left -= 1) steerNext(steering);
       return steering;
     },
-    taskEndReported(end) {
-      inbox.withdraw(end);
-      const reported = validateReportedTaskEnd(end);
+    taskEndTold(end) {
+      inbox.markTold(end);
+      const reported = validateToldTaskEnd(end);
       // A steered one still in the generation's steering: `prepareStep` takes it out at the step boundary.
       for (const [message, notification] of inFlight) {
-        if (endCovers(reported, notification)) withdrawn.add(message);
+        if (endCovers(reported, notification)) discarded.add(message);
       }
     },
     prepareStep({ messages }) {
-      if (withdrawn.size === 0) return undefined;
-      const kept = messages.filter((message) => !withdrawn.has(message as UserModelMessage));
+      if (discarded.size === 0) return undefined;
+      const kept = messages.filter((message) => !discarded.has(message as UserModelMessage));
       return kept.length === messages.length ? undefined : { messages: kept };
     },
     get pending() {

@@ -1,13 +1,13 @@
 /**
  * Vercel AI SDK tools from Errand tool definitions. Each call runs through `executeTool` — validation,
  * policy, output limit — and reaches the model as text, or as error text when `isError` is set. Given the
- * notification bridge, a result that shows how a task ended withdraws that task's waiting notification.
+ * notification bridge, a result that shows how a task ended discards that task's waiting notification.
  */
 import { jsonSchema, type Tool, type ToolExecutionOptions, type ToolSet, tool } from 'ai';
 import type { Owner } from '../../tasks/index.js';
 import { defineOptions, type OptionsInput, option } from '../../tasks/options.js';
 import type { AnyToolDefinition, ExecuteToolOptions, ToolResult } from '../../tools/index.js';
-import { executeTool, reportedTaskEnds } from '../../tools/index.js';
+import { executeTool, toldTaskEnds } from '../../tools/index.js';
 import { tracingOption } from '../../tracing/index.js';
 import type { AiSdkNotificationBridge } from './ai-sdk-notifications.js';
 
@@ -25,11 +25,11 @@ const aiSdkToolsOptions = defineOptions('toAiSdkTools', {
   ),
   /**
    * The notification bridge of the same session. After every call whose result shows the model how a
-   * task ended (its `taskEnds`: `task_output` on a finished task), `notifications.taskEndReported` drops
+   * task ended (its `taskEnds`: `task_output` on a finished task), `notifications.taskEndTold` drops
    * that task's waiting notification, so the model is not told twice. Default: none.
    */
-  notifications: option.shaped<Pick<AiSdkNotificationBridge, 'taskEndReported'>>('a notification bridge', [
-    'taskEndReported',
+  notifications: option.shaped<Pick<AiSdkNotificationBridge, 'taskEndTold'>>('a notification bridge', [
+    'taskEndTold',
   ]),
   /**
    * Where each call's `execute_tool` span goes (`executeTool`'s `tracing`). Default: the global
@@ -84,7 +84,7 @@ function adapt(definition: AnyToolDefinition, options: AiSdkToolsOptions): Tool<
       // The result shows how a task ended: its waiting notification would tell the model a second time.
       // An aborted generation does not hand the result to the model: then the notification stays.
       if (execution.abortSignal?.aborted !== true) {
-        for (const end of reportedTaskEnds(result)) options.notifications?.taskEndReported(end);
+        for (const end of toldTaskEnds(result)) options.notifications?.taskEndTold(end);
       }
       return result;
     },

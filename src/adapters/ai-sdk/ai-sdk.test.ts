@@ -387,7 +387,7 @@ describe('AI SDK adapter', () => {
       // The policy asked again (a resume sweep) finds the end reported and tells nobody.
       expect(await bridge.policy.deliver(tasks.get('bash-1', owner))).toEqual({
         delivered: false,
-        reason: 'already_reported',
+        reason: 'already_claimed',
       });
       expect(bridge.pending).toEqual([]);
       bridge.dispose();
@@ -419,7 +419,7 @@ describe('AI SDK adapter', () => {
       // Claimed, still being formatted: the model reads the end in between.
       expect(tasks.get(id, owner)).toMatchObject({ attempt: 1, reported: true });
       expect(bridge.pending).toEqual([]);
-      bridge.taskEndReported({ taskId: id, attempt: 1 });
+      bridge.taskEndTold({ taskId: id, attempt: 1 });
       releaseTail('ok');
       await flushMicrotasks();
       expect(bridge.pending).toEqual([]);
@@ -465,12 +465,12 @@ describe('AI SDK adapter', () => {
         [otherId, 1],
       ]);
 
-      bridge.taskEndReported({ taskId: id, attempt: 1 });
+      bridge.taskEndTold({ taskId: id, attempt: 1 });
       expect(held()).toEqual([
         [id, 2],
         [otherId, 1],
       ]);
-      bridge.taskEndReported({ taskId: id });
+      bridge.taskEndTold({ taskId: id });
       expect(held()).toEqual([[otherId, 1]]);
     });
 
@@ -482,10 +482,10 @@ describe('AI SDK adapter', () => {
       const { id: oldestId } = await tasks.start(oldest.spec);
       const kept = scriptedTask({ kind: 'bash', label: 'lint', owner });
       const { id: keptId } = await tasks.start(kept.spec);
-      bridge.taskEndReported({ taskId: oldestId, attempt: 1 });
-      bridge.taskEndReported({ taskId: keptId, attempt: 1 });
+      bridge.taskEndTold({ taskId: oldestId, attempt: 1 });
+      bridge.taskEndTold({ taskId: keptId, attempt: 1 });
       for (let index = 0; index < 255; index += 1) {
-        bridge.taskEndReported({ taskId: `other-${index}`, attempt: 1 });
+        bridge.taskEndTold({ taskId: `other-${index}`, attempt: 1 });
       }
       // 257 task ids: the oldest was forgotten, so its notification is delivered; the next is still known.
       oldest.settle();
@@ -498,10 +498,10 @@ describe('AI SDK adapter', () => {
       const { tasks, owner } = world();
       const bridge = createAiSdkNotificationBridge({ tasks, owner, logger: capturingLogger() });
       toDispose.push(() => bridge.dispose());
-      expect(() => bridge.taskEndReported({ taskId: 7 } as never)).toThrow(
+      expect(() => bridge.taskEndTold({ taskId: 7 } as never)).toThrow(
         expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
       );
-      expect(() => bridge.taskEndReported({ taskId: 'bash-1', attempt: 1.5 })).toThrow(
+      expect(() => bridge.taskEndTold({ taskId: 'bash-1', attempt: 1.5 })).toThrow(
         'Expected `attempt` to be an integer or undefined, got 1.5 (number)',
       );
     });
@@ -526,7 +526,7 @@ describe('AI SDK adapter', () => {
       });
       const tool = toAiSdkTool(endReader, {
         caller: createOwner('s1'),
-        notifications: { taskEndReported: (end) => reported.push(end) },
+        notifications: { taskEndTold: (end) => reported.push(end) },
       });
       await tool.execute?.(
         {},

@@ -6,7 +6,7 @@ export {
   AI_SDK_STEERING_SOURCE,
   type AiSdkNotificationBridge,
   type AiSdkNotificationBridgeOptions,
-  type AiSdkReportedTaskEnd,
+  type AiSdkToldTaskEnd,
   createAiSdkNotificationBridge,
 } from './ai-sdk-notifications.js';
 export { type AiSdkToolsOptions, toAiSdkTool, toAiSdkTools } from './ai-sdk-tools.js';

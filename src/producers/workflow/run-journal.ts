@@ -6,9 +6,8 @@
  */
 
 import type { JsonValue, SessionStore } from '../../store/index.js';
-import type { Logger } from '../../tasks/index.js';
+import { describeError, type Logger } from '../../tasks/index.js';
 import { type StepJournal, storeJournal } from './journal.js';
-import { describeError } from './run-text.js';
 
 /** How a run comes to be: a new run, a resumed one (same id), or an amendment superseding `previous`. */
 export type LaunchMode =

@@ -5,8 +5,7 @@
  */
 
 import type { SessionStore } from '../../store/index.js';
-import type { Logger, StopInitiator, TaskOutcome } from '../../tasks/index.js';
-import { describeError } from './run-text.js';
+import { describeError, type Logger, type StopInitiator, type TaskOutcome } from '../../tasks/index.js';
 import type { ExecutionOutcome } from './workflow-execution.js';
 import type { WorkflowFacts } from './workflow-facts.js';
 

@@ -8,7 +8,7 @@
 import type { WorkflowProgressEvent } from '../../notifications/index.js';
 import type { JsonValue } from '../../store/index.js';
 import type { Logger } from '../../tasks/index.js';
-import { InvalidArgumentError, MAX_TIMER_DELAY_MS } from '../../tasks/index.js';
+import { describeError, InvalidArgumentError, MAX_TIMER_DELAY_MS } from '../../tasks/index.js';
 import type { BashExecutor, Clock } from '../bash/index.js';
 import type { SubagentProducer } from '../subagent/index.js';
 import { runCommand } from './command-step.js';
@@ -19,7 +19,7 @@ import {
   WorkflowNoPendingInputError,
 } from './errors.js';
 import { type JournalEntry, type StepJournal, toJson } from './journal.js';
-import { describeError, resultTextOf } from './run-text.js';
+import { resultTextOf } from './run-text.js';
 import type { LoadedScript } from './script-loader.js';
 import { StallWatch } from './stall-watch.js';
 import { SLEEP_DEADLINE_SUFFIX, StepNames } from './step-names.js';

@@ -13,6 +13,7 @@ import type { JsonValue } from '../../store/index.js';
 import {
   CancelNotSupportedError,
   createTrustedCaller,
+  describeError,
   InvalidArgumentError,
   isTerminalStatus,
   type Owner,
@@ -34,7 +35,6 @@ import {
 import { memoryJournal, toJson } from './journal.js';
 import { type LaunchMode, openRunJournal } from './run-journal.js';
 import { recordRunEnd, workflowTaskOutcome } from './run-outcome.js';
-import { describeError } from './run-text.js';
 import { importScript, type LoadedScript, loadScript, locateScript } from './script-loader.js';
 import { type ExecutionOutcome, WorkflowExecution } from './workflow-execution.js';
 import type { WorkflowFacts } from './workflow-facts.js';

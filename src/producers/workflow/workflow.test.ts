@@ -20,7 +20,13 @@ import {
   type SessionRuntime,
 } from '../../session/index.js';
 import { createMemorySessionStore, type SessionStore } from '../../store/index.js';
-import { ErrandError, type Logger, type Owner, type TaskService } from '../../tasks/index.js';
+import {
+  ErrandError,
+  type ErrandErrorCode,
+  type Logger,
+  type Owner,
+  type TaskService,
+} from '../../tasks/index.js';
 import { scriptedModel } from '../../testing/index.js';
 import { createTaskTools, executeTool, type ToolContext } from '../../tools/index.js';
 import { createManualClock, type ManualClock } from '../bash/index.js';
@@ -682,7 +688,7 @@ describe('script validation', () => {
     symlinkSync(join(outside, 'evil.mjs'), join(directory, 'link.mjs'));
     writeFileSync(join(directory, 'flow.ts'), 'export default async () => 1;\n');
     const linked = harness({ producer: { directory } });
-    const cases: Array<[WorkflowProducer, string, string]> = [
+    const cases: Array<[WorkflowProducer, string, ErrandErrorCode]> = [
       [h.workflows, 'missing.mjs', 'WORKFLOW_SCRIPT_NOT_FOUND'],
       [h.workflows, '../../../package.json', 'WORKFLOW_SCRIPT_OUTSIDE_DIRECTORY'],
       [h.workflows, join(outside, 'evil.mjs'), 'WORKFLOW_SCRIPT_OUTSIDE_DIRECTORY'],

@@ -179,7 +179,7 @@ export function describeTasksAndWorkflows(openStore: OpenSessionStore): void {
       );
       harness.store.upsertTask(task({ id: 'bash-1', sessionId: 't', status: 'lost', endedAt: START_TIME }));
       harness.advance(10);
-      const told = harness.store.markReported('s', ['bash-1', 'bash-2', 'bash-3', 'bash-9']);
+      const told = harness.store.markTold('s', ['bash-1', 'bash-2', 'bash-3', 'bash-9']);
       expect(told.map((record) => [record.id, record.reported, record.updatedAt])).toEqual([
         ['bash-1', true, START_TIME + 10],
       ]);
@@ -188,10 +188,10 @@ export function describeTasksAndWorkflows(openStore: OpenSessionStore): void {
       expect(harness.store.getTask('bash-3', 's')?.updatedAt).toBe(START_TIME);
       // Another session's record of the same id is another record.
       expect(harness.store.getTask('bash-1', 't')).toMatchObject({ reported: false });
-      expect(harness.store.markReported('s', ['bash-1'])).toEqual([]);
-      expect(harness.store.markReported('s', [])).toEqual([]);
-      expectErrandError(() => harness.store.markReported('s', [''] as never), 'INVALID_ARGUMENT');
-      expectErrandError(() => harness.store.markReported('s', 'bash-1' as never), 'INVALID_ARGUMENT');
+      expect(harness.store.markTold('s', ['bash-1'])).toEqual([]);
+      expect(harness.store.markTold('s', [])).toEqual([]);
+      expectErrandError(() => harness.store.markTold('s', [''] as never), 'INVALID_ARGUMENT');
+      expectErrandError(() => harness.store.markTold('s', 'bash-1' as never), 'INVALID_ARGUMENT');
     });
   });
 
@@ -317,7 +317,7 @@ export function describeTasksAndWorkflows(openStore: OpenSessionStore): void {
       expect(ids({ sessionId: 's', reported: false })).toEqual(['bash-2', 'bash-3']);
       expect(ids({ sessionId: 's', reported: false, statuses: ['completed'] })).toEqual(['bash-2']);
       expect(ids({ reported: true })).toEqual(['bash-1']);
-      store.markReported('s', ['bash-2']);
+      store.markTold('s', ['bash-2']);
       expect(ids({ sessionId: 's', reported: false })).toEqual(['bash-3']);
       expectErrandError(() => store.listTasks({ reported: 'no' as never }), 'INVALID_ARGUMENT');
     });

@@ -124,7 +124,7 @@ export function createTaskRecords(context: StoreContext): TaskRecords {
       });
     },
 
-    markReported(sessionId, taskIds) {
+    markTold(sessionId, taskIds) {
       const scope = taskScope(validateSessionKey('sessionId', sessionId));
       const ids = validateTaskIdList('taskIds', taskIds);
       return context.write('mark task endings told', ({ tasks }) => {

@@ -1,31 +1,31 @@
 /**
- * The "reported ends" memory: which task ends a tool result already showed the model. A notification of
+ * The told-endings memory: which task ends a tool result already showed the model. A notification of
  * such an end would tell the model twice, so every surface (the session's inbox, the AI SDK bridge)
- * withdraws the queued one and refuses one that is still being formatted — with these rules, in one place.
+ * discards the queued one and refuses one that is still being formatted — with these rules, in one place.
  */
 import { InvalidArgumentError } from '../tasks/index.js';
-import type { ReportedTaskEnd } from '../tools/tool-definition.js';
+import type { ToldTaskEnd } from '../tools/tool-definition.js';
 
 /**
  * How many task ids the memory keeps (the oldest is forgotten first). A notification that races a read
  * is formatted within milliseconds; the bound only caps memory.
  */
-export const MAX_REPORTED_ENDS = 256;
+export const MAX_TOLD_ENDINGS = 256;
 
-/** What a reported end is compared with: a notification's task and, when known, its attempt. */
+/** What a told end is compared with: a notification's task and, when known, its attempt. */
 export interface EndOfAttempt {
   readonly taskId: string;
   readonly attempt?: number | undefined;
 }
 
 /**
- * Checks a reported end a caller handed over: a non-empty task id and an integer attempt, or none.
+ * Checks a told end a caller handed over: a non-empty task id and an integer attempt, or none.
  * Returns it with `attempt` spelt out.
  */
-export function validateReportedTaskEnd(end: {
+export function validateToldTaskEnd(end: {
   readonly taskId: string;
   readonly attempt?: number | undefined;
-}): ReportedTaskEnd {
+}): ToldTaskEnd {
   const { taskId, attempt } = end ?? ({} as never);
   if (typeof taskId !== 'string' || taskId === '') {
     throw new InvalidArgumentError('taskId', 'a task id', taskId);
@@ -37,10 +37,10 @@ export function validateReportedTaskEnd(end: {
 }
 
 /**
- * The withdrawal rule: a reported end covers a queued notification of the same task whose attempt is that
+ * The covering rule: a told end covers a queued notification of the same task whose attempt is that
  * attempt or an earlier one — and every one of the task when either attempt is unknown.
  */
-export function endCovers(end: ReportedTaskEnd, notification: EndOfAttempt): boolean {
+export function endCovers(end: ToldTaskEnd, notification: EndOfAttempt): boolean {
   return (
     notification.taskId === end.taskId &&
     (end.attempt === undefined || notification.attempt === undefined || notification.attempt <= end.attempt)
@@ -48,19 +48,19 @@ export function endCovers(end: ReportedTaskEnd, notification: EndOfAttempt): boo
 }
 
 /** Task id → the highest attempt whose end a tool result showed the model, bounded, oldest first. */
-export class ReportedEnds {
+export class ToldEndings {
   readonly #attempts = new Map<string, number>();
   readonly #limit: number;
 
-  constructor(limit = MAX_REPORTED_ENDS) {
+  constructor(limit = MAX_TOLD_ENDINGS) {
     if (!Number.isSafeInteger(limit) || limit < 1) {
       throw new InvalidArgumentError('limit', 'a positive integer', limit);
     }
     this.#limit = limit;
   }
 
-  /** Remembers an end whose attempt is known (one without an attempt can only withdraw what is queued). */
-  note(end: ReportedTaskEnd): void {
+  /** Remembers an end whose attempt is known (one without an attempt can only discard what is queued). */
+  note(end: ToldTaskEnd): void {
     if (end.attempt === undefined) return;
     const known = this.#attempts.get(end.taskId);
     // Re-inserted, so the task id counts as the newest.

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { endCovers, MAX_REPORTED_ENDS, ReportedEnds, validateReportedTaskEnd } from './reported-ends.js';
+import { endCovers, MAX_TOLD_ENDINGS, ToldEndings, validateToldTaskEnd } from './told-endings.js';
 
-describe('ReportedEnds', () => {
-  it('covers the reported attempt and earlier ones, never a later attempt or an unknown one', () => {
-    const ends = new ReportedEnds();
+describe('ToldEndings', () => {
+  it('covers the told attempt and earlier ones, never a later attempt or an unknown one', () => {
+    const ends = new ToldEndings();
     ends.note({ taskId: 'bash-1', attempt: 2 });
     expect(ends.covers({ taskId: 'bash-1', attempt: 1 })).toBe(true);
     expect(ends.covers({ taskId: 'bash-1', attempt: 2 })).toBe(true);
@@ -12,8 +12,8 @@ describe('ReportedEnds', () => {
     expect(ends.covers({ taskId: 'bash-2', attempt: 1 })).toBe(false);
   });
 
-  it('keeps the highest attempt reported, and remembers nothing for an end of unknown attempt', () => {
-    const ends = new ReportedEnds();
+  it('keeps the highest attempt told, and remembers nothing for an end of unknown attempt', () => {
+    const ends = new ToldEndings();
     ends.note({ taskId: 'bash-1', attempt: 3 });
     ends.note({ taskId: 'bash-1', attempt: 1 });
     ends.note({ taskId: 'bash-2', attempt: undefined });
@@ -21,8 +21,8 @@ describe('ReportedEnds', () => {
     expect(ends.size).toBe(1);
   });
 
-  it(`forgets the least recently reported task id past its limit (default ${MAX_REPORTED_ENDS})`, () => {
-    const ends = new ReportedEnds(3);
+  it(`forgets the least recently told task id past its limit (default ${MAX_TOLD_ENDINGS})`, () => {
+    const ends = new ToldEndings(3);
     ends.note({ taskId: 'a', attempt: 1 });
     ends.note({ taskId: 'b', attempt: 1 });
     ends.note({ taskId: 'c', attempt: 1 });
@@ -35,12 +35,12 @@ describe('ReportedEnds', () => {
       'd',
     ]);
     expect(ends.size).toBe(3);
-    expect(() => new ReportedEnds(0)).toThrow('Expected `limit` to be a positive integer, got 0 (number)');
+    expect(() => new ToldEndings(0)).toThrow('Expected `limit` to be a positive integer, got 0 (number)');
   });
 });
 
-describe('endCovers (the withdrawal rule)', () => {
-  it('withdraws the same task up to the attempt, every one of it when either attempt is unknown', () => {
+describe('endCovers (the covering rule)', () => {
+  it('discards the same task up to the attempt, every one of it when either attempt is unknown', () => {
     expect(endCovers({ taskId: 'bash-1', attempt: 2 }, { taskId: 'bash-1', attempt: 2 })).toBe(true);
     expect(endCovers({ taskId: 'bash-1', attempt: 2 }, { taskId: 'bash-1', attempt: 3 })).toBe(false);
     expect(endCovers({ taskId: 'bash-1', attempt: undefined }, { taskId: 'bash-1', attempt: 9 })).toBe(true);
@@ -49,16 +49,16 @@ describe('endCovers (the withdrawal rule)', () => {
   });
 });
 
-describe('validateReportedTaskEnd', () => {
+describe('validateToldTaskEnd', () => {
   it('names the field and the value of a bad report', () => {
-    expect(validateReportedTaskEnd({ taskId: 'bash-1' })).toEqual({ taskId: 'bash-1', attempt: undefined });
-    expect(() => validateReportedTaskEnd({ taskId: 7 } as never)).toThrow(
+    expect(validateToldTaskEnd({ taskId: 'bash-1' })).toEqual({ taskId: 'bash-1', attempt: undefined });
+    expect(() => validateToldTaskEnd({ taskId: 7 } as never)).toThrow(
       expect.objectContaining({
         code: 'INVALID_ARGUMENT',
         context: expect.objectContaining({ field: 'taskId' }),
       }),
     );
-    expect(() => validateReportedTaskEnd({ taskId: 'bash-1', attempt: Number.NaN })).toThrow(
+    expect(() => validateToldTaskEnd({ taskId: 'bash-1', attempt: Number.NaN })).toThrow(
       'Expected `attempt` to be an integer or undefined, got NaN (number)',
     );
   });

@@ -26,6 +26,8 @@ import {
 
 const SIZES = (process.env.BENCH_MCP_SIZES ?? '1000,5000').split(',').map(Number);
 const WINDOW = Number(process.env.BENCH_MCP_WINDOW ?? 16);
+/** How long the endings may take to be pushed before the figure is printed as it stands. */
+const END_TIMEOUT_MS = Number(process.env.BENCH_MCP_END_TIMEOUT_MS ?? 600_000);
 const root = new URL('../..', import.meta.url).pathname;
 const CLI = join(root, 'dist', 'cli', 'main.js');
 const COMMAND = 'read -r -N 1 _ < gate';
@@ -166,7 +168,7 @@ async function errandMcp(size: number): Promise<Figures> {
   const descriptorsPerCommand = (descriptorsOf(pid) - baseDescriptors) / Math.max(1, admitted);
   const kibPerCommand = (residentKiB(pid) - baseKiB) / Math.max(1, admitted);
   writeSync(gate.holder, Buffer.alloc(size, 'x'));
-  await waitUntil(() => pushed.size >= admitted, 'pushed endings', 120_000).catch((error: Error) => {
+  await waitUntil(() => pushed.size >= admitted, 'pushed endings', END_TIMEOUT_MS).catch((error: Error) => {
     failure ??= error.message;
   });
   const perSecond = (pushed.size / (performance.now() - started)) * 1000;

@@ -3,15 +3,24 @@
  * the same concurrency as the Errand worker. `noop` jobs return at once; `spawn` jobs run the same
  * command an Errand task runs (`bash -c true`) the way `bench:bash`'s raw spawn does — detached, stdin
  * on /dev/null, stdout and stderr piped and read — and finish once it exited and both pipes closed: the
- * raw cost of what Errand adds its tree kill, output stream and exactly-once settle to.
+ * raw cost of what Errand adds its tree kill, output stream and exactly-once settle to. `launch` jobs
+ * start it with Errand's own launcher instead (`createSpawnLauncher`: no fork where the native helper is
+ * built), so the spawn mechanism is not what a comparison measures.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { Worker } from 'bullmq';
+import { createSpawnLauncher } from '../src/process/index.js';
 
 const [url, queueName, mode, concurrency] = process.argv.slice(2) as [string, string, string, string];
 
+/** Errand's own launcher (no fork where its native helper is built), from this process. */
+const launcher = createSpawnLauncher();
+const environment = Object.fromEntries(
+  Object.entries(process.env).filter((entry): entry is [string, string] => entry[1] !== undefined),
+);
+
 /** Resolves once the child exited and both pipes closed, its output read. */
-function finished(child: ChildProcess): Promise<void> {
+function finished(child: Pick<ChildProcess, 'stdout' | 'stderr' | 'once'>): Promise<void> {
   const closed = (stream: NodeJS.ReadableStream | null) =>
     stream
       ? new Promise<void>((resolve) => {
@@ -29,8 +38,17 @@ function finished(child: ChildProcess): Promise<void> {
 const worker = new Worker(
   queueName,
   async () => {
-    if (mode !== 'spawn') return;
-    await finished(spawn('bash', ['-c', 'true'], { detached: true, stdio: ['ignore', 'pipe', 'pipe'] }));
+    if (mode === 'spawn') {
+      await finished(spawn('bash', ['-c', 'true'], { detached: true, stdio: ['ignore', 'pipe', 'pipe'] }));
+    } else if (mode === 'launch') {
+      const launched = launcher.launch({
+        file: 'bash',
+        args: ['-c', 'true'],
+        cwd: process.cwd(),
+        env: environment,
+      });
+      await finished(launched as unknown as Pick<ChildProcess, 'stdout' | 'stderr' | 'once'>);
+    }
   },
   { connection: { url, maxRetriesPerRequest: null }, concurrency: Number(concurrency) },
 );

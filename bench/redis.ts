@@ -20,10 +20,9 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Queue } from 'bullmq';
+import { Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
 import { createErrandRuntime, type ErrandRuntime } from '../src/host/index.js';
-import { createMemorySessionStore } from '../src/store/index.js';
 import { scriptedModel } from '../src/testing/index.js';
 
 const TASKS = Number(process.env.BENCH_TASKS ?? 2000);
@@ -152,9 +151,18 @@ async function measure(
 }
 
 /** A bare BullMQ worker process and its queue; `run(n)` adds n jobs and resolves once all are done. */
-async function rawSide(url: string, mode: 'noop' | 'spawn') {
+async function rawSide(url: string, mode: 'noop' | 'spawn' | 'launch') {
   const name = `raw-${mode}`;
   const queue = new Queue(name, { connection: { url, maxRetriesPerRequest: null } });
+  // The producer learns each end as Errand's runtime does: from the queue's events stream, not by polling.
+  const events = new QueueEvents(name, { connection: { url, maxRetriesPerRequest: null } });
+  await events.waitUntilReady();
+  let completed = 0;
+  let wake: (() => void) | undefined;
+  events.on('completed', () => {
+    completed += 1;
+    wake?.();
+  });
   const worker = spawn(
     process.execPath,
     [join(root, '.bench/bench/redis-raw-worker.js'), url, name, mode, String(CONCURRENCY)],
@@ -164,6 +172,12 @@ async function rawSide(url: string, mode: 'noop' | 'spawn') {
   return {
     pid: worker.pid!,
     async run(count: number): Promise<void> {
+      const target = completed + count;
+      const allCompleted = new Promise<void>((resolve) => {
+        wake = () => {
+          if (completed >= target) resolve();
+        };
+      });
       await queue.addBulk(
         Array.from({ length: count }, (_, index) => ({
           name: 'job',
@@ -171,14 +185,12 @@ async function rawSide(url: string, mode: 'noop' | 'spawn') {
           opts: { removeOnComplete: true, attempts: 1 },
         })),
       );
-      for (;;) {
-        const counts = await queue.getJobCounts('wait', 'active', 'delayed', 'prioritized');
-        if (Object.values(counts).every((value) => value === 0)) break;
-        await new Promise((resolve) => setTimeout(resolve, 5));
-      }
+      await allCompleted;
+      wake = undefined;
     },
     async close(): Promise<void> {
       await stop(worker);
+      await events.close();
       await queue.close();
     },
   };
@@ -215,6 +227,7 @@ async function main(): Promise<void> {
     const admin = new Redis(url);
     const noop = await rawSide(url, 'noop');
     const rawSpawn = await rawSide(url, 'spawn');
+    const rawLaunch = await rawSide(url, 'launch');
     worker = spawn(
       process.execPath,
       [
@@ -235,7 +248,8 @@ async function main(): Promise<void> {
     const everyTask = WARMUP + ROUNDS * TASKS + LATENCY_TASKS + 1;
     const runtime = await createErrandRuntime({
       model: scriptedModel(),
-      store: createMemorySessionStore({ maxFieldBytes: 64 * 1024 * 1024 }),
+      // The SQLite store in a data directory of its own: what `errand mcp --redis` runs on.
+      home: join(home, 'runtime'),
       pty: false,
       subagents: false,
       commandPollMs: false,
@@ -252,16 +266,20 @@ async function main(): Promise<void> {
       // (a) throughput: warm-up, then rounds alternating which side goes first.
       await noop.run(WARMUP);
       await rawSpawn.run(WARMUP);
+      await rawLaunch.run(WARMUP);
       await errandRun(runtime, WARMUP);
       const errandPids = [redis.pid!, worker.pid!, ...childrenOf(worker.pid!)];
       const noops: Measured[] = [];
       const raws: Measured[] = [];
+      const launches: Measured[] = [];
       const errands: Measured[] = [];
       const rounds: string[] = [];
       for (let round = 0; round < ROUNDS; round += 1) {
         noops.push(await measure(admin, [redis.pid!, noop.pid], TASKS, () => noop.run(TASKS)));
-        const runRaw = async () =>
+        const runRaw = async () => {
           raws.push(await measure(admin, [redis.pid!, rawSpawn.pid], TASKS, () => rawSpawn.run(TASKS)));
+          launches.push(await measure(admin, [redis.pid!, rawLaunch.pid], TASKS, () => rawLaunch.run(TASKS)));
+        };
         const runErrand = async () =>
           errands.push(await measure(admin, errandPids, TASKS, () => errandRun(runtime, TASKS)));
         if (round % 2 === 0) {
@@ -273,12 +291,14 @@ async function main(): Promise<void> {
         }
         const raw = raws[round]!.perSecond;
         const errand = errands[round]!.perSecond;
+        const launch = launches[round]!.perSecond;
         rounds.push(
-          `  round ${round + 1} (${round % 2 === 0 ? 'raw first' : 'Errand first'}): raw ${raw.toFixed(0)} jobs/s, Errand ${errand.toFixed(0)} tasks/s, ratio ${(errand / raw).toFixed(2)}; CPU per task raw ${raws[round]!.cpuMs.toFixed(2)} ms, Errand ${errands[round]!.cpuMs.toFixed(2)} ms`,
+          `  round ${round + 1} (${round % 2 === 0 ? 'raw first' : 'Errand first'}): raw (Node spawn) ${raw.toFixed(0)} jobs/s, raw (Errand's launcher) ${launch.toFixed(0)} jobs/s, Errand ${errand.toFixed(0)} tasks/s, ratios ${(errand / raw).toFixed(2)} / ${(errand / launch).toFixed(2)}; CPU per task raw ${raws[round]!.cpuMs.toFixed(2)} / ${launches[round]!.cpuMs.toFixed(2)} ms, Errand ${errands[round]!.cpuMs.toFixed(2)} ms`,
         );
       }
       const noopRate = median(noops.map((entry) => entry.perSecond));
       const rawRate = median(raws.map((entry) => entry.perSecond));
+      const launchRate = median(launches.map((entry) => entry.perSecond));
       const errandRate = median(errands.map((entry) => entry.perSecond));
 
       // (b) exit → notification queued, one task at a time.
@@ -305,12 +325,21 @@ async function main(): Promise<void> {
       for (const line of rounds) console.log(line);
       console.log(`  raw BullMQ, no-op jobs:            ${noopRate.toFixed(0)} jobs/s (median)`);
       console.log(`  raw BullMQ, jobs running bash -c true: ${rawRate.toFixed(0)} jobs/s (median)`);
+      console.log(
+        `  raw BullMQ, jobs running bash -c true with Errand's launcher (no fork): ${launchRate.toFixed(0)} jobs/s (median)`,
+      );
       console.log(`  Errand remote bash tasks (bash -c true): ${errandRate.toFixed(0)} tasks/s (median)`);
       console.log(
         `  ratio Errand / raw BullMQ running the same command: ${(errandRate / rawRate).toFixed(2)} (medians; target >= 0.70)`,
       );
+      console.log(
+        `  ratio Errand / raw BullMQ with the same launcher: ${(errandRate / launchRate).toFixed(2)} (medians)`,
+      );
       console.log(`  ratio Errand / raw BullMQ no-op jobs: ${(errandRate / noopRate).toFixed(2)}`);
-      console.log(`  Redis per task: raw spawn ${perTask(raws)}; Errand ${perTask(errands)}`);
+      const calls = (entries: Measured[]) => median(entries.map((entry) => entry.calls));
+      console.log(
+        `  Redis per task (both producers learn each end from an events stream): raw no-op ${perTask(noops)}; raw spawn ${perTask(raws)}; raw launch ${perTask(launches)}; Errand ${perTask(errands)}; Errand / raw spawn ${(calls(errands) / calls(raws)).toFixed(2)}x commands`,
+      );
       const rawCpu = median(raws.map((entry) => entry.cpuMs));
       const errandCpu = median(errands.map((entry) => entry.cpuMs));
       console.log(
@@ -324,6 +353,7 @@ async function main(): Promise<void> {
       await runtime.dispose();
       await noop.close();
       await rawSpawn.close();
+      await rawLaunch.close();
       admin.disconnect();
     }
   } finally {

@@ -3,8 +3,8 @@
  * (a promise in a Map), then the heap cost of live tasks. The target is what a user pays on top of the
  * process itself: the service's start and settle plus the SQLite store's two task records (the start and
  * the ending, written as the runtime writes them) against the spawn a background command makes (a shell in
- * its own process group with two pipes) measured in the same run — at most 5 %; a bare `spawn('true')`
- * with no pipes is printed beside it. The bare-promise ratio stays printed as a reference, without a target. The heap per live
+ * its own process group with two pipes) by Errand's own launcher, measured in the same run — at most 5 %;
+ * Node's `child_process.spawn` of it and a bare `spawn('true')` with no pipes are printed beside it. The bare-promise ratio stays printed as a reference, without a target. The heap per live
  * task is printed for the bare service and for the assembled runtime.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -315,15 +315,16 @@ async function main(): Promise<void> {
     await storeMsPerTask(2000),
   ]);
   const serviceCost = serviceMs / TASKS;
-  const overhead = (serviceCost + storeCost) / spawnCost;
+  // The target divides by the spawn Errand itself makes (its launcher), not by Node's fork-based one.
+  const overhead = (serviceCost + storeCost) / errandSpawnCost;
   console.log(
-    `registry + store per task:  ${(serviceCost * 1000).toFixed(1)} µs + ${(storeCost * 1000).toFixed(1)} µs against ${spawnCost.toFixed(3)} ms per background command's spawn (bash -c true, own group, two pipes): ${(overhead * 100).toFixed(1)} % (target <= 5 %: ${overhead <= 0.05 ? 'met' : 'MISSED'})`,
+    `registry + store per task:  ${(serviceCost * 1000).toFixed(1)} µs + ${(storeCost * 1000).toFixed(1)} µs against ${errandSpawnCost.toFixed(3)} ms per spawn of a background command (bash -c true, own group, two pipes) by Errand's launcher (${nativeSpawnAvailable() ? 'without a fork' : 'child_process: no native helper'}): ${(overhead * 100).toFixed(1)} % (target <= 5 %: ${overhead <= 0.05 ? 'met' : 'MISSED'})`,
+  );
+  console.log(
+    `                            against ${spawnCost.toFixed(3)} ms per Node child_process.spawn of the same command: ${(((serviceCost + storeCost) / spawnCost) * 100).toFixed(1)} % (a reference)`,
   );
   console.log(
     `                            against ${bareSpawnCost.toFixed(3)} ms per bare spawn('true') with no pipes: ${(((serviceCost + storeCost) / bareSpawnCost) * 100).toFixed(1)} % (a reference)`,
-  );
-  console.log(
-    `                            against ${errandSpawnCost.toFixed(3)} ms per spawn of the same command by Errand's launcher (${nativeSpawnAvailable() ? 'without a fork' : 'child_process: no native helper'}): ${(((serviceCost + storeCost) / errandSpawnCost) * 100).toFixed(1)} % (a reference)`,
   );
   const bytes = await heapPerLiveTask(LIVE);
   console.log(

@@ -18,9 +18,17 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import {
+  type BackgroundTaskFacts,
+  type BackgroundWorksStore,
+  countBadgeWorks,
+  hasRunningWork,
+  toBackgroundWork,
+} from '../src/events/index.js';
 import { createErrandRuntime } from '../src/host/index.js';
 import { createTaskService } from '../src/registry/index.js';
 import { createStoreDashboardBackend } from '../src/server/index.js';
+import { listSessionEntries, toSessionEntry } from '../src/server/session-list.js';
 import type { ModelRequest } from '../src/session/index.js';
 import { openSqliteSessionStore, type SessionStore } from '../src/store/index.js';
 import { createOwner, createTrustedCaller } from '../src/tasks/index.js';
@@ -196,6 +204,66 @@ function servePoint(count: number): { poll: number; pollMax: number; list: numbe
   }
 }
 
+/** Works of `sessions` sessions, `perSession` each (every other one running), as the dashboard holds them. */
+function worksOf(sessions: readonly string[], perSession: number): BackgroundWorksStore {
+  const works = new Map<string, ReturnType<typeof toBackgroundWork>>();
+  sessions.forEach((sessionId, index) => {
+    for (let task = 0; task < perSession; task += 1) {
+      const running = task % 2 === 0;
+      const facts: BackgroundTaskFacts = {
+        sessionId,
+        taskId: `bash-${index * perSession + task + 1}`,
+        taskKind: 'bash',
+        kind: 'bash',
+        label: `job ${task}`,
+        toolUseId: null,
+        status: running ? 'running' : 'completed',
+        cancellable: running,
+        resultPending: false,
+        attempt: 1,
+        startedAt: index,
+        endedAt: running ? null : index + 1,
+        cancelRequestedAt: null,
+        pid: null,
+        outputBytes: null,
+        tail: null,
+        exitCode: running ? null : 0,
+        signal: null,
+        reason: null,
+        error: null,
+        sandbox: null,
+      };
+      works.set(facts.taskId, toBackgroundWork(facts));
+    }
+  });
+  const state = { works };
+  return {
+    state,
+    hasRunningWork: (sessionId: string | null) => hasRunningWork(state, sessionId),
+    badgeCount: (sessionId?: string | null) => countBadgeWorks(state, sessionId),
+  } as unknown as BackgroundWorksStore;
+}
+
+/**
+ * (b') `GET /api/sessions`' list with `count` sessions and `perSession` works each in the dashboard's
+ * projection: the list as it is (one pass over the works) against the same list looked up one session at
+ * a time (what it did before: sessions x works), in the same run.
+ */
+function sessionListPoint(count: number, perSession: number): { list: number; perSessionLookups: number } {
+  const sessions = Array.from({ length: count }, (_, index) => ({ id: `s-${index}`, createdAt: index }));
+  const works = worksOf(
+    sessions.map((session) => session.id),
+    perSession,
+  );
+  const lists: number[] = [];
+  const lookups: number[] = [];
+  for (let round = 0; round < 11; round += 1) {
+    lists.push(timed(() => listSessionEntries(sessions, works)));
+    lookups.push(timed(() => sessions.map((session) => toSessionEntry(session, works))));
+  }
+  return { list: median(lists), perSessionLookups: median(lookups) };
+}
+
 /** (c) A runtime's start (and dispose) with `count` old task records in its store. */
 async function startPoint(count: number): Promise<number> {
   const home = freshHome();
@@ -316,6 +384,19 @@ async function main(): Promise<void> {
   }
   console.log(ratioLine('poll', polls, 2));
   console.log(ratioLine('/api/sessions', lists));
+  const TASKS_PER_SESSION = Number(process.env.BENCH_SCALE_TASKS_PER_SESSION ?? 10);
+  console.log(
+    `(b') /api/sessions' list with N sessions x ${TASKS_PER_SESSION} works each (dashboard projection)`,
+  );
+  const sessionLists: number[] = [];
+  for (const count of SESSIONS) {
+    const point = sessionListPoint(count, TASKS_PER_SESSION);
+    sessionLists.push(point.list);
+    console.log(
+      `    ${String(count).padStart(6)} sessions: one pass ${ms(point.list)}, one session at a time ${ms(point.perSessionLookups)} (${(point.perSessionLookups / point.list).toFixed(1)}x)`,
+    );
+  }
+  console.log(ratioLine("/api/sessions' list with works", sessionLists));
   curves.push({ title: 'serve poll (ms) by idle sessions', xs: SESSIONS, ys: polls });
 
   const starts: number[] = [];

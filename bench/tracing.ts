@@ -3,7 +3,8 @@
  * runtime without `@opentelemetry/api` runs: `NOOP_TRACING`), with the API installed but no SDK
  * registered (spans that record nothing), and with the SDK recording every span (in-memory exporter).
  * Also the one-time cost of loading the API, and the heap per live task. Prints figures and ratios
- * against tracing off, measured in the same run, rounds interleaved.
+ * against tracing off, measured in the same run: a warm-up pass, then rounds whose mode order rotates and
+ * reverses (printed), so no mode always runs first or after another.
  */
 import { performance } from 'node:perf_hooks';
 import { z } from 'zod';
@@ -133,13 +134,25 @@ async function main(): Promise<void> {
   ];
   const taskRates = new Map<string, number[]>();
   const callRates = new Map<string, number[]>();
+  // One pass of every mode to warm up (not counted), then rounds whose order rotates and reverses, so
+  // no mode always runs first (on a cold JIT) or right after the recording one (with its garbage).
+  for (const [, tracing] of modes) {
+    await tasksPerSecond(tracing, Math.min(TASKS, 2000));
+    await callsPerSecond(tracing, Math.min(CALLS, 2000));
+    exporter.reset();
+  }
+  const orders: string[] = [];
   for (let round = 0; round < ROUNDS; round += 1) {
-    for (const [name, tracing] of modes) {
+    const rotated = modes.map((_, index) => modes[(index + round) % modes.length]!);
+    const order = round % 2 === 0 ? rotated : rotated.reverse();
+    orders.push(order.map(([name]) => modes.findIndex(([other]) => other === name) + 1).join(''));
+    for (const [name, tracing] of order) {
       taskRates.set(name, [...(taskRates.get(name) ?? []), await tasksPerSecond(tracing, TASKS)]);
       callRates.set(name, [...(callRates.get(name) ?? []), await callsPerSecond(tracing, CALLS)]);
       exporter.reset();
     }
   }
+  console.log(`mode order per round (1 off, 2 API, 3 SDK): ${orders.join(' ')}`);
   console.log(`loading @opentelemetry/api (once per process): ${loadMs.toFixed(2)} ms`);
   const offTasks = median(taskRates.get(modes[0]![0])!);
   const offCalls = median(callRates.get(modes[0]![0])!);

@@ -42,7 +42,8 @@ export const MCP_FLAGS: FlagSpecs = {
   'max-tasks': {
     type: 'integer',
     placeholder: '<n>',
-    description: 'background tasks the client may have running at once (default 32)',
+    description:
+      'background tasks the client may have running at once, all the way to this many: it lifts the runtime-wide limit (1000) and the session queue (1000 commands) with it (default 32)',
   },
   durable: {
     type: 'boolean',

@@ -29,7 +29,13 @@ import { RedisContext } from '../redis/redis-context.js';
 import { redisTaskServiceOn } from '../redis/redis-task-service.js';
 import { RemoteCommandDispatcher } from '../redis/remote-commands.js';
 import { createTaskService, type TaskServiceOptions } from '../registry/index.js';
-import { createSessionRuntime, type SessionRuntime, storeSequenceBlocks } from '../session/index.js';
+import {
+  createSessionRuntime,
+  SESSION_LIMIT_DEFAULTS,
+  type SessionLimits,
+  type SessionRuntime,
+  storeSequenceBlocks,
+} from '../session/index.js';
 import { isHolderLive } from '../session/session-holder.js';
 import { openSqliteSessionStore, type SessionStore } from '../store/index.js';
 import {
@@ -267,7 +273,7 @@ async function assembleRuntime(
     systemPrompt,
     ...(options.cwd ? { cwd: options.cwd } : {}),
     ...(options.env ? { env: options.env } : {}),
-    ...(options.limits ? { limits: options.limits } : {}),
+    ...optionalLimits(withQueueForTasks(options.limits, options.tasks?.maxLiveTasksPerOwner)),
     ...(options.unloadIdleAfterMs === undefined ? {} : { unloadIdleAfterMs: options.unloadIdleAfterMs }),
     ...(options.logger ? { logger: options.logger } : {}),
     notifications: {
@@ -446,3 +452,26 @@ function startLifeline(settings: ResolvedRuntimeLifeline, logger: Logger): Lifel
   if (settings === false || !existsSync('/proc/self/stat')) return undefined;
   return new Lifeline({ ...settings, clock: systemClock, logger });
 }
+
+/**
+ * The session limits, with the queue's bound raised with the task limit when none is given: a session
+ * may have `maxLiveTasksPerOwner` tasks end at once, and each ending must find room in its queue
+ * (twice the task limit: the endings, and as many inputs and monitor matches beside them).
+ */
+function withQueueForTasks(
+  limits: SessionLimits | undefined,
+  maxLiveTasksPerOwner: number | undefined,
+): SessionLimits | undefined {
+  if (limits?.maxQueuedCommands !== undefined || maxLiveTasksPerOwner === undefined) return limits;
+  const bound = queueBoundForTasks(maxLiveTasksPerOwner);
+  return bound === SESSION_LIMIT_DEFAULTS.maxQueuedCommands
+    ? limits
+    : { ...limits, maxQueuedCommands: bound };
+}
+
+/** `limits.maxQueuedCommands` when not given: 1000, or twice `tasks.maxLiveTasksPerOwner` when that is more. */
+export function queueBoundForTasks(maxLiveTasksPerOwner: number): number {
+  return Math.max(SESSION_LIMIT_DEFAULTS.maxQueuedCommands, 2 * maxLiveTasksPerOwner);
+}
+
+const optionalLimits = (limits: SessionLimits | undefined) => (limits ? { limits } : {});

@@ -4,6 +4,7 @@
  * the session's queue until the MCP layer appends it to a tool result, and never starts a model turn.
  */
 import { createErrandRuntime, type ErrandRuntime, errandRuntimeOptions } from '../host/index.js';
+import { TASK_SERVICE_DEFAULTS } from '../registry/index.js';
 import type { ModelPort } from '../session/index.js';
 import { ErrandError, InvalidArgumentError } from '../tasks/index.js';
 import { defineOptions, type OptionsInput, option } from '../tasks/options.js';
@@ -28,10 +29,13 @@ export const MCP_CLIENT_MODEL: ModelPort = Object.freeze({
 export const mcpRuntimeOptions = defineOptions('createMcpRuntime', {
   ...errandRuntimeOptions.omit('model').rules,
   /**
-   * Background tasks the client's session may have running at once (`tasks.maxLiveTasksPerOwner`); one
-   * more is refused with `ADMISSION_LIMIT`. Default 32: coding agents run a score of commands or
-   * subagents in parallel (Claude Code 20 subagents, Codex 64 processes). Give this or
-   * `tasks.maxLiveTasksPerOwner`, not both.
+   * Background tasks the client's session may have running at once; one more is refused with
+   * `ADMISSION_LIMIT`. It sets `tasks.maxLiveTasksPerOwner`, raises the runtime-wide `tasks.maxLiveTasks`
+   * (1000) to at least it, and the session's queue (`limits.maxQueuedCommands`) grows with it, so that
+   * many tasks really run at once and every one of their endings is queued and pushed when they all end
+   * together. Default 32: coding agents run a score of commands or subagents in parallel (Claude Code 20
+   * subagents, Codex 64 processes). Give this or `tasks.maxLiveTasksPerOwner`, not both; a
+   * `tasks.maxLiveTasks` below it is refused.
    */
   maxTasks: option.integer({ min: 1 }),
 });
@@ -58,12 +62,22 @@ export async function createMcpRuntime(options: McpRuntimeOptions = {}): Promise
       maxTasks,
     );
   }
+  const perOwner = options.tasks?.maxLiveTasksPerOwner ?? maxTasks ?? MCP_DEFAULT_MAX_TASKS;
+  const runtimeWide = options.tasks?.maxLiveTasks;
+  if (maxTasks !== undefined && runtimeWide !== undefined && runtimeWide < maxTasks) {
+    throw new InvalidArgumentError(
+      'tasks.maxLiveTasks',
+      `at least \`maxTasks\` (${maxTasks}): the runtime-wide limit would refuse the tasks \`maxTasks\` allows`,
+      runtimeWide,
+    );
+  }
   const subagents = options.subagents && options.subagents.model !== undefined ? options.subagents : false;
   return createErrandRuntime({
     ...runtimeOptions,
     tasks: {
       ...options.tasks,
-      maxLiveTasksPerOwner: options.tasks?.maxLiveTasksPerOwner ?? maxTasks ?? MCP_DEFAULT_MAX_TASKS,
+      maxLiveTasksPerOwner: perOwner,
+      maxLiveTasks: runtimeWide ?? Math.max(TASK_SERVICE_DEFAULTS.maxLiveTasks, perOwner),
     },
     model: MCP_CLIENT_MODEL,
     subagents,

@@ -20,7 +20,7 @@ type ScriptResult = Promise<string | number>;
 /** The scripts, as commands of the connection (`defineCommand`: sent once, then run by hash). */
 export interface ErrandScripts {
   errandClaim(job: string, events: string, runtimeAlive: string, ...args: (string | number)[]): ScriptResult;
-  errandFinish(job: string, events: string, ...args: (string | number)[]): ScriptResult;
+  errandFinish(job: string, events: string, ...args: (string | number | Buffer)[]): ScriptResult;
   errandCancel(job: string, events: string, ...args: (string | number)[]): ScriptResult;
   errandLost(job: string, events: string, workerAlive: string, ...args: (string | number)[]): ScriptResult;
   errandAdopt(job: string, events: string, runtime: string): Promise<Array<string | null>>;

@@ -32,20 +32,26 @@ local function expireIfGone(stream, keepMs)
   if redis.call('EXISTS', string.sub(stream, 1, #stream - 6) .. 'alive') == 1 then return end
   redis.call('PEXPIRE', stream, keepMs)
 end
-local function settle(job, events, state, facts, by, keepMs, jobId)
-  redis.call('HSET', job, 'state', state, 'facts', facts, 'settledBy', by)
+-- Settles a job whose record fields the caller already read or decides: known holds end, retainedFrom,
+-- worker and file (false when unknown) and stream is the events stream. One HSET, the expiries, the event.
+local function settleKnown(job, stream, state, facts, by, keepMs, jobId, known)
+  redis.call('HSET', job, 'state', state, 'facts', facts, 'settledBy', by,
+    'end', known[1] or '0', 'retainedFrom', known[2] or '0', 'worker', known[3] or '', 'file', known[4] or '')
   redis.call('PEXPIRE', job, keepMs)
   -- The output stream goes with the record (its runtime deletes both once it has read them; one that is
   -- gone never does). It is <prefix>:out:<job>, beside <prefix>:job:<job>.
-  local output = string.sub(job, 1, #job - #jobId - 4) .. 'out:' .. jobId
-  redis.call('PEXPIRE', output, keepMs)
+  redis.call('PEXPIRE', string.sub(job, 1, #job - #jobId - 4) .. 'out:' .. jobId, keepMs)
   -- The event carries what the runtime settles the task from, so it need not read the record back.
-  local record = redis.call('HMGET', job, 'end', 'retainedFrom', 'worker', 'file')
-  local stream = eventsOf(job, events)
   redis.call('XADD', stream, 'MAXLEN', '~', '${EVENTS_MAX_LENGTH}', '*', 't', 'settled',
-    'job', jobId, 'state', state, 'facts', facts, 'end', record[1] or '0', 'retainedFrom', record[2] or '0',
-    'worker', record[3] or '', 'file', record[4] or '')
+    'job', jobId, 'state', state, 'facts', facts, 'end', known[1] or '0', 'retainedFrom', known[2] or '0',
+    'worker', known[3] or '', 'file', known[4] or '')
   expireIfGone(stream, keepMs)
+end
+local function settle(job, events, state, facts, by, keepMs, jobId)
+  local record = redis.call('HMGET', job, 'end', 'retainedFrom', 'worker', 'file', 'events')
+  local stream = events
+  if record[5] and record[5] ~= '' then stream = record[5] end
+  settleKnown(job, stream, state, facts, by, keepMs, jobId, record)
 end
 local function live(state)
   return state == 'queued' or state == 'running'
@@ -58,21 +64,22 @@ end
  * Returns `run`, `cancelled` (settled killed now), `orphaned` (settled lost now) or `gone`.
  */
 export const CLAIM_SCRIPT = `${SETTLE_BODY}
-local state = redis.call('HGET', KEYS[1], 'state')
+local record = redis.call('HMGET', KEYS[1], 'state', 'workerInstance', 'cancel', 'durable', 'events')
+local state = record[1]
 -- The same instance asking again (its first call was resent after a reconnect) gets the same answer.
-if state == 'running' and redis.call('HGET', KEYS[1], 'workerInstance') == ARGV[2] then return 'run' end
+if state == 'running' and record[2] == ARGV[2] then return 'run' end
 if state ~= 'queued' then return 'gone' end
-local cancel = redis.call('HGET', KEYS[1], 'cancel')
-if cancel and cancel ~= '' then
+if record[3] and record[3] ~= '' then
   settle(KEYS[1], KEYS[2], 'killed', ARGV[4], ARGV[1], ARGV[6], ARGV[3])
   return 'cancelled'
 end
-if redis.call('HGET', KEYS[1], 'durable') ~= '1' and redis.call('EXISTS', KEYS[3]) == 0 then
+if record[4] ~= '1' and redis.call('EXISTS', KEYS[3]) == 0 then
   settle(KEYS[1], KEYS[2], 'lost', ARGV[5], ARGV[1], ARGV[6], ARGV[3])
   return 'orphaned'
 end
 redis.call('HSET', KEYS[1], 'state', 'running', 'worker', ARGV[1], 'workerInstance', ARGV[2])
-local stream = eventsOf(KEYS[1], KEYS[2])
+local stream = KEYS[2]
+if record[5] and record[5] ~= '' then stream = record[5] end
 redis.call('XADD', stream, 'MAXLEN', '~', '${EVENTS_MAX_LENGTH}', '*', 't', 'started', 'job', ARGV[3], 'worker', ARGV[1])
 expireIfGone(stream, ARGV[6])
 return 'run'
@@ -94,15 +101,26 @@ return redis.call('HMGET', KEYS[1], 'state', 'worker', 'end', 'retainedFrom')
 `;
 
 /**
- * The worker reports the end. KEYS: job, events. ARGV: facts, worker name, keepMs, job id, output end.
- * Returns 1 when this settled the job, 0 when something else had.
+ * The worker reports the end. KEYS: job, events. ARGV: facts, worker name, keepMs, job id, output end,
+ * the spill file's path (or ''), the output not streamed yet (or '': it ends at the output end), and the
+ * offset the stream retains from once that is added. The rest of the
+ * output goes into the stream in the same step as the end, so the runtime reads both at once. Returns 1
+ * when this settled the job, 0 when something else had.
  */
 export const FINISH_SCRIPT = `${SETTLE_BODY}
-local state = redis.call('HGET', KEYS[1], 'state')
-if state ~= 'running' then return 0 end
-if redis.call('HGET', KEYS[1], 'worker') ~= ARGV[2] then return 0 end
-redis.call('HSET', KEYS[1], 'end', ARGV[5])
-settle(KEYS[1], KEYS[2], 'ended', ARGV[1], ARGV[2], ARGV[3], ARGV[4])
+local record = redis.call('HMGET', KEYS[1], 'state', 'worker', 'events', 'file')
+if record[1] ~= 'running' then return 0 end
+if record[2] ~= ARGV[2] then return 0 end
+if ARGV[7] ~= '' then
+  local output = string.sub(KEYS[1], 1, #KEYS[1] - #ARGV[4] - 4) .. 'out:' .. ARGV[4]
+  redis.call('XADD', output, '0-' .. ARGV[5], 'd', ARGV[7])
+  if tonumber(ARGV[8]) > 0 then redis.call('XTRIM', output, 'MINID', '0-' .. (tonumber(ARGV[8]) + 1)) end
+end
+local stream = KEYS[2]
+if record[3] and record[3] ~= '' then stream = record[3] end
+local file = ARGV[6]
+if file == '' then file = record[4] end
+settleKnown(KEYS[1], stream, 'ended', ARGV[1], ARGV[2], ARGV[3], ARGV[4], {ARGV[5], ARGV[8], ARGV[2], file})
 return 1
 `;
 

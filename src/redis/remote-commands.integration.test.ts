@@ -91,6 +91,7 @@ describe.skipIf(redisServer === undefined)('remote bash commands', () => {
     prefix: string,
     labels: string[] = [],
     settledRetentionMs?: number,
+    outputFlushMs?: number,
   ): Promise<ErrandWorker> => {
     const started = await ErrandWorker.start({
       url: redis.url,
@@ -101,6 +102,7 @@ describe.skipIf(redisServer === undefined)('remote bash commands', () => {
       heartbeatMs: 100,
       heartbeatTtlMs: 1000,
       ...(settledRetentionMs === undefined ? {} : { settledRetentionMs }),
+      ...(outputFlushMs === undefined ? {} : { outputFlushMs }),
       logger: quiet,
     });
     closers.push(() => started.stop());
@@ -156,6 +158,18 @@ describe.skipIf(redisServer === undefined)('remote bash commands', () => {
     const texts = await Promise.all(started.map((task) => tasks.read(task.taskId, trusted)));
     expect(texts.map((read) => read.text)).toEqual(['0\n', '1\n', '2\n', '3\n', '4\n']);
     expect(reads).not.toHaveBeenCalled();
+  });
+
+  it('publishes the end at the exit with the pending output in the same step, not after the flush timer', async () => {
+    const prefix = `p${++deployment}`;
+    // A flush timer far longer than the wait below: only an end sent at the exit arrives in time.
+    await worker(prefix, [], undefined, 10_000);
+    const { tasks, bash } = await runtime(prefix);
+    const started = await bash.start({ command: "printf 'last words\\n'; exit 4" });
+    const done = await tasks.wait(started.taskId, 5000, trusted);
+    expect(done.status).toBe('failed');
+    expect((done.detail as BashFacts).exitCode).toBe(4);
+    expect((await tasks.read(started.taskId, trusted)).text).toBe('last words\n');
   });
 
   it('foreground commands stay local', async () => {

@@ -192,11 +192,14 @@ export class LocalTaskService implements TaskService {
       throw new AdmissionLimitError(
         owner ? `session ${owner.sessionId}` : 'the ownerless tasks',
         bucketLimit,
+        owner || this.#options.maxLiveOwnerlessTasks === undefined
+          ? 'tasks.maxLiveTasksPerOwner'
+          : 'tasks.maxLiveOwnerlessTasks',
       );
     }
     if (this.#liveCount >= this.#options.maxLiveTasks) {
       this.#dropBucketIfEmpty(bucket);
-      throw new AdmissionLimitError('the task service', this.#options.maxLiveTasks);
+      throw new AdmissionLimitError('the task service', this.#options.maxLiveTasks, 'tasks.maxLiveTasks');
     }
     const branchGeneration = spec.branchGeneration ?? owner?.branchGeneration ?? 0;
     if (!Number.isSafeInteger(branchGeneration) || branchGeneration < 0) {

@@ -3,7 +3,7 @@
  * projection, plus work the backend sees elsewhere), in the order a person looks for them — sessions
  * running work first, then the other live ones, then those that ended; newest first within each.
  */
-import type { BackgroundWorksStore } from '../events/index.js';
+import { BADGE_WORK_KINDS, type BackgroundWorksStore } from '../events/index.js';
 import type { DashboardSession } from './dashboard-backend.js';
 
 /** `running`: has running work; `live`: a runtime holds it, idle; `ended`: closed, or its process is gone. */
@@ -41,12 +41,28 @@ export function compareSessions(left: SessionListEntry, right: SessionListEntry)
   );
 }
 
-export function toSessionEntry(session: DashboardSession, works: BackgroundWorksStore): SessionListEntry {
+/** What the list needs of one session's works: whether any runs, and how many the badge counts. */
+export interface SessionActivity {
+  readonly running: boolean;
+  readonly badgeCount: number;
+}
+
+/** What the list needs of the works store: per-session activity, all of it read in one pass. */
+export type SessionActivityOf = (sessionId: string) => SessionActivity;
+
+export function toSessionEntry(
+  session: DashboardSession,
+  works: BackgroundWorksStore | SessionActivityOf,
+): SessionListEntry {
   const elsewhere =
     typeof session.runningElsewhere === 'number' && session.runningElsewhere > 0
       ? session.runningElsewhere
       : 0;
-  const hasRunningWork = works.hasRunningWork(session.id) || elsewhere > 0;
+  const activity =
+    typeof works === 'function'
+      ? works(session.id)
+      : { running: works.hasRunningWork(session.id), badgeCount: works.badgeCount(session.id) };
+  const hasRunningWork = activity.running || elsewhere > 0;
   const live = session.live !== false;
   return {
     id: session.id,
@@ -59,15 +75,33 @@ export function toSessionEntry(session: DashboardSession, works: BackgroundWorks
     own: session.own === true,
     pid: session.pid ?? null,
     hasRunningWork,
-    badgeCount: works.badgeCount(session.id),
+    badgeCount: activity.badgeCount,
     runningElsewhere: elsewhere,
     group: hasRunningWork ? 'running' : live ? 'live' : 'ended',
   };
+}
+
+const IDLE: SessionActivity = Object.freeze({ running: false, badgeCount: 0 });
+
+/**
+ * The activity of every session with works, from one pass over the works (not one per session: a list
+ * of S sessions over W works costs S + W, not S × W).
+ */
+export function sessionActivities(works: BackgroundWorksStore): SessionActivityOf {
+  const running = new Map<string, { running: boolean; badgeCount: number }>();
+  for (const work of works.state.works.values()) {
+    if (work.state !== 'running' || work.sessionId === null) continue;
+    const entry = running.get(work.sessionId) ?? { running: true, badgeCount: 0 };
+    if (BADGE_WORK_KINDS.includes(work.kind)) entry.badgeCount += 1;
+    running.set(work.sessionId, entry);
+  }
+  return (sessionId) => running.get(sessionId) ?? IDLE;
 }
 
 export function listSessionEntries(
   sessions: readonly DashboardSession[],
   works: BackgroundWorksStore,
 ): SessionListEntry[] {
-  return sessions.map((session) => toSessionEntry(session, works)).sort(compareSessions);
+  const activityOf = sessionActivities(works);
+  return sessions.map((session) => toSessionEntry(session, activityOf)).sort(compareSessions);
 }

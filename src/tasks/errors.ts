@@ -142,12 +142,16 @@ export class NoControllerError extends ErrandError {
 }
 
 export class AdmissionLimitError extends ErrandError {
-  constructor(scope: string, limit: number) {
+  /**
+   * `option` names the limit that was hit (`maxLiveTasksPerOwner`, `maxLiveOwnerlessTasks`,
+   * `maxLiveTasks`), so the message says which setting to raise.
+   */
+  constructor(scope: string, limit: number, option?: string) {
     super(
       'ADMISSION_LIMIT',
       'caller',
-      `Cannot start another task: ${scope} already has ${limit} live tasks (the limit); stop or collect one first`,
-      { context: { scope, limit } },
+      `Cannot start another task: ${scope} already has ${limit} live tasks (the limit${option === undefined ? '' : `, \`${option}\``}); stop or collect one first`,
+      { context: { scope, limit, ...(option === undefined ? {} : { option }) } },
     );
   }
 }

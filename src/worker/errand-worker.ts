@@ -30,6 +30,8 @@ import {
 
 /** A bigger chunk is split: an entry of the output stream holds at most this many bytes. */
 const MAX_ENTRY_BYTES = 64 * 1024;
+/** A command still running this long after its spill file appeared gets the path on its record. */
+const FILE_RECORD_DELAY_MS = 1000;
 
 interface RunningJob {
   readonly job: string;
@@ -42,6 +44,12 @@ interface RunningJob {
   retainedBytes: number;
   retainedFrom: number;
   flushing: Promise<void> | undefined;
+  /** Ends the wait of a scheduled flush now (the command exited: what is pending goes with its end). */
+  wake: (() => void) | undefined;
+  /** Set once the command exited: a scheduled flush that has not sent yet leaves its bytes to the end. */
+  exited: boolean;
+  /** The spill file's path, once it exists; recorded on the job after `FILE_RECORD_DELAY_MS`, or with its end. */
+  file: string | undefined;
   again: boolean;
   cancelled: boolean;
   stream: TaskOutputStream | undefined;
@@ -266,6 +274,9 @@ export class ErrandWorker {
       retainedBytes: 0,
       retainedFrom: 0,
       flushing: undefined,
+      wake: undefined,
+      exited: false,
+      file: undefined,
       again: false,
       cancelled: false,
       stream: undefined,
@@ -279,15 +290,24 @@ export class ErrandWorker {
       if (await handle.spawned) {
         running.stream = handle.outputStream();
         running.stream?.onGrow(() => this.#scheduleFlush(running));
-        // The claim told the runtime where it runs; the spill file's path is recorded once it exists.
+        // The claim told the runtime where it runs; the spill file's path goes with the end, or on the
+        // record once the command has run for a while (a lost-worker check then reports it too).
         void handle.outputFileReady.then((file) => {
-          if (file !== undefined)
+          if (file === undefined) return;
+          running.file = file;
+          setTimeout(() => {
+            if (running.exited) return;
             void this.#context.client.hset(keys.job(data.job), 'file', file).catch(() => {});
+          }, FILE_RECORD_DELAY_MS).unref();
         });
       }
       const facts = await handle.stopped;
-      await this.#flushAll(running);
-      await this.#finish(data, facts, running.sent);
+      const tail = await this.#outputAtExit(running);
+      await this.#finish(data, facts, running.sent, {
+        file: running.file ?? '',
+        tail: tail ?? '',
+        retainedFrom: running.retainedFrom,
+      });
     } finally {
       this.#running.delete(data.job);
       this.#forget(data.job);
@@ -300,14 +320,69 @@ export class ErrandWorker {
       return;
     }
     running.flushing = (async () => {
-      // Coalesce a burst of small writes into one round trip.
-      await new Promise((resolve) => setTimeout(resolve, this.options.outputFlushMs));
+      // Coalesce a burst of small writes into one round trip; the command's exit ends the wait at once.
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, this.options.outputFlushMs);
+        running.wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      running.wake = undefined;
+      if (running.exited) {
+        running.flushing = undefined;
+        return;
+      }
       do {
         running.again = false;
         await this.#flushOnce(running);
       } while (running.again);
       running.flushing = undefined;
     })();
+  }
+
+  /**
+   * At the command's exit: a scheduled flush stops waiting, a send under way completes, and the rest of
+   * the output is returned to go with the end in one step when it fits one stream entry (else it is
+   * streamed first, as while running, and nothing is returned).
+   */
+  async #outputAtExit(running: RunningJob): Promise<Buffer | undefined> {
+    running.exited = true;
+    running.wake?.();
+    await running.flushing;
+    const stream = running.stream;
+    if (stream === undefined) return undefined;
+    const cap = this.options.maxStreamBytes;
+    if (stream.end - running.sent > cap) running.sent = stream.end - cap;
+    if (stream.end === running.sent) return undefined;
+    if (stream.end - running.sent <= MAX_ENTRY_BYTES) {
+      let chunk: { from: number; bytes: Uint8Array } | undefined;
+      try {
+        chunk = await stream.read(running.sent, MAX_ENTRY_BYTES);
+      } catch {
+        chunk = undefined;
+      }
+      const start = chunk === undefined ? running.sent : Math.max(chunk.from, running.sent);
+      if (chunk !== undefined && chunk.bytes.length > 0 && start + chunk.bytes.length === stream.end) {
+        const end = stream.end;
+        this.#retain(running, end, chunk.bytes.length);
+        running.sent = end;
+        return Buffer.from(chunk.bytes);
+      }
+    }
+    await this.#flushAll(running);
+    return undefined;
+  }
+
+  /** Notes a new stream entry ending at `end`; older entries past the stream's cap are dropped. */
+  #retain(running: RunningJob, end: number, length: number): void {
+    running.entries.push([end, length]);
+    running.retainedBytes += length;
+    while (running.retainedBytes > this.options.maxStreamBytes && running.entries.length > 1) {
+      const [droppedEnd, dropped] = running.entries.shift()!;
+      running.retainedBytes -= dropped;
+      running.retainedFrom = droppedEnd;
+    }
   }
 
   async #flushAll(running: RunningJob): Promise<void> {
@@ -390,7 +465,12 @@ export class ErrandWorker {
   }
 
   /** Reports the end through the finish script, retrying while Redis is away. */
-  async #finish(data: RemoteJobData, facts: ExitFacts, end: number): Promise<void> {
+  async #finish(
+    data: RemoteJobData,
+    facts: ExitFacts,
+    end: number,
+    rest: { file: string; tail: Buffer | ''; retainedFrom: number } = { file: '', tail: '', retainedFrom: 0 },
+  ): Promise<void> {
     const keys = this.#context.keys;
     const payload = JSON.stringify({ ...facts, outputFile: facts.outputFile });
     for (let attempt = 0; ; attempt += 1) {
@@ -403,6 +483,9 @@ export class ErrandWorker {
           this.options.settledRetentionMs,
           data.job,
           end,
+          rest.file,
+          rest.tail,
+          rest.retainedFrom,
         );
         if (Number(won) === 1) this.counts.completed += 1;
         return;

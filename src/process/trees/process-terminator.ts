@@ -10,6 +10,7 @@ import type { Clock } from '../../tasks/clock.js';
 import type { Logger } from '../../tasks/logger.js';
 import type { ProcessEntry, ProcessSource } from './process-table.js';
 import { type EnvironmentTag, scanTree, type TreeCensus, type TreeRoot } from './process-tree.js';
+import { withSharedTable } from './shared-table-read.js';
 
 export interface TerminationReport {
   /** How many processes received at least one signal from the terminator. */
@@ -70,8 +71,12 @@ export class TreeTerminator {
 
   /** Reads the tree as it is now and remembers its members for later censuses. */
   census(): TreeCensus {
+    return this.#censusOf(this.#options.source);
+  }
+
+  #censusOf(source: ProcessSource): TreeCensus {
     const options = this.#options;
-    const census = scanTree(options.source, options.root, {
+    const census = scanTree(source, options.root, {
       rootAlive: options.rootAlive(),
       known: this.#known,
       exclude: process.pid,
@@ -85,9 +90,21 @@ export class TreeTerminator {
   /** Terminates the tree if anything of it is left (after the root exited on its own). */
   sweep(): Promise<TerminationReport> {
     if (this.#termination) return this.#termination;
-    const census = this.census();
-    if (census.members.length === 0) return Promise.resolve(EMPTY_REPORT);
-    return this.terminate(census);
+    // The sweeps of a burst of exits share one reading of the table (see shared-table-read.ts).
+    return new Promise<TerminationReport>((resolve, reject) => {
+      withSharedTable(this.#options.source, (table) => {
+        if (this.#termination) {
+          resolve(this.#termination);
+          return;
+        }
+        try {
+          const census = this.#censusOf(table);
+          resolve(census.members.length === 0 ? EMPTY_REPORT : this.terminate(census));
+        } catch (error) {
+          reject(error);
+        }
+      });
+    });
   }
 
   /** SIGTERM now, SIGKILL after the grace; resolves once no member is left. Idempotent. */

@@ -10,11 +10,13 @@ import { createInterface, type Interface } from 'node:readline/promises';
 import type { Readable, Writable } from 'node:stream';
 import { openAiChatModelFromEnvironment } from '../adapters/index.js';
 import { createErrandRuntime, type ErrandRuntime } from '../host/index.js';
+import type { PersonNotifierOptions } from '../notify-person/index.js';
 import type { SandboxOptions } from '../process/index.js';
 import type { ModelPort, Session, SessionEvent } from '../session/index.js';
 import { createTrustedCaller, ErrandError, systemClock } from '../tasks/index.js';
 import { shortenText, toSingleLine } from '../text/index.js';
 import { describeFlags, type FlagSpecs, parseFlags, UsageError } from './args.js';
+import { NOTIFY_FLAGS, notifyOptionsFromFlags } from './notify-flags.js';
 import { REDIS_FLAGS, redisOption } from './redis-flags.js';
 import { SANDBOX_FLAGS, sandboxFromFlags } from './sandbox-flags.js';
 import { formatBytes, runningTaskRows, TaskPanel } from './task-panel.js';
@@ -43,6 +45,7 @@ export const CHAT_FLAGS: FlagSpecs = {
   },
   ...SANDBOX_FLAGS,
   ...REDIS_FLAGS,
+  ...NOTIFY_FLAGS,
 };
 
 const COMMANDS_HELP = `commands: /tasks  /stop <task-id>  /stop all  /bg (or Ctrl-B)  /help  /quit
@@ -87,6 +90,8 @@ export interface ChatOptions {
   readonly durable?: boolean;
   /** Background commands run on `errand worker`s through this Redis (`--redis`). */
   readonly redis?: { readonly url: string; readonly prefix?: string };
+  /** Notifications for the person (`--notify-*`): a webhook, the desktop. Default: none. */
+  readonly notifyPerson?: Omit<PersonNotifierOptions, 'feed'>;
   /** Overrides the model from the environment (tests, embedding); its replies are not streamed here. */
   readonly model?: ModelPort;
   /** The sandbox commands run in (`--sandbox`, `--no-network`). Default: none. */
@@ -103,6 +108,7 @@ export async function runChatCommand(
   let values: Record<string, unknown>;
   let sandbox: SandboxOptions | undefined;
   let redis: ReturnType<typeof redisOption>;
+  let notify: ReturnType<typeof notifyOptionsFromFlags>;
   try {
     const parsed = parseFlags(argv, CHAT_FLAGS, io.cwd);
     if (parsed.help) {
@@ -112,6 +118,7 @@ export async function runChatCommand(
     values = parsed.values;
     sandbox = sandboxFromFlags(values);
     redis = redisOption(values);
+    notify = notifyOptionsFromFlags(values);
   } catch (error) {
     if (error instanceof UsageError) {
       io.err.write(`errand chat: ${error.message}\n\n${CHAT_USAGE}`);
@@ -127,6 +134,7 @@ export async function runChatCommand(
     ...(values.durable === true ? { durable: true } : {}),
     ...(sandbox === undefined ? {} : { sandbox }),
     ...(redis ? { redis } : {}),
+    ...(notify ? { notifyPerson: notify } : {}),
   });
 }
 
@@ -240,6 +248,7 @@ export async function runChat(options: ChatOptions): Promise<number> {
       ...(subagentModel ? { subagents: { model: subagentModel } } : {}),
       ...(options.durable ? { durable: true } : {}),
       ...(options.redis ? { redis: options.redis } : {}),
+      ...(options.notifyPerson ? { notifyPerson: options.notifyPerson } : {}),
       systemPrompt: 'You are a helpful coding agent working in the user\u2019s terminal.',
     });
   } catch (error) {

@@ -88,6 +88,8 @@ export function describeEnd(facts: BackgroundTaskFacts): string {
       : `${subject} was stopped`;
   }
   if (facts.status === 'lost') return `${subject} was lost: its executor no longer knows it`;
+  if (facts.exitCode !== null && facts.exitCode !== 0)
+    return `${subject} failed with exit code ${facts.exitCode}`;
   return `${subject} failed${facts.error === null ? '' : `: ${facts.error}`}`;
 }
 

@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { capturingLogger } from '../../test/support/registry.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../../test/support/webhook-receiver.js';
 import { createErrandRuntime, type ErrandRuntime } from '../host/index.js';
+import { createDashboardServer } from '../server/index.js';
 import { createMemorySessionStore } from '../store/index.js';
 import { createTrustedCaller } from '../tasks/index.js';
 import { scriptedModel } from '../testing/index.js';
@@ -164,8 +165,42 @@ describe('the webhook sink', () => {
         }),
       { timeout: 10_000 },
     );
-    expect(receiver.requests).toHaveLength(2);
+    // Two attempts, each abandoned at its timeout (a request aborted before its body arrived is not seen there).
+    expect(runtime!.personNotifier!.sent()[0]!.sinks[0]!.attempts).toBe(2);
+    expect(receiver.requests.length).toBeLessThanOrEqual(2);
     expect(logger.warnings.some((warning) => JSON.stringify(warning).includes(SECRET))).toBe(false);
+  });
+
+  it('retries while the receiver is down and delivers once it is back, exactly once', async () => {
+    const first = await startWebhookReceiver(() => 204);
+    const url = first.url;
+    const port = Number(new URL(url).port);
+    await first.close();
+    const { session } = await startRuntime(url, { maxAttempts: 100, maxBackoffMs: 20 });
+    const { taskId } = await runtime!.bash.start({
+      command: 'exit 2',
+      owner: session.owner,
+      background: true,
+    });
+    await vi.waitFor(
+      () =>
+        expect(runtime!.personNotifier!.sent()[0]?.sinks[0]).toMatchObject({
+          state: 'retrying',
+          error: 'ECONNREFUSED',
+        }),
+      { timeout: 10_000 },
+    );
+    receiver = await startWebhookReceiver(() => 204, port);
+    await vi.waitFor(() => expect(runtime!.personNotifier!.sent()[0]?.sinks[0]?.state).toBe('delivered'), {
+      timeout: 10_000,
+    });
+    await runtime!.personNotifier!.whenIdle();
+    expect(receiver.requests).toHaveLength(1);
+    expect(JSON.parse(receiver.requests[0]!.body)).toMatchObject({
+      event: 'task-failed',
+      task: { id: taskId },
+    });
+    expect(runtime!.personNotifier!.sent()[0]!.sinks[0]!.attempts).toBeGreaterThan(1);
   });
 
   it('never shows the key: not in logs, events, task details, the sent view, or refusals', async () => {
@@ -191,8 +226,27 @@ describe('the webhook sink', () => {
       runtime!.outputSnapshot(taskId)?.text ?? '',
       ...receiver.requests.map((request) => request.body),
     ].join('\n');
-    expect(everything).toContain(taskId);
-    expect(everything).not.toContain(SECRET);
+    // The dashboard's view of what was sent.
+    const server = createDashboardServer({
+      backend: runtime!.dashboard,
+      notices: runtime!.personNotifier!,
+      logger: { warn: vi.fn() },
+    });
+    const address = await server.listen();
+    let api = '';
+    try {
+      const response = await fetch(`${address.origin}/api/notices`, {
+        headers: { authorization: `Bearer ${server.token}` },
+      });
+      api = await response.text();
+      expect(JSON.parse(api)).toMatchObject({ enabled: true, sinks: [{ sink: 'webhook' }] });
+    } finally {
+      await server.close();
+    }
+    expect(`${everything}\n${api}`).toContain(taskId);
+    expect(`${everything}\n${api}`).not.toContain(SECRET);
+    // Nor the URL's path or query.
+    expect(api).not.toContain('channel=ops');
     // A key too short is refused without being echoed.
     await expect(
       createErrandRuntime({

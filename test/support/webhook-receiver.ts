@@ -21,7 +21,7 @@ export interface WebhookReceiver {
 /** `answer(request, attemptOfThisNotice)`: a status, or `'hang'` to never answer. */
 export type Answer = (body: string, attempt: number) => number | 'hang';
 
-export async function startWebhookReceiver(answer: Answer = () => 204): Promise<WebhookReceiver> {
+export async function startWebhookReceiver(answer: Answer = () => 204, port = 0): Promise<WebhookReceiver> {
   const requests: ReceivedRequest[] = [];
   const attempts = new Map<string, number>();
   const hanging = new Set<ServerResponse>();
@@ -42,10 +42,10 @@ export async function startWebhookReceiver(answer: Answer = () => 204): Promise<
       response.writeHead(status).end();
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  const bound = (server.address() as AddressInfo).port;
   return {
-    url: `http://127.0.0.1:${port}/hooks/errand?channel=ops`,
+    url: `http://127.0.0.1:${bound}/hooks/errand?channel=ops`,
     requests,
     close: () =>
       new Promise<void>((resolve) => {

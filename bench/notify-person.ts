@@ -46,7 +46,14 @@ async function startRun(name: string, receiver: WebhookReceiver | undefined): Pr
       ? {
           notifyPerson: {
             // Every notice is kept waiting (a long timeout, many attempts, a deep queue): the worst case.
-            webhook: { url: receiver.url, secret: SECRET, timeoutMs: 600_000, maxQueue: TASKS + 10 },
+            webhook: {
+              url: receiver.url,
+              secret: SECRET,
+              timeoutMs: 600_000,
+              maxQueue: TASKS + 10,
+              // Every notice goes out: the rate limit would otherwise hold most of them back.
+              rateLimit: { perMinute: 100_000, burst: 100_000 },
+            },
             browser: false as const,
           },
         }

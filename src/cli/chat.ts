@@ -119,7 +119,7 @@ export async function runChatCommand(
     values = parsed.values;
     sandbox = sandboxFromFlags(values);
     redis = redisOption(values);
-    notify = notifyOptionsFromFlags(values);
+    notify = notifyOptionsFromFlags(values, process.env, { browser: false });
   } catch (error) {
     if (error instanceof UsageError) {
       io.err.write(`errand chat: ${error.message}\n\n${CHAT_USAGE}`);

@@ -101,7 +101,10 @@ export async function runMcpCommand(argv: readonly string[], io: CommandIo = pro
     sandbox = sandboxFromFlags(values);
     redis = redisOption(values);
     // With a dashboard the page offers browser notifications even when no other sink is asked for.
-    notify = notifyOptionsFromFlags(values, process.env, { always: values.dashboard === true });
+    notify = notifyOptionsFromFlags(values, process.env, {
+      always: values.dashboard === true,
+      browser: values.dashboard === true,
+    });
   } catch (error) {
     if (error instanceof UsageError) {
       io.stderr.write(`errand mcp: ${error.message}\n\n${MCP_USAGE}`);

@@ -40,6 +40,16 @@ describe('the notify flags', () => {
     expect(environment).toEqual({ PATH: '/bin' });
   });
 
+  it('turn the browser sink off where no page can show it, unless the config file asks for it', () => {
+    const environment = { [WEBHOOK_SECRET_VARIABLE]: SECRET };
+    expect(
+      notifyOptionsFromFlags({ 'notify-webhook': 'https://hooks.example' }, environment, { browser: false }),
+    ).toEqual({ webhook: { url: 'https://hooks.example', secret: SECRET }, browser: false });
+    expect(notifyOptionsFromFlags({ 'notify-desktop': true }, {}, { browser: true })).toEqual({
+      desktop: true,
+    });
+  });
+
   it('refuse a webhook without its key, and an unknown event, naming the value', () => {
     expect(() => notifyOptionsFromFlags({ 'notify-webhook': 'https://hooks.example' }, {})).toThrow(
       `\`--notify-webhook\` needs its HMAC key in $${WEBHOOK_SECRET_VARIABLE}`,

@@ -42,7 +42,12 @@ export const NOTIFY_FLAGS: FlagSpecs = {
 export function notifyOptionsFromFlags(
   values: Readonly<Record<string, unknown>>,
   environment: NodeJS.ProcessEnv = process.env,
-  settings: { readonly always?: boolean } = {},
+  settings: {
+    /** Build the options even without a flag (a dashboard's page offers browser notifications). */
+    readonly always?: boolean;
+    /** Whether a dashboard page can show the browser sink's notices; without one it is off unless configured. */
+    readonly browser?: boolean;
+  } = {},
 ): Omit<PersonNotifierOptions, 'feed'> | undefined {
   const url = values['notify-webhook'];
   const desktop = values['notify-desktop'] === true;
@@ -65,6 +70,8 @@ export function notifyOptionsFromFlags(
     options = { ...options, webhook: { ...options.webhook, secret } };
   }
   if (desktop) options = { ...options, desktop: isRecord(options.desktop) ? options.desktop : true };
+  // No page to show them: the browser sink would only record every notice as dropped.
+  if (settings.browser === false && options.browser === undefined) options = { ...options, browser: false };
   if (events !== undefined) {
     for (const sink of ['webhook', 'desktop', 'browser'] as const) {
       const current = options[sink];

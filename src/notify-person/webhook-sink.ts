@@ -89,7 +89,8 @@ export class WebhookSink {
     }
     this.#queue.push({ notice, body: JSON.stringify(notice), attempts: 0 });
     this.#context.report(notice, { state: 'queued', attempts: 0, httpStatus: null, error: null });
-    this.#pump();
+    // The request starts after the caller (the feed's listener) has returned.
+    queueMicrotask(() => this.#pump());
     return true;
   }
 

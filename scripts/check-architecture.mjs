@@ -25,6 +25,8 @@ const layers = [
   ['events', 3],
   ['producers/bash', 4],
   ['producers/pty', 4],
+  // Notifications for the person (webhook, desktop, browser), built on the background events.
+  ['notify-person', 4],
   ['session', 5],
   // Scale-out: the Redis provider and remote commands (runtime side), the worker that runs them.
   ['redis', 5],

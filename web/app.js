@@ -7,6 +7,7 @@
  */
 import { createConversationView } from './conversation.js';
 import { byId, element, errorText, formatBytes, formatStart, shortPath } from './dom.js';
+import { createNoticesView } from './notices.js';
 
 /**
  * @typedef {'running' | 'resultPending' | 'completed' | 'failed' | 'cancelled'} WorkState
@@ -279,6 +280,9 @@ function connect() {
   source.addEventListener('reset', () => {
     // A level follows; until then nothing we hold can be trusted.
     works.clear();
+  });
+  source.addEventListener('notice', (event) => {
+    notices.onNotice(JSON.parse(/** @type {MessageEvent} */ (event).data));
   });
   source.addEventListener('BackgroundWorksLevel', (event) => {
     applyLevel(/** @type {LevelData} */ (JSON.parse(/** @type {MessageEvent} */ (event).data)));
@@ -937,6 +941,8 @@ const conversation = createConversationView({
   onMoved: () => scheduleSessionsRefresh(),
 });
 
+const notices = createNoticesView({ api });
+
 function start() {
   byId('stop-all').addEventListener('click', () => {
     const running = sessionWorks().filter((work) => work.state === 'running').length;
@@ -961,6 +967,7 @@ function start() {
   }
   connect();
   void loadSessions();
+  void notices.refresh();
   window.setInterval(() => void loadSessions(), SESSIONS_POLL_MS);
 }
 

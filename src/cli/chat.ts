@@ -10,14 +10,17 @@ import { createInterface, type Interface } from 'node:readline/promises';
 import type { Readable, Writable } from 'node:stream';
 import { openAiChatModelFromEnvironment } from '../adapters/index.js';
 import { createErrandRuntime, type ErrandRuntime } from '../host/index.js';
+import type { PersonNotifierOptions } from '../notify-person/index.js';
 import type { SandboxOptions } from '../process/index.js';
 import type { ModelPort, Session, SessionEvent } from '../session/index.js';
 import { createTrustedCaller, ErrandError, systemClock } from '../tasks/index.js';
 import { shortenText, toSingleLine } from '../text/index.js';
 import { describeFlags, type FlagSpecs, parseFlags, UsageError } from './args.js';
+import { NOTIFY_FLAGS, notifyOptionsFromFlags } from './notify-flags.js';
 import { REDIS_FLAGS, redisOption } from './redis-flags.js';
 import { SANDBOX_FLAGS, sandboxFromFlags } from './sandbox-flags.js';
 import { formatBytes, runningTaskRows, TaskPanel } from './task-panel.js';
+import { TaskView } from './task-view.js';
 
 const person = createTrustedCaller('chat-user');
 
@@ -43,9 +46,10 @@ export const CHAT_FLAGS: FlagSpecs = {
   },
   ...SANDBOX_FLAGS,
   ...REDIS_FLAGS,
+  ...NOTIFY_FLAGS,
 };
 
-const COMMANDS_HELP = `commands: /tasks  /stop <task-id>  /stop all  /bg (or Ctrl-B)  /help  /quit
+const COMMANDS_HELP = `commands: /tasks (or Ctrl-T)  /stop <task-id>  /stop all  /bg (or Ctrl-B)  /help  /quit
 Interrupting a turn (Ctrl-C) stops the turn, not the background tasks.`;
 
 export const CHAT_USAGE = `Usage: errand chat [options]
@@ -87,6 +91,8 @@ export interface ChatOptions {
   readonly durable?: boolean;
   /** Background commands run on `errand worker`s through this Redis (`--redis`). */
   readonly redis?: { readonly url: string; readonly prefix?: string };
+  /** Notifications for the person (`--notify-*`): a webhook, the desktop. Default: none. */
+  readonly notifyPerson?: Omit<PersonNotifierOptions, 'feed'>;
   /** Overrides the model from the environment (tests, embedding); its replies are not streamed here. */
   readonly model?: ModelPort;
   /** The sandbox commands run in (`--sandbox`, `--no-network`). Default: none. */
@@ -103,6 +109,7 @@ export async function runChatCommand(
   let values: Record<string, unknown>;
   let sandbox: SandboxOptions | undefined;
   let redis: ReturnType<typeof redisOption>;
+  let notify: ReturnType<typeof notifyOptionsFromFlags>;
   try {
     const parsed = parseFlags(argv, CHAT_FLAGS, io.cwd);
     if (parsed.help) {
@@ -112,6 +119,7 @@ export async function runChatCommand(
     values = parsed.values;
     sandbox = sandboxFromFlags(values);
     redis = redisOption(values);
+    notify = notifyOptionsFromFlags(values, process.env, { browser: false });
   } catch (error) {
     if (error instanceof UsageError) {
       io.err.write(`errand chat: ${error.message}\n\n${CHAT_USAGE}`);
@@ -127,6 +135,7 @@ export async function runChatCommand(
     ...(values.durable === true ? { durable: true } : {}),
     ...(sandbox === undefined ? {} : { sandbox }),
     ...(redis ? { redis } : {}),
+    ...(notify ? { notifyPerson: notify } : {}),
   });
 }
 
@@ -240,6 +249,7 @@ export async function runChat(options: ChatOptions): Promise<number> {
       ...(subagentModel ? { subagents: { model: subagentModel } } : {}),
       ...(options.durable ? { durable: true } : {}),
       ...(options.redis ? { redis: options.redis } : {}),
+      ...(options.notifyPerson ? { notifyPerson: options.notifyPerson } : {}),
       systemPrompt: 'You are a helpful coding agent working in the user\u2019s terminal.',
     });
   } catch (error) {
@@ -317,13 +327,40 @@ async function chatOnTerminal(
   const { out } = options;
   const lines = createInterface({ input: options.input, output: out, terminal: true });
   let frame = 0;
+  const { input } = options;
+  /** readline's own key listeners, set aside while the task view takes the keys. */
+  let setAside: Array<(...args: unknown[]) => void> = [];
+  const view = new TaskView({
+    list: () => runtime.tasks.list(session.owner).filter((task) => task.isBackgrounded),
+    output: (taskId) => runtime.outputSnapshot(taskId, TASK_VIEW_OUTPUT_BYTES)?.text,
+    stop: async (taskId) => {
+      const result = await runtime.stop.stopBackgroundTask(taskId, { initiator: 'user', caller: person });
+      return result.ok ? `(stopping ${taskId})\n` : `(not stopped: ${result.reason})\n`;
+    },
+    print: (text) => region.print(text),
+    changed: () => region.redraw(),
+    closed: () => {
+      for (const listener of setAside) input.on('keypress', listener);
+      setAside = [];
+    },
+    now: systemClock.now,
+  });
+  const openView = () => {
+    if (view.isOpen) return;
+    // The view's keys (arrows, Enter, Esc, s, y) must not reach the prompt's line editor meanwhile.
+    setAside = input.listeners('keypress').filter((listener) => listener !== onKey) as typeof setAside;
+    for (const listener of setAside) input.off('keypress', listener);
+    view.open();
+  };
   const region = new LiveRegion(out, lines, () =>
-    runningTaskRows(runtime.tasks.list(session.owner), {
-      frame,
-      columns: out.columns ?? 100,
-      now: systemClock.now(),
-      maxRows: PANEL_MAX_ROWS,
-    }),
+    view.isOpen
+      ? view.rows(out.columns ?? 100, taskViewHeight(out), frame)
+      : runningTaskRows(runtime.tasks.list(session.owner), {
+          frame,
+          columns: out.columns ?? 100,
+          now: systemClock.now(),
+          maxRows: PANEL_MAX_ROWS,
+        }),
   );
   sink(
     (piece) => region.append(piece),
@@ -341,8 +378,10 @@ async function chatOnTerminal(
     return true;
   };
   emitKeypressEvents(options.input);
-  const onKey = (_text: string, key: { ctrl?: boolean; name?: string } | undefined) => {
-    if (key?.ctrl && key.name === 'b') region.print(promote(runtime));
+  const onKey = (_text: string, key: { ctrl?: boolean; name?: string; sequence?: string } | undefined) => {
+    if (view.isOpen) view.key(key ?? { sequence: _text });
+    else if (key?.ctrl && key.name === 'b') region.print(promote(runtime));
+    else if (key?.ctrl && key.name === 't') openView();
   };
   options.input.on('keypress', onKey);
   return converse(
@@ -357,8 +396,10 @@ async function chatOnTerminal(
     },
     () => {
       clearInterval(timer);
+      view.close();
       options.input.off('keypress', onKey);
     },
+    openView,
   );
 }
 
@@ -374,6 +415,15 @@ function describeCall(input: unknown): string {
         ? command
         : `${description}: ${command}`;
   return shortenText(toSingleLine(text), 140);
+}
+
+/** Output bytes the task view reads for one task: its scroll-back. */
+const TASK_VIEW_OUTPUT_BYTES = 64 * 1024;
+
+/** Rows the task view may take above the prompt: the terminal's height less room for the reply and prompt. */
+function taskViewHeight(out: ChatOptions['out']): number {
+  const rows = (out as { rows?: number }).rows ?? 24;
+  return Math.max(4, rows - 6);
 }
 
 /** The terminal rows `text` takes at `columns` (each line at least one; long lines wrap). */
@@ -433,6 +483,8 @@ async function converse(
   lines: Interface,
   printer: Printer,
   release: () => void,
+  /** On a terminal, `/tasks` opens the task view; on a pipe it prints the list. */
+  openTaskView?: () => void,
 ): Promise<number> {
   const { print } = printer;
   print(`errand chat — model ${model.name}, session ${session.id}\n${COMMANDS_HELP}\n`);
@@ -479,6 +531,8 @@ async function converse(
       }
       if (line === '/help') {
         print(`${COMMANDS_HELP}\n`);
+      } else if (line === '/tasks' && openTaskView) {
+        openTaskView();
       } else if (line === '/tasks') {
         const tasks = runtime.tasks.list(session.owner).filter((task) => task.isBackgrounded);
         if (tasks.length === 0) print('(no background tasks)\n');

@@ -10,6 +10,7 @@ import type { Readable, Writable } from 'node:stream';
 import { type HttpMcpServer, startHttpMcpServer, startStdioMcpServer } from '../mcp/index.js';
 import { ErrandError } from '../tasks/index.js';
 import { describeFlags, type FlagSpecs, parseFlags, UsageError } from './args.js';
+import { NOTIFY_FLAGS, notifyOptionsFromFlags } from './notify-flags.js';
 import { REDIS_FLAGS, redisOption } from './redis-flags.js';
 import { SANDBOX_FLAGS, sandboxFromFlags } from './sandbox-flags.js';
 import { onShutdownSignal } from './shutdown-signals.js';
@@ -83,6 +84,7 @@ export const MCP_FLAGS: FlagSpecs = {
   },
   ...SANDBOX_FLAGS,
   ...REDIS_FLAGS,
+  ...NOTIFY_FLAGS,
 };
 
 /** The flags that only mean something with `--http`. */
@@ -117,6 +119,7 @@ export async function runMcpCommand(argv: readonly string[], io: CommandIo = pro
   let values: Record<string, unknown>;
   let sandbox: ReturnType<typeof sandboxFromFlags>;
   let redis: ReturnType<typeof redisOption>;
+  let notify: ReturnType<typeof notifyOptionsFromFlags>;
   try {
     const parsed = parseFlags(argv, MCP_FLAGS, io.cwd);
     if (parsed.help) {
@@ -149,6 +152,11 @@ export async function runMcpCommand(argv: readonly string[], io: CommandIo = pro
     }
     sandbox = sandboxFromFlags(values);
     redis = redisOption(values);
+    // With a dashboard the page offers browser notifications even when no other sink is asked for.
+    notify = notifyOptionsFromFlags(values, process.env, {
+      always: values.dashboard === true,
+      browser: values.dashboard === true,
+    });
   } catch (error) {
     if (error instanceof UsageError) {
       io.stderr.write(`errand mcp: ${error.message}\n\n${MCP_USAGE}`);
@@ -175,6 +183,7 @@ export async function runMcpCommand(argv: readonly string[], io: CommandIo = pro
         ...(values.durable === true ? { durable: true } : {}),
         ...(sandbox === undefined ? {} : { sandbox }),
         ...(redis ? { redis } : {}),
+        ...(notify ? { notifyPerson: notify } : {}),
       },
       ...(values.durable === true ? { resumePrevious: true } : {}),
       dashboard:

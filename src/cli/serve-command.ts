@@ -11,6 +11,8 @@
  * `errand worker`s shows its output from its Redis stream, and its Stop, when no runtime holds it, is
  * recorded on its job so its worker kills the tree.
  */
+
+import { createPersonNotifier, type PersonNotifier } from '../notify-person/index.js';
 import { RedisContext } from '../redis/redis-context.js';
 import { redisProviderOptions } from '../redis/redis-options.js';
 import { createRedisWorkAccess } from '../redis/redis-work-access.js';
@@ -27,6 +29,7 @@ import {
   saveDashboardPort,
 } from './dashboard-state.js';
 import { type CommandIo, processIo } from './mcp-command.js';
+import { NOTIFY_FLAGS, notifyOptionsFromFlags } from './notify-flags.js';
 import { REDIS_FLAGS, redisOption } from './redis-flags.js';
 import { onShutdownSignal } from './shutdown-signals.js';
 
@@ -53,6 +56,7 @@ export const SERVE_FLAGS: FlagSpecs = {
       'the Redis the runtimes run background commands through (redis:// or rediss://, never printed): remote work shows its output from Redis, and a Stop of work no runtime holds reaches its worker',
   },
   'redis-prefix': REDIS_FLAGS['redis-prefix']!,
+  ...NOTIFY_FLAGS,
 };
 
 export const SERVE_USAGE = `Usage: errand serve [options]
@@ -70,6 +74,7 @@ ${describeFlags(SERVE_FLAGS)}
 export async function runServeCommand(argv: readonly string[], io: CommandIo = processIo()): Promise<number> {
   let values: Record<string, unknown>;
   let redis: ReturnType<typeof redisOption>;
+  let notify: ReturnType<typeof notifyOptionsFromFlags>;
   try {
     const parsed = parseFlags(argv, SERVE_FLAGS, io.cwd);
     if (parsed.help) {
@@ -78,6 +83,8 @@ export async function runServeCommand(argv: readonly string[], io: CommandIo = p
     }
     values = parsed.values;
     redis = redisOption(values);
+    // The page's browser notifications need no flag; a webhook or the desktop does.
+    notify = notifyOptionsFromFlags(values, process.env, { always: true });
   } catch (error) {
     if (error instanceof UsageError) {
       io.stderr.write(`errand serve: ${error.message}\n\n${SERVE_USAGE}`);
@@ -125,7 +132,17 @@ export async function runServeCommand(argv: readonly string[], io: CommandIo = p
           clock: systemClock,
         });
   const backend = createStoreDashboardBackend({ store, logger: { warn }, ...(remote ? { remote } : {}) });
+  let notifier: PersonNotifier;
+  try {
+    notifier = createPersonNotifier({ ...notify, feed: backend.events, logger: { warn } });
+  } catch (error) {
+    backend.dispose();
+    store.close();
+    await link?.close();
+    throw error;
+  }
   const release = async () => {
+    notifier.dispose();
     backend.dispose();
     store.close();
     await link?.close();
@@ -133,6 +150,7 @@ export async function runServeCommand(argv: readonly string[], io: CommandIo = p
   const listen = async (port: number | undefined) => {
     const server = createDashboardServer({
       backend,
+      notices: notifier,
       host: '127.0.0.1',
       token: settings.token,
       ...(port === undefined ? {} : { port }),

@@ -1,6 +1,7 @@
 /** What `createErrandRuntime` hands back: the assembled runtime and its parts. */
 
 import type { BackgroundEventFeed } from '../events/index.js';
+import type { PersonNotifier } from '../notify-person/index.js';
 import type { Lifeline } from '../process/index.js';
 import type { BashExecutor, BashProducer, BashTool } from '../producers/bash/index.js';
 import type { PtyProducer } from '../producers/pty/index.js';
@@ -31,6 +32,8 @@ export interface ErrandRuntime {
   readonly stop: StopDispatch;
   readonly events: BackgroundEventFeed;
   readonly dashboard: DashboardBackend;
+  /** The notifications for the person (`notifyPerson`); undefined when none is configured. */
+  readonly personNotifier: PersonNotifier | undefined;
   /** The lifeline sidecar's runtime side; undefined when it is off. */
   readonly lifeline: Lifeline | undefined;
   /** The system prompt every session gets. */

@@ -5,6 +5,7 @@
  */
 import { backgroundEventFeedOptions } from '../events/index.js';
 import { taskMonitorsOptions } from '../notifications/index.js';
+import { personNotifierOptions } from '../notify-person/index.js';
 import { sandboxOption } from '../process/index.js';
 import { OUTPUT_SNAPSHOT_BYTES } from '../producers/bash/executor-options.js';
 import { bashExecutorOptions, bashProducerOptions, bashToolOptions } from '../producers/bash/index.js';
@@ -149,6 +150,12 @@ export const errandRuntimeOptions = defineOptions(
      * by this user. Default 7 days.
      */
     leftoverOutputMaxAgeMs: option.orFalse(option.integer({ min: 0, default: 7 * 24 * 60 * 60 * 1000 })),
+    /**
+     * Notifications for the person (docs/person-notifications.md): a signed `webhook`, the `desktop`
+     * (`notify-send`), the dashboard page's `browser` notifications, each with filters and a rate limit;
+     * the feed is the runtime's own. Absent: none is sent (the dashboard still shows everything).
+     */
+    notifyPerson: option.nested(personNotifierOptions.omit('feed'), { optional: true }),
     /** The event feed's options; its `tasks` and `ledger` are the runtime's own. */
     events: option.nested(backgroundEventFeedOptions.omit('tasks', 'ledger')),
     /**

@@ -60,6 +60,7 @@ import {
   type ResolvedRuntimeLifeline,
 } from './errand-runtime-options.js';
 import { removeLeftoverOutput, stopLeftoverTrees } from './leftover-sweep.js';
+import { startPersonNotices } from './person-notices.js';
 import { createRuntimeDashboard } from './runtime-dashboard.js';
 import { createRuntimeLedgerView } from './runtime-ledger-view.js';
 
@@ -185,6 +186,8 @@ async function assembleRuntime(
   // They serve this runtime's sessions, which all get them; child sessions of subagents have their own.
   // Filled once the session runtime exists; producers and monitors only call it later, for live sessions.
   let policyOf: SessionRuntime['policyOf'] = () => undefined;
+  // Built once the event feed exists; monitors only report matches later.
+  let personNotices: ReturnType<typeof startPersonNotices> | undefined;
   const { monitors: monitorOptions, ...taskToolOptions } = options.taskTools ?? {};
   const taskTools = createTaskTools({
     tasks,
@@ -198,7 +201,12 @@ async function assembleRuntime(
     // task_monitor's lines reach the owner through its delivery policy, onto the same inbox as its ends.
     monitors: {
       ...monitorOptions,
-      notify: (owner, taskId, event) => policyOf(owner.sessionId)?.notifyMonitor(taskId, event),
+      notify: (owner, taskId, event) => {
+        // The person hears of it beside the model, never before the model's delivery is handed over.
+        const delivered = policyOf(owner.sessionId)?.notifyMonitor(taskId, event);
+        personNotices?.notifier.monitorMatched(taskId, event.lines);
+        return delivered;
+      },
     },
   });
   built.push(() => taskTools.dispose());
@@ -243,6 +251,14 @@ async function assembleRuntime(
   const ledger = createRuntimeLedgerView(store, options.events?.logger ?? options.logger ?? consoleLogger);
   const events = createBackgroundEventFeed({ tasks, ...options.events, ledger });
   built.push(() => events.dispose());
+  if (options.notifyPerson !== undefined) {
+    personNotices = startPersonNotices(
+      { ...(options.logger ? { logger: options.logger } : {}), ...options.notifyPerson },
+      events,
+      pty,
+    );
+    built.push(() => personNotices?.dispose());
+  }
   const systemPrompt = [options.systemPrompt, taskToolsPrompt({ monitors: taskTools.monitors !== undefined })]
     .filter(Boolean)
     .join('\n\n');
@@ -374,6 +390,7 @@ async function assembleRuntime(
     stop: taskTools.stop,
     events,
     dashboard,
+    personNotifier: personNotices?.notifier,
     lifeline,
     systemPrompt,
     tracing,
@@ -391,6 +408,7 @@ async function assembleRuntime(
         await subagents?.dispose();
         taskTools.dispose();
         for (const stop of unfollow) stop();
+        personNotices?.dispose();
         events.dispose();
         await pty?.dispose();
         bash.dispose();

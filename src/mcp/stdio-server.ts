@@ -178,6 +178,7 @@ export async function startStdioMcpServer(options: StdioMcpServerOptions = {}): 
       const dashboardLogger: Logger = { warn: (message, context) => logger.warn(message, context) };
       dashboard = createDashboardServer({
         backend: runtime.dashboard,
+        ...(runtime.personNotifier ? { notices: runtime.personNotifier } : {}),
         ...(dashboardOptions.port === undefined ? {} : { port: dashboardOptions.port }),
         ...(dashboardOptions.host === undefined ? {} : { host: dashboardOptions.host }),
         ...(dashboardOptions.maxEventClients === undefined

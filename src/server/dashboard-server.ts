@@ -139,6 +139,7 @@ class HttpDashboardServer implements DashboardServer {
       store,
       hub: new EventStreamHub({
         feed: options.backend.events,
+        notices: options.notices,
         heartbeatMs: options.heartbeatMs,
         maxClientBufferBytes: options.maxClientBufferBytes,
         maxClients: options.maxEventClients,
@@ -236,6 +237,14 @@ class HttpDashboardServer implements DashboardServer {
     if (resource === 'sessions' && id === undefined) {
       requireMethod(request, 'GET');
       sendJson(response, 200, await this.#sessions(running));
+    } else if (resource === 'notices' && id === undefined) {
+      requireMethod(request, 'GET');
+      const notices = options.notices;
+      sendJson(response, 200, {
+        enabled: notices !== undefined,
+        sinks: notices?.sinks ?? [],
+        sent: notices?.sent() ?? [],
+      });
     } else if (resource === 'events' && id === undefined) {
       requireMethod(request, 'GET');
       running.hub.open(request, response, url);

@@ -12,11 +12,14 @@ import {
   isBackgroundTaskEvent,
   toBackgroundWork,
 } from '../events/index.js';
+import type { PersonNotifier } from '../notify-person/index.js';
 import type { Logger } from '../tasks/index.js';
 import { DashboardRequestError, SECURITY_HEADERS } from './http-response.js';
 
 export interface EventStreamOptions {
   readonly feed: BackgroundEventFeed;
+  /** Browser notices, sent as `event: notice` (no id: they are not replayed after a reconnect). */
+  readonly notices?: Pick<PersonNotifier, 'subscribeBrowser'> | undefined;
   readonly heartbeatMs: number;
   readonly maxClientBufferBytes: number;
   readonly maxClients: number;
@@ -120,10 +123,18 @@ export class EventStreamHub {
       this.#write(response, feed.level());
     }
 
+    const stopEvents = feed.subscribe((event) => this.#send(client, event));
+    const stopNotices = this.#options.notices?.subscribeBrowser((notice) => {
+      client.response.write(`event: notice\ndata: ${JSON.stringify(notice)}\n\n`);
+      this.#dropIfBehind(client);
+    });
     const client: Client = {
       response,
       allowance: response.writableLength + this.#options.maxClientBufferBytes,
-      unsubscribe: feed.subscribe((event) => this.#send(client, event)),
+      unsubscribe: () => {
+        stopEvents();
+        stopNotices?.();
+      },
       heartbeat: setInterval(() => this.#heartbeat(client), this.#options.heartbeatMs),
     };
     client.heartbeat.unref?.();

@@ -1,5 +1,6 @@
 /** Options of the dashboard server: one declaration with their defaults and their validation. */
 import { fileURLToPath } from 'node:url';
+import type { PersonNotifier } from '../notify-person/index.js';
 import { createConsoleLogger, InvalidArgumentError, type Logger } from '../tasks/index.js';
 import { defineOptions, type OptionsInput, option, type ResolvedOptions } from '../tasks/options.js';
 import { generateAccessToken, MIN_TOKEN_LENGTH } from './access-token.js';
@@ -112,6 +113,12 @@ export const dashboardServerOptions = defineOptions(
     maxMessageTextBytes: option.integer({ min: 64, max: 1024 * 1024, default: 4096 }),
     /** Bytes of a tool result a conversation page shows (its head). 64 to 1 MiB. Default 1024. */
     maxToolResultBytes: option.integer({ min: 64, max: 1024 * 1024, default: 1024 }),
+    /**
+     * The notifications for the person (`createPersonNotifier`, a runtime's `personNotifier`): the page's
+     * browser notifications come through its event stream (`event: notice`), and `GET /api/notices` shows
+     * what was sent. Absent: the page offers no notifications and the endpoint answers `enabled: false`.
+     */
+    notices: option.shaped<PersonNotifier>('a PersonNotifier', ['sent', 'subscribeBrowser']),
     /** The directory holding the page (`index.html`, `app.js`, `app.css`). Default: the package's `web/`. */
     assetsDirectory: option.string({ default: DEFAULT_ASSETS_DIRECTORY }),
     /** Told about failed requests, failed stops and dropped clients. Default: `consoleDashboardLogger`. */

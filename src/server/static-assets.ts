@@ -18,6 +18,7 @@ const ASSET_FILES: Readonly<Record<string, readonly [file: string, contentType: 
   '/app.js': ['app.js', 'text/javascript; charset=utf-8'],
   '/conversation.js': ['conversation.js', 'text/javascript; charset=utf-8'],
   '/dom.js': ['dom.js', 'text/javascript; charset=utf-8'],
+  '/notices.js': ['notices.js', 'text/javascript; charset=utf-8'],
   '/app.css': ['app.css', 'text/css; charset=utf-8'],
   '/favicon.svg': ['favicon.svg', 'image/svg+xml'],
 };

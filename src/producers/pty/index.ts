@@ -37,9 +37,11 @@ export {
   createPtyStartTool,
   createPtyTools,
   createPtyWriteTool,
+  type PtyForegroundValue,
   type PtyResizeInput,
   type PtyScreenValue,
   type PtyStartInput,
+  type PtyStartValue,
   type PtyToolsOptions,
   type PtyWriteInput,
 } from './pty-tools.js';

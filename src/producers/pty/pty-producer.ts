@@ -67,6 +67,11 @@ export interface PtyStartRequest {
   readonly sandbox?: SandboxSetting;
   /** Where `workspace-write` allows writes (the session's directory). Default: `cwd`. */
   readonly workspace?: string;
+  /**
+   * Registered as background work. Default true; a foreground program (its tool call waits for it) is
+   * registered too and can be moved to the background (`tasks.requestBackground`).
+   */
+  readonly background?: boolean;
 }
 
 export interface PtyStarted {
@@ -91,6 +96,8 @@ export interface PtyInput {
 
 export interface PtyProducer {
   readonly options: ResolvedPtyProducerOptions;
+  /** The task service its programs are registered with. */
+  readonly tasks: TaskService;
   /** Starts a program; rejects with `PTY_UNAVAILABLE` when node-pty cannot be loaded (nothing registered). */
   start(request: PtyStartRequest): Promise<PtyStarted>;
   /** The running program of a task the caller may see, for input and waiting. */
@@ -128,6 +135,10 @@ class LocalPtyProducer implements PtyProducer {
   readonly #outputFiles = new Map<TaskId, string>();
   readonly #unsubscribe: () => void;
   #disposed = false;
+
+  get tasks(): TaskService {
+    return this.#tasks;
+  }
 
   constructor(tasks: TaskService, options: ResolvedPtyProducerOptions) {
     this.#tasks = tasks;
@@ -184,6 +195,7 @@ class LocalPtyProducer implements PtyProducer {
       snapshot = await this.#tasks.start<PtyFacts>({
         kind: PTY_TASK_KIND,
         label,
+        ...(request.background === false ? { background: false } : {}),
         ...(request.owner === undefined ? {} : { owner: request.owner }),
         ...(this.options.outputLimitBytes === undefined
           ? {}

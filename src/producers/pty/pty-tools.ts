@@ -6,6 +6,7 @@
 import { resolve as resolvePath } from 'node:path';
 import { z } from 'zod';
 import { sandboxOption } from '../../process/index.js';
+import { type Clock, createTrustedCaller } from '../../tasks/index.js';
 import { defineOptions, type OptionsInput } from '../../tasks/options.js';
 import {
   type AnyToolDefinition,
@@ -22,8 +23,10 @@ import {
 import { PTY_KEY_NAMES, type PtyKeyName } from './keys.js';
 import { MIN_COLS, MIN_ROWS } from './options.js';
 import type { PtyExit } from './pty-process.js';
-import type { PtyProducer, PtyScreenSnapshot } from './pty-producer.js';
+import type { PtyProducer, PtyScreenSnapshot, PtyStarted } from './pty-producer.js';
 import { waitForQuiet, waitForScreen } from './screen-wait.js';
+
+const trusted = createTrustedCaller('pty-tools');
 
 export interface PtyStartInput {
   readonly command: string;
@@ -31,7 +34,19 @@ export interface PtyStartInput {
   readonly workdir?: string | undefined;
   readonly cols?: number | undefined;
   readonly rows?: number | undefined;
+  readonly run_in_background?: boolean | undefined;
+  readonly timeout_ms?: number | undefined;
 }
+
+/** A foreground `pty_start` whose program ended within the call: its final screen. */
+export interface PtyForegroundValue extends PtyScreenValue {
+  readonly kind: 'foreground';
+  readonly exitCode: number | null;
+  readonly signal: string | null;
+}
+
+/** The value of `pty_start`: a background task, or the final screen of a program that ended in the call. */
+export type PtyStartValue = BackgroundToolValue | PtyForegroundValue;
 
 export interface PtyWriteInput {
   readonly task_id: string;
@@ -88,11 +103,11 @@ function abortedBeforeStart(name: string, context: ToolContext) {
 export function createPtyStartTool(
   producer: PtyProducer,
   options: PtyToolsOptions = {},
-): ToolDefinition<PtyStartInput, BackgroundToolValue> {
+): ToolDefinition<PtyStartInput, PtyStartValue> {
   const sandbox =
     ptyToolsOptions.resolve(options, { where: 'createPtyStartTool' }).sandbox ?? producer.options.sandbox;
   const size = sizeSchemas(producer);
-  const { defaultCols, defaultRows } = producer.options;
+  const { defaultCols, defaultRows, maxSettleTimeoutMs, clock } = producer.options;
   const inputSchema = z.strictObject({
     command: z
       .string()
@@ -111,13 +126,30 @@ export function createPtyStartTool(
       .describe("Working directory, absolute or relative to the session's. Default: the session's."),
     cols: size.cols.optional().describe(`Terminal width in columns. Default ${defaultCols}.`),
     rows: size.rows.optional().describe(`Terminal height in rows. Default ${defaultRows}.`),
+    run_in_background: z
+      .boolean()
+      .optional()
+      .describe(
+        'Default true: return the task id at once (interactive programs, servers). false: wait for the ' +
+          'program to end and return its final screen; one still running after timeout_ms moves to the background.',
+      ),
+    timeout_ms: z
+      .number()
+      .int()
+      .min(1)
+      .max(maxSettleTimeoutMs)
+      .optional()
+      .describe(
+        `With run_in_background false: how long to wait for the program to end. Default ${maxSettleTimeoutMs}.`,
+      ),
   });
   return defineTool({
     name: 'pty_start',
     description: [
       'Start an interactive program (a REPL, a TUI, a dev server, anything that needs a terminal) in a ' +
         'pseudo-terminal as a background task. Returns its task id at once. Type into it with pty_write, ' +
-        'read new output with task_output, stop it with task_kill. For plain commands prefer the bash tool.',
+        'read new output with task_output, stop it with task_kill. For plain commands prefer the bash tool. ' +
+        'With run_in_background false the call waits for the program to end and returns its screen.',
       describeSandbox(sandbox)?.replace('Commands run', 'Programs run'),
     ]
       .filter((line) => line !== undefined)
@@ -139,7 +171,17 @@ export function createPtyStartTool(
           ...(input.rows === undefined ? {} : { rows: input.rows }),
           ...(context.caller === undefined ? {} : { owner: context.caller }),
           toolUseId: context.toolCallId,
+          ...(input.run_in_background === false ? { background: false } : {}),
         });
+        if (input.run_in_background === false) {
+          return await runInForeground(
+            producer,
+            started,
+            input.timeout_ms ?? maxSettleTimeoutMs,
+            context,
+            clock,
+          );
+        }
         const { taskId } = started;
         const detail = started.snapshot.detail;
         const text =
@@ -153,6 +195,62 @@ export function createPtyStartTool(
       }
     },
   });
+}
+
+/**
+ * A foreground program: the call waits for its end, bounded by `timeoutMs`, and returns its final screen
+ * (the end needs no notification: this answer reports it). Still running at the deadline, it moves to the
+ * background in place, as a foreground bash command does, and the answer gives its task id and screen.
+ * An aborted call stops the program.
+ */
+async function runInForeground(
+  producer: PtyProducer,
+  started: PtyStarted,
+  timeoutMs: number,
+  context: ToolContext,
+  clock: Clock,
+) {
+  const { taskId } = started;
+  const pty = producer.process(taskId, trusted);
+  const onAbort = () => {
+    producer.tasks.kill(taskId, trusted, 'the tool call was aborted', { initiator: 'user' }).catch(() => {});
+  };
+  context.signal.addEventListener('abort', onAbort, { once: true });
+  try {
+    await waitForScreen(pty, () => pty.exit !== undefined, { timeoutMs, signal: context.signal, clock });
+  } finally {
+    context.signal.removeEventListener('abort', onAbort);
+  }
+  if (context.signal.aborted) return abortedBeforeStart('pty_start', context);
+  const exit = pty.exit;
+  if (exit !== undefined) {
+    // The registry settles a moment after the program's exit; the claim keeps its end from being notified.
+    await producer.tasks.wait(taskId, timeoutMs, trusted);
+    try {
+      producer.tasks.claim(taskId, trusted);
+    } catch {
+      // Forgotten meanwhile (its owner was disposed).
+    }
+    const screen = producer.screen(taskId, trusted);
+    pty.markScreenSeen();
+    const shown = screenResult(screen, exit, []);
+    return toolResult<PtyStartValue>(shown.text, {
+      ...(shown.value as PtyScreenValue),
+      kind: 'foreground',
+      exitCode: exit.exitCode,
+      signal: exit.signal,
+    });
+  }
+  producer.tasks.requestBackground(taskId, trusted);
+  const screen = producer.screen(taskId, trusted);
+  pty.markScreenSeen();
+  const text =
+    `The program was still running after ${timeoutMs} ms, so it keeps running in the background as ` +
+    `${taskId}${started.pid === undefined ? '' : ` (pid ${started.pid})`}. Its screen so far:\n` +
+    `${screen.text === '' ? '(empty screen)' : screen.text}\n` +
+    `Type into it with pty_write (task_id "${taskId}"), read new output with task_output, stop it with ` +
+    'task_kill; you will be notified when it ends.';
+  return toolResult<PtyStartValue>(text, { kind: 'background', taskId });
 }
 
 export function createPtyWriteTool(producer: PtyProducer): ToolDefinition<PtyWriteInput, PtyScreenValue> {

@@ -9,6 +9,7 @@ import type { Readable, Writable } from 'node:stream';
 import { startStdioMcpServer } from '../mcp/index.js';
 import { ErrandError } from '../tasks/index.js';
 import { describeFlags, type FlagSpecs, parseFlags, UsageError } from './args.js';
+import { LIMIT_FLAGS, resourceLimitsFromFlags } from './limit-flags.js';
 import { REDIS_FLAGS, redisOption } from './redis-flags.js';
 import { SANDBOX_FLAGS, sandboxFromFlags } from './sandbox-flags.js';
 import { onShutdownSignal } from './shutdown-signals.js';
@@ -49,6 +50,7 @@ export const MCP_FLAGS: FlagSpecs = {
       'background commands survive this server: they keep running if it dies or exits, and a server the same client starts again in the same directory resumes their session (same task ids, output, one notification each)',
   },
   ...SANDBOX_FLAGS,
+  ...LIMIT_FLAGS,
   ...REDIS_FLAGS,
 };
 
@@ -79,6 +81,7 @@ export const processIo = (): CommandIo => ({
 export async function runMcpCommand(argv: readonly string[], io: CommandIo = processIo()): Promise<number> {
   let values: Record<string, unknown>;
   let sandbox: ReturnType<typeof sandboxFromFlags>;
+  let resourceLimits: ReturnType<typeof resourceLimitsFromFlags>;
   let redis: ReturnType<typeof redisOption>;
   try {
     const parsed = parseFlags(argv, MCP_FLAGS, io.cwd);
@@ -96,6 +99,7 @@ export async function runMcpCommand(argv: readonly string[], io: CommandIo = pro
       throw new UsageError('Expected `--max-tasks` to be a positive integer, got "0"');
     }
     sandbox = sandboxFromFlags(values);
+    resourceLimits = resourceLimitsFromFlags(values);
     redis = redisOption(values);
   } catch (error) {
     if (error instanceof UsageError) {
@@ -121,6 +125,7 @@ export async function runMcpCommand(argv: readonly string[], io: CommandIo = pro
         ...(typeof values['max-tasks'] === 'number' ? { maxTasks: values['max-tasks'] } : {}),
         ...(values.durable === true ? { durable: true } : {}),
         ...(sandbox === undefined ? {} : { sandbox }),
+        ...(resourceLimits === undefined ? {} : { resourceLimits }),
         ...(redis ? { redis } : {}),
       },
       ...(values.durable === true ? { resumePrevious: true } : {}),
@@ -136,7 +141,10 @@ export async function runMcpCommand(argv: readonly string[], io: CommandIo = pro
     });
   } catch (error) {
     // A sandbox that cannot be set up is said plainly; the server never runs unconfined instead.
-    if (ErrandError.hasCode(error, 'SANDBOX_UNAVAILABLE')) {
+    if (
+      ErrandError.hasCode(error, 'SANDBOX_UNAVAILABLE') ||
+      ErrandError.hasCode(error, 'LIMITS_UNAVAILABLE')
+    ) {
       io.stderr.write(`errand mcp: ${error.message}\n`);
       return 1;
     }

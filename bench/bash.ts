@@ -4,7 +4,8 @@
  *     `child_process.spawn` with the same options (from this process, and from a small Node process of
  *     its own — bench/raw-spawner.ts — whose fork copies little) and against execa — ms per task and ratios; and through
  *     the assembled runtime (a session, its task records and notifications) on the SQLite store — what a
- *     user gets by default — with the memory store beside it;
+ *     user gets by default — with the memory store beside it; and the task service with resource limits on
+ *     (a cgroup per command, or the setrlimit floor) against the same with limits off;
  * (b) 1 GiB (`head -c 1073741824 /dev/zero`) through a background task against Node piping it into a
  *     file in the temporary directory (the like-for-like baseline and the target's: Errand keeps every
  *     byte in its output file) — MB/s, ratio, peak RSS growth — against Node reading the pipe and throwing
@@ -26,6 +27,7 @@ import {
   createSpawnLauncher,
   type LaunchedProcess,
   type ProcessLauncher,
+  type ResourceLimitOptions,
   type Spawner,
 } from '../src/process/index.js';
 import { BashProducer } from '../src/producers/bash/bash-producer.js';
@@ -73,7 +75,10 @@ function finished(child: ChildProcess): Promise<void> {
   ]).then(() => undefined);
 }
 
-function errand() {
+/** Generous limits of every kind, so each command gets a group in every hierarchy the limits use. */
+const BENCH_LIMITS = { memoryBytes: 1024 * MIB, pids: 1024, cpuTimeMs: 3_600_000 };
+
+function errand(resourceLimits?: ResourceLimitOptions) {
   const tasks = createTaskService({
     logger: quietLogger,
     maxLiveTasks: 10_000,
@@ -81,7 +86,10 @@ function errand() {
     maxRetainedTasksPerOwner: 100_000,
   });
   tasks.attachController('bench');
-  const executor = new BashExecutor({ logger: quietLogger });
+  const executor = new BashExecutor({
+    logger: quietLogger,
+    ...(resourceLimits === undefined ? {} : { resourceLimits }),
+  });
   const producer = new BashProducer({ tasks, executor });
   return {
     tasks,
@@ -165,13 +173,28 @@ async function startErrand(runtime: ReturnType<typeof errand>): Promise<void> {
  * The three ways take turns task by task, so a change in the machine's load affects all of them alike.
  * Returns the mean milliseconds per task of each.
  */
-type StartTotals = { raw: number; execa: number; errand: number; sqlite: number; memory: number };
+type StartTotals = {
+  raw: number;
+  execa: number;
+  errand: number;
+  sqlite: number;
+  memory: number;
+  limited: number;
+  rlimit: number;
+};
+
+/** The mechanism `errand({ task })` gets here (cgroup-v2, cgroup-v1, or rlimit). */
+let limitedMechanism = '';
 
 async function starts(count: number, shell: string): Promise<StartTotals> {
   const runtime = errand();
+  // The same stack with resource limits: a cgroup per command where the host allows it, and the floor.
+  const limited = errand({ task: BENCH_LIMITS });
+  limitedMechanism = limited.executor.limitFacts?.mechanism ?? 'none';
+  const floor = errand({ task: BENCH_LIMITS, mechanism: 'rlimit' });
   const sqlite = await assembled('sqlite');
   const memory = await assembled('memory');
-  const totals: StartTotals = { raw: 0, execa: 0, errand: 0, sqlite: 0, memory: 0 };
+  const totals: StartTotals = { raw: 0, execa: 0, errand: 0, sqlite: 0, memory: 0, limited: 0, rlimit: 0 };
   const timed = async (key: keyof typeof totals, work: () => Promise<void>) => {
     const began = performance.now();
     await work();
@@ -185,13 +208,19 @@ async function starts(count: number, shell: string): Promise<StartTotals> {
       () => timed('errand', () => startErrand(runtime)),
       () => timed('sqlite', () => startAssembled(sqlite)),
       () => timed('memory', () => startAssembled(memory)),
+      () => timed('limited', () => startErrand(limited)),
+      () => timed('rlimit', () => startErrand(floor)),
     ];
     for (let turn = 0; turn < order.length; turn += 1) await order[(index + turn) % order.length]!();
   }
   await runtime.dispose();
+  await limited.dispose();
+  await floor.dispose();
   await sqlite.dispose();
   await memory.dispose();
   return {
+    limited: totals.limited / count,
+    rlimit: totals.rlimit / count,
     raw: totals.raw / count,
     execa: totals.execa / count,
     errand: totals.errand / count,
@@ -505,6 +534,14 @@ async function main(): Promise<void> {
     const target = kind === 'sqlite' ? `; target <= 1.15x raw: ${ratio <= 1.15 ? 'met' : 'MISSED'}` : '';
     console.log(
       `    errand runtime, ${kind} store: ${fixed(ms, 3)} ms/task  (median per-round ratio ${fixed(ratio, 3)}x raw${target}; ${fixed(ms / smallMs, 3)}x raw from a small process)`,
+    );
+  }
+  for (const kind of ['limited', 'rlimit'] as const) {
+    const ms = median(rounds.map((round) => round[kind]));
+    const ratio = median(rounds.map((round) => round[kind] / round.errand));
+    const name = kind === 'limited' ? `limits on (${limitedMechanism})` : 'limits on (rlimit)';
+    console.log(
+      `    errand task service, ${name}: ${fixed(ms, 3)} ms/task  (median per-round ratio ${fixed(ratio, 3)}x limits off, ${fixed(median(rounds.map((round) => round[kind] / round.raw)), 3)}x raw)`,
     );
   }
   if (process.env.BENCH_ONLY_STARTS === '1') return;

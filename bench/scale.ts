@@ -232,6 +232,7 @@ function worksOf(sessions: readonly string[], perSession: number): BackgroundWor
         reason: null,
         error: null,
         sandbox: null,
+        limits: null,
       };
       works.set(facts.taskId, toBackgroundWork(facts));
     }

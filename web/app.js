@@ -17,7 +17,8 @@ import { createNoticesView } from './notices.js';
  *   state: WorkState, endState: 'completed' | 'failed' | 'cancelled' | null, status: string,
  *   cancellable: boolean, startedAt: number, endedAt: number | null,
  *   cancelRequestedAt: number | null, pid: number | null, outputBytes: number | null, tail: string | null,
- *   exitCode: number | null, signal: string | null, error: string | null, sandbox?: string | null
+ *   exitCode: number | null, signal: string | null, error: string | null, sandbox?: string | null,
+ *   limits?: string | null
  * }} BackgroundWork
  * @typedef {{
  *   id: string, title: string | null, parentId: string | null, createdAt: number | null, cwd: string | null,
@@ -527,6 +528,7 @@ function detailsOf(work) {
   if (work.signal !== null) parts.push(work.signal);
   if (work.error !== null) parts.push(work.error);
   if (work.sandbox) parts.push(`sandbox ${work.sandbox}`);
+  if (work.limits) parts.push(`limits ${work.limits}`);
   return parts.join(' · ');
 }
 

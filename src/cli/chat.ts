@@ -11,11 +11,12 @@ import type { Readable, Writable } from 'node:stream';
 import { openAiChatModelFromEnvironment } from '../adapters/index.js';
 import { createErrandRuntime, type ErrandRuntime } from '../host/index.js';
 import type { PersonNotifierOptions } from '../notify-person/index.js';
-import type { SandboxOptions } from '../process/index.js';
+import type { ResourceLimitOptions, SandboxOptions } from '../process/index.js';
 import type { ModelPort, Session, SessionEvent } from '../session/index.js';
 import { createTrustedCaller, ErrandError, systemClock } from '../tasks/index.js';
 import { shortenText, toSingleLine } from '../text/index.js';
 import { describeFlags, type FlagSpecs, parseFlags, UsageError } from './args.js';
+import { LIMIT_FLAGS, resourceLimitsFromFlags } from './limit-flags.js';
 import { NOTIFY_FLAGS, notifyOptionsFromFlags } from './notify-flags.js';
 import { REDIS_FLAGS, redisOption } from './redis-flags.js';
 import { SANDBOX_FLAGS, sandboxFromFlags } from './sandbox-flags.js';
@@ -45,6 +46,7 @@ export const CHAT_FLAGS: FlagSpecs = {
     description: 'background commands keep running if chat exits or dies; --resume re-attaches them',
   },
   ...SANDBOX_FLAGS,
+  ...LIMIT_FLAGS,
   ...REDIS_FLAGS,
   ...NOTIFY_FLAGS,
 };
@@ -97,17 +99,20 @@ export interface ChatOptions {
   readonly model?: ModelPort;
   /** The sandbox commands run in (`--sandbox`, `--no-network`). Default: none. */
   readonly sandbox?: SandboxOptions;
+  /** Resource limits of commands (`--memory-limit`, `--pids-limit`, ...). Default: none. */
+  readonly resourceLimits?: ResourceLimitOptions;
 }
 
 /** `errand chat [flags]`: parses the flags (`--help` needs no model) and runs the chat. */
 export async function runChatCommand(
   argv: readonly string[],
-  io: Omit<ChatOptions, 'cwd' | 'home' | 'resume' | 'durable' | 'sandbox' | 'redis'> & {
+  io: Omit<ChatOptions, 'cwd' | 'home' | 'resume' | 'durable' | 'sandbox' | 'resourceLimits' | 'redis'> & {
     readonly cwd: string;
   },
 ): Promise<number> {
   let values: Record<string, unknown>;
   let sandbox: SandboxOptions | undefined;
+  let resourceLimits: ResourceLimitOptions | undefined;
   let redis: ReturnType<typeof redisOption>;
   let notify: ReturnType<typeof notifyOptionsFromFlags>;
   try {
@@ -118,6 +123,7 @@ export async function runChatCommand(
     }
     values = parsed.values;
     sandbox = sandboxFromFlags(values);
+    resourceLimits = resourceLimitsFromFlags(values);
     redis = redisOption(values);
     notify = notifyOptionsFromFlags(values, process.env, { browser: false });
   } catch (error) {
@@ -134,6 +140,7 @@ export async function runChatCommand(
     ...(typeof values.resume === 'string' ? { resume: values.resume } : {}),
     ...(values.durable === true ? { durable: true } : {}),
     ...(sandbox === undefined ? {} : { sandbox }),
+    ...(resourceLimits === undefined ? {} : { resourceLimits }),
     ...(redis ? { redis } : {}),
     ...(notify ? { notifyPerson: notify } : {}),
   });
@@ -246,6 +253,7 @@ export async function runChat(options: ChatOptions): Promise<number> {
       cwd: options.cwd,
       ...(options.home ? { home: options.home } : {}),
       ...(options.sandbox ? { sandbox: options.sandbox } : {}),
+      ...(options.resourceLimits ? { resourceLimits: options.resourceLimits } : {}),
       ...(subagentModel ? { subagents: { model: subagentModel } } : {}),
       ...(options.durable ? { durable: true } : {}),
       ...(options.redis ? { redis: options.redis } : {}),
@@ -254,7 +262,10 @@ export async function runChat(options: ChatOptions): Promise<number> {
     });
   } catch (error) {
     // A sandbox that cannot be set up is said plainly; the chat never runs commands unconfined instead.
-    if (ErrandError.hasCode(error, 'SANDBOX_UNAVAILABLE')) {
+    if (
+      ErrandError.hasCode(error, 'SANDBOX_UNAVAILABLE') ||
+      ErrandError.hasCode(error, 'LIMITS_UNAVAILABLE')
+    ) {
       options.err.write(`errand chat: ${error.message}\n`);
       return 1;
     }

@@ -13,10 +13,11 @@ Commands:
            (--no-dashboard, --hold to keep the dashboard up)
   chat     the agent loop with a real model (ERRAND_MODEL, ERRAND_BASE_URL, ERRAND_API_KEY)
            (--cwd <dir>, --home <dir>, --resume <session-id>, --durable, --sandbox <profile>, --no-network,
-           --redis <url>; errand chat --help)
+           --memory-limit <size>, --pids-limit <n>, ..., --redis <url>; errand chat --help)
   mcp      the MCP server on stdio: background tasks with notifications for an MCP client
            (--dashboard, --port <n>, --home <dir>, --cwd <dir>, --max-tasks <n>, --durable,
-           --sandbox <profile>, --no-network, --redis <url>; errand mcp --help)
+           --sandbox <profile>, --no-network, --memory-limit <size>, --cpu-time-limit <time>, --cpus <n>,
+           --pids-limit <n>, --session-…, --redis <url>; errand mcp --help)
            --http [host:]port serves Streamable HTTP (MCP 2026-07-28 and 2025) behind a bearer token
   ask      inside a command errand mcp --http runs as an MCP task: ask its client, print the answer
   install  write a client's MCP server entry and hooks: errand install <claude-code|codex|gemini>

@@ -10,6 +10,7 @@ import type { Readable, Writable } from 'node:stream';
 import { type HttpMcpServer, startHttpMcpServer, startStdioMcpServer } from '../mcp/index.js';
 import { ErrandError } from '../tasks/index.js';
 import { describeFlags, type FlagSpecs, parseFlags, UsageError } from './args.js';
+import { LIMIT_FLAGS, resourceLimitsFromFlags } from './limit-flags.js';
 import { NOTIFY_FLAGS, notifyOptionsFromFlags } from './notify-flags.js';
 import { REDIS_FLAGS, redisOption } from './redis-flags.js';
 import { SANDBOX_FLAGS, sandboxFromFlags } from './sandbox-flags.js';
@@ -83,6 +84,7 @@ export const MCP_FLAGS: FlagSpecs = {
     description: 'with --http: the largest request body (default 4194304)',
   },
   ...SANDBOX_FLAGS,
+  ...LIMIT_FLAGS,
   ...REDIS_FLAGS,
   ...NOTIFY_FLAGS,
 };
@@ -118,6 +120,7 @@ export const processIo = (): CommandIo => ({
 export async function runMcpCommand(argv: readonly string[], io: CommandIo = processIo()): Promise<number> {
   let values: Record<string, unknown>;
   let sandbox: ReturnType<typeof sandboxFromFlags>;
+  let resourceLimits: ReturnType<typeof resourceLimitsFromFlags>;
   let redis: ReturnType<typeof redisOption>;
   let notify: ReturnType<typeof notifyOptionsFromFlags>;
   try {
@@ -151,6 +154,7 @@ export async function runMcpCommand(argv: readonly string[], io: CommandIo = pro
       throw new UsageError('Expected `--max-tasks` to be a positive integer, got "0"');
     }
     sandbox = sandboxFromFlags(values);
+    resourceLimits = resourceLimitsFromFlags(values);
     redis = redisOption(values);
     // With a dashboard the page offers browser notifications even when no other sink is asked for.
     notify = notifyOptionsFromFlags(values, process.env, {
@@ -182,6 +186,7 @@ export async function runMcpCommand(argv: readonly string[], io: CommandIo = pro
         ...(typeof values['max-tasks'] === 'number' ? { maxTasks: values['max-tasks'] } : {}),
         ...(values.durable === true ? { durable: true } : {}),
         ...(sandbox === undefined ? {} : { sandbox }),
+        ...(resourceLimits === undefined ? {} : { resourceLimits }),
         ...(redis ? { redis } : {}),
         ...(notify ? { notifyPerson: notify } : {}),
       },
@@ -198,7 +203,10 @@ export async function runMcpCommand(argv: readonly string[], io: CommandIo = pro
     });
   } catch (error) {
     // A sandbox that cannot be set up is said plainly; the server never runs unconfined instead.
-    if (ErrandError.hasCode(error, 'SANDBOX_UNAVAILABLE')) {
+    if (
+      ErrandError.hasCode(error, 'SANDBOX_UNAVAILABLE') ||
+      ErrandError.hasCode(error, 'LIMITS_UNAVAILABLE')
+    ) {
       io.stderr.write(`errand mcp: ${error.message}\n`);
       return 1;
     }

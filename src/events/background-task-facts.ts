@@ -2,7 +2,7 @@
  * What a viewer sees of one background task, derived from a registry snapshot plus optionally sampled
  * facts. Every field is JSON-ready (null, never undefined) so a fact set survives the wire unchanged.
  */
-import { sandboxSummaryOf } from '../process/index.js';
+import { limitsSummaryOf, sandboxSummaryOf } from '../process/index.js';
 import { isTerminalStatus, type TaskFacts, type TaskSnapshot, type TaskStatus } from '../tasks/index.js';
 import { type BackgroundWorkKind, displayKindOf } from './display-kind.js';
 import { takeUtf8Tail } from './utf8-tail.js';
@@ -43,6 +43,8 @@ export interface BackgroundTaskFacts {
   readonly error: string | null;
   /** The sandbox it runs in (`workspace-write, network off`, from `detail.sandbox`); null when unconfined. */
   readonly sandbox: string | null;
+  /** Its resource limits and their mechanism (`cgroup-v1: memory 512 MiB`, from `detail.limits`); null without. */
+  readonly limits: string | null;
 }
 
 /** The producer facts a viewer sees, read out of a task's `detail` (or sampled from its producer). */
@@ -122,6 +124,7 @@ export function deriveTaskFacts(task: TaskSnapshot, options: DeriveFactsOptions)
     reason: fromDetail.reason ?? null,
     error: task.error ?? null,
     sandbox: sandboxSummaryOf(task.detail) ?? null,
+    limits: limitsSummaryOf(task.detail) ?? null,
   });
 }
 

@@ -40,6 +40,7 @@ function facts(overrides: Partial<BackgroundTaskFacts> = {}): BackgroundTaskFact
     reason: null,
     error: null,
     sandbox: null,
+    limits: null,
     ...overrides,
   };
 }

@@ -47,10 +47,19 @@ export interface BackgroundWork {
   readonly error: string | null;
   /** The sandbox it runs in (`workspace-write, network off`); null when unconfined. */
   readonly sandbox: string | null;
+  /** Its resource limits and their mechanism (`cgroup-v1: memory 512 MiB`); null without limits. */
+  readonly limits: string | null;
 }
 
 /** Port words that end a task as `killed` in the registry but are failures to a viewer. */
-const FAILURE_REASONS = new Set(['timed_out', 'spawn_error', 'output_limit']);
+const FAILURE_REASONS = new Set([
+  'timed_out',
+  'spawn_error',
+  'output_limit',
+  'memory_limit',
+  'cpu_limit',
+  'pids_limit',
+]);
 
 /** The state a viewer shows for these facts. */
 export function backgroundWorkStateOf(facts: BackgroundTaskFacts): BackgroundWorkState {
@@ -99,6 +108,7 @@ export function toBackgroundWork(facts: BackgroundTaskFacts): BackgroundWork {
     signal: facts.signal,
     error: facts.error,
     sandbox: facts.sandbox,
+    limits: facts.limits,
   });
 }
 

@@ -6,7 +6,7 @@
 import { backgroundEventFeedOptions } from '../events/index.js';
 import { taskMonitorsOptions } from '../notifications/index.js';
 import { personNotifierOptions } from '../notify-person/index.js';
-import { sandboxOption } from '../process/index.js';
+import { resourceLimitsOption, sandboxOption } from '../process/index.js';
 import { OUTPUT_SNAPSHOT_BYTES } from '../producers/bash/executor-options.js';
 import { bashExecutorOptions, bashProducerOptions, bashToolOptions } from '../producers/bash/index.js';
 import { ptyProducerOptions } from '../producers/pty/index.js';
@@ -90,6 +90,15 @@ export const errandRuntimeOptions = defineOptions(
      * not created (`SANDBOX_UNAVAILABLE`, naming Debian's `bubblewrap` package). Default: none.
      */
     sandbox: sandboxOption(),
+    /**
+     * Resource limits of every bash command and pty program of the runtime (not durable or remote ones):
+     * `{ task, session, mechanism, cgroupRoot, pollMs }`, `task` each command's own and `session` the total
+     * of one session's commands, each `{ memoryBytes, cpuTimeMs, cpus, pids }`. The mechanism (cgroup v2,
+     * cgroup v1, else `setrlimit`) is detected once, when the runtime is created; a command past a limit
+     * is stopped with reason `memory_limit`, `cpu_limit` or `pids_limit`. `bash.executor.resourceLimits`
+     * and `pty.resourceLimits` override it for their part. Default: none. See docs/limits.md.
+     */
+    resourceLimits: resourceLimitsOption(),
     bash: option.nested(bashPartOptions),
     /**
      * Scale-out: background bash commands run on `errand worker`s through this Redis (foreground ones stay

@@ -7,7 +7,7 @@
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createBackgroundEventFeed } from '../events/index.js';
-import { Lifeline, memoizedSource, procfsSource, type Sandbox } from '../process/index.js';
+import { Lifeline, limiterOf, memoizedSource, procfsSource, type Sandbox } from '../process/index.js';
 import { BASH_OUTPUT_PREFIX, BashExecutor } from '../producers/bash/executor.js';
 import { createBashProducer, createBashTool } from '../producers/bash/index.js';
 import { createPtyProducer, createPtyTools, isPtyAvailable } from '../producers/pty/index.js';
@@ -134,6 +134,9 @@ async function assembleRuntime(
   const lifeline = startLifeline(options.lifeline, logger);
   if (lifeline) built.push(() => lifeline.release());
   const { sandbox, tracing } = options;
+  // Detected once for the runtime (cgroup v2, v1, or setrlimit), shared by bash and pty.
+  const limits = limiterOf(options.resourceLimits, { logger });
+  if (limits) built.push(() => limits.limiter.dispose());
   // Filled once the session runtime exists; it refuses background work while the store refuses writes.
   let sessions: SessionRuntime | undefined;
   // Commands are spawned from this process (without a fork where the native helper can, so a large heap
@@ -141,6 +144,7 @@ async function assembleRuntime(
   const executor = new BashExecutor({
     ...(lifeline ? { lifeline } : {}),
     ...(sandbox === undefined ? {} : { sandbox }),
+    ...(limits ? { resourceLimits: limits.limiter } : {}),
     ...options.bash?.executor,
   });
   // Scale-out: opened before the task service, so it is released after it (its disposal settles remote work).
@@ -178,6 +182,7 @@ async function assembleRuntime(
           tasks,
           ...(lifeline ? { lifeline } : {}),
           ...(sandbox === undefined ? {} : { sandbox }),
+          ...(limits ? { resourceLimits: limits.limiter } : {}),
           ...options.pty,
         })
       : undefined;
@@ -414,6 +419,8 @@ async function assembleRuntime(
         bash.dispose();
         await tasks.dispose();
         await executor.dispose();
+        // Every command and program is gone: their groups went with them, the runtime's goes now.
+        limits?.limiter.dispose();
         // After the task service: its disposal stopped the remote commands through them.
         await remote?.dispatcher.close();
         await remote?.context.close();

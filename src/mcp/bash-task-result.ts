@@ -19,7 +19,14 @@ export interface CommandOutput {
 }
 
 /** Reasons a command ran to its own end, or to a limit the call set: a result, not a failure. */
-const RESULT_REASONS = new Set(['completed', 'timed_out', 'output_limit']);
+const RESULT_REASONS = new Set([
+  'completed',
+  'timed_out',
+  'output_limit',
+  'memory_limit',
+  'cpu_limit',
+  'pids_limit',
+]);
 
 /**
  * The MCP status of an Errand task. A command that ran to its end is `completed` whatever its exit code

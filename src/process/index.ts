@@ -51,6 +51,56 @@ export {
   type LifelineTree,
 } from './lifeline/lifeline.js';
 export { LIFELINE_PROTOCOL_VERSION } from './lifeline/lifeline-protocol.js';
+export {
+  type CgroupLayout,
+  type CgroupMembership,
+  type CgroupMount,
+  findV1Bases,
+  findV2Base,
+  parseCgroupMemberships,
+  parseCgroupMounts,
+} from './limits/cgroup-layout.js';
+export { type CgroupCounters, CgroupNode, type CgroupPlace } from './limits/cgroup-node.js';
+export {
+  SHIM_FAILURE_EXIT_CODE,
+  SHIM_SHELL,
+  type ShimRlimits,
+  type ShimSettings,
+  shimScript,
+  wrapInLimitShim,
+} from './limits/limit-shim.js';
+export {
+  type CheckedLimitOptions,
+  checkLimitOptions,
+  isResourceLimiter,
+  LIMIT_GROUP_PREFIX,
+  type LimitedLaunch,
+  LimitsUnavailableError,
+  limiterOf,
+  ResourceLimiter,
+  type ResourceLimiterSettings,
+  type ResourceLimitSetting,
+  removeLeftoverGroups,
+  resourceLimitsOption,
+} from './limits/resource-limiter.js';
+export {
+  DEFAULT_LIMIT_POLL_MS,
+  describeBreach,
+  describeLimitSet,
+  formatBytes,
+  LIMIT_MECHANISMS,
+  LIMIT_REASONS,
+  type LimitBreach,
+  type LimitFacts,
+  type LimitMechanism,
+  type LimitReason,
+  limitsAnything,
+  limitsSummaryOf,
+  MIN_MEMORY_LIMIT_BYTES,
+  type ResourceLimitOptions,
+  type ResourceLimits,
+  resolveLimitSet,
+} from './limits/resource-limits.js';
 export { DetailThrottle } from './output/detail-throttle.js';
 export { FileFollower, type FileFollowerOptions } from './output/file-follower.js';
 export {
@@ -105,4 +155,9 @@ export {
   type RunningRecognition,
   stopRecognizedTree,
 } from './trees/recognized-tree.js';
-export { type RequestedStopReason, STOP_REASONS, type StopReason } from './trees/stop-reason.js';
+export {
+  isLimitStopReason,
+  type RequestedStopReason,
+  STOP_REASONS,
+  type StopReason,
+} from './trees/stop-reason.js';

@@ -32,6 +32,7 @@ import {
   worksLevel,
 } from '../events/index.js';
 import {
+  limitsSummaryOf,
   memoizedSource,
   type ProcessSource,
   procfsSource,
@@ -740,6 +741,7 @@ class StoreEventFeed implements BackgroundEventFeed {
       reason: shown?.reason ?? stringOrNull(detail.reason),
       error: shown !== undefined ? shown.error : (task.error ?? null),
       sandbox: sandboxSummaryOf(detail) ?? null,
+      limits: limitsSummaryOf(detail) ?? null,
     });
   }
 }

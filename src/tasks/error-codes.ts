@@ -27,6 +27,7 @@ export const ERRAND_ERROR_CODES = [
   'SEQUENCE_BLOCK_INVALID',
   // Processes and their confinement.
   'SANDBOX_UNAVAILABLE',
+  'LIMITS_UNAVAILABLE',
   // The session store and its data directory.
   'DATA_DIRECTORY_UNAVAILABLE',
   'SESSION_IN_USE',

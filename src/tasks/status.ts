@@ -32,6 +32,9 @@ export type PortStatus =
   | 'killed'
   | 'timed_out'
   | 'output_limit'
+  | 'memory_limit'
+  | 'cpu_limit'
+  | 'pids_limit'
   | 'spawn_error'
   | 'lost';
 
@@ -43,6 +46,9 @@ export function mapPortStatus(word: PortStatus): TerminalTaskStatus {
     case 'killed':
     case 'timed_out':
     case 'output_limit':
+    case 'memory_limit':
+    case 'cpu_limit':
+    case 'pids_limit':
       return 'killed';
     case 'lost':
       return 'lost';

@@ -7,7 +7,7 @@
  */
 import { z } from 'zod';
 import { presentedStatus } from '../notifications/index.js';
-import { sandboxSummaryOf } from '../process/index.js';
+import { limitsSummaryOf, sandboxSummaryOf } from '../process/index.js';
 import { isTerminalStatus, type TaskSnapshot } from '../tasks/index.js';
 import { shortenText, toSingleLine } from '../text/index.js';
 import { limitToolText } from './output-limit.js';
@@ -30,6 +30,8 @@ export interface TaskListValue {
     readonly label: string;
     /** The sandbox it runs in (`workspace-write, network off`); absent when unconfined. */
     readonly sandbox?: string;
+    /** Its resource limits and their mechanism (`cgroup-v1: memory 512 MiB`); absent without limits. */
+    readonly limits?: string;
   }>;
 }
 
@@ -83,7 +85,9 @@ export function formatTaskLine(snapshot: TaskSnapshot, maxLabelChars: number): s
   const where = worker === undefined ? '' : ` on worker ${worker}`;
   const sandbox = sandboxSummaryOf(snapshot.detail);
   const confinement = sandbox === undefined ? '' : ` (sandbox: ${sandbox})`;
-  return `${snapshot.id} [${snapshot.kind}] ${presentedStatus(snapshot)}${where} — ${label}${confinement}`;
+  const limits = limitsSummaryOf(snapshot.detail);
+  const limited = limits === undefined ? '' : ` (limits: ${limits})`;
+  return `${snapshot.id} [${snapshot.kind}] ${presentedStatus(snapshot)}${where} — ${label}${confinement}${limited}`;
 }
 
 export function createTaskListTool(runtime: TaskToolsRuntime): ToolDefinition<TaskListInput, TaskListValue> {
@@ -108,12 +112,14 @@ export function createTaskListTool(runtime: TaskToolsRuntime): ToolDefinition<Ta
         const value: TaskListValue = {
           tasks: listed.map((snapshot) => {
             const sandbox = sandboxSummaryOf(snapshot.detail);
+            const limits = limitsSummaryOf(snapshot.detail);
             return {
               id: snapshot.id,
               kind: snapshot.kind,
               status: snapshot.status,
               label: snapshot.label,
               ...(sandbox === undefined ? {} : { sandbox }),
+              ...(limits === undefined ? {} : { limits }),
             };
           }),
         };

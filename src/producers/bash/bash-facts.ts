@@ -2,7 +2,7 @@
  * The facts a `bash` task publishes in its `detail`: the command and where it runs at start, the process
  * and its output while it runs, every exit fact once it has stopped. Records on disk keep these keys.
  */
-import type { StopReason } from '../../process/index.js';
+import type { LimitBreach, LimitFacts, StopReason } from '../../process/index.js';
 import type { TaskFacts, TaskSnapshot } from '../../tasks/index.js';
 
 export interface BashFacts extends TaskFacts {
@@ -34,6 +34,10 @@ export interface BashFacts extends TaskFacts {
   readonly timeoutMs?: number | null;
   /** The output file cap that was exceeded, for `output_limit`. */
   readonly outputLimitBytes?: number | null;
+  /** The resource limits it runs under and how they are enforced (`cgroup-v1`, ...); absent without limits. */
+  readonly limits?: LimitFacts;
+  /** The resource limit it went past, for `memory_limit`, `cpu_limit` and `pids_limit`. */
+  readonly limitBreach?: LimitBreach;
   /** The worker that runs (or ran) a remote command (`errand worker --name`); absent for local ones. */
   readonly worker?: string | null;
   /** A remote command's job key in Redis: what a resumed runtime re-attaches a durable one by. */

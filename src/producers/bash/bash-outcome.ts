@@ -1,6 +1,6 @@
 /**
  * Maps a stopped command's exit facts to a task outcome. Port words map as the contract says
- * (cancelled, timed_out, output_limit → killed; spawn_error → failed); a command that ended on its own
+ * (cancelled, timed_out, output_limit and the resource limits → killed; spawn_error → failed); a command that ended on its own
  * is completed only with exit code 0. The raw facts go to `detail` uninterpreted.
  */
 import { mapPortStatus, type TaskOutcome, type TerminalTaskStatus } from '../../tasks/index.js';
@@ -15,8 +15,7 @@ export function bashTaskStatus(facts: ExitFacts): TerminalTaskStatus {
 
 /** The detail a stopped command publishes: every exit fact, JSON-ready. */
 export function exitDetail(facts: ExitFacts): BashFacts {
-  const killed =
-    facts.reason === 'cancelled' || facts.reason === 'timed_out' || facts.reason === 'output_limit';
+  const killed = facts.reason !== 'completed' && facts.reason !== 'spawn_error';
   return {
     reason: facts.reason,
     exitCode: facts.exitCode,
@@ -33,6 +32,7 @@ export function exitDetail(facts: ExitFacts): BashFacts {
     cancelMessage: facts.cancelMessage,
     timeoutMs: facts.timeoutMs,
     outputLimitBytes: facts.outputLimitBytes,
+    ...(facts.limitBreach ? { limitBreach: { ...facts.limitBreach } } : {}),
   };
 }
 

@@ -227,6 +227,8 @@ export class BashProducer {
       ...(request.durable === true ? { durable: true } : {}),
       ...(request.sandbox === undefined ? {} : { sandbox: request.sandbox }),
       ...(request.workspace === undefined ? {} : { workspace: request.workspace }),
+      // A session's commands share the limiter's session total.
+      ...(request.owner === undefined ? {} : { limitGroup: request.owner.sessionId }),
       ...(shorter(timeoutMs, background ? cap : undefined) === undefined
         ? {}
         : { timeoutMs: shorter(timeoutMs, background ? cap : undefined) }),
@@ -240,6 +242,7 @@ export class BashProducer {
     let started: CommandHandle | undefined;
     const remote = background ? this.#remote : undefined;
     const durable = request.durable === true;
+    const limits = remote || durable ? undefined : this.executor.limitFacts;
     const snapshot = await this.tasks.start<BashFacts>({
       kind: 'bash',
       label: labelOf(request.description, request.command),
@@ -253,6 +256,8 @@ export class BashProducer {
         toolUseId: request.toolUseId ?? null,
         // Shown wherever details are: the task list, the dashboard, the store.
         ...(resolved.sandbox === undefined ? {} : { sandbox: { ...resolved.sandbox.facts } }),
+        // Limits apply to the commands that run here and do not outlive the runtime.
+        ...(limits === undefined ? {} : { limits }),
       },
       run: (context) => {
         const handle = remote

@@ -5,7 +5,7 @@
  * same task id. Background calls return `{ kind: 'background', taskId }` at once.
  */
 import { resolve as resolvePath } from 'node:path';
-import { type Sandbox, sandboxOption } from '../../process/index.js';
+import { describeLimitSet, type LimitFacts, type Sandbox, sandboxOption } from '../../process/index.js';
 import { type CancelTimer, MAX_TIMER_DELAY_MS, systemClock } from '../../tasks/clock.js';
 import { createTrustedCaller, type TaskId, type TaskSnapshot } from '../../tasks/index.js';
 import { defineOptions, type OptionsInput, option } from '../../tasks/options.js';
@@ -28,7 +28,7 @@ import { type BashProducer, durationRule, type StartedBashTask } from './bash-pr
 import { type BashToolInput, bashToolSchema } from './bash-tool-schema.js';
 import { CommandTooLargeError, RunInBackgroundDisabledError, SpawnFailedError } from './errors.js';
 import { DEFAULT_STDERR_PREFIX, MAX_COMMAND_BYTES } from './executor.js';
-import type { ExitFacts } from './exit-facts.js';
+import { type ExitFacts, limitWords } from './exit-facts.js';
 import { withSkippedOutputMarker } from './skipped-output-marker.js';
 
 /** The options of `createBashTool`. A key not declared here is rejected with `UNKNOWN_OPTION`. */
@@ -349,6 +349,7 @@ export function createBashTool(options: BashToolOptions): BashTool {
       maxCommandBytes,
       durable,
       sandbox,
+      limits: producer.executor.limitFacts,
     }),
     inputSchema: schema,
     execute,
@@ -379,6 +380,10 @@ export function exitLine(facts: ExitFacts): string {
       return `[timed out after ${facts.timeoutMs} ms; the command was killed]`;
     case 'output_limit':
       return `[output exceeded ${facts.outputLimitBytes} bytes; the command was killed]`;
+    case 'memory_limit':
+    case 'cpu_limit':
+    case 'pids_limit':
+      return `[${facts.reason}: the command was killed after ${limitWords(facts)}]`;
     case 'cancelled':
       return `[cancelled${facts.cancelMessage ? `: ${facts.cancelMessage}` : ''}]`;
     case 'spawn_error':
@@ -394,6 +399,7 @@ function describeTool(options: {
   maxCommandBytes: number;
   durable: boolean;
   sandbox: Sandbox | undefined;
+  limits: LimitFacts | undefined;
 }): string {
   const lines = [
     'Runs a shell command with `bash -c` and returns its output (stdout and stderr interleaved, stderr lines marked `[stderr]`) followed by its exit code. A non-zero exit code is a normal result.',
@@ -402,6 +408,8 @@ function describeTool(options: {
   ];
   const confinement = describeSandbox(options.sandbox);
   if (confinement !== undefined) lines.push(confinement);
+  const limits = describeLimits(options.limits);
+  if (limits !== undefined) lines.push(limits);
   if (options.enableRunInBackground && options.autoBackgroundAfterMs !== false) {
     lines.push(
       `A command still running after ${options.autoBackgroundAfterMs} ms moves to the background by itself and you get its task id; it is killed only at an explicit \`timeout_ms\` (at most ${options.maxTimeoutMs}).`,
@@ -422,4 +430,20 @@ function describeTool(options: {
     }
   }
   return lines.join('\n');
+}
+
+/** What the model should know of the limits: a command past one is stopped, and splitting work will not help. */
+function describeLimits(facts: LimitFacts | undefined): string | undefined {
+  if (facts === undefined) return undefined;
+  // Only what is enforced (the setrlimit floor has no CPU share and no session totals).
+  const floor = facts.mechanism === 'rlimit';
+  const own = describeLimitSet(floor ? { ...facts.task, cpus: undefined } : facts.task);
+  const session = floor ? '' : describeLimitSet(facts.session);
+  const parts = [
+    own === '' ? '' : `each command ${own}`,
+    session === '' ? '' : `all your commands together ${session}`,
+  ];
+  const text = parts.filter((part) => part !== '').join('; ');
+  if (text === '') return undefined;
+  return `Commands run under resource limits (${text}). A command past a memory, CPU time or process limit is stopped and its result says which (\`memory_limit\`, \`cpu_limit\`, \`pids_limit\`); make it use less (fewer parallel jobs, smaller inputs) rather than retrying it as it was.`;
 }

@@ -8,6 +8,7 @@ import {
   type ProcessLauncher,
   type ProcessSource,
   procfsSource,
+  resourceLimitsOption,
   type SendSignal,
   type Spawner,
   sandboxOption,
@@ -80,6 +81,14 @@ export const bashExecutorOptions = defineOptions(
      * naming Debian's `bubblewrap` package). Default: none (commands run with the user's own rights).
      */
     sandbox: sandboxOption(),
+    /**
+     * Resource limits of every non-durable command: `{ task, session, mechanism, cgroupRoot, pollMs }`
+     * (`task` and `session` each `{ memoryBytes, cpuTimeMs, cpus, pids }`, every key optional; `session` is
+     * the total of the commands of one `limitGroup`), or a `ResourceLimiter` shared with other parts.
+     * Enforced with cgroup v2, else cgroup v1, else `setrlimit` (see docs/limits.md); a command past a
+     * limit is stopped with reason `memory_limit`, `cpu_limit` or `pids_limit`. Default: none.
+     */
+    resourceLimits: resourceLimitsOption(),
     /**
      * Where the process table is read from (memoized for 2 ms: trees stopped together share reads).
      * Default /proc.

@@ -8,8 +8,11 @@ import { rmdirSync } from 'node:fs';
 import { dirname, isAbsolute, resolve as resolvePath } from 'node:path';
 import {
   findOnPath,
+  type LimitFacts,
+  limiterOf,
   OutputDirectory,
   ProcessTags,
+  type ResourceLimiter,
   resolveSandbox,
   type SandboxSetting,
 } from '../../process/index.js';
@@ -25,6 +28,7 @@ import {
   resolveExecutorOptions,
 } from './executor-options.js';
 import type { ExitFacts } from './exit-facts.js';
+import { LimitedHandle, limitedLauncher } from './limited-handle.js';
 import { type OutputSnapshot, ProcessHandle, type ResolvedCommand } from './process-handle.js';
 
 /** The longest deadline (`MAX_TIMER_DELAY_MS`, under the name it was published with). */
@@ -56,6 +60,11 @@ export interface CommandRequest {
    * asked for. Relative paths resolve against the runtime's cwd. Default: the command's `cwd`.
    */
   readonly workspace?: string;
+  /**
+   * The group whose commands share the `resourceLimits.session` total (the owning session's id). Default:
+   * one group for every command without one.
+   */
+  readonly limitGroup?: string;
 }
 
 export interface ForegroundRunOptions {
@@ -95,10 +104,17 @@ export class BashExecutor {
   readonly #shellPaths = new Map<string, string>();
   #sequence = 0;
   readonly #tags = new ProcessTags(PROCESS_TAG_VARIABLE);
+  /** The resource limiter (its mechanism detected once, here) and whether this executor made it. */
+  readonly #limits: { readonly limiter: ResourceLimiter; readonly owned: boolean } | undefined;
+  readonly #limitGroups = new WeakMap<ResolvedCommand, string>();
   #disposal: Promise<void> | undefined;
 
   constructor(options: BashExecutorOptions = {}) {
     this.#options = resolveExecutorOptions(options);
+    this.#limits = limiterOf(this.#options.resourceLimits, {
+      clock: this.#options.clock,
+      logger: this.#options.logger,
+    });
     this.#directory = new OutputDirectory(BASH_OUTPUT_PREFIX, this.#options.outputDirectoryParent);
     this.#durableDirectory = new OutputDirectory('errand-durable-', this.#options.outputDirectoryParent);
   }
@@ -106,6 +122,16 @@ export class BashExecutor {
   /** The effective options (defaults filled in). */
   get options(): ResolvedExecutorOptions {
     return this.#options;
+  }
+
+  /** The limiter of this executor's commands; undefined when nothing is limited. */
+  get resourceLimiter(): ResourceLimiter | undefined {
+    return this.#limits?.limiter;
+  }
+
+  /** The resource limits commands run under and their mechanism (`detail.limits`); undefined: none. */
+  get limitFacts(): LimitFacts | undefined {
+    return this.#limits?.limiter.facts;
   }
 
   /** The private directory holding output files, once the first one was created. */
@@ -118,7 +144,7 @@ export class BashExecutor {
     if (typeof request !== 'object' || request === null) {
       throw new InvalidArgumentError('request', 'an object', request);
     }
-    const { command, cwd, env, timeoutMs, id, durable, workspace } = request;
+    const { command, cwd, env, timeoutMs, id, durable, workspace, limitGroup } = request;
     if (typeof command !== 'string' || command.trim() === '' || command.includes('\0')) {
       throw new InvalidArgumentError('command', 'a non-empty string without NUL characters', command);
     }
@@ -150,6 +176,9 @@ export class BashExecutor {
     ) {
       throw new InvalidArgumentError('workspace', 'a non-empty path without NUL characters', workspace);
     }
+    if (limitGroup !== undefined && typeof limitGroup !== 'string') {
+      throw new InvalidArgumentError('limitGroup', 'a string', limitGroup);
+    }
     const sandbox =
       request.sandbox === undefined ? this.#options.sandbox : resolveSandbox(request.sandbox, 'sandbox');
     const environment = copyEnvironment(env ?? process.env);
@@ -166,6 +195,7 @@ export class BashExecutor {
       workspace: workspace === undefined ? directory : resolvePath(workspace),
     });
     this.#resolved.add(resolved);
+    if (limitGroup !== undefined) this.#limitGroups.set(resolved, limitGroup);
     return resolved;
   }
 
@@ -180,11 +210,28 @@ export class BashExecutor {
       : this.resolve(request);
     if (this.#handles.has(resolved.id)) throw new ProcessIdInUseError(resolved.id);
     const tag = this.#options.tagEnvironment ? this.#tags.next() : undefined;
+    const limiter = this.#limits?.limiter;
+    if (limiter !== undefined && !resolved.durable) return this.#startLimited(resolved, limiter, tag);
     const handle = resolved.durable
       ? new DurableHandle({ kind: 'spawn', resolved, directory: this.#durableDirectory }, this.#options, tag)
       : new ProcessHandle(resolved, this.#options, this.#directory, tag);
     this.#track(handle);
     handle.start();
+    return handle;
+  }
+
+  /** A command under the resource limits: its group made at the launch, removed before `stopped` settles. */
+  #startLimited(
+    resolved: ResolvedCommand,
+    limiter: ResourceLimiter,
+    tag: ReturnType<ProcessTags['next']> | undefined,
+  ): CommandHandle {
+    const limits = limiter.open(this.#limitGroups.get(resolved));
+    const options = { ...this.#options, launcher: limitedLauncher(this.#options.launcher, limits) };
+    const inner = new ProcessHandle(resolved, options, this.#directory, tag);
+    const handle = new LimitedHandle(inner, limits);
+    this.#track(handle);
+    inner.start();
     return handle;
   }
 
@@ -202,7 +249,7 @@ export class BashExecutor {
     return handle;
   }
 
-  #track(handle: ProcessHandle | DurableHandle): void {
+  #track(handle: CommandHandle): void {
     this.#handles.set(handle.id, handle);
     this.#live.add(handle);
     const done = () => this.#live.delete(handle);
@@ -286,6 +333,7 @@ export class BashExecutor {
     for (const handle of live) handle.cancel('executor disposal');
     await Promise.all(live.map((handle) => handle.stopped));
     this.#handles.clear();
+    if (this.#limits?.owned) this.#limits.limiter.dispose();
     this.#options.processSource.close?.();
     const durablePath = this.#durableDirectory.path;
     if (durablePath !== undefined) removeIfEmpty(durablePath);

@@ -1,6 +1,6 @@
 /** What the executor reports about a command that has stopped, and how to say it in one line. */
 
-import type { StopReason } from '../../process/index.js';
+import { describeBreach, type LimitBreach, type StopReason } from '../../process/index.js';
 
 export { STOP_REASONS, type StopReason } from '../../process/index.js';
 
@@ -33,6 +33,8 @@ export interface ExitFacts {
   readonly timeoutMs: number | null;
   /** The output file cap that was exceeded, for `output_limit`. */
   readonly outputLimitBytes: number | null;
+  /** The resource limit that was exceeded, for `memory_limit`, `cpu_limit` and `pids_limit`. */
+  readonly limitBreach?: LimitBreach | null;
   /**
    * Why the command's end could not be known, when it could not (a durable command whose exit status
    * was never written: its wrapper was killed); the task is then `lost`. Null (or absent) otherwise.
@@ -50,12 +52,23 @@ export function describeExit(facts: ExitFacts): string {
       return `timed out after ${facts.timeoutMs ?? '?'} ms and was killed${killedWith(facts)}`;
     case 'output_limit':
       return `was killed after exceeding the output limit of ${facts.outputLimitBytes ?? '?'} bytes${killedWith(facts)}`;
+    case 'memory_limit':
+    case 'cpu_limit':
+    case 'pids_limit':
+      return `was killed after ${limitWords(facts)}`;
     case 'cancelled':
       return `was cancelled${killedWith(facts)}`;
     case 'completed':
       if (facts.signal !== null) return `was killed by signal ${facts.signal}`;
       return `exit code ${facts.exitCode ?? '?'}`;
   }
+}
+
+/** `exceeding its memory limit of 64 MiB`, from the breach (or the reason alone in an old record). */
+export function limitWords(facts: Pick<ExitFacts, 'reason' | 'limitBreach'>): string {
+  if (facts.limitBreach) return describeBreach(facts.limitBreach);
+  const what = { memory_limit: 'memory', cpu_limit: 'CPU time', pids_limit: 'process' } as const;
+  return `exceeding its ${what[facts.reason as keyof typeof what] ?? 'resource'} limit`;
 }
 
 function killedWith(facts: ExitFacts): string {

@@ -6,6 +6,7 @@ import {
   memoizedSource,
   type ProcessSource,
   procfsSource,
+  resourceLimitsOption,
   sandboxOption,
 } from '../../process/index.js';
 import { MAX_LABEL_LENGTH } from '../../registry/validate-spec.js';
@@ -142,6 +143,12 @@ export const ptyProducerOptions = defineOptions(
      * none.
      */
     sandbox: sandboxOption(),
+    /**
+     * Resource limits of every program (`{ task, session, mechanism, cgroupRoot, pollMs }`, as the bash
+     * executor's), or a `ResourceLimiter` shared with other parts; a program past a limit is stopped with
+     * reason `memory_limit`, `cpu_limit` or `pids_limit`. Default: none.
+     */
+    resourceLimits: resourceLimitsOption(),
   },
   { renamed: { maxRuntimeMs: 'runtimeCapMs', terminateGraceMs: 'killGraceMs' } },
 );

@@ -2,6 +2,7 @@
  * The facts a `pty` task publishes in its `detail`: the program, its terminal and output file at start,
  * its pid and size while it runs, how it ended once it has stopped. Records on disk keep these keys.
  */
+import type { LimitBreach, LimitFacts } from '../../process/index.js';
 import type { TaskFacts, TaskSnapshot } from '../../tasks/index.js';
 import type { PtyExitReason } from './pty-process.js';
 
@@ -23,6 +24,10 @@ export interface PtyFacts extends TaskFacts {
   readonly survivors?: readonly number[];
   /** The reason a caller gave when stopping it. */
   readonly cancelMessage?: string;
+  /** The resource limits it runs under and how they are enforced; absent without limits. */
+  readonly limits?: LimitFacts;
+  /** The resource limit it went past, for `memory_limit`, `cpu_limit` and `pids_limit`. */
+  readonly limitBreach?: LimitBreach;
 }
 
 /** A pty task's facts, typed; undefined for a task of another kind. */

@@ -2,6 +2,7 @@
  * Maps a pty program's exit facts to a task outcome, like the bash producer: a stop (cancelled, timed
  * out, output limit) is killed, a spawn error or a non-zero exit is failed. The raw facts go to `detail`.
  */
+import { describeBreach } from '../../process/index.js';
 import type { TaskOutcome } from '../../tasks/index.js';
 import type { PtyFacts } from './pty-facts.js';
 import type { PtyExit } from './pty-process.js';
@@ -16,6 +17,7 @@ export function outcomeOf(exit: PtyExit): TaskOutcome<PtyFacts> {
     leftoverProcesses: exit.leftoverProcesses,
     outputBytes: exit.outputBytes,
     ...(exit.survivors.length > 0 ? { survivors: [...exit.survivors] } : {}),
+    ...(exit.limitBreach ? { limitBreach: { ...exit.limitBreach } } : {}),
   };
   switch (exit.reason) {
     case 'spawn_error':
@@ -24,6 +26,14 @@ export function outcomeOf(exit: PtyExit): TaskOutcome<PtyFacts> {
     case 'timed_out':
     case 'output_limit':
       return { status: 'killed', detail };
+    case 'memory_limit':
+    case 'cpu_limit':
+    case 'pids_limit':
+      return {
+        status: 'killed',
+        detail,
+        error: `The program was killed after ${exit.limitBreach ? describeBreach(exit.limitBreach) : `exceeding a limit (${exit.reason})`}`,
+      };
     case 'completed':
       if (exit.exitCode === 0) return { status: 'completed', detail };
       return {

@@ -12,6 +12,8 @@ import {
   isDead,
   type LaunchRequest,
   type LifelineLink,
+  type LimitBreach,
+  type LimitedLaunch,
   launchEnvironment,
   type OutputDirectory,
   type OutputFileWriter,
@@ -61,6 +63,8 @@ export interface PtyExit {
   readonly outputBytes: number;
   /** Why the program could not start (`spawn_error`), or why its output file is incomplete. */
   readonly error?: string;
+  /** The resource limit it went past, for `memory_limit`, `cpu_limit` and `pids_limit`. */
+  readonly limitBreach?: LimitBreach;
 }
 
 /** The settings a process takes from the producer's resolved options. */
@@ -111,6 +115,8 @@ export interface PtyProcessSpec {
   readonly sandbox?: Sandbox | undefined;
   /** Where `workspace-write` allows writes. Default: `cwd`. */
   readonly workspace?: string;
+  /** The program's resource limits (the request is rewritten through the limit shim, outside any sandbox). */
+  readonly limits?: LimitedLaunch | undefined;
 }
 
 export interface PtyProcess {
@@ -200,6 +206,7 @@ class PtyProcessHandle implements PtyProcess {
   #unwatch: (() => void) | undefined;
   #exit: PtyExit | undefined;
   #stopReason: PtyStopReason | undefined;
+  #limits: LimitedLaunch | undefined;
   readonly #stopSignals: NodeJS.Signals[] = [];
   #stopStep: CancelTimer | undefined;
   #runtimeCap: CancelTimer | undefined;
@@ -319,9 +326,18 @@ class PtyProcessHandle implements PtyProcess {
     const env = lifeline === undefined ? spec.env : { ...spec.env, [lifeline.tag.name]: lifeline.tag.value };
     const program: LaunchRequest = { file, args, cwd: spec.cwd, env, tag };
     // The same pure rewrite the bash executor applies: the terminal's leader is bwrap, the program its child.
-    const request = spec.sandbox?.confine(program, spec.workspace) ?? program;
+    const confined = spec.sandbox?.confine(program, spec.workspace) ?? program;
     const startedAt = settings.clock.now();
     let child: PtyChild;
+    let request: LaunchRequest;
+    try {
+      request = spec.limits?.confine(confined) ?? confined;
+    } catch (error) {
+      this.#failToSpawn(`Could not make the resource-limit group of ${file}: ${messageOf(error)}`);
+      return;
+    }
+    this.#limits = spec.limits;
+    spec.limits?.onBreach((breach) => this.cancel(breach.reason));
     try {
       child = spec.runtime.spawn(request.file, [...request.args], {
         name: settings.terminalName,
@@ -499,6 +515,8 @@ class PtyProcessHandle implements PtyProcess {
   }
 
   async #settle(exitCode: number | null, signal: NodeJS.Signals | null): Promise<void> {
+    // Read at once: an OOM-killed leader exits before the next poll of its group's counters.
+    this.#limits?.check(signal);
     const terminating = this.#terminator?.terminating ?? false;
     let report: TerminationReport | undefined;
     try {
@@ -512,6 +530,8 @@ class PtyProcessHandle implements PtyProcess {
     }
     if (terminating && report?.escalated) this.#stopSignals.push('SIGKILL');
     let reason: PtyExitReason = this.#stopReason ?? 'completed';
+    const breach = this.#limits?.breach;
+    if (reason === 'completed' && breach !== undefined) reason = breach.reason;
     let error: string | undefined;
     if (reason === 'completed' && exitCode === 1 && CHILD_SPAWN_FAILURE.test(this.#head)) {
       reason = 'spawn_error';
@@ -531,6 +551,9 @@ class PtyProcessHandle implements PtyProcess {
   ): Promise<void> {
     await this.#screen.freeze();
     await this.#file.close();
+    // The tree is gone: its group goes (with anything the census missed) before the end is told.
+    await this.#limits?.release();
+    const breach = this.#limits?.breach;
     const error =
       facts.error ??
       (this.#file.error === undefined ? undefined : `output file: ${this.#file.error.message}`);
@@ -543,6 +566,7 @@ class PtyProcessHandle implements PtyProcess {
       survivors: Object.freeze([...survivors]),
       outputBytes: this.#file.bytes,
       ...(error === undefined ? {} : { error }),
+      ...(breach !== undefined && breach.reason === facts.reason ? { limitBreach: breach } : {}),
     });
     this.#unwatch?.();
     this.#resolveStopped(this.#exit);

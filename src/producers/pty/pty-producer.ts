@@ -6,9 +6,11 @@
 import { resolve as resolvePath } from 'node:path';
 import {
   DetailThrottle,
+  limiterOf,
   OutputDirectory,
   type OutputFileWriter,
   outputFileStream,
+  type ResourceLimiter,
   resolveSandbox,
   type SandboxSetting,
 } from '../../process/index.js';
@@ -135,6 +137,8 @@ class LocalPtyProducer implements PtyProducer {
   readonly #outputFiles = new Map<TaskId, string>();
   readonly #unsubscribe: () => void;
   #disposed = false;
+  /** The resource limiter (its mechanism detected once, here) and whether this producer made it. */
+  readonly #limits: { readonly limiter: ResourceLimiter; readonly owned: boolean } | undefined;
 
   get tasks(): TaskService {
     return this.#tasks;
@@ -144,6 +148,7 @@ class LocalPtyProducer implements PtyProducer {
     this.#tasks = tasks;
     this.options = options;
     this.#directory = new OutputDirectory(PTY_OUTPUT_PREFIX, options.outputRoot);
+    this.#limits = limiterOf(options.resourceLimits, { clock: options.clock, logger: options.logger });
     // When the service forgets a finished task, its screen and its output file go too.
     this.#unsubscribe = tasks.onTasksChanged(
       (change) => {
@@ -188,6 +193,7 @@ class LocalPtyProducer implements PtyProducer {
       rows: validated.rows,
       outputFile: file.path,
       ...(sandbox === undefined ? {} : { sandbox: { ...sandbox.facts } }),
+      ...(this.#limits === undefined ? {} : { limits: this.#limits.limiter.facts }),
     };
     let started: PtyProcess | undefined;
     let snapshot: TaskSnapshot<PtyFacts>;
@@ -214,6 +220,9 @@ class LocalPtyProducer implements PtyProducer {
             outputFile: file,
             ...(validated.timeoutMs === undefined ? {} : { timeoutMs: validated.timeoutMs }),
             ...(sandbox === undefined ? {} : { sandbox, workspace: resolvePath(request.workspace ?? cwd) }),
+            ...(this.#limits === undefined
+              ? {}
+              : { limits: this.#limits.limiter.open(request.owner?.sessionId) }),
           });
           started = pty;
           if (pty.pid !== undefined) context.updateDetail({ pid: pty.pid, pgid: pty.pid, durable: false });
@@ -278,6 +287,7 @@ class LocalPtyProducer implements PtyProducer {
       return entry.process.stopped;
     });
     await Promise.all(stopping);
+    if (this.#limits?.owned) this.#limits.limiter.dispose();
     // Nothing is left to take a census of: release what the process table source holds open.
     this.options.processSource.close?.();
     this.#directory.dispose(this.options.keepOutputFiles);

@@ -63,6 +63,7 @@ export {
 export {
   BASH_EXECUTOR_DEFAULTS,
   BASH_TOOL_DEFAULTS,
+  type BashDuplicateValue,
   BashExecutor,
   type BashExecutorOptions,
   type BashFacts,
@@ -88,6 +89,7 @@ export {
   type LaunchedProcess,
   type LaunchRequest,
   MAX_COMMAND_TIMEOUT_MS,
+  normalizeCommand,
   type OutputRead,
   type OutputSnapshot,
   type ProcessEntry,

@@ -11,6 +11,7 @@ export interface BashToolInput {
   readonly timeout_ms?: number | undefined;
   readonly run_in_background?: boolean | undefined;
   readonly workdir?: string | undefined;
+  readonly allow_duplicate?: boolean | undefined;
 }
 
 export interface BashToolSchemaOptions {
@@ -19,6 +20,8 @@ export interface BashToolSchemaOptions {
   readonly maxTimeoutMs: number;
   /** When a foreground command moves to the background by itself; false: never. */
   readonly autoBackgroundAfterMs: number | false;
+  /** Whether background calls are checked for an identical running command (and so offer `allow_duplicate`). */
+  readonly duplicateGuard?: boolean;
 }
 
 export function bashToolSchema(options: BashToolSchemaOptions): z.ZodType<BashToolInput> {
@@ -49,13 +52,23 @@ export function bashToolSchema(options: BashToolSchemaOptions): z.ZodType<BashTo
       ),
   };
   if (!options.enableRunInBackground) return z.strictObject(fields);
-  return z.strictObject({
+  const background = {
     ...fields,
     run_in_background: z
       .boolean()
       .optional()
       .describe(
         'Run in the background and return a task id at once (servers, watchers, long builds). Read its output with task_output, stop it with task_kill; you are notified when it ends.',
+      ),
+  };
+  if (options.duplicateGuard !== true) return z.strictObject(background);
+  return z.strictObject({
+    ...background,
+    allow_duplicate: z
+      .boolean()
+      .optional()
+      .describe(
+        'Start a background command even when an identical one (same command, same directory) is still running. Default false: you get the running task id instead.',
       ),
   });
 }

@@ -75,6 +75,10 @@ describe('schema', () => {
       {
         "additionalProperties": false,
         "properties": {
+          "allow_duplicate": {
+            "description": "Start a background command even when an identical one (same command, same directory) is still running. Default false: you get the running task id instead.",
+            "type": "boolean",
+          },
           "command": {
             "description": "The command to run, as \`bash -c <command>\`.",
             "minLength": 1,

@@ -24,8 +24,14 @@ import {
   toolError,
   toolResult,
 } from '../../tools/index.js';
-import { type BashProducer, durationRule, type StartedBashTask } from './bash-producer.js';
+import {
+  type BashProducer,
+  durationRule,
+  MAX_COMMAND_DETAIL_CHARACTERS,
+  type StartedBashTask,
+} from './bash-producer.js';
 import { type BashToolInput, bashToolSchema } from './bash-tool-schema.js';
+import { DuplicateGuard, type DuplicateReservation, describeDuplicate } from './duplicate-guard.js';
 import { CommandTooLargeError, RunInBackgroundDisabledError, SpawnFailedError } from './errors.js';
 import { DEFAULT_STDERR_PREFIX, MAX_COMMAND_BYTES } from './executor.js';
 import type { ExitFacts } from './exit-facts.js';
@@ -87,6 +93,12 @@ export const bashToolOptions = defineOptions('createBashTool', {
    * the executor's `sandbox`.
    */
   sandbox: sandboxOption(),
+  /**
+   * Whether a background call whose command (whitespace normalised) and working directory match a
+   * command still running in the same session answers with that task's id instead of starting a second
+   * copy. A call with `allow_duplicate: true` starts it anyway. Default true.
+   */
+  duplicateGuard: option.boolean({ default: true }),
   /** Times auto-backgrounding. Default: the system clock. */
   clock: option.clock({ default: systemClock }),
 });
@@ -107,7 +119,14 @@ export interface BashForegroundValue {
   readonly outputFile: string | null;
 }
 
-export type BashToolValue = BackgroundToolValue | BashForegroundValue;
+/** The canonical value of a background call refused as a duplicate: the running task it names. */
+export interface BashDuplicateValue {
+  readonly kind: 'duplicate';
+  /** The running task with the same command and directory; undefined while that one is still starting. */
+  readonly taskId: string | undefined;
+}
+
+export type BashToolValue = BackgroundToolValue | BashForegroundValue | BashDuplicateValue;
 
 export interface BashTool extends ToolDefinition<BashToolInput, BashToolValue> {
   /**
@@ -136,6 +155,10 @@ export function createBashTool(options: BashToolOptions): BashTool {
   const { backgroundRuntimeCapMs, spawnFailureWaitMs } = resolved;
   const autoBackgroundAfterMs = enableRunInBackground ? resolved.autoBackgroundAfterMs : false;
   const { maxCommandBytes, durable } = resolved;
+  const duplicates =
+    resolved.duplicateGuard && enableRunInBackground
+      ? new DuplicateGuard(producer.tasks, MAX_COMMAND_DETAIL_CHARACTERS)
+      : undefined;
   const sandbox = resolved.sandbox ?? producer.executor.options.sandbox;
   /** The checks that run on the raw input, before the schema (an oversized command is not even parsed). */
   const refuseInput = (raw: unknown): Error | undefined => {
@@ -157,6 +180,7 @@ export function createBashTool(options: BashToolOptions): BashTool {
     defaultTimeoutMs,
     maxTimeoutMs,
     autoBackgroundAfterMs,
+    duplicateGuard: duplicates !== undefined,
   });
 
   const execute = async (input: BashToolInput, context: ToolContext): Promise<ToolResult<BashToolValue>> => {
@@ -175,6 +199,19 @@ export function createBashTool(options: BashToolOptions): BashTool {
     const background = call.run_in_background === true;
     const plan = planDeadlines(call, background);
     const sessionCwd = context.cwd ?? process.cwd();
+    const cwd = call.workdir === undefined ? sessionCwd : resolvePath(sessionCwd, call.workdir);
+    let reservation: DuplicateReservation | undefined;
+    if (background && duplicates !== undefined && call.allow_duplicate !== true) {
+      const checked = duplicates.check(context.caller, call.command, resolvePath(cwd));
+      if ('duplicate' in checked) {
+        const running = checked.duplicate;
+        return toolResult(describeDuplicate(running, call.command), {
+          kind: 'duplicate',
+          taskId: running === 'starting' ? undefined : running.id,
+        });
+      }
+      reservation = checked.reservation;
+    }
     let started: StartedBashTask;
     try {
       started = await producer.start({
@@ -182,7 +219,7 @@ export function createBashTool(options: BashToolOptions): BashTool {
         ...(call.description === undefined ? {} : { description: call.description }),
         ...(context.caller ? { owner: context.caller } : {}),
         toolUseId: context.toolCallId,
-        cwd: call.workdir === undefined ? sessionCwd : resolvePath(sessionCwd, call.workdir),
+        cwd,
         ...(context.env === undefined ? {} : { env: context.env }),
         ...(sandbox === undefined ? {} : { sandbox, workspace: resolvePath(sessionCwd) }),
         background,
@@ -191,8 +228,10 @@ export function createBashTool(options: BashToolOptions): BashTool {
         ...(backgroundRuntimeCapMs === undefined ? {} : { backgroundRuntimeCapMs }),
       });
     } catch (error) {
+      reservation?.release();
       return toolError(describeToolError(error));
     }
+    reservation?.bind(started.taskId);
     // A foreground command can be moved to the background while it starts (a launcher that spawns
     // elsewhere, the spawner sidecar, answers a moment later): runForeground sees the move at once.
     const untrackStarting = background
@@ -349,6 +388,7 @@ export function createBashTool(options: BashToolOptions): BashTool {
       maxCommandBytes,
       durable,
       sandbox,
+      duplicateGuard: duplicates !== undefined,
     }),
     inputSchema: schema,
     execute,
@@ -394,6 +434,7 @@ function describeTool(options: {
   maxCommandBytes: number;
   durable: boolean;
   sandbox: Sandbox | undefined;
+  duplicateGuard: boolean;
 }): string {
   const lines = [
     'Runs a shell command with `bash -c` and returns its output (stdout and stderr interleaved, stderr lines marked `[stderr]`) followed by its exit code. A non-zero exit code is a normal result.',
@@ -415,6 +456,11 @@ function describeTool(options: {
     lines.push(
       'Set `run_in_background` for work that outlives this call (servers, watchers, long builds) instead of `&`: you get a task id at once, read its output with task_output, stop it with task_kill, and are notified when it ends. Keep working meanwhile instead of polling.',
     );
+    if (options.duplicateGuard) {
+      lines.push(
+        'A background command identical to one still running in this directory is not started twice: you get the running task id (`allow_duplicate: true` starts a second copy).',
+      );
+    }
     if (options.durable) {
       lines.push(
         'Background commands are durable: they keep running if this runtime restarts, and keep their task ids and output.',

@@ -42,12 +42,17 @@ describe('OpenAI adapter', () => {
               type: ['integer', 'null'],
               description: expect.stringMatching(/^Show only the newest/),
             },
+            wait_for: expect.objectContaining({
+              type: ['object', 'null'],
+              additionalProperties: false,
+              required: ['pattern', 'ignore_case', 'port', 'host', 'url', 'status'],
+            }),
             tail_lines: {
               type: ['integer', 'null'],
               description: expect.stringMatching(/^Show only the last/),
             },
           },
-          required: ['task_id', 'wait', 'timeout_ms', 'tail_bytes', 'tail_lines'],
+          required: ['task_id', 'wait', 'timeout_ms', 'wait_for', 'tail_bytes', 'tail_lines'],
           additionalProperties: false,
         },
       },

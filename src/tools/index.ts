@@ -2,6 +2,19 @@
 export { ToolCallAbortedError, ToolsDisposedError } from './errors.js';
 export { type ForegroundCall, ForegroundCalls } from './foreground-calls.js';
 export { type LimitToolTextOptions, limitToolResult, limitToolText } from './output-limit.js';
+export {
+  compileReadiness,
+  describeProbe,
+  formatReadiness,
+  InvalidReadinessError,
+  READINESS_DEFAULTS,
+  type ReadinessInput,
+  type ReadinessLimits,
+  type ReadinessProbe,
+  type ReadinessResult,
+  readinessSchema,
+  waitForReadiness,
+} from './readiness.js';
 export { RECORDED_OUTPUT_READ_BYTES, type RecordedTaskOutput, type RecordedTasks } from './recorded-tasks.js';
 export { describeSandbox } from './sandbox-description.js';
 export { formatStatusLine } from './status-line.js';

@@ -1,6 +1,6 @@
 /** Options of the task tools: one declaration with their defaults and their validation. */
 import { taskMonitorsOptions } from '../notifications/index.js';
-import { type ControllerScope, MAX_TIMER_DELAY_MS, type TaskService } from '../tasks/index.js';
+import { type ControllerScope, MAX_TIMER_DELAY_MS, systemClock, type TaskService } from '../tasks/index.js';
 import { defineOptions, type OptionsInput, option, type ResolvedOptions } from '../tasks/options.js';
 import type { RecordedTasks } from './recorded-tasks.js';
 import type { StopDispatch } from './stop-dispatch.js';
@@ -43,6 +43,18 @@ export const taskToolsOptions = defineOptions('createTaskTools', {
    * within these limits (see `createTaskMonitors`). Default: no `task_monitor`.
    */
   monitors: option.nested(taskMonitorsOptions.omit('tasks'), { optional: true }),
+  /**
+   * How often `task_output`'s `wait_for` probes a port or a URL, 5 to 60000 ms. A port that opens is seen
+   * at most this late (plus the connect). Default 25 ms.
+   */
+  readinessPollMs: option.integer({ min: 5, max: 60_000, default: 25 }),
+  /**
+   * Which hosts `wait_for` may probe with `port` and `url`: `loopback` (localhost, 127.x.x.x, ::1) or
+   * `any`. The probe runs in the runtime, outside any sandbox of the command. Default `loopback`.
+   */
+  readinessHosts: option.oneOf(['loopback', 'any'] as const, { default: 'loopback' }),
+  /** Times `wait_for` waits. Default: the system clock. */
+  clock: option.clock({ default: systemClock }),
   /** The stop dispatch `task_kill` goes through (with its per-kind strategies). Default: a new one over `tasks`. */
   stop: option.shaped<StopDispatch>('a StopDispatch', ['stopBackgroundTask']),
   /** The name the tools attach as a task controller. Default `task-tools`. */

@@ -7,22 +7,34 @@
 import { resolve as resolvePath } from 'node:path';
 import { type Sandbox, sandboxOption } from '../../process/index.js';
 import { type CancelTimer, MAX_TIMER_DELAY_MS, systemClock } from '../../tasks/clock.js';
-import { createTrustedCaller, type TaskId, type TaskSnapshot } from '../../tasks/index.js';
+import {
+  createTrustedCaller,
+  InvalidArgumentError,
+  type TaskId,
+  type TaskSnapshot,
+} from '../../tasks/index.js';
 import { defineOptions, type OptionsInput, option } from '../../tasks/options.js';
 import {
   type BackgroundToolValue,
+  compileReadiness,
   defineTool,
   describeSandbox,
   describeToolError,
   type ForegroundCall,
   ForegroundCalls,
+  formatReadiness,
+  formatStatusLine,
   hasInputKey,
+  limitToolText,
+  READINESS_DEFAULTS,
+  type ReadinessProbe,
   ToolCallAbortedError,
   type ToolContext,
   type ToolDefinition,
   type ToolResult,
   toolError,
   toolResult,
+  waitForReadiness,
 } from '../../tools/index.js';
 import {
   type BashProducer,
@@ -99,6 +111,17 @@ export const bashToolOptions = defineOptions('createBashTool', {
    * copy. A call with `allow_duplicate: true` starts it anyway. Default true.
    */
   duplicateGuard: option.boolean({ default: true }),
+  /** How long `ready_when` waits when it gives no `timeout_ms`. Default 30000 ms (at most `maxReadyWaitMs`). */
+  readyWaitMs: option.integer({ min: 1, max: MAX_TIMER_DELAY_MS, default: 30_000, atMost: 'maxReadyWaitMs' }),
+  /** The longest `ready_when.timeout_ms` a call may ask for. Default 600000 ms. */
+  maxReadyWaitMs: option.integer({ min: 1, max: MAX_TIMER_DELAY_MS, default: 600_000 }),
+  /** How often `ready_when` probes a port or a URL, 5 to 60000 ms. Default 25 ms. */
+  readinessPollMs: option.integer({ min: 5, max: 60_000, default: 25 }),
+  /**
+   * Which hosts `ready_when` may probe with `port` and `url`: `loopback` (localhost, 127.x.x.x, ::1) or
+   * `any`. The probe runs in the runtime, outside the command's sandbox. Default `loopback`.
+   */
+  readinessHosts: option.oneOf(['loopback', 'any'] as const, { default: 'loopback' }),
   /** Times auto-backgrounding. Default: the system clock. */
   clock: option.clock({ default: systemClock }),
 });
@@ -155,6 +178,17 @@ export function createBashTool(options: BashToolOptions): BashTool {
   const { backgroundRuntimeCapMs, spawnFailureWaitMs } = resolved;
   const autoBackgroundAfterMs = enableRunInBackground ? resolved.autoBackgroundAfterMs : false;
   const { maxCommandBytes, durable } = resolved;
+  const readiness = enableRunInBackground
+    ? {
+        limits: {
+          ...READINESS_DEFAULTS,
+          pollMs: resolved.readinessPollMs,
+          hosts: resolved.readinessHosts,
+        },
+        defaultMs: resolved.readyWaitMs,
+        maxMs: resolved.maxReadyWaitMs,
+      }
+    : undefined;
   const duplicates =
     resolved.duplicateGuard && enableRunInBackground
       ? new DuplicateGuard(producer.tasks, MAX_COMMAND_DETAIL_CHARACTERS)
@@ -181,6 +215,7 @@ export function createBashTool(options: BashToolOptions): BashTool {
     maxTimeoutMs,
     autoBackgroundAfterMs,
     duplicateGuard: duplicates !== undefined,
+    ...(readiness === undefined ? {} : { readiness }),
   });
 
   const execute = async (input: BashToolInput, context: ToolContext): Promise<ToolResult<BashToolValue>> => {
@@ -196,7 +231,23 @@ export function createBashTool(options: BashToolOptions): BashTool {
     if (context.signal.aborted)
       return toolError(describeToolError(new ToolCallAbortedError('bash', context.signal.reason)));
     const call = parsed.data;
-    const background = call.run_in_background === true;
+    const background = call.run_in_background === true || call.ready_when !== undefined;
+    let probe: ReadinessProbe | undefined;
+    try {
+      // Before anything starts: a bad condition starts nothing.
+      if (call.ready_when !== undefined && call.run_in_background === false) {
+        throw new InvalidArgumentError(
+          'run_in_background',
+          'true or absent with ready_when (it starts the command in the background)',
+          false,
+        );
+      }
+      if (call.ready_when !== undefined && readiness !== undefined) {
+        probe = compileReadiness(call.ready_when, readiness.limits, 'ready_when');
+      }
+    } catch (error) {
+      return toolError(describeToolError(error));
+    }
     const plan = planDeadlines(call, background);
     const sessionCwd = context.cwd ?? process.cwd();
     const cwd = call.workdir === undefined ? sessionCwd : resolvePath(sessionCwd, call.workdir);
@@ -205,10 +256,13 @@ export function createBashTool(options: BashToolOptions): BashTool {
       const checked = duplicates.check(context.caller, call.command, resolvePath(cwd));
       if ('duplicate' in checked) {
         const running = checked.duplicate;
-        return toolResult(describeDuplicate(running, call.command), {
+        const answer = toolResult<BashToolValue>(describeDuplicate(running, call.command), {
           kind: 'duplicate',
           taskId: running === 'starting' ? undefined : running.id,
         });
+        // Waiting for readiness is what the call was for: wait on the running copy instead.
+        if (probe === undefined || running === 'starting') return answer;
+        return withReadiness(answer, running.id, probe, call, context);
       }
       reservation = checked.reservation;
     }
@@ -240,6 +294,9 @@ export function createBashTool(options: BashToolOptions): BashTool {
     const spawned = await started.handle.spawned;
     untrackStarting?.();
     if (!spawned) return spawnFailure(started);
+    if (background && probe !== undefined) {
+      return withReadiness(await backgroundResult(started, 'started'), started.taskId, probe, call, context);
+    }
     if (background) return backgroundResult(started, 'started');
     return runForeground(started, context, plan);
   };
@@ -303,6 +360,40 @@ export function createBashTool(options: BashToolOptions): BashTool {
       context.signal.removeEventListener('abort', onAbort);
       untrack();
     }
+  };
+
+  /** Waits for the call's readiness condition on a running task and adds how it went to the answer. */
+  const withReadiness = async (
+    answer: ToolResult<BashToolValue>,
+    taskId: string,
+    probe: ReadinessProbe,
+    call: BashToolInput,
+    context: ToolContext,
+  ): Promise<ToolResult<BashToolValue>> => {
+    const caller = context.caller;
+    const result = await waitForReadiness({
+      tasks: producer.tasks,
+      taskId,
+      caller,
+      probe,
+      timeoutMs: call.ready_when?.timeout_ms ?? readiness!.defaultMs,
+      signal: context.signal,
+      clock,
+      limits: readiness!.limits,
+    });
+    const lines = [answer.text, formatReadiness(result, probe)];
+    if (result.outcome !== 'ended') return { ...answer, text: lines.join('\n') };
+    // It ended first: the wait took its end, so this answer tells it, with its output.
+    const read = await producer.tasks.read(taskId, caller).catch(() => undefined);
+    if (read !== undefined) {
+      const output = read.text.replace(/\n$/, '');
+      lines.push(output === '' ? '(no output)' : output, formatStatusLine(read.snapshot));
+    }
+    return {
+      ...answer,
+      text: limitToolText(lines.join('\n'), producer.outputLimitBytes),
+      taskEnds: [{ taskId, attempt: read?.snapshot.attempt }],
+    };
   };
 
   const requestBackground = (taskId: TaskId): TaskSnapshot | undefined => {
@@ -455,6 +546,9 @@ function describeTool(options: {
   if (options.enableRunInBackground) {
     lines.push(
       'Set `run_in_background` for work that outlives this call (servers, watchers, long builds) instead of `&`: you get a task id at once, read its output with task_output, stop it with task_kill, and are notified when it ends. Keep working meanwhile instead of polling.',
+    );
+    lines.push(
+      'To start a server or watcher and know when it is ready, give `ready_when` (an output `pattern`, a `port`, or a `url`): the call answers at that moment instead of you polling with sleep and curl.',
     );
     if (options.duplicateGuard) {
       lines.push(

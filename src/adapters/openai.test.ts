@@ -165,7 +165,7 @@ describe('OpenAI adapter', () => {
     });
     expect(await executeOpenAIToolCall(set.tools, { name: 'rm_rf', arguments: '{}' }, context)).toEqual({
       isError: true,
-      text: 'Error [UNKNOWN_TOOL]: There is no tool named "rm_rf"; the tools are: task_output, task_list, task_kill',
+      text: 'Error [UNKNOWN_TOOL]: There is no tool named "rm_rf"; the tools are: task_output, task_list, task_kill, task_digest',
     });
     expect(await executeOpenAIToolCall(set.tools, { name: 'task_list', arguments: '' }, context)).toEqual({
       isError: false,

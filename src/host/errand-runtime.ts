@@ -188,6 +188,11 @@ async function assembleRuntime(
       read: (taskId, caller, maxBytes) => sessions?.recordedTasks.read(taskId, caller, maxBytes),
       list: (caller, limit) => sessions?.recordedTasks.list(caller, limit) ?? [],
     },
+    // task_digest lists the endings a session has queued and not delivered.
+    untold: (caller) =>
+      caller !== undefined && 'sessionId' in caller
+        ? (sessions?.getSession(caller.sessionId)?.untoldEndings() ?? [])
+        : [],
     ...taskToolOptions,
     // task_monitor's lines reach the owner through its delivery policy, onto the same inbox as its ends.
     monitors: {

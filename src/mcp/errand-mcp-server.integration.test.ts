@@ -65,7 +65,7 @@ describe('createErrandMcpServer', () => {
   it('appends at most maxNotificationsPerResult notifications and says how many wait', async () => {
     const { call, waitForLogs } = await connect({ maxNotificationsPerResult: 2 });
     for (let index = 0; index < 3; index += 1) {
-      await call('bash', { command: 'exec sleep 600', run_in_background: true });
+      await call('bash', { command: `exec sleep ${600 + index}`, run_in_background: true });
     }
     // A person stops all three at once: three notifications queue before the next tool call.
     await runtime!.stop.stopAll({ initiator: 'user', caller: server!.session.owner });
@@ -168,6 +168,7 @@ describe('createErrandMcpServer', () => {
     const { tools } = await client.listTools();
     expect(tools.map((tool) => tool.name).sort()).toEqual([
       'bash',
+      'task_digest',
       'task_kill',
       'task_list',
       'task_monitor',

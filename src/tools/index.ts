@@ -32,6 +32,16 @@ export {
 } from './stop-dispatch.js';
 export { TASK_TOOLS_PROMPT, type TaskToolsPromptOptions, taskToolsPrompt } from './system-prompt.js';
 export {
+  createTaskDigestTool,
+  DEFAULT_TASK_DIGEST_BYTES,
+  formatTaskDigest,
+  TASK_DIGEST_TOOL_NAME,
+  type TaskDigest,
+  type TaskDigestInput,
+  taskDigest,
+  type UntoldEnding,
+} from './task-digest.js';
+export {
   createTaskKillTool,
   TASK_KILL_TOOL_NAME,
   type TaskKillInput,

@@ -1,4 +1,11 @@
 /** Model-facing tools: the tool definition type, the task tools, the output limit, the stop dispatch, the prompt. */
+export {
+  type AutomatedTurnPolicy,
+  AutomatedTurns,
+  NEVER_IN_AUTOMATED_TURNS,
+  READ_ONLY_TOOLS,
+  ToolNotAllowedError,
+} from './automated-turns.js';
 export { ToolCallAbortedError, ToolsDisposedError } from './errors.js';
 export { type ForegroundCall, ForegroundCalls } from './foreground-calls.js';
 export { type LimitToolTextOptions, limitToolResult, limitToolText } from './output-limit.js';

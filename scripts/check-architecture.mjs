@@ -25,6 +25,8 @@ const layers = [
   ['events', 3],
   ['producers/bash', 4],
   ['producers/pty', 4],
+  // Schedules: time as a task kind; their firings reach sessions through a port the session layer gives.
+  ['producers/schedule', 4],
   ['session', 5],
   // Scale-out: the Redis provider and remote commands (runtime side), the worker that runs them.
   ['redis', 5],

@@ -12,6 +12,7 @@ import { BASH_OUTPUT_PREFIX, BashExecutor } from '../producers/bash/executor.js'
 import { createBashProducer, createBashTool } from '../producers/bash/index.js';
 import { createPtyProducer, createPtyTools, isPtyAvailable } from '../producers/pty/index.js';
 import { PTY_OUTPUT_PREFIX } from '../producers/pty/pty-producer.js';
+import { createScheduleTool, ScheduleProducer } from '../producers/schedule/index.js';
 import {
   type AgentTool,
   createAgentMessageTool,
@@ -29,7 +30,13 @@ import { RedisContext } from '../redis/redis-context.js';
 import { redisTaskServiceOn } from '../redis/redis-task-service.js';
 import { RemoteCommandDispatcher } from '../redis/remote-commands.js';
 import { createTaskService, type TaskServiceOptions } from '../registry/index.js';
-import { createSessionRuntime, type SessionRuntime, storeSequenceBlocks } from '../session/index.js';
+import {
+  createSessionRuntime,
+  notifyingSchedulePort,
+  type SessionRuntime,
+  scheduleSessionPort,
+  storeSequenceBlocks,
+} from '../session/index.js';
 import { isHolderLive } from '../session/session-holder.js';
 import { openSqliteSessionStore, type SessionStore } from '../store/index.js';
 import {
@@ -42,7 +49,7 @@ import {
   type TaskSnapshot,
 } from '../tasks/index.js';
 import { truncateUtf8Tail, utf8ByteLength } from '../text/index.js';
-import { createTaskTools, taskToolsPrompt } from '../tools/index.js';
+import { AutomatedTurns, createTaskTools, taskToolsPrompt } from '../tools/index.js';
 import type { Tracing } from '../tracing/index.js';
 import type { ErrandRuntime } from './assembled-runtime.js';
 import { startCommandPoller } from './command-poller.js';
@@ -223,6 +230,23 @@ async function assembleRuntime(
     subagents.registerStopStrategy(taskTools.stop);
     agentTool = createAgentTool({ producer: subagents, autoBackgroundMs: autoBackgroundMs ?? false });
   }
+  // Schedules: each firing is an automated turn of its session, with the tools its definition allows.
+  const automatedTurns = new AutomatedTurns();
+  const schedules =
+    options.schedules === false
+      ? undefined
+      : new ScheduleProducer({
+          tasks,
+          sessionOf: (owner) => {
+            const session = sessions?.getSession(owner.sessionId);
+            if (session === undefined || session.owner !== owner) return undefined;
+            return options.scheduleFirings === 'notifications'
+              ? notifyingSchedulePort(session)
+              : scheduleSessionPort(session, automatedTurns);
+          },
+          ...options.schedules,
+        });
+  const scheduleTools = schedules === undefined ? [] : [createScheduleTool(schedules)];
   const agentTools =
     subagents && agentTool ? [agentTool, createAgentMessageTool({ producer: subagents })] : [];
   const workflows = options.workflows
@@ -286,14 +310,17 @@ async function assembleRuntime(
       processSource: source,
       killGraceMs: executor.options.killGraceMs,
     },
-    tools: (session) => [
-      bashTool,
-      ...ptyTools,
-      ...taskTools.tools,
-      ...agentTools,
-      ...workflowTools,
-      ...(options.tools?.(session, runtime) ?? []),
-    ],
+    // Gated: while a schedule's automated turn runs, only the tools its definition allows answer.
+    tools: (session) =>
+      automatedTurns.gateAll([
+        bashTool,
+        ...ptyTools,
+        ...taskTools.tools,
+        ...scheduleTools,
+        ...agentTools,
+        ...workflowTools,
+        ...(options.tools?.(session, runtime) ?? []),
+      ]),
     ...(workflows ? { onSessionShutdown: workflowShutdownSweep(workflows) } : {}),
   });
   policyOf = (id) => sessions.policyOf(id);
@@ -369,6 +396,7 @@ async function assembleRuntime(
     subagents,
     agentTool,
     workflows,
+    schedules,
     taskTools,
     stop: taskTools.stop,
     events,

@@ -15,7 +15,7 @@ import {
   ListRootsRequestSchema,
   LoggingMessageNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { capturingLogger } from '../../test/support/registry.js';
 import { createErrandRuntime, type ErrandRuntime } from '../host/index.js';
 import { createMemorySessionStore } from '../store/index.js';
@@ -168,6 +168,7 @@ describe('createErrandMcpServer', () => {
     const { tools } = await client.listTools();
     expect(tools.map((tool) => tool.name).sort()).toEqual([
       'bash',
+      'schedule',
       'task_digest',
       'task_kill',
       'task_list',
@@ -175,6 +176,24 @@ describe('createErrandMcpServer', () => {
       'task_output',
     ]);
     expect(runtime!.subagents).toBeUndefined();
+  });
+
+  it("delivers a schedule's firing to the client like any other notification, once per firing", async () => {
+    const { call } = await connect();
+    const [scheduled] = await call('schedule', { prompt: 'Check the deploy.', in_ms: 0 });
+    expect(scheduled).toMatch(/^Scheduled schedule-1: once at /);
+    await vi.waitFor(() =>
+      expect(runtime!.tasks.get('schedule-1', server!.session.owner).detail).toMatchObject({
+        fired: 1,
+        lastOutcome: 'delivered to the client as a notification',
+      }),
+    );
+    const text = (await call('task_list')).join('\n');
+    expect(text).toContain('<task-id>schedule-1</task-id>');
+    expect(text.match(/<status>fired<\/status>/g)).toHaveLength(1);
+    expect(text).toContain('<summary>Check the deploy.</summary>');
+    const later = (await call('task_list')).join('\n');
+    expect(later).not.toContain('<status>fired</status>');
   });
 
   it('offers subagent tools when the runtime is given a model for them', async () => {

@@ -43,6 +43,7 @@ export {
   type TakeQueuedNotificationsOptions,
   type TurnReservationOptions,
 } from './notification-inbox.js';
+export { notifyingSchedulePort, scheduleSessionPort } from './schedule-session-port.js';
 export { type SendOptions, Session, type SessionDependencies, type TurnEndReason } from './session.js';
 export { PersistenceFailingError, SessionBusyError, SessionClosedError } from './session-errors.js';
 export type {

@@ -4,6 +4,7 @@
  * the session like any other — its messages are in the conversation, its ending is the firing's outcome.
  */
 import type { ScheduleSessionPort } from '../producers/schedule/index.js';
+import { escapeXmlText } from '../text/index.js';
 import type { AutomatedTurns } from '../tools/index.js';
 import type { Session } from './session.js';
 
@@ -26,6 +27,47 @@ export function scheduleSessionPort(session: Session, automated: AutomatedTurns)
       } finally {
         end();
       }
+    },
+  };
+}
+
+/**
+ * For sessions whose model is outside the runtime (an MCP client): a firing cannot start a turn, so it is
+ * delivered like any other notification — with the next tool result, or through the client's hooks — as a
+ * `<task-notification>` with status `fired`, once per firing (its idempotency key names the firing). The
+ * client's model acts on it in its own turn, with its own tools: the schedule's tool list cannot bind it,
+ * and the notification says so.
+ */
+export function notifyingSchedulePort(session: Session): ScheduleSessionPort {
+  return {
+    state: () => session.state,
+    onState(listener) {
+      return session.on((event) => {
+        if (event.type === 'state') listener(event.state);
+      });
+    },
+    async runAutomatedTurn({ scheduleId, instruction, firing }) {
+      const text = [
+        '<task-notification>',
+        `<task-id>${escapeXmlText(scheduleId)}</task-id>`,
+        '<status>fired</status>',
+        `<summary>${escapeXmlText(instruction)}</summary>`,
+        '<collect>A schedule you set fired: do what it asks now. Stop it with task_kill.</collect>',
+        '</task-notification>',
+      ].join('\n');
+      const admission = session.deliverNotification({
+        taskId: scheduleId,
+        label: `${scheduleId} fired`,
+        text,
+        // Like the client's other endings: with the next tool result, or at a client hook's moment.
+        lane: 'quiet',
+        branchGeneration: session.branchGeneration,
+        idempotencyKey: `schedule:${scheduleId}:firing:${firing}`,
+        ending: false,
+      });
+      return admission.admitted
+        ? 'delivered to the client as a notification'
+        : `not delivered (${admission.reason})`;
     },
   };
 }

@@ -21,3 +21,4 @@ export {
   type StartScheduleOptions,
   scheduleProducerOptions,
 } from './schedule-producer.js';
+export { createScheduleTool, SCHEDULE_TOOL_NAME, type ScheduleToolInput } from './schedule-tool.js';

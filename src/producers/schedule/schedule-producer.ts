@@ -66,6 +66,10 @@ export interface ScheduleSessionPort {
     readonly scheduleId: string;
     readonly prompt: string;
     readonly allowed: readonly string[];
+    /** The firing's number (1 for the first), the same across a resume. */
+    readonly firing: number;
+    /** The definition's own prompt, without the automated turn's framing. */
+    readonly instruction: string;
   }): Promise<string>;
 }
 
@@ -357,7 +361,13 @@ function runSchedule(
       ].join('\n');
       let outcome: string;
       try {
-        outcome = await session.runAutomatedTurn({ scheduleId: id, prompt, allowed: planned.allowed });
+        outcome = await session.runAutomatedTurn({
+          scheduleId: id,
+          prompt,
+          allowed: planned.allowed,
+          firing: fired,
+          instruction: planned.definition.prompt,
+        });
       } catch (error) {
         outcome = `the turn failed: ${error instanceof Error ? error.message : String(error)}`;
       }
@@ -400,7 +410,8 @@ function runSchedule(
   } else {
     let next = dueAfter(lastDueAt);
     let missed = 0;
-    while (next !== undefined && next <= now && fired + missed < planned.times) {
+    // Only a resumed schedule can have missed firings; a fresh one due now fires now.
+    while (resume !== undefined && next !== undefined && next < now && fired + missed < planned.times) {
       missed += 1;
       next = dueAfter(next);
     }

@@ -27,6 +27,8 @@ const layers = [
   ['producers/pty', 4],
   // Notifications for the person (webhook, desktop, browser), built on the background events.
   ['notify-person', 4],
+  // Schedules: time as a task kind; their firings reach sessions through a port the session layer gives.
+  ['producers/schedule', 4],
   ['session', 5],
   // Scale-out: the Redis provider and remote commands (runtime side), the worker that runs them.
   ['redis', 5],

@@ -32,9 +32,9 @@ async function connected() {
 describe('MCP registration', () => {
   it('lists every definition with its schema', async () => {
     const { client, registered } = await connected();
-    expect(registered).toHaveLength(3);
+    expect(registered).toHaveLength(4);
     const { tools } = await client.listTools();
-    expect(tools.map((tool) => tool.name)).toEqual(['task_output', 'task_list', 'task_kill']);
+    expect(tools.map((tool) => tool.name)).toEqual(['task_output', 'task_list', 'task_kill', 'task_digest']);
     const output = tools.find((tool) => tool.name === 'task_output');
     expect(output?.inputSchema).toMatchObject({
       type: 'object',

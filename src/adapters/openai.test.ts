@@ -42,12 +42,17 @@ describe('OpenAI adapter', () => {
               type: ['integer', 'null'],
               description: expect.stringMatching(/^Show only the newest/),
             },
+            wait_for: expect.objectContaining({
+              type: ['object', 'null'],
+              additionalProperties: false,
+              required: ['pattern', 'ignore_case', 'port', 'host', 'url', 'status'],
+            }),
             tail_lines: {
               type: ['integer', 'null'],
               description: expect.stringMatching(/^Show only the last/),
             },
           },
-          required: ['task_id', 'wait', 'timeout_ms', 'tail_bytes', 'tail_lines'],
+          required: ['task_id', 'wait', 'timeout_ms', 'wait_for', 'tail_bytes', 'tail_lines'],
           additionalProperties: false,
         },
       },
@@ -160,7 +165,7 @@ describe('OpenAI adapter', () => {
     });
     expect(await executeOpenAIToolCall(set.tools, { name: 'rm_rf', arguments: '{}' }, context)).toEqual({
       isError: true,
-      text: 'Error [UNKNOWN_TOOL]: There is no tool named "rm_rf"; the tools are: task_output, task_list, task_kill',
+      text: 'Error [UNKNOWN_TOOL]: There is no tool named "rm_rf"; the tools are: task_output, task_list, task_kill, task_digest',
     });
     expect(await executeOpenAIToolCall(set.tools, { name: 'task_list', arguments: '' }, context)).toEqual({
       isError: false,

@@ -5,6 +5,7 @@ import type { PersonNotifier } from '../notify-person/index.js';
 import type { Lifeline } from '../process/index.js';
 import type { BashExecutor, BashProducer, BashTool } from '../producers/bash/index.js';
 import type { PtyProducer } from '../producers/pty/index.js';
+import type { ScheduleProducer } from '../producers/schedule/index.js';
 import type { AgentTool, SubagentProducer } from '../producers/subagent/index.js';
 import type { WorkflowProducer } from '../producers/workflow/index.js';
 import type { DashboardBackend } from '../server/index.js';
@@ -26,6 +27,8 @@ export interface ErrandRuntime {
   /** Absent when subagents were turned off. */
   readonly subagents: SubagentProducer | undefined;
   readonly agentTool: AgentTool | undefined;
+  /** The schedule producer (`schedule-N` tasks); absent with `schedules: false`. */
+  readonly schedules: ScheduleProducer | undefined;
   /** Absent unless `workflows` was configured. */
   readonly workflows: WorkflowProducer | undefined;
   readonly taskTools: TaskTools;

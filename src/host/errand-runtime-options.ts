@@ -10,6 +10,7 @@ import { resourceLimitsOption, sandboxOption } from '../process/index.js';
 import { OUTPUT_SNAPSHOT_BYTES } from '../producers/bash/executor-options.js';
 import { bashExecutorOptions, bashProducerOptions, bashToolOptions } from '../producers/bash/index.js';
 import { ptyProducerOptions } from '../producers/pty/index.js';
+import { scheduleProducerOptions } from '../producers/schedule/index.js';
 import {
   agentToolOptions,
   isModelSource,
@@ -106,6 +107,17 @@ export const errandRuntimeOptions = defineOptions(
      * Needs the optional packages `bullmq` and `ioredis`. Default: off, everything runs here.
      */
     redis: option.nested(redisProviderOptions, { optional: true }),
+    /**
+     * Options of the schedule producer (the `schedule` tool and `schedule-N` tasks), or false to leave it
+     * out. Its firings are automated turns of the session: they need a model in the loop. Default: on.
+     */
+    schedules: option.orFalse(option.nested(scheduleProducerOptions.omit('tasks', 'sessionOf'))),
+    /**
+     * How a schedule's firing reaches its session: `turns` (an automated turn with the schedule's tools) or
+     * `notifications` (a `<task-notification>` with status `fired`, for a model outside the runtime: an MCP
+     * client). Default `turns`; `createMcpRuntime` uses `notifications`.
+     */
+    scheduleFirings: option.oneOf(['turns', 'notifications'] as const, { default: 'turns' }),
     /** Options of the pty producer, or false to leave it out. Default: on when node-pty loads. */
     pty: option.orFalse(option.nested(ptyProducerOptions.omit('tasks'))),
     /** Options of the task tools; `monitors` sets the limits of `task_monitor` (the runtime delivers its lines). */

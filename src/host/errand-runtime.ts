@@ -12,6 +12,7 @@ import { BASH_OUTPUT_PREFIX, BashExecutor } from '../producers/bash/executor.js'
 import { createBashProducer, createBashTool } from '../producers/bash/index.js';
 import { createPtyProducer, createPtyTools, isPtyAvailable } from '../producers/pty/index.js';
 import { PTY_OUTPUT_PREFIX } from '../producers/pty/pty-producer.js';
+import { createScheduleTool, ScheduleProducer } from '../producers/schedule/index.js';
 import {
   type AgentTool,
   createAgentMessageTool,
@@ -31,9 +32,11 @@ import { RemoteCommandDispatcher } from '../redis/remote-commands.js';
 import { createTaskService, type TaskServiceOptions } from '../registry/index.js';
 import {
   createSessionRuntime,
+  notifyingSchedulePort,
   SESSION_LIMIT_DEFAULTS,
   type SessionLimits,
   type SessionRuntime,
+  scheduleSessionPort,
   storeSequenceBlocks,
 } from '../session/index.js';
 import { isHolderLive } from '../session/session-holder.js';
@@ -48,7 +51,7 @@ import {
   type TaskSnapshot,
 } from '../tasks/index.js';
 import { truncateUtf8Tail, utf8ByteLength } from '../text/index.js';
-import { createTaskTools, taskToolsPrompt } from '../tools/index.js';
+import { AutomatedTurns, createTaskTools, taskToolsPrompt } from '../tools/index.js';
 import type { Tracing } from '../tracing/index.js';
 import type { ErrandRuntime } from './assembled-runtime.js';
 import { startCommandPoller } from './command-poller.js';
@@ -202,6 +205,11 @@ async function assembleRuntime(
       read: (taskId, caller, maxBytes) => sessions?.recordedTasks.read(taskId, caller, maxBytes),
       list: (caller, limit) => sessions?.recordedTasks.list(caller, limit) ?? [],
     },
+    // task_digest lists the endings a session has queued and not delivered.
+    untold: (caller) =>
+      caller !== undefined && 'sessionId' in caller
+        ? (sessions?.getSession(caller.sessionId)?.untoldEndings() ?? [])
+        : [],
     ...taskToolOptions,
     // task_monitor's lines reach the owner through its delivery policy, onto the same inbox as its ends.
     monitors: {
@@ -237,6 +245,23 @@ async function assembleRuntime(
     subagents.registerStopStrategy(taskTools.stop);
     agentTool = createAgentTool({ producer: subagents, autoBackgroundMs: autoBackgroundMs ?? false });
   }
+  // Schedules: each firing is an automated turn of its session, with the tools its definition allows.
+  const automatedTurns = new AutomatedTurns();
+  const schedules =
+    options.schedules === false
+      ? undefined
+      : new ScheduleProducer({
+          tasks,
+          sessionOf: (owner) => {
+            const session = sessions?.getSession(owner.sessionId);
+            if (session === undefined || session.owner !== owner) return undefined;
+            return options.scheduleFirings === 'notifications'
+              ? notifyingSchedulePort(session)
+              : scheduleSessionPort(session, automatedTurns);
+          },
+          ...options.schedules,
+        });
+  const scheduleTools = schedules === undefined ? [] : [createScheduleTool(schedules)];
   const agentTools =
     subagents && agentTool ? [agentTool, createAgentMessageTool({ producer: subagents })] : [];
   const workflows = options.workflows
@@ -308,14 +333,17 @@ async function assembleRuntime(
       processSource: source,
       killGraceMs: executor.options.killGraceMs,
     },
-    tools: (session) => [
-      bashTool,
-      ...ptyTools,
-      ...taskTools.tools,
-      ...agentTools,
-      ...workflowTools,
-      ...(options.tools?.(session, runtime) ?? []),
-    ],
+    // Gated: while a schedule's automated turn runs, only the tools its definition allows answer.
+    tools: (session) =>
+      automatedTurns.gateAll([
+        bashTool,
+        ...ptyTools,
+        ...taskTools.tools,
+        ...scheduleTools,
+        ...agentTools,
+        ...workflowTools,
+        ...(options.tools?.(session, runtime) ?? []),
+      ]),
     ...(workflows ? { onSessionShutdown: workflowShutdownSweep(workflows) } : {}),
   });
   policyOf = (id) => sessions.policyOf(id);
@@ -391,6 +419,7 @@ async function assembleRuntime(
     subagents,
     agentTool,
     workflows,
+    schedules,
     taskTools,
     stop: taskTools.stop,
     events,

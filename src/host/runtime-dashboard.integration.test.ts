@@ -76,10 +76,16 @@ async function serve(backend: DashboardBackend): Promise<{ server: DashboardServ
 // biome-ignore lint/suspicious/noExplicitAny: answers are inspected structurally by the assertions
 type Call = (path: string, body?: unknown) => Promise<{ status: number; body: any }>;
 
-/** Starts `sleep` in the background in `sessionId` through the model's bash call; resolves with the task id. */
+let sleeps = 0;
+
+/**
+ * Starts `sleep` in the background in `sessionId` through the model's bash call; resolves with the task id.
+ * Each one sleeps a different time, so the bash tool's duplicate guard starts every one.
+ */
 async function startBackgroundSleep(runtime: ErrandRuntime, model: ScriptedModel, sessionId: string) {
+  sleeps += 1;
   model.push(
-    { toolCalls: [{ name: 'bash', input: { command: 'sleep 30', run_in_background: true } }] },
+    { toolCalls: [{ name: 'bash', input: { command: `sleep ${30 + sleeps}`, run_in_background: true } }] },
     { text: 'started' },
   );
   const session = runtime.sessions.getSession(sessionId)!;

@@ -15,7 +15,7 @@ import {
   ListRootsRequestSchema,
   LoggingMessageNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { capturingLogger } from '../../test/support/registry.js';
 import { createErrandRuntime, type ErrandRuntime } from '../host/index.js';
 import { createMemorySessionStore } from '../store/index.js';
@@ -65,7 +65,7 @@ describe('createErrandMcpServer', () => {
   it('appends at most maxNotificationsPerResult notifications and says how many wait', async () => {
     const { call, waitForLogs } = await connect({ maxNotificationsPerResult: 2 });
     for (let index = 0; index < 3; index += 1) {
-      await call('bash', { command: 'exec sleep 600', run_in_background: true });
+      await call('bash', { command: `exec sleep ${600 + index}`, run_in_background: true });
     }
     // A person stops all three at once: three notifications queue before the next tool call.
     await runtime!.stop.stopAll({ initiator: 'user', caller: server!.session.owner });
@@ -168,12 +168,32 @@ describe('createErrandMcpServer', () => {
     const { tools } = await client.listTools();
     expect(tools.map((tool) => tool.name).sort()).toEqual([
       'bash',
+      'schedule',
+      'task_digest',
       'task_kill',
       'task_list',
       'task_monitor',
       'task_output',
     ]);
     expect(runtime!.subagents).toBeUndefined();
+  });
+
+  it("delivers a schedule's firing to the client like any other notification, once per firing", async () => {
+    const { call } = await connect();
+    const [scheduled] = await call('schedule', { prompt: 'Check the deploy.', in_ms: 0 });
+    expect(scheduled).toMatch(/^Scheduled schedule-1: once at /);
+    await vi.waitFor(() =>
+      expect(runtime!.tasks.get('schedule-1', server!.session.owner).detail).toMatchObject({
+        fired: 1,
+        lastOutcome: 'delivered to the client as a notification',
+      }),
+    );
+    const text = (await call('task_list')).join('\n');
+    expect(text).toContain('<task-id>schedule-1</task-id>');
+    expect(text.match(/<status>fired<\/status>/g)).toHaveLength(1);
+    expect(text).toContain('<summary>Check the deploy.</summary>');
+    const later = (await call('task_list')).join('\n');
+    expect(later).not.toContain('<status>fired</status>');
   });
 
   it('offers subagent tools when the runtime is given a model for them', async () => {

@@ -81,6 +81,8 @@ export async function createMcpRuntime(options: McpRuntimeOptions = {}): Promise
     },
     model: MCP_CLIENT_MODEL,
     subagents,
+    // The client's model runs the turns: a schedule's firing reaches it as a notification.
+    scheduleFirings: options.scheduleFirings ?? 'notifications',
     notifications: { ...options.notifications, wakeBudget: 0 },
   });
 }

@@ -161,16 +161,18 @@ describe('errand mcp and the client it serves', () => {
   it('runs 20 background commands at once by default, and --max-tasks sets the limit', async () => {
     const cli = await start();
     const started = await Promise.all(
-      Array.from({ length: 20 }, () => cli.call('bash', { command: 'sleep 30', run_in_background: true })),
+      Array.from({ length: 20 }, (_, index) =>
+        cli.call('bash', { command: `sleep ${30 + index}`, run_in_background: true }),
+      ),
     );
     expect(started.filter((result) => result.isError)).toEqual([]);
     const limited = await start(['--max-tasks', '2']);
     for (let index = 0; index < 2; index += 1) {
-      expect((await limited.call('bash', { command: 'sleep 30', run_in_background: true })).isError).toBe(
-        false,
-      );
+      expect(
+        (await limited.call('bash', { command: `sleep ${30 + index}`, run_in_background: true })).isError,
+      ).toBe(false);
     }
-    const refused = await limited.call('bash', { command: 'sleep 30', run_in_background: true });
+    const refused = await limited.call('bash', { command: 'sleep 32', run_in_background: true });
     expect(refused.isError).toBe(true);
     expect(textBlocks(refused)[0]).toMatch(/ADMISSION_LIMIT|at most 2/);
   });

@@ -84,7 +84,7 @@ describe.skipIf(skip !== undefined)(`a full data directory${skip ? ` (skipped: $
     const session = server.session;
     const ids: string[] = [];
     for (let index = 0; index < 3; index += 1) {
-      const started = await call('bash', { command: 'exec sleep 600', run_in_background: true });
+      const started = await call('bash', { command: `exec sleep ${600 + index}`, run_in_background: true });
       ids.push(/bash-\d+/.exec(started.text)![0]);
     }
     const before = store.listTasks({ sessionId: session.id });

@@ -46,6 +46,7 @@ export {
   type TurnReservationOptions,
 } from './notification-inbox.js';
 export type { RuntimeEventListener } from './runtime-events.js';
+export { notifyingSchedulePort, scheduleSessionPort } from './schedule-session-port.js';
 export { type SendOptions, Session, type SessionDependencies, type TurnEndReason } from './session.js';
 export {
   PersistenceFailingError,

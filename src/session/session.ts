@@ -19,7 +19,13 @@ import {
   type SessionId,
   type TaskService,
 } from '../tasks/index.js';
-import type { AnyToolDefinition, ToldTaskEnd } from '../tools/index.js';
+import {
+  type AnyToolDefinition,
+  type TaskDigest,
+  type ToldTaskEnd,
+  taskDigest,
+  type UntoldEnding,
+} from '../tools/index.js';
 import { NOOP_TRACING, type Tracing } from '../tracing/index.js';
 import { CommandQueue, type QueuedCommand, type QueuePriority } from './command-queue.js';
 import { ConversationView } from './conversation-view.js';
@@ -315,6 +321,28 @@ export class Session {
   /** Commands waiting in the queue. */
   get queuedCommands(): number {
     return this.#queue.length;
+  }
+
+  /** Endings queued for the model and not delivered yet, in queue order (progress notices left out). */
+  untoldEndings(): UntoldEnding[] {
+    return this.#inbox
+      .queuedNotifications()
+      .filter((notification) => notification.ending !== false)
+      .map((notification) => ({ taskId: notification.taskId, label: notification.label }));
+  }
+
+  /**
+   * The task digest: this session's live background work (schedules included) and the endings it has not
+   * been told, at most `maxBytes` (default 4096; ids only past it). A harness that compacts or summarises
+   * the conversation hands it to the model with the summary, so the model does not start its work again.
+   * It claims nothing: the endings it lists are still delivered by their notifications.
+   */
+  taskDigest(options: { readonly maxBytes?: number } = {}): TaskDigest {
+    return taskDigest(this.tasks, this.owner, {
+      untold: this.untoldEndings(),
+      ...(options.maxBytes === undefined ? {} : { maxBytes: options.maxBytes }),
+      now: this.#now(),
+    });
   }
 
   /** The live branch of the conversation. */

@@ -23,6 +23,13 @@ export const ERRAND_ERROR_CODES = [
   'TASK_NOT_RUNNING',
   'UNKNOWN_OPTION',
   'WAIT_ABORTED',
+  // Schedules, readiness waits and automated turns.
+  'INVALID_CRON',
+  'INVALID_TIME_ZONE',
+  'SCHEDULE_LIMIT',
+  'SCHEDULE_NEEDS_SESSION',
+  'TOOL_NOT_ALLOWED_IN_AUTOMATED_TURN',
+  'INVALID_READINESS',
   // The task service.
   'SEQUENCE_BLOCK_INVALID',
   // Processes and their confinement.

@@ -107,6 +107,8 @@ export interface TaskFacts {
   readonly survivors?: readonly number[] | null;
   /** The sandbox the task's commands run in; absent when they run with the user's own rights. */
   readonly sandbox?: SandboxFacts | null;
+  /** The task's state in one line, for the task digest and lists (a schedule: its firings and the next one). */
+  readonly summary?: string | null;
 }
 
 /** A fact's value once checked: present and of its documented type. */
@@ -173,6 +175,7 @@ const FACT_CHECKS: { readonly [K in keyof TaskFacts]-?: (value: unknown) => bool
   signalledProcesses: isFiniteNumber,
   survivors: (value) => Array.isArray(value) && value.every(isFiniteNumber),
   sandbox: isSandboxFacts,
+  summary: isText,
 };
 
 /**

@@ -1,7 +1,27 @@
 /** Model-facing tools: the tool definition type, the task tools, the output limit, the stop dispatch, the prompt. */
+export {
+  type AutomatedTurnPolicy,
+  AutomatedTurns,
+  NEVER_IN_AUTOMATED_TURNS,
+  READ_ONLY_TOOLS,
+  ToolNotAllowedError,
+} from './automated-turns.js';
 export { ToolCallAbortedError, ToolsDisposedError } from './errors.js';
 export { type ForegroundCall, ForegroundCalls } from './foreground-calls.js';
 export { type LimitToolTextOptions, limitToolResult, limitToolText } from './output-limit.js';
+export {
+  compileReadiness,
+  describeProbe,
+  formatReadiness,
+  InvalidReadinessError,
+  READINESS_DEFAULTS,
+  type ReadinessInput,
+  type ReadinessLimits,
+  type ReadinessProbe,
+  type ReadinessResult,
+  readinessSchema,
+  waitForReadiness,
+} from './readiness.js';
 export { RECORDED_OUTPUT_READ_BYTES, type RecordedTaskOutput, type RecordedTasks } from './recorded-tasks.js';
 export { describeSandbox } from './sandbox-description.js';
 export { formatStatusLine } from './status-line.js';
@@ -18,6 +38,16 @@ export {
   type StopStrategyContext,
 } from './stop-dispatch.js';
 export { TASK_TOOLS_PROMPT, type TaskToolsPromptOptions, taskToolsPrompt } from './system-prompt.js';
+export {
+  createTaskDigestTool,
+  DEFAULT_TASK_DIGEST_BYTES,
+  formatTaskDigest,
+  TASK_DIGEST_TOOL_NAME,
+  type TaskDigest,
+  type TaskDigestInput,
+  taskDigest,
+  type UntoldEnding,
+} from './task-digest.js';
 export {
   createTaskKillTool,
   TASK_KILL_TOOL_NAME,

@@ -15,6 +15,8 @@ const GUIDANCE = [
   '- task_output(task_id) returns the output since your last read, or a final result once the task has ended, and ends with a [status: ...] line. Pass wait: true only when you cannot continue without the result.',
   '- Before your final answer, collect every task whose result your answer depends on with task_output, so you never answer from partial results.',
   '- Stop work that no longer matters with task_kill(task_id, reason).',
+  '- To know when a server or watcher you started is ready, call task_output(task_id, wait_for: { port } or { url } or { pattern }) once instead of sleeping and polling.',
+  '- If the conversation was summarised or you are unsure what is running, call task_digest: it lists your live tasks and the endings you have not been told, from the runtime.',
 ].join('\n');
 
 const MONITOR_GUIDANCE =

@@ -10,6 +10,16 @@ import { z } from 'zod';
 import { type Caller, ErrandError, isTerminalStatus, type TaskSnapshot, taskFact } from '../tasks/index.js';
 import { formatTruncationMarker, lastLines, stripTerminalEscapes, utf8ByteLength } from '../text/index.js';
 import { limitToolText } from './output-limit.js';
+import {
+  compileReadiness,
+  formatReadiness,
+  READINESS_DEFAULTS,
+  type ReadinessInput,
+  type ReadinessLimits,
+  type ReadinessResult,
+  readinessSchema,
+  waitForReadiness,
+} from './readiness.js';
 import { RECORDED_OUTPUT_READ_BYTES } from './recorded-tasks.js';
 import { formatStatusLine } from './status-line.js';
 import {
@@ -28,16 +38,28 @@ export interface TaskOutputInput {
   readonly timeout_ms?: number | undefined;
   readonly tail_bytes?: number | undefined;
   readonly tail_lines?: number | undefined;
+  readonly wait_for?: ReadinessInput | undefined;
 }
 
 export interface TaskOutputValue {
   readonly taskId: string;
   readonly status: TaskSnapshot['status'];
+  /** With `wait_for`: how the wait ended (`ready`, `timeout`, `ended`, `aborted`). */
+  readonly readiness?: ReadinessResult['outcome'];
   /** The task's attempt (a resumed task's later run has a higher one). */
   readonly attempt: number;
 }
 
 export const TASK_OUTPUT_TOOL_NAME = 'task_output';
+
+/** The readiness limits of these tools. */
+export function readinessLimits(runtime: TaskToolsRuntime): ReadinessLimits {
+  return {
+    ...READINESS_DEFAULTS,
+    pollMs: runtime.options.readinessPollMs,
+    hosts: runtime.options.readinessHosts,
+  };
+}
 
 function inputSchema(runtime: TaskToolsRuntime) {
   const { defaultWaitMs, maxWaitMs, maxTailBytes, maxTailLines } = runtime.options;
@@ -54,7 +76,12 @@ function inputSchema(runtime: TaskToolsRuntime) {
         .positive()
         .optional()
         .describe(
-          `How long to wait when wait is true, in milliseconds. Default ${defaultWaitMs}; at most ${maxWaitMs} (longer values are capped).`,
+          `How long to wait when wait is true or wait_for is given, in milliseconds. Default ${defaultWaitMs}; at most ${maxWaitMs} (longer values are capped).`,
+        ),
+      wait_for: readinessSchema(readinessLimits(runtime))
+        .optional()
+        .describe(
+          'Wait until the running task is ready, then answer at once: an output line matches `pattern`, or `port` accepts a TCP connection, or `url` answers `status` (default any 2xx). Give exactly one. Answers at that moment with the matching line or address, at timeout_ms with what was seen, or with the ending if the task ends first.',
         ),
       tail_bytes: z
         .number()
@@ -78,6 +105,10 @@ function inputSchema(runtime: TaskToolsRuntime) {
     .refine((input) => input.tail_bytes === undefined || input.tail_lines === undefined, {
       message: 'give tail_bytes or tail_lines, not both',
       path: ['tail_lines'],
+    })
+    .refine((input) => input.wait_for === undefined || input.wait !== true, {
+      message: 'give wait or wait_for, not both (wait_for also answers when the task ends)',
+      path: ['wait_for'],
     });
 }
 
@@ -87,6 +118,7 @@ const DESCRIPTION = [
   'The answer always ends with a [status: ...] line.',
   'It does not block unless wait is true; a wait that times out reports the task still running and does not stop it.',
   'With tail_lines or tail_bytes it shows only the newest output and leaves your read position where it was.',
+  'With wait_for it waits until a started server or watcher is ready (a line, a port, a URL) in one call: use it instead of sleep-and-curl loops.',
 ].join(' ');
 
 /** The newest output of a task, read through an observation cursor: the model's read does not move. */
@@ -185,6 +217,27 @@ export function createTaskOutputTool(
           throw error;
         }
         let note: string | undefined;
+        let readiness: { line: string; outcome: ReadinessResult['outcome'] } | undefined;
+        if (input.wait_for !== undefined && !isTerminalStatus(snapshot.status)) {
+          const probe = compileReadiness(input.wait_for, readinessLimits(runtime), 'wait_for');
+          const timeoutMs = Math.min(Math.ceil(input.timeout_ms ?? options.defaultWaitMs), options.maxWaitMs);
+          const result = await waitForReadiness({
+            tasks,
+            taskId: snapshot.id,
+            caller,
+            probe,
+            timeoutMs,
+            signal: callSignal(runtime, context),
+            clock: options.clock,
+            limits: readinessLimits(runtime),
+          });
+          readiness = { line: formatReadiness(result, probe), outcome: result.outcome };
+          snapshot = tasks.get(snapshot.id, caller);
+        } else if (input.wait_for !== undefined) {
+          // Checked even for a finished task: a bad condition is an error whatever the state.
+          compileReadiness(input.wait_for, readinessLimits(runtime), 'wait_for');
+          readiness = { line: '[not ready: the task had already ended]', outcome: 'ended' };
+        }
         if (input.wait === true && !isTerminalStatus(snapshot.status)) {
           const timeoutMs = Math.min(Math.ceil(input.timeout_ms ?? options.defaultWaitMs), options.maxWaitMs);
           try {
@@ -222,12 +275,20 @@ export function createTaskOutputTool(
         const limit = limitFor(runtime, after);
         const outputFile = taskFact(after, 'outputFile');
         const body = `${tail ? text : bodyOf(text, after)}${error}`;
-        const status = formatStatusLine(after, note);
+        const status =
+          readiness === undefined
+            ? formatStatusLine(after, note)
+            : `${readiness.line}\n${formatStatusLine(after, note)}`;
         const whole = body.endsWith('\n') ? `${body}${status}` : `${body}\n${status}`;
         return {
           text: limitToolText(whole, limit, outputFile === undefined ? {} : { outputFile }),
           isError: false,
-          value: { taskId: after.id, status: after.status, attempt: after.attempt },
+          value: {
+            taskId: after.id,
+            status: after.status,
+            attempt: after.attempt,
+            ...(readiness === undefined ? {} : { readiness: readiness.outcome }),
+          },
           // The answer shows how the task ended, with its output or result: its notification would repeat it.
           ...(isTerminalStatus(after.status)
             ? { taskEnds: [{ taskId: after.id, attempt: after.attempt }] }

@@ -1,9 +1,16 @@
 /** Options of the task tools: one declaration with their defaults and their validation. */
 import { taskMonitorsOptions } from '../notifications/index.js';
-import { type ControllerScope, MAX_TIMER_DELAY_MS, type TaskService } from '../tasks/index.js';
+import {
+  type Caller,
+  type ControllerScope,
+  MAX_TIMER_DELAY_MS,
+  systemClock,
+  type TaskService,
+} from '../tasks/index.js';
 import { defineOptions, type OptionsInput, option, type ResolvedOptions } from '../tasks/options.js';
 import type { RecordedTasks } from './recorded-tasks.js';
 import type { StopDispatch } from './stop-dispatch.js';
+import type { UntoldEnding } from './untold-ending.js';
 
 /** The options of `createTaskTools`. A key not declared here is rejected with `UNKNOWN_OPTION`. */
 export const taskToolsOptions = defineOptions('createTaskTools', {
@@ -43,6 +50,25 @@ export const taskToolsOptions = defineOptions('createTaskTools', {
    * within these limits (see `createTaskMonitors`). Default: no `task_monitor`.
    */
   monitors: option.nested(taskMonitorsOptions.omit('tasks'), { optional: true }),
+  /**
+   * How often `task_output`'s `wait_for` probes a port or a URL, 5 to 60000 ms. A port that opens is seen
+   * at most this late (plus the connect). Default 25 ms.
+   */
+  readinessPollMs: option.integer({ min: 5, max: 60_000, default: 25 }),
+  /**
+   * Which hosts `wait_for` may probe with `port` and `url`: `loopback` (localhost, 127.x.x.x, ::1) or
+   * `any`. The probe runs in the runtime, outside any sandbox of the command. Default `loopback`.
+   */
+  readinessHosts: option.oneOf(['loopback', 'any'] as const, { default: 'loopback' }),
+  /**
+   * The endings a caller's session has queued and not delivered yet, for `task_digest` (the assembled
+   * runtime: the session's inbox). Default: none besides terminal tasks whose delivery nobody claimed.
+   */
+  untold: option.func<(caller: Caller) => readonly UntoldEnding[]>(),
+  /** The byte cap of `task_digest`'s text (256 to 1048576); past it the digest lists ids only. Default 4096. */
+  digestMaxBytes: option.integer({ min: 256, max: 1_048_576, default: 4096 }),
+  /** Times `wait_for` waits and `task_digest`'s running times. Default: the system clock. */
+  clock: option.clock({ default: systemClock }),
   /** The stop dispatch `task_kill` goes through (with its per-kind strategies). Default: a new one over `tasks`. */
   stop: option.shaped<StopDispatch>('a StopDispatch', ['stopBackgroundTask']),
   /** The name the tools attach as a task controller. Default `task-tools`. */

@@ -1,10 +1,11 @@
 /**
- * The kind-agnostic task tools — task_output, task_list, task_kill — created together over one task
+ * The kind-agnostic task tools — task_output, task_list, task_kill, task_digest — created together over one task
  * service. While they exist they are attached as a task controller (producers cannot start work nobody
  * could collect or stop otherwise); `dispose()` detaches them and ends their pending waits.
  */
 import { createTaskMonitors, type TaskMonitors } from '../notifications/index.js';
 import { createStopDispatch, type StopDispatch } from './stop-dispatch.js';
+import { createTaskDigestTool, type TaskDigest } from './task-digest.js';
 import { createTaskKillTool, type TaskKillInput, type TaskKillValue } from './task-kill.js';
 import { createTaskListTool, type TaskListInput, type TaskListValue } from './task-list.js';
 import { createTaskMonitorTool, type TaskMonitorInput, type TaskMonitorValue } from './task-monitor.js';
@@ -21,6 +22,8 @@ export interface TaskTools {
   readonly taskOutput: ToolDefinition<TaskOutputInput, TaskOutputValue>;
   readonly taskList: ToolDefinition<TaskListInput, TaskListValue>;
   readonly taskKill: ToolDefinition<TaskKillInput, TaskKillValue>;
+  /** `task_digest`: the live tasks and untold endings, for a model whose conversation was compacted. */
+  readonly taskDigest: ToolDefinition<Record<string, never>, TaskDigest>;
   /** `task_monitor`, when the tools were created with `monitors`. */
   readonly taskMonitor: ToolDefinition<TaskMonitorInput, TaskMonitorValue> | undefined;
   /** The monitors `task_monitor` starts, when the tools were created with `monitors`. */
@@ -52,6 +55,7 @@ export function createTaskTools(options: TaskToolsOptions): TaskTools {
   const taskOutput = createTaskOutputTool(runtime);
   const taskList = createTaskListTool(runtime);
   const taskKill = createTaskKillTool(runtime);
+  const taskDigest = createTaskDigestTool(runtime);
   const taskMonitor = monitors === undefined ? undefined : createTaskMonitorTool(runtime);
   // Attach last: nothing above can fail after the controller is attached.
   const detach = tasks.attachController(resolved.controllerName, resolved.controllerScope);
@@ -59,12 +63,13 @@ export function createTaskTools(options: TaskToolsOptions): TaskTools {
     taskOutput,
     taskList,
     taskKill,
+    taskDigest,
     taskMonitor,
     monitors,
     tools: Object.freeze(
       (taskMonitor === undefined
-        ? [taskOutput, taskList, taskKill]
-        : [taskOutput, taskList, taskKill, taskMonitor]) as AnyToolDefinition[],
+        ? [taskOutput, taskList, taskKill, taskDigest]
+        : [taskOutput, taskList, taskKill, taskDigest, taskMonitor]) as AnyToolDefinition[],
     ),
     stop,
     options: resolved,

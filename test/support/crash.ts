@@ -84,7 +84,8 @@ export function hardTrees(count: number): string[] {
     fixtureCommand('setsid-escape', 'detach'),
     'sleep 1000 & sleep 1000 & echo ready; wait',
   ];
-  return Array.from({ length: count }, (_, index) => kinds[index % kinds.length]!);
+  // Each one distinct (a trailing comment), so the bash tool's duplicate guard starts every one.
+  return Array.from({ length: count }, (_, index) => `${kinds[index % kinds.length]!} # tree ${index + 1}`);
 }
 
 export interface RuntimeChildConfig {

@@ -42,7 +42,8 @@ import { withSkippedOutputMarker } from './skipped-output-marker.js';
 export const SUBAGENT_BACKGROUND_RUNTIME_CAP_MS = 3_600_000;
 
 const MAX_LABEL_CHARACTERS = 200;
-const MAX_COMMAND_DETAIL_CHARACTERS = 4096;
+/** The characters of a command a task's detail keeps. */
+export const MAX_COMMAND_DETAIL_CHARACTERS = 4096;
 
 /**
  * Where background commands run when they do not run here: a dispatcher to workers (the Redis provider's

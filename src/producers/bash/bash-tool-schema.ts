@@ -4,6 +4,7 @@
  * silently dropped.
  */
 import { z } from 'zod';
+import { type ReadinessInput, type ReadinessLimits, readinessSchema } from '../../tools/index.js';
 
 export interface BashToolInput {
   readonly command: string;
@@ -11,6 +12,8 @@ export interface BashToolInput {
   readonly timeout_ms?: number | undefined;
   readonly run_in_background?: boolean | undefined;
   readonly workdir?: string | undefined;
+  readonly allow_duplicate?: boolean | undefined;
+  readonly ready_when?: ReadinessInput | undefined;
 }
 
 export interface BashToolSchemaOptions {
@@ -19,6 +22,14 @@ export interface BashToolSchemaOptions {
   readonly maxTimeoutMs: number;
   /** When a foreground command moves to the background by itself; false: never. */
   readonly autoBackgroundAfterMs: number | false;
+  /** Whether background calls are checked for an identical running command (and so offer `allow_duplicate`). */
+  readonly duplicateGuard?: boolean;
+  /** Offers `ready_when` (with run_in_background) when given. */
+  readonly readiness?: {
+    readonly limits: ReadinessLimits;
+    readonly defaultMs: number;
+    readonly maxMs: number;
+  };
 }
 
 export function bashToolSchema(options: BashToolSchemaOptions): z.ZodType<BashToolInput> {
@@ -49,13 +60,35 @@ export function bashToolSchema(options: BashToolSchemaOptions): z.ZodType<BashTo
       ),
   };
   if (!options.enableRunInBackground) return z.strictObject(fields);
-  return z.strictObject({
+  const background = {
     ...fields,
     run_in_background: z
       .boolean()
       .optional()
       .describe(
         'Run in the background and return a task id at once (servers, watchers, long builds). Read its output with task_output, stop it with task_kill; you are notified when it ends.',
+      ),
+  };
+  const readyWhen =
+    options.readiness === undefined
+      ? undefined
+      : readinessSchema(options.readiness.limits, {
+          defaultMs: options.readiness.defaultMs,
+          maxMs: options.readiness.maxMs,
+        })
+          .optional()
+          .describe(
+            'Start in the background (implies run_in_background) and answer once it is ready: an output line matches `pattern`, `port` accepts a TCP connection, or `url` answers `status` (default any 2xx); give exactly one. The answer carries the matching line or address, what was seen at its timeout_ms, or the ending if the command ends first.',
+          );
+  const ready = readyWhen === undefined ? background : { ...background, ready_when: readyWhen };
+  if (options.duplicateGuard !== true) return z.strictObject(ready);
+  return z.strictObject({
+    ...ready,
+    allow_duplicate: z
+      .boolean()
+      .optional()
+      .describe(
+        'Start a background command even when an identical one (same command, same directory) is still running. Default false: you get the running task id instead.',
       ),
   });
 }

@@ -75,6 +75,10 @@ describe('schema', () => {
       {
         "additionalProperties": false,
         "properties": {
+          "allow_duplicate": {
+            "description": "Start a background command even when an identical one (same command, same directory) is still running. Default false: you get the running task id instead.",
+            "type": "boolean",
+          },
           "command": {
             "description": "The command to run, as \`bash -c <command>\`.",
             "minLength": 1,
@@ -84,6 +88,53 @@ describe('schema', () => {
             "description": "What the command does, in a few words (shown to the user and in notifications).",
             "maxLength": 200,
             "type": "string",
+          },
+          "ready_when": {
+            "additionalProperties": false,
+            "description": "Start in the background (implies run_in_background) and answer once it is ready: an output line matches \`pattern\`, \`port\` accepts a TCP connection, or \`url\` answers \`status\` (default any 2xx); give exactly one. The answer carries the matching line or address, what was seen at its timeout_ms, or the ending if the command ends first.",
+            "properties": {
+              "host": {
+                "description": "The host of port. Default 127.0.0.1.",
+                "maxLength": 253,
+                "minLength": 1,
+                "type": "string",
+              },
+              "ignore_case": {
+                "description": "Match the pattern regardless of case.",
+                "type": "boolean",
+              },
+              "pattern": {
+                "description": "A JavaScript regular expression an output line must match, for example "listening on".",
+                "maxLength": 256,
+                "minLength": 1,
+                "type": "string",
+              },
+              "port": {
+                "description": "A TCP port that must accept a connection.",
+                "maximum": 65535,
+                "minimum": 1,
+                "type": "integer",
+              },
+              "status": {
+                "description": "The HTTP status url must answer with. Default: any 2xx.",
+                "maximum": 599,
+                "minimum": 100,
+                "type": "integer",
+              },
+              "timeout_ms": {
+                "description": "How long to wait for readiness, in milliseconds (default 30000, at most 600000). The command keeps running after it.",
+                "exclusiveMinimum": 0,
+                "maximum": 600000,
+                "type": "integer",
+              },
+              "url": {
+                "description": "An http(s) URL that must answer with status.",
+                "maxLength": 2048,
+                "minLength": 1,
+                "type": "string",
+              },
+            },
+            "type": "object",
           },
           "run_in_background": {
             "description": "Run in the background and return a task id at once (servers, watchers, long builds). Read its output with task_output, stop it with task_kill; you are notified when it ends.",

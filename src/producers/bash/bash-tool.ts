@@ -7,25 +7,43 @@
 import { resolve as resolvePath } from 'node:path';
 import { describeLimitSet, type LimitFacts, type Sandbox, sandboxOption } from '../../process/index.js';
 import { type CancelTimer, MAX_TIMER_DELAY_MS, systemClock } from '../../tasks/clock.js';
-import { createTrustedCaller, type TaskId, type TaskSnapshot } from '../../tasks/index.js';
+import {
+  createTrustedCaller,
+  InvalidArgumentError,
+  type TaskId,
+  type TaskSnapshot,
+} from '../../tasks/index.js';
 import { defineOptions, type OptionsInput, option } from '../../tasks/options.js';
 import {
   type BackgroundToolValue,
+  compileReadiness,
   defineTool,
   describeSandbox,
   describeToolError,
   type ForegroundCall,
   ForegroundCalls,
+  formatReadiness,
+  formatStatusLine,
   hasInputKey,
+  limitToolText,
+  READINESS_DEFAULTS,
+  type ReadinessProbe,
   ToolCallAbortedError,
   type ToolContext,
   type ToolDefinition,
   type ToolResult,
   toolError,
   toolResult,
+  waitForReadiness,
 } from '../../tools/index.js';
-import { type BashProducer, durationRule, type StartedBashTask } from './bash-producer.js';
+import {
+  type BashProducer,
+  durationRule,
+  MAX_COMMAND_DETAIL_CHARACTERS,
+  type StartedBashTask,
+} from './bash-producer.js';
 import { type BashToolInput, bashToolSchema } from './bash-tool-schema.js';
+import { DuplicateGuard, type DuplicateReservation, describeDuplicate } from './duplicate-guard.js';
 import { CommandTooLargeError, RunInBackgroundDisabledError, SpawnFailedError } from './errors.js';
 import { DEFAULT_STDERR_PREFIX, MAX_COMMAND_BYTES } from './executor.js';
 import { type ExitFacts, limitWords } from './exit-facts.js';
@@ -87,6 +105,23 @@ export const bashToolOptions = defineOptions('createBashTool', {
    * the executor's `sandbox`.
    */
   sandbox: sandboxOption(),
+  /**
+   * Whether a background call whose command (whitespace normalised) and working directory match a
+   * command still running in the same session answers with that task's id instead of starting a second
+   * copy. A call with `allow_duplicate: true` starts it anyway. Default true.
+   */
+  duplicateGuard: option.boolean({ default: true }),
+  /** How long `ready_when` waits when it gives no `timeout_ms`. Default 30000 ms (at most `maxReadyWaitMs`). */
+  readyWaitMs: option.integer({ min: 1, max: MAX_TIMER_DELAY_MS, default: 30_000, atMost: 'maxReadyWaitMs' }),
+  /** The longest `ready_when.timeout_ms` a call may ask for. Default 600000 ms. */
+  maxReadyWaitMs: option.integer({ min: 1, max: MAX_TIMER_DELAY_MS, default: 600_000 }),
+  /** How often `ready_when` probes a port or a URL, 5 to 60000 ms. Default 25 ms. */
+  readinessPollMs: option.integer({ min: 5, max: 60_000, default: 25 }),
+  /**
+   * Which hosts `ready_when` may probe with `port` and `url`: `loopback` (localhost, 127.x.x.x, ::1) or
+   * `any`. The probe runs in the runtime, outside the command's sandbox. Default `loopback`.
+   */
+  readinessHosts: option.oneOf(['loopback', 'any'] as const, { default: 'loopback' }),
   /** Times auto-backgrounding. Default: the system clock. */
   clock: option.clock({ default: systemClock }),
 });
@@ -107,7 +142,14 @@ export interface BashForegroundValue {
   readonly outputFile: string | null;
 }
 
-export type BashToolValue = BackgroundToolValue | BashForegroundValue;
+/** The canonical value of a background call refused as a duplicate: the running task it names. */
+export interface BashDuplicateValue {
+  readonly kind: 'duplicate';
+  /** The running task with the same command and directory; undefined while that one is still starting. */
+  readonly taskId: string | undefined;
+}
+
+export type BashToolValue = BackgroundToolValue | BashForegroundValue | BashDuplicateValue;
 
 export interface BashTool extends ToolDefinition<BashToolInput, BashToolValue> {
   /**
@@ -136,6 +178,21 @@ export function createBashTool(options: BashToolOptions): BashTool {
   const { backgroundRuntimeCapMs, spawnFailureWaitMs } = resolved;
   const autoBackgroundAfterMs = enableRunInBackground ? resolved.autoBackgroundAfterMs : false;
   const { maxCommandBytes, durable } = resolved;
+  const readiness = enableRunInBackground
+    ? {
+        limits: {
+          ...READINESS_DEFAULTS,
+          pollMs: resolved.readinessPollMs,
+          hosts: resolved.readinessHosts,
+        },
+        defaultMs: resolved.readyWaitMs,
+        maxMs: resolved.maxReadyWaitMs,
+      }
+    : undefined;
+  const duplicates =
+    resolved.duplicateGuard && enableRunInBackground
+      ? new DuplicateGuard(producer.tasks, MAX_COMMAND_DETAIL_CHARACTERS)
+      : undefined;
   const sandbox = resolved.sandbox ?? producer.executor.options.sandbox;
   /** The checks that run on the raw input, before the schema (an oversized command is not even parsed). */
   const refuseInput = (raw: unknown): Error | undefined => {
@@ -157,6 +214,8 @@ export function createBashTool(options: BashToolOptions): BashTool {
     defaultTimeoutMs,
     maxTimeoutMs,
     autoBackgroundAfterMs,
+    duplicateGuard: duplicates !== undefined,
+    ...(readiness === undefined ? {} : { readiness }),
   });
 
   const execute = async (input: BashToolInput, context: ToolContext): Promise<ToolResult<BashToolValue>> => {
@@ -172,9 +231,41 @@ export function createBashTool(options: BashToolOptions): BashTool {
     if (context.signal.aborted)
       return toolError(describeToolError(new ToolCallAbortedError('bash', context.signal.reason)));
     const call = parsed.data;
-    const background = call.run_in_background === true;
+    const background = call.run_in_background === true || call.ready_when !== undefined;
+    let probe: ReadinessProbe | undefined;
+    try {
+      // Before anything starts: a bad condition starts nothing.
+      if (call.ready_when !== undefined && call.run_in_background === false) {
+        throw new InvalidArgumentError(
+          'run_in_background',
+          'true or absent with ready_when (it starts the command in the background)',
+          false,
+        );
+      }
+      if (call.ready_when !== undefined && readiness !== undefined) {
+        probe = compileReadiness(call.ready_when, readiness.limits, 'ready_when');
+      }
+    } catch (error) {
+      return toolError(describeToolError(error));
+    }
     const plan = planDeadlines(call, background);
     const sessionCwd = context.cwd ?? process.cwd();
+    const cwd = call.workdir === undefined ? sessionCwd : resolvePath(sessionCwd, call.workdir);
+    let reservation: DuplicateReservation | undefined;
+    if (background && duplicates !== undefined && call.allow_duplicate !== true) {
+      const checked = duplicates.check(context.caller, call.command, resolvePath(cwd));
+      if ('duplicate' in checked) {
+        const running = checked.duplicate;
+        const answer = toolResult<BashToolValue>(describeDuplicate(running, call.command), {
+          kind: 'duplicate',
+          taskId: running === 'starting' ? undefined : running.id,
+        });
+        // Waiting for readiness is what the call was for: wait on the running copy instead.
+        if (probe === undefined || running === 'starting') return answer;
+        return withReadiness(answer, running.id, probe, call, context);
+      }
+      reservation = checked.reservation;
+    }
     let started: StartedBashTask;
     try {
       started = await producer.start({
@@ -182,7 +273,7 @@ export function createBashTool(options: BashToolOptions): BashTool {
         ...(call.description === undefined ? {} : { description: call.description }),
         ...(context.caller ? { owner: context.caller } : {}),
         toolUseId: context.toolCallId,
-        cwd: call.workdir === undefined ? sessionCwd : resolvePath(sessionCwd, call.workdir),
+        cwd,
         ...(context.env === undefined ? {} : { env: context.env }),
         ...(sandbox === undefined ? {} : { sandbox, workspace: resolvePath(sessionCwd) }),
         background,
@@ -191,8 +282,10 @@ export function createBashTool(options: BashToolOptions): BashTool {
         ...(backgroundRuntimeCapMs === undefined ? {} : { backgroundRuntimeCapMs }),
       });
     } catch (error) {
+      reservation?.release();
       return toolError(describeToolError(error));
     }
+    reservation?.bind(started.taskId);
     // A foreground command can be moved to the background while it starts (a launcher that spawns
     // elsewhere, the spawner sidecar, answers a moment later): runForeground sees the move at once.
     const untrackStarting = background
@@ -201,6 +294,9 @@ export function createBashTool(options: BashToolOptions): BashTool {
     const spawned = await started.handle.spawned;
     untrackStarting?.();
     if (!spawned) return spawnFailure(started);
+    if (background && probe !== undefined) {
+      return withReadiness(await backgroundResult(started, 'started'), started.taskId, probe, call, context);
+    }
     if (background) return backgroundResult(started, 'started');
     return runForeground(started, context, plan);
   };
@@ -264,6 +360,40 @@ export function createBashTool(options: BashToolOptions): BashTool {
       context.signal.removeEventListener('abort', onAbort);
       untrack();
     }
+  };
+
+  /** Waits for the call's readiness condition on a running task and adds how it went to the answer. */
+  const withReadiness = async (
+    answer: ToolResult<BashToolValue>,
+    taskId: string,
+    probe: ReadinessProbe,
+    call: BashToolInput,
+    context: ToolContext,
+  ): Promise<ToolResult<BashToolValue>> => {
+    const caller = context.caller;
+    const result = await waitForReadiness({
+      tasks: producer.tasks,
+      taskId,
+      caller,
+      probe,
+      timeoutMs: call.ready_when?.timeout_ms ?? readiness!.defaultMs,
+      signal: context.signal,
+      clock,
+      limits: readiness!.limits,
+    });
+    const lines = [answer.text, formatReadiness(result, probe)];
+    if (result.outcome !== 'ended') return { ...answer, text: lines.join('\n') };
+    // It ended first: the wait took its end, so this answer tells it, with its output.
+    const read = await producer.tasks.read(taskId, caller).catch(() => undefined);
+    if (read !== undefined) {
+      const output = read.text.replace(/\n$/, '');
+      lines.push(output === '' ? '(no output)' : output, formatStatusLine(read.snapshot));
+    }
+    return {
+      ...answer,
+      text: limitToolText(lines.join('\n'), producer.outputLimitBytes),
+      taskEnds: [{ taskId, attempt: read?.snapshot.attempt }],
+    };
   };
 
   const requestBackground = (taskId: TaskId): TaskSnapshot | undefined => {
@@ -350,6 +480,7 @@ export function createBashTool(options: BashToolOptions): BashTool {
       durable,
       sandbox,
       limits: producer.executor.limitFacts,
+      duplicateGuard: duplicates !== undefined,
     }),
     inputSchema: schema,
     execute,
@@ -400,6 +531,7 @@ function describeTool(options: {
   durable: boolean;
   sandbox: Sandbox | undefined;
   limits: LimitFacts | undefined;
+  duplicateGuard: boolean;
 }): string {
   const lines = [
     'Runs a shell command with `bash -c` and returns its output (stdout and stderr interleaved, stderr lines marked `[stderr]`) followed by its exit code. A non-zero exit code is a normal result.',
@@ -423,6 +555,14 @@ function describeTool(options: {
     lines.push(
       'Set `run_in_background` for work that outlives this call (servers, watchers, long builds) instead of `&`: you get a task id at once, read its output with task_output, stop it with task_kill, and are notified when it ends. Keep working meanwhile instead of polling.',
     );
+    lines.push(
+      'To start a server or watcher and know when it is ready, give `ready_when` (an output `pattern`, a `port`, or a `url`): the call answers at that moment instead of you polling with sleep and curl.',
+    );
+    if (options.duplicateGuard) {
+      lines.push(
+        'A background command identical to one still running in this directory is not started twice: you get the running task id (`allow_duplicate: true` starts a second copy).',
+      );
+    }
     if (options.durable) {
       lines.push(
         'Background commands are durable: they keep running if this runtime restarts, and keep their task ids and output.',

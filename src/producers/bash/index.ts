@@ -56,6 +56,7 @@ export {
 } from './bash-producer.js';
 export {
   BASH_TOOL_DEFAULTS,
+  type BashDuplicateValue,
   type BashForegroundValue,
   type BashTool,
   type BashToolOptions,
@@ -66,6 +67,7 @@ export {
 } from './bash-tool.js';
 export { type BashToolInput, type BashToolSchemaOptions, bashToolSchema } from './bash-tool-schema.js';
 export type { CommandHandle, CommandProcessFacts } from './command-handle.js';
+export { normalizeCommand } from './duplicate-guard.js';
 export {
   CommandTooLargeError,
   ExecutorDisposedError,

@@ -1,0 +1,236 @@
+/**
+ * Scheduled tasks against a real session: the schedule's clock is a manual one (no test waits on wall
+ * time), the turns are real turns of the session on the scripted model, and the tool gate is the one a
+ * runtime wraps its tools in.
+ */
+
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { z } from 'zod';
+import { runtimeForTest, settleEventLoop } from '../../test/support/session.js';
+import { ScheduleProducer } from '../producers/schedule/index.js';
+import { createManualClock, createTrustedCaller, type ManualClock } from '../tasks/index.js';
+import type { ScriptedStep } from '../testing/index.js';
+import { AutomatedTurns, createTaskTools, defineTool } from '../tools/index.js';
+import { scheduleSessionPort } from './schedule-session-port.js';
+import type { Session } from './session.js';
+
+const trusted = createTrustedCaller('test');
+let cleanups: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup();
+  cleanups = [];
+});
+
+function setup(steps: ScriptedStep[], clock: ManualClock = createManualClock(1_800_000_000_000)) {
+  const automated = new AutomatedTurns();
+  let held: Promise<void> = Promise.resolve();
+  const ran: string[] = [];
+  const hold = defineTool({
+    name: 'hold',
+    description: 'Holds the turn until the test lets go.',
+    inputSchema: z.object({}),
+    async execute() {
+      ran.push('hold');
+      await held;
+      return { text: 'released', isError: false };
+    },
+  });
+  const danger = defineTool({
+    name: 'task_kill',
+    description: 'Stands for a tool that changes the world.',
+    inputSchema: z.object({ task_id: z.string() }),
+    async execute() {
+      ran.push('task_kill');
+      return { text: 'killed', isError: false };
+    },
+  });
+  let sessionTools: ReturnType<typeof createTaskTools> | undefined;
+  const { runtime, model } = runtimeForTest(steps, {
+    tools: () => automated.gateAll([hold, danger, ...(sessionTools?.tools ?? [])]),
+  });
+  sessionTools = createTaskTools({ tasks: runtime.tasks, controllerName: 'schedule-test' });
+  const session: Session = runtime.createSession();
+  const schedules = new ScheduleProducer({
+    tasks: runtime.tasks,
+    sessionOf: (owner) => (owner === session.owner ? scheduleSessionPort(session, automated) : undefined),
+    minIntervalMs: 1000,
+    clock,
+  });
+  cleanups.push(
+    () => runtime.dispose(),
+    () => sessionTools?.dispose(),
+  );
+  const holdTurn = () => {
+    let release!: () => void;
+    held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    return release;
+  };
+  return { runtime, model, session, schedules, clock, ran, holdTurn };
+}
+
+const automatedPrompts = (session: Session) =>
+  session
+    .messages()
+    .filter(
+      (message) => message.role === 'user' && JSON.stringify(message.content).includes('[automated turn: '),
+    );
+
+/**
+ * Moves the manual clock, then waits until the automated turns number `turns` (when given) and the session
+ * is idle again; without `turns`, lets the event loop run so a firing that wrongly came due would show.
+ */
+async function advance(clock: ManualClock, session: Session, ms: number, turns?: number) {
+  clock.advance(ms);
+  await settleEventLoop(10);
+  if (turns !== undefined) await vi.waitFor(() => expect(automatedPrompts(session)).toHaveLength(turns));
+  await vi.waitFor(() => expect(session.state).toBe('idle'));
+  await settleEventLoop(10);
+}
+
+describe('scheduled tasks', () => {
+  it('"every 2 s, 3 times" fires three times, each once, then completes', async () => {
+    const { session, schedules, clock, model } = setup([{ text: 'one' }, { text: 'two' }, { text: 'three' }]);
+    const snapshot = await schedules.start(
+      { prompt: 'Check the deploy.', every_ms: 2000, times: 3 },
+      { owner: session.owner },
+    );
+    expect(snapshot.id).toBe('schedule-1');
+    expect(snapshot.detail.summary).toMatch(/every 2 s, 3 times; fired 0 of 3; next at/);
+    await advance(clock, session, 1999);
+    expect(model.requests).toHaveLength(0);
+    await advance(clock, session, 1, 1);
+    await advance(clock, session, 2000, 2);
+    await advance(clock, session, 2000, 3);
+    // Nothing more comes due.
+    await advance(clock, session, 20_000);
+    const prompts = automatedPrompts(session).map((message) => JSON.stringify(message.content));
+    expect(prompts).toHaveLength(3);
+    for (const [index, prompt] of prompts.entries()) {
+      expect(prompt).toContain(`schedule-1 fired (${index + 1} of 3`);
+      expect(prompt).toContain('Check the deploy.');
+    }
+    const done = await session.tasks.wait('schedule-1', 1000, trusted);
+    expect(done.status).toBe('completed');
+    expect(done.detail).toMatchObject({ fired: 3, lastOutcome: 'turn completed: three' });
+  });
+
+  it('an idle-time schedule fires only once the session has been idle that long, never during a turn', async () => {
+    const { session, schedules, clock, holdTurn, model } = setup([
+      { toolCalls: [{ name: 'hold', input: {} }] },
+      { text: 'person done' },
+      { text: 'summary of the day' },
+    ]);
+    await schedules.start(
+      { prompt: 'Summarise the day.', idle_ms: 600_000, times: 1 },
+      { owner: session.owner },
+    );
+    // A person's turn that is still running when the idle time has long passed.
+    const release = holdTurn();
+    const turn = session.send('do something long');
+    await vi.waitFor(() => expect(session.state).toBe('running'));
+    clock.advance(599_999);
+    await settleEventLoop(5);
+    clock.advance(5_000_000);
+    await settleEventLoop(5);
+    expect(automatedPrompts(session)).toHaveLength(0);
+    release();
+    await turn;
+    await vi.waitFor(() => expect(session.state).toBe('idle'));
+    // The idle time counts from the end of that turn.
+    await advance(clock, session, 599_999);
+    expect(automatedPrompts(session)).toHaveLength(0);
+    await advance(clock, session, 1, 1);
+    expect(model.requests).toHaveLength(3);
+    expect((await session.tasks.wait('schedule-1', 1000, trusted)).status).toBe('completed');
+  });
+
+  it('an automated turn cannot call a tool its schedule forbids, and the model is told why', async () => {
+    const { session, schedules, clock, ran, model } = setup([
+      {
+        toolCalls: [
+          { name: 'task_kill', input: { task_id: 'bash-1' }, id: 'k1' },
+          { name: 'task_list', input: {}, id: 'l1' },
+        ],
+      },
+      { text: 'reported instead' },
+    ]);
+    await schedules.start({ prompt: 'Tidy up.', in_ms: 1000 }, { owner: session.owner });
+    await advance(clock, session, 1000, 1);
+    await vi.waitFor(() => expect(model.requests).toHaveLength(2));
+    expect(ran).not.toContain('task_kill');
+    const toolResults = JSON.stringify(model.requests.at(-1)?.messages ?? []);
+    expect(toolResults).toContain('TOOL_NOT_ALLOWED_IN_AUTOMATED_TURN');
+    expect(toolResults).toContain('task_kill is not allowed in this automated turn (started by schedule-1)');
+    // The allowed read-only tool ran: it lists the schedule itself.
+    expect(toolResults).toContain('schedule-1 [schedule] running');
+    // Outside the automated turn the same tool works.
+    model.push({ toolCalls: [{ name: 'task_kill', input: { task_id: 'bash-1' } }] }, { text: 'ok' });
+    await session.send('stop it');
+    expect(ran).toContain('task_kill');
+  });
+
+  it('is stopped with kill, and is bounded per session with a minimum interval', async () => {
+    const { session, schedules, clock, runtime } = setup([]);
+    await schedules.start({ prompt: 'Ping.', every_ms: 1000 }, { owner: session.owner });
+    await session.tasks.kill('schedule-1', session.owner, 'no longer needed');
+    expect((await session.tasks.wait('schedule-1', 1000, trusted)).status).toBe('killed');
+    await advance(clock, session, 10_000);
+    expect(automatedPrompts(session)).toHaveLength(0);
+    await expect(
+      schedules.start({ prompt: 'Too often.', every_ms: 10 }, { owner: session.owner }),
+    ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('every_ms') });
+    await expect(
+      schedules.start({ prompt: 'Two kinds.', every_ms: 1000, in_ms: 5 }, { owner: session.owner }),
+    ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    const limited = new ScheduleProducer({
+      tasks: runtime.tasks,
+      sessionOf: () => ({ state: () => 'idle', onState: () => () => {}, runAutomatedTurn: async () => 'ok' }),
+      maxSchedulesPerSession: 1,
+      minIntervalMs: 1000,
+      clock,
+    });
+    await limited.start({ prompt: 'a', every_ms: 5000 }, { owner: session.owner });
+    await expect(
+      limited.start({ prompt: 'b', every_ms: 5000 }, { owner: session.owner }),
+    ).rejects.toMatchObject({
+      code: 'SCHEDULE_LIMIT',
+    });
+  });
+
+  it('applies the missed-firing policy on a resume and tells the model', async () => {
+    const start = 1_800_000_000_000;
+    const clock = createManualClock(start + 9_000);
+    const { session, schedules } = setup([{ text: 'caught up' }, { text: 'last' }], clock);
+    // Fired once at +2 s, then the runtime was down until +9 s: the firings due at +4 s and +6 s were missed.
+    await schedules.start(
+      { prompt: 'Check.', every_ms: 2000, times: 3, missed: 'run_once' },
+      {
+        owner: session.owner,
+        resume: { id: 'schedule-7', fired: 1, lastDueAt: start + 2000, createdAt: start },
+      },
+    );
+    await settleEventLoop(5);
+    await vi.waitFor(() => expect(automatedPrompts(session)).toHaveLength(1));
+    await vi.waitFor(() => expect(session.state).toBe('idle'));
+    const [caughtUp] = automatedPrompts(session).map((message) => JSON.stringify(message.content));
+    expect(caughtUp).toContain(
+      '2 firings came due while the runtime was down; missed-firing policy \\"run_once\\": ran once now',
+    );
+    expect(caughtUp).toContain('schedule-7 fired (2 of 3');
+
+    const skipping = setup([], createManualClock(start + 9_000));
+    await skipping.schedules.start(
+      { prompt: 'Check.', every_ms: 2000, times: 3, missed: 'skip' },
+      {
+        owner: skipping.session.owner,
+        resume: { id: 'schedule-8', fired: 1, lastDueAt: start + 2000, createdAt: start },
+      },
+    );
+    const skipped = await skipping.session.tasks.wait('schedule-8', 1000, trusted);
+    expect(skipped.status).toBe('completed');
+    expect(skipped.detail.summary).toContain('missed-firing policy "skip": skipped');
+    expect(automatedPrompts(skipping.session)).toHaveLength(0);
+  });
+});

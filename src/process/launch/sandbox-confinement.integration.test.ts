@@ -39,9 +39,9 @@ interface Identity {
   readonly user: TestUser | undefined;
 }
 
-function run(file: string, args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<string> {
+function run(file: string, args: readonly string[], env: NodeJS.ProcessEnv, cwd: string): Promise<string> {
   return new Promise((resolve) => {
-    execFile(file, args, { env, cwd, encoding: 'utf8', timeout: 30_000 }, (_error, stdout, stderr) =>
+    execFile(file, [...args], { env, cwd, encoding: 'utf8', timeout: 30_000 }, (_error, stdout, stderr) =>
       resolve(`${stdout}${stderr}`),
     );
   });

@@ -4,9 +4,9 @@
  * go of by one executor and re-attached by another from the reader's cursor. Also the lifeline tag:
  * present in a non-durable command's environment, absent from a durable one's.
  */
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { capturingLogger, isAlive, waitForOutput } from '../../../test/fixtures/bash/index.js';
 import { LIFELINE_TAG_VARIABLE, type LifelineLink } from '../../process/index.js';
@@ -46,6 +46,21 @@ async function environmentOf(pid: number): Promise<string[]> {
 }
 
 describe('a durable command', () => {
+  it('never writes its status through a link the command planted under the temporary name', async () => {
+    const victim = join(mkdtempSync(join(tmpdir(), 'errand-victim-')), 'victim.txt');
+    writeFileSync(victim, 'untouched\n');
+    // Unconfined, the command can write its own directory: it finds its output file through its stdout.
+    const attack = `out=$(readlink /proc/$$/fd/1); ln -s ${victim} "\${out%.log}.status.tmp"; echo planted`;
+    const handle = executor().start({ command: attack, durable: true });
+    const facts = await handle.stopped;
+    expect(handle.read().text).toBe('planted\n');
+    expect(readFileSync(victim, 'utf8')).toBe('untouched\n');
+    // The wrapper removed the link and created its own file: the status is still recorded.
+    expect(facts).toMatchObject({ exitCode: 0 });
+    expect(readFileSync(handle.statusFile!, 'utf8')).toBe('{"exitCode":0}\n');
+    rmSync(dirname(victim), { recursive: true, force: true });
+  });
+
   it('writes its output file itself, and its exit status is captured', async () => {
     const handle = executor().start({ command: 'echo one; echo two >&2; exit 5', durable: true });
     expect(handle.durable).toBe(true);

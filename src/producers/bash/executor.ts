@@ -4,7 +4,7 @@
  * The executor knows every handle it started until it is released; disposing it stops every command,
  * waits for them, and removes the private output directory.
  */
-import { rmdirSync } from 'node:fs';
+import { realpathSync, rmdirSync } from 'node:fs';
 import { dirname, isAbsolute, resolve as resolvePath } from 'node:path';
 import {
   findOnPath,
@@ -16,7 +16,12 @@ import {
 import { InvalidArgumentError, InvalidTimeoutError, MAX_TIMER_DELAY_MS } from '../../tasks/index.js';
 import type { CommandHandle } from './command-handle.js';
 import { type DurableAttachment, DurableHandle } from './durable-handle.js';
-import { CommandTooLargeError, ExecutorDisposedError, ProcessIdInUseError } from './errors.js';
+import {
+  CommandTooLargeError,
+  DurableDirectoryInWorkspaceError,
+  ExecutorDisposedError,
+  ProcessIdInUseError,
+} from './errors.js';
 import {
   type BashExecutorOptions,
   OUTPUT_SNAPSHOT_BYTES,
@@ -154,6 +159,9 @@ export class BashExecutor {
       request.sandbox === undefined ? this.#options.sandbox : resolveSandbox(request.sandbox, 'sandbox');
     const environment = copyEnvironment(env ?? process.env);
     const directory = resolvePath(cwd ?? process.cwd());
+    if (durable === true && sandbox?.profile === 'workspace-write') {
+      this.#checkDurableDirectory(workspace === undefined ? directory : resolvePath(workspace));
+    }
     const resolved: ResolvedCommand = Object.freeze({
       id: id ?? `process-${++this.#sequence}`,
       command,
@@ -167,6 +175,23 @@ export class BashExecutor {
     });
     this.#resolved.add(resolved);
     return resolved;
+  }
+
+  /** Refuses a durable directory the confined command could write (inside its writable workspace). */
+  #checkDurableDirectory(workspace: string): void {
+    const directory = this.#durableDirectory.path ?? this.#options.outputDirectoryParent;
+    const real = (path: string) => {
+      try {
+        return realpathSync(path);
+      } catch {
+        return resolvePath(path);
+      }
+    };
+    const inside = real(directory);
+    const writable = real(workspace);
+    if (inside === writable || inside.startsWith(writable.endsWith('/') ? writable : `${writable}/`)) {
+      throw new DurableDirectoryInWorkspaceError(directory, workspace);
+    }
   }
 
   /**

@@ -7,7 +7,7 @@
 import { resolve as resolvePath } from 'node:path';
 import { type Sandbox, sandboxOption } from '../../process/index.js';
 import { type CancelTimer, MAX_TIMER_DELAY_MS, systemClock } from '../../tasks/clock.js';
-import { createTrustedCaller, type TaskId, type TaskSnapshot } from '../../tasks/index.js';
+import { createTrustedCaller, resolveWorkdir, type TaskId, type TaskSnapshot } from '../../tasks/index.js';
 import { defineOptions, type OptionsInput, option } from '../../tasks/options.js';
 import {
   type BackgroundToolValue,
@@ -182,7 +182,7 @@ export function createBashTool(options: BashToolOptions): BashTool {
         ...(call.description === undefined ? {} : { description: call.description }),
         ...(context.caller ? { owner: context.caller } : {}),
         toolUseId: context.toolCallId,
-        cwd: call.workdir === undefined ? sessionCwd : resolvePath(sessionCwd, call.workdir),
+        cwd: resolveWorkdir(sessionCwd, call.workdir),
         ...(context.env === undefined ? {} : { env: context.env }),
         ...(sandbox === undefined ? {} : { sandbox, workspace: resolvePath(sessionCwd) }),
         background,

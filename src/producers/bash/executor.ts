@@ -13,7 +13,12 @@ import {
   resolveSandbox,
   type SandboxSetting,
 } from '../../process/index.js';
-import { InvalidArgumentError, InvalidTimeoutError, MAX_TIMER_DELAY_MS } from '../../tasks/index.js';
+import {
+  checkPathLength,
+  InvalidArgumentError,
+  InvalidTimeoutError,
+  MAX_TIMER_DELAY_MS,
+} from '../../tasks/index.js';
 import type { CommandHandle } from './command-handle.js';
 import { type DurableAttachment, DurableHandle } from './durable-handle.js';
 import {
@@ -89,6 +94,11 @@ export const MAX_COMMAND_BYTES = 131_071;
 /** The name prefix of an executor's output directory (its durable commands' directory has its own). */
 export const BASH_OUTPUT_PREFIX = 'errand-bash-';
 
+function checkedPath(field: string, path: string): string {
+  checkPathLength(field, path);
+  return path;
+}
+
 export class BashExecutor {
   readonly #options: ResolvedExecutorOptions;
   readonly #directory: OutputDirectory;
@@ -157,8 +167,11 @@ export class BashExecutor {
     }
     const sandbox =
       request.sandbox === undefined ? this.#options.sandbox : resolveSandbox(request.sandbox, 'sandbox');
+    if (cwd !== undefined) checkPathLength('cwd', cwd);
+    if (workspace !== undefined) checkPathLength('workspace', workspace);
     const environment = copyEnvironment(env ?? process.env);
     const directory = resolvePath(cwd ?? process.cwd());
+    checkPathLength('cwd', directory);
     if (durable === true && sandbox?.profile === 'workspace-write') {
       this.#checkDurableDirectory(workspace === undefined ? directory : resolvePath(workspace));
     }
@@ -171,7 +184,7 @@ export class BashExecutor {
       timeoutMs,
       durable: durable === true,
       sandbox,
-      workspace: workspace === undefined ? directory : resolvePath(workspace),
+      workspace: workspace === undefined ? directory : checkedPath('workspace', resolvePath(workspace)),
     });
     this.#resolved.add(resolved);
     return resolved;

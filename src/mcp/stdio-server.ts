@@ -301,7 +301,7 @@ async function startHooks(
   // Out of every confined command's sight, also when it is not in the data directory (a long path).
   const unhide = hideFromSandboxes(dirname(socket.path));
   const endpoint = await startHookEndpoint(
-    { session: mcp.session, tasks: runtime.tasks, socketPath: socket.path, logger },
+    { session: mcp.session, tasks: runtime.tasks, socketPath: socket.path, logger, client },
     options,
   );
   let removeRecord = () => {};

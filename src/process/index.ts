@@ -119,3 +119,11 @@ export {
   stopRecognizedTree,
 } from './trees/recognized-tree.js';
 export { type RequestedStopReason, STOP_REASONS, type StopReason } from './trees/stop-reason.js';
+export {
+  describePeer,
+  findSs,
+  type PeerFacts,
+  PeerUnknownError,
+  peerInodeIn,
+  peerProcessesOf,
+} from './trees/unix-socket-peer.js';

@@ -369,11 +369,23 @@ export class SessionRuntime {
       if (sessionId === undefined || typeof taskId !== 'string' || taskId === '') return undefined;
       const record = this.store.getTask(taskId, sessionId);
       if (record === undefined || !isTerminalStatus(record.status)) return undefined;
-      const tail = record.outputFile === undefined ? undefined : readFileTail(record.outputFile, maxBytes);
+      // From the model's cursor: what it read before the restart is not given again.
+      const tail =
+        record.outputFile === undefined
+          ? undefined
+          : readFileTail(record.outputFile, maxBytes, record.readOffset);
+      if (tail !== undefined && tail.totalBytes > record.readOffset) {
+        try {
+          this.store.saveTaskReadOffset(taskId, sessionId, tail.totalBytes);
+        } catch {
+          // Not recorded: the next read shows the same output again, nothing is lost.
+        }
+      }
       return {
         snapshot: taskSnapshotFromRecord(record),
         text: tail?.text ?? '',
         totalBytes: tail?.totalBytes,
+        fromBytes: Math.min(record.readOffset, tail?.totalBytes ?? 0),
       };
     },
     list: (caller, limit) => {

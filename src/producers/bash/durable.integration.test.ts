@@ -4,7 +4,7 @@
  * go of by one executor and re-attached by another from the reader's cursor. Also the lifeline tag:
  * present in a non-durable command's environment, absent from a durable one's.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -129,6 +129,44 @@ describe('a durable command', () => {
     await second.release('bash-9');
     expect(existsSync(attachment.outputFile)).toBe(false);
     expect(existsSync(attachment.statusFile)).toBe(false);
+    rmSync(gate, { force: true });
+  });
+
+  it('re-attached, a truncated output file is told with a marker and its new lines still arrive', async () => {
+    const gate = join(tmpdir(), `errand-durable-truncate-${process.pid}-${Date.now()}`);
+    const first = executor();
+    const handle = first.start({
+      command: `for i in 1 2 3 4 5 6 7 8 9; do echo "line $i"; done; until [ -e ${gate} ]; do sleep 0.02; done; for i in 10 11 12 13 14 15 16; do echo "line $i"; done`,
+      durable: true,
+    }) as DurableHandle;
+    await waitForOutput(handle, 'line 9');
+    expect(handle.read().text.split('\n').filter(Boolean)).toHaveLength(9);
+    const facts = handle.processFacts()!;
+    const attachment = {
+      id: 'bash-10',
+      command: handle.command,
+      cwd: handle.cwd,
+      startedAt: handle.startedAt,
+      pid: facts.pid,
+      startTime: facts.startTime!,
+      tag: facts.tag,
+      outputFile: handle.outputFile!,
+      statusFile: handle.statusFile!,
+      readOffset: handle.readOffset,
+    };
+    await first.dispose();
+    const attached = executor().attach(attachment);
+    expect(attached.read().text).toBe('');
+    // Someone truncates the file while the command runs; it goes on appending at the new end.
+    truncateSync(attachment.outputFile, 0);
+    writeFileSync(gate, '');
+    await attached.stopped;
+    const text = attached.read().text;
+    expect(text).toMatch(
+      /^\[\.\.\. \d+ bytes? skipped; full output: .+ \(truncated: read again from its start\) \.\.\.\]$/m,
+    );
+    const lines = text.split('\n').filter((line) => line.startsWith('line '));
+    expect(lines).toEqual(['10', '11', '12', '13', '14', '15', '16'].map((n) => `line ${n}`));
     rmSync(gate, { force: true });
   });
 

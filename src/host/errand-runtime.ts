@@ -7,13 +7,7 @@
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createBackgroundEventFeed } from '../events/index.js';
-import {
-  hideFromSandboxes,
-  Lifeline,
-  memoizedSource,
-  procfsSource,
-  type Sandbox,
-} from '../process/index.js';
+import { hideFromSandboxes, Lifeline, memoizedSource, procfsSource, type Sandbox } from '../process/index.js';
 import { BASH_OUTPUT_PREFIX, BashExecutor } from '../producers/bash/executor.js';
 import { createBashProducer, createBashTool } from '../producers/bash/index.js';
 import { createPtyProducer, createPtyTools, isPtyAvailable } from '../producers/pty/index.js';

@@ -1,12 +1,12 @@
 /**
  * Who is at the other end of an accepted Unix socket connection. Node exposes no `SO_PEERCRED`, so the
- * peer is found the way `ss` does it: the kernel's socket diagnostics (`ss -x`, iproute2) pair the
- * accepted socket's inode with its peer's, and the processes holding a descriptor on the peer's inode
- * (`/proc/<pid>/fd/*`) are the peer. Then `describePeer` says what a server needs to judge each one: its
- * user, whether it shares this process's pid and user namespaces, its ancestors, and its environment tags.
+ * peer is found with the kernel's socket diagnostics: `ss -xp` (iproute2) pairs the accepted socket's inode
+ * with its peer's and lists the processes holding a descriptor on the peer. Then `describePeer` says what
+ * a server needs to judge each one: its user, whether it shares this process's pid and user namespaces,
+ * its ancestors, and its environment tags. Checks that arrive together share one listing.
  */
 import { execFile } from 'node:child_process';
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { readFileSync, readlinkSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { findOnPath } from '../launch/spawn-check.js';
 
@@ -34,22 +34,43 @@ function socketInodeOf(fd: number): string {
   return match[1]!;
 }
 
-/** The peer inode `ss -xHn` lists for the socket with inode `local` (its last column). */
+/** The columns of an `ss -xHn[p]` line: local inode, peer inode, and what follows them (the holders). */
+function columnsOf(line: string): { local: string; peer: string; rest: string } | undefined {
+  // `<netid> <state> <recv-q> <send-q> <local address> <local inode> <peer address> <peer inode> [users]`:
+  // an address may hold spaces, an inode never does; the peer address of a connected socket is `*`, and
+  // only the end or `users:` follows the peer inode (so `<send-q> * <inode>` never passes for a pair).
+  const match = /\s(\d+)\s+\*\s+(\d+)(?:\s+(users:.*))?$/.exec(line.trimEnd());
+  return match === null ? undefined : { local: match[1]!, peer: match[2]!, rest: match[3] ?? '' };
+}
+
+/** The peer inode an `ss -x` listing gives the socket with inode `local`. */
 export function peerInodeIn(listing: string, local: string): string | undefined {
   for (const line of listing.split('\n')) {
-    const columns = line.trim().split(/\s+/);
-    if (columns.length >= 4 && columns.at(-3) === local && /^\d+$/.test(columns.at(-1)!)) {
-      return columns.at(-1);
-    }
+    const columns = columnsOf(line);
+    if (columns?.local === local) return columns.peer;
   }
   return undefined;
+}
+
+/**
+ * The pids an `ss -xp` listing names as holders of the socket with inode `inode`. A process name can hold
+ * any text, `pid=` too: a forged entry can only add a pid (checked, and refused, like any other), never
+ * hide the real `",pid=N,fd=M)` that follows each name.
+ */
+export function holdersIn(listing: string, inode: string): number[] {
+  for (const line of listing.split('\n')) {
+    const columns = columnsOf(line);
+    if (columns?.local !== inode) continue;
+    return [...new Set([...columns.rest.matchAll(/pid=(\d+),fd=\d+\)/g)].map((match) => Number(match[1])))];
+  }
+  return [];
 }
 
 function listUnixSockets(ss: string): Promise<string> {
   return new Promise((resolve, reject) => {
     execFile(
       ss,
-      ['-xHn'],
+      ['-xpHn'],
       { encoding: 'utf8', timeout: SS_TIMEOUT_MS, maxBuffer: SS_MAX_BUFFER, env: { LC_ALL: 'C' } },
       (error, stdout) =>
         error ? reject(new PeerUnknownError(`ss failed: ${error.message}`)) : resolve(stdout),
@@ -57,30 +78,41 @@ function listUnixSockets(ss: string): Promise<string> {
   });
 }
 
-/** Every process with a descriptor on socket inode `inode`. */
-function holdersOf(inode: string): number[] {
-  const needle = `socket:[${inode}]`;
-  const holders: number[] = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    let descriptors: string[];
-    try {
-      descriptors = readdirSync(`/proc/${name}/fd`);
-    } catch {
-      continue;
-    }
-    for (const descriptor of descriptors) {
-      try {
-        if (readlinkSync(`/proc/${name}/fd/${descriptor}`) === needle) {
-          holders.push(Number(name));
-          break;
-        }
-      } catch {
-        // Closed meanwhile.
-      }
-    }
-  }
-  return holders;
+interface ListingRequest {
+  readonly ss: string;
+  readonly resolve: (listing: string) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/** Listings asked for and not started yet: requests that wait together share one run of `ss`. */
+const waiting: ListingRequest[] = [];
+let listing = false;
+
+/** A listing that started after this call, so it shows every socket accepted before it. */
+function freshListing(ss: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    waiting.push({ ss, resolve, reject });
+    if (!listing) runListing();
+  });
+}
+
+function runListing(): void {
+  const batch = waiting.splice(0);
+  if (batch.length === 0) return;
+  listing = true;
+  listUnixSockets(batch[0]!.ss)
+    .then(
+      (text) => {
+        for (const request of batch) request.resolve(text);
+      },
+      (error: unknown) => {
+        for (const request of batch) request.reject(error);
+      },
+    )
+    .finally(() => {
+      listing = false;
+      runListing();
+    });
 }
 
 /** Where `ss` is: on PATH, else the usual places. */
@@ -99,9 +131,10 @@ export async function peerProcessesOf(socket: Socket, ss = findSs()): Promise<nu
   const fd = (socket as unknown as { _handle?: { fd?: unknown } })._handle?.fd;
   if (typeof fd !== 'number' || fd < 0) throw new PeerUnknownError('the connection has no descriptor');
   const local = socketInodeOf(fd);
-  const peer = peerInodeIn(await listUnixSockets(ss), local);
+  const text = await freshListing(ss);
+  const peer = peerInodeIn(text, local);
   if (peer === undefined) throw new PeerUnknownError(`no peer of socket ${local} is listed`);
-  const holders = holdersOf(peer);
+  const holders = holdersIn(text, peer);
   if (holders.length === 0) throw new PeerUnknownError(`no process holds the peer socket ${peer}`);
   return holders;
 }

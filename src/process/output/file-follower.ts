@@ -11,7 +11,7 @@
  * N the bytes known to be lost) and reading starts again at the start of what the path names now.
  */
 import { closeSync, constants, fstatSync, lstatSync, openSync, readSync } from 'node:fs';
-import { formatTruncationMarker } from '../text/index.js';
+import { formatTruncationMarker } from '../../text/index.js';
 
 export interface FileFollowerOptions {
   /** Where reading starts (bytes already accounted for elsewhere). Default 0. */

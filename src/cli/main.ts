@@ -5,6 +5,10 @@
  */
 import { writeSync } from 'node:fs';
 import { ErrandError } from '../tasks/errors.js';
+import { exitQuietlyOnBrokenPipe } from './broken-pipe.js';
+
+/** Commands that run a runtime and own their streams; every other one only prints. */
+const RUNNING_COMMANDS = new Set(['demo', 'chat', 'mcp', 'worker', 'serve', 'hook']);
 
 const usage = `Usage: errand <command>
 
@@ -32,6 +36,9 @@ Commands:
 
 async function main(argv: readonly string[]): Promise<number> {
   const [command] = argv;
+  if (command === undefined || !RUNNING_COMMANDS.has(command)) {
+    exitQuietlyOnBrokenPipe([process.stdout, process.stderr]);
+  }
   switch (command) {
     case 'demo': {
       const { runDemo } = await import('./demo.js');

@@ -50,8 +50,8 @@ function commands(home: string): Array<{ name: string; args: string[]; env: Reco
   ];
 }
 
-async function expectOneLine(home: string, cause: RegExp): Promise<void> {
-  for (const command of commands(home)) {
+async function expectOneLine(home: string, cause: RegExp, except: readonly string[] = []): Promise<void> {
+  for (const command of commands(home).filter((each) => !except.includes(each.name))) {
     const result = await runCli(command.args, command.env);
     expect(result.code, `${command.name}: ${result.stderr}`).toBe(2);
     const lines = result.stderr.split('\n').filter((line) => line !== '');
@@ -72,6 +72,19 @@ describe('starting on a data directory that cannot be used', () => {
       join(parent, 'file', 'home'),
       /a part of the path is a file, not a directory \(ENOTDIR\)$/,
     );
+  });
+
+  it('an empty store file, and one that is not SQLite: one line naming the file, exit code 2', async () => {
+    for (const [content, cause] of [
+      ['', /the file is empty \(0 bytes\), not an SQLite database/],
+      ['PK\u0003\u0004 a zip file, not a store', /the file is not an SQLite database/],
+    ] as const) {
+      const home = mkdtempSync(join(tmpdir(), 'errand-home-'));
+      directories.push(home);
+      writeFileSync(join(home, 'errand.sqlite'), content);
+      // The demo makes a data directory of its own.
+      await expectOneLine(home, cause, ['demo']);
+    }
   });
 
   const skip = tmpfsSkipReason();

@@ -7,7 +7,14 @@
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createBackgroundEventFeed } from '../events/index.js';
-import { Lifeline, limiterOf, memoizedSource, procfsSource, type Sandbox } from '../process/index.js';
+import {
+  hideFromSandboxes,
+  Lifeline,
+  limiterOf,
+  memoizedSource,
+  procfsSource,
+  type Sandbox,
+} from '../process/index.js';
 import { BASH_OUTPUT_PREFIX, BashExecutor } from '../producers/bash/executor.js';
 import { createBashProducer, createBashTool } from '../producers/bash/index.js';
 import { createPtyProducer, createPtyTools, isPtyAvailable } from '../producers/pty/index.js';
@@ -40,7 +47,12 @@ import {
   storeSequenceBlocks,
 } from '../session/index.js';
 import { isHolderLive } from '../session/session-holder.js';
-import { openSqliteSessionStore, type SessionStore } from '../store/index.js';
+import {
+  openSqliteSessionStore,
+  resolveDatabaseFile,
+  resolveErrandHome,
+  type SessionStore,
+} from '../store/index.js';
 import {
   consoleLogger,
   createTrustedCaller,
@@ -132,6 +144,8 @@ async function assembleRuntime(
   built: Array<() => unknown>,
 ): Promise<ErrandRuntime> {
   const logger: Logger = options.logger ?? emitWarningLogger;
+  const unhide = hidePrivateFiles(options.home, ownsStore);
+  built.push(unhide);
   const source = memoizedSource(procfsSource());
   // Started first and eagerly, so nothing this runtime spawns waits for it.
   const lifeline = startLifeline(options.lifeline, logger);
@@ -460,11 +474,31 @@ async function assembleRuntime(
         // its end to the store once that turn unwinds: the store closes after it.
         if (ownsStore && sessions.listSessions().length === 0) store.close();
         else if (ownsStore) void sessions.whenAllClosed().then(() => store.close());
+        unhide();
       })();
       return disposal;
     },
   };
   return runtime;
+}
+
+/**
+ * Hides the data directory (the store, the hook sockets, the dashboard's token) and a store file kept
+ * elsewhere from every command a sandbox confines; returns the function that stops hiding them.
+ */
+function hidePrivateFiles(home: string | undefined, ownsStore: boolean): () => void {
+  const releases: Array<() => void> = [];
+  try {
+    releases.push(hideFromSandboxes(home ?? resolveErrandHome()));
+    if (ownsStore) {
+      releases.push(hideFromSandboxes(resolveDatabaseFile(home === undefined ? {} : { home })));
+    }
+  } catch {
+    // No data directory can be named (no home directory): there is nothing of it to hide.
+  }
+  return () => {
+    for (const release of releases.splice(0)) release();
+  };
 }
 
 function withoutBlocks(options: TaskServiceOptions): Omit<TaskServiceOptions, 'sequenceBlocks'> {

@@ -47,6 +47,8 @@ describe('finished work of a runtime that was killed', () => {
     const record = store.getTask(taskId, sessionId);
     expect(record).toMatchObject({ status: 'completed', reported: false });
     directories.push(dirname(record!.outputFile!));
+    // The model had read the first line before the runtime died: its cursor is in the store.
+    store.saveTaskReadOffset(taskId, sessionId, 'alpha\n'.length);
 
     const runtime = await createErrandRuntime({
       model: scriptedModel(),
@@ -72,8 +74,12 @@ describe('finished work of a runtime that was killed', () => {
 
       const output = await executeTool(runtime.taskTools.taskOutput, { task_id: taskId }, context);
       expect(output).toMatchObject({ isError: false, taskEnds: [{ taskId }] });
-      expect(output.text).toBe(
-        'alpha\nbeta\n[status: completed (exit code 0; recorded by an earlier runtime)]',
+      // From the model's cursor, not byte 0: the first line is not given again.
+      expect(output.text).toBe('beta\n[status: completed (exit code 0; recorded by an earlier runtime)]');
+      // The cursor moved to the end: the next read has nothing new.
+      const again = await executeTool(runtime.taskTools.taskOutput, { task_id: taskId }, context);
+      expect(again.text).toBe(
+        '(no new output)\n[status: completed (exit code 0; recorded by an earlier runtime)]',
       );
       // What a surface does with a result that showed an end: its notification goes, the end is told.
       for (const end of output.taskEnds ?? []) session.taskEndTold(end);

@@ -19,6 +19,12 @@ export const hookEndpointOptions = defineOptions('startHookEndpoint', {
   maxNotificationsPerHook: option.integer({ min: 1, max: 1000, default: 10 }),
   /** Hook connections open at once (1 to 1024); more are closed at once (their hooks print nothing). Default 32. */
   maxConnections: option.integer({ min: 1, max: 1024, default: 32 }),
+  /**
+   * Whether a connection's peer is checked before it is served (`hook-peer-check.ts`): a process of the
+   * same user, in this process's namespaces, not one of the runtime's commands, and — when the registered
+   * client is known — one of the client's. Needs `ss` (iproute2). Default true.
+   */
+  authenticatePeers: option.boolean({ default: true }),
 });
 
 export type HookEndpointOptions = OptionsInput<typeof hookEndpointOptions.rules>;

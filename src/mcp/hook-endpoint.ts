@@ -38,6 +38,7 @@ import {
   hookEndpointOptions,
   type ResolvedHookEndpointOptions,
 } from './hook-endpoint-options.js';
+import { checkHookPeer, type HookPeerPolicy } from './hook-peer-check.js';
 
 /** The `source` of the conversation message that records a delivery through a client hook. */
 export const CLIENT_HOOK_SOURCE = 'client_hook';
@@ -49,6 +50,8 @@ export interface HookEndpointDependencies {
   readonly socketPath: string;
   readonly logger: Logger;
   readonly clock?: Clock;
+  /** The registered client: with `authenticatePeers`, only its processes are served. Default: unknown. */
+  readonly client?: HookPeerPolicy['client'];
 }
 
 export interface HookEndpoint {
@@ -313,7 +316,23 @@ export async function startHookEndpoint(
       return;
     }
     sockets.add(socket);
-    serve(socket);
+    if (!resolved.authenticatePeers) {
+      serve(socket);
+      return;
+    }
+    // Nothing is read until the peer passed: what it sent meanwhile waits in the socket.
+    socket.pause();
+    socket.once('close', () => sockets.delete(socket));
+    void checkHookPeer(socket, { client: dependencies.client }).then((refusal) => {
+      if (closed || socket.destroyed) return;
+      if (refusal !== undefined) {
+        logger.warn('a connection to the client hook socket was refused', { reason: refusal });
+        socket.destroy();
+        return;
+      }
+      serve(socket);
+      socket.resume();
+    });
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -6,6 +6,7 @@
  */
 
 import { rmSync } from 'node:fs';
+import { dirname } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import {
@@ -16,6 +17,7 @@ import {
   writeServerRecord,
 } from '../hooks/index.js';
 import type { ErrandRuntime } from '../host/index.js';
+import { hideFromSandboxes } from '../process/index.js';
 import {
   createDashboardServer,
   type DashboardAddress,
@@ -297,8 +299,10 @@ async function startHooks(
   const socket = chooseSocketPath(home, process.pid);
   // A socket left behind by an earlier process with this pid (it was killed) is not ours to keep.
   rmSync(socket.path, { force: true });
+  // Out of every confined command's sight, also when it is not in the data directory (a long path).
+  const unhide = hideFromSandboxes(dirname(socket.path));
   const endpoint = await startHookEndpoint(
-    { session: mcp.session, tasks: runtime.tasks, socketPath: socket.path, logger },
+    { session: mcp.session, tasks: runtime.tasks, socketPath: socket.path, logger, client },
     options,
   );
   let removeRecord = () => {};
@@ -323,6 +327,7 @@ async function startHooks(
     unregister: () => {
       removeRecord();
       socket.cleanup();
+      unhide();
     },
   };
 }

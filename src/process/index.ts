@@ -8,7 +8,19 @@
  * (`tasks/`) and `text/` only.
  */
 
+export {
+  type BubblewrapFeatures,
+  bubblewrapFeatures,
+  parseBubblewrapHelp,
+} from './launch/bubblewrap-features.js';
 export { NODE_SPAWN_VARIABLE, nativeSpawnAvailable } from './launch/native-spawn.js';
+export {
+  type HiddenPath,
+  hiddenPaths,
+  hideEntriesFromSandboxes,
+  hideFromSandboxes,
+  MAX_HIDDEN_ENTRIES_PER_PARENT,
+} from './launch/private-paths.js';
 export {
   createSpawnLauncher,
   type LaunchedProcess,
@@ -27,6 +39,7 @@ export {
   type SandboxOptions,
   type SandboxProfile,
   type SandboxSetting,
+  SandboxTooOldError,
   SandboxUnavailableError,
   sandboxOption,
   sandboxSummaryOf,
@@ -161,3 +174,11 @@ export {
   STOP_REASONS,
   type StopReason,
 } from './trees/stop-reason.js';
+export {
+  describePeer,
+  findSs,
+  type PeerFacts,
+  PeerUnknownError,
+  peerInodeIn,
+  peerProcessesOf,
+} from './trees/unix-socket-peer.js';

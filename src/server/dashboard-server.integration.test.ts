@@ -879,6 +879,16 @@ describe('commands', () => {
     expect(outcomes).toEqual(Array(20).fill('400 BODY_TOO_LARGE'));
   });
 
+  it('delivers the 400 for a 20 MiB body with the default limits, 20 of 20 times (a lingering close)', async () => {
+    const fixture = await startFixture();
+    const body = Buffer.alloc(20 * 1024 * 1024, 'x');
+    const outcomes: string[] = [];
+    for (let attempt = 0; attempt < 20; attempt += 1) {
+      outcomes.push(await postRaw(fixture, body, attempt % 2 === 0 ? 'length' : 'chunked'));
+    }
+    expect(outcomes).toEqual(Array(20).fill('400 BODY_TOO_LARGE'));
+  });
+
   it('closes the connection of a body that keeps coming past the discard allowance', async () => {
     const fixture = await startFixture({ server: { maxBodyBytes: 256, maxDiscardBytes: 4096 } });
     const socket = connectTcp(fixture.address.port, '127.0.0.1');

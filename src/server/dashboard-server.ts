@@ -313,6 +313,7 @@ class HttpDashboardServer implements DashboardServer {
         await readJsonBody(request, {
           maxBytes: options.maxBodyBytes,
           maxDiscardBytes: options.maxDiscardBytes,
+          lingerMs: options.lingerMs,
         }),
       );
       if (command.type === 'stopAllBackgroundWork') await this.#requireSession(command.sessionId);

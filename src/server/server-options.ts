@@ -72,11 +72,14 @@ export const dashboardServerOptions = defineOptions(
     /** The largest command body accepted, 64 bytes to 16 MiB. Default 16384 bytes. */
     maxBodyBytes: option.integer({ min: 64, max: 16 * 1024 * 1024, default: 16 * 1024 }),
     /**
-     * Bytes of an oversized body read and thrown away after its 400, so the answer reaches a client that is
-     * still sending (closing on unread bytes resets the connection and loses it). A body larger than
-     * `maxBodyBytes` plus this has its connection closed instead. 0 to 1 GiB. Default 16 MiB.
+     * Bytes of an oversized body read and thrown away before its 400 (sent with `Connection: close`), so the
+     * answer reaches a client that is still sending (closing on unread bytes resets the connection and
+     * loses it). A body that goes on past `maxBodyBytes` plus this gets its 400 then, and the connection
+     * lingers (`lingerMs`, at most this many bytes more) before it closes. 0 to 1 GiB. Default 16 MiB.
      */
     maxDiscardBytes: option.integer({ min: 0, max: 1024 * 1024 * 1024, default: 16 * 1024 * 1024 }),
+    /** How long such a connection lingers after its 400, reading and discarding, 0 to 60000 ms. Default 2000. */
+    lingerMs: option.integer({ min: 0, max: 60_000, default: 2000 }),
     /** Bytes of an output snapshot. Default (and maximum) 8192. */
     outputSnapshotMaxBytes: option.integer({ min: 1, max: 8192, default: 8192 }),
     /**

@@ -15,18 +15,32 @@ import {
 import { readFileTail } from '../text/index.js';
 import type { RecordedTasks } from '../tools/index.js';
 
-export function storeRecordedTasks(store: Pick<SessionStore, 'getTask' | 'listTasks'>): RecordedTasks {
+export function storeRecordedTasks(
+  store: Pick<SessionStore, 'getTask' | 'listTasks' | 'saveTaskReadOffset'>,
+): RecordedTasks {
   return {
     read: (taskId, caller, maxBytes) => {
       const sessionId = callerSession(caller);
       if (sessionId === undefined || typeof taskId !== 'string' || taskId === '') return undefined;
       const record = store.getTask(taskId, sessionId);
       if (record === undefined || !isTerminalStatus(record.status)) return undefined;
-      const tail = record.outputFile === undefined ? undefined : readFileTail(record.outputFile, maxBytes);
+      // From the model's cursor: what it read before the restart is not given again.
+      const tail =
+        record.outputFile === undefined
+          ? undefined
+          : readFileTail(record.outputFile, maxBytes, record.readOffset);
+      if (tail !== undefined && tail.totalBytes > record.readOffset) {
+        try {
+          store.saveTaskReadOffset(taskId, sessionId, tail.totalBytes);
+        } catch {
+          // Not recorded: the next read shows the same output again, nothing is lost.
+        }
+      }
       return {
         snapshot: taskSnapshotFromRecord(record),
         text: tail?.text ?? '',
         totalBytes: tail?.totalBytes,
+        fromBytes: Math.min(record.readOffset, tail?.totalBytes ?? 0),
       };
     },
     list: (caller, limit) => {

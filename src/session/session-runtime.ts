@@ -254,6 +254,8 @@ export class SessionRuntime {
   readonly recordedTasks: RecordedTasks = storeRecordedTasks({
     getTask: (taskId, sessionId) => this.store.getTask(taskId, sessionId),
     listTasks: (filter) => this.store.listTasks(filter),
+    saveTaskReadOffset: (taskId, sessionId, offset) =>
+      this.store.saveTaskReadOffset(taskId, sessionId, offset),
   });
 
   getSession(id: string): Session | undefined {

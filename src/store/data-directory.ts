@@ -3,7 +3,18 @@
  * (0700) and the database file is created owner-only (0600) before SQLite opens it; SQLite gives its
  * -wal and -shm files the database file's permissions.
  */
-import { accessSync, chmodSync, closeSync, constants, mkdirSync, openSync, statSync } from 'node:fs';
+import {
+  accessSync,
+  chmodSync,
+  closeSync,
+  constants,
+  linkSync,
+  mkdirSync,
+  openSync,
+  readSync,
+  statSync,
+  unlinkSync,
+} from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { ErrandError, InvalidArgumentError } from '../tasks/errors.js';
@@ -114,18 +125,97 @@ export function ensurePrivateDirectory(directory: string): void {
   }
 }
 
-/** Creates the database file with mode 0600 if it does not exist yet, and its directory with 0700. */
-export function ensureDatabaseFile(file: string): void {
+/** The first 16 bytes of every SQLite database file. */
+const SQLITE_HEADER = Buffer.from('SQLite format 3\0', 'latin1');
+
+/**
+ * Creates the database file with mode 0600 if it does not exist yet, and its directory with 0700; returns
+ * whether this call created it. A new file is made complete before it gets its name: created under a
+ * temporary name, given its SQLite header by `initialize`, then linked to `file` (a link never replaces:
+ * if another process created it meanwhile, that one is used). So a database file Errand made is never
+ * empty, and an empty or foreign file at that name was not made by Errand.
+ */
+export function ensureDatabaseFile(file: string, initialize?: (path: string) => void): boolean {
   ensurePrivateDirectory(dirname(file));
+  if (initialize === undefined) return createEmptyFile(file);
+  try {
+    statSync(file);
+    return false;
+  } catch (error) {
+    if (errnoOf(error) !== 'ENOENT') throw new DataDirectoryError(dirname(file), errnoOf(error), error);
+  }
+  const temporary = `${file}.${process.pid}.new`;
+  try {
+    unlinkSync(temporary);
+  } catch {
+    // None was left.
+  }
+  createEmptyFile(temporary);
+  try {
+    initialize(temporary);
+    try {
+      linkSync(temporary, file);
+      return true;
+    } catch (error) {
+      if (errnoOf(error) === 'EEXIST') return false;
+      throw new DataDirectoryError(dirname(file), errnoOf(error), error);
+    }
+  } finally {
+    for (const path of [temporary, `${temporary}-wal`, `${temporary}-shm`]) {
+      try {
+        unlinkSync(path);
+      } catch {
+        // Not there.
+      }
+    }
+  }
+}
+
+function createEmptyFile(file: string): boolean {
   let descriptor: number;
   try {
     descriptor = openSync(file, 'wx', DATABASE_FILE_MODE);
   } catch (error) {
-    if (errnoOf(error) === 'EEXIST') return;
+    if (errnoOf(error) === 'EEXIST') return false;
     throw new DataDirectoryError(dirname(file), errnoOf(error), error);
   }
   try {
     chmodSync(file, DATABASE_FILE_MODE);
+  } finally {
+    closeSync(descriptor);
+  }
+  return true;
+}
+
+/**
+ * Why the file at `file` is not an SQLite database (empty, or another header), or undefined when it
+ * starts like one. Read without following a link's target's type: a directory or device is for SQLite.
+ */
+export function notADatabase(file: string): string | undefined {
+  let descriptor: number;
+  try {
+    descriptor = openSync(file, constants.O_RDONLY);
+  } catch {
+    return undefined;
+  }
+  try {
+    const header = Buffer.alloc(SQLITE_HEADER.length);
+    let filled = 0;
+    for (;;) {
+      const count = readSync(descriptor, header, filled, header.length - filled, filled);
+      if (count === 0) break;
+      filled += count;
+      if (filled === header.length) break;
+    }
+    if (filled === 0) {
+      return 'the file is empty (0 bytes), not an SQLite database: move it away to start a new store, or put back a copy of the store';
+    }
+    if (filled < header.length || !header.equals(SQLITE_HEADER)) {
+      return 'the file is not an SQLite database (it does not start with "SQLite format 3"): move it away to start a new store, or put back a copy of the store';
+    }
+    return undefined;
+  } catch {
+    return undefined;
   } finally {
     closeSync(descriptor);
   }

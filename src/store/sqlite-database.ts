@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describeError, ErrandError } from '../tasks/index.js';
 import { defineOptions, type OptionsInput, option, type ResolvedOptions } from '../tasks/options.js';
-import { DATABASE_FILE_NAME, ensureDatabaseFile, resolveErrandHome } from './data-directory.js';
+import { DATABASE_FILE_NAME, ensureDatabaseFile, notADatabase, resolveErrandHome } from './data-directory.js';
 import { StoreOpenError } from './errors.js';
 import {
   type PruneOptions,
@@ -102,11 +102,25 @@ export function resolveDatabaseFile(options: SqliteSessionStoreOptions = {}): st
   return resolveSqliteOptions(options).file;
 }
 
-/** Creates the file (0600) if needed and opens it in WAL mode with foreign keys and the busy timeout. */
+/**
+ * Creates the file (0600, already with its SQLite header) if needed and opens it in WAL mode with foreign
+ * keys and the busy timeout. A file that was there and is empty or not SQLite is refused
+ * (`STORE_OPEN_FAILED`): SQLite would take an empty one for a new, empty store.
+ */
 export function openSqliteDatabase(options: ResolvedSqliteOptions): Database.Database {
   const { file } = options;
   try {
-    ensureDatabaseFile(file);
+    const created = ensureDatabaseFile(file, (path) => {
+      const fresh = new Database(path, { timeout: options.busyTimeoutMs });
+      try {
+        // Writes the header (and page 1): the file is a database before it has its name.
+        fresh.pragma('journal_mode = WAL');
+      } finally {
+        fresh.close();
+      }
+    });
+    const problem = created ? undefined : notADatabase(file);
+    if (problem !== undefined) throw new StoreOpenError(file, problem);
   } catch (error) {
     if (ErrandError.isInstance(error)) throw error;
     throw new StoreOpenError(file, describeError(error), error);

@@ -1,6 +1,15 @@
-import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { describeSessionStoreConformance, expectErrandError, START_TIME } from './conformance/index.js';
@@ -197,6 +206,30 @@ describe('SQLite session store', () => {
     rmSync(`${file}-shm`, { force: true });
     const error = expectErrandError(() => open({ file }), 'STORE_OPEN_FAILED');
     expect(error.message).toContain(file);
+  });
+
+  it('refuses an empty file or a short foreign one where the store should be; a store it made is never empty', () => {
+    const file = freshFile();
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(file, '');
+    const empty = expectErrandError(() => open({ file }), 'STORE_OPEN_FAILED');
+    expect(empty.message).toBe(
+      `Cannot open the session store ${JSON.stringify(file)}: the file is empty (0 bytes), not an SQLite database: move it away to start a new store, or put back a copy of the store`,
+    );
+    // Refused, not taken over: still empty, and no WAL beside it.
+    expect(statSync(file).size).toBe(0);
+    expect(existsSync(`${file}-wal`)).toBe(false);
+    writeFileSync(file, 'short');
+    expect(expectErrandError(() => open({ file }), 'STORE_OPEN_FAILED').message).toContain(
+      'does not start with "SQLite format 3"',
+    );
+    // Made by Errand: complete, 0600, with its header, before it had its name; nothing left beside it.
+    const fresh = freshFile();
+    open({ file: fresh }).close();
+    expect(readFileSync(fresh).subarray(0, 16).toString('latin1')).toBe('SQLite format 3\0');
+    expect(statSync(fresh).mode & 0o777).toBe(0o600);
+    expect(readdirSync(dirname(fresh)).filter((name) => name.includes('.new'))).toEqual([]);
+    open({ file: fresh }).close();
   });
 
   it('prunes on open by default, and not when told not to', () => {

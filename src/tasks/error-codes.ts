@@ -34,6 +34,8 @@ export const ERRAND_ERROR_CODES = [
   'SEQUENCE_BLOCK_INVALID',
   // Processes and their confinement.
   'SANDBOX_UNAVAILABLE',
+  'DURABLE_DIRECTORY_IN_WORKSPACE',
+  'PATH_TOO_LONG',
   'LIMITS_UNAVAILABLE',
   // The session store and its data directory.
   'DATA_DIRECTORY_UNAVAILABLE',

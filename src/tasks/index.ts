@@ -94,6 +94,12 @@ export {
   validateSessionId,
 } from './owner.js';
 export {
+  checkPathLength,
+  MAX_PATH_BYTES,
+  PathTooLongError,
+  resolveWorkdir,
+} from './path-bounds.js';
+export {
   isTerminalStatus,
   type LiveTaskStatus,
   mapPortStatus,

@@ -13,12 +13,15 @@ export interface RecordedTaskOutput {
   readonly text: string;
   /** The size of its output file, when there is one. */
   readonly totalBytes?: number | undefined;
+  /** Where the model's cursor stood (what it read already is not in `text`). Default 0. */
+  readonly fromBytes?: number | undefined;
 }
 
 export interface RecordedTasks {
   /**
    * The finished task `taskId` recorded for `caller`'s session, with at most `maxBytes` of the end of its
-   * output; undefined when there is none the caller may see.
+   * output past the model's stored cursor (which then moves to the end); undefined when there is none the
+   * caller may see.
    */
   read(taskId: string, caller: Caller, maxBytes: number): RecordedTaskOutput | undefined;
   /** The caller's finished recorded tasks, oldest first: at most `limit`, the newest kept. */

@@ -174,7 +174,7 @@ function answerFromRecord(
   if (found === undefined) return undefined;
   const { snapshot } = found;
   const outputFile = taskFact(snapshot, 'outputFile');
-  const skipped = (found.totalBytes ?? 0) - Buffer.byteLength(found.text, 'utf8');
+  const skipped = (found.totalBytes ?? 0) - (found.fromBytes ?? 0) - Buffer.byteLength(found.text, 'utf8');
   const text =
     skipped > 0
       ? `${formatTruncationMarker({ skippedBytes: skipped, ...(outputFile === undefined ? {} : { outputFile }) })}\n${found.text}`

@@ -1,13 +1,17 @@
 /**
  * Sandbox profiles: what a command may touch, enforced by bubblewrap (`bwrap`). A profile is resolved
- * once (bwrap found on PATH, or a clear error naming the Debian package — never a silent fallback to no
- * confinement) and then applied as a pure rewrite of a `LaunchRequest`: the same request, started as
- * `bwrap <mounts> -- file args`. The process keeps its session, group, tag and pipes, so the census, the
- * terminator, the output caps and any launcher (a spawner process, a worker) work on it unchanged.
+ * once (bwrap found on PATH and its options read, or a clear error naming the Debian package — never a
+ * silent fallback to no confinement) and then applied as a rewrite of a `LaunchRequest`: the same request,
+ * started as `bwrap <mounts> -- file args`. The process keeps its session, group, tag and pipes, so the
+ * census, the terminator, the output caps and any launcher (a spawner process, a worker) work on it
+ * unchanged. Every confined command runs in a user namespace of its own with no capability at all (as
+ * root too), and Errand's own files (`private-paths.ts`) are covered.
  */
 import { resolve } from 'node:path';
 import { ErrandError, InvalidArgumentError } from '../../tasks/errors.js';
 import { option } from '../../tasks/options.js';
+import { type BubblewrapFeatures, bubblewrapFeatures } from './bubblewrap-features.js';
+import { type HiddenPath, hiddenPaths } from './private-paths.js';
 import type { LaunchRequest } from './process-launcher.js';
 import { findOnPath, isExecutableFile } from './spawn-check.js';
 
@@ -35,6 +39,8 @@ export interface SandboxOptions {
   readonly bwrap?: string;
   /** Where a bare `bwrap` name is looked up. Default: this process's `PATH`. */
   readonly searchPath?: string;
+  /** What the program supports. Default: read once from its `--help`. */
+  readonly features?: BubblewrapFeatures;
 }
 
 /** A profile name, full options, or an already resolved sandbox. */
@@ -56,13 +62,16 @@ export interface Sandbox {
   readonly confines: boolean;
   /** The absolute path of `bwrap`, when launches are rewritten. */
   readonly bwrapPath: string | undefined;
+  /** What that bwrap supports (read from its `--help`), when launches are rewritten. */
+  readonly features: BubblewrapFeatures | undefined;
   /** For people and tool descriptions: `workspace-write, network off`. */
   readonly summary: string;
   readonly facts: SandboxFacts;
   /**
    * The request to launch instead: `bwrap <mounts> -- file args` in the same working directory, with the
    * same environment (plus `TMPDIR=/tmp` when `/tmp` is private) and the same tag. `workspace` is where
-   * `workspace-write` allows writes (default: the request's working directory). Pure: no I/O.
+   * `workspace-write` allows writes (default: the request's working directory). Its only I/O: which of
+   * Errand's private paths exist now (they are covered).
    */
   confine(request: LaunchRequest, workspace?: string): LaunchRequest;
 }
@@ -79,6 +88,9 @@ export class SandboxUnavailableError extends ErrandError {
     );
   }
 }
+
+/** The installed bwrap cannot take away every capability: too old to confine a command. */
+export class SandboxTooOldError extends SandboxUnavailableError {}
 
 /** Whether `value` is a resolved sandbox (across package copies). */
 export function isSandbox(value: unknown): value is Sandbox {
@@ -119,6 +131,8 @@ export function resolveSandbox(setting: SandboxSetting, field = 'sandbox'): Sand
   const bwrapPath = confines
     ? findBubblewrap(profile, network, program, options.searchPath ?? process.env.PATH)
     : undefined;
+  const features =
+    bwrapPath === undefined ? undefined : checkFeatures(profile, network, bwrapPath, options.features);
   const facts: SandboxFacts = Object.freeze({ profile, network });
   return Object.freeze({
     [marker]: true as const,
@@ -126,10 +140,13 @@ export function resolveSandbox(setting: SandboxSetting, field = 'sandbox'): Sand
     network,
     confines,
     bwrapPath,
+    features,
     summary: `${profile}, network ${network ? 'on' : 'off'}`,
     facts,
     confine: (request: LaunchRequest, workspace?: string) =>
-      bwrapPath === undefined ? request : confineRequest(request, bwrapPath, facts, workspace),
+      bwrapPath === undefined || features === undefined
+        ? request
+        : confineRequest(request, bwrapPath, features, facts, hiddenPaths(), workspace),
   });
 }
 
@@ -143,6 +160,28 @@ export const sandboxOption = () =>
     () => true,
     { convert: (value, path) => resolveSandbox(value, path) },
   );
+
+/** The program's features; one that cannot drop every capability is refused. */
+function checkFeatures(
+  profile: SandboxProfile,
+  network: boolean,
+  bwrapPath: string,
+  given: BubblewrapFeatures | undefined,
+): BubblewrapFeatures {
+  const features = given ?? bubblewrapFeatures(bwrapPath);
+  const missing = [
+    ...(features.unshareUser ? [] : ['--unshare-user']),
+    ...(features.capDrop ? [] : ['--cap-drop']),
+  ];
+  if (missing.length > 0) {
+    throw new SandboxTooOldError(
+      profile,
+      network,
+      `${JSON.stringify(bwrapPath)} has no ${missing.join(' and no ')} (bubblewrap 0.2 or later is needed; Debian 12 ships 0.8)`,
+    );
+  }
+  return features;
+}
 
 /** `bwrap` as an absolute path: the given path, or the first executable match on `searchPath`. */
 function findBubblewrap(
@@ -185,17 +224,25 @@ function isUnder(path: string, directory: string): boolean {
  * group, carrying the tree's tag. No `--new-session`: that would move the command out of the launch's
  * group. No `--die-with-parent`: bwrap itself dies on the group's SIGTERM, and the command must still get
  * its own grace.
+ *
+ * Every profile adds a user namespace of its own and drops every capability (`--unshare-user`,
+ * `--cap-drop ALL`): started by root, bwrap would otherwise keep them all inside, and `mount -o
+ * remount,rw /` would undo the profile. `--disable-userns` (bwrap 0.8) forbids namespaces inside it.
+ * Then the private paths are covered, and a workspace or working directory inside one is bound again.
  */
 function confineRequest(
   request: LaunchRequest,
   bwrapPath: string,
+  features: BubblewrapFeatures,
   facts: SandboxFacts,
+  hidden: readonly HiddenPath[],
   workspace: string = request.cwd,
 ): LaunchRequest {
   const args: string[] = [];
   let env = request.env;
   if (facts.profile === 'full') {
-    args.push('--bind', '/', '/');
+    // --dev-bind: a plain --bind mounts / (and so /dev) without devices, and /dev/null would fail.
+    args.push('--dev-bind', '/', '/');
   } else {
     args.push(
       '--ro-bind',
@@ -216,9 +263,50 @@ function confineRequest(
     // The host's TMPDIR is not there (or not writable) inside: temporary files go to the private /tmp.
     env = { ...request.env, TMPDIR: PRIVATE_TMP };
   }
+  args.push('--unshare-user');
+  if (features.disableUserns) args.push('--disable-userns');
+  args.push('--cap-drop', 'ALL');
+  args.push(...coverPrivatePaths(request.cwd, workspace, facts.profile, hidden));
   if (!facts.network) args.push('--unshare-net');
   args.push('--chdir', request.cwd, '--', request.file, ...request.args);
   return { ...request, file: bwrapPath, args, env };
+}
+
+/**
+ * The mounts that cover Errand's private paths: an empty tmpfs over a directory, `/dev/null` over a file.
+ * A path in the private `/tmp` is out of sight already, unless a bind brought it back. A covered directory
+ * that holds the workspace or the working directory is mounted first, then that one bound again (itself
+ * only), then the rest, so a private path inside the workspace stays covered.
+ */
+function coverPrivatePaths(
+  cwd: string,
+  workspace: string,
+  profile: SandboxProfile,
+  hidden: readonly HiddenPath[],
+): string[] {
+  const writable = profile === 'workspace-write';
+  const cwdBound = !(writable && isUnder(cwd, workspace));
+  const bound = [...(writable ? [workspace] : []), ...(cwdBound ? [cwd] : [])];
+  const exposedInTmp = bound.filter((path) => isUnder(path, PRIVATE_TMP));
+  const visible = hidden.filter(
+    ({ path }) =>
+      path !== '/' &&
+      !(
+        profile !== 'full' &&
+        isUnder(path, PRIVATE_TMP) &&
+        !exposedInTmp.some((exposed) => isUnder(path, exposed))
+      ),
+  );
+  const mount = ({ path, directory }: HiddenPath) =>
+    directory ? ['--tmpfs', path] : ['--ro-bind', '/dev/null', path];
+  const holds = ({ path, directory }: HiddenPath) =>
+    directory && bound.some((target) => isUnder(target, path));
+  const args = visible.filter(holds).flatMap(mount);
+  const inside = (target: string) => visible.some((entry) => holds(entry) && isUnder(target, entry.path));
+  if (writable && inside(workspace)) args.push('--bind', workspace, workspace);
+  if (cwdBound && inside(cwd)) args.push(profile === 'full' ? '--bind' : '--ro-bind', cwd, cwd);
+  args.push(...visible.filter((entry) => !holds(entry)).flatMap(mount));
+  return args;
 }
 
 /**

@@ -4,8 +4,14 @@
  * at most `maxChunkBytes` per call, so one call never holds the event loop for long. The file is opened
  * once (never through a link) and read at its own offsets; a file that is gone or unreadable reads as
  * nothing new.
+ *
+ * A file only ever grows. One that shrank below what was read (truncated), or whose path now names
+ * another file (replaced), lost bytes: the reader is told with a skipped-bytes marker line in the stream
+ * (`[... N bytes skipped; full output: <file> (truncated or replaced: read again from its start) ...]`,
+ * N the bytes known to be lost) and reading starts again at the start of what the path names now.
  */
-import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, openSync, readSync } from 'node:fs';
+import { formatTruncationMarker } from '../../text/index.js';
 
 export interface FileFollowerOptions {
   /** Where reading starts (bytes already accounted for elsewhere). Default 0. */
@@ -25,6 +31,11 @@ export class FileFollower {
   #position: number;
   #fd: number | undefined;
   #closed = false;
+  /** The largest size seen of the file open now. */
+  #largestSize = 0;
+  /** Whether the last byte handed out ended a line (a marker then needs no line break before it). */
+  #atLineStart = true;
+  #discontinuities = 0;
 
   constructor(path: string, options: FileFollowerOptions) {
     this.path = path;
@@ -43,14 +54,26 @@ export class FileFollower {
     const fd = this.#open();
     if (fd === undefined) return undefined;
     try {
-      return fstatSync(fd).size;
+      const { size } = fstatSync(fd);
+      this.#largestSize = Math.max(this.#largestSize, size);
+      return size;
     } catch {
       return undefined;
     }
   }
 
-  /** What was appended since the last read (empty when nothing was), at most `maxChunkBytes`. */
+  /** How many times the file was found truncated or replaced. */
+  get discontinuities(): number {
+    return this.#discontinuities;
+  }
+
+  /**
+   * What was appended since the last read (empty when nothing was), at most `maxChunkBytes`; after a
+   * truncation or replacement, the marker line that says so (what follows comes from the file's start).
+   */
   read(): Buffer {
+    const marker = this.#checkContinuity();
+    if (marker !== undefined) return marker;
     const size = this.size();
     if (size === undefined) return Buffer.alloc(0);
     const end = Math.min(size, this.#maxBytes);
@@ -68,7 +91,44 @@ export class FileFollower {
       // Read what could be read; the rest is tried again next time.
     }
     this.#position += filled;
+    if (filled > 0) this.#atLineStart = buffer[filled - 1] === 0x0a;
     return filled === length ? buffer : buffer.subarray(0, filled);
+  }
+
+  /** The marker when the file shrank below the read position or the path names another file now. */
+  #checkContinuity(): Buffer | undefined {
+    const fd = this.#open();
+    if (fd === undefined) return undefined;
+    let opened: { ino: number; dev: number; size: number };
+    try {
+      opened = fstatSync(fd);
+    } catch {
+      return undefined;
+    }
+    let replaced = false;
+    try {
+      const named = lstatSync(this.path);
+      replaced = named.ino !== opened.ino || named.dev !== opened.dev;
+    } catch {
+      // Removed: the open file is still the one being written.
+    }
+    if (!replaced && opened.size >= this.#position) return undefined;
+    // Bytes known to have been there and never read; what was written after the last look is unknown.
+    const lost = Math.max(0, Math.max(this.#largestSize, replaced ? opened.size : 0) - this.#position);
+    if (replaced) {
+      this.#closeDescriptor();
+      this.#open();
+    }
+    this.#position = 0;
+    this.#largestSize = 0;
+    this.#discontinuities += 1;
+    const line = formatTruncationMarker({
+      skippedBytes: lost,
+      outputFile: `${this.path} (${replaced ? 'replaced' : 'truncated'}: read again from its start)`,
+    });
+    const text = `${this.#atLineStart ? '' : '\n'}${line}\n`;
+    this.#atLineStart = true;
+    return Buffer.from(text, 'utf8');
   }
 
   /** True once the file holds at least `maxBytes` (what the cap allows was written). */
@@ -78,6 +138,10 @@ export class FileFollower {
 
   close(): void {
     this.#closed = true;
+    this.#closeDescriptor();
+  }
+
+  #closeDescriptor(): void {
     if (this.#fd === undefined) return;
     try {
       closeSync(this.#fd);

@@ -8,6 +8,7 @@
  * they are old (`removeLeftoverOutputDirectories`): until then a resumed session still reads its tasks'
  * output and exit statuses from them.
  */
+
 import { randomUUID } from 'node:crypto';
 import {
   chmodSync,
@@ -22,6 +23,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { hideEntriesFromSandboxes } from '../launch/private-paths.js';
 import { isDead, type ProcessSource, procfsSource } from '../trees/process-table.js';
 import { OutputFileWriter, type OutputFileWriterOptions } from './output-file-writer.js';
 
@@ -51,14 +53,17 @@ export class OutputDirectory {
   readonly #prefix: string;
   #path: string | undefined;
   #disposed = false;
+  readonly #unhide: () => void;
 
   /**
    * The directory is created under `parent`; `prefix` names it (`<prefix>XXXXXX`, for example
-   * `errand-bash-`) so a person can tell whose files it holds.
+   * `errand-bash-`) so a person can tell whose files it holds. Every directory of that name in `parent`
+   * (this one, and those of other runtimes) is hidden from confined commands while this one is in use.
    */
   constructor(prefix: string, parent: string = tmpdir()) {
     this.#parent = parent;
     this.#prefix = prefix;
+    this.#unhide = hideEntriesFromSandboxes(parent, prefix);
   }
 
   /** The directory, once it was created. */
@@ -94,6 +99,7 @@ export class OutputDirectory {
   /** Removes the directory and everything in it, unless `keep` is set. Later `newPath` calls fail. */
   dispose(keep: boolean): void {
     this.#disposed = true;
+    this.#unhide();
     if (keep || this.#path === undefined) return;
     rmSync(this.#path, { recursive: true, force: true });
   }

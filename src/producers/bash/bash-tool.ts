@@ -10,6 +10,7 @@ import { type CancelTimer, MAX_TIMER_DELAY_MS, systemClock } from '../../tasks/c
 import {
   createTrustedCaller,
   InvalidArgumentError,
+  resolveWorkdir,
   type TaskId,
   type TaskSnapshot,
 } from '../../tasks/index.js';
@@ -250,7 +251,7 @@ export function createBashTool(options: BashToolOptions): BashTool {
     }
     const plan = planDeadlines(call, background);
     const sessionCwd = context.cwd ?? process.cwd();
-    const cwd = call.workdir === undefined ? sessionCwd : resolvePath(sessionCwd, call.workdir);
+    const cwd = resolveWorkdir(sessionCwd, call.workdir);
     let reservation: DuplicateReservation | undefined;
     if (background && duplicates !== undefined && call.allow_duplicate !== true) {
       const checked = duplicates.check(context.caller, call.command, resolvePath(cwd));

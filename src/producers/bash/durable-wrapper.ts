@@ -6,6 +6,12 @@
  * interrupt) to the group reaches the command; the wrapper's trap only defers its own reaction until the
  * command ended, and once it did the wrapper ignores them (its `mv` with it), so the status of a stopped
  * command is still recorded. Only SIGKILL keeps it from writing.
+ *
+ * It trusts no name in its directory it did not just create: the output file was created exclusively by
+ * the runtime and is opened before the command runs; the temporary status file is removed and then
+ * created with `O_EXCL` (`set -C`), which never follows a link, and renamed over the status file (a
+ * rename replaces a link, never writes through it). A confined command cannot reach the directory at
+ * all (it is covered in every sandbox, and refused inside a writable workspace).
  */
 import type { EnvironmentTag, LaunchRequest, Sandbox } from '../../process/index.js';
 
@@ -25,6 +31,9 @@ export const DURABLE_WRAPPER_SCRIPT = [
   // Ignored from here on, and so in `mv` too: a stop that is still signalling the group (it signals
   // members it finds late) must not kill the rename and lose the status.
   "trap '' HUP INT TERM",
+  // noclobber: `>` opens with O_CREAT | O_EXCL, so a link planted under the temporary name is refused.
+  'rm -f "$status.tmp"',
+  'set -C',
   'printf \'{"exitCode":%d}\\n\' "$code" >"$status.tmp" && mv -f "$status.tmp" "$status"',
   'exit "$code"',
 ].join('\n');

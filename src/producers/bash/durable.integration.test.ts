@@ -4,9 +4,9 @@
  * go of by one executor and re-attached by another from the reader's cursor. Also the lifeline tag:
  * present in a non-durable command's environment, absent from a durable one's.
  */
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { capturingLogger, isAlive, waitForOutput } from '../../../test/fixtures/bash/index.js';
 import { LIFELINE_TAG_VARIABLE, type LifelineLink } from '../../process/index.js';
@@ -46,6 +46,21 @@ async function environmentOf(pid: number): Promise<string[]> {
 }
 
 describe('a durable command', () => {
+  it('never writes its status through a link the command planted under the temporary name', async () => {
+    const victim = join(mkdtempSync(join(tmpdir(), 'errand-victim-')), 'victim.txt');
+    writeFileSync(victim, 'untouched\n');
+    // Unconfined, the command can write its own directory: it finds its output file through its stdout.
+    const attack = `out=$(readlink /proc/$$/fd/1); ln -s ${victim} "\${out%.log}.status.tmp"; echo planted`;
+    const handle = executor().start({ command: attack, durable: true });
+    const facts = await handle.stopped;
+    expect(handle.read().text).toBe('planted\n');
+    expect(readFileSync(victim, 'utf8')).toBe('untouched\n');
+    // The wrapper removed the link and created its own file: the status is still recorded.
+    expect(facts).toMatchObject({ exitCode: 0 });
+    expect(readFileSync(handle.statusFile!, 'utf8')).toBe('{"exitCode":0}\n');
+    rmSync(dirname(victim), { recursive: true, force: true });
+  });
+
   it('writes its output file itself, and its exit status is captured', async () => {
     const handle = executor().start({ command: 'echo one; echo two >&2; exit 5', durable: true });
     expect(handle.durable).toBe(true);
@@ -114,6 +129,44 @@ describe('a durable command', () => {
     await second.release('bash-9');
     expect(existsSync(attachment.outputFile)).toBe(false);
     expect(existsSync(attachment.statusFile)).toBe(false);
+    rmSync(gate, { force: true });
+  });
+
+  it('re-attached, a truncated output file is told with a marker and its new lines still arrive', async () => {
+    const gate = join(tmpdir(), `errand-durable-truncate-${process.pid}-${Date.now()}`);
+    const first = executor();
+    const handle = first.start({
+      command: `for i in 1 2 3 4 5 6 7 8 9; do echo "line $i"; done; until [ -e ${gate} ]; do sleep 0.02; done; for i in 10 11 12 13 14 15 16; do echo "line $i"; done`,
+      durable: true,
+    }) as DurableHandle;
+    await waitForOutput(handle, 'line 9');
+    expect(handle.read().text.split('\n').filter(Boolean)).toHaveLength(9);
+    const facts = handle.processFacts()!;
+    const attachment = {
+      id: 'bash-10',
+      command: handle.command,
+      cwd: handle.cwd,
+      startedAt: handle.startedAt,
+      pid: facts.pid,
+      startTime: facts.startTime!,
+      tag: facts.tag,
+      outputFile: handle.outputFile!,
+      statusFile: handle.statusFile!,
+      readOffset: handle.readOffset,
+    };
+    await first.dispose();
+    const attached = executor().attach(attachment);
+    expect(attached.read().text).toBe('');
+    // Someone truncates the file while the command runs; it goes on appending at the new end.
+    truncateSync(attachment.outputFile, 0);
+    writeFileSync(gate, '');
+    await attached.stopped;
+    const text = attached.read().text;
+    expect(text).toMatch(
+      /^\[\.\.\. \d+ bytes? skipped; full output: .+ \(truncated: read again from its start\) \.\.\.\]$/m,
+    );
+    const lines = text.split('\n').filter((line) => line.startsWith('line '));
+    expect(lines).toEqual(['10', '11', '12', '13', '14', '15', '16'].map((n) => `line ${n}`));
     rmSync(gate, { force: true });
   });
 

@@ -60,3 +60,18 @@ export class CommandTooLargeError extends ErrandError {
     );
   }
 }
+
+/**
+ * A durable command under `workspace-write` whose durable directory is inside the writable workspace: the
+ * confined command could plant links there that the unconfined wrapper writes through. Refused.
+ */
+export class DurableDirectoryInWorkspaceError extends ErrandError {
+  constructor(directory: string, workspace: string) {
+    super(
+      'DURABLE_DIRECTORY_IN_WORKSPACE',
+      'caller',
+      `The durable directory ${JSON.stringify(directory)} is inside the sandbox's writable workspace ${JSON.stringify(workspace)}: a confined command could plant links in it that its unconfined wrapper writes through. Put output files outside the workspace (the executor's \`outputDirectoryParent\`, or TMPDIR), or start the command without \`durable\``,
+      { context: { directory, workspace } },
+    );
+  }
+}

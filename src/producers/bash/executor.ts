@@ -4,7 +4,7 @@
  * The executor knows every handle it started until it is released; disposing it stops every command,
  * waits for them, and removes the private output directory.
  */
-import { rmdirSync } from 'node:fs';
+import { realpathSync, rmdirSync } from 'node:fs';
 import { dirname, isAbsolute, resolve as resolvePath } from 'node:path';
 import {
   findOnPath,
@@ -16,10 +16,20 @@ import {
   resolveSandbox,
   type SandboxSetting,
 } from '../../process/index.js';
-import { InvalidArgumentError, InvalidTimeoutError, MAX_TIMER_DELAY_MS } from '../../tasks/index.js';
+import {
+  checkPathLength,
+  InvalidArgumentError,
+  InvalidTimeoutError,
+  MAX_TIMER_DELAY_MS,
+} from '../../tasks/index.js';
 import type { CommandHandle } from './command-handle.js';
 import { type DurableAttachment, DurableHandle } from './durable-handle.js';
-import { CommandTooLargeError, ExecutorDisposedError, ProcessIdInUseError } from './errors.js';
+import {
+  CommandTooLargeError,
+  DurableDirectoryInWorkspaceError,
+  ExecutorDisposedError,
+  ProcessIdInUseError,
+} from './errors.js';
 import {
   type BashExecutorOptions,
   OUTPUT_SNAPSHOT_BYTES,
@@ -92,6 +102,11 @@ export const MAX_COMMAND_BYTES = 131_071;
 
 /** The name prefix of an executor's output directory (its durable commands' directory has its own). */
 export const BASH_OUTPUT_PREFIX = 'errand-bash-';
+
+function checkedPath(field: string, path: string): string {
+  checkPathLength(field, path);
+  return path;
+}
 
 export class BashExecutor {
   readonly #options: ResolvedExecutorOptions;
@@ -181,8 +196,14 @@ export class BashExecutor {
     }
     const sandbox =
       request.sandbox === undefined ? this.#options.sandbox : resolveSandbox(request.sandbox, 'sandbox');
+    if (cwd !== undefined) checkPathLength('cwd', cwd);
+    if (workspace !== undefined) checkPathLength('workspace', workspace);
     const environment = copyEnvironment(env ?? process.env);
     const directory = resolvePath(cwd ?? process.cwd());
+    checkPathLength('cwd', directory);
+    if (durable === true && sandbox?.profile === 'workspace-write') {
+      this.#checkDurableDirectory(workspace === undefined ? directory : resolvePath(workspace));
+    }
     const resolved: ResolvedCommand = Object.freeze({
       id: id ?? `process-${++this.#sequence}`,
       command,
@@ -192,11 +213,28 @@ export class BashExecutor {
       timeoutMs,
       durable: durable === true,
       sandbox,
-      workspace: workspace === undefined ? directory : resolvePath(workspace),
+      workspace: workspace === undefined ? directory : checkedPath('workspace', resolvePath(workspace)),
     });
     this.#resolved.add(resolved);
     if (limitGroup !== undefined) this.#limitGroups.set(resolved, limitGroup);
     return resolved;
+  }
+
+  /** Refuses a durable directory the confined command could write (inside its writable workspace). */
+  #checkDurableDirectory(workspace: string): void {
+    const directory = this.#durableDirectory.path ?? this.#options.outputDirectoryParent;
+    const real = (path: string) => {
+      try {
+        return realpathSync(path);
+      } catch {
+        return resolvePath(path);
+      }
+    };
+    const inside = real(directory);
+    const writable = real(workspace);
+    if (inside === writable || inside.startsWith(writable.endsWith('/') ? writable : `${writable}/`)) {
+      throw new DurableDirectoryInWorkspaceError(directory, workspace);
+    }
   }
 
   /**

@@ -4,7 +4,16 @@
  * with a setsid escapee killed whole, /dev/stdout and /dev/stderr on real pipes, the output cap, and
  * the profile shown to the model and in details.
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -276,5 +285,40 @@ describe.skipIf(bwrap === undefined)('bash under bubblewrap', () => {
     const listed = await executeTool(list, {}, context(workspace, { caller: owner }));
     expect(listed.text).toBe(`${taskId} [bash] running — sleep 30 (sandbox: workspace-write, network off)`);
     await tasks.kill(taskId, owner);
+  });
+
+  it('refuses a durable directory inside the writable workspace, before anything runs (TMPDIR=$W/tmp)', async () => {
+    const workspace = directory('errand-ws-');
+    const temporary = join(workspace, 'tmp');
+    mkdirSync(temporary);
+    const victim = join(directory('errand-victim-', OUTSIDE), 'victim.txt');
+    writeFileSync(victim, 'untouched\n');
+    const run = executor({ sandbox: 'workspace-write', outputDirectoryParent: temporary });
+    // The attack: link the wrapper's temporary status file to the victim, then end.
+    const attack = `for f in ${temporary}/errand-durable-*/*.log; do ln -sf ${victim} "\${f%.log}.status.tmp"; done`;
+    expect(() => run.start({ command: attack, cwd: workspace, durable: true })).toThrow(
+      expect.objectContaining({
+        code: 'DURABLE_DIRECTORY_IN_WORKSPACE',
+        message: expect.stringContaining(
+          `inside the sandbox's writable workspace ${JSON.stringify(workspace)}`,
+        ),
+      }),
+    );
+    // A workspace reached through a link is the same workspace.
+    const linked = join(directory('errand-link-'), 'ws');
+    symlinkSync(workspace, linked);
+    expect(() => run.start({ command: 'true', cwd: linked, durable: true })).toThrow(
+      expect.objectContaining({ code: 'DURABLE_DIRECTORY_IN_WORKSPACE' }),
+    );
+    // Not durable, or the directory elsewhere: it runs, confined, and the victim is never written.
+    expect((await run.start({ command: 'true', cwd: workspace }).stopped).exitCode).toBe(0);
+    const elsewhere = executor({
+      sandbox: 'workspace-write',
+      outputDirectoryParent: directory('errand-out-'),
+    });
+    // Its directory is out of the command's sight: the loop finds nothing to link.
+    const facts = await elsewhere.start({ command: attack, cwd: workspace, durable: true }).stopped;
+    expect(facts.reason).toBe('completed');
+    expect(readFileSync(victim, 'utf8')).toBe('untouched\n');
   });
 });

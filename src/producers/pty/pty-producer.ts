@@ -16,6 +16,7 @@ import {
 } from '../../process/index.js';
 import {
   type Caller,
+  checkPathLength,
   createTrustedCaller,
   InvalidArgumentError,
   isTerminalStatus,
@@ -319,6 +320,10 @@ class LocalPtyProducer implements PtyProducer {
     }
     if (cwd !== undefined && (typeof cwd !== 'string' || cwd === '' || cwd.includes('\0'))) {
       throw new InvalidArgumentError('cwd', 'a non-empty path without NUL', cwd);
+    }
+    if (cwd !== undefined) checkPathLength('cwd', resolvePath(cwd));
+    if (request.workspace !== undefined && typeof request.workspace === 'string') {
+      checkPathLength('workspace', resolvePath(request.workspace));
     }
     if (toolUseId !== undefined && typeof toolUseId !== 'string') {
       throw new InvalidArgumentError('toolUseId', 'a string', toolUseId);

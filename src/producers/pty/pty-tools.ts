@@ -6,7 +6,7 @@
 import { resolve as resolvePath } from 'node:path';
 import { z } from 'zod';
 import { sandboxOption } from '../../process/index.js';
-import { type Clock, createTrustedCaller } from '../../tasks/index.js';
+import { type Clock, createTrustedCaller, resolveWorkdir } from '../../tasks/index.js';
 import { defineOptions, type OptionsInput } from '../../tasks/options.js';
 import {
   type AnyToolDefinition,
@@ -162,7 +162,7 @@ export function createPtyStartTool(
         const started = await producer.start({
           command: input.command,
           ...(input.description === undefined ? {} : { description: input.description }),
-          cwd: input.workdir === undefined ? base : resolvePath(base, input.workdir),
+          cwd: resolveWorkdir(base, input.workdir),
           // Writes are allowed under the session's directory, never under a workdir the model names.
           workspace: resolvePath(base),
           ...(sandbox === undefined ? {} : { sandbox }),

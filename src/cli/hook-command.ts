@@ -39,6 +39,12 @@ export const HOOK_FLAGS: FlagSpecs = {
     description:
       'a headless run (claude -p, codex exec, gemini -p): how long its end holds it for running work (default 1800000)',
   },
+  mode: {
+    type: 'string',
+    placeholder: '<headless|interactive>',
+    description:
+      "how the client runs (default: read from the client's command line: claude -p, codex exec, gemini -p)",
+  },
   wake: {
     type: 'boolean',
     description:
@@ -111,6 +117,11 @@ export async function runHookCommand(argv: readonly string[], io: HookCommandIo)
       );
     }
     values = parseFlags(rest, HOOK_FLAGS, io.cwd).values;
+    if (values.mode !== undefined && values.mode !== 'headless' && values.mode !== 'interactive') {
+      throw new UsageError(
+        `Expected \`--mode\` to be headless or interactive, got ${JSON.stringify(values.mode)}`,
+      );
+    }
     if (values.wake === true && (!canWake(client) || moment !== 'stop')) {
       throw new UsageError(
         `Expected \`--wake\` only with claude-code ${hookEventsOf('claude-code')[2]}, got ${client} ${event}`,
@@ -147,6 +158,7 @@ export async function runHookCommand(argv: readonly string[], io: HookCommandIo)
       ...(stopWaitMs === undefined ? {} : { stopWaitMs }),
       ...(headlessWaitMs === undefined ? {} : { headlessWaitMs }),
       ...(wakeWaitMs === undefined ? {} : { wakeWaitMs }),
+      ...(values.mode === undefined ? {} : { headless: values.mode === 'headless' }),
       write: io.writeOut,
       writeWake: io.writeErr ?? ((text) => io.stderr.write(text)),
       warn,

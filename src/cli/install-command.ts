@@ -10,8 +10,8 @@ import { homedir } from 'node:os';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { HOOK_CLIENTS, isHookClient } from '../hooks/index.js';
-import { forgetInstall, recallInstall, rememberInstall } from '../hooks/install-record.js';
 import { planInstall } from '../hooks/install-plan.js';
+import { forgetInstall, recallInstall, rememberInstall } from '../hooks/install-record.js';
 import { SettingsFileError } from '../hooks/settings-merge.js';
 import { resolveErrandHome } from '../store/data-directory.js';
 import { closestKey } from '../tasks/option-keys.js';
@@ -165,7 +165,8 @@ function removeInstall(
       const before = readIfPresent(file.path);
       if (before === undefined) return [];
       const recorded = recallInstall(errandHome, file.path);
-      const after = recorded !== undefined && recorded.after === before ? recorded.before : file.unmerge(before);
+      const after =
+        recorded !== undefined && recorded.after === before ? recorded.before : file.unmerge(before);
       return [{ path: file.path, before, after }];
     });
   } catch (error) {
@@ -199,7 +200,11 @@ export function suggestClient(name: string): string | undefined {
   const lower = name.toLowerCase();
   const prefixed = HOOK_CLIENTS.filter((client) => client.startsWith(lower) || lower.startsWith(client));
   if (lower.length >= 3 && prefixed.length === 1) return prefixed[0];
-  const aliases: Readonly<Record<string, string>> = { claude: 'claude-code', 'gemini-cli': 'gemini', openai: 'codex' };
+  const aliases: Readonly<Record<string, string>> = {
+    claude: 'claude-code',
+    'gemini-cli': 'gemini',
+    openai: 'codex',
+  };
   return aliases[lower] ?? closestKey(lower, HOOK_CLIENTS);
 }
 

@@ -16,8 +16,8 @@ import { handOverText } from './hand-over-text.js';
 import { canWake, formatHookOutput, type HookClient, type HookMoment } from './hook-clients.js';
 import {
   encodeLine,
-  type HoldMode,
   HOOK_PROTOCOL_VERSION,
+  type HoldMode,
   LineReader,
   parseTakeAnswer,
   type TakeAnswer,
@@ -149,9 +149,11 @@ export async function runHook(options: RunHookOptions): Promise<HookRunResult> {
   const output = fresh ? formatHookOutput(options.client, options.moment, text) : '';
   if (output !== '') {
     try {
-      if (options.moment === 'wake') (options.writeWake ?? options.write)(`${output}
+      if (options.moment === 'wake')
+        (options.writeWake ?? options.write)(`${output}
 `);
-      else options.write(`${output}
+      else
+        options.write(`${output}
 `);
     } catch (error) {
       options.warn(`writing the hook output failed: ${describe(error)}`);

@@ -186,7 +186,8 @@ export async function startHookEndpoint(
     new Promise((resolve) => {
       chain.observe(request);
       const arrivedAt = clock.now();
-      const deadline = arrivedAt + (request.moment === 'stop' || request.moment === 'wake' ? request.waitMs : 0);
+      const deadline =
+        arrivedAt + (request.moment === 'stop' || request.moment === 'wake' ? request.waitMs : 0);
       const allowed = StopChain.allowedBlocks(request.blockCap);
       /** The last block the client allows in a row: it tells everything. */
       const final = request.moment === 'stop' && chain.blocks === allowed - 1;

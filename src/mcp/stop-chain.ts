@@ -62,8 +62,7 @@ export class StopChain {
 
   /** Reads what the client's hook at `evidence` says about the previous block. Call first, at every take. */
   observe(evidence: StopChainEvidence): void {
-    const continued =
-      evidence.moment === 'tool' || (evidence.moment === 'stop' && evidence.stopHookActive);
+    const continued = evidence.moment === 'tool' || (evidence.moment === 'stop' && evidence.stopHookActive);
     const endedWithout =
       evidence.moment === 'prompt' || (evidence.moment === 'stop' && !evidence.stopHookActive);
     if (continued) this.#confirm();

@@ -13,6 +13,7 @@ import {
   mkdtempSync,
   readdirSync,
   readFileSync,
+  readlinkSync,
   realpathSync,
   rmSync,
   writeFileSync,
@@ -28,7 +29,8 @@ import {
   type ScriptedModelServer,
   startScriptedModelServer,
 } from '../../test/support/scripted-model-server.js';
-import type { TerminalProgram } from '../../test/support/terminal.js';
+import { spawnInTerminal, type TerminalProgram } from '../../test/support/terminal.js';
+import { listLiveServers } from '../hooks/index.js';
 import { openSqliteSessionStore } from '../store/index.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -258,4 +260,92 @@ describe.skipIf(claude === undefined)('Claude Code with errand install claude-co
       `claude -p, ${total} background commands: ${told.length}/${total} told once, ${delivered.length} recorded delivered, ${model.turns.length} model requests\n`,
     );
   }, 300_000);
+
+  it('interactive, nobody typing: a 25 s job that ends after the turn wakes the model within 10 s, and the turn is not held open', async () => {
+    const sandbox = box();
+    const ended = join(sandbox.work, 'ended-at');
+    let startedAt: number | undefined;
+    let finalAnswerAt: number | undefined;
+    const woken: Array<{ at: number; raw: string }> = [];
+    const script = (request: ModelRequest): ModelReply => {
+      if (startedAt === undefined) {
+        if (!request.tools.includes(ERRAND_BASH)) return pause(request);
+        startedAt = Date.now();
+        return {
+          kind: 'tool',
+          name: ERRAND_BASH,
+          args: {
+            command: `sleep 25; date +%s%3N > ${ended}; echo build-done; exit 3`,
+            description: 'a 25 s build',
+            run_in_background: true,
+          },
+        };
+      }
+      if (/<task-id>bash-1<\/task-id>/.test(request.raw)) {
+        woken.push({ at: Date.now(), raw: request.raw });
+        return { kind: 'text', text: 'The build exited with 3.' };
+      }
+      finalAnswerAt ??= Date.now();
+      return { kind: 'text', text: 'The build runs in the background.' };
+    };
+    const model = await startScriptedModelServer(script);
+    servers.push(model);
+    await install(sandbox);
+    const env = environment(sandbox, model);
+    const terminal = await spawnInTerminal(
+      claude as string,
+      ['--allowedTools', `${ERRAND_BASH},Bash`, '--model', 'claude-sonnet-4-5', 'Start the build.'],
+      { cwd: sandbox.work, env: env as Record<string, string>, cols: 120, rows: 40 },
+    );
+    terminals.push(terminal);
+    await terminal.waitFor(
+      (screen) => screen.includes('The build runs in the background.'),
+      'the final answer',
+      90_000,
+    );
+    // The turn is over while the build runs: the only hook the server is serving is the waiting wake.
+    const [server] = listLiveServers(sandbox.errandHome);
+    expect(server).toBeDefined();
+    await until(() => hookConnections(server!.server.pid) === 1, 'the wake hook to wait', 20_000);
+    await until(() => woken.length > 0, 'the model to be woken', 60_000);
+    const endedAt = Number(readFileSync(ended, 'utf8').trim());
+    const latency = (woken[0]?.at ?? 0) - endedAt;
+    expect(latency).toBeLessThan(10_000);
+    expect(woken[0]?.raw).toMatch(/exit code 3/);
+    await terminal.waitFor(
+      (screen) => screen.includes('The build exited with 3.'),
+      'the woken answer',
+      30_000,
+    );
+    // Once: no later request carries it a second time.
+    expect(woken.every((request) => mentions(request.raw, 'bash-1') === 1)).toBe(true);
+    expect(deliveredTasks(sandbox.errandHome)).toEqual(['bash-1']);
+    process.stderr.write(
+      `claude interactive, 25 s job: woken ${latency} ms after its end (${woken.length} request carried it, final answer ${
+        (finalAnswerAt ?? 0) - (startedAt ?? 0)
+      } ms after the start)\n`,
+    );
+    terminal.kill();
+    await terminal.exited;
+  }, 240_000);
 });
+
+/** Connected sockets of process `pid` on its hook socket (`*.sock`), read from /proc. */
+function hookConnections(pid: number): number {
+  const inodes = new Set<string>();
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      const match = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+      if (match) inodes.add(match[1] as string);
+    } catch {
+      // Closed meanwhile.
+    }
+  }
+  return readFileSync('/proc/net/unix', 'utf8')
+    .split('\n')
+    .slice(1)
+    .filter((line) => {
+      const fields = line.trim().split(/\s+/);
+      return fields[5] === '03' && inodes.has(fields[6] as string) && (fields[7] ?? '').endsWith('.sock');
+    }).length;
+}

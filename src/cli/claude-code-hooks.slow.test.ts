@@ -261,6 +261,43 @@ describe.skipIf(claude === undefined)('Claude Code with errand install claude-co
     );
   }, 300_000);
 
+  it('claude -p with a 3-minute job: held until it ends, told once, then the run exits', async () => {
+    const sandbox = box();
+    let started = false;
+    const script = (request: ModelRequest): ModelReply => {
+      if (!started) {
+        if (!request.tools.includes(ERRAND_BASH)) return pause(request);
+        started = true;
+        return {
+          kind: 'tool',
+          name: ERRAND_BASH,
+          args: {
+            command: 'sleep 180; echo built; exit 4',
+            description: 'a 3-minute build',
+            run_in_background: true,
+          },
+        };
+      }
+      return /<task-id>bash-1<\/task-id>/.test(request.raw)
+        ? { kind: 'text', text: 'The build exited with 4.' }
+        : { kind: 'text', text: 'The build runs in the background.' };
+    };
+    const model = await startScriptedModelServer(script);
+    servers.push(model);
+    await install(sandbox);
+    const result = await run(
+      claude as string,
+      ['-p', 'Build it.', '--dangerously-skip-permissions', '--model', 'claude-sonnet-4-5'],
+      { cwd: sandbox.work, env: environment(sandbox, model), timeoutMs: 400_000 },
+    );
+    expect(result.code, result.output).toBe(0);
+    expect(result.output).toContain('The build exited with 4.');
+    const last = model.turns.at(-1)?.raw ?? '';
+    expect(mentions(last, 'bash-1')).toBe(1);
+    expect(last).toMatch(/exit code 4/);
+    expect(deliveredTasks(sandbox.errandHome)).toEqual(['bash-1']);
+  }, 420_000);
+
   it('interactive, nobody typing: a 25 s job that ends after the turn wakes the model within 10 s, and the turn is not held open', async () => {
     const sandbox = box();
     const ended = join(sandbox.work, 'ended-at');

@@ -64,6 +64,11 @@ export function hookEventFor(client: HookClient, moment: HookMoment): string {
   return CONTRACTS[client].events[moment === 'wake' ? 'stop' : moment];
 }
 
+/** Whether the client sends an end-of-turn block's reason to the model as the next prompt (Gemini CLI). */
+export function promptContinuesBlock(client: HookClient): boolean {
+  return client === 'gemini';
+}
+
 /** Whether the client can wake an idle model from a background hook (Claude Code's `asyncRewake`). */
 export function canWake(client: HookClient): boolean {
   return client === 'claude-code';

@@ -48,6 +48,11 @@ export interface TakeRequest {
    * block); 0 for none.
    */
   readonly blockCap: number;
+  /**
+   * The client hands a block's reason to the model as the next prompt (Gemini CLI): a prompt hook right
+   * after a block is that continuation, not a new turn.
+   */
+  readonly promptContinues: boolean;
 }
 
 export interface SettleRequest {
@@ -146,6 +151,7 @@ export function parseTakeRequest(
     hold: hold as HoldMode,
     stopHookActive: request.stopHookActive === true,
     blockCap,
+    promptContinues: request.promptContinues === true,
   };
 }
 

@@ -15,6 +15,7 @@ export {
   isHookClient,
   momentOf,
   parseHookInput,
+  promptContinuesBlock,
 } from './hook-clients.js';
 export {
   encodeLine,

@@ -13,7 +13,13 @@ import { createConnection, type Socket } from 'node:net';
 import { systemClock } from '../tasks/clock.js';
 import { isHeadlessCommandLine } from './client-mode.js';
 import { handOverText } from './hand-over-text.js';
-import { canWake, formatHookOutput, type HookClient, type HookMoment } from './hook-clients.js';
+import {
+  canWake,
+  formatHookOutput,
+  type HookClient,
+  type HookMoment,
+  promptContinuesBlock,
+} from './hook-clients.js';
 import {
   encodeLine,
   HOOK_PROTOCOL_VERSION,
@@ -237,6 +243,7 @@ async function borrow(
         hold: request.hold,
         stopHookActive: options.stopHookActive,
         blockCap: request.blockCap,
+        promptContinues: promptContinuesBlock(options.client),
       },
       timeoutMs,
     );

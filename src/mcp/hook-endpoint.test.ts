@@ -380,6 +380,20 @@ describe('the client-hook endpoint', () => {
     expect(endpoint!.blocksInRow).toBe(0);
   });
 
+  it('a client that sends the block as the next prompt (Gemini CLI): that prompt hook confirms it, and hands nothing twice', async () => {
+    const s = await setup();
+    s.admit('bash-1');
+    const stop = new RawHook(s.socketPath);
+    expect(
+      (await stop.take({ moment: 'stop', blockCap: 8, promptContinues: true })).notifications,
+    ).toHaveLength(1);
+    await stop.settle('commit');
+    const prompt = new RawHook(s.socketPath);
+    expect((await prompt.take({ moment: 'prompt', promptContinues: true })).notifications).toEqual([]);
+    await prompt.settle('release');
+    expect(states(s.store, s.session)).toEqual(['delivered']);
+  });
+
   it('a tool hook after a block shows the model continued: the block is recorded delivered', async () => {
     const s = await setup();
     s.admit('bash-1');

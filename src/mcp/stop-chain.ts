@@ -7,7 +7,8 @@
  *
  * - an end-of-turn hook with `stopHookActive`, or a tool hook: the model continued with the block — it is
  *   committed (recorded delivered, its running tasks counted as told);
- * - a prompt hook, or an end-of-turn hook without `stopHookActive`: the turn ended without it — it is
+ * - a prompt hook (unless the client sends a block's reason as the next prompt, as Gemini CLI does: then
+ *   the prompt is the continuation), or an end-of-turn hook without `stopHookActive`: the turn ended without it — it is
  *   released to the head of the queue for this very hook to hand over, and the run starts again at 0.
  *
  * Blocks are counted here too, so a hook never asks for one past the client's cap.
@@ -25,6 +26,8 @@ export interface TentativeBlock {
 export interface StopChainEvidence {
   readonly moment: HookMoment;
   readonly stopHookActive: boolean;
+  /** The client sends a block's reason as the next prompt: a prompt hook after a block continues it. */
+  readonly promptContinues: boolean;
 }
 
 export interface StopChainPorts {
@@ -62,9 +65,15 @@ export class StopChain {
 
   /** Reads what the client's hook at `evidence` says about the previous block. Call first, at every take. */
   observe(evidence: StopChainEvidence): void {
-    const continued = evidence.moment === 'tool' || (evidence.moment === 'stop' && evidence.stopHookActive);
+    const continuedByPrompt =
+      evidence.moment === 'prompt' && evidence.promptContinues && this.#tentative !== undefined;
+    const continued =
+      evidence.moment === 'tool' ||
+      (evidence.moment === 'stop' && evidence.stopHookActive) ||
+      continuedByPrompt;
     const endedWithout =
-      evidence.moment === 'prompt' || (evidence.moment === 'stop' && !evidence.stopHookActive);
+      (evidence.moment === 'prompt' && !continuedByPrompt) ||
+      (evidence.moment === 'stop' && !evidence.stopHookActive);
     if (continued) this.#confirm();
     else if (endedWithout) {
       this.#abandon();

@@ -332,6 +332,9 @@ describe('client hooks with the real clients', () => {
     expect(seen.turns, result.output).toBe(3);
     expect(seen.perRequest).toEqual([0, 0, 1]);
     expect(seen.last).toMatch(/exit code 7/);
+    // Gemini's own token for the call (it sends no call id), not the JSON-RPC request's number.
+    expect(seen.last).toMatch(/tool-use-id>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}</);
+    expect(seen.last).not.toMatch(/tool-use-id>mcp-/);
     expect(result.output).toContain('The build exited with 7.');
     expect(ledgerOf(box.errandHome)).toEqual({ viaHook: 1, delivered: 1, undelivered: 0 });
   }, 120_000);

@@ -114,6 +114,28 @@ function queued(cli: McpCli, taskId: string) {
   return cli.waitForLog((params) => (params.data as { taskId?: string } | undefined)?.taskId === taskId);
 }
 
+/** Open hook connections of the server (its socket's peers), read from /proc. */
+async function hookConnections(cli: McpCli): Promise<number> {
+  const { readFileSync, readdirSync: list, readlinkSync } = await import('node:fs');
+  const inodes = new Set(
+    list(`/proc/${cli.pid}/fd`).flatMap((fd) => {
+      try {
+        const target = readlinkSync(`/proc/${cli.pid}/fd/${fd}`);
+        const match = /^socket:\[(\d+)\]$/.exec(target);
+        return match ? [match[1] as string] : [];
+      } catch {
+        return [];
+      }
+    }),
+  );
+  // Connected Unix sockets of the server that name its hook socket's path on the listening side.
+  const unix = readFileSync('/proc/net/unix', 'utf8').split('\n').slice(1);
+  return unix.filter((line) => {
+    const fields = line.trim().split(/\s+/);
+    return fields[5] === '03' && inodes.has(fields[6] as string) && (fields[7] ?? '').endsWith('.sock');
+  }).length;
+}
+
 function deliveredViaHooks(home: string): string[] {
   const store = openSqliteSessionStore({ home });
   try {
@@ -171,12 +193,15 @@ describe('errand hook claude-code (the documented contract)', () => {
     expect(output.hookSpecificOutput.additionalContext).toContain(`<task-id>${id}</task-id>`);
   });
 
-  it('Stop waits for running work, then blocks with its notification; the next Stop lets the turn end', async () => {
+  it('Stop of a headless run waits for running work, then blocks with its notification; the next Stop lets the turn end', async () => {
     const home = temporaryDirectory();
     const cli = await startServer(home);
     const go = join(home, 'go');
     const id = await startBackground(cli, `while [ ! -e ${go} ]; do sleep 0.05; done; exit 5`);
-    const stopping = hook(home, 'claude-code', 'Stop', claudeInput('Stop', { stop_hook_active: false }));
+    const stopping = hook(home, 'claude-code', 'Stop', claudeInput('Stop', { stop_hook_active: false }), [
+      '--mode',
+      'headless',
+    ]);
     // The hook is waiting (the command cannot end before the file exists); now let it end.
     writeFileSync(go, '');
     const stopped = await stopping;
@@ -186,26 +211,65 @@ describe('errand hook claude-code (the documented contract)', () => {
     expect(output.decision).toBe('block');
     expect(output.reason).toContain(`<task-id>${id}</task-id>`);
     expect(output.reason).toMatch(/exit code 5/);
-    const again = await hook(home, 'claude-code', 'Stop', claudeInput('Stop', { stop_hook_active: true }));
+    // Printed, then confirmed by the next Stop (the model continued with it).
+    expect(deliveredViaHooks(home)).toHaveLength(0);
+    const again = await hook(home, 'claude-code', 'Stop', claudeInput('Stop', { stop_hook_active: true }), [
+      '--mode',
+      'headless',
+    ]);
     expect(again).toMatchObject({ code: 0, stdout: '' });
+    expect(deliveredViaHooks(home)).toHaveLength(1);
   });
 
-  it('Stop with work still running past the wait reminds the model once, then lets the turn end', async () => {
+  it('a headless run held past its bound is told which tasks will be stopped, once; then the turn ends', async () => {
     const home = temporaryDirectory();
     const cli = await startServer(home);
     const id = await startBackground(cli, 'sleep 600');
     const input = claudeInput('Stop', { stop_hook_active: false });
-    const first = await hook(home, 'claude-code', 'Stop', input, ['--stop-wait-ms', '0']);
+    const flags = ['--mode', 'headless', '--headless-wait-ms', '0'];
+    const first = await hook(home, 'claude-code', 'Stop', input, flags);
     const output = JSON.parse(first.stdout) as Record<string, string>;
     expect(output.decision).toBe('block');
     expect(output.reason).toContain(`${id} (sleep 600)`);
-    expect(output.reason).toMatch(/task_output/);
-    const second = await hook(home, 'claude-code', 'Stop', { ...input, stop_hook_active: true }, [
-      '--stop-wait-ms',
-      '0',
-    ]);
+    expect(output.reason).toMatch(/stopped with it, unfinished/);
+    const second = await hook(home, 'claude-code', 'Stop', { ...input, stop_hook_active: true }, flags);
     expect(second).toMatchObject({ code: 0, stdout: '' });
     await cli.call('task_kill', { task_id: id });
+  });
+
+  it('interactive: Stop does not hold the turn; the wake hook waits and wakes the model with the ending (exit 2), once', async () => {
+    const home = temporaryDirectory();
+    const cli = await startServer(home);
+    const go = join(home, 'go');
+    const id = await startBackground(cli, `while [ ! -e ${go} ]; do sleep 0.05; done; exit 6`);
+    const input = claudeInput('Stop', { stop_hook_active: false });
+    // Not held: the turn ends while the command runs.
+    const stop = await hook(home, 'claude-code', 'Stop', input, ['--mode', 'interactive']);
+    expect(stop).toMatchObject({ code: 0, stdout: '' });
+    const waking = hook(home, 'claude-code', 'Stop', input, ['--wake', '--mode', 'interactive']);
+    let woke = false;
+    void waking.then(() => {
+      woke = true;
+    });
+    // The wake is waiting on the server (its connection is open), and cannot end before the command.
+    for (let round = 0; round < 400 && (await hookConnections(cli)) === 0; round += 1) {
+      await new Promise((resolvePromise) => setTimeout(resolvePromise, 25));
+    }
+    expect(woke).toBe(false);
+    writeFileSync(go, '');
+    const wake = await waking;
+    expect(wake.code).toBe(2);
+    expect(wake.stdout).toBe('');
+    expect(wake.stderr).toContain(`<task-id>${id}</task-id>`);
+    expect(wake.stderr).toMatch(/exit code 6/);
+    expect(deliveredViaHooks(home)).toHaveLength(1);
+    // Nothing left: the next wake has nothing to wait for and exits 0 at once.
+    expect(await hook(home, 'claude-code', 'Stop', input, ['--wake', '--mode', 'interactive'])).toMatchObject(
+      {
+        code: 0,
+        stdout: '',
+      },
+    );
   });
 
   it('a hook killed while it holds the notifications gives them back: the next one delivers them, once', async () => {
@@ -276,7 +340,10 @@ describe('errand hook finds the server of its client', () => {
 describe('errand hook never breaks its client', () => {
   it('prints nothing and exits 0 without a server, with a dead one, or with malformed input', async () => {
     const home = temporaryDirectory();
-    expect(await hook(home, 'codex', 'PostToolUse', 'not json')).toMatchObject({ code: 0, stdout: '' });
+    const none = await hook(home, 'codex', 'PostToolUse', 'not json');
+    expect(none).toMatchObject({ code: 0, stdout: '' });
+    // One line on stderr says why nothing was handed over.
+    expect(none.stderr).toMatch(/^errand hook: no Errand server of this client is registered in .*\n$/);
     // A server that was killed left its record behind: the hook finds it dead and removes it.
     const dead = spawn(process.execPath, ['-e', '']);
     const deadPid = await new Promise<number>((resolvePromise) =>

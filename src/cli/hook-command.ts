@@ -4,10 +4,13 @@
  * `errand mcp`'s socket) in the client's JSON on stdout. It never breaks its client: whatever goes wrong
  * — no Errand server for this client, a dead one, malformed input — it prints nothing and exits 0;
  * diagnostics go to stderr. Only a mistake on its own command line exits 1 (a non-blocking error for
- * every client; 2 would block the client's action).
+ * every client; 2 would block the client's action). The one exit 2 is a wake (`--wake`, Claude Code's
+ * `asyncRewake` hook): its text on stderr is what wakes the idle model.
  */
 import type { Readable, Writable } from 'node:stream';
+import { blockCapOf } from '../hooks/client-mode.js';
 import {
+  canWake,
   HOOK_CLIENTS,
   hookEventsOf,
   isHookClient,
@@ -27,7 +30,36 @@ export const HOOK_FLAGS: FlagSpecs = {
   'stop-wait-ms': {
     type: 'integer',
     placeholder: '<ms>',
-    description: 'at the end of a turn, how long to wait for running background work to end (default 120000)',
+    description:
+      'Codex and Gemini CLI interactive: at the end of a turn, how long to wait for the first ending (default 120000)',
+  },
+  'headless-wait-ms': {
+    type: 'integer',
+    placeholder: '<ms>',
+    description:
+      'a headless run (claude -p, codex exec, gemini -p): how long its end holds it for running work (default 1800000)',
+  },
+  mode: {
+    type: 'string',
+    placeholder: '<headless|interactive>',
+    description:
+      "how the client runs (default: read from the client's command line: claude -p, codex exec, gemini -p)",
+  },
+  wake: {
+    type: 'boolean',
+    description:
+      "Claude Code's background end-of-turn hook (asyncRewake): wait for the next ending, then wake the model (exit 2)",
+  },
+  'wake-wait-ms': {
+    type: 'integer',
+    placeholder: '<ms>',
+    description: 'with --wake: how long to wait for the next ending (default 86400000)',
+  },
+  'max-blocks': {
+    type: 'integer',
+    placeholder: '<n>',
+    description:
+      "the client's cap on end-of-turn blocks in a row (Claude Code: $CLAUDE_CODE_STOP_HOOK_BLOCK_CAP, else 8; others 8; 0: none)",
   },
   'max-bytes': {
     type: 'integer',
@@ -61,6 +93,8 @@ export interface HookCommandIo {
   readonly env: Readonly<Record<string, string | undefined>>;
   /** Writes the output so that it was handed over once this returns. */
   readonly writeOut: (text: string) => void;
+  /** The same for stderr (a wake's text). Default: `stderr.write`. */
+  readonly writeErr?: (text: string) => void;
 }
 
 export async function runHookCommand(argv: readonly string[], io: HookCommandIo): Promise<number> {
@@ -83,6 +117,16 @@ export async function runHookCommand(argv: readonly string[], io: HookCommandIo)
       );
     }
     values = parseFlags(rest, HOOK_FLAGS, io.cwd).values;
+    if (values.mode !== undefined && values.mode !== 'headless' && values.mode !== 'interactive') {
+      throw new UsageError(
+        `Expected \`--mode\` to be headless or interactive, got ${JSON.stringify(values.mode)}`,
+      );
+    }
+    if (values.wake === true && (!canWake(client) || moment !== 'stop')) {
+      throw new UsageError(
+        `Expected \`--wake\` only with claude-code ${hookEventsOf('claude-code')[2]}, got ${client} ${event}`,
+      );
+    }
   } catch (error) {
     if (error instanceof UsageError) {
       io.stderr.write(`errand hook: ${error.message}\n\n${HOOK_USAGE}`);
@@ -90,24 +134,36 @@ export async function runHookCommand(argv: readonly string[], io: HookCommandIo)
     }
     throw error;
   }
-  const moment = momentOf(client, event as string)!;
+  const moment = values.wake === true ? 'wake' : momentOf(client, event as string)!;
   const warn = (message: string) => io.stderr.write(`errand hook: ${message}\n`);
+  const integer = (name: string): number | undefined =>
+    typeof values[name] === 'number' ? (values[name] as number) : undefined;
   try {
     const input = parseHookInput(await readInput(io.stdin));
     const home =
       typeof values.home === 'string'
         ? values.home
         : resolveErrandHome({ env: io.env as Record<string, string> });
-    await runHook({
+    const maxBytes = integer('max-bytes');
+    const stopWaitMs = integer('stop-wait-ms');
+    const headlessWaitMs = integer('headless-wait-ms');
+    const wakeWaitMs = integer('wake-wait-ms');
+    const result = await runHook({
       client,
       moment,
       home,
       stopHookActive: input.stopHookActive,
-      ...(typeof values['max-bytes'] === 'number' ? { maxBytes: Math.max(1, values['max-bytes']) } : {}),
-      ...(typeof values['stop-wait-ms'] === 'number' ? { stopWaitMs: values['stop-wait-ms'] } : {}),
+      blockCap: blockCapOf(client, io.env, integer('max-blocks')),
+      ...(maxBytes === undefined ? {} : { maxBytes: Math.max(1, maxBytes) }),
+      ...(stopWaitMs === undefined ? {} : { stopWaitMs }),
+      ...(headlessWaitMs === undefined ? {} : { headlessWaitMs }),
+      ...(wakeWaitMs === undefined ? {} : { wakeWaitMs }),
+      ...(values.mode === undefined ? {} : { headless: values.mode === 'headless' }),
       write: io.writeOut,
+      writeWake: io.writeErr ?? ((text) => io.stderr.write(text)),
       warn,
     });
+    return result.exitCode;
   } catch (error) {
     warn(`delivering notifications failed: ${error instanceof Error ? error.message : String(error)}`);
   }

@@ -21,6 +21,8 @@ function install(
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [CLI_PATH, 'install', ...args, '--project', project], {
       stdio: ['ignore', 'pipe', 'pipe'],
+      // What install records for a later uninstall goes to the project's own data directory.
+      env: { ...process.env, ERRAND_HOME: join(project, '.errand-data') },
     });
     let stdout = '';
     let stderr = '';
@@ -67,5 +69,42 @@ describe('errand install', () => {
     const usage = await install(project, ['cursor']);
     expect(usage.code).toBe(2);
     expect(usage.stderr).toMatch(/Expected `<client>` to be one of claude-code, codex, gemini, got "cursor"/);
+    const near = await install(project, ['claude']);
+    expect(near.code).toBe(2);
+    expect(near.stderr).toContain('got "claude" (did you mean claude-code?)');
+  });
+
+  it('uninstall gives every file back byte for byte (or removes it when install created it), and says how to open the dashboard', async () => {
+    const project = realpathSync(mkdtempSync(join(tmpdir(), 'errand-inst-')));
+    directories.push(project);
+    mkdirSync(join(project, '.claude'));
+    // A person's own file, in a layout of their own (not the one install writes).
+    const mine =
+      '{"permissions":{"allow":["Bash(ls:*)"]},\n  "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]}}';
+    writeFileSync(join(project, '.claude', 'settings.json'), mine);
+    const installed = await install(project, ['claude-code']);
+    expect(installed.code).toBe(0);
+    expect(installed.stdout).toContain('errand dashboard');
+    expect(readFileSync(join(project, '.claude', 'settings.json'), 'utf8')).not.toBe(mine);
+    const removed = await install(project, ['claude-code', '--remove']);
+    expect(removed.code, removed.stderr).toBe(0);
+    expect(readFileSync(join(project, '.claude', 'settings.json'), 'utf8')).toBe(mine);
+    expect(() => statSync(join(project, '.mcp.json'))).toThrow();
+    expect(removed.stdout).toContain(`removed ${join(project, '.mcp.json')}`);
+    // The same through `errand uninstall`, after the person edited the file since: only Errand's entries go.
+    await install(project, ['claude-code']);
+    const edited = JSON.parse(readFileSync(join(project, '.claude', 'settings.json'), 'utf8'));
+    edited.theme = 'light';
+    writeFileSync(join(project, '.claude', 'settings.json'), JSON.stringify(edited));
+    const uninstall = await new Promise<{ code: number | null }>((resolve) => {
+      const child = spawn(process.execPath, [CLI_PATH, 'uninstall', 'claude-code', '--project', project], {
+        stdio: 'ignore',
+        env: { ...process.env, ERRAND_HOME: join(project, '.errand-data') },
+      });
+      child.on('exit', (code) => resolve({ code }));
+    });
+    expect(uninstall.code).toBe(0);
+    const left = JSON.parse(readFileSync(join(project, '.claude', 'settings.json'), 'utf8'));
+    expect(left).toEqual({ ...JSON.parse(mine), theme: 'light' });
   });
 });

@@ -5,13 +5,16 @@
  * nothing. The entries run this very copy of Errand (its Node and its `main.js`), so no `npx` lookup
  * stands between the client and the server, and the hook finds the server as the client's own child.
  */
-import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { HOOK_CLIENTS, isHookClient } from '../hooks/index.js';
 import { planInstall } from '../hooks/install-plan.js';
+import { forgetInstall, recallInstall, rememberInstall } from '../hooks/install-record.js';
 import { SettingsFileError } from '../hooks/settings-merge.js';
+import { resolveErrandHome } from '../store/data-directory.js';
+import { closestKey } from '../tasks/option-keys.js';
 import { describeFlags, type FlagSpecs, parseFlags, UsageError } from './args.js';
 import { type CommandIo, processIo } from './mcp-command.js';
 
@@ -22,6 +25,10 @@ export const INSTALL_FLAGS: FlagSpecs = {
     description: 'project: the settings of the project in the working directory (default); user: yours',
   },
   print: { type: 'boolean', description: 'print what would be written instead of writing it' },
+  remove: {
+    type: 'boolean',
+    description: 'remove what errand install wrote (the same as errand uninstall <client>)',
+  },
   home: {
     type: 'path',
     placeholder: '<dir>',
@@ -36,14 +43,22 @@ export const INSTALL_FLAGS: FlagSpecs = {
   'stop-wait-ms': {
     type: 'integer',
     placeholder: '<ms>',
-    description: 'how long the end-of-turn hook waits for running background work (default 120000)',
+    description:
+      'Codex and Gemini CLI interactive: how long the end-of-turn hook waits for the first ending (default 120000)',
+  },
+  'headless-wait-ms': {
+    type: 'integer',
+    placeholder: '<ms>',
+    description:
+      "how long the end of a headless run holds it for running work (default 1800000); the client's hook timeout matches",
   },
 };
 
 export const INSTALL_USAGE = `Usage: errand install <${HOOK_CLIENTS.join('|')}> [options]
 
 Writes the client's MCP server entry for errand mcp and its hooks for errand hook, merging them into the
-settings it already has (nothing else is changed; running it again changes nothing).
+settings it already has (nothing else is changed; running it again changes nothing). With --remove (or
+errand uninstall <client>) takes out exactly what it wrote.
 
 Options:
 ${describeFlags(INSTALL_FLAGS)}
@@ -61,8 +76,11 @@ export async function runInstallCommand(
       return client === undefined ? 2 : 0;
     }
     if (!isHookClient(client)) {
+      const suggestion = suggestClient(client);
       throw new UsageError(
-        `Expected \`<client>\` to be one of ${HOOK_CLIENTS.join(', ')}, got ${JSON.stringify(client)}`,
+        `Expected \`<client>\` to be one of ${HOOK_CLIENTS.join(', ')}, got ${JSON.stringify(client)}${
+          suggestion === undefined ? '' : ` (did you mean ${suggestion}?)`
+        }`,
       );
     }
     values = parseFlags(rest, INSTALL_FLAGS, io.cwd).values;
@@ -86,7 +104,10 @@ export async function runInstallCommand(
     errand: { command: process.execPath, args: [fileURLToPath(new URL('./main.js', import.meta.url))] },
     ...(typeof values.home === 'string' ? { errandHome: values.home } : {}),
     ...(typeof values['stop-wait-ms'] === 'number' ? { stopWaitMs: values['stop-wait-ms'] } : {}),
+    ...(typeof values['headless-wait-ms'] === 'number' ? { headlessWaitMs: values['headless-wait-ms'] } : {}),
   });
+  const errandHome = typeof values.home === 'string' ? values.home : resolveErrandHome({ env });
+  if (values.remove === true) return removeInstall(plan.files, errandHome, values.print === true, io);
 
   // Every file is merged before any is written: a broken one stops the install with nothing changed.
   let merged: Array<{ path: string; before: string | undefined; after: string }>;
@@ -118,10 +139,73 @@ export async function runInstallCommand(
     const mode = file.before === undefined ? fresh : statSync(file.path).mode & 0o777;
     writeFileSync(file.path, file.after, { mode });
     chmodSync(file.path, mode);
+    rememberInstall(errandHome, file);
     io.stdout.write(`${file.before === undefined ? 'created' : 'updated'} ${file.path}\n`);
   }
   for (const note of plan.notes) io.stdout.write(`note: ${note}\n`);
+  const homeFlag = typeof values.home === 'string' ? ` --home ${values.home}` : '';
+  io.stdout.write(`The dashboard of your background tasks: errand dashboard${homeFlag}\n`);
   return 0;
+}
+
+/**
+ * Takes out what install wrote. A file still as install left it gets its text from before the install
+ * back, byte for byte (or goes, when install created it); a file changed since loses only Errand's
+ * entries.
+ */
+function removeInstall(
+  files: ReturnType<typeof planInstall>['files'],
+  errandHome: string,
+  print: boolean,
+  io: CommandIo,
+): number {
+  let planned: Array<{ path: string; before: string; after: string | undefined }>;
+  try {
+    planned = files.flatMap((file) => {
+      const before = readIfPresent(file.path);
+      if (before === undefined) return [];
+      const recorded = recallInstall(errandHome, file.path);
+      const after =
+        recorded !== undefined && recorded.after === before ? recorded.before : file.unmerge(before);
+      return [{ path: file.path, before, after }];
+    });
+  } catch (error) {
+    if (error instanceof SettingsFileError) {
+      io.stderr.write(`errand install: ${error.message}\n`);
+      return 1;
+    }
+    throw error;
+  }
+  for (const file of planned) {
+    if (print) {
+      io.stdout.write(`# ${file.path}${file.after === undefined ? ' (removed)' : ''}\n${file.after ?? ''}\n`);
+      continue;
+    }
+    if (file.after === file.before) {
+      io.stdout.write(`unchanged ${file.path}\n`);
+    } else if (file.after === undefined) {
+      rmSync(file.path, { force: true });
+      io.stdout.write(`removed ${file.path}\n`);
+    } else {
+      writeFileSync(file.path, file.after);
+      io.stdout.write(`updated ${file.path}\n`);
+    }
+    forgetInstall(errandHome, file.path);
+  }
+  return 0;
+}
+
+/** The client a mistyped name most likely meant: a prefix of one (`claude`), or a near spelling. */
+export function suggestClient(name: string): string | undefined {
+  const lower = name.toLowerCase();
+  const prefixed = HOOK_CLIENTS.filter((client) => client.startsWith(lower) || lower.startsWith(client));
+  if (lower.length >= 3 && prefixed.length === 1) return prefixed[0];
+  const aliases: Readonly<Record<string, string>> = {
+    claude: 'claude-code',
+    'gemini-cli': 'gemini',
+    openai: 'codex',
+  };
+  return aliases[lower] ?? closestKey(lower, HOOK_CLIENTS);
 }
 
 function readIfPresent(path: string): string | undefined {

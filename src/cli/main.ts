@@ -25,7 +25,8 @@ Commands:
            --http [host:]port serves Streamable HTTP (MCP 2026-07-28 and 2025) behind a bearer token
   ask      inside a command errand mcp --http runs as an MCP task: ask its client, print the answer
   install  write a client's MCP server entry and hooks: errand install <claude-code|codex|gemini>
-           (--scope project|user, --print; errand install --help)
+           (--scope project|user, --print, --remove; errand install --help)
+  uninstall  remove what errand install wrote: errand uninstall <client> (same options)
   hook     run by a client as a hook: errand hook <client> <event> (errand hook --help)
   worker   run background commands dispatched through Redis: errand worker --redis <url>
            (--concurrency <n>, --name <name>, --labels a,b, --home <dir>; errand worker --help)
@@ -33,6 +34,13 @@ Commands:
   dashboard  print the data directory's dashboard URL, starting errand serve if needed (--home <dir>)
   help     show this help
 `;
+
+/** Writes all of `text` to descriptor `fd` before returning (a hook's output must be handed over whole). */
+function writeAllSync(fd: number, text: string): void {
+  const bytes = Buffer.from(text, 'utf8');
+  let written = 0;
+  while (written < bytes.length) written += writeSync(fd, bytes, written);
+}
 
 async function main(argv: readonly string[]): Promise<number> {
   const [command] = argv;
@@ -72,6 +80,8 @@ async function main(argv: readonly string[]): Promise<number> {
       return (await import('./dashboard-command.js')).runDashboardCommand(argv.slice(1));
     case 'install':
       return (await import('./install-command.js')).runInstallCommand(argv.slice(1));
+    case 'uninstall':
+      return (await import('./install-command.js')).runInstallCommand([...argv.slice(1), '--remove']);
     case 'hook': {
       const { runHookCommand } = await import('./hook-command.js');
       const code = await runHookCommand(argv.slice(1), {
@@ -81,11 +91,8 @@ async function main(argv: readonly string[]): Promise<number> {
         cwd: process.cwd(),
         env: process.env,
         // Synchronous: once it returns, the client has the output, and the reservation may be committed.
-        writeOut: (text) => {
-          const bytes = Buffer.from(text, 'utf8');
-          let written = 0;
-          while (written < bytes.length) written += writeSync(1, bytes, written);
-        },
+        writeOut: (text) => writeAllSync(1, text),
+        writeErr: (text) => writeAllSync(2, text),
       });
       // A client that keeps stdin open must not keep the hook alive.
       return process.exit(code);

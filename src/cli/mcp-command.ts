@@ -3,7 +3,9 @@
  * dashboard URL and warnings go to stderr. Ends when stdin closes, when the transport closes for any
  * other reason (an error, an oversized message) or on SIGINT / SIGTERM, after stopping every
  * non-durable background process it started and removing their output files; with `--durable`,
- * background commands run on and the next server of the same client in the same directory resumes them.
+ * background commands run on. The next server of the same client in the same directory takes over a dead
+ * server's session (`--new-session` opts out): its durable commands are resumed, and what became of the
+ * rest (stopped by the lifeline, ended with its status, or lost) is told once and settled in the store.
  */
 import { readFileSync } from 'node:fs';
 import type { Readable, Writable } from 'node:stream';
@@ -46,6 +48,11 @@ export const MCP_FLAGS: FlagSpecs = {
     placeholder: '<n>',
     description:
       'background tasks the client may have running at once, all the way to this many: it lifts the runtime-wide limit (1000) and the session queue (1000 commands) with it (default 32)',
+  },
+  'new-session': {
+    type: 'boolean',
+    description:
+      'start a new session even when a dead server of the same client in the same directory left one (default: take it over and tell what became of its work)',
   },
   durable: {
     type: 'boolean',
@@ -190,7 +197,11 @@ export async function runMcpCommand(argv: readonly string[], io: CommandIo = pro
         ...(redis ? { redis } : {}),
         ...(notify ? { notifyPerson: notify } : {}),
       },
-      ...(values.durable === true ? { resumePrevious: true } : {}),
+      // A server started again for the same client in the same directory takes over the dead one's
+      // session: it settles what that server left running and tells the model what happened, once.
+      ...(values.durable === true
+        ? { resumePrevious: true }
+        : { resumeCrashed: values['new-session'] !== true }),
       dashboard:
         values.dashboard === true
           ? {

@@ -15,16 +15,21 @@
  *   becomes the next prompt), input field `stop_hook_active`.
  */
 
-/** The moment a hook runs at, in Errand's words. */
-export type HookMoment = 'tool' | 'prompt' | 'stop';
+/**
+ * The moment a hook runs at, in Errand's words. `wake` is Claude Code's background end-of-turn hook
+ * (`asyncRewake`): it waits after the turn ended and wakes the idle model with the next ending.
+ */
+export type HookMoment = 'tool' | 'prompt' | 'stop' | 'wake';
 
 export const HOOK_CLIENTS = ['claude-code', 'codex', 'gemini'] as const;
 
 export type HookClient = (typeof HOOK_CLIENTS)[number];
 
+type ForegroundMoment = Exclude<HookMoment, 'wake'>;
+
 interface ClientContract {
   /** The client's event name for each moment. */
-  readonly events: Readonly<Record<HookMoment, string>>;
+  readonly events: Readonly<Record<ForegroundMoment, string>>;
   /** The word the client's end-of-turn event takes to refuse the end (and continue with the reason). */
   readonly refuseStop: 'block' | 'deny';
 }
@@ -54,13 +59,23 @@ export function hookEventsOf(client: HookClient): readonly string[] {
   return [events.tool, events.prompt, events.stop];
 }
 
-/** The event name the client uses for `moment`. */
+/** The event name the client uses for `moment` (a wake runs on the end-of-turn event). */
 export function hookEventFor(client: HookClient, moment: HookMoment): string {
-  return CONTRACTS[client].events[moment];
+  return CONTRACTS[client].events[moment === 'wake' ? 'stop' : moment];
+}
+
+/** Whether the client sends an end-of-turn block's reason to the model as the next prompt (Gemini CLI). */
+export function promptContinuesBlock(client: HookClient): boolean {
+  return client === 'gemini';
+}
+
+/** Whether the client can wake an idle model from a background hook (Claude Code's `asyncRewake`). */
+export function canWake(client: HookClient): boolean {
+  return client === 'claude-code';
 }
 
 /** The moment a client's event stands for, or undefined when Errand does not hook it. */
-export function momentOf(client: HookClient, event: string): HookMoment | undefined {
+export function momentOf(client: HookClient, event: string): ForegroundMoment | undefined {
   const { events } = CONTRACTS[client];
   for (const moment of ['tool', 'prompt', 'stop'] as const) {
     if (events[moment] === event) return moment;
@@ -75,6 +90,8 @@ export function momentOf(client: HookClient, event: string): HookMoment | undefi
 export function formatHookOutput(client: HookClient, moment: HookMoment, text: string): string {
   if (text === '') return '';
   const contract = CONTRACTS[client];
+  // A wake writes the text itself to stderr and exits 2: the client shows it to the model as is.
+  if (moment === 'wake') return text;
   if (moment === 'stop') return JSON.stringify({ decision: contract.refuseStop, reason: text });
   return JSON.stringify({
     hookSpecificOutput: { hookEventName: contract.events[moment], additionalContext: text },

@@ -5,30 +5,58 @@
  * still running); the hook prints them, then sends `commit` — or `release` if it printed nothing. A
  * connection that closes, or a lease that runs out, before `commit` releases the reservation: the
  * notifications go back to the head of the session's queue.
+ *
+ * An end-of-turn block is the one hand-over a client may throw away (Claude Code overrides a Stop hook
+ * past its block cap and discards that block): its `commit` is only tentative. The server records it
+ * delivered once the client shows it continued (its next end-of-turn hook says `stopHookActive`, or a
+ * tool hook runs), and gives it back when the client shows it did not (a fresh turn's hook).
  */
 import type { HookMoment } from './hook-clients.js';
 
-export const HOOK_PROTOCOL_VERSION = 1;
+export const HOOK_PROTOCOL_VERSION = 2;
 
 /** The most bytes of one protocol line either side reads; a longer line ends the connection. */
 export const MAX_HOOK_LINE_BYTES = 1024 * 1024;
+
+/**
+ * What an end-of-turn (or wake) take waits for before it answers:
+ * - `none`: only the short gathering window (an interactive client that is woken later by other means);
+ * - `first`: the first ending, then the gathering window (an interactive client with nothing to wake it);
+ * - `all`: every running task's ending, up to `waitMs` (a headless run, which ends when its turn ends).
+ */
+export type HoldMode = 'none' | 'first' | 'all';
+
+export const HOLD_MODES: readonly HoldMode[] = ['none', 'first', 'all'];
 
 export interface TakeRequest {
   readonly op: 'take';
   readonly version: number;
   readonly moment: HookMoment;
-  /** The most UTF-8 bytes of notification text to reserve (at least one notification is always taken). */
+  /** The hook's output budget in UTF-8 bytes (the hook prints a compact form past it). */
   readonly maxBytes: number;
   /**
-   * At the end of a turn: how long to wait for running background work to end, in ms (the server caps
-   * it). 0 answers at once.
+   * At the end of a turn (or a wake): how long to wait for running background work, in ms (the server
+   * caps it). 0 answers after the gathering window at most.
    */
   readonly waitMs: number;
+  /** At the end of a turn or a wake: what the wait waits for. */
+  readonly hold: HoldMode;
   /** The client is already continuing because an end-of-turn hook refused the end. */
   readonly stopHookActive: boolean;
+  /**
+   * The client's limit on consecutive end-of-turn blocks (it ends the turn past it, discarding the
+   * block); 0 for none.
+   */
+  readonly blockCap: number;
+  /**
+   * The client hands a block's reason to the model as the next prompt (Gemini CLI): a prompt hook right
+   * after a block is that continuation, not a new turn.
+   */
+  readonly promptContinues: boolean;
 }
 
 export interface SettleRequest {
+  /** `commit`: printed (at the end of a turn: tentatively, see the module comment); `release`: not. */
   readonly op: 'commit' | 'release';
 }
 
@@ -36,6 +64,7 @@ export type HookRequest = TakeRequest | SettleRequest;
 
 export interface HookNotification {
   readonly taskId: string;
+  readonly label: string;
   readonly text: string;
 }
 
@@ -44,6 +73,14 @@ export interface RunningTask {
   readonly label: string;
 }
 
+/**
+ * Why an end-of-turn answer names running work:
+ * - `reminder`: nothing ended within the wait (an interactive client);
+ * - `final`: this is the last block the client allows in a row — it ends the turn at the next stop;
+ * - `expired`: a headless run was held as long as it may be; the work is stopped when the run ends.
+ */
+export type RunningNotice = 'reminder' | 'final' | 'expired';
+
 export interface TakeAnswer {
   readonly version: number;
   /** Reserved for this hook: print them, then commit. */
@@ -51,10 +88,11 @@ export interface TakeAnswer {
   /** Notifications still queued after these (they follow at the next hook or tool result). */
   readonly more: number;
   /**
-   * At the end of a turn, when nothing ended within the wait: background work still running that the
-   * model has not been reminded of yet (reserved like notifications: reminded once committed).
+   * At the end of a turn: background work still running that the model is to be told of (reserved like
+   * notifications: told once committed), and why (`notice`).
    */
   readonly stillRunning: readonly RunningTask[];
+  readonly notice?: RunningNotice;
   /** How long the server holds the reservation for a commit, in ms. */
   readonly leaseMs: number;
 }
@@ -92,22 +130,28 @@ export class LineReader {
 }
 
 /** Reads a `take` request; undefined when `value` is not one (the server then closes the connection). */
-export function parseTakeRequest(value: unknown, limits: { maxWaitMs: number }): TakeRequest | undefined {
+export function parseTakeRequest(
+  value: unknown,
+  limits: { readonly maxWaitMs: number; readonly maxWakeWaitMs: number },
+): TakeRequest | undefined {
   if (typeof value !== 'object' || value === null) return undefined;
   const request = value as Record<string, unknown>;
   if (request.op !== 'take' || request.version !== HOOK_PROTOCOL_VERSION) return undefined;
-  if (request.moment !== 'tool' && request.moment !== 'prompt' && request.moment !== 'stop') return undefined;
-  const maxBytes = request.maxBytes;
-  const waitMs = request.waitMs;
-  if (typeof maxBytes !== 'number' || !Number.isSafeInteger(maxBytes) || maxBytes < 1) return undefined;
-  if (typeof waitMs !== 'number' || !Number.isSafeInteger(waitMs) || waitMs < 0) return undefined;
+  const moment = request.moment;
+  if (moment !== 'tool' && moment !== 'prompt' && moment !== 'stop' && moment !== 'wake') return undefined;
+  const { maxBytes, waitMs, blockCap, hold } = request;
+  if (!isCount(maxBytes) || maxBytes < 1 || !isCount(waitMs) || !isCount(blockCap)) return undefined;
+  if (!(HOLD_MODES as readonly unknown[]).includes(hold)) return undefined;
   return {
     op: 'take',
     version: HOOK_PROTOCOL_VERSION,
-    moment: request.moment,
+    moment,
     maxBytes,
-    waitMs: Math.min(waitMs, limits.maxWaitMs),
+    waitMs: Math.min(waitMs, moment === 'wake' ? limits.maxWakeWaitMs : limits.maxWaitMs),
+    hold: hold as HoldMode,
     stopHookActive: request.stopHookActive === true,
+    blockCap,
+    promptContinues: request.promptContinues === true,
   };
 }
 
@@ -123,12 +167,29 @@ export function parseTakeAnswer(value: unknown): TakeAnswer | undefined {
   const more = answer.more;
   const leaseMs = answer.leaseMs;
   if (typeof more !== 'number' || typeof leaseMs !== 'number') return undefined;
-  return { version: HOOK_PROTOCOL_VERSION, notifications, more, stillRunning, leaseMs };
+  const notice = answer.notice;
+  if (notice !== undefined && notice !== 'reminder' && notice !== 'final' && notice !== 'expired') {
+    return undefined;
+  }
+  return {
+    version: HOOK_PROTOCOL_VERSION,
+    notifications,
+    more,
+    stillRunning,
+    ...(notice === undefined ? {} : { notice }),
+    leaseMs,
+  };
+}
+
+function isCount(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
 }
 
 function isNotification(value: unknown): value is HookNotification {
   const record = value as Record<string, unknown> | null;
-  return typeof record?.taskId === 'string' && typeof record.text === 'string';
+  return (
+    typeof record?.taskId === 'string' && typeof record.label === 'string' && typeof record.text === 'string'
+  );
 }
 
 function isRunningTask(value: unknown): value is RunningTask {

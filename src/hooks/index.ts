@@ -4,6 +4,7 @@
  * registry of servers in the data directory) and how `errand install` writes those clients' settings.
  */
 export {
+  canWake,
   formatHookOutput,
   HOOK_CLIENTS,
   type HookClient,
@@ -14,16 +15,20 @@ export {
   isHookClient,
   momentOf,
   parseHookInput,
+  promptContinuesBlock,
 } from './hook-clients.js';
 export {
   encodeLine,
+  HOLD_MODES,
   HOOK_PROTOCOL_VERSION,
+  type HoldMode,
   type HookNotification,
   type HookRequest,
   LineReader,
   MAX_HOOK_LINE_BYTES,
   parseTakeAnswer,
   parseTakeRequest,
+  type RunningNotice,
   type RunningTask,
   type SettleAnswer,
   type SettleRequest,

@@ -60,8 +60,15 @@ describe('errand install', () => {
       },
     ]);
     expect(settings.hooks.UserPromptSubmit[0].hooks[0].command).toMatch(/hook claude-code UserPromptSubmit$/);
-    // The end-of-turn hook may wait 120 s for running work: its timeout leaves room for that.
-    expect(settings.hooks.Stop[0].hooks[0]).toMatchObject({ timeout: 150 });
+    // The end-of-turn hook holds a headless run up to 30 minutes: its timeout leaves room for that.
+    expect(settings.hooks.Stop[0].hooks[0]).toMatchObject({ timeout: 1830 });
+    // The wake: a background end-of-turn hook that wakes the model when it exits 2.
+    expect(settings.hooks.Stop[1].hooks[0]).toEqual({
+      type: 'command',
+      command: '/usr/bin/node /opt/errand/dist/cli/main.js hook claude-code Stop --wake',
+      timeout: 86_430,
+      asyncRewake: true,
+    });
   });
 
   it('is idempotent: a second run changes no byte', () => {
@@ -78,7 +85,7 @@ describe('errand install', () => {
     ]);
     expect(settings.hooks.AfterTool[0]).toMatchObject({ matcher: '.*' });
     // Gemini CLI counts hook timeouts in milliseconds.
-    expect(settings.hooks.AfterAgent[0].hooks[0]).toMatchObject({ name: 'errand-stop', timeout: 150_000 });
+    expect(settings.hooks.AfterAgent[0].hooks[0]).toMatchObject({ name: 'errand-stop', timeout: 1_830_000 });
     expect(settings.hooks.AfterAgent[0].hooks[0].command).toMatch(
       /hook gemini AfterAgent --home \/data\/errand$/,
     );
@@ -142,6 +149,33 @@ describe('errand install', () => {
       /defined in a form Errand does not rewrite/,
     );
     expect(() => codex.merge('= nope')).toThrow(/not valid TOML/);
+  });
+
+  it('takes out exactly what it put in: every client, a file that existed and one it created', () => {
+    for (const client of ['claude-code', 'codex', 'gemini'] as const) {
+      const planned = plan({ client, scope: 'user', codexHome: '/home/me/.codex' });
+      const before: Record<string, string> = {};
+      // The first file existed with settings of the person's own; the others did not exist.
+      const existing = planned.files[0]!.path;
+      before[existing] = existing.endsWith('.toml')
+        ? '# mine\nmodel = "gpt-5"\n\n[mcp_servers.docs]\ncommand = "docs"\n'
+        : `${JSON.stringify(
+            {
+              theme: 'dark',
+              mcpServers: { other: { command: 'x' } },
+              hooks: { Stop: [{ hooks: [{ type: 'command', command: 'say done' }] }] },
+            },
+            null,
+            2,
+          )}\n`;
+      const installed = apply(before, planned);
+      expect(installed[existing]).not.toBe(before[existing]);
+      for (const file of planned.files) {
+        const rest = file.unmerge(installed[file.path]!);
+        if (file.path === existing) expect(rest).toBe(before[existing]);
+        else expect(rest).toBeUndefined();
+      }
+    }
   });
 
   it('quotes words for the shell a client runs hooks with', () => {

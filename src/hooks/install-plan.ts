@@ -13,7 +13,8 @@
  * | gemini      | user    | `~/.gemini/settings.json`                | `~/.gemini/settings.json`     |
  */
 import { join } from 'node:path';
-import { type HookClient, type HookMoment, hookEventFor } from './hook-clients.js';
+import { canWake, type HookClient, type HookMoment, hookEventFor } from './hook-clients.js';
+import { RUN_HOOK_DEFAULTS } from './run-hook.js';
 import {
   formatJsonSettings,
   type HookEntry,
@@ -21,6 +22,8 @@ import {
   mergeTomlServer,
   parseJsonSettings,
   tomlString,
+  unmergeJsonSettings,
+  unmergeTomlServer,
 } from './settings-merge.js';
 
 export type InstallScope = 'project' | 'user';
@@ -38,16 +41,22 @@ export interface InstallOptions {
   readonly errand: { readonly command: string; readonly args: readonly string[] };
   /** The data directory passed to both `errand mcp` and `errand hook`. Default: theirs ($ERRAND_HOME, ~/.errand). */
   readonly errandHome?: string;
-  /** `errand hook`'s end-of-turn wait, in ms (`--stop-wait-ms`). Default: the hook's (120000). */
+  /** `errand hook`'s interactive end-of-turn wait, in ms (`--stop-wait-ms`). Default: the hook's (120000). */
   readonly stopWaitMs?: number;
+  /** `errand hook`'s hold of a headless run, in ms (`--headless-wait-ms`). Default: the hook's (1800000). */
+  readonly headlessWaitMs?: number;
   /** The name of the MCP server entry. Default `errand`. */
   readonly serverName?: string;
 }
 
-/** One file to merge: `merge` gets the file's current text (undefined when absent) and returns the new. */
+/**
+ * One file to merge: `merge` gets the file's current text (undefined when absent) and returns the new;
+ * `unmerge` takes out what `merge` put in (undefined: nothing else is left, the file can go).
+ */
 export interface PlannedFile {
   readonly path: string;
   readonly merge: (text: string | undefined) => string;
+  readonly unmerge: (text: string) => string | undefined;
 }
 
 export interface InstallPlan {
@@ -60,7 +69,6 @@ export interface InstallPlan {
 const QUICK_HOOK_TIMEOUT_S = 30;
 /** How much longer than its end-of-turn wait the stop hook may take, in seconds. */
 const STOP_HOOK_SLACK_S = 30;
-const DEFAULT_STOP_WAIT_MS = 120_000;
 
 /** POSIX shell quoting, for the command strings clients run hooks with. */
 export function shellQuote(word: string): string {
@@ -74,7 +82,9 @@ export function planInstall(options: InstallOptions): InstallPlan {
     command: options.errand.command,
     args: [...options.errand.args, 'mcp', ...homeArgs],
   };
-  const stopWaitMs = options.stopWaitMs ?? DEFAULT_STOP_WAIT_MS;
+  const stopWaitMs = options.stopWaitMs ?? RUN_HOOK_DEFAULTS.stopWaitMs;
+  const headlessWaitMs = options.headlessWaitMs ?? RUN_HOOK_DEFAULTS.headlessWaitMs;
+  const wakeWaitMs = RUN_HOOK_DEFAULTS.wakeWaitMs;
   const hookCommand = (moment: HookMoment): string =>
     [
       options.errand.command,
@@ -82,18 +92,29 @@ export function planInstall(options: InstallOptions): InstallPlan {
       'hook',
       options.client,
       hookEventFor(options.client, moment),
+      ...(moment === 'wake' ? ['--wake'] : []),
       ...homeArgs,
-      ...(moment === 'stop' && options.stopWaitMs !== undefined
+      ...(moment === 'stop' && options.stopWaitMs !== undefined && !canWake(options.client)
         ? ['--stop-wait-ms', String(stopWaitMs)]
+        : []),
+      ...(moment === 'stop' && options.headlessWaitMs !== undefined
+        ? ['--headless-wait-ms', String(headlessWaitMs)]
         : []),
     ]
       .map(shellQuote)
       .join(' ');
-  const timeoutSeconds = (moment: HookMoment) =>
-    moment === 'stop' ? Math.ceil(stopWaitMs / 1000) + STOP_HOOK_SLACK_S : QUICK_HOOK_TIMEOUT_S;
-  const isOurHook = (command: string, event: string) =>
-    command.includes(` hook ${options.client} ${event}`) && /errand|main\.js/.test(command);
-  const moments: readonly HookMoment[] = ['tool', 'prompt', 'stop'];
+  // The client's own timeout of each hook matches the longest the hook may hold (plus slack).
+  const timeoutSeconds = (moment: HookMoment) => {
+    if (moment === 'wake') return Math.ceil(wakeWaitMs / 1000) + STOP_HOOK_SLACK_S;
+    if (moment !== 'stop') return QUICK_HOOK_TIMEOUT_S;
+    const longest = canWake(options.client) ? headlessWaitMs : Math.max(stopWaitMs, headlessWaitMs);
+    return Math.ceil(longest / 1000) + STOP_HOOK_SLACK_S;
+  };
+  const isOurHook = (command: string) =>
+    command.includes(` hook ${options.client} `) && /errand|main\.js/.test(command);
+  const moments: readonly HookMoment[] = canWake(options.client)
+    ? ['tool', 'prompt', 'stop', 'wake']
+    : ['tool', 'prompt', 'stop'];
   const base = options.scope === 'project' ? options.projectDirectory : options.userHome;
   const plan = (files: readonly PlannedFile[], notes: readonly string[]): InstallPlan => ({
     files,
@@ -113,6 +134,7 @@ export function planInstall(options: InstallOptions): InstallPlan {
         ...(moment === 'tool' ? { matcher: '*' } : {}),
         command: hookCommand(moment),
         timeout: timeoutSeconds(moment),
+        ...(moment === 'wake' ? { asyncRewake: true } : {}),
       }));
       const serverFile = options.scope === 'project' ? join(base, '.mcp.json') : join(base, '.claude.json');
       const hooksFile = join(base, '.claude', 'settings.json');
@@ -144,7 +166,14 @@ export function planInstall(options: InstallOptions): InstallPlan {
       const configFile = join(directory, 'config.toml');
       return plan(
         [
-          { path: configFile, merge: (text) => mergeTomlServer(configFile, text, name, table) },
+          {
+            path: configFile,
+            merge: (text) => mergeTomlServer(configFile, text, name, table),
+            unmerge: (text) => {
+              const rest = unmergeTomlServer(configFile, text, name);
+              return rest === '' ? undefined : rest;
+            },
+          },
           jsonFile(join(directory, 'hooks.json'), { hooks, isOurHook }),
         ],
         [
@@ -190,6 +219,12 @@ function jsonFile(path: string, plan: Parameters<typeof mergeJsonSettings>[2]): 
       const merged = mergeJsonSettings(path, settings, plan);
       // Unchanged settings keep their text exactly (formatting included).
       return text !== undefined && isDeepEqual(settings, merged) ? text : formatJsonSettings(merged);
+    },
+    unmerge: (text) => {
+      const settings = parseJsonSettings(path, text);
+      const rest = unmergeJsonSettings(path, settings, plan);
+      if (Object.keys(rest).length === 0) return undefined;
+      return isDeepEqual(settings, rest) ? text : formatJsonSettings(rest);
     },
   };
 }

@@ -4,25 +4,48 @@
  * queued notifications, print them in the client's JSON, then confirm each reservation — or give it back
  * when nothing was printed. Whatever goes wrong (no server, a dead one, a broken socket, a slow answer),
  * the hook prints nothing and the client goes on: a hook must never break its client.
+ *
+ * At the end of a turn what the hold waits for depends on the client: a headless run is held until its
+ * work ends (up to `headlessWaitMs`); Claude Code interactive is not held (its `wake` hook wakes the model
+ * later); Codex and Gemini CLI interactive wait for the first ending, up to `stopWaitMs`.
  */
 import { createConnection, type Socket } from 'node:net';
 import { systemClock } from '../tasks/clock.js';
-import { formatHookOutput, type HookClient, type HookMoment } from './hook-clients.js';
+import { isHeadlessCommandLine } from './client-mode.js';
+import { handOverText } from './hand-over-text.js';
+import {
+  canWake,
+  formatHookOutput,
+  type HookClient,
+  type HookMoment,
+  promptContinuesBlock,
+} from './hook-clients.js';
 import {
   encodeLine,
   HOOK_PROTOCOL_VERSION,
+  type HoldMode,
   LineReader,
   parseTakeAnswer,
-  type RunningTask,
   type TakeAnswer,
 } from './hook-protocol.js';
-import { ancestorsOf, listLiveServers, type ServerRecord, serversOfClient } from './server-registry.js';
+import {
+  ancestorsOf,
+  type CommandLineReader,
+  listLiveServers,
+  procfsCommandLine,
+  type ServerRecord,
+  serversOfClient,
+} from './server-registry.js';
 
 export const RUN_HOOK_DEFAULTS = Object.freeze({
-  /** The most bytes of notification text one hook prints. */
+  /** The most bytes of notification text one hook prints (past it, a compact form). */
   maxBytes: 10_000,
-  /** How long the end of a turn waits for running background work to end, in ms. */
+  /** Codex and Gemini CLI interactive: how long the end of a turn waits for the first ending, in ms. */
   stopWaitMs: 120_000,
+  /** A headless run: how long the end of a turn holds it for its running work, in ms (30 minutes). */
+  headlessWaitMs: 1_800_000,
+  /** Claude Code interactive: how long the wake hook waits for the next ending, in ms (a day). */
+  wakeWaitMs: 86_400_000,
   /** How long a tool-result or prompt hook waits for a server's answer, in ms. */
   answerTimeoutMs: 5_000,
   /** How long the hook waits for a server to acknowledge its commit, in ms. */
@@ -35,15 +58,24 @@ export interface RunHookOptions {
   /** The data directory the servers registered in. */
   readonly home: string;
   readonly stopHookActive: boolean;
+  /** The client's limit on end-of-turn blocks in a row (0: none); see `blockCapOf`. */
+  readonly blockCap: number;
   readonly maxBytes?: number;
   readonly stopWaitMs?: number;
+  readonly headlessWaitMs?: number;
+  readonly wakeWaitMs?: number;
+  /** Whether the client runs headless. Default: read from its command line. */
+  readonly headless?: boolean;
   /** The process whose ancestors are searched. Default: this one. */
   readonly pid?: number;
   /** Writes the hook's output (synchronously: once it returns, the output was handed over). */
   readonly write: (text: string) => void;
+  /** Writes a wake's text (to stderr, synchronously). Default: `write`. */
+  readonly writeWake?: (text: string) => void;
   /** Diagnostics (never stdout). */
   readonly warn: (message: string) => void;
   readonly now?: () => number;
+  readonly commandLine?: CommandLineReader;
 }
 
 export interface HookRunResult {
@@ -53,6 +85,8 @@ export interface HookRunResult {
   readonly delivered: number;
   /** Servers the hook asked. */
   readonly servers: number;
+  /** The exit code for the client: 2 for a wake that wakes the model, else 0. */
+  readonly exitCode: 0 | 2;
 }
 
 interface Borrowed {
@@ -61,56 +95,80 @@ interface Borrowed {
   readonly receivedAt: number;
 }
 
+interface Hold {
+  readonly hold: HoldMode;
+  readonly waitMs: number;
+}
+
+/** What an end-of-turn (or wake) take waits for, for this client and how it runs. */
+function holdOf(options: RunHookOptions, headless: boolean): Hold {
+  if (options.moment === 'wake') {
+    return { hold: 'first', waitMs: options.wakeWaitMs ?? RUN_HOOK_DEFAULTS.wakeWaitMs };
+  }
+  if (options.moment !== 'stop') return { hold: 'none', waitMs: 0 };
+  if (headless) return { hold: 'all', waitMs: options.headlessWaitMs ?? RUN_HOOK_DEFAULTS.headlessWaitMs };
+  if (canWake(options.client)) return { hold: 'none', waitMs: 0 };
+  return { hold: 'first', waitMs: options.stopWaitMs ?? RUN_HOOK_DEFAULTS.stopWaitMs };
+}
+
 export async function runHook(options: RunHookOptions): Promise<HookRunResult> {
   const now = options.now ?? systemClock.now;
   const maxBytes = options.maxBytes ?? RUN_HOOK_DEFAULTS.maxBytes;
-  const waitMs = options.moment === 'stop' ? (options.stopWaitMs ?? RUN_HOOK_DEFAULTS.stopWaitMs) : 0;
   const servers = serversOfClient(listLiveServers(options.home), ancestorsOf(options.pid ?? process.pid));
-  if (servers.length === 0) return { output: '', delivered: 0, servers: 0 };
+  const nothing = { output: '', delivered: 0, servers: servers.length, exitCode: 0 as const };
+  if (servers.length === 0) {
+    options.warn(`no Errand server of this client is registered in ${options.home}; nothing to hand over`);
+    return nothing;
+  }
+  const headless =
+    options.headless ??
+    isHeadlessCommandLine(
+      options.client,
+      (options.commandLine ?? procfsCommandLine)((servers[0] as ServerRecord).client.pid) ?? [],
+    );
+  // A headless run ends with its turn, and kills background hooks: its end-of-turn hook holds instead.
+  if (options.moment === 'wake' && headless) return nothing;
+  const hold = holdOf(options, headless);
 
-  const borrowed: Borrowed[] = [];
-  let budget = maxBytes;
-  // First, what is queued now, server by server within one budget.
-  for (const server of servers) {
-    if (budget <= 0) break;
-    const taken = await borrow(server, { moment: options.moment, maxBytes: budget, waitMs: 0 }, options);
-    if (taken === undefined) continue;
-    borrowed.push(taken);
-    budget -= bytesOf(taken.answer);
-  }
-  // At the end of a turn with nothing queued: wait on every server at once; the first ending wins.
-  if (options.moment === 'stop' && !borrowed.some((taken) => taken.answer.notifications.length > 0)) {
-    for (const taken of borrowed) taken.connection.settle('release');
-    borrowed.length = 0;
-    borrowed.push(...(await waitForEnding(servers, maxBytes, waitMs, options)));
-  }
+  const pending = servers.map((server) =>
+    borrow(
+      server,
+      { moment: options.moment, maxBytes, ...hold, blockCap: options.blockCap },
+      options,
+      hold.waitMs + RUN_HOOK_DEFAULTS.answerTimeoutMs,
+    ),
+  );
+  const borrowed = await gather(pending, hold.hold === 'first');
 
   const notifications = borrowed.flatMap((taken) => taken.answer.notifications);
   const stillRunning = borrowed.flatMap((taken) => taken.answer.stillRunning);
+  const notice = borrowed.find((taken) => taken.answer.notice !== undefined)?.answer.notice;
   const more = borrowed.reduce((sum, taken) => sum + taken.answer.more, 0);
-  const text =
-    notifications.length > 0
-      ? notificationText(options.moment, notifications, more)
-      : options.moment === 'stop'
-        ? reminderText(stillRunning)
-        : '';
+  const text = handOverText({ notifications, more, stillRunning, notice }, maxBytes, {
+    moment: options.moment,
+    headless,
+    wakes: canWake(options.client),
+    heldMs: hold.waitMs,
+  });
   // A reservation held so long that its lease may have run out could be someone else's by now.
   const fresh = borrowed.every((taken) => now() - taken.receivedAt < taken.answer.leaseMs / 2);
   const output = fresh ? formatHookOutput(options.client, options.moment, text) : '';
   if (output !== '') {
     try {
-      options.write(`${output}\n`);
+      if (options.moment === 'wake')
+        (options.writeWake ?? options.write)(`${output}
+`);
+      else
+        options.write(`${output}
+`);
     } catch (error) {
       options.warn(`writing the hook output failed: ${describe(error)}`);
       await Promise.all(borrowed.map((taken) => taken.connection.settle('release')));
-      return { output: '', delivered: 0, servers: servers.length };
+      return nothing;
     }
   }
-  // Only what was printed is confirmed: a reminder left out because notifications were printed goes back.
   const printed = (taken: Borrowed): boolean =>
-    output !== '' &&
-    (taken.answer.notifications.length > 0 ||
-      (notifications.length === 0 && taken.answer.stillRunning.length > 0));
+    output !== '' && (taken.answer.notifications.length > 0 || taken.answer.stillRunning.length > 0);
   const settled = await Promise.all(
     borrowed.map((taken) => taken.connection.settle(printed(taken) ? 'commit' : 'release')),
   );
@@ -118,18 +176,25 @@ export async function runHook(options: RunHookOptions): Promise<HookRunResult> {
     (sum, taken, index) => sum + (settled[index] && printed(taken) ? taken.answer.notifications.length : 0),
     0,
   );
-  return { output, delivered, servers: servers.length };
+  return {
+    output,
+    delivered,
+    servers: servers.length,
+    exitCode: options.moment === 'wake' && output !== '' ? 2 : 0,
+  };
 }
 
-async function waitForEnding(
-  servers: readonly ServerRecord[],
-  maxBytes: number,
-  waitMs: number,
-  options: RunHookOptions,
+/**
+ * Every server's answer; with `firstWins`, the first answer that carries notifications, the others given
+ * back (a wait still open is abandoned: its server releases what it held).
+ */
+async function gather(
+  pending: readonly Promise<Borrowed | undefined>[],
+  firstWins: boolean,
 ): Promise<Borrowed[]> {
-  const pending = servers.map((server) =>
-    borrow(server, { moment: 'stop', maxBytes, waitMs }, options, waitMs + RUN_HOOK_DEFAULTS.answerTimeoutMs),
-  );
+  if (!firstWins) {
+    return (await Promise.all(pending)).filter((taken): taken is Borrowed => taken !== undefined);
+  }
   const answers: Borrowed[] = [];
   let winner: Borrowed | undefined;
   await new Promise<void>((resolve) => {
@@ -147,50 +212,13 @@ async function waitForEnding(
       });
     }
   });
-  if (winner !== undefined) {
-    // The others go back (a wait still open is abandoned: its server releases what it held).
-    for (const promise of pending) {
-      void promise.then((taken) => {
-        if (taken !== undefined && taken !== winner) taken.connection.settle('release');
-      });
-    }
-    return [winner];
+  if (winner === undefined) return answers;
+  for (const promise of pending) {
+    void promise.then((taken) => {
+      if (taken !== undefined && taken !== winner) void taken.connection.settle('release');
+    });
   }
-  return answers;
-}
-
-function bytesOf(answer: TakeAnswer): number {
-  return answer.notifications.reduce(
-    (sum, notification) => sum + Buffer.byteLength(notification.text) + 2,
-    0,
-  );
-}
-
-function notificationText(
-  moment: HookMoment,
-  notifications: readonly { readonly text: string }[],
-  more: number,
-): string {
-  const parts = notifications.map((notification) => notification.text);
-  if (more > 0) {
-    parts.push(`(${more} more task notification${more === 1 ? '' : 's'} will follow)`);
-  }
-  if (moment === 'stop') {
-    parts.push(
-      'Background work you started has ended (above). Take its result into account before you finish.',
-    );
-  }
-  return parts.join('\n\n');
-}
-
-function reminderText(stillRunning: readonly RunningTask[]): string {
-  if (stillRunning.length === 0) return '';
-  const listed = stillRunning.map((task) => `${task.id} (${task.label})`).join(', ');
-  return [
-    `Background work you started is still running: ${listed}.`,
-    'Wait for it with task_output (wait: true) if its result matters, or stop it with task_kill if it no longer does.',
-    'If this session ends now, it is stopped unreported.',
-  ].join(' ');
+  return [winner];
 }
 
 function describe(error: unknown): string {
@@ -199,7 +227,7 @@ function describe(error: unknown): string {
 
 async function borrow(
   server: ServerRecord,
-  request: { moment: HookMoment; maxBytes: number; waitMs: number },
+  request: { moment: HookMoment; maxBytes: number; waitMs: number; hold: HoldMode; blockCap: number },
   options: RunHookOptions,
   timeoutMs: number = RUN_HOOK_DEFAULTS.answerTimeoutMs,
 ): Promise<Borrowed | undefined> {
@@ -212,7 +240,10 @@ async function borrow(
         moment: request.moment,
         maxBytes: Math.max(1, request.maxBytes),
         waitMs: request.waitMs,
+        hold: request.hold,
         stopHookActive: options.stopHookActive,
+        blockCap: request.blockCap,
+        promptContinues: promptContinuesBlock(options.client),
       },
       timeoutMs,
     );

@@ -30,6 +30,8 @@ export interface HookEntry {
   readonly timeout: number;
   /** Gemini CLI names hooks in its /hooks panel. */
   readonly name?: string;
+  /** Claude Code: run in the background and wake the model when it exits 2. */
+  readonly asyncRewake?: boolean;
 }
 
 export interface JsonMergePlan {
@@ -37,8 +39,8 @@ export interface JsonMergePlan {
   readonly servers?: { readonly key: string; readonly name: string; readonly entry: JsonObject };
   /** Hooks under `hooks.<event>`. */
   readonly hooks?: readonly HookEntry[];
-  /** Recognises a hook command Errand wrote before (any path to errand, any options). */
-  readonly isOurHook?: (command: string, event: string) => boolean;
+  /** Recognises a hook command Errand wrote before (any path to errand, any event, any options). */
+  readonly isOurHook?: (command: string) => boolean;
 }
 
 /** Parses a JSON settings file's text ('' or absent: an empty object). */
@@ -68,29 +70,61 @@ export function mergeJsonSettings(file: string, settings: JsonObject, plan: Json
   }
   if (plan.hooks && plan.hooks.length > 0) {
     const hooks = objectAt(file, merged, 'hooks');
-    for (const hook of plan.hooks) {
-      const existing = hooks[hook.event];
+    const events = [...new Set(plan.hooks.map((hook) => hook.event))];
+    for (const event of events) {
+      const existing = hooks[event];
       if (existing !== undefined && !Array.isArray(existing)) {
-        throw new SettingsFileError(file, `\`hooks.${hook.event}\` is not an array`);
+        throw new SettingsFileError(file, `\`hooks.${event}\` is not an array`);
       }
       const groups = ((existing as unknown[] | undefined) ?? []).flatMap((group) =>
-        withoutOurHooks(group, hook.event, plan.isOurHook),
+        withoutOurHooks(group, plan.isOurHook),
       );
-      groups.push({
-        ...(hook.matcher === undefined ? {} : { matcher: hook.matcher }),
-        hooks: [
-          {
-            ...(hook.name === undefined ? {} : { name: hook.name }),
-            type: 'command',
-            command: hook.command,
-            timeout: hook.timeout,
-          },
-        ],
-      });
-      hooks[hook.event] = groups;
+      for (const hook of plan.hooks.filter((entry) => entry.event === event)) {
+        groups.push({
+          ...(hook.matcher === undefined ? {} : { matcher: hook.matcher }),
+          hooks: [
+            {
+              ...(hook.name === undefined ? {} : { name: hook.name }),
+              type: 'command',
+              command: hook.command,
+              timeout: hook.timeout,
+              ...(hook.asyncRewake === true ? { asyncRewake: true } : {}),
+            },
+          ],
+        });
+      }
+      hooks[event] = groups;
     }
   }
   return merged;
+}
+
+/**
+ * `settings` without what `mergeJsonSettings` with `plan` wrote: Errand's server entry and its hooks;
+ * a hooks list, the hooks object or the servers object left empty by that is dropped too.
+ */
+export function unmergeJsonSettings(file: string, settings: JsonObject, plan: JsonMergePlan): JsonObject {
+  const result: JsonObject = structuredClone(settings);
+  if (plan.servers) {
+    const servers = result[plan.servers.key];
+    if (typeof servers === 'object' && servers !== null && !Array.isArray(servers)) {
+      delete (servers as JsonObject)[plan.servers.name];
+      if (Object.keys(servers).length === 0) delete result[plan.servers.key];
+    }
+  }
+  const hooks = result.hooks;
+  if (plan.hooks && typeof hooks === 'object' && hooks !== null && !Array.isArray(hooks)) {
+    for (const event of new Set(plan.hooks.map((hook) => hook.event))) {
+      const existing = (hooks as JsonObject)[event];
+      if (!Array.isArray(existing)) continue;
+      const groups = existing.flatMap((group) => withoutOurHooks(group, plan.isOurHook));
+      if (groups.length === 0) delete (hooks as JsonObject)[event];
+      else (hooks as JsonObject)[event] = groups;
+    }
+    if (Object.keys(hooks).length === 0) delete result.hooks;
+  }
+  void file;
+  return result;
 }
 
 /** The text a JSON settings object is written as. */
@@ -112,13 +146,13 @@ function objectAt(file: string, parent: JsonObject, key: string): JsonObject {
 }
 
 /** A matcher group without the hooks Errand wrote before; dropped when nothing else is left in it. */
-function withoutOurHooks(group: unknown, event: string, isOurHook: JsonMergePlan['isOurHook']): unknown[] {
+function withoutOurHooks(group: unknown, isOurHook: JsonMergePlan['isOurHook']): unknown[] {
   if (isOurHook === undefined || typeof group !== 'object' || group === null) return [group];
   const handlers = (group as JsonObject).hooks;
   if (!Array.isArray(handlers)) return [group];
   const kept = handlers.filter((handler) => {
     const command = (handler as JsonObject | null)?.command;
-    return !(typeof command === 'string' && isOurHook(command, event));
+    return !(typeof command === 'string' && isOurHook(command));
   });
   if (kept.length === handlers.length) return [group];
   return kept.length === 0 ? [] : [{ ...(group as JsonObject), hooks: kept }];
@@ -158,6 +192,20 @@ export function mergeTomlServer(file: string, text: string | undefined, name: st
     );
   }
   return merged;
+}
+
+/** `text` without the `[mcp_servers.<name>]` table (and its sub-tables); everything else as it was. */
+export function unmergeTomlServer(file: string, text: string, name: string): string {
+  parseTomlFile(file, text);
+  const kept: string[] = [];
+  let inOurs = false;
+  for (const line of text.split('\n')) {
+    const header = /^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$/.exec(line);
+    if (header) inOurs = isServerTable(header[1] as string, name);
+    if (!inOurs) kept.push(line);
+  }
+  while (kept.length > 0 && kept.at(-1)?.trim() === '') kept.pop();
+  return kept.length === 0 ? '' : `${kept.join('\n')}\n`;
 }
 
 function isServerTable(key: string, name: string): boolean {

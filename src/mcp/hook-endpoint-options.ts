@@ -8,15 +8,31 @@ export const hookEndpointOptions = defineOptions('startHookEndpoint', {
    * 3600000). Default 30000.
    */
   leaseMs: option.integer({ min: 1, max: 3_600_000, default: 30_000 }),
-  /** The longest end-of-turn wait a hook may ask for, in ms (0 to 86400000). Default 600000 (10 minutes). */
-  maxStopWaitMs: option.integer({ min: 0, max: 86_400_000, default: 600_000 }),
+  /**
+   * The longest end-of-turn hold a hook may ask for, in ms (0 to 86400000). Default 3600000 (1 hour: a
+   * headless run is held for its running builds up to the hook's `--headless-wait-ms`, 30 minutes).
+   */
+  maxStopWaitMs: option.integer({ min: 0, max: 86_400_000, default: 3_600_000 }),
+  /**
+   * The longest a wake (Claude Code's background end-of-turn hook) may wait for the next ending, in ms
+   * (0 to 604800000). Default 86400000 (a day).
+   */
+  maxWakeWaitMs: option.integer({ min: 0, max: 604_800_000, default: 86_400_000 }),
+  /**
+   * At the end of a turn, how long one hand-over waits for more endings about to land once one is
+   * queued (or, with nothing queued and work running, after the hook asked), in ms (0 to 10000). Default 500.
+   */
+  gatherMs: option.integer({ min: 0, max: 10_000, default: 500 }),
   /**
    * After the last running task ended, how long an end-of-turn wait still waits for its notification to be
    * queued (the delivery policy reads the output tail first), in ms (0 to 60000). Default 2000.
    */
   endGraceMs: option.integer({ min: 0, max: 60_000, default: 2_000 }),
-  /** Notifications handed to one hook at most (1 to 1000); the rest follow at the next. Default 10. */
-  maxNotificationsPerHook: option.integer({ min: 1, max: 1000, default: 10 }),
+  /**
+   * Notifications handed to one hook at most (1 to 10000); the rest follow at the next. The hook prints
+   * those past its byte budget in a compact form. Default 1000.
+   */
+  maxNotificationsPerHook: option.integer({ min: 1, max: 10_000, default: 1000 }),
   /** Hook connections open at once (1 to 1024); more are closed at once (their hooks print nothing). Default 32. */
   maxConnections: option.integer({ min: 1, max: 1024, default: 32 }),
   /**

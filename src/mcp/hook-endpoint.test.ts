@@ -3,8 +3,10 @@
  * under a lease, and each ends delivered exactly once — committed by the hook that printed it, or back
  * in the queue when the hook released it, vanished, or let its lease run out. The race test throws many
  * hooks that commit, release or disconnect at random at one queue and counts every entry's outcome.
+ * End-of-turn blocks: one carries every ending, none is asked for past the client's cap, and a block
+ * is recorded delivered only once the client's next hook shows the model continued with it.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createConnection, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,7 +23,7 @@ import {
 import type { ErrandRuntime } from '../host/index.js';
 import type { Session } from '../session/index.js';
 import { createMemorySessionStore, type SessionStore } from '../store/index.js';
-import { createManualClock, type ManualClock } from '../tasks/index.js';
+import { type Clock, createManualClock, type ManualClock, systemClock } from '../tasks/index.js';
 import { executeTool } from '../tools/index.js';
 import { CLIENT_HOOK_SOURCE, type HookEndpoint, startHookEndpoint } from './hook-endpoint.js';
 import { createMcpRuntime } from './mcp-runtime.js';
@@ -47,7 +49,10 @@ interface Setup {
   admit(taskId: string): void;
 }
 
-async function setup(options: Parameters<typeof startHookEndpoint>[1] = {}): Promise<Setup> {
+async function setup(
+  options: Parameters<typeof startHookEndpoint>[1] = {},
+  realTime = false,
+): Promise<Setup> {
   const directory = mkdtempSync(join(tmpdir(), 'errand-he-'));
   directories.push(directory);
   const store = createMemorySessionStore();
@@ -55,8 +60,9 @@ async function setup(options: Parameters<typeof startHookEndpoint>[1] = {}): Pro
   const session = runtime.createSession({ title: 'hooks' });
   const clock = createManualClock(1_000);
   const socketPath = join(directory, 'hook.sock');
+  const endpointClock: Clock = realTime ? systemClock : clock;
   endpoint = await startHookEndpoint(
-    { session, tasks: runtime.tasks, socketPath, logger: capturingLogger(), clock },
+    { session, tasks: runtime.tasks, socketPath, logger: capturingLogger(), clock: endpointClock },
     options,
   );
   let sequence = 0;
@@ -119,7 +125,9 @@ class RawHook {
         moment: 'tool',
         maxBytes: 100_000,
         waitMs: 0,
+        hold: 'none',
         stopHookActive: false,
+        blockCap: 0,
         ...request,
       }),
     );
@@ -148,6 +156,19 @@ function states(store: SessionStore, session: Session) {
     .listLedger(session.id)
     .filter((entry) => entry.kind === 'notification')
     .map((entry) => entry.state);
+}
+
+/** Sends a take and waits until the endpoint holds it (it scheduled a timer on the manual clock). */
+async function held(
+  s: Setup,
+  hook: RawHook,
+  request: Partial<TakeRequest>,
+): Promise<{ answer: Promise<TakeAnswer> }> {
+  const before = s.clock.pending;
+  const answer = hook.take(request);
+  await untilServed(s, () => s.clock.pending > before);
+  // Wrapped: an async function returning the promise itself would wait for it.
+  return { answer };
 }
 
 /** Waits until the endpoint has handled the hook's disappearance (its socket is gone on the server too). */
@@ -211,13 +232,13 @@ describe('the client-hook endpoint', () => {
     expect(states(s.store, s.session)).toEqual(['queued']);
   });
 
-  it('takes what fits in the byte budget (always at least one) and says how many are left', async () => {
-    const s = await setup();
+  it('hands over every queued notification at once (the hook fits them in its budget), up to the per-hook limit', async () => {
+    const s = await setup({ maxNotificationsPerHook: 2 });
     for (const id of ['bash-1', 'bash-2', 'bash-3']) s.admit(id);
     const hook = new RawHook(s.socketPath);
     const answer = await hook.take({ maxBytes: 1 });
-    expect(answer.notifications.map((notification) => notification.taskId)).toEqual(['bash-1']);
-    expect(answer.more).toBe(2);
+    expect(answer.notifications.map((notification) => notification.taskId)).toEqual(['bash-1', 'bash-2']);
+    expect(answer.more).toBe(1);
     await hook.settle('commit');
   });
 
@@ -236,7 +257,7 @@ describe('the client-hook endpoint', () => {
     );
     expect(started.isError).toBe(false);
     const hook = new RawHook(s.socketPath);
-    const answering = hook.take({ moment: 'stop', waitMs: 60_000 });
+    const answering = (await held(s, hook, { moment: 'stop', waitMs: 60_000, hold: 'first' })).answer;
     let answered = false;
     void answering.then(() => {
       answered = true;
@@ -244,6 +265,8 @@ describe('the client-hook endpoint', () => {
     await new Promise((resolve) => setImmediate(resolve));
     expect(answered).toBe(false);
     s.admit('bash-1');
+    // The gathering window: work still runs, so more may land with it.
+    s.clock.advance(endpoint!.options.gatherMs);
     const answer = await answering;
     expect(answer.notifications.map((notification) => notification.taskId)).toEqual(['bash-1']);
     await hook.settle('commit');
@@ -295,4 +318,203 @@ describe('the client-hook endpoint', () => {
     expect(states(s.store, s.session).every((state) => state === 'delivered')).toBe(true);
     expect(states(s.store, s.session)).toHaveLength(total);
   });
+
+  it('one block carries them all: a headless hold waits for 20 background commands and hands over 20 endings at once', async () => {
+    const s = await setup({}, true);
+    const directory = directories[0] as string;
+    const go = join(directory, 'go');
+    const total = 20;
+    for (let index = 1; index <= total; index += 1) {
+      const started = await startBackground(
+        s,
+        `while [ ! -e ${go} ]; do sleep 0.02; done; exit ${index % 3}`,
+        `call-${index}`,
+      );
+      expect(started).toBe(false);
+    }
+    const hook = new RawHook(s.socketPath);
+    const answering = hook.take({ moment: 'stop', waitMs: 60_000, hold: 'all', blockCap: 8 });
+    let answered = false;
+    void answering.then(() => {
+      answered = true;
+    });
+    await untilServed(s, () => endpoint!.connections === 1);
+    expect(answered).toBe(false);
+    writeFileSync(go, '');
+    const answer = await answering;
+    expect(answer.notifications).toHaveLength(total);
+    expect(new Set(answer.notifications.map((notification) => notification.taskId)).size).toBe(total);
+    expect(answer.stillRunning).toEqual([]);
+    expect(await hook.settle('commit')).toBe(true);
+    // Printed, but not yet known to have reached the model: still queued in the ledger.
+    expect(states(s.store, s.session).filter((state) => state === 'delivered')).toHaveLength(0);
+    expect(endpoint!.blocksInRow).toBe(1);
+    // The client continues (its next Stop says stop_hook_active): now they are delivered, and the turn ends.
+    const next = new RawHook(s.socketPath);
+    const after = await next.take({
+      moment: 'stop',
+      waitMs: 60_000,
+      hold: 'all',
+      blockCap: 8,
+      stopHookActive: true,
+    });
+    expect(after.notifications).toEqual([]);
+    expect(after.stillRunning).toEqual([]);
+    await next.settle('release');
+    expect(states(s.store, s.session)).toEqual(Array.from({ length: total }, () => 'delivered'));
+  }, 60_000);
+
+  it('a block the client discarded (its next hook is a fresh turn) is not recorded: it goes to that hook instead', async () => {
+    const s = await setup();
+    s.admit('bash-1');
+    const stop = new RawHook(s.socketPath);
+    expect((await stop.take({ moment: 'stop', blockCap: 8 })).notifications).toHaveLength(1);
+    expect(await stop.settle('commit')).toBe(true);
+    expect(states(s.store, s.session)).toEqual(['queued']);
+    // The client overrode the block and ended the turn; the person's next prompt comes.
+    const prompt = new RawHook(s.socketPath);
+    const answer = await prompt.take({ moment: 'prompt' });
+    expect(answer.notifications.map((notification) => notification.taskId)).toEqual(['bash-1']);
+    expect(await prompt.settle('commit')).toBe(true);
+    expect(states(s.store, s.session)).toEqual(['delivered']);
+    expect(endpoint!.blocksInRow).toBe(0);
+  });
+
+  it('a client that sends the block as the next prompt (Gemini CLI): that prompt hook confirms it, and hands nothing twice', async () => {
+    const s = await setup();
+    s.admit('bash-1');
+    const stop = new RawHook(s.socketPath);
+    expect(
+      (await stop.take({ moment: 'stop', blockCap: 8, promptContinues: true })).notifications,
+    ).toHaveLength(1);
+    await stop.settle('commit');
+    const prompt = new RawHook(s.socketPath);
+    expect((await prompt.take({ moment: 'prompt', promptContinues: true })).notifications).toEqual([]);
+    await prompt.settle('release');
+    expect(states(s.store, s.session)).toEqual(['delivered']);
+  });
+
+  it('a tool hook after a block shows the model continued: the block is recorded delivered', async () => {
+    const s = await setup();
+    s.admit('bash-1');
+    const stop = new RawHook(s.socketPath);
+    await stop.take({ moment: 'stop', blockCap: 8 });
+    await stop.settle('commit');
+    const tool = new RawHook(s.socketPath);
+    expect((await tool.take({ moment: 'tool' })).notifications).toEqual([]);
+    await tool.settle('release');
+    expect(states(s.store, s.session)).toEqual(['delivered']);
+  });
+
+  it('never blocks past the cap: the last allowed block names what still runs, the next stop lets the turn end', async () => {
+    const s = await setup();
+    expect(await startBackground(s, 'sleep 30', 'call-1')).toBe(false);
+    const cap = 3;
+    // Blocks 1 .. cap-1 are allowed; each carries what is queued.
+    s.admit('bash-x1');
+    const first = new RawHook(s.socketPath);
+    const oneAnswering = (await held(s, first, { moment: 'stop', blockCap: cap })).answer;
+    s.clock.advance(endpoint!.options.gatherMs);
+    const one = await oneAnswering;
+    expect(one.notifications.map((notification) => notification.taskId)).toEqual(['bash-x1']);
+    expect(one.stillRunning).toEqual([]);
+    await first.settle('commit');
+    s.admit('bash-x2');
+    const last = new RawHook(s.socketPath);
+    const lastAnswering = (await held(s, last, { moment: 'stop', blockCap: cap, stopHookActive: true }))
+      .answer;
+    s.clock.advance(endpoint!.options.gatherMs);
+    const two = await lastAnswering;
+    expect(two.notifications.map((notification) => notification.taskId)).toEqual(['bash-x2']);
+    expect(two.notice).toBe('final');
+    expect(two.stillRunning.map((task) => task.id)).toHaveLength(1);
+    await last.settle('commit');
+    expect(endpoint!.blocksInRow).toBe(2);
+    // One more would be the client's cap: nothing is reserved, the queue waits for the next moment.
+    s.admit('bash-x3');
+    const over = new RawHook(s.socketPath);
+    const three = await over.take({ moment: 'stop', blockCap: cap, stopHookActive: true });
+    expect(three.notifications).toEqual([]);
+    expect(three.stillRunning).toEqual([]);
+    await over.settle('release');
+    expect(s.session.inbox.queued).toBe(1);
+    // Both blocks were confirmed by the hooks after them.
+    expect(states(s.store, s.session)).toEqual(['delivered', 'delivered', 'queued']);
+  });
+
+  it('a headless hold that expires names the tasks that will be stopped, once', async () => {
+    const s = await setup();
+    expect(await startBackground(s, 'sleep 30', 'call-1')).toBe(false);
+    const hook = new RawHook(s.socketPath);
+    const answering = (await held(s, hook, { moment: 'stop', waitMs: 10_000, hold: 'all', blockCap: 8 }))
+      .answer;
+    s.clock.advance(10_000);
+    const answer = await answering;
+    expect(answer.notice).toBe('expired');
+    expect(answer.stillRunning).toHaveLength(1);
+    await hook.settle('commit');
+    // Told: the continuation's stop no longer holds for it.
+    const next = new RawHook(s.socketPath);
+    const after = (
+      await held(s, next, {
+        moment: 'stop',
+        waitMs: 10_000,
+        hold: 'all',
+        blockCap: 8,
+        stopHookActive: true,
+      })
+    ).answer;
+    s.clock.advance(endpoint!.options.gatherMs);
+    expect((await after).stillRunning).toEqual([]);
+    await next.settle('release');
+  });
+
+  it('a wake waits for the next ending; a newer wake replaces it; it leaves the queue to an end-of-turn hook at work', async () => {
+    const s = await setup();
+    expect(await startBackground(s, 'sleep 30', 'call-1')).toBe(false);
+    const older = new RawHook(s.socketPath);
+    const olderAnswer = (await held(s, older, { moment: 'wake', waitMs: 600_000, hold: 'first' })).answer;
+    const wake = new RawHook(s.socketPath);
+    const answering = (await held(s, wake, { moment: 'wake', waitMs: 600_000, hold: 'first' })).answer;
+    expect((await olderAnswer).notifications).toEqual([]);
+    await older.settle('release');
+    // An end-of-turn hook is at work: the wake leaves what is queued to it.
+    const stop = new RawHook(s.socketPath);
+    const stopAnswering = (await held(s, stop, { moment: 'stop', blockCap: 8 })).answer;
+    s.admit('bash-1');
+    s.clock.advance(endpoint!.options.gatherMs);
+    expect((await stopAnswering).notifications.map((notification) => notification.taskId)).toEqual([
+      'bash-1',
+    ]);
+    await stop.settle('commit');
+    // The model continues with the block and ends again: the stop confirms it, then the wake may take.
+    const again = new RawHook(s.socketPath);
+    const againAnswering = (await held(s, again, { moment: 'stop', blockCap: 8, stopHookActive: true }))
+      .answer;
+    s.clock.advance(endpoint!.options.gatherMs);
+    expect((await againAnswering).notifications).toEqual([]);
+    await again.settle('release');
+    s.admit('bash-2');
+    s.clock.advance(endpoint!.options.gatherMs);
+    const answer = await answering;
+    expect(answer.notifications.map((notification) => notification.taskId)).toEqual(['bash-2']);
+    expect(await wake.settle('commit')).toBe(true);
+    expect(states(s.store, s.session)).toEqual(['delivered', 'delivered']);
+  });
 });
+
+/** Starts `command` in the background in the session; the result's isError. */
+async function startBackground(s: Setup, command: string, toolCallId: string): Promise<boolean> {
+  const started = await executeTool(
+    runtime!.bashTool,
+    { command, run_in_background: true },
+    {
+      caller: s.session.owner,
+      toolCallId,
+      signal: new AbortController().signal,
+      cwd: tmpdir(),
+      env: s.session.env,
+    },
+  );
+  return started.isError;
+}

@@ -6,10 +6,13 @@
  * delivered, once) when the hook says it printed them, and released to the head of the queue when the
  * hook says it did not, its connection closes first, or the lease runs out.
  *
- * At the end of a turn (`stop`) the endpoint also holds the answer while the session's background work is
- * still running, up to the wait the hook asked for (capped by `maxStopWaitMs`): an ending queued meanwhile
- * is answered at once. If nothing ended, the answer names the work still running that the model was not
- * reminded of yet — reminded once per task, so a run is kept going a bounded number of times.
+ * At the end of a turn (`stop`) one answer carries every queued ending, after a short gathering window
+ * for endings about to land, and may first hold while background work runs (`hold`: the first ending,
+ * or — a headless run — every one, up to the hook's bound; past it the answer names what will be
+ * stopped). Blocks in a row are counted (`StopChain`) so none is asked for past the client's cap; the
+ * last allowed one names everything still queued or running; a block's commit waits for the client's
+ * next hook to show it reached the model. A `wake` (Claude Code's background end-of-turn hook) waits,
+ * once no end-of-turn hook is at work, for the session's next ending.
  */
 import { chmodSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
@@ -19,6 +22,7 @@ import {
   type HookNotification,
   LineReader,
   parseTakeRequest,
+  type RunningNotice,
   type RunningTask,
   type TakeAnswer,
   type TakeRequest,
@@ -32,13 +36,13 @@ import {
   systemClock,
   type TaskService,
 } from '../tasks/index.js';
-import { utf8ByteLength } from '../text/index.js';
 import {
   type HookEndpointOptions,
   hookEndpointOptions,
   type ResolvedHookEndpointOptions,
 } from './hook-endpoint-options.js';
 import { checkHookPeer, type HookPeerPolicy } from './hook-peer-check.js';
+import { StopChain } from './stop-chain.js';
 
 /** The `source` of the conversation message that records a delivery through a client hook. */
 export const CLIENT_HOOK_SOURCE = 'client_hook';
@@ -59,15 +63,25 @@ export interface HookEndpoint {
   readonly options: ResolvedHookEndpointOptions;
   /** Hook connections open now. */
   readonly connections: number;
+  /** End-of-turn blocks printed in a row in the current turn. */
+  readonly blocksInRow: number;
   /** Stops listening and ends every connection; what they held goes back to the queue. Idempotent. */
   close(): Promise<void>;
 }
 
-/** A hook's pending answer: its reservation and reminder, until it commits or releases them. */
+/** A hook's pending answer: its reservation and what it tells of running work, until it settles. */
 interface Loan {
+  readonly moment: TakeRequest['moment'];
   reservation: NotificationReservation | undefined;
-  reminded: readonly string[];
+  told: readonly string[];
   cancelLease: () => void;
+}
+
+/** Whether an end-of-turn or wake take keeps waiting while untold work runs. */
+function holds(request: TakeRequest, queued: boolean): boolean {
+  if (request.moment === 'wake') return !queued;
+  if (request.hold === 'all') return true;
+  return request.hold === 'first' && !queued;
 }
 
 export async function startHookEndpoint(
@@ -78,15 +92,28 @@ export async function startHookEndpoint(
   const { session, tasks, logger } = dependencies;
   const clock = dependencies.clock ?? systemClock;
   const sockets = new Set<Socket>();
-  /** Running tasks the model was reminded of at the end of a turn (committed reminders). */
-  const reminded = new Set<string>();
-  /** Tasks on a reminder a hook holds and has not committed yet. */
-  const remindingNow = new Set<string>();
-  /** Wakes waiting end-of-turn requests: something was queued or something ended. */
+  /** Running tasks the model was told of at the end of a turn (they no longer hold a turn). */
+  const told = new Set<string>();
+  /** Tasks on an answer a hook holds and has not settled yet. */
+  const tellingNow = new Set<string>();
+  /** Wakes waiting requests: something was queued, something ended, an end-of-turn hook settled. */
   const waiters = new Set<() => void>();
   /** Tasks that ended and whose notification was neither queued nor discarded yet, with when they ended. */
   const pendingEnds = new Map<string, number>();
+  /** End-of-turn takes answering or lent: a wake leaves the queue to them meanwhile. */
+  let stopsAtWork = 0;
+  /** The one wake waiting now: a newer one answers it empty. */
+  let waitingWake: (() => void) | undefined;
   let closed = false;
+  const chain = new StopChain({
+    told: (ids) => {
+      for (const id of ids) told.add(id);
+    },
+    commitFailed: (error) =>
+      logger.warn('recording the delivery of an end-of-turn hand-over failed; it stays queued', {
+        error: error instanceof Error ? error.message : String(error),
+      }),
+  });
 
   const wakeAll = () => {
     for (const wake of [...waiters]) wake();
@@ -99,7 +126,7 @@ export async function startHookEndpoint(
   const stopTaskEvents: Disposer = tasks.onTaskDone(
     (snapshot) => {
       pendingEnds.set(snapshot.id, clock.now());
-      reminded.delete(snapshot.id);
+      told.delete(snapshot.id);
       wakeAll();
     },
     { owner: session.owner },
@@ -111,19 +138,13 @@ export async function startHookEndpoint(
       .filter((task) => task.isBackgrounded && !isTerminalStatus(task.status))
       .map((task) => ({ id: task.id, label: task.label }));
 
-  /** Reserves what fits in `maxBytes` (at least one notification). */
-  const reserve = (maxBytes: number): NotificationReservation | undefined => {
-    const queued = session.inbox.queuedNotifications();
-    if (queued.length === 0) return undefined;
-    let count = 0;
-    let bytes = 0;
-    for (const notification of queued.slice(0, resolved.maxNotificationsPerHook)) {
-      const size = utf8ByteLength(notification.text) + 2;
-      if (count > 0 && bytes + size > maxBytes) break;
-      bytes += size;
-      count += 1;
-    }
-    const reservation = session.inbox.reserve({ source: CLIENT_HOOK_SOURCE, limit: count });
+  /** Reserves every queued notification (up to `maxNotificationsPerHook`): the hook fits them in its budget. */
+  const reserve = (): NotificationReservation | undefined => {
+    if (session.inbox.queuedNotifications().length === 0) return undefined;
+    const reservation = session.inbox.reserve({
+      source: CLIENT_HOOK_SOURCE,
+      limit: resolved.maxNotificationsPerHook,
+    });
     if (reservation.notifications.length === 0) {
       reservation.release();
       return undefined;
@@ -134,23 +155,54 @@ export async function startHookEndpoint(
   const answerOf = (
     reservation: NotificationReservation | undefined,
     stillRunning: readonly RunningTask[],
+    notice: RunningNotice | undefined,
   ): TakeAnswer => ({
     version: HOOK_PROTOCOL_VERSION,
     notifications: (reservation?.notifications ?? []).map(
-      (notification): HookNotification => ({ taskId: notification.taskId, text: notification.text }),
+      (notification): HookNotification => ({
+        taskId: notification.taskId,
+        label: notification.label,
+        text: notification.text,
+      }),
     ),
     more: session.inbox.queued,
     stillRunning,
+    ...(notice === undefined || stillRunning.length === 0 ? {} : { notice }),
     leaseMs: resolved.leaseMs,
   });
 
-  /** Answers a `take`: at once for a tool result or a prompt; at the end of a turn, after the wait. */
+  /** The latest moment an ended task's notification may still arrive (the policy reads the tail first). */
+  const graceEndOf = (now: number): number => {
+    let graceEnd = Number.NEGATIVE_INFINITY;
+    for (const [taskId, endedAt] of pendingEnds) {
+      if (now >= endedAt + resolved.endGraceMs) pendingEnds.delete(taskId);
+      else graceEnd = Math.max(graceEnd, endedAt + resolved.endGraceMs);
+    }
+    return graceEnd;
+  };
+
+  /**
+   * Answers a `take`: at once for a tool result or a prompt; at the end of a turn after the gathering
+   * window and the hold; a wake once an ending is queued.
+   */
   const take = (request: TakeRequest, signal: AbortSignal): Promise<Loan & { answer: TakeAnswer }> =>
     new Promise((resolve) => {
-      const deadline = clock.now() + (request.moment === 'stop' ? request.waitMs : 0);
+      chain.observe(request);
+      const arrivedAt = clock.now();
+      const deadline =
+        arrivedAt + (request.moment === 'stop' || request.moment === 'wake' ? request.waitMs : 0);
+      const allowed = StopChain.allowedBlocks(request.blockCap);
+      /** The last block the client allows in a row: it tells everything. */
+      const final = request.moment === 'stop' && chain.blocks === allowed - 1;
+      /** Set once something is queued: the answer waits for endings about to land until then. */
+      let gatherUntil: number | undefined;
       let cancelTimer: (() => void) | undefined;
       let finished = false;
-      const finish = (reservation: NotificationReservation | undefined, stillRunning: RunningTask[]) => {
+      const finish = (
+        reservation: NotificationReservation | undefined,
+        stillRunning: readonly RunningTask[] = [],
+        notice?: RunningNotice,
+      ) => {
         if (finished) {
           reservation?.release();
           return;
@@ -159,55 +211,106 @@ export async function startHookEndpoint(
         waiters.delete(evaluate);
         cancelTimer?.();
         signal.removeEventListener('abort', abort);
-        for (const task of stillRunning) remindingNow.add(task.id);
+        if (waitingWake === supersede) waitingWake = undefined;
+        for (const task of stillRunning) tellingNow.add(task.id);
         resolve({
+          moment: request.moment,
           reservation,
-          reminded: stillRunning.map((task) => task.id),
+          told: stillRunning.map((task) => task.id),
           cancelLease: () => {},
-          answer: answerOf(reservation, stillRunning),
+          answer: answerOf(reservation, stillRunning, notice),
         });
       };
-      const abort = () => finish(undefined, []);
-      const evaluate = () => {
-        if (finished) return;
-        if (closed || signal.aborted) {
-          finish(undefined, []);
-          return;
-        }
-        let reservation: NotificationReservation | undefined;
+      const abort = () => finish(undefined);
+      const supersede = () => finish(undefined);
+      const waitUntil = (until: number, now: number) => {
+        waiters.add(evaluate);
+        cancelTimer?.();
+        cancelTimer = clock.schedule(Math.max(0, until - now), evaluate);
+      };
+      const reserveOrFail = (): NotificationReservation | undefined | 'failed' => {
         try {
-          reservation = reserve(request.maxBytes);
+          return reserve();
         } catch (error) {
           logger.warn('reserving notifications for a client hook failed; they stay queued', {
             error: error instanceof Error ? error.message : String(error),
           });
-          finish(undefined, []);
+          return 'failed';
+        }
+      };
+      const evaluate = () => {
+        if (finished) return;
+        if (closed || signal.aborted) {
+          finish(undefined);
           return;
         }
-        if (reservation !== undefined || request.moment !== 'stop') {
-          finish(reservation, []);
+        if (request.moment === 'tool' || request.moment === 'prompt') {
+          const reservation = reserveOrFail();
+          finish(reservation === 'failed' ? undefined : reservation);
+          return;
+        }
+        const now = clock.now();
+        if (request.moment === 'stop' && chain.blocks >= allowed) {
+          // The client would override this block and discard it: the turn ends; the queue waits.
+          finish(undefined);
+          return;
+        }
+        // A wake leaves the queue to an end-of-turn hook at work, and to the model continuing with a block.
+        if (request.moment === 'wake' && (stopsAtWork > 0 || chain.tentative !== undefined)) {
+          waitUntil(deadline, now);
           return;
         }
         const running = runningWork();
-        const now = clock.now();
-        // An ending whose notification may still be on its way (the policy reads the output tail first).
-        let graceEnd = Number.NEGATIVE_INFINITY;
-        for (const [taskId, endedAt] of pendingEnds) {
-          if (now >= endedAt + resolved.endGraceMs) pendingEnds.delete(taskId);
-          else graceEnd = Math.max(graceEnd, endedAt + resolved.endGraceMs);
-        }
-        if (now < deadline && (running.length > 0 || now < graceEnd)) {
-          waiters.add(evaluate);
-          cancelTimer?.();
-          const until = running.length > 0 ? deadline : Math.min(deadline, graceEnd);
-          cancelTimer = clock.schedule(Math.max(0, until - now), evaluate);
+        const untold = running.filter((task) => !told.has(task.id) && !tellingNow.has(task.id));
+        const graceEnd = graceEndOf(now);
+        const queued = session.inbox.queuedNotifications().length > 0;
+        // A wake waits on all of it; an end-of-turn hold only on work the model was not told of.
+        const waitingOn = request.moment === 'wake' ? running : untold;
+        if (now < deadline && waitingOn.length > 0 && holds(request, queued)) {
+          waitUntil(deadline, now);
           return;
         }
-        finish(
-          undefined,
-          running.filter((task) => !reminded.has(task.id) && !remindingNow.has(task.id)),
-        );
+        // An ending whose notification is on its way goes into the same hand-over.
+        if (now < graceEnd) {
+          waitUntil(graceEnd, now);
+          return;
+        }
+        if (request.moment === 'wake' && !queued) {
+          finish(undefined);
+          return;
+        }
+        // The gathering window: endings about to land go into the same hand-over.
+        if (queued) gatherUntil ??= now + resolved.gatherMs;
+        const windowEnd = gatherUntil ?? arrivedAt + resolved.gatherMs;
+        if (running.length > 0 && now < windowEnd) {
+          waitUntil(windowEnd, now);
+          return;
+        }
+        const reservation = reserveOrFail();
+        if (reservation === 'failed') {
+          finish(undefined);
+          return;
+        }
+        if (request.moment === 'wake') {
+          finish(reservation);
+          return;
+        }
+        if (final) {
+          // The last block in a row: everything still running is named, told before or not.
+          finish(reservation, running, 'final');
+          return;
+        }
+        if (untold.length > 0 && now >= deadline && request.hold !== 'none') {
+          finish(reservation, untold, request.hold === 'all' ? 'expired' : 'reminder');
+          return;
+        }
+        finish(reservation);
       };
+      if (request.moment === 'wake') {
+        waitingWake?.();
+        waitingWake = supersede;
+      }
+      if (request.moment === 'stop') stopsAtWork += 1;
       signal.addEventListener('abort', abort, { once: true });
       evaluate();
     });
@@ -223,10 +326,17 @@ export async function startHookEndpoint(
       loan = undefined;
       if (current === undefined) return true;
       current.cancelLease();
-      for (const id of current.reminded) {
-        remindingNow.delete(id);
-        if (how === 'commit') reminded.add(id);
+      for (const id of current.told) tellingNow.delete(id);
+      if (current.moment === 'stop') {
+        stopsAtWork -= 1;
+        // Printed: tentative until the client's next hook shows the model got it (`StopChain`).
+        const printed = how === 'commit' && (current.reservation !== undefined || current.told.length > 0);
+        if (printed) chain.printed({ reservation: current.reservation, told: current.told });
+        else current.reservation?.release();
+        wakeAll();
+        return true;
       }
+      for (const id of current.told) if (how === 'commit') told.add(id);
       if (current.reservation === undefined) return true;
       if (how === 'release') {
         current.reservation.release();
@@ -274,7 +384,10 @@ export async function startHookEndpoint(
           return;
         }
         if (phase === 'request') {
-          const request = parseTakeRequest(message, { maxWaitMs: resolved.maxStopWaitMs });
+          const request = parseTakeRequest(message, {
+            maxWaitMs: resolved.maxStopWaitMs,
+            maxWakeWaitMs: resolved.maxWakeWaitMs,
+          });
           if (request === undefined) {
             end();
             return;
@@ -356,9 +469,13 @@ export async function startHookEndpoint(
     get connections() {
       return sockets.size;
     },
+    get blocksInRow() {
+      return chain.blocks;
+    },
     close() {
       closing ??= (async () => {
         closed = true;
+        chain.close();
         stopSessionEvents();
         stopTaskEvents();
         wakeAll();

@@ -26,6 +26,7 @@ import {
   startMcpCli,
   textBlocks,
 } from '../../test/support/mcp-client.js';
+import { openSqliteSessionStore } from '../store/index.js';
 
 const directories: string[] = [];
 const clis: McpCli[] = [];
@@ -220,6 +221,47 @@ describe('errand mcp --durable restarted by the same client in the same director
     expect(notified.flatMap(notifiedTaskIds).filter((id) => id === taskId)).toHaveLength(1);
     expect(notified.join('\n')).toContain('<exit-code>4</exit-code>');
     expect(existsSync(go)).toBe(true);
+  });
+
+  it('without --durable: the next server of the same client tells once what became of the dead one’s work, and the store keeps nothing running', async () => {
+    const mark = newMark();
+    marks.push(mark);
+    const home = temporaryDirectory('errand-mcp-restart-');
+    const work = temporaryDirectory('errand-mcp-work-');
+    const args = ['--home', home];
+    const first = await startMarked(mark, { args, cwd: work });
+    const started = textBlocks(
+      await first.call('bash', { command: 'sleep 600', run_in_background: true }),
+    )[0]!;
+    const taskId = taskIdOf(started);
+    const pid = Number(/\(pid (\d+)\)/.exec(started)?.[1]);
+    process.kill(first.pid, 'SIGKILL');
+    await first.exited;
+    // The lifeline stops the dead server's command.
+    await vi.waitFor(() => expect(isRunning(pid)).toBe(false), { timeout: 10_000, interval: 50 });
+
+    const second = await startMarked(mark, { args, cwd: work });
+    const notified: string[] = [];
+    const listed = textBlocks(await second.call('task_list'));
+    expect(listed[0]).toMatch(new RegExp(`${taskId} \\[bash\\] (killed|lost)`));
+    notified.push(...listed.slice(1));
+    for (let index = 0; index < 3; index += 1)
+      notified.push(...textBlocks(await second.call('task_list')).slice(1));
+    // Told once, naming the case.
+    expect(notified.flatMap(notifiedTaskIds).filter((id) => id === taskId)).toHaveLength(1);
+    expect(notified.join('\n')).toMatch(/runtime_died|lost/);
+    const store = openSqliteSessionStore({ home });
+    try {
+      const running = store
+        .listTasks()
+        .filter((task) => task.status === 'running' || task.status === 'stopping');
+      expect(running).toEqual([]);
+    } finally {
+      store.close();
+    }
+    process.stderr.write(
+      `restarted errand mcp: ${notified.join('\n').match(/<summary>[^<]*<\/summary>/)?.[0]}\n`,
+    );
   });
 
   it('a clean exit leaves its durable command running and recorded; the next server takes it over', async () => {

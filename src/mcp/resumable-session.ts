@@ -4,7 +4,9 @@
  * `clientInfo.name` of its `initialize`), for the same directory (`--cwd` when given, else the launch
  * directory) and that no live server holds (its previous server crashed or exited). So a client that
  * restarts its server — or is restarted itself in the same place — finds its durable work again, while
- * two clients, or one client in two directories, never share a session.
+ * two clients, or one client in two directories, never share a session. Without `--durable`, only a
+ * session whose server died holding it is taken over (`crashedOnly`): what that server left is settled and
+ * told once.
  */
 import { isHolderLive } from '../session/session-holder.js';
 import type { SessionHolder, SessionStore } from '../store/index.js';
@@ -16,6 +18,11 @@ export interface ResumableSessionQuery {
   readonly directory: string;
   /** Default: the holder check sessions use (pid and process start). */
   readonly isHolderLive?: (holder: SessionHolder) => boolean;
+  /**
+   * Only a session whose server died holding it (a crash, a SIGKILL: its holder is still recorded and
+   * gone), not one a server closed when it exited. Default false.
+   */
+  readonly crashedOnly?: boolean;
 }
 
 /** The id of the session to resume, or undefined when none matches. */
@@ -32,6 +39,7 @@ export function findResumableMcpSession(query: ResumableSessionQuery): string | 
         : undefined;
     if (name !== query.clientName || metadata.launchDirectory !== query.directory) continue;
     if (session.holder !== undefined && live(session.holder)) continue;
+    if (query.crashedOnly === true && session.holder === undefined) continue;
     if (newest === undefined || session.updatedAt > newest.updatedAt) {
       newest = { id: session.id, updatedAt: session.updatedAt };
     }

@@ -67,6 +67,11 @@ const stdioMcpServerOptions = defineOptions('startStdioMcpServer', {
    */
   resumePrevious: option.boolean({ default: false }),
   /**
+   * Like `resumePrevious`, but only a session whose server died holding it (a crash or a SIGKILL, not a
+   * clean exit): its records are reconciled and what became of its work is told once. Default false.
+   */
+  resumeCrashed: option.boolean({ default: false }),
+  /**
    * The socket client hooks (`errand hook`) ask for this session's notifications on, registered in the
    * data directory's `run/` folder with this process's parent as the client; or false to offer none.
    * Default: on, with the endpoint's defaults.
@@ -104,6 +109,7 @@ export async function startStdioMcpServer(options: StdioMcpServerOptions = {}): 
     stdin,
     stdout,
     resumePrevious,
+    resumeCrashed,
     hooks: hookOptions,
     ...serverOptions
   } = options;
@@ -157,7 +163,7 @@ export async function startStdioMcpServer(options: StdioMcpServerOptions = {}): 
 
   try {
     let resumeSessionId = serverOptions.resumeSessionId;
-    const peeked = resumePrevious === true && resumeSessionId === undefined;
+    const peeked = (resumePrevious === true || resumeCrashed === true) && resumeSessionId === undefined;
     if (peeked) {
       const first = await peekFirstLine(input, MAX_INITIALIZE_BYTES);
       if (first.ended) inputEnded = true;
@@ -167,6 +173,7 @@ export async function startStdioMcpServer(options: StdioMcpServerOptions = {}): 
           store: runtime.store,
           clientName,
           directory: serverOptions.cwd ?? serverOptions.launchDirectory ?? process.cwd(),
+          crashedOnly: resumePrevious !== true,
         });
       }
     }

@@ -26,13 +26,15 @@ export const MAX_CLIENT_TOOL_CALL_ID_LENGTH = 256;
 
 /**
  * The id of the model's tool call that a request answers, as the client sent it in `_meta`: Claude Code's
- * `claudecode/toolUseId`, Codex's `callId`. Undefined when the client sent none (Gemini CLI sends none):
- * the server then names the call after its JSON-RPC request.
+ * `claudecode/toolUseId`, Codex's `callId`. Gemini CLI (0.61) sends no call id; the one token of its own
+ * it sends per call is `_meta.progressToken`, a fresh UUID it maps to its call internally — a string
+ * token is taken for want of a call id (a number is a JSON-RPC counter, as SDK clients send). Undefined
+ * when the client sent neither: the server then names the call after its JSON-RPC request.
  */
 export function clientToolCallId(meta: unknown): string | undefined {
   if (typeof meta !== 'object' || meta === null) return undefined;
   const record = meta as Record<string, unknown>;
-  for (const key of ['claudecode/toolUseId', 'callId']) {
+  for (const key of ['claudecode/toolUseId', 'callId', 'progressToken']) {
     const value = record[key];
     if (typeof value === 'string' && value !== '' && value.length <= MAX_CLIENT_TOOL_CALL_ID_LENGTH) {
       return value;

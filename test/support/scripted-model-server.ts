@@ -2,7 +2,8 @@
  * A scripted model endpoint on 127.0.0.1 for driving real coding-agent clients offline: it speaks the
  * Gemini API (`models/<model>:streamGenerateContent`, `:generateContent`, `:countTokens`, the shape the
  * Gemini CLI calls at `GOOGLE_GEMINI_BASE_URL`) and the OpenAI Responses API over SSE (`POST
- * /v1/responses`, what the Codex CLI calls through a model provider's `base_url`). Every request is kept,
+ * /v1/responses`, what the Codex CLI calls through a model provider's `base_url`) and the Anthropic Messages
+ * API (`POST /v1/messages`, streamed or not, what Claude Code calls at `ANTHROPIC_BASE_URL`). Every request is kept,
  * in order, so a test can assert on what the client sent the model. A script decides each main-turn
  * answer; the clients' side requests (a JSON-schema classification, a title) get a fixed answer.
  */
@@ -11,7 +12,7 @@ import type { AddressInfo } from 'node:net';
 
 /** One call to the model as the script sees it. */
 export interface ModelRequest {
-  readonly api: 'gemini' | 'responses';
+  readonly api: 'gemini' | 'responses' | 'anthropic';
   /** The request body, parsed. */
   readonly body: Record<string, unknown>;
   /** The request body as received (for substring assertions across the whole conversation). */
@@ -69,6 +70,26 @@ export async function startScriptedModelServer(script: ModelScript): Promise<Scr
         ? script(remember({ api: 'responses', body, raw, tools, turn: turns.length + 1 }))
         : { kind: 'text', text: 'ok' };
       writeResponsesStream(response, reply, `call_${++callCounter}`);
+      return;
+    }
+    if (request.method === 'POST' && path.endsWith('/messages/count_tokens')) {
+      record(false);
+      json(response, { input_tokens: 1 });
+      return;
+    }
+    if (request.method === 'POST' && path.endsWith('/messages')) {
+      const tools = anthropicToolNames(body);
+      const main = tools.length > 0;
+      record(main);
+      const reply: ModelReply = main
+        ? script(remember({ api: 'anthropic', body, raw, tools, turn: turns.length + 1 }))
+        : { kind: 'text', text: 'ok' };
+      writeAnthropicMessage(
+        response,
+        reply,
+        `toolu_${String(++callCounter).padStart(4, '0')}`,
+        body.stream === true,
+      );
       return;
     }
     const gemini = /models\/[^/:]+:(streamGenerateContent|generateContent|countTokens)$/.exec(path);
@@ -196,6 +217,66 @@ function writeResponsesStream(response: ServerResponse, reply: ModelReply, callI
 function splitNamespace(name: string): { name: string; namespace?: string } {
   const dot = name.lastIndexOf('.');
   return dot < 0 ? { name } : { namespace: name.slice(0, dot), name: name.slice(dot + 1) };
+}
+
+// ---------------------------------------------------------------- Anthropic Messages API
+
+function anthropicToolNames(body: Record<string, unknown>): string[] {
+  const tools = body.tools;
+  if (!Array.isArray(tools)) return [];
+  return (tools as Array<Record<string, unknown>>).flatMap((tool) =>
+    typeof tool.name === 'string' ? [tool.name] : [],
+  );
+}
+
+function writeAnthropicMessage(
+  response: ServerResponse,
+  reply: ModelReply,
+  id: string,
+  stream: boolean,
+): void {
+  const block =
+    reply.kind === 'tool'
+      ? { type: 'tool_use', id, name: reply.name, input: reply.args }
+      : { type: 'text', text: reply.text };
+  const stopReason = reply.kind === 'tool' ? 'tool_use' : 'end_turn';
+  const usage = {
+    input_tokens: 10,
+    output_tokens: 5,
+    cache_creation_input_tokens: 0,
+    cache_read_input_tokens: 0,
+  };
+  const message = {
+    id: `msg_${id}`,
+    type: 'message',
+    role: 'assistant',
+    model: 'claude-scripted',
+    stop_sequence: null,
+    usage,
+  };
+  if (!stream) {
+    json(response, { ...message, content: [block], stop_reason: stopReason });
+    return;
+  }
+  const start = reply.kind === 'tool' ? { ...block, input: {} } : { type: 'text', text: '' };
+  const delta =
+    reply.kind === 'tool'
+      ? { type: 'input_json_delta', partial_json: JSON.stringify(reply.args) }
+      : { type: 'text_delta', text: reply.text };
+  const events = [
+    { type: 'message_start', message: { ...message, content: [], stop_reason: null } },
+    { type: 'content_block_start', index: 0, content_block: start },
+    { type: 'content_block_delta', index: 0, delta },
+    { type: 'content_block_stop', index: 0 },
+    {
+      type: 'message_delta',
+      delta: { stop_reason: stopReason, stop_sequence: null },
+      usage: { output_tokens: 5 },
+    },
+    { type: 'message_stop' },
+  ];
+  response.writeHead(200, { 'content-type': 'text/event-stream' });
+  response.end(events.map((event) => `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`).join(''));
 }
 
 // ---------------------------------------------------------------- Gemini API

@@ -78,7 +78,8 @@ async function startBackgroundSleep(
   text: string,
 ) {
   model.push(
-    { toolCalls: [{ name: 'bash', input: { command: 'sleep 30', run_in_background: true } }] },
+    // Distinct per call: the duplicate guard answers an identical running command with its id.
+    { toolCalls: [{ name: 'bash', input: { command: `sleep 30 # ${text}`, run_in_background: true } }] },
     { text: 'Started.' },
   );
   const session = runtime.sessions.getSession(sessionId)!;

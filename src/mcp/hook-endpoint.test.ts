@@ -173,8 +173,10 @@ async function held(
 
 /** Waits until the endpoint has handled the hook's disappearance (its socket is gone on the server too). */
 async function untilServed(setup: Setup, predicate: () => boolean): Promise<void> {
-  for (let round = 0; round < 1000 && !predicate(); round += 1) {
-    await new Promise((resolve) => setImmediate(resolve));
+  // The peer check asks `ss` who connected before a request is served: wait for the condition, not turns.
+  const deadline = Date.now() + 20_000;
+  while (!predicate() && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 2));
   }
   expect(predicate()).toBe(true);
   void setup;
@@ -327,7 +329,7 @@ describe('the client-hook endpoint', () => {
     for (let index = 1; index <= total; index += 1) {
       const started = await startBackground(
         s,
-        `while [ ! -e ${go} ]; do sleep 0.02; done; exit ${index % 3}`,
+        `while [ ! -e ${go} ]; do sleep 0.02; done; exit ${index % 3} # ${index}`,
         `call-${index}`,
       );
       expect(started).toBe(false);

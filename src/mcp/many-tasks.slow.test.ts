@@ -44,13 +44,15 @@ describe('errand mcp with thousands of live tasks', () => {
 
     // Eight calls in flight at a time: the client's stdin writes stay under Node's listener warning.
     const started: Awaited<ReturnType<McpCli['call']>>[] = [];
-    const startOne = () => cli.call('bash', { command: 'read -r -N 1 _ < gate', run_in_background: true });
+    // Distinct commands: the duplicate guard answers an identical running one with its id.
+    const startOne = (slot: number) =>
+      cli.call('bash', { command: `read -r -N 1 _ < gate # ${slot}`, run_in_background: true });
     await Promise.all(
       Array.from({ length: 8 }, async () => {
         while (started.length < TASKS) {
           const slot = started.length;
           started[slot] = undefined as never;
-          started[slot] = await startOne();
+          started[slot] = await startOne(slot);
         }
       }),
     );

@@ -363,9 +363,9 @@ describe('readFileTail', () => {
     directories.push(directory);
     const file = join(directory, 'out');
     writeFileSync(file, 'abcé€z');
-    expect(readFileTail(file, 100)).toEqual({ text: 'abcé€z', totalBytes: 9 });
-    expect(readFileTail(file, 4)).toEqual({ text: '€z', totalBytes: 9 });
-    expect(readFileTail(file, 3)).toEqual({ text: 'z', totalBytes: 9 });
+    expect(readFileTail(file, 100)).toEqual({ text: 'abcé€z', totalBytes: 9, startBytes: 0 });
+    expect(readFileTail(file, 4)).toEqual({ text: '€z', totalBytes: 9, startBytes: 5 });
+    expect(readFileTail(file, 3)).toEqual({ text: 'z', totalBytes: 9, startBytes: 8 });
     expect(readFileTail(join(directory, 'missing'), 10)).toBeUndefined();
   });
 

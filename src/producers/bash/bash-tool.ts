@@ -251,7 +251,12 @@ export function createBashTool(options: BashToolOptions): BashTool {
     }
     const plan = planDeadlines(call, background);
     const sessionCwd = context.cwd ?? process.cwd();
-    const cwd = resolveWorkdir(sessionCwd, call.workdir);
+    let cwd: string;
+    try {
+      cwd = resolveWorkdir(sessionCwd, call.workdir);
+    } catch (error) {
+      return toolError(describeToolError(error));
+    }
     let reservation: DuplicateReservation | undefined;
     if (background && duplicates !== undefined && call.allow_duplicate !== true) {
       const checked = duplicates.check(context.caller, call.command, resolvePath(cwd));
@@ -287,8 +292,8 @@ export function createBashTool(options: BashToolOptions): BashTool {
       return toolError(describeToolError(error));
     }
     reservation?.bind(started.taskId);
-    // A foreground command can be moved to the background while it starts (a launcher that spawns
-    // elsewhere, the spawner sidecar, answers a moment later): runForeground sees the move at once.
+    // A foreground command can be moved to the background while it starts: runForeground sees the move
+    // at once.
     const untrackStarting = background
       ? undefined
       : foreground.track({ toolCallId: context.toolCallId, taskId: started.taskId });

@@ -227,25 +227,14 @@ export async function runMcpCommand(argv: readonly string[], io: CommandIo = pro
   const stopListening = onShutdownSignal(() => server.shutdown(), {
     onForce: () => io.stderr.write('errand mcp: stopping now without cleaning up\n'),
   });
-  // Background commands run in process groups of their own: a crash must not leave them orphaned.
-  const onCrash = (error: unknown) => {
-    io.stderr.write(
-      `errand mcp: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
-    );
-    const exit = () => process.exit(1);
-    setTimeout(exit, CRASH_CLEANUP_MS).unref();
-    server.shutdown().then(exit, exit);
-  };
-  process.once('uncaughtException', onCrash);
-  process.once('unhandledRejection', onCrash);
+  const stopCrashHandling = shutDownOnCrash(io, () => server.shutdown());
   try {
     await server.closed;
     const reason = server.closeReason();
     if (reason !== undefined) io.stderr.write(`errand mcp: the connection closed (${reason}); stopped\n`);
   } finally {
     stopListening();
-    process.off('uncaughtException', onCrash);
-    process.off('unhandledRejection', onCrash);
+    stopCrashHandling();
   }
   return 0;
 }
@@ -311,23 +300,12 @@ async function runHttpMcp(
   if (server.token === false) io.stderr.write('errand mcp: no bearer token required (--no-auth)\n');
   else if (tokenFile !== undefined) io.stderr.write(`errand mcp: bearer token written to ${tokenFile}\n`);
   else if (token === undefined) io.stderr.write(`errand mcp: bearer token ${server.token}\n`);
-  // A crash must not leave background commands orphaned: shut down first, as on stdio.
-  const onCrash = (error: unknown) => {
-    io.stderr.write(
-      `errand mcp: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
-    );
-    const exit = () => process.exit(1);
-    setTimeout(exit, CRASH_CLEANUP_MS).unref();
-    server.shutdown().then(exit, exit);
-  };
-  process.once('uncaughtException', onCrash);
-  process.once('unhandledRejection', onCrash);
+  const stopCrashHandling = shutDownOnCrash(io, () => server.shutdown());
   try {
     await server.closed;
   } finally {
     stopListening();
-    process.off('uncaughtException', onCrash);
-    process.off('unhandledRejection', onCrash);
+    stopCrashHandling();
   }
   return 0;
 }
@@ -364,3 +342,28 @@ function readTokenFile(path: unknown): string | undefined {
 
 /** How long a crashed server may spend stopping its commands before it exits anyway. */
 const CRASH_CLEANUP_MS = 10_000;
+
+/**
+ * Background commands run in process groups of their own: a crash must not leave them orphaned. An
+ * uncaught exception or rejection is written out, the server shuts down (at most `CRASH_CLEANUP_MS`),
+ * and the process exits 1. Returns what takes the handlers off again.
+ */
+function shutDownOnCrash(
+  io: { stderr: { write(text: string): unknown } },
+  shutdown: () => Promise<unknown>,
+): () => void {
+  const onCrash = (error: unknown) => {
+    io.stderr.write(
+      `errand mcp: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
+    const exit = () => process.exit(1);
+    setTimeout(exit, CRASH_CLEANUP_MS).unref();
+    shutdown().then(exit, exit);
+  };
+  process.once('uncaughtException', onCrash);
+  process.once('unhandledRejection', onCrash);
+  return () => {
+    process.off('uncaughtException', onCrash);
+    process.off('unhandledRejection', onCrash);
+  };
+}

@@ -529,6 +529,9 @@ class PtyProcessHandle implements PtyProcess {
       });
     }
     if (terminating && report?.escalated) this.#stopSignals.push('SIGKILL');
+    // Read again once the tree is gone: a refused fork can show in the counters only after the leader's
+    // exit (a fork bomb's shell often exits first), and the final counts decide how the program ended.
+    this.#limits?.check();
     let reason: PtyExitReason = this.#stopReason ?? 'completed';
     const breach = this.#limits?.breach;
     if (reason === 'completed' && breach !== undefined) reason = breach.reason;

@@ -1,5 +1,5 @@
 /**
- * A session store made of its seven parts (`parts/`) over one backend: every part shares the backend's
+ * A session store made of its eight parts (`parts/`) over one backend: every part shares the backend's
  * tables, the clock and the one transaction helper (`store-context.ts`). Both providers are this store:
  * SQLite over a file, and the in-memory store over maps in this process.
  */
@@ -7,6 +7,7 @@ import { pruneOptions as pruneOptionsDeclaration, type ResolvedSessionStoreOptio
 import { createInputLedger, pruneSettledLedger } from './parts/input-ledger.js';
 import { createMessageLog, pruneAbandonedMessages } from './parts/message-log.js';
 import { createRuntimeCommands, pruneCommands } from './parts/runtime-commands.js';
+import { createScheduleDefinitions, pruneEndedSchedules } from './parts/schedule-definitions.js';
 import { createSessionRecords, pruneClosedSessions } from './parts/session-records.js';
 import { createTaskRecords, pruneFinishedTasks } from './parts/task-records.js';
 import { createTaskSequences } from './parts/task-sequences.js';
@@ -29,6 +30,7 @@ export function composeSessionStore(
     ...createWorkflowJournal(context),
     ...createRuntimeCommands(context),
     ...createTaskSequences(context),
+    ...createScheduleDefinitions(context),
 
     transaction: (body, options) => context.write('run a transaction', () => body(), options?.durability),
     whenDurable: () => context.whenDurable(),
@@ -44,6 +46,7 @@ export function composeSessionStore(
         tasks: pruneFinishedTasks(tables, time - retention.finishedRecordMaxAgeMs),
         workflowRuns: pruneFinishedRuns(tables, time - retention.finishedRecordMaxAgeMs),
         commands: pruneCommands(tables, time - retention.commandMaxAgeMs),
+        schedules: pruneEndedSchedules(tables),
       }));
     },
 

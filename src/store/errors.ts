@@ -174,3 +174,18 @@ export class StoreStaleBranchError extends ErrandError {
     );
   }
 }
+
+/**
+ * A schedule definition that cannot be kept or armed: no prompt, not exactly one trigger, or (on a resume)
+ * one this runtime's limits refuse. Names the field and the value.
+ */
+export class ScheduleDefinitionInvalidError extends ErrandError {
+  constructor(scheduleId: string, field: string, expected: string, value: unknown) {
+    super(
+      'SCHEDULE_DEFINITION_INVALID',
+      'caller',
+      `Schedule ${JSON.stringify(scheduleId)}: expected \`${field}\` to be ${expected}, got ${describeValue(value)}`,
+      { context: { scheduleId, field, value, expected } },
+    );
+  }
+}

@@ -1,6 +1,6 @@
 /**
  * Errand's persistence: sessions, conversation messages, the input ledger, task records, workflow
- * journals, runtime commands and task sequences behind one `SessionStore` contract, implemented once
+ * journals, runtime commands, task sequences and schedule definitions behind one `SessionStore` contract, implemented once
  * (`parts/`) over two backends: a SQLite file and maps in this process.
  */
 export {
@@ -13,6 +13,7 @@ export {
   resolveErrandHome,
 } from './data-directory.js';
 export {
+  ScheduleDefinitionInvalidError,
   StoreBusyError,
   StoreClosedError,
   StoreInvalidTransitionError,
@@ -58,6 +59,7 @@ export {
   type SessionHolder,
   type SessionRecord,
   type SessionState,
+  type StoredSchedule,
   type StoredTask,
   type ToolCallContent,
   type ToolResultContent,
@@ -68,6 +70,7 @@ export {
   type WorkflowStep,
   type WorkflowStepState,
 } from './records.js';
+export { SCHEDULE_TRIGGERS } from './schedule-rules.js';
 export type {
   AdmitResult,
   AnswerCommandResult,
@@ -93,6 +96,8 @@ export type {
   RewindResult,
   RunFilter,
   RuntimeCommands,
+  ScheduleDefinitions,
+  ScheduleInput,
   SessionFilter,
   SessionPatch,
   SessionRecords,

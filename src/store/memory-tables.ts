@@ -4,7 +4,16 @@
  * rolled-back SQLite transaction. Maps, not SQLite on `:memory:`: decoding SQLite rows made every model
  * request's conversation read slower, measurably in `bench:notify` (figures in `src/store/README.md`).
  */
-import type { CommandRow, LedgerRow, MessageRow, RunRow, SessionRow, StepRow, TaskRow } from './rows.js';
+import type {
+  CommandRow,
+  LedgerRow,
+  MessageRow,
+  RunRow,
+  ScheduleRow,
+  SessionRow,
+  StepRow,
+  TaskRow,
+} from './rows.js';
 import type { StoreBackend, StoreTables } from './store-tables.js';
 
 /** The undo log of the running transaction: every change records how to take itself back. */
@@ -198,6 +207,7 @@ function createTables(log: UndoLog): StoreTables {
   const commands = new Rows<number, CommandRow>(log, byId);
   const commandCounter = new Counter(log);
   const sequences = new Rows<string, number>(log);
+  const schedules = new Rows<string, ScheduleRow>(log);
   /** Task records deleted, one by one or with their session (the SQLite schema counts them by trigger). */
   const taskDeletions = new Counter(log);
 
@@ -257,6 +267,8 @@ function createTables(log: UndoLog): StoreTables {
         for (const row of tasks.select((task) => task.sessionId === id)) deleteTask(row.scope, row.id);
         for (const row of runs.select((run) => run.sessionId === id)) deleteRun(row.runId);
         for (const row of commands.select((command) => command.sessionId === id)) commands.delete(row.id);
+        for (const row of schedules.select((schedule) => schedule.sessionId === id))
+          schedules.delete(taskKey(row.sessionId, row.id));
       },
     },
     messages: {
@@ -354,6 +366,13 @@ function createTables(log: UndoLog): StoreTables {
         commands.select((row) => row.state === 'pending' && row.createdAt < cutoff),
       selectSettledBefore: (cutoff) => commands.select((row) => (row.answeredAt ?? row.createdAt) < cutoff),
       delete: (id) => commands.delete(id),
+    },
+    schedules: {
+      get: (sessionId, id) => schedules.get(taskKey(sessionId, id)),
+      put: (row) => schedules.set(taskKey(row.sessionId, row.id), row),
+      select: (sessionId) =>
+        schedules.select((row) => sessionId === undefined || row.sessionId === sessionId),
+      delete: (sessionId, id) => void schedules.delete(taskKey(sessionId, id)),
     },
     sequences: {
       get: (kind) => sequences.get(kind) ?? 0,

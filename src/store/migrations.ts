@@ -309,6 +309,38 @@ export const MIGRATIONS: readonly Migration[] = Object.freeze([
       END;
     `,
   },
+  {
+    version: 13,
+    name: 'schedule definitions',
+    sql: `
+      -- A live schedule's definition and where it stands, so a restart re-arms it (same id, same count,
+      -- same next due time). The row goes when the schedule ends; its task record keeps the ending.
+      CREATE TABLE schedules (
+        session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        id TEXT NOT NULL,
+        schema_version INTEGER NOT NULL,
+        definition TEXT NOT NULL,
+        fired INTEGER NOT NULL CHECK (fired >= 0),
+        last_due_at INTEGER,
+        next_at INTEGER,
+        -- The firing whose automated turn started and has not ended (a crash leaves it set).
+        firing INTEGER CHECK (firing IS NULL OR firing = fired + 1),
+        -- What the model has not been told yet of firings missed or interrupted while no runtime ran it.
+        note TEXT,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (session_id, id)
+      ) STRICT, WITHOUT ROWID;
+
+      -- A schedule's count of firings only grows, whatever writes to the file.
+      CREATE TRIGGER schedules_fired_grows
+      BEFORE UPDATE OF fired ON schedules
+      WHEN NEW.fired < OLD.fired
+      BEGIN
+        SELECT RAISE(ABORT, 'schedules: a schedule''s fired count never goes back');
+      END;
+    `,
+  },
 ]);
 
 /** The newest schema version this code understands. */

@@ -285,3 +285,33 @@ export interface RuntimeCommand {
   /** When it left `pending`. */
   readonly answeredAt: number | undefined;
 }
+
+/**
+ * A live schedule as the store keeps it (`schedules`, migration 13): its definition as given and where it
+ * stands, so a runtime that opens its session again re-arms it with the same id, count and next due time.
+ * The row goes when the schedule ends; the ending is its task record's.
+ */
+export interface StoredSchedule {
+  readonly schemaVersion: RecordSchemaVersion;
+  readonly sessionId: SessionId;
+  /** The schedule's task id (`schedule-N`). */
+  readonly id: string;
+  /** The definition as it was given (the schedule producer's `ScheduleDefinition`). */
+  readonly definition: JsonObject;
+  /** Firings that ran (or were skipped by the missed-firing policy). Only grows. */
+  readonly fired: number;
+  /** When the last firing was due, epoch ms. */
+  readonly lastDueAt: number | undefined;
+  /** When the next firing is due, epoch ms; undefined for an idle-time schedule. */
+  readonly nextAt: number | undefined;
+  /**
+   * The number of the firing whose automated turn started and has not ended (always `fired + 1`); set
+   * before the turn starts, cleared with its outcome. A runtime that died mid-firing leaves it set: the
+   * next one tells the model that firing was interrupted and never runs it again.
+   */
+  readonly firing: number | undefined;
+  /** What the model has not been told yet of firings missed or interrupted while no runtime ran it. */
+  readonly note: string | undefined;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}

@@ -132,6 +132,23 @@ export interface CommandRow {
   answeredAt: number | null;
 }
 
+export interface ScheduleRow {
+  sessionId: string;
+  /** The schedule's task id (`schedule-N`): with `sessionId`, the key. */
+  id: string;
+  schemaVersion: number;
+  /** JSON of the definition as it was given. */
+  definition: string;
+  fired: number;
+  lastDueAt: number | null;
+  nextAt: number | null;
+  /** The firing whose automated turn started and has not ended, or null. */
+  firing: number | null;
+  note: string | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
 /** The scope part of a task record's key. */
 export function taskScope(sessionId: string | null | undefined): string {
   return sessionId ?? '';

@@ -1,6 +1,7 @@
 /**
- * The SessionStore contract: what the session runtime and the workflow engine persist, in seven parts
- * (sessions, messages, input ledger, task records, workflow journal, runtime commands, task sequences)
+ * The SessionStore contract: what the session runtime and the workflow engine persist, in eight parts
+ * (sessions, messages, input ledger, task records, workflow journal, runtime commands, task sequences,
+ * schedule definitions)
  * plus bounds and capabilities. Every provider (SQLite, in-memory, later durable ones) passes the same
  * conformance suite (`conformance/`).
  *
@@ -28,6 +29,7 @@ import type {
   SessionHolder,
   SessionRecord,
   SessionState,
+  StoredSchedule,
   StoredTask,
   WorkflowRun,
   WorkflowRunStatus,
@@ -421,6 +423,45 @@ export interface RuntimeCommands {
   expireCommands(createdBefore: number): RuntimeCommand[];
 }
 
+// ---- schedule definitions -----------------------------------------------------------------------
+
+/** A live schedule's row as a caller writes it (`saveSchedule`). */
+export interface ScheduleInput {
+  /** Must name an existing session. */
+  readonly sessionId: SessionId | string;
+  /** The schedule's task id, `schedule-N`. */
+  readonly id: string;
+  /** A JSON object with a non-empty `prompt` and exactly one of `at`, `in_ms`, `every_ms`, `cron`, `idle_ms`. */
+  readonly definition: JsonObject;
+  /** Never below the stored count. */
+  readonly fired: number;
+  readonly lastDueAt?: number | undefined;
+  readonly nextAt?: number | undefined;
+  /** Set only as `fired + 1`: the firing whose automated turn starts now. */
+  readonly firing?: number | undefined;
+  readonly note?: string | undefined;
+  /** Default: kept from the stored row, else now. */
+  readonly createdAt?: number | undefined;
+}
+
+/**
+ * Schedule definitions: the live schedules of each session, so a restart resumes them. Written by the
+ * schedule producer at the start, before and after each firing; removed when the schedule ends.
+ */
+export interface ScheduleDefinitions {
+  /**
+   * Inserts or replaces the schedule's row. `STORE_RECORD_NOT_FOUND` for an unknown session,
+   * `SCHEDULE_DEFINITION_INVALID` for a definition without a prompt or with not exactly one trigger,
+   * `STORE_INVALID_TRANSITION` when `fired` would go back; `INVALID_ARGUMENT` names any other bad field.
+   */
+  saveSchedule(input: ScheduleInput, options?: { readonly durability?: StoreDurability }): StoredSchedule;
+  getSchedule(sessionId: string, id: string): StoredSchedule | undefined;
+  /** Live schedules of one session (every session when `sessionId` is undefined), oldest first. */
+  listSchedules(sessionId?: string): StoredSchedule[];
+  /** Removes the row; false when there was none. */
+  removeSchedule(sessionId: string, id: string): boolean;
+}
+
 // ---- task id sequences ----------------------------------------------------------------------------
 
 /** Sequence numbers of one task kind reserved for one task service, both ends included. */
@@ -460,6 +501,8 @@ export interface PruneResult {
   readonly tasks: number;
   readonly workflowRuns: number;
   readonly commands: number;
+  /** Schedule rows whose task record ended or is gone (the producer removes its own row as it ends). */
+  readonly schedules: number;
 }
 
 // ---- capabilities ---------------------------------------------------------------------------------
@@ -503,7 +546,8 @@ export interface SessionStore
     TaskRecords,
     WorkflowJournal,
     RuntimeCommands,
-    TaskSequences {
+    TaskSequences,
+    ScheduleDefinitions {
   readonly capabilities: StoreCapabilities;
   /**
    * Runs `body` — calls on this store — as one write: every change it makes is kept, or none is (a throw

@@ -8,7 +8,16 @@ import type Database from 'better-sqlite3';
 import { TASK_STATUSES } from '../tasks/index.js';
 import { StoreBusyError, StoreUnavailableError, type StoreUnavailableReason } from './errors.js';
 import { LEDGER_ENTRY_STATES } from './records.js';
-import type { CommandRow, LedgerRow, MessageRow, RunRow, SessionRow, StepRow, TaskRow } from './rows.js';
+import type {
+  CommandRow,
+  LedgerRow,
+  MessageRow,
+  RunRow,
+  ScheduleRow,
+  SessionRow,
+  StepRow,
+  TaskRow,
+} from './rows.js';
 import type { StoreCapabilities } from './session-store.js';
 import { createCommitPolicy } from './sqlite-commits.js';
 import type { StoreBackend, StoreTables } from './store-tables.js';
@@ -126,6 +135,20 @@ const COMMAND_FIELDS: Fields<CommandRow> = {
   reason: true,
   createdAt: true,
   answeredAt: true,
+};
+
+const SCHEDULE_FIELDS: Fields<ScheduleRow> = {
+  sessionId: true,
+  id: true,
+  schemaVersion: true,
+  definition: true,
+  fired: true,
+  lastDueAt: true,
+  nextAt: true,
+  firing: true,
+  note: true,
+  createdAt: true,
+  updatedAt: true,
 };
 
 function column(field: string): string {
@@ -471,6 +494,23 @@ function commandTable(prepare: Prepare): StoreTables['commands'] {
   };
 }
 
+function scheduleTable(prepare: Prepare): StoreTables['schedules'] {
+  const columns = select(SCHEDULE_FIELDS);
+  const get = prepare<[string, string], ScheduleRow>(
+    `SELECT ${columns} FROM schedules WHERE session_id = ? AND id = ?`,
+  );
+  const put = putter(prepare, 'schedules', SCHEDULE_FIELDS, ['sessionId', 'id']);
+  const ofSession = prepare<[string], ScheduleRow>(`SELECT ${columns} FROM schedules WHERE session_id = ?`);
+  const all = prepare<[], ScheduleRow>(`SELECT ${columns} FROM schedules`);
+  const remove = prepare<[string, string]>('DELETE FROM schedules WHERE session_id = ? AND id = ?');
+  return {
+    get: (sessionId, id) => get.get(sessionId, id),
+    put,
+    select: (sessionId) => (sessionId === undefined ? all.all() : ofSession.all(sessionId)),
+    delete: (sessionId, id) => void remove.run(sessionId, id),
+  };
+}
+
 function sequenceTable(prepare: Prepare): StoreTables['sequences'] {
   const get = prepare<[string], { last: number }>('SELECT last FROM task_sequences WHERE kind = ?');
   const set = prepare<[string, number]>(
@@ -530,6 +570,7 @@ export function createSqliteBackend(
       steps: stepTable(prepare),
       commands: commandTable(prepare),
       sequences: sequenceTable(prepare),
+      schedules: scheduleTable(prepare),
     },
     capabilities: options.capabilities,
     transaction: (body, durability) => commits.transaction(body, durability),

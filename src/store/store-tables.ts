@@ -6,7 +6,16 @@
  *
  * Only the parts call a table, and only inside `StoreContext.read` or `StoreContext.write`.
  */
-import type { CommandRow, LedgerRow, MessageRow, RunRow, SessionRow, StepRow, TaskRow } from './rows.js';
+import type {
+  CommandRow,
+  LedgerRow,
+  MessageRow,
+  RunRow,
+  ScheduleRow,
+  SessionRow,
+  StepRow,
+  TaskRow,
+} from './rows.js';
 import type { StoreCapabilities, StoreDurability } from './session-store.js';
 
 /**
@@ -22,7 +31,7 @@ export interface SessionTable {
   put(row: SessionRow, previous?: SessionRow): void;
   /** Any order; `null` is "any". */
   select(parentId: string | null, state: string | null): SessionRow[];
-  /** Removes the session with every record of it: messages, ledger entries, task records, runs, commands. */
+  /** Removes the session with every record of it: messages, ledger entries, task records, runs, commands, schedules. */
   delete(id: string): void;
 }
 
@@ -126,6 +135,14 @@ export interface CommandTable {
   delete(id: number): void;
 }
 
+export interface ScheduleTable {
+  get(sessionId: string, id: string): ScheduleRow | undefined;
+  put(row: ScheduleRow, previous?: ScheduleRow): void;
+  /** Any order; `sessionId` `undefined` is every session. */
+  select(sessionId: string | undefined): ScheduleRow[];
+  delete(sessionId: string, id: string): void;
+}
+
 export interface SequenceTable {
   /** The highest number reserved for `kind`, 0 when none was. */
   get(kind: string): number;
@@ -143,6 +160,7 @@ export interface StoreTables {
   readonly steps: StepTable;
   readonly commands: CommandTable;
   readonly sequences: SequenceTable;
+  readonly schedules: ScheduleTable;
 }
 
 /** Where a store keeps its tables, and how it makes one change all-or-nothing. */

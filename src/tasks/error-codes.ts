@@ -26,6 +26,7 @@ export const ERRAND_ERROR_CODES = [
   // Schedules, readiness waits and automated turns.
   'INVALID_CRON',
   'INVALID_TIME_ZONE',
+  'SCHEDULE_DEFINITION_INVALID',
   'SCHEDULE_LIMIT',
   'SCHEDULE_NEEDS_SESSION',
   'TOOL_NOT_ALLOWED_IN_AUTOMATED_TURN',

@@ -100,6 +100,7 @@ export function describeBounds(openStore: OpenSessionStore): void {
         tasks: 0,
         workflowRuns: 0,
         commands: 0,
+        schedules: 0,
       });
       expect(harness.store.listSessions().map((session) => session.id)).toEqual(['active', 'c3']);
       for (const id of ['c1', 'c2']) {
@@ -221,6 +222,7 @@ export function describeBounds(openStore: OpenSessionStore): void {
         tasks: 0,
         workflowRuns: 0,
         commands: 0,
+        schedules: 0,
       });
       expect(harness.store.listQueued('s')).toHaveLength(1);
       const error = expectErrandError(

@@ -9,6 +9,7 @@ import type { OpenSessionStore } from './harness.js';
 import { describeInputLedger } from './input-ledger.js';
 import { describeLedgerModel } from './ledger-model.js';
 import { describeRuntimeCommands } from './runtime-commands.js';
+import { describeSchedules } from './schedules.js';
 import { describeSessionsAndMessages } from './sessions-and-messages.js';
 import { describeTasksAndWorkflows } from './tasks-and-workflows.js';
 
@@ -31,6 +32,7 @@ export function describeSessionStoreConformance(
     describe('tasks', () => describeTasksAndWorkflows(openStore));
     describe('bounds', () => describeBounds(openStore));
     describe('runtime commands', () => describeRuntimeCommands(openStore));
+    describe('schedule definitions', () => describeSchedules(openStore));
     describeLedgerModel(openStore, options.modelRuns ?? 100);
   });
 }

@@ -52,12 +52,14 @@ import {
   resolveDatabaseFile,
   resolveErrandHome,
   type SessionStore,
+  type StoredTask,
 } from '../store/index.js';
 import {
   consoleLogger,
   createTrustedCaller,
   emitWarningLogger,
   type Logger,
+  type Owner,
   parseTaskId,
   systemClock,
   type TaskSnapshot,
@@ -273,6 +275,9 @@ async function assembleRuntime(
               ? notifyingSchedulePort(session)
               : scheduleSessionPort(session, automatedTurns);
           },
+          // Definitions live in the store: a resumed session re-arms its live schedules from them.
+          store,
+          logger,
           ...options.schedules,
         });
   const scheduleTools = schedules === undefined ? [] : [createScheduleTool(schedules)];
@@ -344,6 +349,9 @@ async function assembleRuntime(
     },
     reconcile: {
       adoptDurable: durableAdopter(bash, source, logger),
+      ...(schedules === undefined
+        ? {}
+        : { adoptSchedule: (record: StoredTask, owner: Owner) => schedules.resume(record, owner) }),
       processSource: source,
       killGraceMs: executor.options.killGraceMs,
     },

@@ -89,6 +89,12 @@ export interface ReconcileContext {
    * nothing can (no producer for its kind). Absent: durable tasks are treated as non-durable.
    */
   readonly adoptDurable?: (record: StoredTask, owner: Owner) => boolean;
+  /**
+   * Re-arms a live schedule for the resumed session's owner from its stored definition (the schedule
+   * producer's `resume`); false when there is none. Absent: a live schedule record is left to the
+   * caller, which marks it lost.
+   */
+  readonly adoptSchedule?: (record: StoredTask, owner: Owner) => boolean;
 }
 
 /** What reconciling decided: the records taken over, and the step that registers them once the session is open. */
@@ -101,6 +107,7 @@ export interface Reconciliation {
 
 type Decision =
   | { readonly kind: 'adopt' }
+  | { readonly kind: 'schedule' }
   | { readonly kind: 'stop'; readonly recognition: RunningRecognition }
   | { readonly kind: 'settle'; readonly outcome: TaskOutcome }
   | { readonly kind: 'lost'; readonly lostCase: LostCase };
@@ -114,11 +121,18 @@ const reconciler = createTrustedCaller('reconcile');
  * and returns the rest to adopt. Call it after the session is acquired and before it is opened.
  */
 export function reconcileSessionTasks(sessionId: string, context: ReconcileContext): Reconciliation {
-  const live = context.store
-    .listTasks({ sessionId, statuses: ['running', 'stopping'] })
-    .filter((record) => record.process !== undefined || record.durable);
+  const records = context.store.listTasks({ sessionId, statuses: ['running', 'stopping'] });
+  const live = records.filter((record) => record.process !== undefined || record.durable);
   const plans: Array<{ record: StoredTask; decision: Decision }> = [];
   const untouched: string[] = [];
+  // A schedule ran inside the runtime that stopped; its definition in the store re-arms it.
+  if (context.adoptSchedule !== undefined) {
+    for (const record of records) {
+      if (record.kind !== 'schedule' || record.process !== undefined || record.durable) continue;
+      if (context.store.getSchedule(sessionId, record.id) === undefined) continue;
+      plans.push({ record, decision: { kind: 'schedule' } });
+    }
+  }
   for (const record of live) {
     if (record.durable && context.adoptDurable === undefined) {
       // Nothing here can re-attach it, and it may well run on: it is neither stopped nor called lost.
@@ -276,8 +290,42 @@ function writeLost(record: StoredTask, lostCase: LostCase, context: ReconcileCon
   }
 }
 
+/** A live schedule that could not be re-armed: its record settles lost, its definition goes. */
+function writeLostSchedule(record: StoredTask, context: ReconcileContext): void {
+  try {
+    context.store.transaction(() => {
+      context.store.upsertTask({
+        ...taskRecordInput(record),
+        status: 'lost',
+        error: SCHEDULE_NOT_RESUMED_ERROR,
+        endedAt: record.endedAt ?? context.clock.now(),
+      });
+      context.store.removeSchedule(record.sessionId ?? '', record.id);
+    });
+  } catch (error) {
+    context.logger.warn(`schedule ${record.id}: recording that it is lost failed`, {
+      error: messageOf(error),
+    });
+  }
+}
+
+const SCHEDULE_NOT_RESUMED_ERROR =
+  'The runtime that ran this schedule stopped, and the one that resumed its session could not re-arm it from its stored definition; it fires no more.';
+
 /** Re-registers one taken-over record; if registering fails, its record is settled in the store directly. */
 function take(record: StoredTask, decision: Decision, owner: Owner, context: ReconcileContext): void {
+  if (decision.kind === 'schedule') {
+    let resumed = false;
+    try {
+      resumed = context.adoptSchedule?.(record, owner) === true;
+    } catch (error) {
+      context.logger.warn(`schedule ${record.id}: re-arming it after the restart failed`, {
+        error: messageOf(error),
+      });
+    }
+    if (!resumed) writeLostSchedule(record, context);
+    return;
+  }
   if (decision.kind === 'adopt') {
     if (!context.adoptDurable?.(record, owner)) {
       writeLost(record, 'unrecognizable', context);

@@ -46,12 +46,14 @@ export function notifyingSchedulePort(session: Session): ScheduleSessionPort {
         if (event.type === 'state') listener(event.state);
       });
     },
-    async runAutomatedTurn({ scheduleId, instruction, firing }) {
+    async runAutomatedTurn({ scheduleId, instruction, firing, note }) {
       const text = [
         '<task-notification>',
         `<task-id>${escapeXmlText(scheduleId)}</task-id>`,
         '<status>fired</status>',
         `<summary>${escapeXmlText(instruction)}</summary>`,
+        // Firings missed or interrupted while no runtime ran the schedule: told once, with this firing.
+        ...(note === undefined ? [] : [`<note>${escapeXmlText(note)}</note>`]),
         '<collect>A schedule you set fired: do what it asks now. Stop it with task_kill.</collect>',
         '</task-notification>',
       ].join('\n');

@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { runtimeForTest, settleEventLoop } from '../../test/support/session.js';
 import { ScheduleProducer } from '../producers/schedule/index.js';
+import { createMemorySessionStore, type SessionStore, taskRecordInput } from '../store/index.js';
 import { createManualClock, createTrustedCaller, type ManualClock } from '../tasks/index.js';
 import type { ScriptedStep } from '../testing/index.js';
 import { AutomatedTurns, createTaskTools, defineTool } from '../tools/index.js';
@@ -232,5 +233,153 @@ describe('scheduled tasks', () => {
     expect(skipped.status).toBe('completed');
     expect(skipped.detail.summary).toContain('missed-firing policy "skip": skipped');
     expect(automatedPrompts(skipping.session)).toHaveLength(0);
+  });
+});
+
+describe('scheduled tasks across a restart (definitions in the store)', () => {
+  const start = 1_800_000_000_000;
+
+  /** A runtime on `store` whose sessions' schedules live in it, and resume from it. */
+  function runtimeOn(store: SessionStore, clock: ManualClock, steps: ScriptedStep[]) {
+    const automated = new AutomatedTurns();
+    let schedules: ScheduleProducer | undefined;
+    const { runtime, model, logger } = runtimeForTest(steps, {
+      store,
+      tools: () => automated.gateAll([]),
+      reconcile: { adoptSchedule: (record, owner) => schedules?.resume(record, owner) ?? false },
+    });
+    schedules = new ScheduleProducer({
+      tasks: runtime.tasks,
+      sessionOf: (owner) => {
+        const session = runtime.getSession(owner.sessionId);
+        return session?.owner === owner ? scheduleSessionPort(session, automated) : undefined;
+      },
+      minIntervalMs: 1000,
+      clock,
+      store,
+      logger,
+    });
+    cleanups.push(() => runtime.dispose());
+    return { runtime, model, schedules, logger };
+  }
+
+  it('keeps the definition in the store while it runs, resumes it after a clean exit, and removes it at the end', async () => {
+    const store = createMemorySessionStore();
+    const clock = createManualClock(start);
+    const first = runtimeOn(store, clock, [{ text: 'one' }]);
+    const session = first.runtime.createSession();
+    await first.schedules.start(
+      { prompt: 'Check the deploy.', every_ms: 2000, times: 3 },
+      { owner: session.owner },
+    );
+    expect(store.getSchedule(session.id, 'schedule-1')).toMatchObject({
+      fired: 0,
+      nextAt: start + 2000,
+      firing: undefined,
+      definition: { prompt: 'Check the deploy.', every_ms: 2000, times: 3 },
+    });
+    await advance(clock, session, 2000, 1);
+    expect(store.getSchedule(session.id, 'schedule-1')).toMatchObject({ fired: 1, nextAt: start + 4000 });
+    // A clean exit lets go of the schedule: its record stays live, its definition stays.
+    await first.runtime.dispose();
+    expect(store.getTask('schedule-1', session.id)?.status).toBe('running');
+
+    const second = runtimeOn(store, clock, [{ text: 'two' }, { text: 'three' }]);
+    const resumed = second.runtime.resumeSession(session.id);
+    await settleEventLoop(5);
+    expect(second.runtime.tasks.list(trusted).find((task) => task.id === 'schedule-1')?.status).toBe(
+      'running',
+    );
+    await advance(clock, resumed, 2000, 2);
+    await advance(clock, resumed, 2000, 3);
+    const prompts = automatedPrompts(resumed).map((message) => JSON.stringify(message.content));
+    expect(prompts.map((prompt) => /fired \((\d) of 3/.exec(prompt)?.[1])).toEqual(['1', '2', '3']);
+    const done = await resumed.tasks.wait('schedule-1', 1000, trusted);
+    expect(done).toMatchObject({ status: 'completed', detail: { fired: 3 } });
+    await vi.waitFor(() => expect(store.getSchedule(session.id, 'schedule-1')).toBeUndefined());
+    expect(second.model.requests).toHaveLength(2);
+  });
+
+  it('tells a firing its runtime died in as interrupted, once, and never runs it again', async () => {
+    const store = createMemorySessionStore();
+    const clock = createManualClock(start + 2500);
+    // What a runtime killed during firing 1 (due at +2 s) left: the record live, the firing in progress.
+    store.createSession({ id: 'session-died', cwd: '/' });
+    store.upsertTask({
+      id: 'schedule-1',
+      sessionId: 'session-died',
+      kind: 'schedule',
+      label: 'schedule: Check.',
+      status: 'running',
+      detail: {},
+      isBackgrounded: true,
+      branchGeneration: 0,
+      startedAt: start,
+      reported: false,
+    });
+    store.saveSchedule({
+      sessionId: 'session-died',
+      id: 'schedule-1',
+      definition: { prompt: 'Check.', every_ms: 2000, times: 3 },
+      fired: 0,
+      firing: 1,
+      lastDueAt: start + 2000,
+      nextAt: start + 4000,
+      createdAt: start,
+    });
+    const { runtime, model } = runtimeOn(store, clock, [{ text: 'two' }, { text: 'three' }]);
+    const session = runtime.resumeSession('session-died');
+    await settleEventLoop(5);
+    expect(store.getSchedule('session-died', 'schedule-1')).toMatchObject({
+      fired: 1,
+      firing: undefined,
+      note: expect.stringContaining('Firing 1 was interrupted'),
+    });
+    await advance(clock, session, 1500, 1);
+    await advance(clock, session, 2000, 2);
+    const prompts = automatedPrompts(session).map((message) => JSON.stringify(message.content));
+    expect(prompts.map((prompt) => /fired \((\d) of 3/.exec(prompt)?.[1])).toEqual(['2', '3']);
+    expect(prompts[0]).toContain('Firing 1 was interrupted');
+    expect(prompts[1]).not.toContain('interrupted');
+    expect(model.requests).toHaveLength(2);
+    expect((await session.tasks.wait('schedule-1', 1000, trusted)).status).toBe('completed');
+  });
+
+  it('does not resume a schedule that was killed, nor one being stopped while no runtime held it', async () => {
+    const store = createMemorySessionStore();
+    const clock = createManualClock(start);
+    const first = runtimeOn(store, clock, []);
+    const session = first.runtime.createSession();
+    await first.schedules.start({ prompt: 'Ping.', every_ms: 1000 }, { owner: session.owner });
+    await first.schedules.start({ prompt: 'Pong.', every_ms: 1000 }, { owner: session.owner });
+    await session.tasks.kill('schedule-1', session.owner, 'no longer needed');
+    await vi.waitFor(() => expect(store.getSchedule(session.id, 'schedule-1')).toBeUndefined());
+    await first.runtime.dispose();
+    // A person's Stop from another process while no runtime held the session.
+    const record = store.getTask('schedule-2', session.id)!;
+    store.upsertTask({ ...taskRecordInput(record), status: 'stopping' });
+
+    const second = runtimeOn(store, clock, []);
+    const resumed = second.runtime.resumeSession(session.id);
+    await vi.waitFor(() => expect(store.getTask('schedule-2', session.id)?.status).toBe('killed'));
+    expect(store.getTask('schedule-1', session.id)?.status).toBe('killed');
+    await advance(clock, resumed, 10_000);
+    expect(automatedPrompts(resumed)).toHaveLength(0);
+    await vi.waitFor(() => expect(store.listSchedules(session.id)).toEqual([]));
+  });
+
+  it('marks a live schedule lost when the resuming runtime cannot re-arm it', async () => {
+    const store = createMemorySessionStore();
+    const clock = createManualClock(start);
+    const first = runtimeOn(store, clock, []);
+    const session = first.runtime.createSession();
+    await first.schedules.start({ prompt: 'Ping.', every_ms: 1000 }, { owner: session.owner });
+    await first.runtime.dispose();
+    // A runtime without schedules: nothing re-arms it, so it is not left running in the store.
+    const { runtime } = runtimeForTest([], { store });
+    cleanups.push(() => runtime.dispose());
+    runtime.resumeSession(session.id);
+    expect(store.getTask('schedule-1', session.id)?.status).toBe('lost');
+    expect(store.prune().schedules).toBe(1);
   });
 });

@@ -65,6 +65,12 @@ export const reconcileOptions = defineOptions('createSessionRuntime', {
    * wires it). Absent: durable tasks are left as they are, neither stopped nor called lost.
    */
   adoptDurable: option.func<(record: StoredTask, owner: Owner) => boolean>(),
+  /**
+   * Re-arms a live schedule for a resumed session from its stored definition (the schedule producer's
+   * `resume`; `createErrandRuntime` wires it); false when the store holds no definition for it. Absent:
+   * a schedule an earlier runtime left live is marked lost.
+   */
+  adoptSchedule: option.func<(record: StoredTask, owner: Owner) => boolean>(),
   /** Where processes are looked up. Default /proc. */
   processSource: option.shaped<ProcessSource>('a process source', ['read']),
   /** SIGTERM → SIGKILL grace when a leftover tree is stopped, 1 to 600000 ms. Default 2000. */

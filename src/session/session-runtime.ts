@@ -413,6 +413,7 @@ export class SessionRuntime {
       logger: this.#options.logger,
       killGraceMs: options.killGraceMs ?? 2000,
       ...(options.adoptDurable === undefined ? {} : { adoptDurable: options.adoptDurable }),
+      ...(options.adoptSchedule === undefined ? {} : { adoptSchedule: options.adoptSchedule }),
     };
   }
 

@@ -10,12 +10,22 @@
  * Idle-time schedules count from the moment the session became idle; any turn restarts the count.
  */
 import {
+  type JsonObject,
+  ScheduleDefinitionInvalidError,
+  type ScheduleInput,
+  type StoreDurability,
+  type StoredSchedule,
+} from '../../store/index.js';
+import {
   type CancelTimer,
   type Clock,
   ErrandError,
   InvalidArgumentError,
+  type Logger,
   type Owner,
   systemClock,
+  type TaskId,
+  type TaskOutcome,
   type TaskService,
   type TaskSnapshot,
 } from '../../tasks/index.js';
@@ -70,7 +80,23 @@ export interface ScheduleSessionPort {
     readonly firing: number;
     /** The definition's own prompt, without the automated turn's framing. */
     readonly instruction: string;
+    /**
+     * What the model was not told yet of firings missed or interrupted while no runtime ran the schedule
+     * (already in `prompt`; a port that does not send `prompt` tells it beside `instruction`).
+     */
+    readonly note?: string | undefined;
   }): Promise<string>;
+}
+
+/**
+ * Where a producer keeps its schedules' definitions so a restart resumes them (the session store's
+ * `ScheduleDefinitions` part). Written at the start, before each firing's turn (the firing in progress),
+ * after it (the count and the next due time), and removed once the schedule's ending is recorded.
+ */
+export interface ScheduleStore {
+  saveSchedule(input: ScheduleInput, options?: { readonly durability?: StoreDurability }): unknown;
+  getSchedule(sessionId: string, id: string): StoredSchedule | undefined;
+  removeSchedule(sessionId: string, id: string): boolean;
 }
 
 export const scheduleProducerOptions = defineOptions('createScheduleProducer', {
@@ -86,6 +112,10 @@ export const scheduleProducerOptions = defineOptions('createScheduleProducer', {
   /** Characters of a prompt, 1 to 100000. Default 4000. */
   maxPromptChars: option.integer({ min: 1, max: 100_000, default: 4000 }),
   clock: option.clock({ default: systemClock }),
+  /** Where definitions live so a restart resumes them. Absent: schedules end with their runtime. */
+  store: option.shaped<ScheduleStore>('a ScheduleStore', ['saveSchedule', 'getSchedule', 'removeSchedule']),
+  /** Where a failed store write is reported. Default: none. */
+  logger: option.shaped<Logger>('a Logger', ['warn']),
 });
 
 export type ScheduleProducerOptions = OptionsInput<typeof scheduleProducerOptions.rules>;
@@ -211,7 +241,26 @@ export interface StartScheduleOptions {
     readonly fired: number;
     readonly lastDueAt: number | undefined;
     readonly createdAt: number;
+    /** The firing whose automated turn was running when the last runtime stopped (told as interrupted). */
+    readonly firing?: number | undefined;
+    /** What the model was not told yet (told with the next firing, or with the ending). */
+    readonly note?: string | undefined;
   };
+}
+
+/** What a resumed schedule tells of a firing whose automated turn its last runtime did not finish. */
+export function interruptedFiringNote(firing: number): string {
+  return `Firing ${firing} was interrupted: the runtime stopped while its automated turn ran, so its outcome is unknown; it is not run again.`;
+}
+
+/** How a running schedule writes where it stands (through the producer's `store`). */
+interface ScheduleWrites {
+  save(
+    fields: Pick<ScheduleInput, 'fired' | 'lastDueAt' | 'nextAt' | 'firing' | 'note'>,
+    durability: StoreDurability,
+  ): void;
+  /** The schedule ended (its ending is being recorded): its definition goes. */
+  forget(): void;
 }
 
 export class ScheduleProducer {
@@ -223,6 +272,77 @@ export class ScheduleProducer {
     this.#options = scheduleProducerOptions.resolve(options);
     this.tasks = this.#options.tasks;
     this.#clock = this.#options.clock;
+  }
+
+  /**
+   * Re-arms a schedule an earlier runtime left live, from its stored definition: the same id, count and
+   * due times. A firing that was running when that runtime stopped counts as fired and is told as
+   * interrupted, never run again; firings that came due meanwhile get the missed-firing policy, told once.
+   * A record that was being stopped (`stopping`) ends `killed`; a definition this producer's limits refuse
+   * ends `failed` with `SCHEDULE_DEFINITION_INVALID`. False when the store holds no row for it.
+   */
+  resume(
+    record: { readonly id: string; readonly status: string; readonly label: string },
+    owner: Owner,
+  ): boolean {
+    const store = this.#options.store;
+    const row = store?.getSchedule(owner.sessionId, record.id);
+    if (store === undefined || row === undefined) return false;
+    const definition = row.definition as unknown as ScheduleDefinition;
+    const settle = (outcome: TaskOutcome<ScheduleFacts>) => {
+      this.tasks
+        .start<ScheduleFacts>({
+          kind: 'schedule',
+          label: record.label,
+          owner,
+          background: true,
+          resumeId: record.id as TaskId,
+          detail: { scheduleDefinition: definition, fired: row.fired },
+          run: () => ({ cancel: () => {}, done: Promise.resolve(outcome) }),
+        })
+        .then(
+          () => this.#forget(store, row.sessionId, row.id),
+          (error: unknown) => this.#warn(`schedule ${row.id}: settling it after the restart failed`, error),
+        );
+    };
+    if (record.status === 'stopping') {
+      settle({
+        status: 'killed',
+        output: `${row.id} was stopped while no runtime held it: fired ${row.fired}.`,
+        error: 'Stopped while no runtime held it.',
+        detail: { reason: 'cancelled', fired: row.fired, nextAt: null } as never,
+      });
+      return true;
+    }
+    try {
+      planSchedule(definition, this.#options, row.createdAt);
+    } catch (error) {
+      const context = error instanceof ErrandError ? error.context : {};
+      const invalid = new ScheduleDefinitionInvalidError(
+        row.id,
+        typeof context.field === 'string' ? context.field : 'definition',
+        typeof context.expected === 'string' ? context.expected : 'a definition this runtime accepts',
+        context.value,
+      );
+      settle({
+        status: 'failed',
+        error: `Not resumed after the restart: ${invalid.message}`,
+        detail: { errorCode: invalid.code, fired: row.fired, nextAt: null } as never,
+      });
+      return true;
+    }
+    this.start(definition, {
+      owner,
+      resume: {
+        id: row.id,
+        fired: row.fired,
+        lastDueAt: row.lastDueAt,
+        createdAt: row.createdAt,
+        firing: row.firing,
+        note: row.note,
+      },
+    }).catch((error: unknown) => this.#warn(`schedule ${row.id}: resuming it failed`, error));
+    return true;
   }
 
   /** Checks the definition, registers a `schedule` task and arms its first firing. */
@@ -246,6 +366,8 @@ export class ScheduleProducer {
       throw new ScheduleLimitError(options.owner.sessionId, this.#options.maxSchedulesPerSession);
     }
     const label = definition.label ?? `schedule: ${definition.prompt.replace(/\s+/g, ' ').slice(0, 80)}`;
+    const store = this.#options.store;
+    const createdAt = options.resume?.createdAt ?? now;
     return this.tasks.start<ScheduleFacts>({
       kind: 'schedule',
       label,
@@ -253,8 +375,44 @@ export class ScheduleProducer {
       background: true,
       ...(options.resume === undefined ? {} : { resumeId: options.resume.id as never }),
       detail: { scheduleDefinition: definition, fired: options.resume?.fired ?? 0 },
-      run: (context) => runSchedule(planned, session, this.#clock, context, options.resume, now),
+      run: (context) => {
+        const writes: ScheduleWrites = {
+          save: (fields, durability) => {
+            if (store === undefined) return;
+            try {
+              store.saveSchedule(
+                {
+                  sessionId: options.owner.sessionId,
+                  id: context.taskId,
+                  definition: definition as unknown as JsonObject,
+                  createdAt,
+                  ...fields,
+                },
+                { durability },
+              );
+            } catch (error) {
+              this.#warn(`schedule ${context.taskId}: saving where it stands failed`, error);
+            }
+          },
+          forget: () => {
+            if (store !== undefined) this.#forget(store, options.owner.sessionId, context.taskId);
+          },
+        };
+        return runSchedule(planned, session, this.#clock, context, options.resume, now, writes);
+      },
     });
+  }
+
+  #forget(store: ScheduleStore, sessionId: string, id: string): void {
+    try {
+      store.removeSchedule(sessionId, id);
+    } catch (error) {
+      this.#warn(`schedule ${id}: removing its definition failed (prune removes it later)`, error);
+    }
+  }
+
+  #warn(message: string, error: unknown): void {
+    this.#options.logger?.warn(message, { error: error instanceof Error ? error.message : String(error) });
   }
 }
 
@@ -275,6 +433,11 @@ function describeWhen(planned: PlannedSchedule): string {
 
 type RunContext = Parameters<Parameters<TaskService['start']>[0]['run']>[0];
 
+function joinNotes(...notes: (string | undefined)[]): string | undefined {
+  const given = notes.filter((note): note is string => note !== undefined && note !== '');
+  return given.length === 0 ? undefined : given.join(' ');
+}
+
 function runSchedule(
   planned: PlannedSchedule,
   session: ScheduleSessionPort,
@@ -282,19 +445,28 @@ function runSchedule(
   context: RunContext,
   resume: StartScheduleOptions['resume'],
   now: number,
+  writes: ScheduleWrites,
 ) {
   const id = context.taskId;
-  let fired = resume?.fired ?? 0;
+  // A firing whose turn the last runtime did not finish counts as fired: it is told, never run again.
+  let fired = Math.max(resume?.fired ?? 0, resume?.firing ?? 0);
   let lastDueAt = resume?.lastDueAt;
   let stopped = false;
   let firing = false;
   let cancelTimer: CancelTimer = () => {};
   let stopIdleWatch: () => void = () => {};
   let missedNote: string | undefined;
+  /** What the model was not told yet: with the next firing's prompt, or with the ending. */
+  let untold = joinNotes(
+    resume?.note,
+    resume?.firing === undefined ? undefined : interruptedFiringNote(resume.firing),
+  );
+  let nextDue: number | undefined;
   type Ending = {
-    status: 'completed' | 'killed';
-    output: string;
-    detail: ScheduleFacts & { notificationLane: 'quiet' };
+    status: 'completed' | 'killed' | 'lost';
+    output?: string;
+    error?: string;
+    detail: ScheduleFacts & { notificationLane?: 'quiet'; detached?: true };
   };
   let resolveDone!: (outcome: Ending) => void;
   const done = new Promise<Ending>((resolve) => {
@@ -310,7 +482,21 @@ function runSchedule(
     return undefined;
   };
 
+  /** Where the schedule stands, into the store (immediate: a firing must never run twice). */
+  const save = (extra: { firing?: number } = {}, durability: StoreDurability = 'immediate') =>
+    writes.save(
+      {
+        fired,
+        lastDueAt,
+        nextAt: nextDue,
+        ...(extra.firing === undefined ? {} : { firing: extra.firing }),
+        note: untold,
+      },
+      durability,
+    );
+
   const publish = (nextAt: number | undefined, lastOutcome?: string) => {
+    nextDue = nextAt;
     const next =
       nextAt === undefined
         ? planned.kind === 'idle'
@@ -323,7 +509,7 @@ function runSchedule(
       lastFiredAt: lastDueAt ?? null,
       ...(lastOutcome === undefined ? {} : { lastOutcome }),
       ...(missedNote === undefined ? {} : { missedNote }),
-      summary: `${describeWhen(planned)}; fired ${fired} of ${planned.times}; ${next}`,
+      summary: `${describeWhen(planned)}; fired ${fired} of ${planned.times}; ${next}; missed firings: ${planned.missed === 'skip' ? 'skip' : 'run once'}`,
     } as never);
   };
 
@@ -332,16 +518,34 @@ function runSchedule(
     stopped = true;
     cancelTimer();
     stopIdleWatch();
+    const note = untold;
+    untold = undefined;
     resolveDone({
       status,
-      output: `${id} ${why}: fired ${fired} of ${planned.times} (${describeWhen(planned)}).`,
+      output: `${id} ${why}: fired ${fired} of ${planned.times} (${describeWhen(planned)}).${note === undefined ? '' : ` ${note}`}`,
       detail: {
         fired,
         nextAt: null,
         summary: `${describeWhen(planned)}; fired ${fired} of ${planned.times}; ${why}`,
-        // Each firing was its own turn: the schedule's end rides along quietly, waking nobody.
-        notificationLane: 'quiet',
+        // Each firing was its own turn: the schedule's end rides along quietly, waking nobody — unless it
+        // carries what the model was not told yet (a missed or interrupted firing).
+        ...(note === undefined ? { notificationLane: 'quiet' as const } : {}),
       },
+    });
+    // Once the task's ending is recorded (the settle writes it), the definition goes.
+    setImmediate(() => writes.forget());
+  };
+
+  /** A teardown (a clean runtime exit): let go without ending it; the next runtime resumes it. */
+  const detach = () => {
+    if (stopped) return;
+    stopped = true;
+    cancelTimer();
+    stopIdleWatch();
+    resolveDone({
+      status: 'lost',
+      error: `The runtime let go of ${id} at its exit; it is resumed when its session is resumed.`,
+      detail: { detached: true },
     });
   };
 
@@ -352,11 +556,17 @@ function runSchedule(
     try {
       await untilIdle(session, () => stopped);
       if (stopped) return;
-      fired += 1;
+      const number = fired + 1;
+      const told = joinNotes(untold, note);
       lastDueAt = dueAt ?? clock.now();
+      untold = undefined;
+      // Before the turn starts: a runtime that dies during it leaves this firing marked in progress, and the
+      // next one tells it as interrupted instead of running it again.
+      save({ firing: number });
+      fired = number;
       const prompt = [
         `[automated turn: ${id} fired (${fired} of ${planned.times}, ${describeWhen(planned)}). No person typed this; you may use only: ${planned.allowed.join(', ') || 'no tools'}.]`,
-        ...(note === undefined ? [] : [note]),
+        ...(told === undefined ? [] : [`[${told}]`]),
         planned.definition.prompt,
       ].join('\n');
       let outcome: string;
@@ -367,6 +577,7 @@ function runSchedule(
           allowed: planned.allowed,
           firing: fired,
           instruction: planned.definition.prompt,
+          ...(told === undefined ? {} : { note: told }),
         });
       } catch (error) {
         outcome = `the turn failed: ${error instanceof Error ? error.message : String(error)}`;
@@ -377,6 +588,7 @@ function runSchedule(
         finish('completed', 'completed');
         return;
       }
+      save();
       if (next !== undefined) arm(next);
     } finally {
       firing = false;
@@ -404,9 +616,13 @@ function runSchedule(
   };
 
   // First firing: fresh, or resumed with the missed-firing policy.
-  if (planned.kind === 'idle') {
+  if (fired >= planned.times) {
+    // Every firing ran (the last one perhaps interrupted) before the runtime stopped.
+    queueMicrotask(() => finish('completed', 'completed'));
+  } else if (planned.kind === 'idle') {
     watchIdle();
     publish(undefined);
+    save();
   } else {
     let next = dueAfter(lastDueAt);
     let missed = 0;
@@ -420,13 +636,17 @@ function runSchedule(
       missedNote = `${missed} firing${missed === 1 ? '' : 's'} came due while the runtime was down; missed-firing policy "${planned.missed}": ${last}.`;
       if (planned.missed === 'run_once') {
         publish(next);
-        queueMicrotask(() => void fire(now, `[${missedNote}]`));
+        // Told with this firing (its prompt is stored before its turn runs), so it is not kept as untold.
+        save();
+        queueMicrotask(() => void fire(now, missedNote));
       } else {
         fired += missed;
+        untold = joinNotes(untold, missedNote);
         if (fired >= planned.times || next === undefined)
           queueMicrotask(() => finish('completed', `completed (${missedNote})`));
         else {
           publish(next);
+          save();
           arm(next);
         }
       }
@@ -434,6 +654,7 @@ function runSchedule(
       queueMicrotask(() => finish('completed', 'completed'));
     } else {
       publish(next);
+      save();
       arm(next);
     }
   }
@@ -441,6 +662,7 @@ function runSchedule(
   return {
     done,
     cancel: () => finish('killed', 'stopped'),
+    detach,
   };
 }
 

@@ -233,6 +233,7 @@ function worksOf(sessions: readonly string[], perSession: number): BackgroundWor
         error: null,
         sandbox: null,
         limits: null,
+        schedule: null,
       };
       works.set(facts.taskId, toBackgroundWork(facts));
     }

@@ -517,6 +517,7 @@ export {
   ProducerContractError,
   parseTaskId,
   type ReleaseClaimOptions,
+  type ScheduleProgress,
   ServiceDisposedError,
   type SessionId,
   type StopInitiator,

@@ -18,8 +18,11 @@ import { createNoticesView } from './notices.js';
  *   cancellable: boolean, startedAt: number, endedAt: number | null,
  *   cancelRequestedAt: number | null, pid: number | null, outputBytes: number | null, tail: string | null,
  *   exitCode: number | null, signal: string | null, error: string | null, sandbox?: string | null,
- *   limits?: string | null
+ *   limits?: string | null, schedule?: ScheduleProgress | null
  * }} BackgroundWork
+ * @typedef {{
+ *   when: string, fired: number, times: number, nextAt: number | null, missed: 'run_once' | 'skip'
+ * }} ScheduleProgress
  * @typedef {{
  *   id: string, title: string | null, parentId: string | null, createdAt: number | null, cwd: string | null,
  *   firstUserMessage: string | null, live: boolean, own: boolean, pid: number | null,
@@ -529,7 +532,22 @@ function detailsOf(work) {
   if (work.error !== null) parts.push(work.error);
   if (work.sandbox) parts.push(`sandbox ${work.sandbox}`);
   if (work.limits) parts.push(`limits ${work.limits}`);
+  if (work.schedule) parts.push(...scheduleDetails(work.schedule, work.state === 'running'));
   return parts.join(' · ');
+}
+
+/**
+ * A schedule's row details: when it fires, its firings, the next due time (local), the missed-firing policy.
+ * @param {ScheduleProgress} schedule
+ * @param {boolean} running
+ */
+function scheduleDetails(schedule, running) {
+  const parts = [schedule.when, `fired ${schedule.fired} of ${schedule.times}`];
+  if (running && schedule.nextAt !== null) {
+    parts.push(`next due ${new Date(schedule.nextAt).toLocaleString()}`);
+  }
+  if (running) parts.push(`missed firings: ${schedule.missed === 'skip' ? 'skip' : 'run once'}`);
+  return parts;
 }
 
 function renderWorks() {

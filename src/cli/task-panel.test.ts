@@ -131,4 +131,27 @@ describe('TaskPanel', () => {
     expect(row).toHaveLength(40);
     expect(row).toMatch(/^⠋ bash-1 +running +1\.5s +2\.0 KiB +x*…$/);
   });
+
+  it("shows a schedule's firings, when the next is due and its missed-firing policy", () => {
+    const schedule = (status: string, nextAt: number | null) =>
+      formatTaskRow(
+        {
+          id: 'schedule-1',
+          status,
+          startedAt: 0,
+          endedAt: status === 'running' ? undefined : 6000,
+          detail: {
+            schedule: { when: 'every 2 s, 3 times', fired: 1, times: 3, nextAt, missed: 'run_once' },
+          },
+          label: 'schedule: Check the deploy.',
+        } as never,
+        '⠋',
+        2500,
+        120,
+      );
+    expect(schedule('running', 4000)).toMatch(
+      /^⠋ schedule-1 running +2\.5s +fired 1\/3, next in 1\.5s, missed: run once {2}schedule: Check the deploy\.$/,
+    );
+    expect(schedule('completed', null)).toMatch(/^✓ schedule-1 completed +6\.0s +fired 1\/3 {2}schedule: /);
+  });
 });

@@ -3,7 +3,13 @@
  * redrawn in place on a TTY. Without a TTY it prints one line per status change instead.
  */
 import type { Writable } from 'node:stream';
-import { createTrustedCaller, systemClock, type TaskService, type TaskSnapshot } from '../tasks/index.js';
+import {
+  createTrustedCaller,
+  systemClock,
+  type TaskService,
+  type TaskSnapshot,
+  taskFact,
+} from '../tasks/index.js';
 
 export const SPINNER = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 const caller = createTrustedCaller('task-panel');
@@ -113,8 +119,22 @@ export function formatTaskRow(task: TaskSnapshot, spinner: string, now: number, 
   const elapsed = `${((end - task.startedAt) / 1000).toFixed(1)}s`;
   const bytes = typeof task.detail.outputBytes === 'number' ? formatBytes(task.detail.outputBytes) : '';
   const exit = typeof task.detail.exitCode === 'number' ? ` exit ${task.detail.exitCode}` : '';
-  const line = `${mark} ${task.id.padEnd(9)} ${task.status.padEnd(9)} ${elapsed.padStart(6)} ${bytes.padStart(8)}${exit}  ${task.label}`;
+  const line = `${mark} ${task.id.padEnd(9)} ${task.status.padEnd(9)} ${elapsed.padStart(6)} ${bytes.padStart(8)}${exit}${scheduleColumn(task, live, now)}  ${task.label}`;
   return line.length > width ? `${line.slice(0, width - 1)}…` : line;
+}
+
+/** A schedule's firings and when the next is due (` fired 1/3, next in 2.0s, missed: run once`); '' for other kinds. */
+function scheduleColumn(task: TaskSnapshot, live: boolean, now: number): string {
+  const progress = taskFact(task, 'schedule');
+  if (progress === undefined) return '';
+  const next =
+    live && progress.nextAt !== null
+      ? `, next in ${(Math.max(0, progress.nextAt - now) / 1000).toFixed(1)}s`
+      : live
+        ? ', next when idle'
+        : '';
+  const missed = live ? `, missed: ${progress.missed === 'skip' ? 'skip' : 'run once'}` : '';
+  return ` fired ${progress.fired}/${progress.times}${next}${missed}`;
 }
 
 export interface RunningRowsOptions {

@@ -3,7 +3,14 @@
  * facts. Every field is JSON-ready (null, never undefined) so a fact set survives the wire unchanged.
  */
 import { limitsSummaryOf, sandboxSummaryOf } from '../process/index.js';
-import { isTerminalStatus, type TaskFacts, type TaskSnapshot, type TaskStatus } from '../tasks/index.js';
+import {
+  isTerminalStatus,
+  type ScheduleProgress,
+  type TaskFacts,
+  type TaskSnapshot,
+  type TaskStatus,
+  taskFact,
+} from '../tasks/index.js';
 import { type BackgroundWorkKind, displayKindOf } from './display-kind.js';
 import { takeUtf8Tail } from './utf8-tail.js';
 
@@ -45,6 +52,8 @@ export interface BackgroundTaskFacts {
   readonly sandbox: string | null;
   /** Its resource limits and their mechanism (`cgroup-v1: memory 512 MiB`, from `detail.limits`); null without. */
   readonly limits: string | null;
+  /** A schedule's firings, next due time and missed-firing policy (`detail.schedule`); null for other kinds. */
+  readonly schedule: ScheduleProgress | null;
 }
 
 /** The producer facts a viewer sees, read out of a task's `detail` (or sampled from its producer). */
@@ -125,6 +134,7 @@ export function deriveTaskFacts(task: TaskSnapshot, options: DeriveFactsOptions)
     error: task.error ?? null,
     sandbox: sandboxSummaryOf(task.detail) ?? null,
     limits: limitsSummaryOf(task.detail) ?? null,
+    schedule: taskFact(task, 'schedule') ?? null,
   });
 }
 

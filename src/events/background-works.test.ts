@@ -41,6 +41,7 @@ function facts(overrides: Partial<BackgroundTaskFacts> = {}): BackgroundTaskFact
     error: null,
     sandbox: null,
     limits: null,
+    schedule: null,
     ...overrides,
   };
 }

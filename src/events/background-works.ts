@@ -2,7 +2,7 @@
  * The `backgroundWorks` projection: a pure reducer from background events to the works a viewer
  * shows, with five states. A state that nothing changed is returned as is (no delta).
  */
-import type { TaskStatus } from '../tasks/index.js';
+import type { ScheduleProgress, TaskStatus } from '../tasks/index.js';
 import { type BackgroundEvent, isBackgroundTaskEvent } from './background-events.js';
 import type { BackgroundTaskFacts } from './background-task-facts.js';
 import { BADGE_WORK_KINDS, type BackgroundWorkKind } from './display-kind.js';
@@ -49,6 +49,8 @@ export interface BackgroundWork {
   readonly sandbox: string | null;
   /** Its resource limits and their mechanism (`cgroup-v1: memory 512 MiB`); null without limits. */
   readonly limits: string | null;
+  /** A schedule's firings (`fired` of `times`), next due time and missed-firing policy; null for other kinds. */
+  readonly schedule: ScheduleProgress | null;
 }
 
 /** Port words that end a task as `killed` in the registry but are failures to a viewer. */
@@ -109,14 +111,28 @@ export function toBackgroundWork(facts: BackgroundTaskFacts): BackgroundWork {
     error: facts.error,
     sandbox: facts.sandbox,
     limits: facts.limits,
+    schedule: facts.schedule,
   });
 }
 
 function sameWork(left: BackgroundWork, right: BackgroundWork): boolean {
   for (const key of Object.keys(left) as (keyof BackgroundWork)[]) {
-    if (left[key] !== right[key]) return false;
+    if (left[key] === right[key]) continue;
+    if (key === 'schedule' && sameProgress(left.schedule, right.schedule)) continue;
+    return false;
   }
   return true;
+}
+
+function sameProgress(left: ScheduleProgress | null, right: ScheduleProgress | null): boolean {
+  if (left === null || right === null) return left === right;
+  return (
+    left.when === right.when &&
+    left.fired === right.fired &&
+    left.times === right.times &&
+    left.nextAt === right.nextAt &&
+    left.missed === right.missed
+  );
 }
 
 /** Works by work id, in the order they first appeared. Treat as immutable. */

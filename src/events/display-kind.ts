@@ -6,15 +6,17 @@ import type { TaskKind } from '../tasks/index.js';
 
 /**
  * `bash` (bash and pty tasks), `subagent` (agent tasks), `workflow` (workflow runs), `monitor` (monitors),
- * `other` (any kind a harness adds). Badges count only `bash`, `subagent` and `workflow`.
+ * `schedule` (schedules: their firings and next due time), `other` (any kind a harness adds). Badges count
+ * only `bash`, `subagent` and `workflow`.
  */
-export type BackgroundWorkKind = 'bash' | 'subagent' | 'workflow' | 'monitor' | 'other';
+export type BackgroundWorkKind = 'bash' | 'subagent' | 'workflow' | 'monitor' | 'schedule' | 'other';
 
 export const BACKGROUND_WORK_KINDS: readonly BackgroundWorkKind[] = [
   'bash',
   'subagent',
   'workflow',
   'monitor',
+  'schedule',
   'other',
 ];
 
@@ -32,6 +34,8 @@ export function displayKindOf(kind: TaskKind): BackgroundWorkKind {
       return 'workflow';
     case 'monitor':
       return 'monitor';
+    case 'schedule':
+      return 'schedule';
     default:
       return 'other';
   }

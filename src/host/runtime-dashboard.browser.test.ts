@@ -253,4 +253,40 @@ describe.skipIf(browserPath === undefined)('the dashboard of a runtime, in Chrom
     expect(existsSync(gate)).toBe(true);
     expect(problems).toEqual([]);
   });
+
+  it("shows a schedule's row with its firings, next due time and policy, live, and stops it", async () => {
+    const home = temporaryHome();
+    const store = openStore(home);
+    const model = scriptedModel([{ text: 'Deploy is fine.' }]);
+    const runtime = await createErrandRuntime({
+      model,
+      store,
+      cwd: home,
+      pty: false,
+      commandPollMs: 20,
+      schedules: { minIntervalMs: 1000 },
+      logger: capturingLogger(),
+    });
+    cleanups.push(() => runtime.dispose());
+    const session = runtime.createSession({ id: 'main' });
+    const { page, problems } = await openPage(runtime);
+    await runtime.schedules!.start(
+      { prompt: 'Check the deploy.', every_ms: 1500, times: 3, missed: 'skip' },
+      { owner: session.owner },
+    );
+    const row = page.locator('tr[data-work-id="schedule-1"]');
+    await eventually(() => row.locator('td[data-cell="kind"]').textContent()).toBe('schedule');
+    const details = () => row.locator('td[data-cell="details"]').textContent();
+    await eventually(details).toMatch(
+      /^every 1\.5 s, 3 times · fired 0 of 3 · next due .+ · missed firings: skip$/,
+    );
+    // The first firing: an automated turn, then the row counts it.
+    await eventually(details).toMatch(/fired 1 of 3 · next due /);
+    expect(model.requests).toHaveLength(1);
+    await row.locator('button.stop').click();
+    await eventually(() => store.getTask('schedule-1', 'main')?.status).toBe('killed');
+    await eventually(details).not.toContain('next due');
+    await eventually(() => store.listSchedules('main')).toEqual([]);
+    expect(problems).toEqual([]);
+  });
 });

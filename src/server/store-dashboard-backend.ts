@@ -56,6 +56,7 @@ import {
   type OutputCursor,
   systemClock,
   type TaskId,
+  taskFact,
 } from '../tasks/index.js';
 import { defineOptions, type OptionsInput, option } from '../tasks/options.js';
 import { readFileTail } from '../text/index.js';
@@ -742,6 +743,7 @@ class StoreEventFeed implements BackgroundEventFeed {
       error: shown !== undefined ? shown.error : (task.error ?? null),
       sandbox: sandboxSummaryOf(detail) ?? null,
       limits: limitsSummaryOf(detail) ?? null,
+      schedule: taskFact({ detail }, 'schedule') ?? null,
     });
   }
 }

@@ -11,7 +11,13 @@ import { ScheduleProducer } from '../producers/schedule/index.js';
 import { createMemorySessionStore, type SessionStore, taskRecordInput } from '../store/index.js';
 import { createManualClock, createTrustedCaller, type ManualClock } from '../tasks/index.js';
 import type { ScriptedStep } from '../testing/index.js';
-import { AutomatedTurns, createTaskTools, defineTool } from '../tools/index.js';
+import {
+  AutomatedTurns,
+  createTaskTools,
+  defineTool,
+  executeTool,
+  type TaskListValue,
+} from '../tools/index.js';
 import { scheduleSessionPort } from './schedule-session-port.js';
 import type { Session } from './session.js';
 
@@ -68,7 +74,15 @@ function setup(steps: ScriptedStep[], clock: ManualClock = createManualClock(1_8
     });
     return release;
   };
-  return { runtime, model, session, schedules, clock, ran, holdTurn };
+  const taskList = async () => {
+    const tool = sessionTools!.tools.find((candidate) => candidate.name === 'task_list')!;
+    return executeTool(
+      tool,
+      {},
+      { caller: session.owner, toolCallId: 'list', signal: new AbortController().signal },
+    );
+  };
+  return { runtime, model, session, schedules, clock, ran, holdTurn, taskList };
 }
 
 const automatedPrompts = (session: Session) =>
@@ -92,7 +106,11 @@ async function advance(clock: ManualClock, session: Session, ms: number, turns?:
 
 describe('scheduled tasks', () => {
   it('"every 2 s, 3 times" fires three times, each once, then completes', async () => {
-    const { session, schedules, clock, model } = setup([{ text: 'one' }, { text: 'two' }, { text: 'three' }]);
+    const { session, schedules, clock, model, taskList } = setup([
+      { text: 'one' },
+      { text: 'two' },
+      { text: 'three' },
+    ]);
     const snapshot = await schedules.start(
       { prompt: 'Check the deploy.', every_ms: 2000, times: 3 },
       { owner: session.owner },
@@ -102,6 +120,18 @@ describe('scheduled tasks', () => {
     await advance(clock, session, 1999);
     expect(model.requests).toHaveLength(0);
     await advance(clock, session, 1, 1);
+    // task_list shows where it stands: the firings, the next due time, the missed-firing policy.
+    const listed = await taskList();
+    expect(listed.text).toBe(
+      `schedule-1 [schedule] running — schedule: Check the deploy. (every 2 s, 3 times; fired 1 of 3; next at ${new Date(1_800_000_004_000).toISOString()}; missed firings: run once)`,
+    );
+    expect((listed.value as TaskListValue | undefined)?.tasks[0]?.schedule).toEqual({
+      when: 'every 2 s, 3 times',
+      fired: 1,
+      times: 3,
+      nextAt: 1_800_000_004_000,
+      missed: 'run_once',
+    });
     await advance(clock, session, 2000, 2);
     await advance(clock, session, 2000, 3);
     // Nothing more comes due.

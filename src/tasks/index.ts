@@ -113,6 +113,7 @@ export {
 export {
   type FactValue,
   type NotificationLane,
+  type ScheduleProgress,
   type TaskFacts,
   taskFact,
   type UsageFacts,

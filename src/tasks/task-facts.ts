@@ -109,6 +109,22 @@ export interface TaskFacts {
   readonly sandbox?: SandboxFacts | null;
   /** The task's state in one line, for the task digest and lists (a schedule: its firings and the next one). */
   readonly summary?: string | null;
+  /** A schedule's progress, for every list (`task_list`, the dashboard, `errand chat`). */
+  readonly schedule?: ScheduleProgress | null;
+}
+
+/** Where a schedule stands: `detail.schedule` of a `schedule` task. */
+export interface ScheduleProgress {
+  /** When it fires, in words: `every 2 s, 3 times`, `cron "0 7 * * 1-5" (Europe/Berlin)`. */
+  readonly when: string;
+  /** Firings that ran (or were skipped by the missed-firing policy). */
+  readonly fired: number;
+  /** Firings in all before it completes. */
+  readonly times: number;
+  /** When the next firing is due (epoch ms); null when none is (idle-time, or ended). */
+  readonly nextAt: number | null;
+  /** What happens to firings missed while no runtime ran it. */
+  readonly missed: 'run_once' | 'skip';
 }
 
 /** A fact's value once checked: present and of its documented type. */
@@ -132,6 +148,18 @@ function isLane(value: unknown): boolean {
 
 function isObject(value: unknown): boolean {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function isScheduleProgress(value: unknown): boolean {
+  if (!isObject(value)) return false;
+  const facts = value as Partial<Record<keyof ScheduleProgress, unknown>>;
+  return (
+    isText(facts.when) &&
+    isFiniteNumber(facts.fired) &&
+    isFiniteNumber(facts.times) &&
+    (facts.nextAt === null || isFiniteNumber(facts.nextAt)) &&
+    (facts.missed === 'run_once' || facts.missed === 'skip')
+  );
 }
 
 function isSandboxFacts(value: unknown): boolean {
@@ -176,6 +204,7 @@ const FACT_CHECKS: { readonly [K in keyof TaskFacts]-?: (value: unknown) => bool
   survivors: (value) => Array.isArray(value) && value.every(isFiniteNumber),
   sandbox: isSandboxFacts,
   summary: isText,
+  schedule: isScheduleProgress,
 };
 
 /**

@@ -8,7 +8,7 @@
 import { z } from 'zod';
 import { presentedStatus } from '../notifications/index.js';
 import { limitsSummaryOf, sandboxSummaryOf } from '../process/index.js';
-import { isTerminalStatus, type TaskSnapshot } from '../tasks/index.js';
+import { isTerminalStatus, type ScheduleProgress, type TaskSnapshot, taskFact } from '../tasks/index.js';
 import { shortenText, toSingleLine } from '../text/index.js';
 import { limitToolText } from './output-limit.js';
 import { ensureActive, type TaskToolsRuntime } from './task-tools-runtime.js';
@@ -32,6 +32,8 @@ export interface TaskListValue {
     readonly sandbox?: string;
     /** Its resource limits and their mechanism (`cgroup-v1: memory 512 MiB`); absent without limits. */
     readonly limits?: string;
+    /** A schedule's firings, next due time and missed-firing policy; absent for other kinds. */
+    readonly schedule?: ScheduleProgress;
   }>;
 }
 
@@ -79,6 +81,17 @@ function omittedLine(background: readonly TaskSnapshot[], listed: readonly TaskS
   return `(${live + finished} more task${plural(live + finished)} not shown: ${live} older live, ${finished} finished)`;
 }
 
+/** A schedule's progress in words: `every 2 s, 3 times; fired 1 of 3; next at <ISO>; missed firings: run once`. */
+export function scheduleProgressText(progress: ScheduleProgress, live: boolean): string {
+  const next = progress.nextAt === null ? undefined : `next at ${new Date(progress.nextAt).toISOString()}`;
+  return [
+    progress.when,
+    `fired ${progress.fired} of ${progress.times}`,
+    ...(live && next !== undefined ? [next] : []),
+    ...(live ? [`missed firings: ${progress.missed === 'skip' ? 'skip' : 'run once'}`] : []),
+  ].join('; ');
+}
+
 export function formatTaskLine(snapshot: TaskSnapshot, maxLabelChars: number): string {
   const label = shortenText(toSingleLine(snapshot.label), maxLabelChars);
   const worker = workerOf(snapshot);
@@ -87,7 +100,10 @@ export function formatTaskLine(snapshot: TaskSnapshot, maxLabelChars: number): s
   const confinement = sandbox === undefined ? '' : ` (sandbox: ${sandbox})`;
   const limits = limitsSummaryOf(snapshot.detail);
   const limited = limits === undefined ? '' : ` (limits: ${limits})`;
-  return `${snapshot.id} [${snapshot.kind}] ${presentedStatus(snapshot)}${where} — ${label}${confinement}${limited}`;
+  const progress = taskFact(snapshot, 'schedule');
+  const schedule =
+    progress === undefined ? '' : ` (${scheduleProgressText(progress, !isTerminalStatus(snapshot.status))})`;
+  return `${snapshot.id} [${snapshot.kind}] ${presentedStatus(snapshot)}${where} — ${label}${confinement}${limited}${schedule}`;
 }
 
 export function createTaskListTool(runtime: TaskToolsRuntime): ToolDefinition<TaskListInput, TaskListValue> {
@@ -113,6 +129,7 @@ export function createTaskListTool(runtime: TaskToolsRuntime): ToolDefinition<Ta
           tasks: listed.map((snapshot) => {
             const sandbox = sandboxSummaryOf(snapshot.detail);
             const limits = limitsSummaryOf(snapshot.detail);
+            const schedule = taskFact(snapshot, 'schedule');
             return {
               id: snapshot.id,
               kind: snapshot.kind,
@@ -120,6 +137,7 @@ export function createTaskListTool(runtime: TaskToolsRuntime): ToolDefinition<Ta
               label: snapshot.label,
               ...(sandbox === undefined ? {} : { sandbox }),
               ...(limits === undefined ? {} : { limits }),
+              ...(schedule === undefined ? {} : { schedule }),
             };
           }),
         };

@@ -23,6 +23,7 @@ import {
   InvalidArgumentError,
   type Logger,
   type Owner,
+  type ScheduleProgress,
   systemClock,
   type TaskId,
   type TaskOutcome,
@@ -231,6 +232,8 @@ export interface ScheduleFacts {
   readonly lastOutcome?: string | null;
   /** Firings that came due while no runtime ran the schedule, and what the missed-firing policy did. */
   readonly missedNote?: string | null;
+  /** Where it stands for every list (the kind-agnostic `TaskFacts.schedule`). */
+  readonly schedule?: ScheduleProgress | null;
 }
 
 export interface StartScheduleOptions {
@@ -482,6 +485,14 @@ function runSchedule(
     return undefined;
   };
 
+  const progress = (nextAt: number | null): ScheduleProgress => ({
+    when: describeWhen(planned),
+    fired,
+    times: planned.times,
+    nextAt,
+    missed: planned.missed,
+  });
+
   /** Where the schedule stands, into the store (immediate: a firing must never run twice). */
   const save = (extra: { firing?: number } = {}, durability: StoreDurability = 'immediate') =>
     writes.save(
@@ -506,6 +517,7 @@ function runSchedule(
     context.updateDetail({
       fired,
       nextAt: nextAt ?? null,
+      schedule: progress(nextAt ?? null),
       lastFiredAt: lastDueAt ?? null,
       ...(lastOutcome === undefined ? {} : { lastOutcome }),
       ...(missedNote === undefined ? {} : { missedNote }),
@@ -526,6 +538,7 @@ function runSchedule(
       detail: {
         fired,
         nextAt: null,
+        schedule: progress(null),
         summary: `${describeWhen(planned)}; fired ${fired} of ${planned.times}; ${why}`,
         // Each firing was its own turn: the schedule's end rides along quietly, waking nobody — unless it
         // carries what the model was not told yet (a missed or interrupted firing).

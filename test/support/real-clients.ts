@@ -64,7 +64,7 @@ export function clientBox(prefix = 'errand-cl-'): ClientBox {
 export function runGrouped(
   command: string,
   args: readonly string[],
-  options: { cwd: string; env: NodeJS.ProcessEnv; timeoutMs: number },
+  options: { cwd: string; env: NodeJS.ProcessEnv; timeoutMs: number; signal?: AbortSignal },
 ): Promise<{ code: number | null; output: string }> {
   return new Promise((resolvePromise) => {
     let output = '';
@@ -92,8 +92,11 @@ export function runGrouped(
       output += `\n[killed after ${options.timeoutMs} ms]`;
       killGroup();
     }, options.timeoutMs);
+    // A test that failed half-way ends the run with it.
+    options.signal?.addEventListener('abort', killGroup, { once: true });
     child.on('exit', (code) => {
       clearTimeout(timer);
+      options.signal?.removeEventListener('abort', killGroup);
       // Whatever the client left in its group (it must be nothing) goes too.
       killGroup();
       resolvePromise({ code, output });
@@ -197,9 +200,16 @@ export async function installClient(
 
 /**
  * The client's arguments: headless (`codex exec`, `gemini -p`) or interactive (the TUI with `prompt` as
- * its first message). Codex runs the hooks errand install wrote without asking to trust them first.
+ * its first message); `resume` continues the directory's latest session (`codex exec resume --last`,
+ * `gemini --resume latest`). Codex runs the hooks errand install wrote without asking to trust them first.
  */
-export function clientArgs(client: RealClient, mode: 'headless' | 'interactive', prompt: string): string[] {
+export function clientArgs(
+  client: RealClient,
+  mode: 'headless' | 'interactive',
+  prompt: string,
+  options: { readonly resume?: boolean } = {},
+): string[] {
+  const resume = options.resume === true;
   if (client === 'codex') {
     const common = [
       '--dangerously-bypass-hook-trust',
@@ -207,13 +217,18 @@ export function clientArgs(client: RealClient, mode: 'headless' | 'interactive',
       // Features that reach chatgpt.com or api.github.com at start; nothing here may leave the machine.
       ...OFFLINE_CODEX_FEATURES.flatMap((feature) => ['--disable', feature]),
     ];
-    return mode === 'headless'
-      ? ['exec', '--skip-git-repo-check', ...common, prompt]
-      : ['--no-alt-screen', ...common, prompt];
+    if (mode === 'interactive')
+      return ['--no-alt-screen', ...common, ...(resume ? ['resume', '--last'] : []), prompt];
+    return ['exec', '--skip-git-repo-check', ...common, ...(resume ? ['resume', '--last'] : []), prompt];
   }
-  return mode === 'headless'
-    ? ['-p', prompt, '--yolo', '-m', 'gemini-2.5-flash']
-    : ['-i', prompt, '--yolo', '-m', 'gemini-2.5-flash'];
+  return [
+    mode === 'headless' ? '-p' : '-i',
+    prompt,
+    '--yolo',
+    '-m',
+    'gemini-2.5-flash',
+    ...(resume ? ['--resume', 'latest'] : []),
+  ];
 }
 
 /** A call of the client's built-in shell that takes `seconds` (the model waiting, or working). */

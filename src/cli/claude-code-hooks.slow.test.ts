@@ -7,7 +7,6 @@
  * running. Interactive (a pseudo-terminal, nobody typing): a job that ends after the turn ended wakes
  * the model by itself through the `asyncRewake` hook, and the turn is not held open meanwhile.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import {
   mkdirSync,
   mkdtempSync,
@@ -22,7 +21,12 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { findClaudeCode } from '../../test/support/claude-code.js';
+import {
+  claudeCodeEnvironment,
+  findClaudeCode,
+  markClaudeCodeSetUp,
+} from '../../test/support/claude-code.js';
+import { runGrouped } from '../../test/support/real-clients.js';
 import {
   type ModelReply,
   type ModelRequest,
@@ -36,7 +40,6 @@ import { openSqliteSessionStore } from '../store/index.js';
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const main = join(root, 'dist/cli/main.js');
 const claude = findClaudeCode();
-const API_KEY = 'sk-ant-scripted-0000000000000000000000';
 
 const directories: string[] = [];
 const servers: ScriptedModelServer[] = [];
@@ -70,18 +73,7 @@ function box(): Box {
 }
 
 function environment(sandbox: Box, model: ScriptedModelServer): NodeJS.ProcessEnv {
-  return {
-    ...process.env,
-    HOME: sandbox.userHome,
-    ANTHROPIC_BASE_URL: model.origin,
-    ANTHROPIC_API_KEY: API_KEY,
-    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-    DISABLE_TELEMETRY: '1',
-    DISABLE_AUTOUPDATER: '1',
-    DISABLE_ERROR_REPORTING: '1',
-    // Root may not skip permissions unless it says it runs in a sandbox (it does: a temporary HOME).
-    IS_SANDBOX: '1',
-  };
+  return claudeCodeEnvironment(sandbox.userHome, model.origin);
 }
 
 /** Installs Errand for Claude Code (user scope), and marks the sandbox's Claude Code as set up. */
@@ -92,58 +84,10 @@ async function install(sandbox: Box): Promise<void> {
     { cwd: sandbox.work, env: { ...process.env, HOME: sandbox.userHome }, timeoutMs: 20_000 },
   );
   expect(result.code, result.output).toBe(0);
-  const file = join(sandbox.userHome, '.claude.json');
-  const settings = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
-  writeFileSync(
-    file,
-    JSON.stringify({
-      ...settings,
-      hasCompletedOnboarding: true,
-      theme: 'dark',
-      customApiKeyResponses: { approved: [API_KEY.slice(-20)], rejected: [] },
-      projects: { [sandbox.work]: { hasTrustDialogAccepted: true, allowedTools: [] } },
-    }),
-  );
+  markClaudeCodeSetUp(sandbox.userHome, sandbox.work);
 }
 
-/** Runs `command` in a process group of its own; kills the group at the end. */
-function run(
-  command: string,
-  args: readonly string[],
-  options: { cwd: string; env: NodeJS.ProcessEnv; timeoutMs: number },
-): Promise<{ code: number | null; output: string }> {
-  return new Promise((resolvePromise) => {
-    let output = '';
-    const child: ChildProcess = spawn(command, args, {
-      cwd: options.cwd,
-      env: options.env,
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    child.stdout?.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-    });
-    child.stderr?.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-    });
-    const killGroup = () => {
-      try {
-        process.kill(-(child.pid as number), 'SIGKILL');
-      } catch {
-        // Already gone.
-      }
-    };
-    const timer = setTimeout(() => {
-      output += `\n[killed after ${options.timeoutMs} ms]`;
-      killGroup();
-    }, options.timeoutMs);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      resolvePromise({ code, output });
-      killGroup();
-    });
-  });
-}
+const run = runGrouped;
 
 const ERRAND_BASH = 'mcp__errand__bash';
 

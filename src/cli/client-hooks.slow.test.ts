@@ -7,12 +7,19 @@
  * the command ends and hands the model its notification: the model server must receive it exactly once,
  * with its exit code, before the run ends — and nothing may be left running afterwards.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import {
+  type ClientBox,
+  clientArgs,
+  clientBox,
+  clientEnvironment,
+  findErrandBash,
+  installClient,
+  runGrouped,
+} from '../../test/support/real-clients.js';
 import {
   type ModelReply,
   type ModelRequest,
@@ -22,7 +29,6 @@ import {
 import { openSqliteSessionStore } from '../store/index.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const main = join(root, 'dist/cli/main.js');
 const bin = (name: string) => join(root, 'node_modules/.bin', name);
 
 /**
@@ -39,30 +45,13 @@ afterEach(async () => {
   for (const directory of directories.splice(0)) rmSync(directory, { recursive: true, force: true });
 });
 
-interface Sandbox {
-  readonly root: string;
-  /** HOME of the client (its user settings live here). */
-  readonly userHome: string;
-  /** The Errand data directory. */
-  readonly errandHome: string;
-  /** The client's working directory. */
-  readonly work: string;
-  /** Created when the model's second request arrives: the background command ends then. */
-  readonly go: string;
-}
+/** The client's tree; `go` is created when the model's second request arrives: the command ends then. */
+type Sandbox = ClientBox & { readonly go: string };
 
 function sandbox(): Sandbox {
-  const base = realpathSync(mkdtempSync(join(tmpdir(), 'errand-cl-')));
-  directories.push(base);
-  const sandbox = {
-    root: base,
-    userHome: join(base, 'user'),
-    errandHome: join(base, 'errand'),
-    work: join(base, 'work'),
-    go: join(base, 'go'),
-  };
-  for (const directory of [sandbox.userHome, sandbox.work]) mkdirSync(directory, { recursive: true });
-  return sandbox;
+  const box = clientBox();
+  directories.push(box.root);
+  return { ...box, go: join(box.root, 'go') };
 }
 
 /** How the scripted model waits for a client whose MCP servers are still starting: the client's own shell. */
@@ -110,76 +99,8 @@ function script(box: Sandbox, client: ClientTools) {
   };
 }
 
-const findErrandBash = (tools: readonly string[]) =>
-  tools.find((tool) => /errand/.test(tool) && /bash$/.test(tool));
-
-const OFFLINE_CODEX_FEATURES = [
-  'apps',
-  'plugins',
-  'remote_plugin',
-  'plugin_sharing',
-  'in_app_updates',
-  'api_key_model_discovery',
-  'skill_search',
-];
-
 function mentions(raw: string): number {
   return raw.match(NOTIFICATION_MARK)?.length ?? 0;
-}
-
-/** Runs `command` in a process group of its own and resolves with its exit; kills the group at the end. */
-function run(
-  command: string,
-  args: readonly string[],
-  options: { cwd: string; env: NodeJS.ProcessEnv; timeoutMs: number },
-): Promise<{ code: number | null; output: string }> {
-  return new Promise((resolvePromise) => {
-    let output = '';
-    const child: ChildProcess = spawn(command, args, {
-      cwd: options.cwd,
-      env: options.env,
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    child.stdout?.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-    });
-    child.stderr?.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-    });
-    // `codex` on PATH is a Node wrapper around a native binary: the group kill reaches both.
-    const killGroup = () => {
-      try {
-        process.kill(-(child.pid as number), 'SIGKILL');
-      } catch {
-        // Already gone.
-      }
-    };
-    const timer = setTimeout(() => {
-      output += `\n[killed after ${options.timeoutMs} ms]`;
-      killGroup();
-    }, options.timeoutMs);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      // Whatever the client left in its group (it must be nothing) goes too.
-      killGroup();
-      resolvePromise({ code, output });
-    });
-  });
-}
-
-async function install(box: Sandbox, client: string): Promise<string> {
-  const result = await run(
-    process.execPath,
-    [main, 'install', client, '--scope', 'user', '--home', box.errandHome],
-    {
-      cwd: box.work,
-      env: { ...process.env, HOME: box.userHome, CODEX_HOME: join(box.userHome, '.codex') },
-      timeoutMs: 20_000,
-    },
-  );
-  expect(result.code, result.output).toBe(0);
-  return result.output;
 }
 
 /** The index of the request the model answered by starting the command. */
@@ -232,47 +153,12 @@ describe('client hooks with the real clients', () => {
       }),
     );
     servers.push(model);
-    const codexHome = join(box.userHome, '.codex');
-    await install(box, 'codex');
-    // The scripted model as Codex's model provider (Responses API over SSE).
-    const config = join(codexHome, 'config.toml');
-    writeFileSync(
-      config,
-      [
-        'model = "scripted-model"',
-        'model_provider = "scripted"',
-        // Offline: no update check, no analytics (measured with strace: no lookup leaves 127.0.0.1).
-        'check_for_update_on_startup = false',
-        '[analytics]',
-        'enabled = false',
-        '[feedback]',
-        'enabled = false',
-        '[model_providers.scripted]',
-        'name = "scripted"',
-        `base_url = "${model.origin}/v1"`,
-        'wire_api = "responses"',
-        '',
-        readFileSync(config, 'utf8'),
-      ].join('\n'),
-    );
-    const result = await run(
-      bin('codex'),
-      [
-        'exec',
-        '--skip-git-repo-check',
-        // The hooks errand install wrote are not trusted yet in this fresh CODEX_HOME.
-        '--dangerously-bypass-hook-trust',
-        '--dangerously-bypass-approvals-and-sandbox',
-        // Features that reach chatgpt.com or api.github.com at start; nothing here may leave the machine.
-        ...OFFLINE_CODEX_FEATURES.flatMap((feature) => ['--disable', feature]),
-        'Build the project.',
-      ],
-      {
-        cwd: box.work,
-        env: { ...process.env, HOME: box.userHome, CODEX_HOME: codexHome, OPENAI_API_KEY: 'scripted' },
-        timeoutMs: 90_000,
-      },
-    );
+    await installClient('codex', box, model.origin);
+    const result = await runGrouped(bin('codex'), clientArgs('codex', 'headless', 'Build the project.'), {
+      cwd: box.work,
+      env: clientEnvironment('codex', box, model.origin),
+      timeoutMs: 90_000,
+    });
     expect(result.code, result.output).toBe(0);
     const seen = deliveries(model);
     expect(seen.turns, result.output).toBe(3);
@@ -294,39 +180,12 @@ describe('client hooks with the real clients', () => {
       }),
     );
     servers.push(model);
-    await install(box, 'gemini');
-    const settingsFile = join(box.userHome, '.gemini', 'settings.json');
-    const settings = JSON.parse(readFileSync(settingsFile, 'utf8')) as Record<string, unknown>;
-    writeFileSync(
-      settingsFile,
-      JSON.stringify(
-        {
-          ...settings,
-          security: { auth: { selectedType: 'gemini-api-key' } },
-          // Offline: no usage statistics (play.googleapis.com), no update check.
-          privacy: { usageStatisticsEnabled: false },
-          general: { enableAutoUpdate: false, enableAutoUpdateNotification: false },
-        },
-        null,
-        2,
-      ),
-    );
-    const result = await run(
-      bin('gemini'),
-      ['-p', 'Build the project.', '--yolo', '-m', 'gemini-2.5-flash'],
-      {
-        cwd: box.work,
-        env: {
-          ...process.env,
-          HOME: box.userHome,
-          GEMINI_API_KEY: 'scripted',
-          GOOGLE_GEMINI_BASE_URL: model.origin,
-          // Headless runs in an untrusted folder exit 55.
-          GEMINI_CLI_TRUST_WORKSPACE: 'true',
-        },
-        timeoutMs: 90_000,
-      },
-    );
+    await installClient('gemini', box, model.origin);
+    const result = await runGrouped(bin('gemini'), clientArgs('gemini', 'headless', 'Build the project.'), {
+      cwd: box.work,
+      env: clientEnvironment('gemini', box, model.origin),
+      timeoutMs: 90_000,
+    });
     expect(result.code, result.output).toBe(0);
     const seen = deliveries(model);
     expect(seen.turns, result.output).toBe(3);

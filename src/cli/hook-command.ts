@@ -5,7 +5,8 @@
  * — no Errand server for this client, a dead one, malformed input — it prints nothing and exits 0;
  * diagnostics go to stderr. Only a mistake on its own command line exits 1 (a non-blocking error for
  * every client; 2 would block the client's action). The one exit 2 is a wake (`--wake`, Claude Code's
- * `asyncRewake` hook): its text on stderr is what wakes the idle model.
+ * `asyncRewake` hook): its text on stderr is what wakes the idle model. Around a compaction (`PreCompact`,
+ * `PreCompress`; `SessionStart` with `source` `compact`) it hands the model the session's task digest.
  */
 import type { Readable, Writable } from 'node:stream';
 import { blockCapOf } from '../hooks/client-mode.js';
@@ -140,6 +141,8 @@ export async function runHookCommand(argv: readonly string[], io: HookCommandIo)
     typeof values[name] === 'number' ? (values[name] as number) : undefined;
   try {
     const input = parseHookInput(await readInput(io.stdin));
+    // A session start hands over the task digest only when it is a compacted conversation's.
+    if (moment === 'context' && input.source !== 'compact') return 0;
     const home =
       typeof values.home === 'string'
         ? values.home

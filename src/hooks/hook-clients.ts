@@ -18,8 +18,12 @@
 /**
  * The moment a hook runs at, in Errand's words. `wake` is Claude Code's background end-of-turn hook
  * (`asyncRewake`): it waits after the turn ended and wakes the idle model with the next ending.
+ * `compact` runs before the client compacts (summarises) the conversation: the model is about to lose
+ * what it knew of its tasks, so the next hook that reaches it hands it the task digest. `context` runs
+ * once the compacted conversation starts again (a `SessionStart` whose `source` is `compact`) and hands
+ * the digest over itself.
  */
-export type HookMoment = 'tool' | 'prompt' | 'stop' | 'wake';
+export type HookMoment = 'tool' | 'prompt' | 'stop' | 'wake' | 'compact' | 'context';
 
 export const HOOK_CLIENTS = ['claude-code', 'codex', 'gemini'] as const;
 
@@ -27,24 +31,44 @@ export type HookClient = (typeof HOOK_CLIENTS)[number];
 
 type ForegroundMoment = Exclude<HookMoment, 'wake'>;
 
+/** The moments every client has; `compact` and `context` only where the client offers an event. */
+type CoreMoment = 'tool' | 'prompt' | 'stop';
+
 interface ClientContract {
-  /** The client's event name for each moment. */
-  readonly events: Readonly<Record<ForegroundMoment, string>>;
+  /** The client's event name for each moment it has. */
+  readonly events: Readonly<Record<CoreMoment, string>> & {
+    readonly compact?: string;
+    readonly context?: string;
+  };
   /** The word the client's end-of-turn event takes to refuse the end (and continue with the reason). */
   readonly refuseStop: 'block' | 'deny';
 }
 
 const CONTRACTS: Readonly<Record<HookClient, ClientContract>> = {
   'claude-code': {
-    events: { tool: 'PostToolUse', prompt: 'UserPromptSubmit', stop: 'Stop' },
+    events: {
+      tool: 'PostToolUse',
+      prompt: 'UserPromptSubmit',
+      stop: 'Stop',
+      compact: 'PreCompact',
+      context: 'SessionStart',
+    },
     refuseStop: 'block',
   },
   codex: {
-    events: { tool: 'PostToolUse', prompt: 'UserPromptSubmit', stop: 'Stop' },
+    events: {
+      tool: 'PostToolUse',
+      prompt: 'UserPromptSubmit',
+      stop: 'Stop',
+      compact: 'PreCompact',
+      context: 'SessionStart',
+    },
     refuseStop: 'block',
   },
+  // Gemini CLI's PreCompress is advisory (its output reaches only the person) and its SessionStart has
+  // no `compact` source: the digest follows at the next tool result or prompt.
   gemini: {
-    events: { tool: 'AfterTool', prompt: 'BeforeAgent', stop: 'AfterAgent' },
+    events: { tool: 'AfterTool', prompt: 'BeforeAgent', stop: 'AfterAgent', compact: 'PreCompress' },
     refuseStop: 'deny',
   },
 };
@@ -53,15 +77,24 @@ export function isHookClient(value: unknown): value is HookClient {
   return typeof value === 'string' && (HOOK_CLIENTS as readonly string[]).includes(value);
 }
 
-/** The client's event names, in moment order (tool, prompt, stop). */
+const MOMENT_ORDER: readonly ForegroundMoment[] = ['tool', 'prompt', 'stop', 'compact', 'context'];
+
+/** The client's event names, in moment order (tool, prompt, stop, then compact and context if it has them). */
 export function hookEventsOf(client: HookClient): readonly string[] {
+  return momentsOf(client).map((moment) => hookEventFor(client, moment));
+}
+
+/** The foreground moments the client has an event for, in order. */
+export function momentsOf(client: HookClient): readonly ForegroundMoment[] {
   const { events } = CONTRACTS[client];
-  return [events.tool, events.prompt, events.stop];
+  return MOMENT_ORDER.filter((moment) => events[moment] !== undefined);
 }
 
 /** The event name the client uses for `moment` (a wake runs on the end-of-turn event). */
 export function hookEventFor(client: HookClient, moment: HookMoment): string {
-  return CONTRACTS[client].events[moment === 'wake' ? 'stop' : moment];
+  const event = CONTRACTS[client].events[moment === 'wake' ? 'stop' : moment];
+  if (event === undefined) throw new Error(`${client} has no hook event for the ${moment} moment`);
+  return event;
 }
 
 /** Whether the client sends an end-of-turn block's reason to the model as the next prompt (Gemini CLI). */
@@ -77,10 +110,7 @@ export function canWake(client: HookClient): boolean {
 /** The moment a client's event stands for, or undefined when Errand does not hook it. */
 export function momentOf(client: HookClient, event: string): ForegroundMoment | undefined {
   const { events } = CONTRACTS[client];
-  for (const moment of ['tool', 'prompt', 'stop'] as const) {
-    if (events[moment] === event) return moment;
-  }
-  return undefined;
+  return MOMENT_ORDER.find((moment) => events[moment] === event);
 }
 
 /**
@@ -92,9 +122,11 @@ export function formatHookOutput(client: HookClient, moment: HookMoment, text: s
   const contract = CONTRACTS[client];
   // A wake writes the text itself to stderr and exits 2: the client shows it to the model as is.
   if (moment === 'wake') return text;
+  // Before compaction nothing can reach the model (the server only marks the digest due).
+  if (moment === 'compact') return '';
   if (moment === 'stop') return JSON.stringify({ decision: contract.refuseStop, reason: text });
   return JSON.stringify({
-    hookSpecificOutput: { hookEventName: contract.events[moment], additionalContext: text },
+    hookSpecificOutput: { hookEventName: hookEventFor(client, moment), additionalContext: text },
   });
 }
 
@@ -104,6 +136,8 @@ export interface HookInput {
   readonly stopHookActive: boolean;
   /** The client's event name, as it reported it. */
   readonly eventName: string | undefined;
+  /** A `SessionStart`'s reason (`startup`, `resume`, `clear`, `compact`). */
+  readonly source: string | undefined;
 }
 
 export function parseHookInput(text: string): HookInput {
@@ -111,11 +145,12 @@ export function parseHookInput(text: string): HookInput {
   try {
     value = JSON.parse(text);
   } catch {
-    return { stopHookActive: false, eventName: undefined };
+    return { stopHookActive: false, eventName: undefined, source: undefined };
   }
   const record = typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {};
   return {
     stopHookActive: record.stop_hook_active === true,
     eventName: typeof record.hook_event_name === 'string' ? record.hook_event_name : undefined,
+    source: typeof record.source === 'string' ? record.source : undefined,
   };
 }

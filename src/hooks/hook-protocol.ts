@@ -10,6 +10,11 @@
  * past its block cap and discards that block): its `commit` is only tentative. The server records it
  * delivered once the client shows it continued (its next end-of-turn hook says `stopHookActive`, or a
  * tool hook runs), and gives it back when the client shows it did not (a fresh turn's hook).
+ *
+ * Compaction: a `compact` take (before the client summarises the conversation) only marks the task
+ * digest due and answers empty; a `context` take (the compacted conversation starting) answers the
+ * digest; while it is due, a `tool` or `prompt` answer carries it too. It stays due until a hook that
+ * carried it commits.
  */
 import type { HookMoment } from './hook-clients.js';
 
@@ -27,6 +32,8 @@ export const MAX_HOOK_LINE_BYTES = 1024 * 1024;
 export type HoldMode = 'none' | 'first' | 'all';
 
 export const HOLD_MODES: readonly HoldMode[] = ['none', 'first', 'all'];
+
+const TAKE_MOMENTS: readonly HookMoment[] = ['tool', 'prompt', 'stop', 'wake', 'compact', 'context'];
 
 export interface TakeRequest {
   readonly op: 'take';
@@ -95,6 +102,11 @@ export interface TakeAnswer {
   readonly notice?: RunningNotice;
   /** How long the server holds the reservation for a commit, in ms. */
   readonly leaseMs: number;
+  /**
+   * The session's task digest (`<task-digest>…`): after a compaction, handed to the model with (or
+   * without) the notifications. Print it, then commit: it is due until then.
+   */
+  readonly digest?: string;
 }
 
 export interface SettleAnswer {
@@ -138,14 +150,14 @@ export function parseTakeRequest(
   const request = value as Record<string, unknown>;
   if (request.op !== 'take' || request.version !== HOOK_PROTOCOL_VERSION) return undefined;
   const moment = request.moment;
-  if (moment !== 'tool' && moment !== 'prompt' && moment !== 'stop' && moment !== 'wake') return undefined;
+  if (!(TAKE_MOMENTS as readonly unknown[]).includes(moment)) return undefined;
   const { maxBytes, waitMs, blockCap, hold } = request;
   if (!isCount(maxBytes) || maxBytes < 1 || !isCount(waitMs) || !isCount(blockCap)) return undefined;
   if (!(HOLD_MODES as readonly unknown[]).includes(hold)) return undefined;
   return {
     op: 'take',
     version: HOOK_PROTOCOL_VERSION,
-    moment,
+    moment: moment as HookMoment,
     maxBytes,
     waitMs: Math.min(waitMs, moment === 'wake' ? limits.maxWakeWaitMs : limits.maxWaitMs),
     hold: hold as HoldMode,
@@ -171,6 +183,8 @@ export function parseTakeAnswer(value: unknown): TakeAnswer | undefined {
   if (notice !== undefined && notice !== 'reminder' && notice !== 'final' && notice !== 'expired') {
     return undefined;
   }
+  const digest = answer.digest;
+  if (digest !== undefined && typeof digest !== 'string') return undefined;
   return {
     version: HOOK_PROTOCOL_VERSION,
     notifications,
@@ -178,6 +192,7 @@ export function parseTakeAnswer(value: unknown): TakeAnswer | undefined {
     stillRunning,
     ...(notice === undefined ? {} : { notice }),
     leaseMs,
+    ...(digest === undefined || digest === '' ? {} : { digest }),
   };
 }
 

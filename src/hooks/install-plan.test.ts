@@ -69,6 +69,31 @@ describe('errand install', () => {
       timeout: 86_430,
       asyncRewake: true,
     });
+    // Compaction: PreCompact marks the task digest due; a compacted conversation's start hands it over.
+    expect(settings.hooks.PreCompact[0].hooks[0].command).toMatch(/hook claude-code PreCompact$/);
+    expect(settings.hooks.SessionStart[0]).toMatchObject({ matcher: 'compact' });
+    expect(settings.hooks.SessionStart[0].hooks[0].command).toMatch(/hook claude-code SessionStart$/);
+  });
+
+  it('compaction hooks: Codex PreCompact and SessionStart, Gemini CLI PreCompress; uninstall takes them out', () => {
+    const codex = apply({}, plan({ client: 'codex' }));
+    const codexHooks = JSON.parse(codex['/work/project/.codex/hooks.json']!).hooks;
+    expect(Object.keys(codexHooks)).toEqual([
+      'PostToolUse',
+      'UserPromptSubmit',
+      'Stop',
+      'PreCompact',
+      'SessionStart',
+    ]);
+    const gemini = apply({}, plan({ client: 'gemini' }));
+    const geminiHooks = JSON.parse(gemini['/work/project/.gemini/settings.json']!).hooks;
+    expect(Object.keys(geminiHooks)).toEqual(['AfterTool', 'BeforeAgent', 'AfterAgent', 'PreCompress']);
+    expect(geminiHooks.PreCompress[0].hooks[0]).toMatchObject({ name: 'errand-compact' });
+    const planned = plan({ client: 'claude-code' });
+    const installed = apply({}, planned);
+    for (const file of planned.files) {
+      expect(file.unmerge(installed[file.path]!)).toBeUndefined();
+    }
   });
 
   it('is idempotent: a second run changes no byte', () => {
@@ -128,7 +153,13 @@ describe('errand install', () => {
       args: ['/opt/errand/dist/cli/main.js', 'mcp'],
     });
     const hooks = JSON.parse(after['/home/me/.codex/hooks.json']!).hooks;
-    expect(Object.keys(hooks)).toEqual(['PostToolUse', 'UserPromptSubmit', 'Stop']);
+    expect(Object.keys(hooks)).toEqual([
+      'PostToolUse',
+      'UserPromptSubmit',
+      'Stop',
+      'PreCompact',
+      'SessionStart',
+    ]);
     expect(hooks.PostToolUse[0]).not.toHaveProperty('matcher');
     expect(apply(after, planned)).toEqual(after);
     expect(planned.notes.join(' ')).toMatch(/trust/);

@@ -13,7 +13,7 @@
  * | gemini      | user    | `~/.gemini/settings.json`                | `~/.gemini/settings.json`     |
  */
 import { join } from 'node:path';
-import { canWake, type HookClient, type HookMoment, hookEventFor } from './hook-clients.js';
+import { canWake, type HookClient, type HookMoment, hookEventFor, momentsOf } from './hook-clients.js';
 import { RUN_HOOK_DEFAULTS } from './run-hook.js';
 import {
   formatJsonSettings,
@@ -112,9 +112,16 @@ export function planInstall(options: InstallOptions): InstallPlan {
   };
   const isOurHook = (command: string) =>
     command.includes(` hook ${options.client} `) && /errand|main\.js/.test(command);
-  const moments: readonly HookMoment[] = canWake(options.client)
-    ? ['tool', 'prompt', 'stop', 'wake']
-    : ['tool', 'prompt', 'stop'];
+  // The client's moments, the wake where it has one (after the end of a turn).
+  const moments: readonly HookMoment[] = momentsOf(options.client).flatMap((moment): HookMoment[] =>
+    moment === 'stop' && canWake(options.client) ? ['stop', 'wake'] : [moment],
+  );
+  /** Claude Code matches a SessionStart hook on its source: only a compacted conversation's start. */
+  const matcherOf = (moment: HookMoment): { matcher?: string } => {
+    if (moment === 'tool') return { matcher: options.client === 'gemini' ? '.*' : '*' };
+    if (moment === 'context' && options.client === 'claude-code') return { matcher: 'compact' };
+    return {};
+  };
   const base = options.scope === 'project' ? options.projectDirectory : options.userHome;
   const plan = (files: readonly PlannedFile[], notes: readonly string[]): InstallPlan => ({
     files,
@@ -131,7 +138,7 @@ export function planInstall(options: InstallOptions): InstallPlan {
     case 'claude-code': {
       const hooks: HookEntry[] = moments.map((moment) => ({
         event: hookEventFor('claude-code', moment),
-        ...(moment === 'tool' ? { matcher: '*' } : {}),
+        ...matcherOf(moment),
         command: hookCommand(moment),
         timeout: timeoutSeconds(moment),
         ...(moment === 'wake' ? { asyncRewake: true } : {}),
@@ -187,7 +194,7 @@ export function planInstall(options: InstallOptions): InstallPlan {
     case 'gemini': {
       const hooks: HookEntry[] = moments.map((moment) => ({
         event: hookEventFor('gemini', moment),
-        ...(moment === 'tool' ? { matcher: '.*' } : {}),
+        ...matcherOf(moment),
         name: `errand-${moment}`,
         command: hookCommand(moment),
         // Gemini CLI counts hook timeouts in milliseconds.

@@ -144,12 +144,17 @@ export async function runHook(options: RunHookOptions): Promise<HookRunResult> {
   const stillRunning = borrowed.flatMap((taken) => taken.answer.stillRunning);
   const notice = borrowed.find((taken) => taken.answer.notice !== undefined)?.answer.notice;
   const more = borrowed.reduce((sum, taken) => sum + taken.answer.more, 0);
-  const text = handOverText({ notifications, more, stillRunning, notice }, maxBytes, {
-    moment: options.moment,
-    headless,
-    wakes: canWake(options.client),
-    heldMs: hold.waitMs,
-  });
+  // After a compaction: the digest first (the oldest server's; each server's own session is its own).
+  const digests = borrowed.flatMap((taken) =>
+    taken.answer.digest === undefined ? [] : [taken.answer.digest],
+  );
+  const digestText = digests.join('\n\n');
+  const notificationText = handOverText(
+    { notifications, more, stillRunning, notice },
+    Math.max(1, maxBytes - Buffer.byteLength(digestText)),
+    { moment: options.moment, headless, wakes: canWake(options.client), heldMs: hold.waitMs },
+  );
+  const text = [digestText, notificationText].filter((part) => part !== '').join('\n\n');
   // A reservation held so long that its lease may have run out could be someone else's by now.
   const fresh = borrowed.every((taken) => now() - taken.receivedAt < taken.answer.leaseMs / 2);
   const output = fresh ? formatHookOutput(options.client, options.moment, text) : '';
@@ -168,7 +173,10 @@ export async function runHook(options: RunHookOptions): Promise<HookRunResult> {
     }
   }
   const printed = (taken: Borrowed): boolean =>
-    output !== '' && (taken.answer.notifications.length > 0 || taken.answer.stillRunning.length > 0);
+    output !== '' &&
+    (taken.answer.notifications.length > 0 ||
+      taken.answer.stillRunning.length > 0 ||
+      taken.answer.digest !== undefined);
   const settled = await Promise.all(
     borrowed.map((taken) => taken.connection.settle(printed(taken) ? 'commit' : 'release')),
   );

@@ -33,6 +33,11 @@ export const hookEndpointOptions = defineOptions('startHookEndpoint', {
    * those past its byte budget in a compact form. Default 1000.
    */
   maxNotificationsPerHook: option.integer({ min: 1, max: 10_000, default: 1000 }),
+  /**
+   * The byte cap of the task digest a hook hands over after a compaction (256 to 1048576; the hook's own
+   * budget caps it too). Default 4096.
+   */
+  maxDigestBytes: option.integer({ min: 256, max: 1_048_576, default: 4096 }),
   /** Hook connections open at once (1 to 1024); more are closed at once (their hooks print nothing). Default 32. */
   maxConnections: option.integer({ min: 1, max: 1024, default: 32 }),
   /**

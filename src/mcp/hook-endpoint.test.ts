@@ -503,6 +503,41 @@ describe('the client-hook endpoint', () => {
     expect(await wake.settle('commit')).toBe(true);
     expect(states(s.store, s.session)).toEqual(['delivered', 'delivered']);
   });
+
+  it('around a compaction: the compacted start gets the digest; a compact marks it due for the next tool or prompt hook, once', async () => {
+    const s = await setup();
+    expect(await startBackground(s, 'sleep 30; echo digest-a', 'call-1')).toBe(false);
+    expect(await startBackground(s, 'sleep 30; echo digest-b', 'call-2')).toBe(false);
+    // Not due: a tool hook carries no digest.
+    const before = new RawHook(s.socketPath);
+    expect((await before.take()).digest).toBeUndefined();
+    await before.settle('release');
+    // A compacted conversation's start: the digest, every live task once.
+    const start = new RawHook(s.socketPath);
+    const started = await start.take({ moment: 'context' });
+    const ids = (text: string) => [...text.matchAll(/- (bash-\d+) \[bash\]/g)].map((match) => match[1]);
+    expect(ids(started.digest ?? '')).toEqual(['bash-1', 'bash-2']);
+    expect(await start.settle('commit')).toBe(true);
+    // Before the next compaction: due; the next tool hook carries it with whatever is queued.
+    const compact = new RawHook(s.socketPath);
+    const compacting = await compact.take({ moment: 'compact' });
+    expect(compacting.digest).toBeUndefined();
+    await compact.settle('release');
+    s.admit('bash-9');
+    // A hook that printed nothing leaves it due.
+    const released = new RawHook(s.socketPath);
+    expect(ids((await released.take({ moment: 'prompt' })).digest ?? '')).toEqual(['bash-1', 'bash-2']);
+    await released.settle('release');
+    const tool = new RawHook(s.socketPath);
+    const carried = await tool.take();
+    expect(ids(carried.digest ?? '')).toEqual(['bash-1', 'bash-2']);
+    expect(carried.notifications.map((notification) => notification.taskId)).toEqual(['bash-9']);
+    expect(await tool.settle('commit')).toBe(true);
+    // Handed over: not again.
+    const after = new RawHook(s.socketPath);
+    expect((await after.take({ moment: 'prompt' })).digest).toBeUndefined();
+    await after.settle('release');
+  });
 });
 
 /** Starts `command` in the background in the session; the result's isError. */

@@ -13,6 +13,10 @@
  * last allowed one names everything still queued or running; a block's commit waits for the client's
  * next hook to show it reached the model. A `wake` (Claude Code's background end-of-turn hook) waits,
  * once no end-of-turn hook is at work, for the session's next ending.
+ *
+ * Compaction: a `compact` take marks the session's task digest due (the client is about to summarise the
+ * conversation, and the model to forget its tasks); a `context` take, and every `tool` or `prompt` take
+ * while it is due, carries the digest; a commit of one that carried it clears it.
  */
 import { chmodSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
@@ -48,7 +52,7 @@ import { StopChain } from './stop-chain.js';
 export const CLIENT_HOOK_SOURCE = 'client_hook';
 
 export interface HookEndpointDependencies {
-  readonly session: Pick<Session, 'inbox' | 'owner' | 'on'>;
+  readonly session: Pick<Session, 'inbox' | 'owner' | 'on' | 'taskDigest'>;
   readonly tasks: Pick<TaskService, 'list' | 'onTaskDone'>;
   /** Where to listen. */
   readonly socketPath: string;
@@ -74,6 +78,8 @@ interface Loan {
   readonly moment: TakeRequest['moment'];
   reservation: NotificationReservation | undefined;
   told: readonly string[];
+  /** The answer carried the task digest: a commit clears it. */
+  digest: boolean;
   cancelLease: () => void;
 }
 
@@ -105,6 +111,8 @@ export async function startHookEndpoint(
   /** The one wake waiting now: a newer one answers it empty. */
   let waitingWake: (() => void) | undefined;
   let closed = false;
+  /** A compaction happened and the model has not been handed the task digest since. */
+  let digestDue = false;
   const chain = new StopChain({
     told: (ids) => {
       for (const id of ids) told.add(id);
@@ -156,6 +164,7 @@ export async function startHookEndpoint(
     reservation: NotificationReservation | undefined,
     stillRunning: readonly RunningTask[],
     notice: RunningNotice | undefined,
+    digest: string | undefined,
   ): TakeAnswer => ({
     version: HOOK_PROTOCOL_VERSION,
     notifications: (reservation?.notifications ?? []).map(
@@ -169,7 +178,22 @@ export async function startHookEndpoint(
     stillRunning,
     ...(notice === undefined || stillRunning.length === 0 ? {} : { notice }),
     leaseMs: resolved.leaseMs,
+    ...(digest === undefined ? {} : { digest }),
   });
+
+  /** The digest for a `context` take, or a `tool` / `prompt` one while it is due. */
+  const digestFor = (moment: TakeRequest['moment'], maxBytes: number): string | undefined => {
+    if (moment !== 'context' && !(digestDue && (moment === 'tool' || moment === 'prompt'))) return undefined;
+    try {
+      return session.taskDigest({ maxBytes: Math.max(256, Math.min(maxBytes, resolved.maxDigestBytes)) })
+        .text;
+    } catch (error) {
+      logger.warn('building the task digest for a client hook failed', {
+        error: error instanceof Error ? error.message : String(error),
+      });
+      return undefined;
+    }
+  };
 
   /** The latest moment an ended task's notification may still arrive (the policy reads the tail first). */
   const graceEndOf = (now: number): number => {
@@ -213,12 +237,14 @@ export async function startHookEndpoint(
         signal.removeEventListener('abort', abort);
         if (waitingWake === supersede) waitingWake = undefined;
         for (const task of stillRunning) tellingNow.add(task.id);
+        const digest = closed ? undefined : digestFor(request.moment, request.maxBytes);
         resolve({
           moment: request.moment,
           reservation,
           told: stillRunning.map((task) => task.id),
+          digest: digest !== undefined,
           cancelLease: () => {},
-          answer: answerOf(reservation, stillRunning, notice),
+          answer: answerOf(reservation, stillRunning, notice, digest),
         });
       };
       const abort = () => finish(undefined);
@@ -241,6 +267,12 @@ export async function startHookEndpoint(
       const evaluate = () => {
         if (finished) return;
         if (closed || signal.aborted) {
+          finish(undefined);
+          return;
+        }
+        if (request.moment === 'compact' || request.moment === 'context') {
+          // The conversation is being compacted: the next hook that reaches the model hands it the digest.
+          if (request.moment === 'compact') digestDue = true;
           finish(undefined);
           return;
         }
@@ -327,6 +359,7 @@ export async function startHookEndpoint(
       if (current === undefined) return true;
       current.cancelLease();
       for (const id of current.told) tellingNow.delete(id);
+      if (current.digest && how === 'commit') digestDue = false;
       if (current.moment === 'stop') {
         stopsAtWork -= 1;
         // Printed: tentative until the client's next hook shows the model got it (`StopChain`).

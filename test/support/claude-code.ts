@@ -6,7 +6,7 @@
  * registry), the suite is skipped with one line — an error where externals are required (CI).
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { ExternalRequirementError, externalsRequired, findExecutable } from './external-requirement.js';
@@ -78,4 +78,42 @@ export function findClaudeCode(
   }
   process.stderr.write(`${line}\n`);
   return undefined;
+}
+
+/** The API key Claude Code sends the scripted model (approved in its settings, so it never asks). */
+export const CLAUDE_CODE_API_KEY = 'sk-ant-scripted-0000000000000000000000';
+
+/** Claude Code's environment: HOME in the test's tree, the scripted model at `origin`, nothing else called. */
+export function claudeCodeEnvironment(userHome: string, origin: string): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    HOME: userHome,
+    ANTHROPIC_BASE_URL: origin,
+    ANTHROPIC_API_KEY: CLAUDE_CODE_API_KEY,
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+    DISABLE_TELEMETRY: '1',
+    DISABLE_AUTOUPDATER: '1',
+    DISABLE_ERROR_REPORTING: '1',
+    // Root may not skip permissions unless it says it runs in a sandbox (it does: a temporary HOME).
+    IS_SANDBOX: '1',
+  };
+}
+
+/**
+ * Marks Claude Code in `userHome` as set up (onboarding done, the API key approved, `work` trusted),
+ * keeping what `errand install claude-code --scope user` wrote into `~/.claude.json`.
+ */
+export function markClaudeCodeSetUp(userHome: string, work: string): void {
+  const file = join(userHome, '.claude.json');
+  const settings = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+  writeFileSync(
+    file,
+    JSON.stringify({
+      ...settings,
+      hasCompletedOnboarding: true,
+      theme: 'dark',
+      customApiKeyResponses: { approved: [CLAUDE_CODE_API_KEY.slice(-20)], rejected: [] },
+      projects: { [work]: { hasTrustDialogAccepted: true, allowedTools: [] } },
+    }),
+  );
 }

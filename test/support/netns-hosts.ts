@@ -225,7 +225,7 @@ const live = new Set<Lab>();
 let exitHookInstalled = false;
 
 function spawnOnHost(
-  host: { name: string; namespace: string; tmp: string; home: string },
+  host: { name: string; namespace: string; tmp?: string; home?: string },
   ip: string,
   file: string,
   args: readonly string[],
@@ -233,12 +233,28 @@ function spawnOnHost(
 ): HostProcess {
   // `ip netns exec` enters the network namespace and makes a mount namespace (mounts propagate into it
   // from the machine, never out): the binds below are this process's and its children's alone.
+  // Without them (the switch's own processes) the machine's file system as it is.
   const script = 'mount --bind "$1" /root && mount --bind "$2" /tmp && shift 2 && exec "$@"';
+  const own = host.home !== undefined && host.tmp !== undefined;
   const child = spawn(
     ip,
-    ['netns', 'exec', host.namespace, 'sh', '-c', script, 'errand-host', host.home, host.tmp, file, ...args],
+    own
+      ? [
+          'netns',
+          'exec',
+          host.namespace,
+          'sh',
+          '-c',
+          script,
+          'errand-host',
+          host.home!,
+          host.tmp!,
+          file,
+          ...args,
+        ]
+      : ['netns', 'exec', host.namespace, file, ...args],
     {
-      env: { ...process.env, HOME: '/root', TMPDIR: '/tmp', ...options.env },
+      env: { ...process.env, ...(own ? { HOME: '/root', TMPDIR: '/tmp' } : {}), ...options.env },
       stdio: [options.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
     },
   );
@@ -422,18 +438,8 @@ export async function createLab(ability: NetnsAbility, names: readonly string[])
   }
 
   const portOf = (name: string) => `p-${name}`;
-  const spawnOnSwitch = (file: string, args: readonly string[]) => {
-    const dir = join(root, 'switch');
-    mkdirSync(join(dir, 'tmp'), { recursive: true });
-    mkdirSync(join(dir, 'home'), { recursive: true });
-    return spawnOnHost(
-      { name: 'switch', namespace: switchNs, tmp: join(dir, 'tmp'), home: join(dir, 'home') },
-      ip,
-      file,
-      args,
-      { stdin: true },
-    );
-  };
+  const spawnOnSwitch = (file: string, args: readonly string[]) =>
+    spawnOnHost({ name: 'switch', namespace: switchNs }, ip, file, args, { stdin: true });
 
   try {
     must(ip, ['netns', 'add', switchNs]);

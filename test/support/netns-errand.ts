@@ -207,6 +207,8 @@ export interface Accounting {
   readonly untrue: readonly string[];
   /** How many commands each worker host ran. */
   readonly ranOn: Readonly<Record<string, number>>;
+  /** How many tasks were settled lost on each worker. */
+  readonly lostOn: Readonly<Record<string, number>>;
 }
 
 /** Counts a run's books (see the module comment). `workers` maps worker names to their hosts. */
@@ -231,6 +233,7 @@ export function account(runtime: LabRuntime, workers: ReadonlyMap<string, LabHos
   let untold = 0;
   let duplicatedTells = 0;
   const untrue: string[] = [];
+  const lostOn: Record<string, number> = {};
   for (const [key, taskId] of runtime.tasks) {
     const ends = runtime.ends.get(taskId) ?? [];
     const tells = runtime.told.get(taskId) ?? [];
@@ -252,6 +255,7 @@ export function account(runtime: LabRuntime, workers: ReadonlyMap<string, LabHos
         untrue.push(`${key} (${taskId}): its output lacks its end`);
     } else if (end.status === 'lost') {
       lost += 1;
+      lostOn[end.worker ?? '?'] = (lostOn[end.worker ?? '?'] ?? 0) + 1;
       if (ran.length > 1) untrue.push(`${key} (${taskId}): lost, ran on [${ran.join(', ')}]`);
       if (ran.length === 1 && end.worker !== ran[0])
         untrue.push(`${key} (${taskId}): lost on ${end.worker}, ran on ${ran[0]}`);
@@ -271,6 +275,7 @@ export function account(runtime: LabRuntime, workers: ReadonlyMap<string, LabHos
     ranTwice,
     untrue,
     ranOn,
+    lostOn,
   };
 }
 

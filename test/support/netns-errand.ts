@@ -10,10 +10,10 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { HostProcess, LabHost } from './netns-hosts.js';
+import { type HostProcess, type LabHost, REPO_ROOT } from './netns-hosts.js';
 
-const cli = new URL('../../dist/cli/main.js', import.meta.url).pathname;
-const runtimeFixture = new URL('../fixtures/host/lab-runtime.mjs', import.meta.url).pathname;
+const cli = join(REPO_ROOT, 'dist', 'cli', 'main.js');
+const runtimeFixture = join(REPO_ROOT, 'test', 'fixtures', 'host', 'lab-runtime.mjs');
 
 export interface LabWorkerOptions {
   readonly url: string;

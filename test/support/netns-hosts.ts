@@ -41,7 +41,12 @@ const PYTHON_REQUIREMENT: ExternalRequirement = {
   install: 'Debian/Ubuntu: sudo apt-get install python3',
 };
 
-const shaperScript = new URL('./netns-shaper.py', import.meta.url).pathname;
+/** The repository, from here or from the benchmarks' compiled copy (`.bench/test/support/`). */
+export const REPO_ROOT = new URL(
+  import.meta.url.includes('/.bench/') ? '../../../' : '../../',
+  import.meta.url,
+).pathname;
+const shaperScript = join(REPO_ROOT, 'test', 'support', 'netns-shaper.py');
 const SUBNET = '10.77.0';
 const NAME_PREFIX = 'errand-';
 

@@ -119,10 +119,13 @@ async function feedUntilRuns(
 }
 
 /**
- * w1 is cut off while it runs commands (16 of 2 s on two workers x 4), more work comes meanwhile, the
- * link heals, and work keeps coming until w1 runs some again. Heartbeat 200 ms, TTL 1500 ms.
+ * w1 is cut off twice while it runs commands. First for `shortCutMs` (300 ms: well under the heartbeat
+ * TTL, so its writes wait in TCP and arrive after the heal): nothing is lost. Then for good while it
+ * runs 2 s commands (two workers x 4): its tasks are lost, more work comes meanwhile, the link heals,
+ * and work keeps coming until w1 runs some again. Heartbeat 200 ms, TTL 1500 ms.
  */
 export async function partitionScenario(lab: Lab, redisServer: string): Promise<ScenarioResult> {
+  const shortCutMs = 300;
   const redis = await startLabRedis(redisServer, lab.host('redis'));
   const common = { url: redis.url, prefix: 'part', heartbeatMs: 200, heartbeatTtlMs: 1500 };
   let processes: HostProcess[] = [];
@@ -132,9 +135,22 @@ export async function partitionScenario(lab: Lab, redisServer: string): Promise<
       const deployment = await deploy(lab, common, 4);
       processes = deployment.processes;
       const { runtime } = deployment;
+      // The short cut.
+      for (let index = 0; index < 8; index += 1)
+        await runtime.start(`b${index}`, ledgerCommand(`b${index}`, 1));
+      await runtime.until(() => ledgerSize(lab, 'w1') > 0, 60_000, 'w1 runs a command');
+      const shortAt = Date.now();
+      lab.partition('w1');
+      await pause(shortCutMs);
+      lab.heal('w1');
+      await runtime.until(() => allEnded(runtime), 120_000, 'every task of the short cut ended');
+      const shortEndedAfter = Date.now() - shortAt;
+      const shortLost = [...runtime.ends.values()].filter((ends) => ends[0]?.status === 'lost').length;
+      // The long one.
+      const w1Before = ledgerSize(lab, 'w1');
       for (let index = 0; index < 16; index += 1)
         await runtime.start(`a${index}`, ledgerCommand(`a${index}`, 2));
-      await runtime.until(() => ledgerSize(lab, 'w1') > 0, 60_000, 'w1 runs a command');
+      await runtime.until(() => ledgerSize(lab, 'w1') > w1Before, 60_000, 'w1 runs a command');
       const cutAt = Date.now();
       lab.partition('w1');
       for (let index = 16; index < 24; index += 1) {
@@ -154,10 +170,18 @@ export async function partitionScenario(lab: Lab, redisServer: string): Promise<
       const books = account(runtime, deployment.workers);
       return {
         books,
-        figures: { lostAfter, recoveredAfter, heartbeatTtlMs: common.heartbeatTtlMs },
+        figures: {
+          shortCutMs,
+          shortLost,
+          shortEndedAfter,
+          lostAfter,
+          recoveredAfter,
+          heartbeatTtlMs: common.heartbeatTtlMs,
+        },
         lines: [
           describeAccounting(books),
-          `w1's running tasks lost ${lostAfter} ms after the cut (heartbeat TTL ${common.heartbeatTtlMs} ms); w1 ran a new command ${recoveredAfter} ms after the heal`,
+          `a ${shortCutMs} ms cut while w1 ran commands: ${shortLost} lost, the 8 commands all ended ${shortEndedAfter} ms after the cut`,
+          `a cut for good: w1's running tasks lost ${lostAfter} ms after it (heartbeat TTL ${common.heartbeatTtlMs} ms); after the heal w1 ran a new command ${recoveredAfter} ms later`,
         ],
       };
     },

@@ -8,7 +8,7 @@ export const REDIS_FLAGS: FlagSpecs = {
     type: 'string',
     placeholder: '<url>',
     description:
-      'run background commands on errand workers through this Redis (redis:// or rediss://, credentials allowed, never printed)',
+      'run background commands on errand workers through this Redis (redis://, rediss://, or redis+sentinel://host:port,host:port/<master> to follow a Sentinel failover; credentials allowed, never printed)',
   },
   'redis-prefix': {
     type: 'string',

@@ -53,7 +53,7 @@ export const SERVE_FLAGS: FlagSpecs = {
   redis: {
     ...REDIS_FLAGS.redis!,
     description:
-      'the Redis the runtimes run background commands through (redis:// or rediss://, never printed): remote work shows its output from Redis, and a Stop of work no runtime holds reaches its worker',
+      'the Redis the runtimes run background commands through (redis://, rediss:// or redis+sentinel://, never printed): remote work shows its output from Redis, and a Stop of work no runtime holds reaches its worker',
   },
   'redis-prefix': REDIS_FLAGS['redis-prefix']!,
   ...NOTIFY_FLAGS,

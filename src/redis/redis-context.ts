@@ -4,7 +4,13 @@
  */
 import type { Logger } from '../tasks/index.js';
 import { RedisKeys } from './redis-keys.js';
-import { loadRedisModules, openRedis, type RedisClient, type RedisModules } from './redis-modules.js';
+import {
+  loadRedisModules,
+  openRedis,
+  type RedisClient,
+  type RedisModules,
+  sentinelOptions,
+} from './redis-modules.js';
 import {
   ADOPT_SCRIPT,
   CANCEL_SCRIPT,
@@ -66,7 +72,8 @@ export class RedisContext {
   }
 
   /** BullMQ's connection options for this target (it opens its own connections from them). */
-  get bullConnection(): { url: string; maxRetriesPerRequest: null } {
+  get bullConnection(): { url?: string; maxRetriesPerRequest: null } {
+    if (this.target.sentinel) return { ...sentinelOptions(this.target), maxRetriesPerRequest: null };
     return { url: this.target.url, maxRetriesPerRequest: null };
   }
 

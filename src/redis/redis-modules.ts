@@ -60,13 +60,16 @@ export function openRedis(
   target: RedisTarget,
   settings: ConnectionSettings,
 ): RedisClient {
-  const client = new modules.Redis(target.url, {
+  const settingsOfClient = {
     maxRetriesPerRequest: null,
     enableReadyCheck: true,
     // Reconnect quickly first, then at most every second.
-    retryStrategy: (times) => Math.min(50 * times, 1000),
+    retryStrategy: (times: number) => Math.min(50 * times, 1000),
     lazyConnect: false,
-  });
+  };
+  const client = target.sentinel
+    ? new modules.Redis({ ...sentinelOptions(target), ...settingsOfClient })
+    : new modules.Redis(target.url, settingsOfClient);
   let reported = false;
   client.on('error', (error: Error) => {
     if (reported) return;
@@ -79,4 +82,23 @@ export function openRedis(
     reported = false;
   });
   return client;
+}
+
+/**
+ * ioredis's options for a `redis+sentinel://` target: the sentinels and the group (asked for the
+ * primary at every connect, and watched for a switch), and a reconnect on `READONLY` (a primary demoted
+ * to a replica under a connection: the command is sent again to the new primary).
+ */
+export function sentinelOptions(target: RedisTarget): Record<string, unknown> {
+  const sentinel = target.sentinel!;
+  return {
+    sentinels: sentinel.sentinels.map((entry) => ({ ...entry })),
+    name: sentinel.name,
+    ...(sentinel.username !== undefined ? { username: sentinel.username } : {}),
+    ...(sentinel.password !== undefined ? { password: sentinel.password } : {}),
+    ...(sentinel.db !== undefined ? { db: sentinel.db } : {}),
+    failoverDetector: true,
+    sentinelRetryStrategy: (times: number) => Math.min(50 * times, 1000),
+    reconnectOnError: (error: Error) => (error.message.startsWith('READONLY') ? 2 : false),
+  };
 }

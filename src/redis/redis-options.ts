@@ -14,9 +14,14 @@ const name = (what: string, fallback: string) =>
 export const redisProviderOptions = defineOptions(
   'createErrandRuntime',
   {
-    /** `redis://[user:password@]host:port[/db]` or `rediss://…` (TLS). Never logged: messages show it redacted. */
+    /**
+     * `redis://[user:password@]host:port[/db]`, `rediss://…` (TLS), or
+     * `redis+sentinel://[user:password@]host[:port][,host[:port]…]/<master name>[/<db>]`: the primary of a
+     * Sentinel-monitored group, found through its sentinels and followed across a failover (a malformed
+     * one: `REDIS_SENTINEL_URL_INVALID`). Never logged: messages show it redacted.
+     */
     url: option.required(
-      option.custom<string>('a redis:// or rediss:// URL', (value, path) => {
+      option.custom<string>('a redis://, rediss:// or redis+sentinel:// URL', (value, path) => {
         // Throws itself, naming the URL only in its redacted form.
         parseRedisUrl(value, path);
         return true;

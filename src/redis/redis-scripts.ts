@@ -59,11 +59,29 @@ end
 `;
 
 /**
- * The worker takes a job. KEYS: job, events, runtime heartbeat. ARGV: worker name, worker instance,
- * job id, facts for a job cancelled before pickup, facts for a job whose runtime is gone, keepMs.
- * Returns `run`, `cancelled` (settled killed now), `orphaned` (settled lost now) or `gone`.
+ * The runtime dispatches a job: its record and its entry on the label's queue stream, in one step (so no
+ * worker ever reads an entry without a record, and no record is left without an entry). KEYS: job, queue.
+ * ARGV: task id, runtime id, the command as shown (at most 4 KiB), `1` for a durable job (else ''), job
+ * id, the job's data (JSON: what the worker runs). Returns 1.
+ */
+export const DISPATCH_SCRIPT = `
+redis.call('HSET', KEYS[1], 'state', 'queued', 'task', ARGV[1], 'runtime', ARGV[2], 'command', ARGV[3],
+  'end', '0', 'retainedFrom', '0')
+-- The claim script runs a durable job whose runtime is already gone (it is re-attached on resume).
+if ARGV[4] == '1' then redis.call('HSET', KEYS[1], 'durable', '1') end
+redis.call('XADD', KEYS[2], '*', 'job', ARGV[5], 'data', ARGV[6])
+return 1
+`;
+
+/**
+ * The worker takes a job it read from its label's queue stream. KEYS: job, events, runtime heartbeat,
+ * queue. ARGV: worker name, worker instance, job id, facts for a job cancelled before pickup, facts for a
+ * job whose runtime is gone, keepMs, the queue entry's id, the queue's group. Acknowledges the entry
+ * whatever the answer (it never runs twice: a second claim finds the job running, or settled). Returns
+ * `run`, `cancelled` (settled killed now), `orphaned` (settled lost now) or `gone`.
  */
 export const CLAIM_SCRIPT = `${SETTLE_BODY}
+redis.call('XACK', KEYS[4], ARGV[8], ARGV[7])
 local record = redis.call('HMGET', KEYS[1], 'state', 'workerInstance', 'cancel', 'durable', 'events')
 local state = record[1]
 -- The same instance asking again (its first call was resent after a reconnect) gets the same answer.
@@ -83,6 +101,29 @@ if record[5] and record[5] ~= '' then stream = record[5] end
 redis.call('XADD', stream, 'MAXLEN', '~', '${EVENTS_MAX_LENGTH}', '*', 't', 'started', 'job', ARGV[3], 'worker', ARGV[1])
 expireIfGone(stream, ARGV[6])
 return 'run'
+`;
+
+/**
+ * Trims a queue stream of the entries every worker is done with: those before both the group's oldest
+ * pending entry (read, not yet claimed) and the first entry it has not handed out. A worker runs it once
+ * a heartbeat while it takes jobs, so no entry costs a delete of its own. KEYS: queue. ARGV: the group.
+ * Returns the id trimmed below, or false when there was nothing to trim.
+ */
+export const TRIM_QUEUE_SCRIPT = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return false end
+local last = nil
+for _, group in ipairs(redis.call('XINFO', 'GROUPS', KEYS[1])) do
+  local fields = {}
+  for index = 1, #group, 2 do fields[group[index]] = group[index + 1] end
+  if fields['name'] == ARGV[1] then last = fields['last-delivered-id'] end
+end
+if not last then return false end
+local dash = string.find(last, '-', 1, true)
+local below = string.sub(last, 1, dash) .. (tonumber(string.sub(last, dash + 1)) + 1)
+local pending = redis.call('XPENDING', KEYS[1], ARGV[1])
+if pending[1] > 0 then below = pending[2] end
+redis.call('XTRIM', KEYS[1], 'MINID', below)
+return below
 `;
 
 /**

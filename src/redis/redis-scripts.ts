@@ -33,8 +33,9 @@ local function expireIfGone(stream, keepMs)
   redis.call('PEXPIRE', stream, keepMs)
 end
 -- Settles a job whose record fields the caller already read or decides: known holds end, retainedFrom,
--- worker and file (false when unknown) and stream is the events stream. One HSET, the expiries, the event.
-local function settleKnown(job, stream, state, facts, by, keepMs, jobId, known)
+-- worker and file (false when unknown) and stream is the events stream. One HSET, the expiries, the event;
+-- tail (or nil) is the output's last bytes, carried in the event so the runtime need not read them back.
+local function settleKnown(job, stream, state, facts, by, keepMs, jobId, known, tail)
   redis.call('HSET', job, 'state', state, 'facts', facts, 'settledBy', by,
     'end', known[1] or '0', 'retainedFrom', known[2] or '0', 'worker', known[3] or '', 'file', known[4] or '')
   redis.call('PEXPIRE', job, keepMs)
@@ -42,9 +43,13 @@ local function settleKnown(job, stream, state, facts, by, keepMs, jobId, known)
   -- gone never does). It is <prefix>:out:<job>, beside <prefix>:job:<job>.
   redis.call('PEXPIRE', string.sub(job, 1, #job - #jobId - 4) .. 'out:' .. jobId, keepMs)
   -- The event carries what the runtime settles the task from, so it need not read the record back.
-  redis.call('XADD', stream, 'MAXLEN', '~', '${EVENTS_MAX_LENGTH}', '*', 't', 'settled',
-    'job', jobId, 'state', state, 'facts', facts, 'end', known[1] or '0', 'retainedFrom', known[2] or '0',
-    'worker', known[3] or '', 'file', known[4] or '')
+  local event = {'t', 'settled', 'job', jobId, 'state', state, 'facts', facts, 'end', known[1] or '0',
+    'retainedFrom', known[2] or '0', 'worker', known[3] or '', 'file', known[4] or ''}
+  if tail and tail ~= '' then
+    event[#event + 1] = 'tail'
+    event[#event + 1] = tail
+  end
+  redis.call('XADD', stream, 'MAXLEN', '~', '${EVENTS_MAX_LENGTH}', '*', unpack(event))
   expireIfGone(stream, keepMs)
 end
 local function settle(job, events, state, facts, by, keepMs, jobId)
@@ -143,10 +148,11 @@ return redis.call('HMGET', KEYS[1], 'state', 'worker', 'end', 'retainedFrom')
 
 /**
  * The worker reports the end. KEYS: job, events. ARGV: facts, worker name, keepMs, job id, output end,
- * the spill file's path (or ''), the output not streamed yet (or '': it ends at the output end), and the
- * offset the stream retains from once that is added. The rest of the
- * output goes into the stream in the same step as the end, so the runtime reads both at once. Returns 1
- * when this settled the job, 0 when something else had.
+ * the spill file's path (or ''), the output not streamed yet (or '': it ends at the output end), the
+ * offset the stream retains from once that is added, and `1` when that output (small, UTF-8) also goes
+ * in the settled event. The rest of the output goes into the stream in the same step as the end, so the
+ * runtime reads both at once (from the event alone when it carries them). Returns 1 when this settled the
+ * job, 0 when something else had.
  */
 export const FINISH_SCRIPT = `${SETTLE_BODY}
 local record = redis.call('HMGET', KEYS[1], 'state', 'worker', 'events', 'file')
@@ -161,7 +167,9 @@ local stream = KEYS[2]
 if record[3] and record[3] ~= '' then stream = record[3] end
 local file = ARGV[6]
 if file == '' then file = record[4] end
-settleKnown(KEYS[1], stream, 'ended', ARGV[1], ARGV[2], ARGV[3], ARGV[4], {ARGV[5], ARGV[8], ARGV[2], file})
+local tail = nil
+if ARGV[9] == '1' then tail = ARGV[7] end
+settleKnown(KEYS[1], stream, 'ended', ARGV[1], ARGV[2], ARGV[3], ARGV[4], {ARGV[5], ARGV[8], ARGV[2], file}, tail)
 return 1
 `;
 

@@ -166,12 +166,20 @@ describe.skipIf(redisServer === undefined)('remote bash commands', () => {
     const prefix = `p${++deployment}`;
     // A flush timer far longer than the wait below: only an end sent at the exit arrives in time.
     await worker(prefix, [], undefined, 10_000);
-    const { tasks, bash } = await runtime(prefix);
+    const { tasks, bash, context } = await runtime(prefix);
+    const outputReads = vi.spyOn(context.client, 'xrangeBuffer');
     const started = await bash.start({ command: "printf 'last words\\n'; exit 4" });
     const done = await tasks.wait(started.taskId, 5000, trusted);
     expect(done.status).toBe('failed');
     expect((done.detail as BashFacts).exitCode).toBe(4);
     expect((await tasks.read(started.taskId, trusted)).text).toBe('last words\n');
+    // The settled event carried the output too: nothing was read back from its stream.
+    expect(outputReads).not.toHaveBeenCalled();
+    // Output past what an event carries still goes into the stream with the end, and is read from there.
+    const long = await bash.start({ command: "head -c 10000 /dev/zero | tr '\\0' y; exit 0" });
+    expect((await tasks.wait(long.taskId, 5000, trusted)).status).toBe('completed');
+    expect((await tasks.read(long.taskId, trusted)).text).toBe('y'.repeat(10_000));
+    expect(outputReads).toHaveBeenCalled();
   });
 
   it('foreground commands stay local', async () => {

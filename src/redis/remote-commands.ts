@@ -408,6 +408,12 @@ export class RemoteCommandDispatcher implements RemoteCommands, RemoteCommandLin
         void this.#follow(handle, Number(event.end ?? 0));
         break;
       case 'settled':
+        if (event.tail !== undefined) {
+          // The output's last bytes came with the end: mirrored now, unless something before them is missing.
+          const bytes = Buffer.from(event.tail, 'utf8');
+          const start = Number(event.end ?? 0) - bytes.length;
+          if (start <= handle.mirrorEnd) handle.mirror(start, bytes);
+        }
         // Events written before the settled event carried the outcome have only the job: read the record.
         void this.#collect(handle, event.facts === undefined ? undefined : event);
         break;

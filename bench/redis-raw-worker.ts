@@ -5,7 +5,8 @@
  * on /dev/null, stdout and stderr piped and read — and finish once it exited and both pipes closed: the
  * raw cost of what Errand adds its tree kill, output stream and exactly-once settle to. `launch` jobs
  * start it with Errand's own launcher instead (`createSpawnLauncher`: no fork where the native helper is
- * built), so the spawn mechanism is not what a comparison measures.
+ * built), so the spawn mechanism is not what a comparison measures. A job with `{ stamp: true }` runs
+ * `date +%s%N` instead and returns what it printed: the baseline of exit → notification.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { Worker } from 'bullmq';
@@ -19,12 +20,15 @@ const environment = Object.fromEntries(
   Object.entries(process.env).filter((entry): entry is [string, string] => entry[1] !== undefined),
 );
 
-/** Resolves once the child exited and both pipes closed, its output read. */
-function finished(child: Pick<ChildProcess, 'stdout' | 'stderr' | 'once'>): Promise<void> {
+/** Resolves once the child exited and both pipes closed, with its output read. */
+function finished(child: Pick<ChildProcess, 'stdout' | 'stderr' | 'once'>): Promise<string> {
+  let text = '';
   const closed = (stream: NodeJS.ReadableStream | null) =>
     stream
       ? new Promise<void>((resolve) => {
-          stream.on('data', () => {});
+          stream.on('data', (chunk: Buffer) => {
+            text += chunk.toString();
+          });
           stream.once('close', () => resolve());
         })
       : Promise.resolve();
@@ -32,12 +36,21 @@ function finished(child: Pick<ChildProcess, 'stdout' | 'stderr' | 'once'>): Prom
     new Promise<void>((resolve) => child.once('exit', () => resolve())),
     closed(child.stdout),
     closed(child.stderr),
-  ]).then(() => undefined);
+  ]).then(() => text);
 }
 
 const worker = new Worker(
   queueName,
-  async () => {
+  async (job: { data: { stamp?: boolean } }) => {
+    if (job.data.stamp === true) {
+      const launched = launcher.launch({
+        file: 'date',
+        args: ['+%s%N'],
+        cwd: process.cwd(),
+        env: environment,
+      });
+      return finished(launched as unknown as Pick<ChildProcess, 'stdout' | 'stderr' | 'once'>);
+    }
     if (mode === 'spawn') {
       await finished(spawn('bash', ['-c', 'true'], { detached: true, stdio: ['ignore', 'pipe', 'pipe'] }));
     } else if (mode === 'launch') {
@@ -49,6 +62,7 @@ const worker = new Worker(
       });
       await finished(launched as unknown as Pick<ChildProcess, 'stdout' | 'stderr' | 'once'>);
     }
+    return undefined;
   },
   { connection: { url, maxRetriesPerRequest: null }, concurrency: Number(concurrency) },
 );

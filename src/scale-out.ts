@@ -1,6 +1,6 @@
 /**
  * `errand/redis`: scale-out through Redis. The Redis task provider, the worker, their options. Importing
- * this entry loads neither `bullmq` nor `ioredis`: they are imported when a provider or worker starts.
+ * this entry does not load `ioredis`: it is imported when a provider or worker starts.
  * `createErrandRuntime({ redis })` (`errand/host`) assembles the provider with remote bash commands.
  */
 export { type RedisProviderOptions, redisProviderOptions } from './redis/redis-options.js';

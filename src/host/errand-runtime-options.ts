@@ -104,7 +104,7 @@ export const errandRuntimeOptions = defineOptions(
     /**
      * Scale-out: background bash commands run on `errand worker`s through this Redis (foreground ones stay
      * here), and task ids are reserved there, unique across every runtime of the deployment (`prefix`).
-     * Needs the optional packages `bullmq` and `ioredis`. Default: off, everything runs here.
+     * Needs the optional package `ioredis`. Default: off, everything runs here.
      */
     redis: option.nested(redisProviderOptions, { optional: true }),
     /**

@@ -15,9 +15,11 @@ import {
   ADOPT_SCRIPT,
   CANCEL_SCRIPT,
   CLAIM_SCRIPT,
+  DISPATCH_SCRIPT,
   FINISH_SCRIPT,
   LOST_SCRIPT,
   RESERVE_IDS_SCRIPT,
+  TRIM_QUEUE_SCRIPT,
 } from './redis-scripts.js';
 import { parseRedisUrl, type RedisTarget } from './redis-url.js';
 
@@ -25,7 +27,15 @@ type ScriptResult = Promise<string | number>;
 
 /** The scripts, as commands of the connection (`defineCommand`: sent once, then run by hash). */
 export interface ErrandScripts {
-  errandClaim(job: string, events: string, runtimeAlive: string, ...args: (string | number)[]): ScriptResult;
+  errandDispatch(job: string, queue: string, ...args: (string | number)[]): ScriptResult;
+  errandTrimQueue(queue: string, group: string): Promise<string | null>;
+  errandClaim(
+    job: string,
+    events: string,
+    runtimeAlive: string,
+    queue: string,
+    ...args: (string | number)[]
+  ): ScriptResult;
   errandFinish(job: string, events: string, ...args: (string | number | Buffer)[]): ScriptResult;
   errandCancel(job: string, events: string, ...args: (string | number)[]): ScriptResult;
   errandLost(job: string, events: string, workerAlive: string, ...args: (string | number)[]): ScriptResult;
@@ -49,7 +59,9 @@ export class RedisContext {
     this.keys = new RedisKeys(prefix);
     this.logger = logger;
     this.client = this.#open('commands') as ScriptedClient;
-    this.client.defineCommand('errandClaim', { numberOfKeys: 3, lua: CLAIM_SCRIPT });
+    this.client.defineCommand('errandDispatch', { numberOfKeys: 2, lua: DISPATCH_SCRIPT });
+    this.client.defineCommand('errandClaim', { numberOfKeys: 4, lua: CLAIM_SCRIPT });
+    this.client.defineCommand('errandTrimQueue', { numberOfKeys: 1, lua: TRIM_QUEUE_SCRIPT });
     this.client.defineCommand('errandFinish', { numberOfKeys: 2, lua: FINISH_SCRIPT });
     this.client.defineCommand('errandCancel', { numberOfKeys: 2, lua: CANCEL_SCRIPT });
     this.client.defineCommand('errandLost', { numberOfKeys: 3, lua: LOST_SCRIPT });

@@ -11,7 +11,9 @@
  * - `<p>:rt:<runtime>:alive`    the runtime's heartbeat (expires when it stops beating)
  * - `<p>:worker:<name>:alive`   a worker's heartbeat, holding its instance id
  * - `<p>:cancel`                the channel cancels are published on
- * - `<p>:bull:<queue>:*`        the BullMQ queues, one per label (`bash.<label>`)
+ * - `<p>:q:<label>`             a label's queue: a stream of job entries (`job`, `data`), read by the
+ *                                 label's workers through one consumer group (`workers`); an entry is
+ *                                 acknowledged by the claim script and trimmed once every worker is past it
  */
 
 /** Names a worker, a label or a deployment prefix may have: letters, digits, `_ . -`, 1 to 64 characters. */
@@ -52,13 +54,11 @@ export class RedisKeys {
     return `${this.prefix}:cancel`;
   }
 
-  /** BullMQ's own key prefix for this deployment. */
-  get bullPrefix(): string {
-    return `${this.prefix}:bull`;
-  }
-
-  /** The queue of a label. */
-  static queueName(label: string): string {
-    return `bash.${label}`;
+  /** The queue stream of a label. */
+  queue(label: string): string {
+    return `${this.prefix}:q:${label}`;
   }
 }
+
+/** The consumer group every worker of a label reads its queue stream through. */
+export const QUEUE_GROUP = 'workers';

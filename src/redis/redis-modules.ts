@@ -1,20 +1,17 @@
 /**
- * The Redis client packages, loaded only when Redis is configured: `ioredis` and `bullmq` are optional
- * dependencies, so an Errand that never scales out never loads (or needs) them. A configured `redis`
- * without them fails with `REDIS_PACKAGES_MISSING`, naming both packages.
+ * The Redis client package, loaded only when Redis is configured: `ioredis` is an optional dependency,
+ * so an Errand that never scales out never loads (or needs) it. A configured `redis` without it fails
+ * with `REDIS_PACKAGES_MISSING`, naming the package. (The queue is Errand's own: `redis-scripts.ts`.)
  */
-import type * as BullMQ from 'bullmq';
 import type * as IORedis from 'ioredis';
 import { ErrandError } from '../tasks/index.js';
 import type { RedisTarget } from './redis-url.js';
 import { scrubSecrets } from './redis-url.js';
 
 export type RedisClient = IORedis.Redis;
-export type BullModule = typeof BullMQ;
 
 export interface RedisModules {
   readonly Redis: typeof IORedis.Redis;
-  readonly bullmq: BullModule;
 }
 
 export class RedisPackagesMissingError extends ErrandError {
@@ -22,20 +19,20 @@ export class RedisPackagesMissingError extends ErrandError {
     super(
       'REDIS_PACKAGES_MISSING',
       'system',
-      'Redis is configured but its client packages are missing: install them with `npm install bullmq@6.7.0 ioredis@6.0.0`',
-      { cause, context: { packages: ['bullmq', 'ioredis'] } },
+      'Redis is configured but its client package is missing: install it with `npm install ioredis@6.0.0`',
+      { cause, context: { packages: ['ioredis'] } },
     );
   }
 }
 
 let loading: Promise<RedisModules> | undefined;
 
-/** Loads `ioredis` and `bullmq` once. Throws `REDIS_PACKAGES_MISSING` when either cannot be imported. */
+/** Loads `ioredis` once. Throws `REDIS_PACKAGES_MISSING` when it cannot be imported. */
 export function loadRedisModules(): Promise<RedisModules> {
   loading ??= (async () => {
     try {
-      const [ioredis, bullmq] = await Promise.all([import('ioredis'), import('bullmq')]);
-      return { Redis: ioredis.Redis, bullmq };
+      const ioredis = await import('ioredis');
+      return { Redis: ioredis.Redis };
     } catch (error) {
       loading = undefined;
       throw new RedisPackagesMissingError(error);

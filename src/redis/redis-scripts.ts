@@ -33,8 +33,9 @@ local function expireIfGone(stream, keepMs)
   redis.call('PEXPIRE', stream, keepMs)
 end
 -- Settles a job whose record fields the caller already read or decides: known holds end, retainedFrom,
--- worker and file (false when unknown) and stream is the events stream. One HSET, the expiries, the event.
-local function settleKnown(job, stream, state, facts, by, keepMs, jobId, known)
+-- worker and file (false when unknown) and stream is the events stream. One HSET, the expiries, the event;
+-- tail (or nil) is the output's last bytes, carried in the event so the runtime need not read them back.
+local function settleKnown(job, stream, state, facts, by, keepMs, jobId, known, tail)
   redis.call('HSET', job, 'state', state, 'facts', facts, 'settledBy', by,
     'end', known[1] or '0', 'retainedFrom', known[2] or '0', 'worker', known[3] or '', 'file', known[4] or '')
   redis.call('PEXPIRE', job, keepMs)
@@ -42,9 +43,13 @@ local function settleKnown(job, stream, state, facts, by, keepMs, jobId, known)
   -- gone never does). It is <prefix>:out:<job>, beside <prefix>:job:<job>.
   redis.call('PEXPIRE', string.sub(job, 1, #job - #jobId - 4) .. 'out:' .. jobId, keepMs)
   -- The event carries what the runtime settles the task from, so it need not read the record back.
-  redis.call('XADD', stream, 'MAXLEN', '~', '${EVENTS_MAX_LENGTH}', '*', 't', 'settled',
-    'job', jobId, 'state', state, 'facts', facts, 'end', known[1] or '0', 'retainedFrom', known[2] or '0',
-    'worker', known[3] or '', 'file', known[4] or '')
+  local event = {'t', 'settled', 'job', jobId, 'state', state, 'facts', facts, 'end', known[1] or '0',
+    'retainedFrom', known[2] or '0', 'worker', known[3] or '', 'file', known[4] or ''}
+  if tail and tail ~= '' then
+    event[#event + 1] = 'tail'
+    event[#event + 1] = tail
+  end
+  redis.call('XADD', stream, 'MAXLEN', '~', '${EVENTS_MAX_LENGTH}', '*', unpack(event))
   expireIfGone(stream, keepMs)
 end
 local function settle(job, events, state, facts, by, keepMs, jobId)
@@ -59,11 +64,29 @@ end
 `;
 
 /**
- * The worker takes a job. KEYS: job, events, runtime heartbeat. ARGV: worker name, worker instance,
- * job id, facts for a job cancelled before pickup, facts for a job whose runtime is gone, keepMs.
- * Returns `run`, `cancelled` (settled killed now), `orphaned` (settled lost now) or `gone`.
+ * The runtime dispatches a job: its record and its entry on the label's queue stream, in one step (so no
+ * worker ever reads an entry without a record, and no record is left without an entry). KEYS: job, queue.
+ * ARGV: task id, runtime id, the command as shown (at most 4 KiB), `1` for a durable job (else ''), job
+ * id, the job's data (JSON: what the worker runs). Returns 1.
+ */
+export const DISPATCH_SCRIPT = `
+redis.call('HSET', KEYS[1], 'state', 'queued', 'task', ARGV[1], 'runtime', ARGV[2], 'command', ARGV[3],
+  'end', '0', 'retainedFrom', '0')
+-- The claim script runs a durable job whose runtime is already gone (it is re-attached on resume).
+if ARGV[4] == '1' then redis.call('HSET', KEYS[1], 'durable', '1') end
+redis.call('XADD', KEYS[2], '*', 'job', ARGV[5], 'data', ARGV[6])
+return 1
+`;
+
+/**
+ * The worker takes a job it read from its label's queue stream. KEYS: job, events, runtime heartbeat,
+ * queue. ARGV: worker name, worker instance, job id, facts for a job cancelled before pickup, facts for a
+ * job whose runtime is gone, keepMs, the queue entry's id, the queue's group. Acknowledges the entry
+ * whatever the answer (it never runs twice: a second claim finds the job running, or settled). Returns
+ * `run`, `cancelled` (settled killed now), `orphaned` (settled lost now) or `gone`.
  */
 export const CLAIM_SCRIPT = `${SETTLE_BODY}
+redis.call('XACK', KEYS[4], ARGV[8], ARGV[7])
 local record = redis.call('HMGET', KEYS[1], 'state', 'workerInstance', 'cancel', 'durable', 'events')
 local state = record[1]
 -- The same instance asking again (its first call was resent after a reconnect) gets the same answer.
@@ -86,6 +109,29 @@ return 'run'
 `;
 
 /**
+ * Trims a queue stream of the entries every worker is done with: those before both the group's oldest
+ * pending entry (read, not yet claimed) and the first entry it has not handed out. A worker runs it once
+ * a heartbeat while it takes jobs, so no entry costs a delete of its own. KEYS: queue. ARGV: the group.
+ * Returns the id trimmed below, or false when there was nothing to trim.
+ */
+export const TRIM_QUEUE_SCRIPT = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return false end
+local last = nil
+for _, group in ipairs(redis.call('XINFO', 'GROUPS', KEYS[1])) do
+  local fields = {}
+  for index = 1, #group, 2 do fields[group[index]] = group[index + 1] end
+  if fields['name'] == ARGV[1] then last = fields['last-delivered-id'] end
+end
+if not last then return false end
+local dash = string.find(last, '-', 1, true)
+local below = string.sub(last, 1, dash) .. (tonumber(string.sub(last, dash + 1)) + 1)
+local pending = redis.call('XPENDING', KEYS[1], ARGV[1])
+if pending[1] > 0 then below = pending[2] end
+redis.call('XTRIM', KEYS[1], 'MINID', below)
+return below
+`;
+
+/**
  * A resumed runtime re-attaches a durable job. KEYS: job, the new runtime's events stream. ARGV: the new
  * runtime's id. A live job's events go to the new stream from now on (its worker also learns the new
  * runtime at its next heartbeat). Returns `[state, worker, end, retainedFrom]`; `state` is false (nil)
@@ -102,10 +148,11 @@ return redis.call('HMGET', KEYS[1], 'state', 'worker', 'end', 'retainedFrom')
 
 /**
  * The worker reports the end. KEYS: job, events. ARGV: facts, worker name, keepMs, job id, output end,
- * the spill file's path (or ''), the output not streamed yet (or '': it ends at the output end), and the
- * offset the stream retains from once that is added. The rest of the
- * output goes into the stream in the same step as the end, so the runtime reads both at once. Returns 1
- * when this settled the job, 0 when something else had.
+ * the spill file's path (or ''), the output not streamed yet (or '': it ends at the output end), the
+ * offset the stream retains from once that is added, and `1` when that output (small, UTF-8) also goes
+ * in the settled event. The rest of the output goes into the stream in the same step as the end, so the
+ * runtime reads both at once (from the event alone when it carries them). Returns 1 when this settled the
+ * job, 0 when something else had.
  */
 export const FINISH_SCRIPT = `${SETTLE_BODY}
 local record = redis.call('HMGET', KEYS[1], 'state', 'worker', 'events', 'file')
@@ -120,7 +167,9 @@ local stream = KEYS[2]
 if record[3] and record[3] ~= '' then stream = record[3] end
 local file = ARGV[6]
 if file == '' then file = record[4] end
-settleKnown(KEYS[1], stream, 'ended', ARGV[1], ARGV[2], ARGV[3], ARGV[4], {ARGV[5], ARGV[8], ARGV[2], file})
+local tail = nil
+if ARGV[9] == '1' then tail = ARGV[7] end
+settleKnown(KEYS[1], stream, 'ended', ARGV[1], ARGV[2], ARGV[3], ARGV[4], {ARGV[5], ARGV[8], ARGV[2], file}, tail)
 return 1
 `;
 

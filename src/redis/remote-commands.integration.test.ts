@@ -8,6 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { processesWith } from '../../test/support/errand-workers.js';
 import { findRedisServer, startTestRedis, type TestRedis } from '../../test/support/redis-server.js';
 import { BashExecutor, type BashFacts, createBashProducer } from '../producers/bash/index.js';
 import { createTrustedCaller, systemClock, type TaskService, type TaskSnapshot } from '../tasks/index.js';
@@ -92,11 +93,12 @@ describe.skipIf(redisServer === undefined)('remote bash commands', () => {
     labels: string[] = [],
     settledRetentionMs?: number,
     outputFlushMs?: number,
+    name = `w-${prefix}`,
   ): Promise<ErrandWorker> => {
     const started = await ErrandWorker.start({
       url: redis.url,
       prefix,
-      name: `w-${prefix}`,
+      name,
       labels,
       home,
       heartbeatMs: 100,
@@ -164,12 +166,20 @@ describe.skipIf(redisServer === undefined)('remote bash commands', () => {
     const prefix = `p${++deployment}`;
     // A flush timer far longer than the wait below: only an end sent at the exit arrives in time.
     await worker(prefix, [], undefined, 10_000);
-    const { tasks, bash } = await runtime(prefix);
+    const { tasks, bash, context } = await runtime(prefix);
+    const outputReads = vi.spyOn(context.client, 'xrangeBuffer');
     const started = await bash.start({ command: "printf 'last words\\n'; exit 4" });
     const done = await tasks.wait(started.taskId, 5000, trusted);
     expect(done.status).toBe('failed');
     expect((done.detail as BashFacts).exitCode).toBe(4);
     expect((await tasks.read(started.taskId, trusted)).text).toBe('last words\n');
+    // The settled event carried the output too: nothing was read back from its stream.
+    expect(outputReads).not.toHaveBeenCalled();
+    // Output past what an event carries still goes into the stream with the end, and is read from there.
+    const long = await bash.start({ command: "head -c 10000 /dev/zero | tr '\\0' y; exit 0" });
+    expect((await tasks.wait(long.taskId, 5000, trusted)).status).toBe('completed');
+    expect((await tasks.read(long.taskId, trusted)).text).toBe('y'.repeat(10_000));
+    expect(outputReads).toHaveBeenCalled();
   });
 
   it('foreground commands stay local', async () => {
@@ -269,22 +279,28 @@ describe.skipIf(redisServer === undefined)('remote bash commands', () => {
     expect(slow.counts.taken).toBe(5);
   });
 
-  it('a job BullMQ hands again to the worker that runs it changes nothing: the command runs on, once', async () => {
+  it('a job whose queue entry is read again while it runs changes nothing: the command runs on, once', async () => {
     const prefix = `p${++deployment}`;
     const running = await worker(prefix);
-    const { tasks, bash, context } = await runtime(prefix);
+    const { tasks, bash, context, dispatcher } = await runtime(prefix);
     const release = join(home, `${prefix}.release`);
-    const started = await bash.start({
-      command: `echo start; while [ ! -e ${release} ]; do sleep 0.02; done; echo done`,
-    });
+    const command = `echo start; while [ ! -e ${release} ]; do sleep 0.02; done; echo done`;
+    const started = await bash.start({ command });
     while ((await tasks.read(started.taskId, trusted)).text !== 'start\n') {
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
-    // The job's lock is lost (a stalled event loop, say): BullMQ's stall check hands the job out again.
-    const lock = `${context.keys.bullPrefix}:bash.default:${started.handle.id}:lock`;
+    // Its entry on the queue again (added twice, or taken over from a stalled reader): read and handled.
+    const data = { job: started.handle.id, taskId: started.taskId, runtime: dispatcher.runtimeId, command };
+    await context.client.xadd(
+      context.keys.queue('default'),
+      '*',
+      'job',
+      started.handle.id,
+      'data',
+      JSON.stringify({ ...data, cwd: '/', timeoutMs: null }),
+    );
     while (running.counts.taken + running.counts.skipped < 2) {
-      await context.client.del(lock);
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      await new Promise((resolve) => setTimeout(resolve, 20));
     }
     expect(tasks.get(started.taskId, trusted).status).toBe('running');
     writeFileSync(release, '');
@@ -292,6 +308,99 @@ describe.skipIf(redisServer === undefined)('remote bash commands', () => {
     expect(done.status).toBe('completed');
     expect((await tasks.read(started.taskId, trusted)).text).toBe('done\n');
     expect(running.counts.taken).toBe(1);
+  });
+
+  it('an entry a worker read and never claimed (it died in between) is taken over by another worker and runs once', async () => {
+    const prefix = `p${++deployment}`;
+    const { tasks, bash, context } = await runtime(prefix, 'default', 60_000);
+    const queue = context.keys.queue('default');
+    await context.client.xgroup('CREATE', queue, 'workers', '0', 'MKSTREAM');
+    const started = await bash.start({ command: 'echo taken over' });
+    // A worker that reads the entry and dies before its claim: the entry stays pending under its name.
+    const read = (await context.client.xreadgroup(
+      'GROUP',
+      'workers',
+      'ghost',
+      'COUNT',
+      1,
+      'STREAMS',
+      queue,
+      '>',
+    )) as Array<[string, unknown[]]> | null;
+    expect(read?.[0]?.[1]).toHaveLength(1);
+    const live = await worker(prefix);
+    const done = await ended(tasks, started.taskId);
+    expect(done.status).toBe('completed');
+    expect((await tasks.read(started.taskId, trusted)).text).toBe('taken over\n');
+    expect(live.counts.taken).toBe(1);
+    const [pending] = (await context.client.xpending(queue, 'workers')) as [number];
+    expect(pending).toBe(0);
+  });
+
+  it('two workers racing to take the same jobs while cancels land: nothing runs once its cancel is acknowledged, each end told once', async () => {
+    const prefix = `p${++deployment}`;
+    const first = await worker(prefix, [], undefined, undefined, `a-${prefix}`);
+    const second = await worker(prefix, [], undefined, undefined, `b-${prefix}`);
+    const { tasks, bash, context, dispatcher } = await runtime(prefix);
+    const ends = new Map<string, number>();
+    tasks.onTaskDone((snapshot) => {
+      ends.set(snapshot.id, (ends.get(snapshot.id) ?? 0) + 1);
+    });
+    const ran = join(home, `${prefix}.ran`);
+    writeFileSync(ran, '');
+    const token = `errand-race-${process.pid}-${Date.now()}`;
+    // Within the ownerless limit (10 live tasks), the probe below included.
+    const count = 9;
+    const started = await Promise.all(
+      Array.from({ length: count }, (_, index) =>
+        bash.start({ command: `echo ${index} >> ${ran}; ERRAND_RACE_TOKEN=${token} sleep 30` }),
+      ),
+    );
+    // Every job's entry twice: the two workers race to claim each job, and the cancels race both.
+    const duplicates = context.client.pipeline();
+    for (const task of started) {
+      const command = `echo ${started.indexOf(task)} >> ${ran}; ERRAND_RACE_TOKEN=${token} sleep 30`;
+      const data = { job: task.handle.id, taskId: task.taskId, runtime: dispatcher.runtimeId, command };
+      duplicates.xadd(
+        context.keys.queue('default'),
+        '*',
+        'job',
+        task.handle.id,
+        'data',
+        JSON.stringify({ ...data, cwd: '/', timeoutMs: null }),
+      );
+    }
+    const kills = started.map(async (task, index) => {
+      if (index % 3 === 1) await new Promise((resolve) => setTimeout(resolve, index));
+      return tasks.kill(task.taskId, trusted, 'raced');
+    });
+    await duplicates.exec();
+    await Promise.all(kills);
+    const done = await Promise.all(started.map((task) => ended(tasks, task.taskId)));
+    expect(done.map((task) => task.status)).toEqual(Array(count).fill('killed'));
+    // Every entry handled (each job's two), each job claimed at most once.
+    await vi.waitFor(
+      () => {
+        const handled = [first, second].reduce((sum, w) => sum + w.counts.taken + w.counts.skipped, 0);
+        expect(handled).toBe(2 * count);
+        expect(first.runningCount + second.runningCount).toBe(0);
+      },
+      { timeout: 15_000, interval: 20 },
+    );
+    const taken = first.counts.taken + second.counts.taken;
+    expect(taken).toBeLessThanOrEqual(count);
+    await vi.waitFor(() => expect(processesWith(token)).toEqual([]), { timeout: 10_000, interval: 50 });
+    const startsAfterCancels = readFileSync(ran, 'utf8');
+    const lines = startsAfterCancels.split('\n').filter(Boolean);
+    expect(new Set(lines).size).toBe(lines.length);
+    expect(lines.length).toBeLessThanOrEqual(taken);
+    // Nothing starts later, however long the workers run on.
+    const probe = await bash.start({ command: 'echo probe' });
+    expect((await ended(tasks, probe.taskId)).status).toBe('completed');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(readFileSync(ran, 'utf8')).toBe(startsAfterCancels);
+    expect(processesWith(token)).toEqual([]);
+    for (const task of started) expect(ends.get(task.taskId), task.taskId).toBe(1);
   });
 
   it('a cancel after the end changes nothing', async () => {

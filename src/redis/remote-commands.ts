@@ -1,6 +1,6 @@
 /**
- * The runtime's side of remote bash commands: it dispatches a background command as a BullMQ job (one
- * attempt) with a record of its own in Redis, follows what its workers report on the runtime's events
+ * The runtime's side of remote bash commands: it dispatches a background command as a job — its record
+ * and an entry on its label's queue stream, in one script call — follows what its workers report on the runtime's events
  * stream (started, output, settled), mirrors each command's output into the same in-memory window a
  * local command has, and beats the runtime's heartbeat. Every `heartbeatMs` it also reads the record of
  * each command it still waits for, so an event lost to a reconnect is made up for, and settles `lost`
@@ -20,11 +20,11 @@ import {
 import type { CancelTimer, Clock } from '../tasks/clock.js';
 import type { Logger, TaskId, TaskOutputChunk } from '../tasks/index.js';
 import type { RedisContext } from './redis-context.js';
-import { RedisKeys } from './redis-keys.js';
+import type { RedisKeys } from './redis-keys.js';
 import type { RedisClient } from './redis-modules.js';
 import { scrubSecrets } from './redis-url.js';
 
-/** What a job carries to its worker (BullMQ's job data). */
+/** What a job carries to its worker (the `data` of its queue entry, as JSON). */
 export interface RemoteJobData {
   readonly job: string;
   readonly taskId: string;
@@ -138,10 +138,7 @@ export class RemoteCommandDispatcher implements RemoteCommands, RemoteCommandLin
   readonly #context: RedisContext;
   readonly #keys: RedisKeys;
   readonly #eventsKey: string;
-  readonly #queue: {
-    add(name: string, data: unknown, options: unknown): Promise<unknown>;
-    close(): Promise<void>;
-  };
+  readonly #queueKey: string;
   readonly #handles = new Map<string, RemoteCommandHandle>();
   #reader: RedisClient | undefined;
   #lastEventId = '0-0';
@@ -157,11 +154,7 @@ export class RemoteCommandDispatcher implements RemoteCommands, RemoteCommandLin
     this.#context = options.context;
     this.#keys = options.context.keys;
     this.#eventsKey = this.#keys.runtimeEvents(this.runtimeId);
-    const { Queue } = options.context.modules.bullmq;
-    this.#queue = new Queue(RedisKeys.queueName(options.label), {
-      connection: options.context.bullConnection,
-      prefix: this.#keys.bullPrefix,
-    });
+    this.#queueKey = this.#keys.queue(options.label);
   }
 
   /** Starts following the runtime's events and beating its heartbeat; resolves once the first beat is in. */
@@ -247,7 +240,6 @@ export class RemoteCommandDispatcher implements RemoteCommands, RemoteCommandLin
     }
     this.#reader?.disconnect();
     await this.#reading?.catch(() => {});
-    await this.#queue.close().catch(() => {});
   }
 
   // ---------------------------------------------------------------- what a handle asks for
@@ -337,22 +329,17 @@ export class RemoteCommandDispatcher implements RemoteCommands, RemoteCommandLin
   async #dispatch(handle: RemoteCommandHandle, data: RemoteJobData): Promise<boolean> {
     const client = this.#context.client;
     try {
-      await client.hset(this.#keys.job(handle.id), {
-        state: 'queued',
-        task: data.taskId,
-        runtime: this.runtimeId,
-        command: data.command.slice(0, 4096),
-        end: '0',
-        retainedFrom: '0',
-        // The claim script runs a durable job whose runtime is already gone (it is re-attached on resume).
-        ...(data.durable === true ? { durable: '1' } : {}),
-      });
-      await this.#queue.add('bash', data, {
-        jobId: handle.id,
-        attempts: 1,
-        removeOnComplete: true,
-        removeOnFail: { count: 1000 },
-      });
+      // The record and the queue entry in one step: three Redis commands in all.
+      await client.errandDispatch(
+        this.#keys.job(handle.id),
+        this.#queueKey,
+        data.taskId,
+        this.runtimeId,
+        data.command.slice(0, 4096),
+        data.durable === true ? '1' : '',
+        handle.id,
+        JSON.stringify(data),
+      );
       return true;
     } catch (error) {
       const message = this.#scrub(error);
@@ -421,6 +408,12 @@ export class RemoteCommandDispatcher implements RemoteCommands, RemoteCommandLin
         void this.#follow(handle, Number(event.end ?? 0));
         break;
       case 'settled':
+        if (event.tail !== undefined) {
+          // The output's last bytes came with the end: mirrored now, unless something before them is missing.
+          const bytes = Buffer.from(event.tail, 'utf8');
+          const start = Number(event.end ?? 0) - bytes.length;
+          if (start <= handle.mirrorEnd) handle.mirror(start, bytes);
+        }
         // Events written before the settled event carried the outcome have only the job: read the record.
         void this.#collect(handle, event.facts === undefined ? undefined : event);
         break;
@@ -598,7 +591,8 @@ export class RemoteCommandDispatcher implements RemoteCommands, RemoteCommandLin
   }
 }
 
-function fieldsOf(fields: string[]): Record<string, string> {
+/** A stream entry's flat `[field, value, …]` list as a record. */
+export function fieldsOf(fields: string[]): Record<string, string> {
   const record: Record<string, string> = {};
   for (let index = 0; index + 1 < fields.length; index += 2) record[fields[index]!] = fields[index + 1]!;
   return record;

@@ -2,24 +2,27 @@
  * `errand worker`: runs the background commands runtimes dispatch through Redis. Each command runs in the
  * worker's own bash executor — its own session and process group, the same tree census and terminator,
  * the same capped output file (the spill) and, with `lifeline`, the same sidecar that stops every tree
- * when the worker dies by any means. The worker takes a job only through the claim script (its job must
- * still be queued, not cancelled, and its runtime alive), streams the output into the job's bounded
- * Redis stream, and reports the end through the finish script: whichever of its end, a cancel or the
- * lost-worker check comes first is the job's one outcome.
+ * when the worker dies by any means. It reads job entries from its labels' queue streams through one
+ * consumer group (as many as it has free slots, in one blocking read), takes each only through the claim
+ * script (its job must still be queued, not cancelled, and its runtime alive; the script acknowledges the
+ * entry), streams the output into the job's bounded Redis stream, and reports the end through the finish
+ * script: whichever of its end, a cancel or the lost-worker check comes first is the job's one outcome.
+ * An entry read by a worker that died before claiming it stays pending in the group; another worker (or
+ * this one) takes it over once it has been pending for a heartbeat TTL (`XAUTOCLAIM`): it never ran.
  *
  * Draining (`drain()`, SIGTERM): the worker stops taking jobs, lets running commands finish for up to
  * `drainTimeoutMs`, then cancels what still runs (killed, with the worker named) and exits. Nothing is
  * handed back to the queue: a command is not idempotent, so it never runs twice.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
+import { closeSync, constants, fstatSync, mkdirSync, openSync, readSync } from 'node:fs';
 import { Lifeline } from '../process/index.js';
 import { BashExecutor, type ExitFacts, type ProcessHandle } from '../producers/bash/index.js';
 import { RedisContext } from '../redis/redis-context.js';
-import { RedisKeys } from '../redis/redis-keys.js';
+import { QUEUE_GROUP } from '../redis/redis-keys.js';
 import type { RedisClient } from '../redis/redis-modules.js';
 import { scrubSecrets } from '../redis/redis-url.js';
-import { type RemoteJobData, unrunFacts } from '../redis/remote-commands.js';
+import { fieldsOf, type RemoteJobData, unrunFacts } from '../redis/remote-commands.js';
 import { type CancelTimer, systemClock } from '../tasks/clock.js';
 import { ErrandError, type TaskOutputStream } from '../tasks/index.js';
 import {
@@ -32,6 +35,25 @@ import {
 const MAX_ENTRY_BYTES = 64 * 1024;
 /** A command still running this long after its spill file appeared gets the path on its record. */
 const FILE_RECORD_DELAY_MS = 1000;
+/** How long one blocking read of a queue waits for an entry before it is sent again, in ms. */
+const TAKE_BLOCK_MS = 5000;
+
+/** A queue entry as Redis returns it: its id and its flat field list. */
+type QueueEntry = [string, string[]];
+
+/** One label's queue as this worker takes from it. */
+interface LabelQueue {
+  readonly label: string;
+  readonly key: string;
+  /** Entries taken and not yet ended here (the label's share of `concurrency`). */
+  active: number;
+  /** Wakes the take loop when a slot frees. */
+  wake: (() => void) | undefined;
+  /** Whether an entry was claimed since the last trim. */
+  claimed: boolean;
+  reader: RedisClient | undefined;
+  loop: Promise<void> | undefined;
+}
 
 interface RunningJob {
   readonly job: string;
@@ -81,7 +103,9 @@ export class ErrandWorker {
   /** Every job this worker is taking or running, until its end is reported. */
   readonly #runs = new Map<string, Promise<void>>();
   readonly #finished: string[] = [];
-  #workers: Array<{ close(force?: boolean): Promise<void>; pause?(doNotWait?: boolean): Promise<void> }> = [];
+  #queues: LabelQueue[] = [];
+  /** Set when the shutdown begins: nothing more is taken. */
+  #stopping = false;
   #subscriber: RedisClient | undefined;
   #cancelTick: CancelTimer | undefined;
   #ticking = false;
@@ -165,55 +189,136 @@ export class ErrandWorker {
       else if (this.#starting.has(job)) this.#starting.set(job, true);
     });
     await subscriber.subscribe(this.#context.keys.cancelChannel);
-    const { Worker } = this.#context.modules.bullmq;
     const labels = this.options.labels.length === 0 ? ['default'] : this.options.labels;
-    this.#workers = labels.map(
-      (label) =>
-        new Worker(
-          RedisKeys.queueName(label),
-          // The third parameter makes BullMQ hand the processor an abort signal; cancels come through the
-          // job's record instead, which survives reconnects.
-          async (job: { id?: string; data: unknown }, _token?: string, _signal?: AbortSignal) =>
-            this.#process(job.id ?? '', job.data),
-          {
-            connection: this.#context.bullConnection,
-            prefix: this.#context.keys.bullPrefix,
-            concurrency: this.options.concurrency,
-            // A job whose worker died before claiming it goes back to the queue for another worker (it
-            // never ran); one it had claimed is found running by the claim script and never runs again —
-            // the lost-worker check settles it. So redelivery is safe, and a stall is noticed quickly.
-            maxStalledCount: 100,
-            lockDuration: 2000,
-            stalledInterval: 2000,
-          },
-        ),
-    );
-    for (const bull of this.#workers as unknown as Array<{
-      on(event: string, listener: (e: Error) => void): void;
-    }>) {
-      bull.on('error', (error) => this.#warn('The job queue connection failed; retrying', error));
+    this.#queues = labels.map((label) => ({
+      label,
+      key: this.#context.keys.queue(label),
+      active: 0,
+      wake: undefined,
+      claimed: false,
+      reader: undefined,
+      loop: undefined,
+    }));
+    for (const queue of this.#queues) await this.#ensureGroup(queue);
+    for (const queue of this.#queues) {
+      // A blocking read needs a connection of its own.
+      queue.reader = this.#context.connect(`jobs ${queue.label}`);
+      queue.loop = this.#takeLoop(queue);
     }
+  }
+
+  /** Makes the label's consumer group (from the stream's start: no entry added before it is missed). */
+  async #ensureGroup(queue: LabelQueue): Promise<void> {
+    try {
+      await this.#context.client.xgroup('CREATE', queue.key, QUEUE_GROUP, '0', 'MKSTREAM');
+    } catch (error) {
+      if (!String((error as Error).message).includes('BUSYGROUP')) throw error;
+    }
+  }
+
+  /**
+   * Reads as many entries as the label has free slots, in one blocking read, and takes each; waits for a
+   * slot when every one is busy. A Redis that lost the group (restarted empty) gets it made again.
+   */
+  async #takeLoop(queue: LabelQueue): Promise<void> {
+    let failing = false;
+    while (!this.#stopping) {
+      const free = this.options.concurrency - queue.active;
+      if (free <= 0) {
+        await new Promise<void>((resolve) => {
+          queue.wake = resolve;
+        });
+        queue.wake = undefined;
+        continue;
+      }
+      let reply: Array<[string, QueueEntry[]]> | null;
+      try {
+        reply = (await queue.reader!.xreadgroup(
+          'GROUP',
+          QUEUE_GROUP,
+          this.name,
+          'COUNT',
+          free,
+          'BLOCK',
+          TAKE_BLOCK_MS,
+          'STREAMS',
+          queue.key,
+          '>',
+        )) as Array<[string, QueueEntry[]]> | null;
+        failing = false;
+      } catch (error) {
+        if (this.#stopping) return;
+        if (String((error as Error).message).includes('NOGROUP')) {
+          await this.#ensureGroup(queue).catch(() => {});
+        } else {
+          if (!failing) this.#warn('The job queue read failed; retrying', error);
+          failing = true;
+          await new Promise((resolve) => setTimeout(resolve, 200));
+        }
+        continue;
+      }
+      for (const [, entries] of reply ?? []) for (const entry of entries) this.#take(queue, entry);
+    }
+  }
+
+  /** Takes over entries another worker (or an earlier instance of this one) read and never claimed. */
+  async #takeOver(queue: LabelQueue): Promise<void> {
+    const free = this.options.concurrency - queue.active;
+    if (free <= 0 || this.#stopping) return;
+    const reply = (await this.#context.client.xautoclaim(
+      queue.key,
+      QUEUE_GROUP,
+      this.name,
+      this.options.heartbeatTtlMs,
+      '0-0',
+      'COUNT',
+      free,
+    )) as [string, QueueEntry[], string[]?];
+    for (const entry of reply[1] ?? []) {
+      // A deleted entry comes back without its fields (older Redis versions): nothing to run.
+      if (Array.isArray(entry) && Array.isArray(entry[1])) this.#take(queue, entry);
+    }
+  }
+
+  /** Runs one entry in a slot of its label. */
+  #take(queue: LabelQueue, [entryId, fields]: QueueEntry): void {
+    queue.active += 1;
+    void this.#process(queue, entryId, fieldsOf(fields)).finally(() => {
+      queue.active -= 1;
+      queue.wake?.();
+    });
   }
 
   // ---------------------------------------------------------------- one job
 
-  async #process(jobId: string, raw: unknown): Promise<void> {
+  async #process(queue: LabelQueue, entryId: string, fields: Record<string, string>): Promise<void> {
+    let raw: unknown;
+    try {
+      raw = JSON.parse(fields.data ?? '');
+    } catch {
+      raw = undefined;
+    }
     const data = checkJobData(raw);
-    if (data === undefined || data.job !== jobId || this.#closing !== undefined) {
+    // Not Errand's, or read as the worker stopped: acknowledged unrun (a stopping worker's entry is left
+    // pending, for another worker to take over).
+    if (data === undefined || data.job !== fields.job) {
       this.counts.skipped += 1;
+      await this.#context.client.xack(queue.key, QUEUE_GROUP, entryId).catch(() => {});
       return;
     }
-    // BullMQ hands out a job again when its lock lapsed (a stalled event loop, a lost connection): the
-    // claim would answer `run` to this instance a second time. The job already runs here: it ends once.
+    if (this.#stopping) return;
+    // The same job's entry read again while it runs here (an entry added twice, or taken over after a
+    // stall): the claim would answer `run` to this instance a second time. The job runs here: it ends once.
     const current = this.#runs.get(data.job);
     if (current !== undefined) {
       this.counts.skipped += 1;
+      await this.#context.client.xack(queue.key, QUEUE_GROUP, entryId).catch(() => {});
       await current;
       return;
     }
     // Listened for from before the claim: a cancel published once the job runs here is never missed.
     this.#starting.set(data.job, false);
-    const run = this.#run(data).finally(() => {
+    const run = this.#run(queue, entryId, data).finally(() => {
       this.#starting.delete(data.job);
       this.#runs.delete(data.job);
     });
@@ -221,30 +326,15 @@ export class ErrandWorker {
     await run;
   }
 
-  async #run(data: RemoteJobData): Promise<void> {
+  async #run(queue: LabelQueue, entryId: string, data: RemoteJobData): Promise<void> {
     const keys = this.#context.keys;
     const now = systemClock.now();
-    const claim = await this.#context.client.errandClaim(
-      keys.job(data.job),
-      keys.runtimeEvents(data.runtime),
-      keys.runtimeAlive(data.runtime),
-      this.name,
-      this.instance,
-      data.job,
-      JSON.stringify(
-        unrunFacts(now, now, { reason: 'cancelled', cancelMessage: 'cancelled before a worker took it' }),
-      ),
-      JSON.stringify(
-        unrunFacts(now, now, {
-          lost: `its runtime ${data.runtime} was gone when worker ${this.name} took it`,
-        }),
-      ),
-      this.options.settledRetentionMs,
-    );
+    const claim = await this.#claim(queue, entryId, data, now);
     if (claim !== 'run') {
       this.counts.skipped += 1;
       return;
     }
+    queue.claimed = true;
     this.counts.taken += 1;
     let handle: ProcessHandle;
     try {
@@ -314,6 +404,47 @@ export class ErrandWorker {
     }
   }
 
+  /**
+   * The claim script, retried while Redis is away (a claim whose reply was lost is answered `run` again to
+   * this instance). Gives up (`gone`) after about two minutes: the entry, unacknowledged, is taken over.
+   */
+  async #claim(queue: LabelQueue, entryId: string, data: RemoteJobData, now: number): Promise<string> {
+    const keys = this.#context.keys;
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        return String(
+          await this.#context.client.errandClaim(
+            keys.job(data.job),
+            keys.runtimeEvents(data.runtime),
+            keys.runtimeAlive(data.runtime),
+            queue.key,
+            this.name,
+            this.instance,
+            data.job,
+            JSON.stringify(
+              unrunFacts(now, now, {
+                reason: 'cancelled',
+                cancelMessage: 'cancelled before a worker took it',
+              }),
+            ),
+            JSON.stringify(
+              unrunFacts(now, now, {
+                lost: `its runtime ${data.runtime} was gone when worker ${this.name} took it`,
+              }),
+            ),
+            this.options.settledRetentionMs,
+            entryId,
+            QUEUE_GROUP,
+          ),
+        );
+      } catch (error) {
+        if (attempt === 0) this.#warn(`Could not claim ${data.job}; retrying`, error);
+        if (attempt > 600 || this.#stopping) return 'gone';
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+    }
+  }
+
   #scheduleFlush(running: RunningJob): void {
     if (running.flushing) {
       running.again = true;
@@ -358,7 +489,10 @@ export class ErrandWorker {
     if (stream.end - running.sent <= MAX_ENTRY_BYTES) {
       let chunk: { from: number; bytes: Uint8Array } | undefined;
       try {
-        chunk = await stream.read(running.sent, MAX_ENTRY_BYTES);
+        // Read at once: four thread-pool round trips (open, stat, read, close) would delay the end.
+        chunk =
+          readRangeNow(stream.location, running.sent, stream.end - running.sent) ??
+          (await stream.read(running.sent, MAX_ENTRY_BYTES));
       } catch {
         chunk = undefined;
       }
@@ -486,6 +620,7 @@ export class ErrandWorker {
           rest.file,
           rest.tail,
           rest.retainedFrom,
+          eventCarries(rest.tail) ? '1' : '',
         );
         if (Number(won) === 1) this.counts.completed += 1;
         return;
@@ -529,6 +664,14 @@ export class ErrandWorker {
         await this.#checkCancel(jobs);
         await this.#checkRuntimes(jobs);
       }
+      for (const queue of this.#queues) {
+        await this.#takeOver(queue);
+        // The entries claimed since the last beat leave the stream in one trim, not one delete each.
+        if (queue.claimed) {
+          queue.claimed = false;
+          await this.#context.client.errandTrimQueue(queue.key, QUEUE_GROUP);
+        }
+      }
     } catch (error) {
       this.#warn('The heartbeat failed; retrying', error);
     } finally {
@@ -565,23 +708,33 @@ export class ErrandWorker {
   async #checkRuntimes(all: string[]): Promise<void> {
     const jobs = all.filter((job) => this.#running.get(job)?.data.durable !== true);
     if (jobs.length === 0) return;
+    // One check per runtime, however many of its jobs run here.
+    const runtimes = [...new Set(jobs.map((job) => this.#running.get(job)?.runtime ?? ''))];
     const pipeline = this.#context.client.pipeline();
-    const runtimes = jobs.map((job) => this.#running.get(job)?.runtime ?? '');
     for (const runtime of runtimes) pipeline.exists(this.#context.keys.runtimeAlive(runtime));
     const replies = (await pipeline.exec().catch(() => null)) ?? [];
-    replies.forEach(([error, exists], index) => {
-      const running = this.#running.get(jobs[index]!);
-      if (error || !running || running.cancelled || exists !== 0) return;
+    const gone = new Set(
+      runtimes.filter((_, index) => replies[index]?.[0] === null && replies[index]?.[1] === 0),
+    );
+    for (const job of jobs) {
+      const running = this.#running.get(job);
+      if (!running || running.cancelled || !gone.has(running.runtime)) continue;
       running.cancelled = true;
       running.handle.cancel(`its runtime ${running.runtime} is gone (no heartbeat)`);
-    });
+    }
   }
 
   // ---------------------------------------------------------------- shutdown
 
   async #shutdown(now: boolean): Promise<void> {
-    // Stop taking jobs first; what runs keeps running (BullMQ's close waits for active processors).
-    const closing = this.#workers.map((bull) => bull.close());
+    // Stop taking jobs first (an entry a blocking read returns now is left pending, for another worker to
+    // take over); what runs keeps running.
+    this.#stopping = true;
+    for (const queue of this.#queues) {
+      queue.reader?.disconnect();
+      queue.wake?.();
+    }
+    const closing = this.#queues.map((queue) => queue.loop);
     if (now) {
       for (const running of this.#running.values()) running.handle.cancel(`worker ${this.name} stopped`);
     } else if (this.#running.size > 0) {
@@ -594,6 +747,8 @@ export class ErrandWorker {
       clearTimeout(deadline);
     }
     await Promise.allSettled(closing);
+    // Every end reported before the heartbeat goes (else the lost check could win over a finish).
+    await Promise.allSettled([...this.#runs.values()]);
     this.#cancelTick?.();
     await this.#executor.dispose();
     try {
@@ -612,6 +767,44 @@ export class ErrandWorker {
     const text = error instanceof Error ? error.message : String(error);
     this.options.logger.warn(`${message}: ${scrubSecrets(text, this.#context.target)}`);
   }
+}
+
+/**
+ * `length` bytes of the finished output file at `path` from `offset`, read synchronously (a small read of
+ * a file just written, in the page cache); undefined when the file cannot give them all.
+ */
+function readRangeNow(
+  path: string | undefined,
+  offset: number,
+  length: number,
+): { from: number; bytes: Uint8Array } | undefined {
+  if (path === undefined || length <= 0) return undefined;
+  let descriptor: number | undefined;
+  try {
+    descriptor = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
+    if (!fstatSync(descriptor).isFile()) return undefined;
+    const bytes = Buffer.allocUnsafe(length);
+    let filled = 0;
+    while (filled < length) {
+      const read = readSync(descriptor, bytes, filled, length - filled, offset + filled);
+      if (read === 0) return undefined;
+      filled += read;
+    }
+    return { from: offset, bytes };
+  } catch {
+    return undefined;
+  } finally {
+    if (descriptor !== undefined) closeSync(descriptor);
+  }
+}
+
+/** Output this small goes in the settled event too (the events stream keeps ~10 000 entries). */
+const MAX_EVENT_TAIL_BYTES = 4096;
+
+/** Whether the output at the end is small and valid UTF-8 (events are read as text): the event carries it. */
+function eventCarries(tail: Buffer | ''): boolean {
+  if (tail === '' || tail.length > MAX_EVENT_TAIL_BYTES) return false;
+  return Buffer.from(tail.toString('utf8'), 'utf8').equals(tail);
 }
 
 /** A job's data, checked: a job that is not Errand's is skipped, never run. */

@@ -4,7 +4,12 @@
  * total of the session's commands (`--session-…`), and `--limits-mechanism`; read into the runtime's
  * `resourceLimits` option. A value that does not parse is a usage error naming the flag and the value.
  */
-import { LIMIT_MECHANISMS, type ResourceLimitOptions, type ResourceLimits } from '../process/index.js';
+// From its file, not the folder's index: `errand mcp` parses its flags before loading the runtime.
+import {
+  LIMIT_MECHANISMS,
+  type ResourceLimitOptions,
+  type ResourceLimits,
+} from '../process/limits/resource-limits.js';
 import { type FlagSpecs, UsageError } from './args.js';
 
 const SCOPES = [

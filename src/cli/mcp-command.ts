@@ -6,11 +6,19 @@
  * background commands run on. The next server of the same client in the same directory takes over a dead
  * server's session (`--new-session` opts out): its durable commands are resumed, and what became of the
  * rest (stopped by the lifeline, ended with its status, or lost) is told once and settled in the store.
+ *
+ * The client's `initialize` is answered as soon as the flags are read (`answerInitializeEarly`): the
+ * runtime, the store and the SDK load after it, and the server reads that request as if it were first
+ * (`docs/benchmarks.md`, "errand mcp's first answer"). Only what parsing the flags needs is imported
+ * before; everything else is loaded with `import()` once the answer is out.
  */
 import { readFileSync } from 'node:fs';
 import type { Readable, Writable } from 'node:stream';
-import { type HttpMcpServer, startHttpMcpServer, startStdioMcpServer } from '../mcp/index.js';
-import { ErrandError } from '../tasks/index.js';
+import type { HttpMcpServer } from '../mcp/http-server.js';
+import { answerInitializeEarly } from '../mcp/initialize-answer.js';
+import { MCP_SERVER_DEFAULTS, packageVersion } from '../mcp/mcp-server-options.js';
+import type { StdioMcpServer } from '../mcp/stdio-server.js';
+import { ErrandError } from '../tasks/errors.js';
 import { describeFlags, type FlagSpecs, parseFlags, UsageError } from './args.js';
 import { LIMIT_FLAGS, resourceLimitsFromFlags } from './limit-flags.js';
 import { NOTIFY_FLAGS, notifyOptionsFromFlags } from './notify-flags.js';
@@ -180,11 +188,21 @@ export async function runMcpCommand(argv: readonly string[], io: CommandIo = pro
     io.stderr.write(`errand mcp: warning: ${message}${context ? ` ${JSON.stringify(context)}` : ''}\n`);
   };
   if (values.http !== undefined) return runHttpMcp(values, sandbox, redis, warn, io);
-  let server: Awaited<ReturnType<typeof startStdioMcpServer>>;
+  // The first request is answered now; the server, loaded meanwhile, reads it as if it were first.
+  const early = answerInitializeEarly(
+    io.stdin,
+    io.stdout,
+    // The server's defaults: `errand mcp` sets none of the three.
+    { name: MCP_SERVER_DEFAULTS.name, version: packageVersion(), tasks: true },
+    (sent, server) =>
+      warn("the initialize answer sent early differs from the server's own", { sent, server }),
+  );
+  const { startStdioMcpServer } = await import('../mcp/stdio-server.js');
+  let server: StdioMcpServer;
   try {
     server = await startStdioMcpServer({
-      stdin: io.stdin,
-      stdout: io.stdout,
+      stdin: early.input,
+      stdout: early.output,
       launchDirectory: io.cwd,
       logger: { warn },
       ...(typeof values.cwd === 'string' ? { cwd: values.cwd } : {}),
@@ -261,6 +279,7 @@ async function runHttpMcp(
   }
   const tokenFile =
     typeof values['token-file'] === 'string' && token === undefined ? values['token-file'] : undefined;
+  const { startHttpMcpServer } = await import('../mcp/http-server.js');
   let server: HttpMcpServer;
   try {
     server = await startHttpMcpServer({

@@ -5,11 +5,9 @@
  * once read, so the commands the model runs never inherit it.
  */
 import { readFileSync } from 'node:fs';
-import {
-  PERSON_NOTICE_EVENTS,
-  type PersonNoticeEvent,
-  type PersonNotifierOptions,
-} from '../notify-person/index.js';
+import type { PersonNotifierOptions } from '../notify-person/index.js';
+// From its file, not the folder's index: `errand mcp` parses its flags before loading the runtime.
+import { PERSON_NOTICE_EVENTS, type PersonNoticeEvent } from '../notify-person/notice-events.js';
 import { type FlagSpecs, UsageError } from './args.js';
 
 /** The environment variable holding the webhook's HMAC key. */

@@ -3,7 +3,8 @@
  * into the runtime's `sandbox` option. A missing bwrap is reported by the runtime (`SANDBOX_UNAVAILABLE`,
  * naming Debian's `bubblewrap` package): the command prints it and exits 1, never running unconfined.
  */
-import { SANDBOX_PROFILES, type SandboxOptions, type SandboxProfile } from '../process/index.js';
+// From its file, not the folder's index: `errand mcp` parses its flags before loading the runtime.
+import { SANDBOX_PROFILES, type SandboxOptions, type SandboxProfile } from '../process/launch/sandbox.js';
 import { type FlagSpecs, UsageError } from './args.js';
 
 export const SANDBOX_FLAGS: FlagSpecs = {

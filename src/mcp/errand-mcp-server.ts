@@ -25,11 +25,11 @@ import {
   limitToolResult,
   type ToolContext,
   type ToolResult,
-  taskToolsPrompt,
   toldTaskEnds,
 } from '../tools/index.js';
 import type { Tracing } from '../tracing/index.js';
 import { ErrandTaskStore } from './errand-task-store.js';
+import { mcpInstructions, mcpServerCapabilities } from './initialize-answer.js';
 import {
   type ErrandMcpServerOptions,
   errandMcpServerOptions,
@@ -55,19 +55,6 @@ export interface ErrandMcpServer {
    * runtime stays; dispose it separately. Idempotent.
    */
   close(): Promise<void>;
-}
-
-/** What the client's model is told in the `initialize` answer. */
-export function mcpInstructions(): string {
-  return [
-    'Errand runs shell commands for you, in the foreground or in the background, and tells you when background work ends.',
-    taskToolsPrompt({ monitors: true }),
-    '# Which tools own these tasks',
-    "Prefer this server's bash over your client's built-in shell for any command that may run longer than a few seconds or should keep running while you work (builds, test suites, servers, watchers): start it with run_in_background: true and keep working; you are told when it ends.",
-    "Task ids such as bash-3 belong to Errand: read, wait for, list and stop them only with this server's task_output, task_list and task_kill. Your client's own task tools (for example TaskOutput, TaskStop, TaskList) do not know them.",
-    '# Notifications',
-    "A <task-notification> for a background task that ended is appended to the result of your next tool call to this server, as a separate text block; where Errand's client hooks are installed, it also arrives after any other tool's result, with the next prompt, and when you end your turn. Each is delivered once. If you are waiting for nothing else, task_list or task_output collects them.",
-  ].join('\n\n');
 }
 
 export function createErrandMcpServer(options: ErrandMcpServerOptions): ErrandMcpServer {
@@ -97,10 +84,8 @@ export function createErrandMcpServer(options: ErrandMcpServerOptions): ErrandMc
           },
           resolved.tasks,
         );
-  const capabilities: ServerCapabilities = {
-    logging: {},
-    ...(taskStore ? { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } } : {}),
-  };
+  // The same capabilities and instructions `errand mcp` answers `initialize` with before this is loaded.
+  const capabilities: ServerCapabilities = mcpServerCapabilities(taskStore !== undefined);
   server = new McpServer(
     { name: resolved.name, version: resolved.version },
     { capabilities, instructions: mcpInstructions(), ...(taskStore ? { taskStore } : {}) },

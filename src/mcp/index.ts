@@ -5,7 +5,7 @@ export {
   mcpTaskStatusOf,
   renderBashTaskResult,
 } from './bash-task-result.js';
-export { createErrandMcpServer, type ErrandMcpServer, mcpInstructions } from './errand-mcp-server.js';
+export { createErrandMcpServer, type ErrandMcpServer } from './errand-mcp-server.js';
 export {
   createErrandTaskStore,
   ErrandTaskStore,
@@ -43,6 +43,7 @@ export {
   type ReservingNotificationInbox,
   reserveQueuedNotificationsFor,
 } from './in-band-notifications.js';
+export { mcpInstructions } from './initialize-answer.js';
 export {
   createMcpRuntime,
   MCP_CLIENT_MODEL,

@@ -3,12 +3,19 @@
  * bash, task_list, task_output with wait, task_kill of a process tree, the in-band notification (once),
  * the logging side channel, the working directory from roots, and a shutdown that leaves nothing.
  */
+import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isAlive, strayProcesses } from '../../test/fixtures/bash/index.js';
-import { type McpCli, notifiedTaskIds, startMcpCli, textBlocks } from '../../test/support/mcp-client.js';
+import {
+  CLI_PATH,
+  type McpCli,
+  notifiedTaskIds,
+  startMcpCli,
+  textBlocks,
+} from '../../test/support/mcp-client.js';
 import { openSqliteSessionStore } from '../store/index.js';
 
 const directories: string[] = [];
@@ -51,7 +58,68 @@ async function readUntil(cli: McpCli, taskId: string, patterns: readonly RegExp[
   return seen;
 }
 
+/** Runs the CLI, writes `lines` to it and collects its stdout lines until one answers request `lastId`. */
+function rawSession(args: readonly string[], lines: readonly object[], lastId: number) {
+  const child = spawn(process.execPath, [CLI_PATH, 'mcp', ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  let text = '';
+  const answered = new Promise<Record<string, unknown>[]>((resolve, reject) => {
+    child.once('error', reject);
+    child.stdout.on('data', (chunk: Buffer) => {
+      text += chunk.toString();
+      const messages = text
+        .split('\n')
+        .filter((line) => line !== '')
+        .map((line) => JSON.parse(line) as Record<string, unknown>);
+      if (messages.some((message) => message.id === lastId)) resolve(messages);
+    });
+  });
+  for (const line of lines) child.stdin.write(`${JSON.stringify(line)}\n`);
+  const close = () =>
+    new Promise<string>((resolve) => {
+      child.once('exit', () => resolve(stderr));
+      child.stdin.end();
+    });
+  return { answered, close };
+}
+
 describe('errand mcp over stdio', () => {
+  it('answers initialize once, before the runtime is loaded, with what the server itself answers', async () => {
+    const home = temporaryDirectory('errand-mcp-home-');
+    const session = rawSession(
+      ['--home', home],
+      [
+        {
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: {
+            protocolVersion: '2025-06-18',
+            capabilities: {},
+            clientInfo: { name: 'raw', version: '1' },
+          },
+        },
+        { jsonrpc: '2.0', method: 'notifications/initialized' },
+        { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+      ],
+      2,
+    );
+    const messages = await session.answered;
+    const answers = messages.filter((message) => message.id === 1);
+    expect(answers).toHaveLength(1);
+    expect(answers[0]).toMatchObject({
+      result: { protocolVersion: '2025-06-18', serverInfo: { name: 'errand' } },
+    });
+    const listed = messages.find((message) => message.id === 2)!;
+    const { tools } = listed.result as { tools: { name: string }[] };
+    expect(tools.map((tool) => tool.name)).toContain('bash');
+    // The server's own answer to the same request was held back, and it was the same.
+    expect(await session.close()).not.toContain('differs');
+  });
+
   it('lists its tools with bash task-capable and runs a foreground command', async () => {
     const home = temporaryDirectory('errand-mcp-home-');
     const cli = await start({ args: ['--home', home] });

@@ -17,8 +17,9 @@ import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { JSONRPCMessage, Task as LegacyTask } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from '../tasks/index.js';
-import { type ErrandMcpServer, mcpInstructions } from './errand-mcp-server.js';
+import type { ErrandMcpServer } from './errand-mcp-server.js';
 import { END_THROUGH_TASK_META } from './errand-task-store.js';
+import { mcpInstructions } from './initialize-answer.js';
 import {
   declaresTasksExtension,
   decodeHeaderValue,

@@ -6,13 +6,12 @@
 import type { BackgroundTaskFacts } from '../events/index.js';
 import { endStateOf } from '../events/index.js';
 import { truncateUtf8Head } from '../text/index.js';
+import type { PersonNoticeEvent } from './notice-events.js';
 
 /** The version of the notice's JSON shape; a receiver checks it before reading the rest. */
 export const PERSON_NOTICE_SCHEMA_VERSION = 1;
 
-/** What happened. */
-export const PERSON_NOTICE_EVENTS = ['task-ended', 'task-failed', 'monitor-match', 'input-needed'] as const;
-export type PersonNoticeEvent = (typeof PERSON_NOTICE_EVENTS)[number];
+export { PERSON_NOTICE_EVENTS, type PersonNoticeEvent } from './notice-events.js';
 
 /** The task a notice is about, as a viewer sees it. */
 export interface PersonNoticeTask {

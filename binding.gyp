@@ -8,7 +8,8 @@
     {
       "target_name": "errand_spawn",
       "sources": ["native/spawn.c"],
-      "cflags": ["-Wall", "-Wextra", "-O2"]
+      "cflags": ["-Wall", "-Wextra", "-O2"],
+      "ldflags": ["-Wl,-z,now"]
     }
   ]
 }

@@ -8,8 +8,7 @@
     {
       "target_name": "errand_spawn",
       "sources": ["native/spawn.c"],
-      "cflags": ["-Wall", "-Wextra", "-O2"],
-      "ldflags": ["-Wl,-z,now"]
+      "cflags": ["-Wall", "-Wextra", "-O2"]
     }
   ]
 }

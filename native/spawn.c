@@ -9,20 +9,29 @@
  * Descriptors of this process that are not close-on-exec (a library's, opened without O_CLOEXEC) are
  * closed in the child (posix_spawn_file_actions_addclosefrom_np, glibc 2.34): a command holds 0, 1 and 2.
  *
- * Nobody else reaps such a child (libuv waits only for the pids it spawned), so its exit is heard here:
- * a pidfd per child in one epoll set, watched by a reaper thread that reaps with waitid(P_PIDFD) and hands
- * the status to JavaScript through a thread-safe function. The exit names the spawn by the id the caller
- * gave it, never by pid: a pid reused between the reap and the call on the event loop cannot take another
- * command's exit. The function holds the event loop open while a child is watched, as a ChildProcess
+ * Nobody else reaps such a child (libuv waits only for the pids it spawned), so its exit is heard here,
+ * without a descriptor per child: one reaper thread per process blocks in waitid(P_ALL, WEXITED |
+ * WNOWAIT), which wakes at any child's exit and leaves it a zombie, so its pid cannot be reused yet. The
+ * reaper looks the pid up in the table of children spawned here (filled under the lock the spawn holds
+ * from posix_spawn to the entry, so a child of ours is always in it before it can be looked up), reaps
+ * exactly that pid, removes the entry, and hands the status to the JavaScript environment that spawned it
+ * through a thread-safe function, under the id that environment gave the spawn: never matched by a pid
+ * that could have been reused. A zombie that is not ours (a child libuv spawned, which libuv reaps on its
+ * next turn) hides the ones behind it from waitid(P_ALL): while it is there the reaper asks each child of
+ * ours by pid (waitid(P_PID, WNOHANG)), then looks again after a pause that doubles from 1 to 64 ms, so
+ * an exit is never missed, only told later while another's zombie waits for its owner.
+ *
+ * The function holds the event loop open while a child of its environment is watched, as a ChildProcess
  * handle does, and lets it go when none is. A listener that throws raises an uncaught exception, as a
- * throwing ChildProcess 'exit' listener does.
+ * throwing ChildProcess 'exit' listener does. An environment that goes away (a worker thread) leaves its
+ * children to the reaper, which reaps them and tells nobody.
  *
  *     setExitListener((id, code, signo) => ...)   once per JavaScript environment
  *     spawnCommand(file, argv, envp, cwd, stdoutFd, stderrFd, id) → pid, or -errno when the spawn failed;
  *       stdoutFd and stderrFd are closed here before it returns, whatever it returns
  *
- * Its own loadable unit (errand_spawn.node). Linux 5.4 or later (pidfd_open and waitid(P_PIDFD), checked
- * when it loads); elsewhere neither function is exported and Errand spawns with Node.
+ * Its own loadable unit (errand_spawn.node). Linux with glibc 2.29 or later (posix_spawn's chdir), or
+ * another libc; elsewhere neither function is exported and Errand spawns with Node.
  */
 #define _GNU_SOURCE
 #define NAPI_VERSION 8
@@ -42,6 +51,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdbool.h>
@@ -49,33 +59,33 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
-
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
-#ifndef P_PIDFD
-#define P_PIDFD 3
-#endif
 
 /* An argument or environment string longer than this is refused (Linux's own limit per string). */
 #define MAX_STRING_BYTES (128 * 1024)
-/* The epoll key of the descriptor that tells the reaper thread to stop. */
-#define STOP_KEY UINT64_MAX
+/* The longest pause before the reaper looks again past a zombie that is not ours. */
+#define MAX_FOREIGN_PAUSE_MS 64
 
+/* One JavaScript environment's listener (the main thread's, or a worker's). */
 typedef struct {
-  int epoll_fd;
-  int stop_fd;
-  pthread_t thread;
-  bool thread_started;
   napi_threadsafe_function exits;
-  /* Children spawned and not yet reported; touched on the JavaScript thread only. */
+  /* Children spawned and not yet reported; touched on the environment's JavaScript thread only. */
   uint32_t watched;
-} Reaper;
+  /* The rest under `table_lock`: whether the environment still listens, whether its function is gone. */
+  bool alive;
+  bool finalized;
+  /* Its entries in the table. */
+  uint32_t children;
+} Listener;
+
+/* A child spawned here and not reaped yet. pid 0 marks a free slot. */
+typedef struct {
+  pid_t pid;
+  uint32_t id;
+  Listener *listener;
+} Child;
 
 typedef struct {
   uint32_t id;
@@ -83,53 +93,215 @@ typedef struct {
   int32_t signo;
 } ExitEvent;
 
-static int pidfd_open_for(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
+/*
+ * The children of every environment of this process, by pid (open addressing, linear probing). One lock
+ * guards it, the spawn (from posix_spawn to the entry) and the reaper's look-up and reap.
+ */
+static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t table_filled = PTHREAD_COND_INITIALIZER;
+static Child *table;
+static size_t table_capacity;
+static size_t table_count;
+static bool reaper_started;
+static pthread_t reaper_thread;
 
-static void *reap(void *data) {
-  Reaper *reaper = data;
-  struct epoll_event events[32];
-  for (;;) {
-    int count = epoll_wait(reaper->epoll_fd, events, 32, -1);
-    if (count < 0) {
-      if (errno == EINTR) continue;
-      return NULL;
-    }
-    for (int index = 0; index < count; index += 1) {
-      uint64_t key = events[index].data.u64;
-      if (key == STOP_KEY) return NULL;
-      int pidfd = (int)(key & 0xffffffffu);
-      ExitEvent *event = malloc(sizeof *event);
-      siginfo_t info;
-      memset(&info, 0, sizeof info);
-      int result;
-      do {
-        result = waitid((idtype_t)P_PIDFD, (id_t)pidfd, &info, WEXITED);
-      } while (result != 0 && errno == EINTR);
-      epoll_ctl(reaper->epoll_fd, EPOLL_CTL_DEL, pidfd, NULL);
-      close(pidfd);
-      if (event == NULL) continue;
-      event->id = (uint32_t)(key >> 32);
-      /* Unknown (-1, 0) when it could not be reaped: somebody else waited for it. */
-      event->code = -1;
-      event->signo = 0;
-      if (result == 0 && info.si_code == CLD_EXITED) event->code = info.si_status;
-      if (result == 0 && (info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED)) event->signo = info.si_status;
-      if (napi_call_threadsafe_function(reaper->exits, event, napi_tsfn_nonblocking) != napi_ok) free(event);
-    }
+static size_t slot_of(pid_t pid) { return ((uint32_t)pid * 2654435761u) & (table_capacity - 1); }
+
+static Child *find_child(pid_t pid) {
+  if (table_capacity == 0) return NULL;
+  for (size_t index = slot_of(pid);; index = (index + 1) & (table_capacity - 1)) {
+    if (table[index].pid == pid) return &table[index];
+    if (table[index].pid == 0) return NULL;
   }
 }
 
+static void place_child(Child child) {
+  size_t index = slot_of(child.pid);
+  while (table[index].pid != 0) index = (index + 1) & (table_capacity - 1);
+  table[index] = child;
+  table_count += 1;
+}
+
+/* Room for one more entry, growing the table at half full; false when memory ran out. */
+static bool make_room(void) {
+  if ((table_count + 1) * 2 <= table_capacity) return true;
+  size_t capacity = table_capacity == 0 ? 64 : table_capacity * 2;
+  Child *grown = calloc(capacity, sizeof *grown);
+  if (grown == NULL) return false;
+  Child *old = table;
+  size_t old_capacity = table_capacity;
+  table = grown;
+  table_capacity = capacity;
+  table_count = 0;
+  for (size_t index = 0; index < old_capacity; index += 1) {
+    if (old[index].pid != 0) place_child(old[index]);
+  }
+  free(old);
+  return true;
+}
+
+/* Removes an entry, moving back the ones after it that probed past it. */
+static void remove_child(Child *entry) {
+  size_t hole = (size_t)(entry - table);
+  table[hole].pid = 0;
+  table_count -= 1;
+  for (size_t index = (hole + 1) & (table_capacity - 1); table[index].pid != 0;
+       index = (index + 1) & (table_capacity - 1)) {
+    size_t home = slot_of(table[index].pid);
+    /* Moves back when its home is not within (hole, index], cyclically. */
+    bool stays = hole <= index ? (home > hole && home <= index) : (home > hole || home <= index);
+    if (stays) continue;
+    table[hole] = table[index];
+    table[index].pid = 0;
+    hole = index;
+  }
+}
+
+static void free_listener_if_done(Listener *listener) {
+  if (!listener->alive && listener->finalized && listener->children == 0) free(listener);
+}
+
+/* Under the lock: hands a reaped child's status to its environment, or drops it when that is gone. */
+static void report(Listener *listener, uint32_t id, const siginfo_t *info, bool reaped) {
+  listener->children -= 1;
+  if (listener->alive) {
+    ExitEvent *event = malloc(sizeof *event);
+    if (event != NULL) {
+      event->id = id;
+      /* Unknown (-1, 0) when it could not be reaped: somebody else waited for it. */
+      event->code = -1;
+      event->signo = 0;
+      if (reaped && info->si_code == CLD_EXITED) event->code = info->si_status;
+      if (reaped && (info->si_code == CLD_KILLED || info->si_code == CLD_DUMPED)) event->signo = info->si_status;
+      if (napi_call_threadsafe_function(listener->exits, event, napi_tsfn_nonblocking) != napi_ok) free(event);
+    }
+  }
+  free_listener_if_done(listener);
+}
+
+/*
+ * Under the lock, once waitid said this process has no child at all while entries remain: somebody else
+ * reaped them. Each is reported as an exit of unknown status, so no spawn waits forever.
+ */
+static void report_all_lost(void) {
+  for (size_t index = 0; index < table_capacity && table_count > 0;) {
+    if (table[index].pid == 0) {
+      index += 1;
+      continue;
+    }
+    Child child = table[index];
+    remove_child(&table[index]);
+    report(child.listener, child.id, NULL, false);
+    /* The slot may hold an entry moved back into it: look at it again. */
+  }
+}
+
+/* Under the lock: reaps the zombie `entry` names (its pid is still its own) and reports it. */
+static void reap_entry(Child *entry) {
+  Child child = *entry;
+  siginfo_t reaped;
+  memset(&reaped, 0, sizeof reaped);
+  int result;
+  do {
+    result = waitid(P_PID, (id_t)child.pid, &reaped, WEXITED);
+  } while (result != 0 && errno == EINTR);
+  remove_child(entry);
+  report(child.listener, child.id, &reaped, result == 0);
+}
+
+/*
+ * Under the lock, while a zombie that is not ours hides the rest from waitid(P_ALL): asks every child of
+ * ours by its pid whether it ended, and reaps and reports those that did.
+ */
+static void sweep_table(void) {
+  for (size_t index = 0; index < table_capacity;) {
+    pid_t pid = table[index].pid;
+    if (pid == 0) {
+      index += 1;
+      continue;
+    }
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    if (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT | WNOHANG) == 0 && info.si_pid == pid) {
+      reap_entry(&table[index]);
+      /* The slot may hold an entry moved back into it: look at it again. */
+      continue;
+    }
+    index += 1;
+  }
+}
+
+static void pause_ms(unsigned milliseconds) {
+  struct timespec pause = {.tv_sec = 0, .tv_nsec = (long)milliseconds * 1000000L};
+  while (nanosleep(&pause, &pause) != 0 && errno == EINTR) {
+  }
+}
+
+static void *reap(void *unused) {
+  (void)unused;
+  /* The zombie not of ours seen last, and how long the reaper paused the last time it was still there. */
+  pid_t foreign = 0;
+  unsigned foreign_pause = 0;
+  for (;;) {
+    pthread_mutex_lock(&table_lock);
+    while (table_count == 0) pthread_cond_wait(&table_filled, &table_lock);
+    pthread_mutex_unlock(&table_lock);
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    /* Wakes at the exit of any child of this process and leaves it a zombie: its pid stays its own. */
+    int result = waitid(P_ALL, 0, &info, WEXITED | WNOWAIT);
+    int code = errno;
+    if (result != 0 && code == EINTR) continue;
+    pthread_mutex_lock(&table_lock);
+    if (result != 0) {
+      /*
+       * No child at all (ECHILD). Asked again under the lock, where no spawn can add one: if still none,
+       * the entries left were reaped by somebody else.
+       */
+      memset(&info, 0, sizeof info);
+      if (waitid(P_ALL, 0, &info, WEXITED | WNOWAIT | WNOHANG) != 0 && errno == ECHILD) report_all_lost();
+      pthread_mutex_unlock(&table_lock);
+      continue;
+    }
+    Child *entry = find_child(info.si_pid);
+    if (entry != NULL) {
+      foreign = 0;
+      reap_entry(entry);
+      pthread_mutex_unlock(&table_lock);
+      continue;
+    }
+    /*
+     * Not ours: a child libuv spawned (reaped on its loop's next turn), or one whose spawn failed (its
+     * spawner reaps it). Looked at again at once the first time; while it stays, every child of ours is
+     * asked by pid, and the reaper pauses 1, 2, 4 ... 64 ms before it looks again.
+     */
+    if (info.si_pid != foreign) {
+      foreign = info.si_pid;
+      foreign_pause = 0;
+      pthread_mutex_unlock(&table_lock);
+      sched_yield();
+      continue;
+    }
+    sweep_table();
+    pthread_mutex_unlock(&table_lock);
+    foreign_pause = foreign_pause == 0 ? 1 : foreign_pause * 2;
+    if (foreign_pause > MAX_FOREIGN_PAUSE_MS) foreign_pause = MAX_FOREIGN_PAUSE_MS;
+    pause_ms(foreign_pause);
+  }
+  return NULL;
+}
+
 static void deliver(napi_env env, napi_value listener, void *context, void *data) {
-  Reaper *reaper = context;
+  Listener *own = context;
   ExitEvent *event = data;
-  /* Torn down (the environment is going): the reaper may be gone already, only the event is freed. */
+  /* Torn down (the environment is going): only the event is freed. */
   if (env == NULL) {
     free(event);
     return;
   }
-  if (reaper->watched > 0) {
-    reaper->watched -= 1;
-    if (reaper->watched == 0) napi_unref_threadsafe_function(env, reaper->exits);
+  if (own->watched > 0) {
+    own->watched -= 1;
+    if (own->watched == 0) napi_unref_threadsafe_function(env, own->exits);
   }
   if (listener != NULL) {
     napi_value args[3], global, ignored;
@@ -146,29 +318,52 @@ static void deliver(napi_env env, napi_value listener, void *context, void *data
 }
 
 /*
- * Stops the reaper thread and frees it. As an environment cleanup hook it is registered after the
- * thread-safe function, so it runs before that function's own teardown (hooks run last in, first out):
- * the thread never calls a function already torn down.
+ * The environment is going. Registered after its thread-safe function, so it runs before that function's
+ * own teardown (hooks run last in, first out): the reaper never calls a function already torn down.
  */
-static void stop_reaper(void *data) {
-  Reaper *reaper = data;
-  if (reaper->thread_started) {
-    uint64_t one = 1;
-    if (write(reaper->stop_fd, &one, sizeof one) == sizeof one) pthread_join(reaper->thread, NULL);
-  }
-  if (reaper->epoll_fd >= 0) close(reaper->epoll_fd);
-  if (reaper->stop_fd >= 0) close(reaper->stop_fd);
-  free(reaper);
+static void stop_listening(void *data) {
+  Listener *listener = data;
+  pthread_mutex_lock(&table_lock);
+  listener->alive = false;
+  free_listener_if_done(listener);
+  pthread_mutex_unlock(&table_lock);
 }
 
-static napi_value fail_errno(napi_env env, const char *what) {
+static void exits_finalized(napi_env env, void *data, void *hint) {
+  (void)env;
+  (void)hint;
+  Listener *listener = data;
+  pthread_mutex_lock(&table_lock);
+  listener->finalized = true;
+  free_listener_if_done(listener);
+  pthread_mutex_unlock(&table_lock);
+}
+
+static napi_value fail_errno(napi_env env, const char *what, int code) {
   char message[160];
-  snprintf(message, sizeof message, "%s failed: %s", what, strerror(errno));
+  snprintf(message, sizeof message, "%s failed: %s", what, strerror(code));
   napi_throw_error(env, NULL, message);
   return NULL;
 }
 
-/* setExitListener(listener): starts this environment's reaper; called once, before any spawnCommand. */
+/* Under the lock: the process's reaper thread, started once, taking no signals (they stay libuv's). */
+static int start_reaper(void) {
+  if (reaper_started) return 0;
+  sigset_t all, previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &previous);
+  pthread_attr_t attributes;
+  pthread_attr_init(&attributes);
+  pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&attributes, 256 * 1024);
+  int started = pthread_create(&reaper_thread, &attributes, reap, NULL);
+  pthread_attr_destroy(&attributes);
+  pthread_sigmask(SIG_SETMASK, &previous, NULL);
+  if (started == 0) reaper_started = true;
+  return started;
+}
+
+/* setExitListener(listener): this environment's listener; called once, before any spawnCommand. */
 static napi_value set_exit_listener(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1];
@@ -178,53 +373,30 @@ static napi_value set_exit_listener(napi_env env, napi_callback_info info) {
     napi_throw_type_error(env, NULL, "setExitListener: listener must be a function");
     return NULL;
   }
-  Reaper *existing = NULL;
+  Listener *existing = NULL;
   if (napi_get_instance_data(env, (void **)&existing) == napi_ok && existing != NULL) {
     napi_throw_error(env, NULL, "setExitListener: a listener is set already");
     return NULL;
   }
-  Reaper *reaper = calloc(1, sizeof *reaper);
-  if (reaper == NULL) return fail_errno(env, "calloc");
-  reaper->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-  reaper->stop_fd = eventfd(0, EFD_CLOEXEC);
-  if (reaper->epoll_fd < 0 || reaper->stop_fd < 0) {
-    int code = errno;
-    stop_reaper(reaper);
-    errno = code;
-    return fail_errno(env, "epoll_create1/eventfd");
-  }
-  struct epoll_event stop = {.events = EPOLLIN, .data.u64 = STOP_KEY};
-  if (epoll_ctl(reaper->epoll_fd, EPOLL_CTL_ADD, reaper->stop_fd, &stop) != 0) {
-    int code = errno;
-    stop_reaper(reaper);
-    errno = code;
-    return fail_errno(env, "epoll_ctl");
-  }
+  pthread_mutex_lock(&table_lock);
+  int started = start_reaper();
+  pthread_mutex_unlock(&table_lock);
+  if (started != 0) return fail_errno(env, "setExitListener: starting the reaper", started);
+  Listener *listener = calloc(1, sizeof *listener);
+  if (listener == NULL) return fail_errno(env, "calloc", ENOMEM);
+  listener->alive = true;
   napi_value name;
   if (napi_create_string_utf8(env, "errand:exits", NAPI_AUTO_LENGTH, &name) != napi_ok ||
-      napi_create_threadsafe_function(env, argv[0], NULL, name, 0, 1, NULL, NULL, reaper, deliver,
-                                      &reaper->exits) != napi_ok) {
-    stop_reaper(reaper);
+      napi_create_threadsafe_function(env, argv[0], NULL, name, 0, 1, listener, exits_finalized, listener, deliver,
+                                      &listener->exits) != napi_ok) {
+    free(listener);
     napi_throw_error(env, NULL, "setExitListener: could not make the thread-safe function");
     return NULL;
   }
-  napi_unref_threadsafe_function(env, reaper->exits);
-  /* The reaper takes no signals: they stay the JavaScript thread's, where libuv expects them. */
-  sigset_t all, previous;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &previous);
-  int started = pthread_create(&reaper->thread, NULL, reap, reaper);
-  pthread_sigmask(SIG_SETMASK, &previous, NULL);
-  if (started != 0) {
-    napi_release_threadsafe_function(reaper->exits, napi_tsfn_abort);
-    stop_reaper(reaper);
-    errno = started;
-    return fail_errno(env, "pthread_create");
-  }
-  reaper->thread_started = true;
-  if (napi_add_env_cleanup_hook(env, stop_reaper, reaper) != napi_ok ||
-      napi_set_instance_data(env, reaper, NULL, NULL) != napi_ok) {
-    napi_throw_error(env, NULL, "setExitListener: could not keep the reaper");
+  napi_unref_threadsafe_function(env, listener->exits);
+  if (napi_add_env_cleanup_hook(env, stop_listening, listener) != napi_ok ||
+      napi_set_instance_data(env, listener, NULL, NULL) != napi_ok) {
+    napi_throw_error(env, NULL, "setExitListener: could not keep the listener");
     return NULL;
   }
   return NULL;
@@ -283,17 +455,6 @@ static char **strings_of(napi_env env, napi_value array, const char *what) {
 }
 
 /*
- * The child has run, and no exit of it can be reported: it is stopped and reaped before the failure is
- * returned, so no command runs unwatched.
- */
-static int undo_spawn(pid_t pid, int code) {
-  kill(pid, SIGKILL);
-  while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
-  }
-  return -code;
-}
-
-/*
  * Closes in the child every descriptor above 2 that would survive the exec. With glibc 2.34 or later one
  * action does it; elsewhere the descriptors this process holds without close-on-exec now are listed from
  * /proc/self/fd and closed one by one (one closed by another thread meanwhile fails that spawn with EBADF,
@@ -319,8 +480,9 @@ static int add_close_inherited(posix_spawn_file_actions_t *actions) {
 #endif
 }
 
-static int spawn_watched(Reaper *reaper, const char *file, char **argv, char **envp, const char *cwd, int out,
-                         int err, uint32_t id, pid_t *spawned) {
+/* Under the lock: posix_spawn with the child's attributes. The pid, or -errno when it could not run. */
+static pid_t spawn_child(const char *file, char **argv, char **envp, const char *cwd, int out, int err) {
+  pid_t spawned = 0;
   posix_spawn_file_actions_t actions;
   posix_spawnattr_t attributes;
   int code = posix_spawn_file_actions_init(&actions);
@@ -348,21 +510,11 @@ static int spawn_watched(Reaper *reaper, const char *file, char **argv, char **e
                                                          POSIX_SPAWN_SETSIGMASK)) == 0 &&
       (code = posix_spawnattr_setsigdefault(&attributes, &defaults)) == 0 &&
       (code = posix_spawnattr_setsigmask(&attributes, &none)) == 0) {
-    code = posix_spawn(spawned, file, &actions, &attributes, argv, envp);
+    code = posix_spawn(&spawned, file, &actions, &attributes, argv, envp);
   }
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attributes);
-  if (code != 0) return -code;
-  pid_t pid = *spawned;
-  int pidfd = pidfd_open_for(pid);
-  if (pidfd < 0) return undo_spawn(pid, errno);
-  struct epoll_event watch = {.events = EPOLLIN, .data.u64 = ((uint64_t)id << 32) | (uint32_t)pidfd};
-  if (epoll_ctl(reaper->epoll_fd, EPOLL_CTL_ADD, pidfd, &watch) != 0) {
-    code = errno;
-    close(pidfd);
-    return undo_spawn(pid, code);
-  }
-  return 0;
+  return code != 0 ? -code : spawned;
 }
 
 /*
@@ -373,14 +525,14 @@ static int spawn_watched(Reaper *reaper, const char *file, char **argv, char **e
 static napi_value spawn_command(napi_env env, napi_callback_info info) {
   size_t argc = 7;
   napi_value args[7];
-  Reaper *reaper = NULL;
+  Listener *listener = NULL;
   uint32_t id = 0;
   if (napi_get_cb_info(env, info, &argc, args, NULL, NULL) != napi_ok || argc < 7 ||
       napi_get_value_uint32(env, args[6], &id) != napi_ok) {
     napi_throw_type_error(env, NULL, "spawnCommand: seven arguments expected, the last a spawn id");
     return NULL;
   }
-  if (napi_get_instance_data(env, (void **)&reaper) != napi_ok || reaper == NULL) {
+  if (napi_get_instance_data(env, (void **)&listener) != napi_ok || listener == NULL) {
     napi_throw_error(env, NULL, "spawnCommand: setExitListener was not called");
     return NULL;
   }
@@ -397,10 +549,17 @@ static napi_value spawn_command(napi_env env, napi_callback_info info) {
       (argv = strings_of(env, args[1], "spawnCommand: argv must be strings without NUL")) != NULL &&
       (envp = strings_of(env, args[2], "spawnCommand: envp must be strings without NUL")) != NULL &&
       (cwd = string_of(env, args[3], "spawnCommand: cwd must be a string without NUL")) != NULL) {
-    pid_t pid = 0;
-    int code = spawn_watched(reaper, file, argv, envp, cwd, out, err, id, &pid);
-    if (code == 0 && ++reaper->watched == 1) napi_ref_threadsafe_function(env, reaper->exits);
-    napi_create_int32(env, code == 0 ? pid : code, &result);
+    pthread_mutex_lock(&table_lock);
+    /* The entry is made before the lock is let go: the reaper never meets a child of ours it does not know. */
+    pid_t pid = make_room() ? spawn_child(file, argv, envp, cwd, out, err) : -ENOMEM;
+    if (pid > 0) {
+      place_child((Child){.pid = pid, .id = id, .listener = listener});
+      listener->children += 1;
+      if (table_count == 1) pthread_cond_signal(&table_filled);
+    }
+    pthread_mutex_unlock(&table_lock);
+    if (pid > 0 && ++listener->watched == 1) napi_ref_threadsafe_function(env, listener->exits);
+    napi_create_int32(env, pid, &result);
   }
   /*
    * The two descriptors were given to the child: closed here at once, spawned or not, so no copy of a
@@ -415,24 +574,7 @@ static napi_value spawn_command(napi_env env, napi_callback_info info) {
   return result;
 }
 
-/*
- * Whether pidfds work on this kernel as the reaper uses them: pidfd_open (5.3) and waitid(P_PIDFD) (5.4).
- * A pidfd of this very process is no child of ours: 5.4 and later answer ECHILD, 5.3 EINVAL. Without
- * both no exit could be heard, and Node spawns instead.
- */
-static bool pidfds_work(void) {
-  int fd = pidfd_open_for(getpid());
-  if (fd < 0) return false;
-  siginfo_t info;
-  memset(&info, 0, sizeof info);
-  int result = waitid((idtype_t)P_PIDFD, (id_t)fd, &info, WEXITED | WNOHANG);
-  int code = errno;
-  close(fd);
-  return result != 0 && code == ECHILD;
-}
-
 NAPI_MODULE_INIT() {
-  if (!pidfds_work()) return exports;
   napi_value listener, spawner;
   if (napi_create_function(env, "setExitListener", NAPI_AUTO_LENGTH, set_exit_listener, NULL, &listener) !=
           napi_ok ||

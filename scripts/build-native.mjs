@@ -35,9 +35,9 @@ const spawnUnit = load('errand_spawn');
 const spawnBuilt = spawnUnit !== undefined;
 const unforked = typeof spawnUnit?.spawnCommand === 'function';
 const how = unforked
-  ? 'spawned without fork (posix_spawn, exits heard through pidfds)'
+  ? 'spawned without fork (posix_spawn, exits heard by one reaper thread)'
   : spawnBuilt
-    ? 'spawned by child_process (a fork): this kernel lacks pidfd_open or waitid(P_PIDFD) (Linux 5.4)'
+    ? 'spawned by child_process (a fork): the spawn helper needs Linux with glibc 2.29 or later (or musl)'
     : `spawned by child_process (a fork): the spawn helper did not build${result.error ? ` (${result.error.message})` : ''}`;
 const output = pipes
   ? 'their output on real pipes'

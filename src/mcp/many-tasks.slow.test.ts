@@ -2,10 +2,11 @@
  * `errand mcp --max-tasks N` at a size past the runtime's defaults (1000 live tasks in the service, 1000
  * queued commands in the session): N real background commands are all admitted and alive at once, one
  * more is refused naming the limit, and when all N end together every ending is pushed to the client as
- * a logging message and then delivered in band exactly once.
+ * a logging message and then delivered in band exactly once. Meanwhile the server holds at most two
+ * descriptors per live command (the pipes it reads; raw Node's `spawn` holds the same two).
  */
 import { execFileSync } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, realpathSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readdirSync, realpathSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -41,6 +42,9 @@ describe('errand mcp with thousands of live tasks', () => {
 
     const cli = await startMcpCli({ args: ['--home', home, '--cwd', work, '--max-tasks', String(TASKS)] });
     clis.push(cli);
+    // One command through the whole path first, so what the server opens once is open before counting.
+    await cli.call('bash', { command: 'echo warm' });
+    const descriptorsBefore = readdirSync(`/proc/${cli.pid}/fd`).length;
 
     // Eight calls in flight at a time: the client's stdin writes stay under Node's listener warning.
     const started: Awaited<ReturnType<McpCli['call']>>[] = [];
@@ -61,6 +65,10 @@ describe('errand mcp with thousands of live tasks', () => {
     );
     expect(ids.filter((id) => id === undefined)).toEqual([]);
     expect(new Set(ids).size).toBe(TASKS);
+    // Every command alive, each path shown: two descriptors per command at most (its stdout and stderr
+    // pipes; no pidfd, and no output file held open while nothing is written).
+    const perCommand = (readdirSync(`/proc/${cli.pid}/fd`).length - descriptorsBefore) / TASKS;
+    expect(perCommand).toBeLessThanOrEqual(2);
 
     // None has ended (no byte was written): one more is refused, naming the per-session limit.
     const refused = await cli.call('bash', { command: 'true', run_in_background: true });

@@ -129,6 +129,7 @@ export {
   type OutputFileWriterOptions,
 } from './output/output-file-writer.js';
 export { closedWithin, drainedWithin } from './output/pipe-wait.js';
+export { endingBegan, endingsUnderway } from './trees/endings-underway.js';
 export { parseForegroundGroup, readForegroundGroup } from './trees/foreground-group.js';
 export {
   formatEnvironmentTag,

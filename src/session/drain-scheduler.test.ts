@@ -9,7 +9,8 @@ const LIMITS: DrainTimingLimits = {
   deliveryRetryMaxMs: 1_000,
 };
 
-function scheduler(limits: Partial<DrainTimingLimits> = {}) {
+/** A scheduler on a manual clock; `ending.count` is how many commands it is told are ending. */
+function scheduler(limits: Partial<DrainTimingLimits> = {}, ending = { count: 0 }) {
   const clock = createManualClock(1_000);
   const drains: number[] = [];
   let closing = false;
@@ -18,11 +19,13 @@ function scheduler(limits: Partial<DrainTimingLimits> = {}) {
     limits: { ...LIMITS, ...limits },
     isClosing: () => closing,
     drain: () => drains.push(clock.now()),
+    endingsUnderway: () => ending.count,
   });
   return {
     clock,
     drain,
     drains,
+    ending,
     close: () => {
       closing = true;
     },
@@ -30,9 +33,50 @@ function scheduler(limits: Partial<DrainTimingLimits> = {}) {
 }
 
 describe('DrainScheduler (on a manual clock)', () => {
-  it('drains once arrivals have been quiet for idleDrainQuietMs', () => {
+  it('drains a lone arrival on the clock\'s next turn, without waiting out the window', () => {
     const { clock, drain, drains } = scheduler();
     drain.schedule();
+    expect(drain.scheduled).toBe(true);
+    clock.advance(0);
+    expect(drains).toEqual([1_000]);
+    expect(clock.pending).toBe(0);
+  });
+
+  it('gathers an arrival that follows another within idleDrainQuietMs', () => {
+    const { clock, drain, drains } = scheduler();
+    drain.schedule();
+    clock.advance(0);
+    clock.advance(2);
+    // Endings arriving close together: this one waits for quiet, as the next of a burst would.
+    drain.schedule();
+    clock.advance(4);
+    expect(drains).toEqual([1_000]);
+    clock.advance(1);
+    expect(drains).toEqual([1_000, 1_007]);
+  });
+
+  it('keeps the window open while other commands are ending, up to idleDrainMaxDelayMs', () => {
+    const { clock, drain, drains, ending } = scheduler({}, { count: 2 });
+    drain.schedule();
+    // Quiet for 5 ms, but two commands are still ending: their endings join this turn.
+    clock.advance(12);
+    expect(drains).toEqual([]);
+    ending.count = 0;
+    clock.advance(3);
+    expect(drains).toEqual([1_015]);
+    // However long they take, the turn starts idleDrainMaxDelayMs after the first arrival.
+    ending.count = 1;
+    clock.advance(10);
+    drain.schedule();
+    clock.advance(30);
+    expect(drains).toEqual([1_015, 1_045]);
+  });
+
+  it('drains once arrivals have been quiet for idleDrainQuietMs', () => {
+    // A command is ending as the first arrives (so it is no lone one), and none by the time it is quiet.
+    const { clock, drain, drains, ending } = scheduler({}, { count: 1 });
+    drain.schedule();
+    ending.count = 0;
     expect(drain.scheduled).toBe(true);
     clock.advance(4);
     expect(drains).toEqual([]);
@@ -47,7 +91,7 @@ describe('DrainScheduler (on a manual clock)', () => {
   });
 
   it('drains at most idleDrainMaxDelayMs after the first arrival, however busy the arrivals', () => {
-    const { clock, drain, drains } = scheduler();
+    const { clock, drain, drains } = scheduler({}, { count: 1 });
     drain.schedule();
     for (let elapsed = 0; elapsed < 40; elapsed += 3) {
       clock.advance(3);

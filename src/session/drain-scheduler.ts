@@ -1,6 +1,10 @@
 /**
- * When an idle session looks at its queue again. Arrivals are debounced, so a burst of completions starts
- * one turn with one message; after the store failed to record a delivery the next look waits, doubling
+ * When an idle session looks at its queue again. A lone arrival — nothing else arrived within
+ * `idleDrainQuietMs` before it and no other command is ending (`endingsUnderway`) — is drained on the
+ * clock's next turn, so a single completion reaches the model without waiting out a window. Arrivals
+ * that come close together, or while other commands are still ending, are debounced: a burst of
+ * completions starts one turn with one message, and the window stays open while endings are on their
+ * way (up to `idleDrainMaxDelayMs` after the first). After the store failed to record a delivery the next look waits, doubling
  * with each failure in a row up to a cap; a hold (a "send now" promotion lease) keeps idle draining off.
  * Timers run on the injected `Clock`, so a test drives every window with `createManualClock`.
  */
@@ -20,6 +24,11 @@ export interface DrainSchedulerContext {
   isClosing(): boolean;
   /** Works the queue (the timer fired). */
   drain(): void;
+  /**
+   * How many commands are ending now (their exit heard, their ending not yet told): while any are, an
+   * arrival is gathered with theirs instead of drained at once. Default: none ever.
+   */
+  endingsUnderway?(): number;
 }
 
 /** The most doublings of the retry delay; the cap is reached long before. */
@@ -30,6 +39,8 @@ export class DrainScheduler {
   #cancelTimer: CancelTimer | undefined;
   /** When the current debounce window opened (clock milliseconds). */
   #windowStart = 0;
+  /** When the last arrival was scheduled (clock milliseconds); none yet: never. */
+  #lastArrival = Number.NEGATIVE_INFINITY;
   #holds = 0;
   /** Deliveries in a row that the store failed to record; sets the delay of the next retry. */
   #failures = 0;
@@ -54,17 +65,20 @@ export class DrainScheduler {
   }
 
   /**
-   * Debounces the drain: it runs once arrivals have been quiet for `idleDrainQuietMs`, and at most
+   * An arrival. A lone one (see the module comment) drains on the clock's next turn; otherwise the drain
+   * runs once arrivals have been quiet for `idleDrainQuietMs` and no command is still ending, and at most
    * `idleDrainMaxDelayMs` after the first of them.
    */
   schedule(): void {
     if (this.#context.isClosing()) return;
     const now = this.#context.clock.now();
-    if (this.#cancelTimer === undefined) this.#windowStart = now;
-    else this.#cancelTimer();
-    const { idleDrainQuietMs, idleDrainMaxDelayMs } = this.#context.limits;
-    const delay = Math.min(idleDrainQuietMs, Math.max(0, this.#windowStart + idleDrainMaxDelayMs - now));
-    this.#arm(delay);
+    const first = this.#cancelTimer === undefined;
+    if (first) this.#windowStart = now;
+    else this.#cancelTimer!();
+    const { idleDrainQuietMs } = this.#context.limits;
+    const lone = first && now - this.#lastArrival >= idleDrainQuietMs && this.#underway() === 0;
+    this.#lastArrival = now;
+    this.#arm(lone ? 0 : this.#quietDelay(now));
   }
 
   /**
@@ -111,9 +125,27 @@ export class DrainScheduler {
     this.#cancelTimer = undefined;
   }
 
+  /** The wait for quiet from `now`: `idleDrainQuietMs`, never past the window's `idleDrainMaxDelayMs`. */
+  #quietDelay(now: number): number {
+    const { idleDrainQuietMs, idleDrainMaxDelayMs } = this.#context.limits;
+    return Math.min(idleDrainQuietMs, Math.max(0, this.#windowStart + idleDrainMaxDelayMs - now));
+  }
+
+  #underway(): number {
+    return this.#context.endingsUnderway?.() ?? 0;
+  }
+
   #arm(delay: number): void {
     const cancel = this.#context.clock.schedule(delay, () => {
       if (this.#cancelTimer !== cancel) return;
+      // Quiet, but commands are still ending: their endings join this turn (the window's cap holds).
+      const now = this.#context.clock.now();
+      const wait = this.#quietDelay(now);
+      if (wait > 0 && this.#underway() > 0) {
+        this.#cancelTimer = undefined;
+        this.#arm(wait);
+        return;
+      }
       this.#cancelTimer = undefined;
       this.#context.drain();
     });

@@ -10,10 +10,13 @@ export const sessionLimitOptions = defineOptions('createSessionRuntime', {
   /** The largest tool result kept in the conversation, in UTF-8 bytes (head and tail kept). Default 65536. */
   maxToolResultBytes: option.integer({ min: 1, default: 64 * 1024 }),
   /**
-   * An idle session starts a turn once no new notification arrived for this long, so completions that
-   * land together wake the agent once, in one message. Default 1 ms: the exits of a burst of commands
-   * arrive well under a millisecond apart, while a lone completion still reaches the model within a few
-   * milliseconds. Raise it to batch completions that are further apart.
+   * An idle session gathers notifications that arrive within this long of each other into one turn: a
+   * turn starts once none arrived for this long and no other command is still ending (its exit heard, its
+   * ending not yet told), so completions that land together wake the agent once, in one message. A lone
+   * notification — none arrived this long before it and no command is ending — starts its turn at once.
+   * Default 1 ms: the exits of a burst of commands arrive well under a millisecond apart. Raise it to
+   * batch completions that are further apart; 0 gathers only what arrives in the same turn of the event
+   * loop.
    */
   idleDrainQuietMs: option.integer({ min: 0, default: 1 }),
   /**

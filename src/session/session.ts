@@ -9,6 +9,7 @@
  * `TurnRunner` (one turn at a time) and `SessionShutdown` (the closing steps). See README.md.
  */
 
+import { endingsUnderway } from '../process/index.js';
 import type { MessageRecord } from '../store/records.js';
 import type { NewMessage, SessionStore, StoreDurability } from '../store/session-store.js';
 import {
@@ -147,6 +148,7 @@ export class Session {
       limits,
       ...closing,
       drain: () => void this.#drain.run(),
+      endingsUnderway,
     });
     this.#inbox = new NotificationInbox({
       owner: this.#inboxOwner(),

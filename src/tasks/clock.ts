@@ -9,7 +9,7 @@ export type CancelTimer = () => void;
 export interface Clock {
   /** Epoch milliseconds. */
   now(): number;
-  /** Runs `callback` once after `delayMs`. */
+  /** Runs `callback` once after `delayMs` (0: on the event loop's next turn, after its pending I/O). */
   schedule(delayMs: number, callback: () => void): CancelTimer;
 }
 
@@ -22,6 +22,11 @@ export const MAX_TIMER_DELAY_MS = 2_147_483_647;
 export const systemClock: Clock = Object.freeze({
   now: () => Date.now(),
   schedule(delayMs: number, callback: () => void): CancelTimer {
+    // `setTimeout(0)` waits a whole millisecond; the check phase of this very turn does not.
+    if (delayMs <= 0) {
+      const immediate = setImmediate(callback);
+      return () => clearImmediate(immediate);
+    }
     let timer: NodeJS.Timeout;
     const arm = (remaining: number) => {
       timer =

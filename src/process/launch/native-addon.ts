@@ -64,8 +64,8 @@ export function loadPipesAddon(): PipesAddon | null {
 }
 
 /**
- * The spawn helper, or null — also where it loaded but exports nothing: not Linux, or a kernel without
- * pidfd_open and waitid(P_PIDFD) (Linux 5.4), checked by the helper as it loads.
+ * The spawn helper, or null — also where it loaded but exports nothing: not Linux, or a glibc older than
+ * 2.29.
  */
 export function loadSpawnAddon(): SpawnAddon | null {
   const unit = loadUnit('errand_spawn') as Partial<SpawnAddon> | null;

@@ -3,20 +3,23 @@
  * a detached `child_process.spawn` gives it (its own session, default signals, stdin on /dev/null, the
  * same descriptors, exactly the given environment, the directory), its exit or killing signal is heard
  * once, a failure is Node's error, a name is looked up on the request's PATH, 200 children at once are
- * each heard once, the event loop stays open exactly while a child is watched, and a worker thread that
- * spawned and is terminated takes its reaper with it without harm to the process.
+ * each heard once, exits are heard past the zombies of Node's own children, no descriptor is held per
+ * child, the event loop stays open exactly while a child is watched, and a worker thread that spawned
+ * and is terminated leaves its child to be reaped without harm to the process.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import {
   chmodSync,
   closeSync,
   fstatSync,
   mkdtempSync,
   openSync,
+  readdirSync,
   readFileSync,
   realpathSync,
   rmSync,
   writeFileSync,
+  writeSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -36,7 +39,7 @@ beforeAll(() => {
   // Built by `npm install` (scripts/build-native.mjs) with the compiler the SQLite store needs too.
   if (!nativeSpawnAvailable()) {
     throw new Error(
-      'the native helper is not built, or pidfds do not work here: run `npm rebuild` (needs python3, make and a C compiler; Linux 5.4 or later)',
+      'the native helper is not built here: run `npm rebuild` (needs python3, make and a C compiler; Linux)',
     );
   }
 });
@@ -371,12 +374,12 @@ describe('spawnNative', () => {
     expect({ code, output }).toEqual({ code: 0, output: 'exit 0 after the sleep\n' });
   });
 
-  it('survives a worker thread that spawned being terminated while its child runs', async () => {
+  it('survives a worker thread that spawned being terminated while its child runs, and still reaps that child', async () => {
     const worker = new Worker(
       [
         `import(${JSON.stringify(BUILT)}).then(({ spawnNative }) => {`,
         "  const quiet = () => require('node:fs').openSync('/dev/null', 'w');",
-        `  const pid = spawnNative({ file: '/bin/sleep', args: ['0.2'], cwd: '/', env: {}, stdout: quiet(), stderr: quiet() }, () => {});`,
+        `  const pid = spawnNative({ file: '/bin/sleep', args: ['30'], cwd: '/', env: {}, stdout: quiet(), stderr: quiet() }, () => {});`,
         `  require('node:worker_threads').parentPort.postMessage(pid);`,
         '});',
       ].join('\n'),
@@ -385,14 +388,97 @@ describe('spawnNative', () => {
     const pid = await new Promise<number>((resolve) => worker.once('message', resolve));
     expect(pid).toBeGreaterThan(0);
     await worker.terminate();
-    // This thread's own reaper is untouched: a child spawned here is heard as before.
+    // This thread's listener is untouched: a child spawned here is heard as before.
     expect(await unforked('bash', ['-c', 'exit 5'])).toMatchObject({ code: 5 });
-    // The worker's child is nobody's to reap now; it is killed so nothing is left running.
+    // The worker's child is still the process's reaper's: once killed it is reaped (no zombie stays),
+    // and its exit is told to nobody.
+    const startTime = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[19];
     process.kill(pid, 'SIGKILL');
-    const state = () => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0];
-    for (let tries = 0; tries < 200 && state() !== 'Z'; tries += 1)
+    const same = () => {
+      try {
+        return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[19] === startTime;
+      } catch {
+        return false;
+      }
+    };
+    for (let tries = 0; tries < 500 && same(); tries += 1)
       await new Promise((resolve) => setTimeout(resolve, 10));
-    expect(state()).toBe('Z');
+    expect(same()).toBe(false);
+  });
+
+  it('hears exits past the zombies of children libuv spawned, which it leaves to libuv', async () => {
+    const sleepSync = (milliseconds: number) =>
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, milliseconds);
+    const gone = (pid: number) => {
+      try {
+        return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0] === undefined;
+      } catch {
+        return true;
+      }
+    };
+    // Node's own children end first; while this thread is blocked libuv cannot reap them, so their
+    // zombies stand before ours in the kernel's list of children.
+    const nodeChildren = Array.from({ length: 5 }, () => spawn('/bin/true', [], { stdio: 'ignore' }));
+    const nodeExits = nodeChildren.map((child) => new Promise((resolve) => child.once('exit', resolve)));
+    sleepSync(200);
+    const heard: number[] = [];
+    const pids = Array.from(
+      { length: 10 },
+      (_, index) =>
+        spawnNative(
+          {
+            file: '/bin/sh',
+            args: ['-c', `exit ${index}`],
+            cwd: directory,
+            env: { PATH },
+            stdout: openSync('/dev/null', 'w'),
+            stderr: openSync('/dev/null', 'w'),
+          },
+          (code) => void heard.push(code!),
+        )!,
+    );
+    // Still blocked: the reaper asks for ours by pid past the zombies it leaves alone.
+    for (let waited = 0; waited < 5000 && !pids.every(gone); waited += 20) sleepSync(20);
+    expect(pids.every(gone)).toBe(true);
+    expect(nodeChildren.every((child) => !gone(child.pid!))).toBe(true);
+    await Promise.all(nodeExits);
+    await vi.waitFor(() => expect(heard.length).toBe(10));
+    expect(heard.sort((a, b) => a - b)).toEqual(Array.from({ length: 10 }, (_, index) => index));
+  });
+
+  it('holds no descriptor of its own per child: only the pipes the caller reads', async () => {
+    const descriptors = () => readdirSync('/proc/self/fd').length;
+    const gate = join(directory, 'hold-gate');
+    expect(spawnSync('mkfifo', [gate]).status).toBe(0);
+    const holder = openSync(gate, 'r+');
+    try {
+      const before = descriptors();
+      const quiet = () => openSync('/dev/null', 'w');
+      const exits: Promise<number | null>[] = [];
+      for (let index = 0; index < 100; index += 1) {
+        exits.push(
+          new Promise((resolve) => {
+            spawnNative(
+              {
+                file: '/bin/sh',
+                args: ['-c', `read -r _ < ${gate}`],
+                cwd: directory,
+                env: { PATH },
+                stdout: quiet(),
+                stderr: quiet(),
+              },
+              (code) => resolve(code),
+            );
+          }),
+        );
+      }
+      // A hundred children alive, and not one descriptor more in this process.
+      expect(descriptors()).toBe(before);
+      writeSync(holder, 'x\n'.repeat(100));
+      expect(await Promise.all(exits)).toEqual(Array.from({ length: 100 }, () => 0));
+    } finally {
+      closeSync(holder);
+    }
   });
 });
 

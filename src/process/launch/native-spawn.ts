@@ -6,7 +6,7 @@
  * `spawn(file, args, { cwd, env, detached: true, stdio: ['ignore', stdout, stderr] })` gives it: a session
  * of its own, signals at their defaults and none blocked, stdin on `/dev/null`.
  *
- * Used where the helper is built on Linux with pidfds (5.4 or later), unless `ERRAND_NODE_SPAWN=1` asks
+ * Used where the helper is built (Linux), unless `ERRAND_NODE_SPAWN=1` asks
  * for `child_process` (to compare them, or as a way out). An exit is matched to its spawn by an id given
  * at the spawn, never by pid. Errors are Node's: an `Error` with `code`,
  * `errno`, `syscall` (`spawn <file>`) and `path`.
@@ -62,7 +62,7 @@ function load(): SpawnAddon | null {
   return spawner;
 }
 
-/** Whether `spawnNative` can spawn here (the helper is built, pidfds work, and it is not turned off). */
+/** Whether `spawnNative` can spawn here (the helper is built for this platform, and it is not turned off). */
 export function nativeSpawnAvailable(): boolean {
   return process.env[NODE_SPAWN_VARIABLE] !== '1' && load() !== null;
 }

@@ -84,6 +84,37 @@ describe('Lifeline', () => {
     await lifeline.release();
   });
 
+  it('tells an unwatch alone within 50 ms rather than at the ending, and with the next watch sooner', async () => {
+    const sidecar = fakeSidecar();
+    const clock = createManualClock();
+    const lifeline = new Lifeline({ spawn: sidecar.spawn, clock, logger: { warn() {} } });
+    await lifeline.ready;
+    await turn();
+    const stop = lifeline.watch({ pid: 101, startTime: 5 });
+    await turn();
+    sidecar.writes.length = 0;
+    stop();
+    await turn();
+    // The ending's turn wakes no sidecar.
+    expect(sidecar.writes).toEqual([]);
+    clock.advance(49);
+    await turn();
+    expect(sidecar.writes).toEqual([]);
+    clock.advance(1);
+    await turn();
+    expect(sidecar.writes.map((write) => decodeMessage(write.trim())?.type)).toEqual(['unwatch']);
+    // A watch in the meantime takes the waiting unwatch with it, after its own turn.
+    const next = lifeline.watch({ pid: 102, startTime: 6 });
+    next();
+    lifeline.watch({ pid: 103, startTime: 7 });
+    sidecar.writes.length = 0;
+    await turn();
+    const lines = sidecar.writes.flatMap((write) => write.trim().split('\n').map(decodeMessage));
+    expect(lines.map((message) => message?.type)).toEqual(['watch', 'unwatch', 'watch']);
+    await lifeline.release();
+    expect(clock.pending).toBe(0);
+  });
+
   it('asks a sidecar that watches trees for a pong, and kills and replaces one that does not answer in time', async () => {
     const sidecar = fakeSidecar();
     const clock = createManualClock();

@@ -84,6 +84,13 @@ export const LIFELINE_DEFAULTS = Object.freeze({
   answerTimeoutMs: 5000,
 });
 
+/**
+ * How long an `unwatch` may wait for the next write. A tree that ended needs no prompt word (the sidecar
+ * checks a pid's start time before it signals anything), and telling it at the ending would wake the
+ * sidecar on the ending's own path: it goes with the next watch or ping, or alone after this long.
+ */
+const UNWATCH_FLUSH_MS = 50;
+
 /** How long a released sidecar may take to exit before it is killed (it stops nothing then). */
 const RELEASE_TIMEOUT_MS = 2000;
 
@@ -113,6 +120,8 @@ export class Lifeline implements LifelineLink {
   #child: ChildProcess | undefined;
   #queue: string[] = [];
   #flushScheduled = false;
+  /** The timer that writes queued unwatches when nothing more urgent wrote them first. */
+  #cancelLazyFlush: CancelTimer | undefined;
   #sequence = 0;
   #restarts: number[] = [];
   #released: Promise<void> | undefined;
@@ -156,7 +165,7 @@ export class Lifeline implements LifelineLink {
   #unwatch(key: string): () => void {
     return () => {
       if (!this.#trees.delete(key)) return;
-      this.#send(encodeMessage({ type: 'unwatch', key }));
+      this.#send(encodeMessage({ type: 'unwatch', key }), false);
       if (this.#trees.size === 0) {
         this.#cancelHeartbeat?.();
         this.#cancelHeartbeat = undefined;
@@ -170,6 +179,8 @@ export class Lifeline implements LifelineLink {
       this.#trees.clear();
       this.#cancelHeartbeat?.();
       this.#cancelHeartbeat = undefined;
+      this.#cancelLazyFlush?.();
+      this.#cancelLazyFlush = undefined;
       const child = this.#child;
       if (child === undefined || child.exitCode !== null || child.signalCode !== null) {
         resolve();
@@ -310,10 +321,16 @@ export class Lifeline implements LifelineLink {
     });
   }
 
-  #send(line: string): void {
+  /** Queues `line`: written after this turn of the event loop, or — not `urgent` — within `UNWATCH_FLUSH_MS`. */
+  #send(line: string, urgent = true): void {
     if (this.#released !== undefined) return;
     this.#queue.push(line);
-    this.#scheduleFlush();
+    if (urgent) this.#scheduleFlush();
+    else
+      this.#cancelLazyFlush ??= this.#options.clock.schedule(UNWATCH_FLUSH_MS, () => {
+        this.#cancelLazyFlush = undefined;
+        this.#scheduleFlush();
+      });
   }
 
   /**
@@ -326,6 +343,8 @@ export class Lifeline implements LifelineLink {
     this.#flushScheduled = true;
     setImmediate(() => {
       this.#flushScheduled = false;
+      this.#cancelLazyFlush?.();
+      this.#cancelLazyFlush = undefined;
       const child = this.#child;
       if (child?.stdin === null || child?.stdin === undefined || this.#queue.length === 0) return;
       if (child.stdin.destroyed || child.stdin.writableEnded) return;

@@ -48,6 +48,16 @@ function createExclusively(
   open(path, CREATE_FLAGS, 0o600, callback);
 }
 
+const REOPEN_FLAGS = constants.O_WRONLY | constants.O_APPEND | constants.O_NOFOLLOW;
+
+/** Opens the file at `path`, created before, again to write at its end (never creating it, never through a link). */
+function reopenForAppending(
+  path: string,
+  callback: (error: NodeJS.ErrnoException | null, fd: number) => void,
+) {
+  open(path, REOPEN_FLAGS, callback);
+}
+
 export class OutputDirectory {
   readonly #parent: string;
   readonly #prefix: string;
@@ -81,10 +91,14 @@ export class OutputDirectory {
 
   /**
    * A writer for a new output file at a fresh random path; the file is created exclusively by its first
-   * write or by `open()`. Throws when the directory cannot be created.
+   * write or by `open()`, and its descriptor is held only while something waits to be written (the
+   * writer reopens the file to append). Throws when the directory cannot be created.
    */
-  newFile(options: OutputFileWriterOptions): OutputFileWriter {
-    return new OutputFileWriter(this.newPath(), createExclusively, options);
+  newFile(options: Omit<OutputFileWriterOptions, 'reopenFile'>): OutputFileWriter {
+    return new OutputFileWriter(this.newPath(), createExclusively, {
+      ...options,
+      reopenFile: reopenForAppending,
+    });
   }
 
   /** Deletes one output file; a file that is already gone is fine. */

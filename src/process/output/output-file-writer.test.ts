@@ -6,6 +6,7 @@ import {
   existsSync,
   mkdtempSync,
   openSync,
+  readdirSync,
   readFileSync,
   rmSync,
   statSync,
@@ -148,6 +149,52 @@ describe('OutputFileWriter creation', () => {
     files.dispose(false);
     expect(existsSync(files.path!)).toBe(false);
     expect(() => files.newPath()).toThrow('the output directory was removed');
+  });
+
+  it('holds a descriptor of its file only while something waits to be written, and appends after it', async () => {
+    const files = new OutputDirectory('errand-test-', directory);
+    const descriptors = () => readdirSync('/proc/self/fd').length;
+    const before = descriptors();
+    const writers = Array.from({ length: 20 }, () =>
+      files.newFile({ maxBytes: UNCAPPED, highWaterMarkBytes: 1024 * 1024 }),
+    );
+    // Shown (created) and written: each file exists, none holds a descriptor once its queue is on the disk.
+    for (const writer of writers.slice(0, 10)) expect(await writer.open()).toBe(true);
+    const written = writers.slice(10).map((writer) => {
+      writer.write(Buffer.from('first '));
+      return new Promise<void>((resolve) => {
+        const stop = writer.onProgress(() => {
+          stop();
+          resolve();
+        });
+      });
+    });
+    await Promise.all(written);
+    expect(writers.every((writer) => writer.opened && !writer.holdsDescriptor)).toBe(true);
+    expect(descriptors()).toBe(before);
+    // The next write opens the file again and appends; close() waits for it.
+    for (const writer of writers) writer.write(Buffer.from('second'));
+    await Promise.all(writers.map((writer) => writer.close()));
+    expect(readFileSync(writers[0]!.path, 'utf8')).toBe('second');
+    expect(readFileSync(writers[19]!.path, 'utf8')).toBe('first second');
+    expect(descriptors()).toBe(before);
+  });
+
+  it('reports a file that vanished before it was opened again as a write error', async () => {
+    const files = new OutputDirectory('errand-test-', directory);
+    const errors: Array<[string, boolean]> = [];
+    const writer = files.newFile({
+      maxBytes: UNCAPPED,
+      highWaterMarkBytes: 1024,
+      onError: (error, whileOpening) =>
+        void errors.push([(error as NodeJS.ErrnoException).code!, whileOpening]),
+    });
+    expect(await writer.open()).toBe(true);
+    files.removeFile(writer.path);
+    expect(writer.write(Buffer.from('lost'))).toBe(4);
+    await writer.close();
+    expect(errors).toEqual([['ENOENT', false]]);
+    expect(existsSync(writer.path)).toBe(false);
   });
 
   it('reports a file that cannot be created and drops its output without stalling anyone', async () => {

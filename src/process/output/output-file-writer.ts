@@ -9,6 +9,12 @@
  * shown: a path is never shown before the file exists, and a silent process leaves no file. Output that
  * arrives while the file is still opening waits in the queue. Past `maxBytes` the rest of the stream is
  * dropped and `full` turns true, so the caller can stop the process.
+ *
+ * With `reopenFile` the writer holds the file's descriptor only while it writes: once everything queued
+ * is on the disk the descriptor is closed, and the next write opens the file again (appending, never
+ * creating it, never through a link). Thousands of live processes then hold no descriptor for their
+ * files, only for their pipes; a stream that keeps coming keeps its descriptor, as its chunks queue up
+ * behind the write in flight.
  */
 import { closeSync, writev } from 'node:fs';
 
@@ -32,6 +38,11 @@ export interface OutputFileWriterOptions {
   readonly onOpen?: () => void;
   /** The file could not be created (`whileOpening`) or written; nothing more is written after it. */
   readonly onError?: (error: Error, whileOpening: boolean) => void;
+  /**
+   * Opens the file, once created, again for writing at its end. With it the descriptor is held only while
+   * a write is queued or in flight; without it, until `close()`.
+   */
+  readonly reopenFile?: OpenOutputFile;
 }
 
 type FileState = 'none' | 'opening' | 'open' | 'failed';
@@ -58,8 +69,11 @@ export class OutputFileWriter {
   readonly #cutAt: ((chunk: Uint8Array, limit: number) => number) | undefined;
   readonly #onOpen: (() => void) | undefined;
   readonly #onError: ((error: Error, whileOpening: boolean) => void) | undefined;
+  readonly #reopenFile: OpenOutputFile | undefined;
   #state: FileState = 'none';
+  /** The file's descriptor while it is held: from its creation (or a reopening) until the queue is written. */
   #fd: number | undefined;
+  #reopening = false;
   #openWaiters: Array<(opened: boolean) => void> = [];
   #bytes = 0;
   /** Bytes the file holds: written to it by completed writes. */
@@ -85,6 +99,12 @@ export class OutputFileWriter {
     this.#cutAt = options.cutAt;
     this.#onOpen = options.onOpen;
     this.#onError = options.onError;
+    this.#reopenFile = options.reopenFile;
+  }
+
+  /** Whether the writer holds a descriptor of the file now. */
+  get holdsDescriptor(): boolean {
+    return this.#fd !== undefined;
   }
 
   /** Whether the file exists (it was created and has not failed to open). */
@@ -200,12 +220,12 @@ export class OutputFileWriter {
         return;
       }
       const finish = () => {
-        if (this.#fd !== undefined) closeQuietly(this.#fd);
+        this.#release();
         this.#progressListeners.clear();
         this.#growListeners.clear();
         resolve();
       };
-      const settled = this.#fd !== undefined || this.#error !== undefined;
+      const settled = this.#state !== 'opening' && !this.#reopening;
       if (settled && !this.#writing && this.#queue.length === 0) finish();
       else this.#flushListeners.push(finish);
     });
@@ -246,8 +266,11 @@ export class OutputFileWriter {
   }
 
   #pump(): void {
-    if (this.#writing || this.#queue.length === 0 || this.#error !== undefined || this.#fd === undefined)
+    if (this.#writing || this.#queue.length === 0 || this.#error !== undefined) return;
+    if (this.#fd === undefined) {
+      if (this.#state === 'open') this.#reopen();
       return;
+    }
     let count = 0;
     let bytes = 0;
     while (count < this.#queue.length && count < MAX_BATCH_CHUNKS && bytes < MAX_BATCH_BYTES) {
@@ -285,6 +308,27 @@ export class OutputFileWriter {
     });
   }
 
+  /** Opens the created file again for the queue (its descriptor was let go once the last write was done). */
+  #reopen(): void {
+    if (this.#reopening || this.#reopenFile === undefined) return;
+    this.#reopening = true;
+    this.#reopenFile(this.path, (error, fd) => {
+      this.#reopening = false;
+      if (error) {
+        this.#fail(error, false);
+        return;
+      }
+      this.#attach(fd);
+    });
+  }
+
+  /** Closes the descriptor the writer holds, if any. */
+  #release(): void {
+    if (this.#fd === undefined) return;
+    closeQuietly(this.#fd);
+    this.#fd = undefined;
+  }
+
   #fail(error: Error, whileOpening: boolean): void {
     this.#error ??= error;
     this.#writing = false;
@@ -303,6 +347,8 @@ export class OutputFileWriter {
   }
 
   #flushed(): void {
+    // Everything queued is on the disk: the descriptor goes until the next write, where it can be reopened.
+    if (this.#reopenFile !== undefined && !this.#writing && this.#queue.length === 0) this.#release();
     const listeners = this.#flushListeners;
     this.#flushListeners = [];
     for (const listener of listeners) listener();

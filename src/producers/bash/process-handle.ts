@@ -9,6 +9,7 @@ import {
   diagnoseSpawnFailure,
   drainedWithin,
   type EnvironmentTag,
+  endingBegan,
   errnoOf,
   type LaunchedProcess,
   type LaunchRequest,
@@ -69,6 +70,8 @@ export class ProcessHandle implements CommandHandle {
   #startedAfter = 0;
   #facts_: CommandProcessFacts | undefined;
   #unwatch: (() => void) | undefined;
+  /** Set from the leader's exit until the handle settles: it counts among the process's endings underway. */
+  #endingSettled: (() => void) | undefined;
   #terminator: TreeTerminator | undefined;
   readonly #life: CommandLifecycle;
   #paused = false;
@@ -390,6 +393,7 @@ export class ProcessHandle implements CommandHandle {
   }
 
   #onExit(code: number | null, signal: NodeJS.Signals | null): void {
+    this.#endingSettled ??= endingBegan();
     this.#life.leaderEnded(code, signal);
     // The entry read while it ran (its process facts, a census) no longer describes the pid.
     if (this.#pid !== undefined) this.#options.processSource.forget?.(this.#pid);
@@ -436,6 +440,7 @@ export class ProcessHandle implements CommandHandle {
     this.#streams = [];
     this.#terminator = undefined;
     this.#unwatch?.();
+    this.#endingSettled?.();
     this.#life.settle(report, {
       pid: this.#pid ?? null,
       outputBytes: this.outputBytes,

@@ -157,7 +157,9 @@ async function main(): Promise<void> {
   const minimal = timings.get('minimal SDK server')!;
   const minimalInit = median(minimal.map((timing) => timing.initialize));
   const minimalTools = median(minimal.map((timing) => timing.toolsList));
-  console.log(`spawn -> answer, median of ${ROUNDS} rounds (ratio to the minimal SDK server of the same run):`);
+  console.log(
+    `spawn -> answer, median of ${ROUNDS} rounds (ratio to the minimal SDK server of the same run):`,
+  );
   for (const server of servers) {
     const runs = timings.get(server.name)!;
     if (failed.has(server.name) || runs.length === 0) continue;

@@ -267,7 +267,7 @@ describe('the store-backed dashboard backend', () => {
       kind: 'schedule',
       label: 'schedule: Check the deploy.',
       status: 'running',
-      detail: { fired: 1, schedule: progress },
+      detail: { schedule: progress },
       isBackgrounded: true,
       branchGeneration: 0,
       startedAt: 1,

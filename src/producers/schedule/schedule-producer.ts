@@ -415,6 +415,8 @@ export class ScheduleProducer {
   }
 
   #warn(message: string, error: unknown): void {
+    // A store closed by the runtime's own disposal: the row stays for the next resume, or for prune.
+    if (error instanceof ErrandError && error.code === 'STORE_CLOSED') return;
     this.#options.logger?.warn(message, { error: error instanceof Error ? error.message : String(error) });
   }
 }

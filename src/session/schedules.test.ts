@@ -398,6 +398,36 @@ describe('scheduled tasks across a restart (definitions in the store)', () => {
     await vi.waitFor(() => expect(store.listSchedules(session.id)).toEqual([]));
   });
 
+  it('killed while a firing runs: its definition goes and stays gone, and a restart does not resume it', async () => {
+    const store = createMemorySessionStore();
+    const clock = createManualClock(start);
+    let answer!: (reply: { text: string }) => void;
+    const held = new Promise<{ text: string }>((resolve) => {
+      answer = resolve;
+    });
+    const first = runtimeOn(store, clock, [() => held]);
+    const session = first.runtime.createSession();
+    await first.schedules.start({ prompt: 'Ping.', every_ms: 1000, times: 5 }, { owner: session.owner });
+    clock.advance(1000);
+    await vi.waitFor(() => expect(first.model.requests).toHaveLength(1));
+    expect(store.getSchedule(session.id, 'schedule-1')).toMatchObject({ fired: 0, firing: 1 });
+    await session.tasks.kill('schedule-1', session.owner, 'no longer needed');
+    // The turn goes on after the kill (it is the session's), and ends after the definition went.
+    await vi.waitFor(() => expect(store.getSchedule(session.id, 'schedule-1')).toBeUndefined());
+    answer({ text: 'pong' });
+    await vi.waitFor(() => expect(session.state).toBe('idle'));
+    await settleEventLoop(10);
+    expect(store.getSchedule(session.id, 'schedule-1')).toBeUndefined();
+    expect(store.getTask('schedule-1', session.id)?.status).toBe('killed');
+    await first.runtime.dispose();
+
+    const second = runtimeOn(store, clock, []);
+    const resumed = second.runtime.resumeSession(session.id);
+    await advance(clock, resumed, 10_000);
+    expect(second.model.requests).toHaveLength(0);
+    expect(store.getTask('schedule-1', session.id)?.status).toBe('killed');
+  });
+
   it('marks a live schedule lost when the resuming runtime cannot re-arm it', async () => {
     const store = createMemorySessionStore();
     const clock = createManualClock(start);

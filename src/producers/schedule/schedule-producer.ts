@@ -497,6 +497,8 @@ function runSchedule(
 
   /** Where the schedule stands, into the store (immediate: a firing must never run twice). */
   const save = (extra: { firing?: number } = {}, durability: StoreDurability = 'immediate') =>
+    // Once ended (its row goes) or let go of (its row stays as the next resume must read it): nothing more.
+    !stopped &&
     writes.save(
       {
         fired,

@@ -88,6 +88,13 @@ function requestFirings(endpoint: FakeEndpoint): string[] {
   });
 }
 
+/** The ledger holds the schedule's ending once (quiet: each firing was its own turn), and nothing else of it. */
+function expectOneEnding(store: SqliteSessionStore, sessionId: string): void {
+  const entries = store.listLedger(sessionId).filter((entry) => entry.taskId === 'schedule-1');
+  expect(entries).toHaveLength(1);
+  expect(entries[0]?.text).toContain('completed');
+}
+
 function setup(replies: Parameters<typeof fakeOpenAiEndpoint>[0]) {
   const home = mkdtempSync(join(tmpdir(), 'errand-schedule-restart-'));
   return { home, endpoint: fakeOpenAiEndpoint(replies) };
@@ -132,6 +139,7 @@ describe('a schedule across a SIGKILL of its runtime', () => {
       detail: { fired: 3 },
     });
     await vi.waitFor(() => expect(store.getSchedule(sessionId, 'schedule-1')).toBeUndefined(), WAIT);
+    expectOneEnding(store, sessionId);
   });
 
   it("killed while a firing's turn waits for the model: told as interrupted once, never run again", async () => {
@@ -170,5 +178,6 @@ describe('a schedule across a SIGKILL of its runtime', () => {
       detail: { fired: 3 },
     });
     await vi.waitFor(() => expect(store.getSchedule(sessionId, 'schedule-1')).toBeUndefined(), WAIT);
+    expectOneEnding(store, sessionId);
   });
 });

@@ -1,7 +1,8 @@
 /**
  * A schedule survives its runtime being killed: a real child process runs `createErrandRuntime` on a real
  * SQLite file with a model behind a real HTTP endpoint; "every 2 s, 3 times" is started, the process is
- * SIGKILLed (between two firings, or while a firing's turn waits for the model), and a new process
+ * SIGKILLed (between two firings — restarted after the next due time, or at once — or while a firing's turn
+ * waits for the model), and a new process
  * resumes the session from the same file. What the store and the endpoint saw is counted: every firing is
  * told to the model exactly once (one stored automated-turn prompt and one model request each), none
  * runs twice, the missed-firing policy or the interruption is told once, and the schedule ends completed.
@@ -88,6 +89,13 @@ function requestFirings(endpoint: FakeEndpoint): string[] {
   });
 }
 
+/** The ledger holds the schedule's ending once (quiet: each firing was its own turn), and nothing else of it. */
+function expectOneEnding(store: SqliteSessionStore, sessionId: string): void {
+  const entries = store.listLedger(sessionId).filter((entry) => entry.taskId === 'schedule-1');
+  expect(entries).toHaveLength(1);
+  expect(entries[0]?.text).toContain('completed');
+}
+
 function setup(replies: Parameters<typeof fakeOpenAiEndpoint>[0]) {
   const home = mkdtempSync(join(tmpdir(), 'errand-schedule-restart-'));
   return { home, endpoint: fakeOpenAiEndpoint(replies) };
@@ -132,6 +140,30 @@ describe('a schedule across a SIGKILL of its runtime', () => {
       detail: { fired: 3 },
     });
     await vi.waitFor(() => expect(store.getSchedule(sessionId, 'schedule-1')).toBeUndefined(), WAIT);
+    expectOneEnding(store, sessionId);
+  });
+
+  it('killed between two firings and started again at once: the rest fire on time or run once, three in all', async () => {
+    const { home, endpoint: opening } = setup(['one', 'two', 'three', 'extra'].map(answer));
+    const endpoint = await opening;
+    cleanups.push(() => endpoint.close());
+    const first = await startChild({ home, modelUrl: endpoint.url, schedule: DEFINITION });
+    const store = openSqliteSessionStore({ home });
+    cleanups.push(() => store.close());
+    const { sessionId } = first;
+    await vi.waitFor(
+      () => expect(store.getSchedule(sessionId, 'schedule-1')).toMatchObject({ fired: 1 }),
+      WAIT,
+    );
+    await first.kill();
+    await startChild({ home, modelUrl: endpoint.url, sessionId, resume: true });
+    await vi.waitFor(() => expect(store.getTask('schedule-1', sessionId)?.status).toBe('completed'), WAIT);
+    const prompts = automatedPrompts(store, sessionId);
+    expect(prompts.map((prompt) => /fired \((\d) of 3/.exec(prompt)?.[1])).toEqual(['1', '2', '3']);
+    // Whether the second firing came due before the new process was up depends on the machine: told at most once.
+    expect(prompts.filter((prompt) => prompt.includes('missed-firing policy')).length).toBeLessThanOrEqual(1);
+    expect(requestFirings(endpoint)).toEqual(['1', '2', '3']);
+    expectOneEnding(store, sessionId);
   });
 
   it("killed while a firing's turn waits for the model: told as interrupted once, never run again", async () => {
@@ -170,5 +202,6 @@ describe('a schedule across a SIGKILL of its runtime', () => {
       detail: { fired: 3 },
     });
     await vi.waitFor(() => expect(store.getSchedule(sessionId, 'schedule-1')).toBeUndefined(), WAIT);
+    expectOneEnding(store, sessionId);
   });
 });

@@ -252,6 +252,45 @@ describe('the store-backed dashboard backend', () => {
     expect(dead.store.getCommand(1)).toBeUndefined();
   });
 
+  it('shows a schedule whose runtime is gone as waiting for its session, and stops it for the next resume', async () => {
+    const { store, backend } = setup(false);
+    const progress = {
+      when: 'every 2 s, 3 times',
+      fired: 1,
+      times: 3,
+      nextAt: 5000,
+      missed: 'run_once' as const,
+    };
+    store.upsertTask({
+      id: 'schedule-1',
+      sessionId: 's',
+      kind: 'schedule',
+      label: 'schedule: Check the deploy.',
+      status: 'running',
+      detail: { schedule: progress },
+      isBackgrounded: true,
+      branchGeneration: 0,
+      startedAt: 1,
+      reported: false,
+    });
+    store.saveSchedule({
+      sessionId: 's',
+      id: 'schedule-1',
+      definition: { prompt: 'Check the deploy.', every_ms: 2000, times: 3 },
+      fired: 1,
+      lastDueAt: 3000,
+      nextAt: 5000,
+    });
+    backend.refresh();
+    expect(backend.events.find('schedule-1')).toMatchObject({
+      status: 'running',
+      kind: 'schedule',
+      schedule: progress,
+    });
+    expect(await backend.stopBackgroundWork('schedule-1')).toEqual({ ok: true });
+    expect(store.getTask('schedule-1', 's')).toMatchObject({ status: 'stopping', stopInitiator: 'user' });
+  });
+
   it("lists a live session's foreground commands with their tool call, and moves one through a command", async () => {
     const { store, backend } = setup(true, { stopTimeoutMs: 5000 });
     store.upsertTask({

@@ -474,6 +474,11 @@ async function stopUnheld(
   task: StoredTask,
   parts: { store: SessionStore; source: ProcessSource; killGraceMs: number; logger: Logger },
 ): Promise<boolean> {
+  if (waitsForResume(task, parts.store)) {
+    // A schedule waiting for its session: marked stopped here, the resume ends it `killed`, never firing.
+    parts.store.upsertTask({ ...taskRecordInput(task), status: 'stopping', stopInitiator: 'user' });
+    return true;
+  }
   const verdict = judgeLeftTask(task, parts.source);
   if (verdict.kind !== 'runs') return false;
   parts.store.upsertTask({ ...taskRecordInput(task), status: 'stopping', stopInitiator: 'user' });
@@ -484,6 +489,19 @@ async function stopUnheld(
     logger: parts.logger,
   });
   return true;
+}
+
+/**
+ * A live schedule whose runtime is gone waits in the store (its definition in `schedules`) until its
+ * session is resumed, which re-arms it: it is shown running, and a Stop marks it stopped for that resume.
+ */
+function waitsForResume(task: StoredTask, store: SessionStore): boolean {
+  return (
+    task.kind === 'schedule' &&
+    task.sessionId !== undefined &&
+    task.process === undefined &&
+    store.getSchedule(task.sessionId, task.id) !== undefined
+  );
 }
 
 /** The background event feed of a store: what `refresh` finds changed since the last read. */
@@ -690,7 +708,9 @@ class StoreEventFeed implements BackgroundEventFeed {
     // Nobody holds it: what it really is now, checked (it may run on, or have ended with a status).
     const job = this.#parts.remote === undefined ? undefined : remoteJobOf(task.detail);
     const verdict =
-      live && holder === undefined && job === undefined ? judgeLeftTask(task, this.#parts.source) : undefined;
+      live && holder === undefined && job === undefined && !waitsForResume(task, this.#parts.store)
+        ? judgeLeftTask(task, this.#parts.source)
+        : undefined;
     const shown =
       live && holder === undefined && job !== undefined
         ? remoteVerdict(task, this.#parts.remote!, job)

@@ -398,6 +398,90 @@ describe('scheduled tasks across a restart (definitions in the store)', () => {
     await vi.waitFor(() => expect(store.listSchedules(session.id)).toEqual([]));
   });
 
+  it('killed while a firing runs: its definition goes and stays gone, and a restart does not resume it', async () => {
+    const store = createMemorySessionStore();
+    const clock = createManualClock(start);
+    let answer!: (reply: { text: string }) => void;
+    const held = new Promise<{ text: string }>((resolve) => {
+      answer = resolve;
+    });
+    const first = runtimeOn(store, clock, [() => held]);
+    const session = first.runtime.createSession();
+    await first.schedules.start({ prompt: 'Ping.', every_ms: 1000, times: 5 }, { owner: session.owner });
+    clock.advance(1000);
+    await vi.waitFor(() => expect(first.model.requests).toHaveLength(1));
+    expect(store.getSchedule(session.id, 'schedule-1')).toMatchObject({ fired: 0, firing: 1 });
+    await session.tasks.kill('schedule-1', session.owner, 'no longer needed');
+    // The turn goes on after the kill (it is the session's), and ends after the definition went.
+    await vi.waitFor(() => expect(store.getSchedule(session.id, 'schedule-1')).toBeUndefined());
+    answer({ text: 'pong' });
+    await vi.waitFor(() => expect(session.state).toBe('idle'));
+    await settleEventLoop(10);
+    expect(store.getSchedule(session.id, 'schedule-1')).toBeUndefined();
+    expect(store.getTask('schedule-1', session.id)?.status).toBe('killed');
+    await first.runtime.dispose();
+
+    const second = runtimeOn(store, clock, []);
+    const resumed = second.runtime.resumeSession(session.id);
+    await advance(clock, resumed, 10_000);
+    expect(second.model.requests).toHaveLength(0);
+    expect(store.getTask('schedule-1', session.id)?.status).toBe('killed');
+  });
+
+  it('resumes an idle-time schedule with its count, and tells skipped firings with the next one', async () => {
+    const store = createMemorySessionStore();
+    const clock = createManualClock(start + 9_000);
+    store.createSession({ id: 'session-down', cwd: '/' });
+    const live = (id: string) =>
+      store.upsertTask({
+        id,
+        sessionId: 'session-down',
+        kind: 'schedule',
+        label: `schedule: ${id}`,
+        status: 'running',
+        detail: {},
+        isBackgrounded: true,
+        branchGeneration: 0,
+        startedAt: start,
+        reported: false,
+      });
+    live('schedule-1');
+    store.saveSchedule({
+      sessionId: 'session-down',
+      id: 'schedule-1',
+      definition: { prompt: 'Summarise.', idle_ms: 5000, times: 2 },
+      fired: 1,
+      createdAt: start,
+    });
+    live('schedule-2');
+    // Due at +4 s, +6 s and +8 s while down; +10 s is still to come.
+    store.saveSchedule({
+      sessionId: 'session-down',
+      id: 'schedule-2',
+      definition: { prompt: 'Check.', every_ms: 2000, times: 5, missed: 'skip' },
+      fired: 1,
+      lastDueAt: start + 2000,
+      createdAt: start,
+    });
+    const { runtime } = runtimeOn(store, clock, [{ text: 'checked' }, { text: 'summary' }]);
+    const session = runtime.resumeSession('session-down');
+    await settleEventLoop(5);
+    expect(store.getSchedule('session-down', 'schedule-2')).toMatchObject({
+      fired: 4,
+      nextAt: start + 10_000,
+      note: '3 firings came due while the runtime was down; missed-firing policy "skip": skipped.',
+    });
+    await advance(clock, session, 1000, 1);
+    await advance(clock, session, 5000, 2);
+    const prompts = automatedPrompts(session).map((message) => JSON.stringify(message.content));
+    expect(prompts[0]).toContain('schedule-2 fired (5 of 5');
+    expect(prompts[0]).toContain('missed-firing policy \\"skip\\": skipped.');
+    expect(prompts[1]).toContain('schedule-1 fired (2 of 2, after 5 s idle');
+    expect(prompts[1]).not.toContain('skipped');
+    expect((await session.tasks.wait('schedule-1', 1000, trusted)).status).toBe('completed');
+    expect((await session.tasks.wait('schedule-2', 1000, trusted)).status).toBe('completed');
+  });
+
   it('marks a live schedule lost when the resuming runtime cannot re-arm it', async () => {
     const store = createMemorySessionStore();
     const clock = createManualClock(start);

@@ -1,5 +1,5 @@
 /**
- * The in-memory session store, for tests and for hosts that persist nothing: the same seven parts and
+ * The in-memory session store, for tests and for hosts that persist nothing: the same eight parts and
  * rules as the SQLite store (`compose-session-store.ts`) over maps in this process (`memory-tables.ts`).
  * Nothing survives the process and no other process sees it (`capabilities` says so).
  */

@@ -1,5 +1,5 @@
 /**
- * The SQLite session store: the store's seven parts (`compose-session-store.ts`) over a SQLite file. Every
+ * The SQLite session store: the store's eight parts (`compose-session-store.ts`) over a SQLite file. Every
  * change is one immediate transaction, so a guard and its write are one step even when several processes
  * share the file, and a crash leaves either all of a change or none.
  */

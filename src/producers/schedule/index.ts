@@ -8,6 +8,7 @@ export {
   validateTimeZone,
 } from './cron.js';
 export {
+  interruptedFiringNote,
   type MissedFiringPolicy,
   type PlannedSchedule,
   planSchedule,
@@ -17,6 +18,7 @@ export {
   ScheduleProducer,
   type ScheduleProducerOptions,
   type ScheduleSessionPort,
+  type ScheduleStore,
   type ScheduleWhen,
   type StartScheduleOptions,
   scheduleProducerOptions,

@@ -415,6 +415,8 @@ export class ScheduleProducer {
   }
 
   #warn(message: string, error: unknown): void {
+    // A store closed by the runtime's own disposal: the row stays for the next resume, or for prune.
+    if (error instanceof ErrandError && error.code === 'STORE_CLOSED') return;
     this.#options.logger?.warn(message, { error: error instanceof Error ? error.message : String(error) });
   }
 }
@@ -495,6 +497,8 @@ function runSchedule(
 
   /** Where the schedule stands, into the store (immediate: a firing must never run twice). */
   const save = (extra: { firing?: number } = {}, durability: StoreDurability = 'immediate') =>
+    // Once ended (its row goes) or let go of (its row stays as the next resume must read it): nothing more.
+    !stopped &&
     writes.save(
       {
         fired,

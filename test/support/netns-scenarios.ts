@@ -383,6 +383,10 @@ export async function failoverScenario(lab: Lab, redisServer: string): Promise<S
         lines: [
           describeAccounting(books),
           `primary SIGKILLed: replica promoted ${promotedAfter} ms after (down-after ${downAfterMs} ms), the first ending through it ${firstEndAfter} ms after, the last ${Math.round(lastEndAfter)} ms after; the replica's role now: ${role}`,
+          // Why a task was lost in a failover is worth the workers' own words.
+          ...(books.lost > 0
+            ? deployment.processes.map((worker) => `${worker.host} said: ${worker.output().slice(-2000)}`)
+            : []),
         ],
       };
     },

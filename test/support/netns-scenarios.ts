@@ -312,7 +312,7 @@ export async function hostDeathScenario(lab: Lab, redisServer: string): Promise<
       figures: { killed, there, left, lostAfter, backAfter, heartbeatTtlMs: common.heartbeatTtlMs },
       lines: [
         describeAccounting(books),
-        `SIGKILLed ${killed} processes on w1 (${there} there, ${left} left); its tasks lost ${lostAfter} ms after (heartbeat TTL ${common.heartbeatTtlMs} ms); a worker started again there ran a command ${backAfter} ms after its start`,
+        `SIGKILL to every process on w1 (${there} there, ${killed} signals sent, ${left} left); its tasks lost ${lostAfter} ms after (heartbeat TTL ${common.heartbeatTtlMs} ms); a worker started again there ran a command ${backAfter} ms after its start`,
       ],
     };
   });

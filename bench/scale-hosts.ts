@@ -16,19 +16,7 @@
 import { loadavg } from 'node:os';
 import type { Accounting } from '../test/support/netns-errand.js';
 import { createLab, findNetns, type Lab } from '../test/support/netns-hosts.js';
-import {
-  exitLatency,
-  FAILOVER_HOSTS,
-  failoverScenario,
-  HOST_DEATH_HOSTS,
-  hostDeathScenario,
-  LATENCY_HOSTS,
-  latencyScenario,
-  PARTITION_HOSTS,
-  partitionScenario,
-  percentile,
-  type ScenarioResult,
-} from '../test/support/netns-scenarios.js';
+import { exitLatency, percentile, SCENARIOS } from '../test/support/netns-scenarios.js';
 import { findRedisServer } from '../test/support/redis-server.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -117,31 +105,9 @@ try {
 }
 
 // (b) the scenarios.
-const scenarios: Array<[string, readonly string[], (lab: Lab) => Promise<ScenarioResult>]> = [
-  [
-    'partition (w1 cut off from the switch while it runs commands, then healed)',
-    PARTITION_HOSTS,
-    (lab) => partitionScenario(lab, redisServer),
-  ],
-  [
-    "latency and loss (50 ms ± 10 ms, 5% each way on Redis's link, a burst of 30)",
-    LATENCY_HOSTS,
-    (lab) => latencyScenario(lab, redisServer),
-  ],
-  [
-    "host death (every process on w1's host SIGKILLed mid-command, a worker started again)",
-    HOST_DEATH_HOSTS,
-    (lab) => hostDeathScenario(lab, redisServer),
-  ],
-  [
-    'Redis failover (Sentinel: primary SIGKILLed, replica promoted)',
-    FAILOVER_HOSTS,
-    (lab) => failoverScenario(lab, redisServer),
-  ],
-];
-for (const [title, hosts, run] of scenarios) {
-  const result = await withLab(hosts, run);
-  console.log(`  ${title}:`);
+for (const scenario of SCENARIOS) {
+  const result = await withLab(scenario.hosts, (lab) => scenario.run(lab, redisServer));
+  console.log(`  ${scenario.title}:`);
   for (const line of result.lines) console.log(`    ${line}`);
   console.log(`    counts: ${counts(result.books)}`);
 }

@@ -4,6 +4,7 @@
  * `createErrandRuntime({ redis })` (`errand/host`) assembles the provider with remote bash commands.
  */
 export { type RedisProviderOptions, redisProviderOptions } from './redis/redis-options.js';
+export type { SentinelConnection } from './redis/redis-sentinel-url.js';
 export {
   createRedisTaskService,
   RedisTaskService,

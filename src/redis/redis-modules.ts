@@ -83,8 +83,11 @@ export function openRedis(
 
 /**
  * ioredis's options for a `redis+sentinel://` target: the sentinels and the group (asked for the
- * primary at every connect, and watched for a switch), and a reconnect on `READONLY` (a primary demoted
- * to a replica under a connection: the command is sent again to the new primary).
+ * primary at every connect, so a connection the dead primary closed reconnects to the promoted one),
+ * and a reconnect on `READONLY` (a primary demoted to a replica under a connection: the command is sent
+ * again to the new primary). Not ioredis's `failoverDetector`: a switch it hears while the client is
+ * connecting again (the old primary dead, the sentinels not yet agreed) ends the client for good
+ * ("Connection is closed." on every command after), which the failover test caught.
  */
 export function sentinelOptions(target: RedisTarget): Record<string, unknown> {
   const sentinel = target.sentinel!;
@@ -94,7 +97,6 @@ export function sentinelOptions(target: RedisTarget): Record<string, unknown> {
     ...(sentinel.username !== undefined ? { username: sentinel.username } : {}),
     ...(sentinel.password !== undefined ? { password: sentinel.password } : {}),
     ...(sentinel.db !== undefined ? { db: sentinel.db } : {}),
-    failoverDetector: true,
     sentinelRetryStrategy: (times: number) => Math.min(50 * times, 1000),
     reconnectOnError: (error: Error) => (error.message.startsWith('READONLY') ? 2 : false),
   };

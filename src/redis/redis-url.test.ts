@@ -102,8 +102,8 @@ describe('Redis URLs', () => {
       name: 'main',
       password: 's3cret-pass',
       db: 2,
-      failoverDetector: true,
     });
+    expect(sentinelOptions(target)).not.toHaveProperty('failoverDetector');
     expect(parseRedisUrl('redis+sentinel://s1:26379/mymaster').sentinel).toEqual({
       sentinels: [{ host: 's1', port: 26379 }],
       name: 'mymaster',

@@ -39,6 +39,10 @@ describe('errand worker usage', () => {
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('--redis');
     expect(bad.stderr).not.toContain('hunter22');
+    const sentinel = await runCli(['worker', '--redis', 'redis+sentinel://user:hunter22@s1:26379,s2:0/main']);
+    expect(sentinel.code).toBe(2);
+    expect(sentinel.stderr).toContain('`s2:0` has no port from 1 to 65535');
+    expect(sentinel.stderr).not.toContain('hunter22');
   });
 });
 

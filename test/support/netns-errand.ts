@@ -209,6 +209,8 @@ export interface Accounting {
   readonly ranOn: Readonly<Record<string, number>>;
   /** How many tasks were settled lost on each worker. */
   readonly lostOn: Readonly<Record<string, number>>;
+  /** Why tasks were lost: each distinct error (its task ids and numbers left out), with how many. */
+  readonly lostWhy: Readonly<Record<string, number>>;
 }
 
 /** Counts a run's books (see the module comment). `workers` maps worker names to their hosts. */
@@ -234,6 +236,7 @@ export function account(runtime: LabRuntime, workers: ReadonlyMap<string, LabHos
   let duplicatedTells = 0;
   const untrue: string[] = [];
   const lostOn: Record<string, number> = {};
+  const lostWhy: Record<string, number> = {};
   for (const [key, taskId] of runtime.tasks) {
     const ends = runtime.ends.get(taskId) ?? [];
     const tells = runtime.told.get(taskId) ?? [];
@@ -256,6 +259,8 @@ export function account(runtime: LabRuntime, workers: ReadonlyMap<string, LabHos
     } else if (end.status === 'lost') {
       lost += 1;
       lostOn[end.worker ?? '?'] = (lostOn[end.worker ?? '?'] ?? 0) + 1;
+      const why = (end.error ?? '').replace(/\([^)]*\)/g, '').replace(/\d+/g, 'N');
+      lostWhy[why] = (lostWhy[why] ?? 0) + 1;
       if (ran.length > 1) untrue.push(`${key} (${taskId}): lost, ran on [${ran.join(', ')}]`);
       if (ran.length === 1 && end.worker !== ran[0])
         untrue.push(`${key} (${taskId}): lost on ${end.worker}, ran on ${ran[0]}`);
@@ -276,6 +281,7 @@ export function account(runtime: LabRuntime, workers: ReadonlyMap<string, LabHos
     untrue,
     ranOn,
     lostOn,
+    lostWhy,
   };
 }
 
@@ -284,5 +290,8 @@ export function describeAccounting(books: Accounting): string {
   const ran = Object.entries(books.ranOn)
     .map(([name, count]) => `${name} ${count}`)
     .join(', ');
-  return `${books.started} started, ${books.ended} ended (${books.completed} ran to their exit, ${books.lost} lost); told twice ${books.duplicatedTells}, untold ${books.untold}, ended twice ${books.duplicatedEnds}, run twice ${books.ranTwice}, untrue ${books.untrue.length}; ran on: ${ran}`;
+  const why = Object.entries(books.lostWhy)
+    .map(([reason, count]) => `${count}x "${reason}"`)
+    .join(', ');
+  return `${books.started} started, ${books.ended} ended (${books.completed} ran to their exit, ${books.lost} lost${why ? `: ${why}` : ''}); told twice ${books.duplicatedTells}, untold ${books.untold}, ended twice ${books.duplicatedEnds}, run twice ${books.ranTwice}, untrue ${books.untrue.length}; ran on: ${ran}`;
 }

@@ -167,7 +167,7 @@ export interface Lab {
   unimpair(name: string): Promise<void>;
   /** Pids of every process in the host's network namespace. */
   processesOn(name: string): number[];
-  /** SIGKILLs every process on the host at once (and again, until none is left); resolves with how many. */
+  /** SIGKILLs every process on the host at once (and again, until none is left); resolves with the signals sent. */
   killHost(name: string): Promise<number>;
   /** Kills everything, deletes every namespace and link and the hosts' directories. Idempotent. */
   destroy(): void;

@@ -665,11 +665,15 @@ export class ErrandWorker {
         await this.#checkRuntimes(jobs);
       }
       for (const queue of this.#queues) {
-        await this.#takeOver(queue);
-        // The entries claimed since the last beat leave the stream in one trim, not one delete each.
-        if (queue.claimed) {
-          queue.claimed = false;
-          await this.#context.client.errandTrimQueue(queue.key, QUEUE_GROUP);
+        try {
+          await this.#takeOver(queue);
+          // The entries claimed since the last beat leave the stream in one trim, not one delete each.
+          if (queue.claimed) {
+            queue.claimed = false;
+            await this.#context.client.errandTrimQueue(queue.key, QUEUE_GROUP);
+          }
+        } catch {
+          // A queue Redis lost (restarted empty) is made again by its take loop; the next beat retries.
         }
       }
     } catch (error) {

@@ -362,9 +362,23 @@ describe.skipIf(redisServer === undefined)('remote bash commands', () => {
 
   it('two workers racing to take the same jobs while cancels land: nothing runs once its cancel is acknowledged, each end told once', async () => {
     const prefix = `p${++deployment}`;
-    const first = await worker(prefix, [], undefined, undefined, `a-${prefix}`);
-    const second = await worker(prefix, [], undefined, undefined, `b-${prefix}`);
-    const { tasks, bash, context, dispatcher } = await runtime(prefix);
+    // Heartbeat TTLs with room for a loaded machine: no end here may be a loss.
+    const racer = async (name: string) => {
+      const started = await ErrandWorker.start({
+        url: redis.url,
+        prefix,
+        name,
+        home,
+        heartbeatMs: 100,
+        heartbeatTtlMs: 5000,
+        logger: quiet,
+      });
+      closers.push(() => started.stop());
+      return started;
+    };
+    const first = await racer(`a-${prefix}`);
+    const second = await racer(`b-${prefix}`);
+    const { tasks, bash, context, dispatcher } = await runtime(prefix, 'default', 5000);
     const ends = new Map<string, number>();
     tasks.onTaskDone((snapshot) => {
       ends.set(snapshot.id, (ends.get(snapshot.id) ?? 0) + 1);

@@ -96,15 +96,23 @@ if record[3] and record[3] ~= '' then
   settle(KEYS[1], KEYS[2], 'killed', ARGV[4], ARGV[1], ARGV[6], ARGV[3])
   return 'cancelled'
 end
-if record[4] ~= '1' and redis.call('EXISTS', KEYS[3]) == 0 then
-  settle(KEYS[1], KEYS[2], 'lost', ARGV[5], ARGV[1], ARGV[6], ARGV[3])
-  return 'orphaned'
+-- A live runtime's beat keeps its events stream's expiry: known alive here, the stream needs no check.
+local alive = false
+if record[4] ~= '1' then
+  if redis.call('EXISTS', KEYS[3]) == 0 then
+    settle(KEYS[1], KEYS[2], 'lost', ARGV[5], ARGV[1], ARGV[6], ARGV[3])
+    return 'orphaned'
+  end
+  alive = true
 end
 redis.call('HSET', KEYS[1], 'state', 'running', 'worker', ARGV[1], 'workerInstance', ARGV[2])
 local stream = KEYS[2]
-if record[5] and record[5] ~= '' then stream = record[5] end
+if record[5] and record[5] ~= '' then
+  stream = record[5]
+  alive = false
+end
 redis.call('XADD', stream, 'MAXLEN', '~', '${EVENTS_MAX_LENGTH}', '*', 't', 'started', 'job', ARGV[3], 'worker', ARGV[1])
-expireIfGone(stream, ARGV[6])
+if not alive then expireIfGone(stream, ARGV[6]) end
 return 'run'
 `;
 

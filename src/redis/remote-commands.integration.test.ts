@@ -337,11 +337,48 @@ describe.skipIf(redisServer === undefined)('remote bash commands', () => {
     expect(pending).toBe(0);
   });
 
+  it('a Redis that lost every key (restarted empty) gets its queue made again: later commands run', async () => {
+    const prefix = `p${++deployment}`;
+    const live = await worker(prefix);
+    const { tasks, bash, context } = await runtime(prefix);
+    const first = await bash.start({ command: 'echo before' });
+    expect((await ended(tasks, first.taskId)).status).toBe('completed');
+    await context.client.flushall();
+    // The heartbeats come back with the next beats (100 ms apart here).
+    await vi.waitFor(
+      async () => expect(await context.client.exists(context.keys.workerAlive(`w-${prefix}`))).toBe(1),
+      { timeout: 5000, interval: 20 },
+    );
+    await vi.waitFor(async () => expect((await context.client.keys(`${prefix}:rt:*:alive`)).length).toBe(1), {
+      timeout: 5000,
+      interval: 20,
+    });
+    const second = await bash.start({ command: 'echo after' });
+    const done = await ended(tasks, second.taskId);
+    expect(done.status).toBe('completed');
+    expect((await tasks.read(second.taskId, trusted)).text).toBe('after\n');
+    expect(live.counts.taken).toBe(2);
+  });
+
   it('two workers racing to take the same jobs while cancels land: nothing runs once its cancel is acknowledged, each end told once', async () => {
     const prefix = `p${++deployment}`;
-    const first = await worker(prefix, [], undefined, undefined, `a-${prefix}`);
-    const second = await worker(prefix, [], undefined, undefined, `b-${prefix}`);
-    const { tasks, bash, context, dispatcher } = await runtime(prefix);
+    // Heartbeat TTLs with room for a loaded machine: no end here may be a loss.
+    const racer = async (name: string) => {
+      const started = await ErrandWorker.start({
+        url: redis.url,
+        prefix,
+        name,
+        home,
+        heartbeatMs: 100,
+        heartbeatTtlMs: 5000,
+        logger: quiet,
+      });
+      closers.push(() => started.stop());
+      return started;
+    };
+    const first = await racer(`a-${prefix}`);
+    const second = await racer(`b-${prefix}`);
+    const { tasks, bash, context, dispatcher } = await runtime(prefix, 'default', 5000);
     const ends = new Map<string, number>();
     tasks.onTaskDone((snapshot) => {
       ends.set(snapshot.id, (ends.get(snapshot.id) ?? 0) + 1);

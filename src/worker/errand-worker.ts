@@ -109,6 +109,7 @@ export class ErrandWorker {
   #subscriber: RedisClient | undefined;
   #cancelTick: CancelTimer | undefined;
   #ticking = false;
+  #maintaining: Promise<void> | undefined;
   #closing: Promise<void> | undefined;
   /** Jobs taken, and how each ended, since the start. */
   readonly counts = { taken: 0, completed: 0, skipped: 0 };
@@ -659,23 +660,40 @@ export class ErrandWorker {
         'PX',
         this.options.heartbeatTtlMs,
       );
-      const jobs = [...this.#running.keys()];
-      if (jobs.length > 0) {
-        await this.#checkCancel(jobs);
-        await this.#checkRuntimes(jobs);
+      // The checks run beside the beat: however long they take on a loaded Redis, the next beat is on time.
+      if (this.#maintaining === undefined) {
+        this.#maintaining = this.#checkAll().finally(() => {
+          this.#maintaining = undefined;
+        });
       }
-      for (const queue of this.#queues) {
+    } catch (error) {
+      this.#warn('The heartbeat failed; retrying', error);
+    } finally {
+      this.#ticking = false;
+    }
+  }
+
+  /**
+   * A heartbeat's checks: the cancels and runtimes of the running jobs, then, per label, the takeover of
+   * what dead readers left unclaimed and the trim of what every worker is past.
+   */
+  async #checkAll(): Promise<void> {
+    const jobs = [...this.#running.keys()];
+    if (jobs.length > 0) {
+      await this.#checkCancel(jobs);
+      await this.#checkRuntimes(jobs);
+    }
+    for (const queue of this.#queues) {
+      try {
         await this.#takeOver(queue);
         // The entries claimed since the last beat leave the stream in one trim, not one delete each.
         if (queue.claimed) {
           queue.claimed = false;
           await this.#context.client.errandTrimQueue(queue.key, QUEUE_GROUP);
         }
+      } catch {
+        // A queue Redis lost (restarted empty) is made again by its take loop; the next beat retries.
       }
-    } catch (error) {
-      this.#warn('The heartbeat failed; retrying', error);
-    } finally {
-      this.#ticking = false;
     }
   }
 
@@ -750,6 +768,7 @@ export class ErrandWorker {
     // Every end reported before the heartbeat goes (else the lost check could win over a finish).
     await Promise.allSettled([...this.#runs.values()]);
     this.#cancelTick?.();
+    await this.#maintaining;
     await this.#executor.dispose();
     try {
       // Only our own instance's heartbeat is removed.

@@ -246,7 +246,7 @@ for (const client of ['codex', 'gemini'] as const) {
           installFlags: ['--stop-wait-ms', '3000'],
           command: (ended) => `sleep 20; date +%s%3N > ${ended}; echo built; exit 4`,
           afterStart: (request) => {
-            if (/still running|still runs/i.test(request.raw) && /bash-1/.test(request.raw)) {
+            if (request.raw.includes('Background work you started is still running: bash-1')) {
               remindedAt ??= Date.now();
               return { kind: 'text', text: 'Noted: the build is still running.' };
             }

@@ -7,12 +7,12 @@
  * `SessionStart` (`source: compact`), or, in Gemini CLI (whose `PreCompress` cannot reach the model),
  * the next prompt's hook after `PreCompress` marked it due.
  */
-import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   claudeCodeEnvironment,
   findClaudeCode,
-  markClaudeCodeSetUp,
+  installForClaudeCode,
 } from '../../test/support/claude-code.js';
 import {
   type ClientBox,
@@ -20,11 +20,11 @@ import {
   clientBox,
   clientEnvironment,
   clientShell,
-  ERRAND_MAIN,
   findErrandBash,
   findRealClient,
   installClient,
-  runGrouped,
+  pollUntil,
+  processesNaming,
 } from '../../test/support/real-clients.js';
 import {
   type ModelReply,
@@ -52,7 +52,11 @@ afterEach(async () => {
     await terminal.exited;
   }
   // The killed client's errand mcp stops its jobs (its stdin closed; the lifeline within 2 s).
-  await until(() => jobsLeft() === 0, 'the jobs to stop', 20_000).catch(() => undefined);
+  await until(
+    () => processesNaming(`digest-job-${process.pid}-`).length === 0,
+    'the jobs to stop',
+    20_000,
+  ).catch(() => undefined);
   for (const server of servers.splice(0)) await server.close();
   for (const box of boxes.splice(0)) rmSync(box.root, { recursive: true, force: true });
 });
@@ -62,14 +66,7 @@ const MAX_PAUSES = 120;
 /** The question typed after the compaction (no `?`: Gemini CLI's prompt takes it for its shortcuts help). */
 const QUESTION = 'Tell me what is running now.';
 
-/** Polls `predicate` every 50 ms until it holds; fails with `what` after `timeoutMs`. */
-async function until(predicate: () => boolean, what: string, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolvePromise) => setTimeout(resolvePromise, 50));
-  }
-}
+const until = pollUntil;
 
 /** The `<task-digest>` blocks in a request's raw body (JSON-escaped or not). */
 function digestsIn(raw: string): string[] {
@@ -92,13 +89,7 @@ async function startClient(
 ): Promise<TerminalProgram> {
   const prompt = 'Start the three builds.';
   if (client === 'claude-code') {
-    const installed = await runGrouped(
-      process.execPath,
-      [ERRAND_MAIN, 'install', 'claude-code', '--scope', 'user', '--home', box.errandHome],
-      { cwd: box.work, env: { ...process.env, HOME: box.userHome }, timeoutMs: 20_000 },
-    );
-    expect(installed.code, installed.output).toBe(0);
-    markClaudeCodeSetUp(box.userHome, box.work);
+    await installForClaudeCode(box.userHome, box.errandHome, box.work);
     return spawnInTerminal(
       executables[client] as string,
       ['--allowedTools', 'mcp__errand__bash,Bash', '--model', 'claude-sonnet-4-5', prompt],
@@ -242,18 +233,4 @@ for (const client of ['claude-code', 'codex', 'gemini'] as const) {
 function conversationOf(request: ModelRequest): string {
   const body = request.body;
   return JSON.stringify(body.messages ?? body.input ?? body.contents ?? body);
-}
-
-/** Jobs of this file still running. */
-function jobsLeft(): number {
-  let found = 0;
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      if (readFileSync(`/proc/${name}/cmdline`, 'latin1').includes(`digest-job-${process.pid}-`)) found += 1;
-    } catch {
-      // Gone meanwhile.
-    }
-  }
-  return found;
 }

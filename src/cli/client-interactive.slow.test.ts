@@ -24,6 +24,7 @@ import {
   findRealClient,
   installClient,
   notificationCount,
+  pollUntil,
   type RealClient,
 } from '../../test/support/real-clients.js';
 import {
@@ -61,14 +62,7 @@ interface Seen {
   readonly raw: string;
 }
 
-/** Polls `predicate` every 50 ms until it holds; fails with `what` after `timeoutMs`. */
-async function until(predicate: () => boolean, what: string, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolvePromise) => setTimeout(resolvePromise, 50));
-  }
-}
+const until = pollUntil;
 
 /** The ledger's view: notifications delivered and still queued. */
 function ledgerOf(errandHome: string): { delivered: string[]; undelivered: number } {

@@ -18,15 +18,14 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   claudeCodeEnvironment,
   findClaudeCode,
-  markClaudeCodeSetUp,
+  installForClaudeCode,
 } from '../../test/support/claude-code.js';
-import { runGrouped } from '../../test/support/real-clients.js';
+import { pollUntil, processesNaming, runGrouped } from '../../test/support/real-clients.js';
 import {
   type ModelReply,
   type ModelRequest,
@@ -37,8 +36,6 @@ import { spawnInTerminal, type TerminalProgram } from '../../test/support/termin
 import { listLiveServers } from '../hooks/index.js';
 import { openSqliteSessionStore } from '../store/index.js';
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const main = join(root, 'dist/cli/main.js');
 const claude = findClaudeCode();
 
 const directories: string[] = [];
@@ -77,17 +74,9 @@ function environment(sandbox: Box, model: ScriptedModelServer): NodeJS.ProcessEn
 }
 
 /** Installs Errand for Claude Code (user scope), and marks the sandbox's Claude Code as set up. */
-async function install(sandbox: Box): Promise<void> {
-  const result = await run(
-    process.execPath,
-    [main, 'install', 'claude-code', '--scope', 'user', '--home', sandbox.errandHome],
-    { cwd: sandbox.work, env: { ...process.env, HOME: sandbox.userHome }, timeoutMs: 20_000 },
-  );
-  expect(result.code, result.output).toBe(0);
-  markClaudeCodeSetUp(sandbox.userHome, sandbox.work);
+function install(sandbox: Box): Promise<void> {
+  return installForClaudeCode(sandbox.userHome, sandbox.errandHome, sandbox.work);
 }
-
-const run = runGrouped;
 
 const ERRAND_BASH = 'mcp__errand__bash';
 
@@ -126,28 +115,7 @@ function deliveredTasks(errandHome: string): string[] {
   }
 }
 
-/** Processes still running whose command line names `marker`. */
-function survivors(marker: string): number[] {
-  const found: number[] = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      if (readFileSync(`/proc/${name}/cmdline`, 'latin1').includes(marker)) found.push(Number(name));
-    } catch {
-      // Gone meanwhile.
-    }
-  }
-  return found;
-}
-
-/** Polls `predicate` every 50 ms until it holds; fails with `what` after `timeoutMs`. */
-async function until(predicate: () => boolean, what: string, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolvePromise) => setTimeout(resolvePromise, 50));
-  }
-}
+const until = pollUntil;
 
 describe.skipIf(claude === undefined)('Claude Code with errand install claude-code', () => {
   it('claude -p, 20 background commands: all 20 told once before exit, none recorded unseen, none left running', async () => {
@@ -178,7 +146,7 @@ describe.skipIf(claude === undefined)('Claude Code with errand install claude-co
     const model = await startScriptedModelServer(script);
     servers.push(model);
     await install(sandbox);
-    const result = await run(
+    const result = await runGrouped(
       claude as string,
       ['-p', 'Run the twenty jobs.', '--dangerously-skip-permissions', '--model', 'claude-sonnet-4-5'],
       { cwd: sandbox.work, env: environment(sandbox, model), timeoutMs: 240_000 },
@@ -199,7 +167,7 @@ describe.skipIf(claude === undefined)('Claude Code with errand install claude-co
     expect(delivered.filter((id) => !model.turns.some((turn) => mentions(turn.raw, id) > 0))).toEqual([]);
     expect(new Set(delivered).size).toBe(total);
     expect(delivered).toHaveLength(total);
-    await until(() => survivors(sandbox.go).length === 0, 'the jobs to be gone', 10_000);
+    await until(() => processesNaming(sandbox.go).length === 0, 'the jobs to be gone', 10_000);
     process.stderr.write(
       `claude -p, ${total} background commands: ${told.length}/${total} told once, ${delivered.length} recorded delivered, ${model.turns.length} model requests\n`,
     );
@@ -229,7 +197,7 @@ describe.skipIf(claude === undefined)('Claude Code with errand install claude-co
     const model = await startScriptedModelServer(script);
     servers.push(model);
     await install(sandbox);
-    const result = await run(
+    const result = await runGrouped(
       claude as string,
       ['-p', 'Build it.', '--dangerously-skip-permissions', '--model', 'claude-sonnet-4-5'],
       { cwd: sandbox.work, env: environment(sandbox, model), timeoutMs: 400_000 },

@@ -24,6 +24,7 @@ import {
   findRealClient,
   installClient,
   notificationCount,
+  pollUntil,
   type RealClient,
 } from '../../test/support/real-clients.js';
 import {
@@ -61,14 +62,7 @@ interface Seen {
   readonly raw: string;
 }
 
-/** Polls `predicate` every 50 ms until it holds; fails with `what` after `timeoutMs`. */
-async function until(predicate: () => boolean, what: string, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolvePromise) => setTimeout(resolvePromise, 50));
-  }
-}
+const until = pollUntil;
 
 /** The ledger's view: notifications delivered and still queued. */
 function ledgerOf(errandHome: string): { delivered: string[]; undelivered: number } {
@@ -246,7 +240,7 @@ for (const client of ['codex', 'gemini'] as const) {
           installFlags: ['--stop-wait-ms', '3000'],
           command: (ended) => `sleep 20; date +%s%3N > ${ended}; echo built; exit 4`,
           afterStart: (request) => {
-            if (/still running|still runs/i.test(request.raw) && /bash-1/.test(request.raw)) {
+            if (request.raw.includes('Background work you started is still running: bash-1')) {
               remindedAt ??= Date.now();
               return { kind: 'text', text: 'Noted: the build is still running.' };
             }

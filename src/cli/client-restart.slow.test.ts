@@ -8,12 +8,12 @@
  * case (`runtime_died`) — `task_list` must show it, and nothing of the dead server may stay `running`
  * in the store. Counted at the scripted model: the requests carrying the notification.
  */
-import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   claudeCodeEnvironment,
   findClaudeCode,
-  markClaudeCodeSetUp,
+  installForClaudeCode,
 } from '../../test/support/claude-code.js';
 import {
   type ClientBox,
@@ -21,12 +21,13 @@ import {
   clientBox,
   clientEnvironment,
   clientShell,
-  ERRAND_MAIN,
   findErrandBash,
   findErrandTool,
   findRealClient,
   installClient,
   notificationCount,
+  pollUntil,
+  processesNaming,
   runGrouped,
 } from '../../test/support/real-clients.js';
 import {
@@ -53,29 +54,7 @@ afterEach(async () => {
 
 const MAX_PAUSES = 120;
 
-/** Polls `predicate` every 50 ms until it holds; fails with `what` after `timeoutMs`. */
-async function until(predicate: () => boolean, what: string, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolvePromise) => setTimeout(resolvePromise, 50));
-  }
-}
-
-/** Pids of processes whose command line (its words joined by spaces) names `marker`. */
-function processesNaming(marker: string): number[] {
-  const found: number[] = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const commandLine = readFileSync(`/proc/${name}/cmdline`, 'latin1').replaceAll('\0', ' ');
-      if (commandLine.includes(marker)) found.push(Number(name));
-    } catch {
-      // Gone meanwhile.
-    }
-  }
-  return found;
-}
+const until = pollUntil;
 
 /** Tasks the store still records as running or stopping. */
 function storedRunning(errandHome: string): string[] {
@@ -112,13 +91,7 @@ const drivers: readonly Driver[] = [
     name: 'Claude Code',
     executable: findClaudeCode(),
     async setUp(box, origin) {
-      const installed = await runGrouped(
-        process.execPath,
-        [ERRAND_MAIN, 'install', 'claude-code', '--scope', 'user', '--home', box.errandHome],
-        { cwd: box.work, env: { ...process.env, HOME: box.userHome }, timeoutMs: 20_000 },
-      );
-      expect(installed.code, installed.output).toBe(0);
-      markClaudeCodeSetUp(box.userHome, box.work);
+      await installForClaudeCode(box.userHome, box.errandHome, box.work);
       return claudeCodeEnvironment(box.userHome, origin);
     },
     firstArgs: ['-p', 'Build it.', ...CLAUDE_FLAGS],

@@ -12,6 +12,7 @@ import type { Readable, Writable } from 'node:stream';
 import { blockCapOf } from '../hooks/client-mode.js';
 import {
   canWake,
+  compactionHappens,
   HOOK_CLIENTS,
   hookEventsOf,
   isHookClient,
@@ -143,6 +144,8 @@ export async function runHookCommand(argv: readonly string[], io: HookCommandIo)
     const input = parseHookInput(await readInput(io.stdin));
     // A session start hands over the task digest only when it is a compacted conversation's.
     if (moment === 'context' && input.source !== 'compact') return 0;
+    // Gemini CLI's automatic PreCompress runs before every turn, compressing or not.
+    if (moment === 'compact' && !compactionHappens(client, input.trigger)) return 0;
     const home =
       typeof values.home === 'string'
         ? values.home

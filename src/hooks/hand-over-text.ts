@@ -97,7 +97,8 @@ function runningText(
       return [
         `Background work you started is still running: ${listed}.`,
         'Wait for it with task_output (wait: true) if its result matters, or stop it with task_kill if it no longer does.',
-        'If this session ends now, it is stopped unreported.',
+        // Codex and Gemini CLI interactive: nothing wakes an idle session, so say when it will be told.
+        'Its ending will be handed to you with the next prompt or tool result; if the session is closed first, it is stopped unreported.',
       ].join(' ');
     case 'final':
       return [

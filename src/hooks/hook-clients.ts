@@ -107,6 +107,16 @@ export function canWake(client: HookClient): boolean {
   return client === 'claude-code';
 }
 
+/**
+ * Whether a `compact` hook with this `trigger` (`manual` or `auto`) compacts the conversation. Gemini CLI
+ * 0.61.0 fires `PreCompress` with `auto` at the start of every turn, before it checks whether the history
+ * is long enough to compress (measured: it fired with nothing compressed), so only its `manual` one
+ * (`/compress`) says the model is about to forget. Claude Code and Codex fire theirs only when they compact.
+ */
+export function compactionHappens(client: HookClient, trigger: string | undefined): boolean {
+  return client !== 'gemini' || trigger === 'manual';
+}
+
 /** The moment a client's event stands for, or undefined when Errand does not hook it. */
 export function momentOf(client: HookClient, event: string): ForegroundMoment | undefined {
   const { events } = CONTRACTS[client];
@@ -138,6 +148,8 @@ export interface HookInput {
   readonly eventName: string | undefined;
   /** A `SessionStart`'s reason (`startup`, `resume`, `clear`, `compact`). */
   readonly source: string | undefined;
+  /** A compaction hook's `trigger` (`manual`, `auto`). */
+  readonly trigger: string | undefined;
 }
 
 export function parseHookInput(text: string): HookInput {
@@ -145,12 +157,13 @@ export function parseHookInput(text: string): HookInput {
   try {
     value = JSON.parse(text);
   } catch {
-    return { stopHookActive: false, eventName: undefined, source: undefined };
+    return { stopHookActive: false, eventName: undefined, source: undefined, trigger: undefined };
   }
   const record = typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {};
   return {
     stopHookActive: record.stop_hook_active === true,
     eventName: typeof record.hook_event_name === 'string' ? record.hook_event_name : undefined,
     source: typeof record.source === 'string' ? record.source : undefined,
+    trigger: typeof record.trigger === 'string' ? record.trigger : undefined,
   };
 }

@@ -5,6 +5,7 @@
  */
 export {
   canWake,
+  compactionHappens,
   formatHookOutput,
   HOOK_CLIENTS,
   type HookClient,

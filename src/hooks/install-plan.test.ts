@@ -88,6 +88,7 @@ describe('errand install', () => {
     const gemini = apply({}, plan({ client: 'gemini' }));
     const geminiHooks = JSON.parse(gemini['/work/project/.gemini/settings.json']!).hooks;
     expect(Object.keys(geminiHooks)).toEqual(['AfterTool', 'BeforeAgent', 'AfterAgent', 'PreCompress']);
+    expect(geminiHooks.PreCompress[0]).toMatchObject({ matcher: 'manual' });
     expect(geminiHooks.PreCompress[0].hooks[0]).toMatchObject({ name: 'errand-compact' });
     const planned = plan({ client: 'claude-code' });
     const installed = apply({}, planned);

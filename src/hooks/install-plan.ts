@@ -120,6 +120,8 @@ export function planInstall(options: InstallOptions): InstallPlan {
   const matcherOf = (moment: HookMoment): { matcher?: string } => {
     if (moment === 'tool') return { matcher: options.client === 'gemini' ? '.*' : '*' };
     if (moment === 'context' && options.client === 'claude-code') return { matcher: 'compact' };
+    // Gemini CLI fires an automatic PreCompress before every turn, compressing or not: only /compress.
+    if (moment === 'compact' && options.client === 'gemini') return { matcher: 'manual' };
     return {};
   };
   const base = options.scope === 'project' ? options.projectDirectory : options.userHome;

@@ -10,6 +10,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { ExternalRequirementError, externalsRequired, findExecutable } from './external-requirement.js';
+import { ERRAND_MAIN, runGrouped } from './real-clients.js';
 
 export const CLAUDE_CODE_VERSION = '2.1.197';
 const PACKAGE = '@anthropic-ai/claude-code';
@@ -116,4 +117,19 @@ export function markClaudeCodeSetUp(userHome: string, work: string): void {
       projects: { [work]: { hasTrustDialogAccepted: true, allowedTools: [] } },
     }),
   );
+}
+
+/** `errand install claude-code --scope user` into `userHome` (data directory `errandHome`), set up for `work`. */
+export async function installForClaudeCode(
+  userHome: string,
+  errandHome: string,
+  work: string,
+): Promise<void> {
+  const installed = await runGrouped(
+    process.execPath,
+    [ERRAND_MAIN, 'install', 'claude-code', '--scope', 'user', '--home', errandHome],
+    { cwd: work, env: { ...process.env, HOME: userHome }, timeoutMs: 20_000 },
+  );
+  if (installed.code !== 0) throw new Error(`errand install claude-code failed: ${installed.output}`);
+  markClaudeCodeSetUp(userHome, work);
 }

@@ -6,7 +6,7 @@
  * `$ERRAND_GEMINI`, else the dev dependency), so a tree without them skips with one line.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -256,4 +256,28 @@ export function notificationCount(raw: string, taskId: string): number {
     raw.split(new RegExp(`(?:<|&lt;|\\\\u003c)task-id(?:>|&gt;|\\\\u003e)${taskId}(?:<|&lt;|\\\\u003c)`))
       .length - 1
   );
+}
+
+/** Polls `predicate` every 50 ms until it holds; fails with `what` after `timeoutMs`. */
+export async function pollUntil(predicate: () => boolean, what: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolvePromise) => setTimeout(resolvePromise, 50));
+  }
+}
+
+/** Pids of processes whose command line (its words joined by spaces) names `marker`. */
+export function processesNaming(marker: string): number[] {
+  const found: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const commandLine = readFileSync(`/proc/${name}/cmdline`, 'latin1').replaceAll('\0', ' ');
+      if (commandLine.includes(marker)) found.push(Number(name));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return found;
 }

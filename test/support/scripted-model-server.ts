@@ -106,7 +106,7 @@ export async function startScriptedModelServer(script: ModelScript): Promise<Scr
       const reply: ModelReply = main
         ? script(remember({ api: 'gemini', body, raw, tools, turn: turns.length + 1 }))
         : { kind: 'text', text: sideAnswer(schema) };
-      const chunk = geminiChunk(reply);
+      const chunk = geminiChunk(reply, raw);
       if (gemini[1] === 'generateContent') json(response, chunk);
       else {
         response.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -319,12 +319,17 @@ function sideAnswer(schema: Record<string, unknown> | undefined): string {
   return JSON.stringify(answer);
 }
 
-function geminiChunk(reply: ModelReply): Record<string, unknown> {
+/**
+ * The prompt's size is reported as about one token per 4 bytes of the request (a client that compresses
+ * its history, as Gemini CLI's `/compress`, compares it with the compressed history's count).
+ */
+function geminiChunk(reply: ModelReply, raw: string): Record<string, unknown> {
+  const promptTokenCount = Math.max(10, Math.ceil(raw.length / 4));
   const part =
     reply.kind === 'tool' ? { functionCall: { name: reply.name, args: reply.args } } : { text: reply.text };
   return {
     candidates: [{ content: { role: 'model', parts: [part] }, finishReason: 'STOP', index: 0 }],
-    usageMetadata: { promptTokenCount: 10, candidatesTokenCount: 5, totalTokenCount: 15 },
+    usageMetadata: { promptTokenCount, candidatesTokenCount: 5, totalTokenCount: promptTokenCount + 5 },
     modelVersion: 'scripted',
   };
 }

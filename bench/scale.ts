@@ -31,7 +31,7 @@ import { createStoreDashboardBackend } from '../src/server/index.js';
 import { listSessionEntries, toSessionEntry } from '../src/server/session-list.js';
 import type { ModelRequest } from '../src/session/index.js';
 import { openSqliteSessionStore, type SessionStore } from '../src/store/index.js';
-import { createOwner, createTrustedCaller } from '../src/tasks/index.js';
+import { backgroundListingOf, createOwner, createTrustedCaller } from '../src/tasks/index.js';
 import { scriptedModel, scriptedTask } from '../src/testing/index.js';
 import { createTaskTools, executeTool } from '../src/tools/index.js';
 import { type Curve, renderChart } from './scale-chart.js';
@@ -46,6 +46,8 @@ const ENDED_TASKS = points('BENCH_SCALE_ENDED', '100,1000,3000');
 const TIMED_STARTS = 200;
 /** Resumes timed at each point of (a), each by a runtime of its own. */
 const RESUME_ROUNDS = 11;
+/** The parts to run (`BENCH_SCALE_PARTS=d,f`); all by default. */
+const PARTS = new Set((process.env.BENCH_SCALE_PARTS ?? 'a,b,c,d,e').split(','));
 const STAMP = 'date +%s%N';
 const directories: string[] = [];
 const epochMs = () => performance.timeOrigin + performance.now();
@@ -287,8 +289,11 @@ async function startPoint(count: number): Promise<number> {
   return median(starts.slice(1));
 }
 
-/** (d) `task_list` with `count` live tasks of one owner: bytes of its answer and the time to build it. */
-async function taskListPoint(count: number): Promise<{ bytes: number; ms: number }> {
+/**
+ * (d) `task_list` with `count` live tasks of one owner: bytes of its answer, the time to build it, and
+ * the time of what it read before the bounded listing (every task's snapshot, then the selection).
+ */
+async function taskListPoint(count: number): Promise<{ bytes: number; ms: number; fullReadMs: number }> {
   const tasks = createTaskService({ maxLiveTasks: count + 1, maxLiveTasksPerOwner: count + 1 });
   const tools = createTaskTools({ tasks });
   const owner = createOwner('scale');
@@ -300,7 +305,8 @@ async function taskListPoint(count: number): Promise<{ bytes: number; ms: number
   }
   let bytes = 0;
   const elapsed: number[] = [];
-  for (let round = 0; round < 3; round += 1) {
+  const fullReads: number[] = [];
+  for (let round = 0; round < 11; round += 1) {
     const started = performance.now();
     const result = await executeTool(
       tools.taskList,
@@ -309,10 +315,13 @@ async function taskListPoint(count: number): Promise<{ bytes: number; ms: number
     );
     elapsed.push(performance.now() - started);
     bytes = Buffer.byteLength(result.text);
+    const reading = performance.now();
+    backgroundListingOf(tasks.list(owner), 50);
+    fullReads.push(performance.now() - reading);
   }
   for (const task of running) task.settle();
   tools.dispose();
-  return { bytes, ms: median(elapsed) };
+  return { bytes, ms: median(elapsed), fullReadMs: median(fullReads) };
 }
 
 /**
@@ -356,86 +365,106 @@ function ratioLine(label: string, values: number[], target?: number): string {
 async function main(): Promise<void> {
   console.log(`errand bench:scale — node ${process.version}, SQLite store`);
   const curves: Curve[] = [];
-  const turns: number[] = [];
-  const resumes: number[] = [];
-  console.log('(a) a session of N messages');
-  for (const count of MESSAGES) {
-    const point = await conversationPoint(count);
-    turns.push(point.turn);
-    resumes.push(point.resume);
+  if (PARTS.has('a')) {
+    const turns: number[] = [];
+    const resumes: number[] = [];
+    console.log('(a) a session of N messages');
+    for (const count of MESSAGES) {
+      const point = await conversationPoint(count);
+      turns.push(point.turn);
+      resumes.push(point.resume);
+      console.log(
+        `    ${String(count).padStart(6)} messages: notification turn ${ms(point.turn)}, resume ${ms(point.resume)}`,
+      );
+    }
+    console.log(ratioLine('notification turn', turns, 2));
+    console.log(ratioLine('resume', resumes, 2));
+    curves.push({ title: 'notification turn (ms) by messages', xs: MESSAGES, ys: turns });
+    curves.push({ title: 'resume (ms) by messages', xs: MESSAGES, ys: resumes });
+  }
+
+  if (PARTS.has('b')) {
+    const polls: number[] = [];
+    const lists: number[] = [];
+    console.log('(b) errand serve with N idle sessions');
+    for (const count of SESSIONS) {
+      const point = servePoint(count);
+      polls.push(point.poll);
+      lists.push(point.list);
+      console.log(
+        `    ${String(count).padStart(6)} sessions: poll ${ms(point.poll)} (slowest of 600: ${ms(point.pollMax)}; a full read happens only after records were deleted), /api/sessions ${ms(point.list)}`,
+      );
+    }
+    console.log(ratioLine('poll', polls, 2));
+    console.log(ratioLine('/api/sessions', lists));
+    const TASKS_PER_SESSION = Number(process.env.BENCH_SCALE_TASKS_PER_SESSION ?? 10);
     console.log(
-      `    ${String(count).padStart(6)} messages: notification turn ${ms(point.turn)}, resume ${ms(point.resume)}`,
+      `(b') /api/sessions' list with N sessions x ${TASKS_PER_SESSION} works each (dashboard projection)`,
     );
+    const sessionLists: number[] = [];
+    for (const count of SESSIONS) {
+      const point = sessionListPoint(count, TASKS_PER_SESSION);
+      sessionLists.push(point.list);
+      console.log(
+        `    ${String(count).padStart(6)} sessions: one pass ${ms(point.list)}, one session at a time ${ms(point.perSessionLookups)} (${(point.perSessionLookups / point.list).toFixed(1)}x)`,
+      );
+    }
+    console.log(ratioLine("/api/sessions' list with works", sessionLists));
+    curves.push({ title: 'serve poll (ms) by idle sessions', xs: SESSIONS, ys: polls });
   }
-  console.log(ratioLine('notification turn', turns, 2));
-  console.log(ratioLine('resume', resumes, 2));
-  curves.push({ title: 'notification turn (ms) by messages', xs: MESSAGES, ys: turns });
-  curves.push({ title: 'resume (ms) by messages', xs: MESSAGES, ys: resumes });
 
-  const polls: number[] = [];
-  const lists: number[] = [];
-  console.log('(b) errand serve with N idle sessions');
-  for (const count of SESSIONS) {
-    const point = servePoint(count);
-    polls.push(point.poll);
-    lists.push(point.list);
-    console.log(
-      `    ${String(count).padStart(6)} sessions: poll ${ms(point.poll)} (slowest of 600: ${ms(point.pollMax)}; a full read happens only after records were deleted), /api/sessions ${ms(point.list)}`,
-    );
+  if (PARTS.has('c')) {
+    const starts: number[] = [];
+    console.log('(c) runtime start with N old task records');
+    for (const count of RECORDS) {
+      const start = await startPoint(count);
+      starts.push(start);
+      console.log(`    ${String(count).padStart(6)} records: start ${ms(start)}`);
+    }
+    const growth = starts.at(-1)! - starts[0]!;
+    console.log(`    start: +${ms(growth)} from the first point to the last`);
+    curves.push({
+      title: 'runtime start (ms) by old task records',
+      xs: RECORDS,
+      ys: starts,
+    });
   }
-  console.log(ratioLine('poll', polls, 2));
-  console.log(ratioLine('/api/sessions', lists));
-  const TASKS_PER_SESSION = Number(process.env.BENCH_SCALE_TASKS_PER_SESSION ?? 10);
-  console.log(
-    `(b') /api/sessions' list with N sessions x ${TASKS_PER_SESSION} works each (dashboard projection)`,
-  );
-  const sessionLists: number[] = [];
-  for (const count of SESSIONS) {
-    const point = sessionListPoint(count, TASKS_PER_SESSION);
-    sessionLists.push(point.list);
-    console.log(
-      `    ${String(count).padStart(6)} sessions: one pass ${ms(point.list)}, one session at a time ${ms(point.perSessionLookups)} (${(point.perSessionLookups / point.list).toFixed(1)}x)`,
-    );
-  }
-  console.log(ratioLine("/api/sessions' list with works", sessionLists));
-  curves.push({ title: 'serve poll (ms) by idle sessions', xs: SESSIONS, ys: polls });
 
-  const starts: number[] = [];
-  console.log('(c) runtime start with N old task records');
-  for (const count of RECORDS) {
-    const start = await startPoint(count);
-    starts.push(start);
-    console.log(`    ${String(count).padStart(6)} records: start ${ms(start)}`);
+  if (PARTS.has('d')) {
+    const listBytes: number[] = [];
+    const listTimes: number[] = [];
+    const fullReads: number[] = [];
+    console.log('(d) task_list with N live tasks');
+    // Warmed up first: the first point would otherwise pay for compiling the tool's path.
+    await taskListPoint(LIVE_TASKS[0]!);
+    for (const count of LIVE_TASKS) {
+      const point = await taskListPoint(count);
+      listBytes.push(point.bytes);
+      listTimes.push(point.ms);
+      fullReads.push(point.fullReadMs);
+      console.log(
+        `    ${String(count).padStart(6)} tasks: ${point.bytes} bytes in ${ms(point.ms)} (a full read and selection, as before: ${ms(point.fullReadMs)})`,
+      );
+    }
+    console.log(ratioLine('task_list time', listTimes, 2));
+    console.log(ratioLine('a full read (the reference)', fullReads));
+    curves.push({
+      title: 'task_list answer (KB) by live tasks',
+      xs: LIVE_TASKS,
+      ys: listBytes.map((b) => b / 1024),
+    });
   }
-  const growth = starts.at(-1)! - starts[0]!;
-  console.log(`    start: +${ms(growth)} from the first point to the last`);
-  curves.push({
-    title: 'runtime start (ms) by old task records',
-    xs: RECORDS,
-    ys: starts,
-  });
 
-  const listBytes: number[] = [];
-  console.log('(d) task_list with N live tasks');
-  for (const count of LIVE_TASKS) {
-    const point = await taskListPoint(count);
-    listBytes.push(point.bytes);
-    console.log(`    ${String(count).padStart(6)} tasks: ${point.bytes} bytes in ${ms(point.ms)}`);
+  if (PARTS.has('e')) {
+    console.log('(e) a background `true` through the runtime after N ended tasks of its session (cap 1000)');
+    const history = await historyCurve(ENDED_TASKS);
+    ENDED_TASKS.forEach((count, index) => {
+      console.log(`    ${String(count).padStart(6)} ended: ${ms(history.perTask[index]!)} per task`);
+    });
+    console.log(ratioLine('per task', history.perTask));
+    console.log(`    disposing the runtime after them: ${ms(history.disposeMs)}`);
+    curves.push({ title: 'background true (ms) by ended tasks', xs: ENDED_TASKS, ys: history.perTask });
   }
-  curves.push({
-    title: 'task_list answer (KB) by live tasks',
-    xs: LIVE_TASKS,
-    ys: listBytes.map((b) => b / 1024),
-  });
-
-  console.log('(e) a background `true` through the runtime after N ended tasks of its session (cap 1000)');
-  const history = await historyCurve(ENDED_TASKS);
-  ENDED_TASKS.forEach((count, index) => {
-    console.log(`    ${String(count).padStart(6)} ended: ${ms(history.perTask[index]!)} per task`);
-  });
-  console.log(ratioLine('per task', history.perTask));
-  console.log(`    disposing the runtime after them: ${ms(history.disposeMs)}`);
-  curves.push({ title: 'background true (ms) by ended tasks', xs: ENDED_TASKS, ys: history.perTask });
 
   if (process.env.BENCH_JSON) writeFileSync(process.env.BENCH_JSON, JSON.stringify(curves));
   if (process.env.BENCH_SVG) {

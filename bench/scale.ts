@@ -123,7 +123,9 @@ function writeConversation(store: SessionStore, sessionId: string, count: number
 }
 
 /** (a) A notification turn and a resume in a session of `count` messages. */
-async function conversationPoint(count: number): Promise<{ turn: number; resume: number }> {
+async function conversationPoint(
+  count: number,
+): Promise<{ turn: number; resume: number; firstTurn: number }> {
   const home = freshHome();
   const seed = openSqliteSessionStore({ home, synchronous: 'normal' });
   writeConversation(seed, 'long', count);
@@ -173,7 +175,7 @@ async function conversationPoint(count: number): Promise<{ turn: number; resume:
     await runtime.dispose();
     store.close();
   }
-  return { turn: median(turns.slice(3)), resume: median(resumes.slice(1)) };
+  return { turn: median(turns.slice(3)), resume: median(resumes.slice(1)), firstTurn: turns[0]! };
 }
 
 /** (b) `errand serve`'s poll and session list with `count` idle sessions (10 told task records each). */
@@ -368,17 +370,20 @@ async function main(): Promise<void> {
   if (PARTS.has('a')) {
     const turns: number[] = [];
     const resumes: number[] = [];
+    const firstTurns: number[] = [];
     console.log('(a) a session of N messages');
     for (const count of MESSAGES) {
       const point = await conversationPoint(count);
       turns.push(point.turn);
       resumes.push(point.resume);
+      firstTurns.push(point.firstTurn);
       console.log(
-        `    ${String(count).padStart(6)} messages: notification turn ${ms(point.turn)}, resume ${ms(point.resume)}`,
+        `    ${String(count).padStart(6)} messages: notification turn ${ms(point.turn)}, resume ${ms(point.resume)}, the first turn after the resume ${ms(point.firstTurn)}`,
       );
     }
     console.log(ratioLine('notification turn', turns, 2));
     console.log(ratioLine('resume', resumes, 2));
+    console.log(ratioLine('the first turn after a resume', firstTurns, 2));
     curves.push({ title: 'notification turn (ms) by messages', xs: MESSAGES, ys: turns });
     curves.push({ title: 'resume (ms) by messages', xs: MESSAGES, ys: resumes });
   }

@@ -15,9 +15,11 @@
  * `BENCH_SCALE_MESSAGES`, `BENCH_SCALE_SESSIONS`, `BENCH_SCALE_RECORDS`, `BENCH_SCALE_TASKS`,
  * `BENCH_SCALE_ENDED` (comma lists) change the points.
  */
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { type BrowserContext, chromium } from 'playwright-core';
 import {
   type BackgroundTaskFacts,
   type BackgroundWorksStore,
@@ -27,7 +29,7 @@ import {
 } from '../src/events/index.js';
 import { createErrandRuntime } from '../src/host/index.js';
 import { createTaskService } from '../src/registry/index.js';
-import { createStoreDashboardBackend } from '../src/server/index.js';
+import { createDashboardServer, createStoreDashboardBackend } from '../src/server/index.js';
 import { listSessionEntries, toSessionEntry } from '../src/server/session-list.js';
 import type { ModelRequest } from '../src/session/index.js';
 import { openSqliteSessionStore, type SessionStore } from '../src/store/index.js';
@@ -42,12 +44,14 @@ const SESSIONS = points('BENCH_SCALE_SESSIONS', '10,100,1000');
 const RECORDS = points('BENCH_SCALE_RECORDS', '0,10000,100000');
 const LIVE_TASKS = points('BENCH_SCALE_TASKS', '100,10000,100000');
 const ENDED_TASKS = points('BENCH_SCALE_ENDED', '100,1000,3000');
+/** Task records of each session in (b) and (f). */
+const TASKS_PER_SESSION = Number(process.env.BENCH_SCALE_TASKS_PER_SESSION ?? 10);
 /** Background commands timed at each point of (e). */
 const TIMED_STARTS = 200;
 /** Resumes timed at each point of (a), each by a runtime of its own. */
 const RESUME_ROUNDS = 11;
 /** The parts to run (`BENCH_SCALE_PARTS=d,f`); all by default. */
-const PARTS = new Set((process.env.BENCH_SCALE_PARTS ?? 'a,b,c,d,e').split(','));
+const PARTS = new Set((process.env.BENCH_SCALE_PARTS ?? 'a,b,c,d,e,f').split(','));
 const STAMP = 'date +%s%N';
 const directories: string[] = [];
 const epochMs = () => performance.timeOrigin + performance.now();
@@ -178,23 +182,28 @@ async function conversationPoint(
   return { turn: median(turns.slice(3)), resume: median(resumes.slice(1)), firstTurn: turns[0]! };
 }
 
-/** (b) `errand serve`'s poll and session list with `count` idle sessions (10 told task records each). */
-function servePoint(count: number): { poll: number; pollMax: number; list: number } {
+/** A data directory with `count` idle sessions of `perSession` told task records each. */
+function idleSessionsHome(count: number, perSession: number): string {
   const home = freshHome();
   // Written over time, as sessions are: one millisecond apart.
-  let clock = Date.now() - 10 * count * 11;
+  let clock = Date.now() - 10 * count * (perSession + 1);
   const seed = openSqliteSessionStore({ home, synchronous: 'normal', now: () => clock++ });
   seed.transaction(() => {
     for (let index = 0; index < count; index += 1) {
       const sessionId = `idle-${index}`;
       seed.createSession({ id: sessionId, cwd: '/' });
       seed.appendMessage(sessionId, { role: 'user', content: { text: `hello ${index}` }, source: 'user' });
-      for (let task = 0; task < 10; task += 1)
-        seed.upsertTask(taskRecord(sessionId, index * 10 + task, clock));
+      for (let task = 0; task < perSession; task += 1)
+        seed.upsertTask(taskRecord(sessionId, index * perSession + task, clock));
     }
   });
   seed.close();
-  const store = openSqliteSessionStore({ home });
+  return home;
+}
+
+/** (b) `errand serve`'s poll and session list with `count` idle sessions (`perSession` told task records each). */
+function servePoint(count: number, perSession: number): { poll: number; pollMax: number; list: number } {
+  const store = openSqliteSessionStore({ home: idleSessionsHome(count, perSession) });
   const backend = createStoreDashboardBackend({ store, pollMs: 3_600_000 });
   try {
     const polls: number[] = [];
@@ -357,6 +366,70 @@ async function historyCurve(points: readonly number[]): Promise<{ perTask: numbe
   return { perTask, disposeMs };
 }
 
+/** The Chromium-based browser (f) drives: $ERRAND_BROWSER, $CHROME_PATH, else one on PATH. */
+function findBrowser(): string | undefined {
+  for (const path of [process.env.ERRAND_BROWSER, process.env.CHROME_PATH]) {
+    if (path) return path;
+  }
+  for (const command of ['chromium', 'chromium-browser', 'google-chrome', 'google-chrome-stable']) {
+    try {
+      return execFileSync('which', [command], { encoding: 'utf8' }).trim() || undefined;
+    } catch {
+      // Not this one.
+    }
+  }
+  return undefined;
+}
+
+/**
+ * (f) The dashboard's first paint over `errand serve`'s backend with `count` idle sessions of
+ * `perSession` task records each: from navigating a fresh page to every session's button drawn and the
+ * event stream live (the median of several loads, the first left out).
+ */
+async function firstPaintPoint(browser: BrowserContext, count: number, perSession: number): Promise<number> {
+  const store = openSqliteSessionStore({ home: idleSessionsHome(count, perSession) });
+  const backend = createStoreDashboardBackend({ store, pollMs: 3_600_000 });
+  // The page from the package's web/ (the bench runs compiled into .bench/, beside no web/ of its own).
+  const server = createDashboardServer({
+    backend,
+    logger: { warn() {} },
+    assetsDirectory: new URL('../../web/', import.meta.url).pathname,
+  });
+  try {
+    const address = await server.listen();
+    const paints: number[] = [];
+    for (let round = 0; round < 6; round += 1) {
+      const page = await browser.newPage();
+      try {
+        const started = performance.now();
+        await page.goto(address.url);
+        await page.locator('#connection', { hasText: 'Live' }).waitFor();
+        // Every session drawn, or counted in the line of those not listed.
+        await page.waitForFunction((expected) => {
+          const { document } = globalThis as unknown as {
+            document: {
+              querySelectorAll(selector: string): { length: number };
+              getElementById(id: string): { hidden: boolean; textContent: string | null } | null;
+            };
+          };
+          const omitted = document.getElementById('sessions-omitted');
+          const notListed =
+            omitted === null || omitted.hidden ? 0 : Number.parseInt(omitted.textContent ?? '0', 10);
+          return document.querySelectorAll('button[data-session-id]').length + notListed >= expected;
+        }, count);
+        paints.push(performance.now() - started);
+      } finally {
+        await page.close();
+      }
+    }
+    return median(paints.slice(1));
+  } finally {
+    await server.close();
+    backend.dispose?.();
+    store.close();
+  }
+}
+
 function ratioLine(label: string, values: number[], target?: number): string {
   const ratio = values.at(-1)! / values[0]!;
   const verdict =
@@ -391,9 +464,9 @@ async function main(): Promise<void> {
   if (PARTS.has('b')) {
     const polls: number[] = [];
     const lists: number[] = [];
-    console.log('(b) errand serve with N idle sessions');
+    console.log(`(b) errand serve with N idle sessions, ${TASKS_PER_SESSION} task records each`);
     for (const count of SESSIONS) {
-      const point = servePoint(count);
+      const point = servePoint(count, TASKS_PER_SESSION);
       polls.push(point.poll);
       lists.push(point.list);
       console.log(
@@ -402,7 +475,7 @@ async function main(): Promise<void> {
     }
     console.log(ratioLine('poll', polls, 2));
     console.log(ratioLine('/api/sessions', lists));
-    const TASKS_PER_SESSION = Number(process.env.BENCH_SCALE_TASKS_PER_SESSION ?? 10);
+
     console.log(
       `(b') /api/sessions' list with N sessions x ${TASKS_PER_SESSION} works each (dashboard projection)`,
     );
@@ -469,6 +542,34 @@ async function main(): Promise<void> {
     console.log(ratioLine('per task', history.perTask));
     console.log(`    disposing the runtime after them: ${ms(history.disposeMs)}`);
     curves.push({ title: 'background true (ms) by ended tasks', xs: ENDED_TASKS, ys: history.perTask });
+  }
+
+  if (PARTS.has('f')) {
+    const browserPath = findBrowser();
+    console.log(`(f) the dashboard's first paint with N sessions x ${TASKS_PER_SESSION} task records each`);
+    if (browserPath === undefined) {
+      console.log('    skipped: no Chromium-based browser (apt-get install chromium, or set ERRAND_BROWSER)');
+    } else {
+      const profile = mkdtempSync(join(tmpdir(), 'errand-bench-browser-'));
+      directories.push(profile);
+      const browser = await chromium.launchPersistentContext(profile, {
+        executablePath: browserPath,
+        headless: true,
+        args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
+      });
+      try {
+        const paints: number[] = [];
+        for (const count of SESSIONS) {
+          const paint = await firstPaintPoint(browser, count, TASKS_PER_SESSION);
+          paints.push(paint);
+          console.log(`    ${String(count).padStart(6)} sessions: first paint ${ms(paint)}`);
+        }
+        console.log(ratioLine('first paint', paints));
+        curves.push({ title: 'dashboard first paint (ms) by sessions', xs: SESSIONS, ys: paints });
+      } finally {
+        await browser.close();
+      }
+    }
   }
 
   if (process.env.BENCH_JSON) writeFileSync(process.env.BENCH_JSON, JSON.stringify(curves));

@@ -3,7 +3,7 @@
  * wherever they or their parts could reach a message: credentials never reach a log, an error or a
  * detail.
  */
-import { InvalidArgumentError } from '../tasks/index.js';
+import { InvalidArgumentError } from '../tasks/errors.js';
 
 /** A checked Redis URL: the URL itself (secret), and what may be shown of it. */
 export interface RedisTarget {

@@ -4,6 +4,7 @@
  * stdout, against the smallest MCP server the official SDK makes (bench/minimal-mcp-server.ts) and
  * the peers' servers (shell-command MCP servers from the npm registry, installed into `.bench/peers`
  * on the first run with `npm install`; `BENCH_PEERS=0` leaves them out), all in the same run.
+ * BENCH_ERRAND_BEFORE names another build's `dist/cli/main.js` to time beside this one.
  * BENCH_ROUNDS (default 11) rounds rotate which server goes first; medians are compared. Each errand
  * server gets a fresh data directory.
  */
@@ -133,6 +134,15 @@ async function main(): Promise<void> {
   const work = mkdtempSync(join(tmpdir(), 'errand-bench-init-cwd-'));
   const servers: { name: string; args: (home: string) => string[] }[] = [
     { name: 'errand mcp', args: (home) => [join(root, 'dist/cli/main.js'), 'mcp', '--home', home] },
+    // Another build's CLI (say, the commit before a change) beside this one, in the same rounds.
+    ...(process.env.BENCH_ERRAND_BEFORE
+      ? [
+          {
+            name: 'errand mcp (BENCH_ERRAND_BEFORE)',
+            args: (home: string) => [process.env.BENCH_ERRAND_BEFORE!, 'mcp', '--home', home],
+          },
+        ]
+      : []),
     { name: 'minimal SDK server', args: () => [join(root, '.bench/bench/minimal-mcp-server.js')] },
     ...peers.map((peer) => ({ name: peer.name, args: () => [peer.entry] })),
   ];

@@ -15,9 +15,11 @@
  * `BENCH_SCALE_MESSAGES`, `BENCH_SCALE_SESSIONS`, `BENCH_SCALE_RECORDS`, `BENCH_SCALE_TASKS`,
  * `BENCH_SCALE_ENDED` (comma lists) change the points.
  */
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { type BrowserContext, chromium } from 'playwright-core';
 import {
   type BackgroundTaskFacts,
   type BackgroundWorksStore,
@@ -27,11 +29,11 @@ import {
 } from '../src/events/index.js';
 import { createErrandRuntime } from '../src/host/index.js';
 import { createTaskService } from '../src/registry/index.js';
-import { createStoreDashboardBackend } from '../src/server/index.js';
+import { createDashboardServer, createStoreDashboardBackend } from '../src/server/index.js';
 import { listSessionEntries, toSessionEntry } from '../src/server/session-list.js';
 import type { ModelRequest } from '../src/session/index.js';
 import { openSqliteSessionStore, type SessionStore } from '../src/store/index.js';
-import { createOwner, createTrustedCaller } from '../src/tasks/index.js';
+import { backgroundListingOf, createOwner, createTrustedCaller } from '../src/tasks/index.js';
 import { scriptedModel, scriptedTask } from '../src/testing/index.js';
 import { createTaskTools, executeTool } from '../src/tools/index.js';
 import { type Curve, renderChart } from './scale-chart.js';
@@ -42,10 +44,14 @@ const SESSIONS = points('BENCH_SCALE_SESSIONS', '10,100,1000');
 const RECORDS = points('BENCH_SCALE_RECORDS', '0,10000,100000');
 const LIVE_TASKS = points('BENCH_SCALE_TASKS', '100,10000,100000');
 const ENDED_TASKS = points('BENCH_SCALE_ENDED', '100,1000,3000');
+/** Task records of each session in (b) and (f). */
+const TASKS_PER_SESSION = Number(process.env.BENCH_SCALE_TASKS_PER_SESSION ?? 10);
 /** Background commands timed at each point of (e). */
 const TIMED_STARTS = 200;
 /** Resumes timed at each point of (a), each by a runtime of its own. */
 const RESUME_ROUNDS = 11;
+/** The parts to run (`BENCH_SCALE_PARTS=d,f`); all by default. */
+const PARTS = new Set((process.env.BENCH_SCALE_PARTS ?? 'a,b,c,d,e,f').split(','));
 const STAMP = 'date +%s%N';
 const directories: string[] = [];
 const epochMs = () => performance.timeOrigin + performance.now();
@@ -121,7 +127,9 @@ function writeConversation(store: SessionStore, sessionId: string, count: number
 }
 
 /** (a) A notification turn and a resume in a session of `count` messages. */
-async function conversationPoint(count: number): Promise<{ turn: number; resume: number }> {
+async function conversationPoint(
+  count: number,
+): Promise<{ turn: number; resume: number; firstTurn: number }> {
   const home = freshHome();
   const seed = openSqliteSessionStore({ home, synchronous: 'normal' });
   writeConversation(seed, 'long', count);
@@ -171,26 +179,31 @@ async function conversationPoint(count: number): Promise<{ turn: number; resume:
     await runtime.dispose();
     store.close();
   }
-  return { turn: median(turns.slice(3)), resume: median(resumes.slice(1)) };
+  return { turn: median(turns.slice(3)), resume: median(resumes.slice(1)), firstTurn: turns[0]! };
 }
 
-/** (b) `errand serve`'s poll and session list with `count` idle sessions (10 told task records each). */
-function servePoint(count: number): { poll: number; pollMax: number; list: number } {
+/** A data directory with `count` idle sessions of `perSession` told task records each. */
+function idleSessionsHome(count: number, perSession: number): string {
   const home = freshHome();
   // Written over time, as sessions are: one millisecond apart.
-  let clock = Date.now() - 10 * count * 11;
+  let clock = Date.now() - 10 * count * (perSession + 1);
   const seed = openSqliteSessionStore({ home, synchronous: 'normal', now: () => clock++ });
   seed.transaction(() => {
     for (let index = 0; index < count; index += 1) {
       const sessionId = `idle-${index}`;
       seed.createSession({ id: sessionId, cwd: '/' });
       seed.appendMessage(sessionId, { role: 'user', content: { text: `hello ${index}` }, source: 'user' });
-      for (let task = 0; task < 10; task += 1)
-        seed.upsertTask(taskRecord(sessionId, index * 10 + task, clock));
+      for (let task = 0; task < perSession; task += 1)
+        seed.upsertTask(taskRecord(sessionId, index * perSession + task, clock));
     }
   });
   seed.close();
-  const store = openSqliteSessionStore({ home });
+  return home;
+}
+
+/** (b) `errand serve`'s poll and session list with `count` idle sessions (`perSession` told task records each). */
+function servePoint(count: number, perSession: number): { poll: number; pollMax: number; list: number } {
+  const store = openSqliteSessionStore({ home: idleSessionsHome(count, perSession) });
   const backend = createStoreDashboardBackend({ store, pollMs: 3_600_000 });
   try {
     const polls: number[] = [];
@@ -288,8 +301,11 @@ async function startPoint(count: number): Promise<number> {
   return median(starts.slice(1));
 }
 
-/** (d) `task_list` with `count` live tasks of one owner: bytes of its answer and the time to build it. */
-async function taskListPoint(count: number): Promise<{ bytes: number; ms: number }> {
+/**
+ * (d) `task_list` with `count` live tasks of one owner: bytes of its answer, the time to build it, and
+ * the time of what it read before the bounded listing (every task's snapshot, then the selection).
+ */
+async function taskListPoint(count: number): Promise<{ bytes: number; ms: number; fullReadMs: number }> {
   const tasks = createTaskService({ maxLiveTasks: count + 1, maxLiveTasksPerOwner: count + 1 });
   const tools = createTaskTools({ tasks });
   const owner = createOwner('scale');
@@ -301,7 +317,8 @@ async function taskListPoint(count: number): Promise<{ bytes: number; ms: number
   }
   let bytes = 0;
   const elapsed: number[] = [];
-  for (let round = 0; round < 3; round += 1) {
+  const fullReads: number[] = [];
+  for (let round = 0; round < 11; round += 1) {
     const started = performance.now();
     const result = await executeTool(
       tools.taskList,
@@ -310,10 +327,13 @@ async function taskListPoint(count: number): Promise<{ bytes: number; ms: number
     );
     elapsed.push(performance.now() - started);
     bytes = Buffer.byteLength(result.text);
+    const reading = performance.now();
+    backgroundListingOf(tasks.list(owner), 50);
+    fullReads.push(performance.now() - reading);
   }
   for (const task of running) task.settle();
   tools.dispose();
-  return { bytes, ms: median(elapsed) };
+  return { bytes, ms: median(elapsed), fullReadMs: median(fullReads) };
 }
 
 /**
@@ -347,6 +367,70 @@ async function historyCurve(points: readonly number[]): Promise<{ perTask: numbe
   return { perTask, disposeMs };
 }
 
+/** The Chromium-based browser (f) drives: $ERRAND_BROWSER, $CHROME_PATH, else one on PATH. */
+function findBrowser(): string | undefined {
+  for (const path of [process.env.ERRAND_BROWSER, process.env.CHROME_PATH]) {
+    if (path) return path;
+  }
+  for (const command of ['chromium', 'chromium-browser', 'google-chrome', 'google-chrome-stable']) {
+    try {
+      return execFileSync('which', [command], { encoding: 'utf8' }).trim() || undefined;
+    } catch {
+      // Not this one.
+    }
+  }
+  return undefined;
+}
+
+/**
+ * (f) The dashboard's first paint over `errand serve`'s backend with `count` idle sessions of
+ * `perSession` task records each: from navigating a fresh page to every session's button drawn and the
+ * event stream live (the median of several loads, the first left out).
+ */
+async function firstPaintPoint(browser: BrowserContext, count: number, perSession: number): Promise<number> {
+  const store = openSqliteSessionStore({ home: idleSessionsHome(count, perSession) });
+  const backend = createStoreDashboardBackend({ store, pollMs: 3_600_000 });
+  // The page from the package's web/ (the bench runs compiled into .bench/, beside no web/ of its own).
+  const server = createDashboardServer({
+    backend,
+    logger: { warn() {} },
+    assetsDirectory: new URL('../../web/', import.meta.url).pathname,
+  });
+  try {
+    const address = await server.listen();
+    const paints: number[] = [];
+    for (let round = 0; round < 6; round += 1) {
+      const page = await browser.newPage();
+      try {
+        const started = performance.now();
+        await page.goto(address.url);
+        await page.locator('#connection', { hasText: 'Live' }).waitFor();
+        // Every session drawn, or counted in the line of those not listed.
+        await page.waitForFunction((expected) => {
+          const { document } = globalThis as unknown as {
+            document: {
+              querySelectorAll(selector: string): { length: number };
+              getElementById(id: string): { hidden: boolean; textContent: string | null } | null;
+            };
+          };
+          const omitted = document.getElementById('sessions-omitted');
+          const notListed =
+            omitted === null || omitted.hidden ? 0 : Number.parseInt(omitted.textContent ?? '0', 10);
+          return document.querySelectorAll('button[data-session-id]').length + notListed >= expected;
+        }, count);
+        paints.push(performance.now() - started);
+      } finally {
+        await page.close();
+      }
+    }
+    return median(paints.slice(1));
+  } finally {
+    await server.close();
+    backend.dispose?.();
+    store.close();
+  }
+}
+
 function ratioLine(label: string, values: number[], target?: number): string {
   const ratio = values.at(-1)! / values[0]!;
   const verdict =
@@ -357,86 +441,137 @@ function ratioLine(label: string, values: number[], target?: number): string {
 async function main(): Promise<void> {
   console.log(`errand bench:scale — node ${process.version}, SQLite store`);
   const curves: Curve[] = [];
-  const turns: number[] = [];
-  const resumes: number[] = [];
-  console.log('(a) a session of N messages');
-  for (const count of MESSAGES) {
-    const point = await conversationPoint(count);
-    turns.push(point.turn);
-    resumes.push(point.resume);
+  if (PARTS.has('a')) {
+    const turns: number[] = [];
+    const resumes: number[] = [];
+    const firstTurns: number[] = [];
+    console.log('(a) a session of N messages');
+    for (const count of MESSAGES) {
+      const point = await conversationPoint(count);
+      turns.push(point.turn);
+      resumes.push(point.resume);
+      firstTurns.push(point.firstTurn);
+      console.log(
+        `    ${String(count).padStart(6)} messages: notification turn ${ms(point.turn)}, resume ${ms(point.resume)}, the first turn after the resume ${ms(point.firstTurn)}`,
+      );
+    }
+    console.log(ratioLine('notification turn', turns, 2));
+    console.log(ratioLine('resume', resumes, 2));
+    console.log(ratioLine('the first turn after a resume', firstTurns, 2));
+    curves.push({ title: 'notification turn (ms) by messages', xs: MESSAGES, ys: turns });
+    curves.push({ title: 'resume (ms) by messages', xs: MESSAGES, ys: resumes });
+  }
+
+  if (PARTS.has('b')) {
+    const polls: number[] = [];
+    const lists: number[] = [];
+    console.log(`(b) errand serve with N idle sessions, ${TASKS_PER_SESSION} task records each`);
+    for (const count of SESSIONS) {
+      const point = servePoint(count, TASKS_PER_SESSION);
+      polls.push(point.poll);
+      lists.push(point.list);
+      console.log(
+        `    ${String(count).padStart(6)} sessions: poll ${ms(point.poll)} (slowest of 600: ${ms(point.pollMax)}; a full read happens only after records were deleted), /api/sessions ${ms(point.list)}`,
+      );
+    }
+    console.log(ratioLine('poll', polls, 2));
+    console.log(ratioLine('/api/sessions', lists));
+
     console.log(
-      `    ${String(count).padStart(6)} messages: notification turn ${ms(point.turn)}, resume ${ms(point.resume)}`,
+      `(b') /api/sessions' list with N sessions x ${TASKS_PER_SESSION} works each (dashboard projection)`,
     );
+    const sessionLists: number[] = [];
+    for (const count of SESSIONS) {
+      const point = sessionListPoint(count, TASKS_PER_SESSION);
+      sessionLists.push(point.list);
+      console.log(
+        `    ${String(count).padStart(6)} sessions: one pass ${ms(point.list)}, one session at a time ${ms(point.perSessionLookups)} (${(point.perSessionLookups / point.list).toFixed(1)}x)`,
+      );
+    }
+    console.log(ratioLine("/api/sessions' list with works", sessionLists));
+    curves.push({ title: 'serve poll (ms) by idle sessions', xs: SESSIONS, ys: polls });
   }
-  console.log(ratioLine('notification turn', turns, 2));
-  console.log(ratioLine('resume', resumes, 2));
-  curves.push({ title: 'notification turn (ms) by messages', xs: MESSAGES, ys: turns });
-  curves.push({ title: 'resume (ms) by messages', xs: MESSAGES, ys: resumes });
 
-  const polls: number[] = [];
-  const lists: number[] = [];
-  console.log('(b) errand serve with N idle sessions');
-  for (const count of SESSIONS) {
-    const point = servePoint(count);
-    polls.push(point.poll);
-    lists.push(point.list);
-    console.log(
-      `    ${String(count).padStart(6)} sessions: poll ${ms(point.poll)} (slowest of 600: ${ms(point.pollMax)}; a full read happens only after records were deleted), /api/sessions ${ms(point.list)}`,
-    );
+  if (PARTS.has('c')) {
+    const starts: number[] = [];
+    console.log('(c) runtime start with N old task records');
+    for (const count of RECORDS) {
+      const start = await startPoint(count);
+      starts.push(start);
+      console.log(`    ${String(count).padStart(6)} records: start ${ms(start)}`);
+    }
+    const growth = starts.at(-1)! - starts[0]!;
+    console.log(`    start: +${ms(growth)} from the first point to the last`);
+    curves.push({
+      title: 'runtime start (ms) by old task records',
+      xs: RECORDS,
+      ys: starts,
+    });
   }
-  console.log(ratioLine('poll', polls, 2));
-  console.log(ratioLine('/api/sessions', lists));
-  const TASKS_PER_SESSION = Number(process.env.BENCH_SCALE_TASKS_PER_SESSION ?? 10);
-  console.log(
-    `(b') /api/sessions' list with N sessions x ${TASKS_PER_SESSION} works each (dashboard projection)`,
-  );
-  const sessionLists: number[] = [];
-  for (const count of SESSIONS) {
-    const point = sessionListPoint(count, TASKS_PER_SESSION);
-    sessionLists.push(point.list);
-    console.log(
-      `    ${String(count).padStart(6)} sessions: one pass ${ms(point.list)}, one session at a time ${ms(point.perSessionLookups)} (${(point.perSessionLookups / point.list).toFixed(1)}x)`,
-    );
-  }
-  console.log(ratioLine("/api/sessions' list with works", sessionLists));
-  curves.push({ title: 'serve poll (ms) by idle sessions', xs: SESSIONS, ys: polls });
 
-  const starts: number[] = [];
-  console.log('(c) runtime start with N old task records');
-  for (const count of RECORDS) {
-    const start = await startPoint(count);
-    starts.push(start);
-    console.log(`    ${String(count).padStart(6)} records: start ${ms(start)}`);
+  if (PARTS.has('d')) {
+    const listBytes: number[] = [];
+    const listTimes: number[] = [];
+    const fullReads: number[] = [];
+    console.log('(d) task_list with N live tasks');
+    // Warmed up first: the first point would otherwise pay for compiling the tool's path.
+    await taskListPoint(LIVE_TASKS[0]!);
+    for (const count of LIVE_TASKS) {
+      const point = await taskListPoint(count);
+      listBytes.push(point.bytes);
+      listTimes.push(point.ms);
+      fullReads.push(point.fullReadMs);
+      console.log(
+        `    ${String(count).padStart(6)} tasks: ${point.bytes} bytes in ${ms(point.ms)} (a full read and selection, as before: ${ms(point.fullReadMs)})`,
+      );
+    }
+    console.log(ratioLine('task_list time', listTimes, 2));
+    console.log(ratioLine('a full read (the reference)', fullReads));
+    curves.push({
+      title: 'task_list answer (KB) by live tasks',
+      xs: LIVE_TASKS,
+      ys: listBytes.map((b) => b / 1024),
+    });
   }
-  const growth = starts.at(-1)! - starts[0]!;
-  console.log(`    start: +${ms(growth)} from the first point to the last`);
-  curves.push({
-    title: 'runtime start (ms) by old task records',
-    xs: RECORDS,
-    ys: starts,
-  });
 
-  const listBytes: number[] = [];
-  console.log('(d) task_list with N live tasks');
-  for (const count of LIVE_TASKS) {
-    const point = await taskListPoint(count);
-    listBytes.push(point.bytes);
-    console.log(`    ${String(count).padStart(6)} tasks: ${point.bytes} bytes in ${ms(point.ms)}`);
+  if (PARTS.has('e')) {
+    console.log('(e) a background `true` through the runtime after N ended tasks of its session (cap 1000)');
+    const history = await historyCurve(ENDED_TASKS);
+    ENDED_TASKS.forEach((count, index) => {
+      console.log(`    ${String(count).padStart(6)} ended: ${ms(history.perTask[index]!)} per task`);
+    });
+    console.log(ratioLine('per task', history.perTask));
+    console.log(`    disposing the runtime after them: ${ms(history.disposeMs)}`);
+    curves.push({ title: 'background true (ms) by ended tasks', xs: ENDED_TASKS, ys: history.perTask });
   }
-  curves.push({
-    title: 'task_list answer (KB) by live tasks',
-    xs: LIVE_TASKS,
-    ys: listBytes.map((b) => b / 1024),
-  });
 
-  console.log('(e) a background `true` through the runtime after N ended tasks of its session (cap 1000)');
-  const history = await historyCurve(ENDED_TASKS);
-  ENDED_TASKS.forEach((count, index) => {
-    console.log(`    ${String(count).padStart(6)} ended: ${ms(history.perTask[index]!)} per task`);
-  });
-  console.log(ratioLine('per task', history.perTask));
-  console.log(`    disposing the runtime after them: ${ms(history.disposeMs)}`);
-  curves.push({ title: 'background true (ms) by ended tasks', xs: ENDED_TASKS, ys: history.perTask });
+  if (PARTS.has('f')) {
+    const browserPath = findBrowser();
+    console.log(`(f) the dashboard's first paint with N sessions x ${TASKS_PER_SESSION} task records each`);
+    if (browserPath === undefined) {
+      console.log('    skipped: no Chromium-based browser (apt-get install chromium, or set ERRAND_BROWSER)');
+    } else {
+      const profile = mkdtempSync(join(tmpdir(), 'errand-bench-browser-'));
+      directories.push(profile);
+      const browser = await chromium.launchPersistentContext(profile, {
+        executablePath: browserPath,
+        headless: true,
+        args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
+      });
+      try {
+        const paints: number[] = [];
+        for (const count of SESSIONS) {
+          const paint = await firstPaintPoint(browser, count, TASKS_PER_SESSION);
+          paints.push(paint);
+          console.log(`    ${String(count).padStart(6)} sessions: first paint ${ms(paint)}`);
+        }
+        console.log(ratioLine('first paint', paints));
+        curves.push({ title: 'dashboard first paint (ms) by sessions', xs: SESSIONS, ys: paints });
+      } finally {
+        await browser.close();
+      }
+    }
+  }
 
   if (process.env.BENCH_JSON) writeFileSync(process.env.BENCH_JSON, JSON.stringify(curves));
   if (process.env.BENCH_SVG) {

@@ -5,7 +5,7 @@
  */
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { describeIntegerRange } from '../tasks/index.js';
+import { describeIntegerRange } from '../tasks/option-rules.js';
 
 /**
  * `path`: resolved against the working directory, need not exist; `directory`: must exist; `count`: a

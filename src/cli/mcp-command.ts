@@ -16,7 +16,7 @@ import { readFileSync } from 'node:fs';
 import type { Readable, Writable } from 'node:stream';
 import type { HttpMcpServer } from '../mcp/http-server.js';
 import { answerInitializeEarly } from '../mcp/initialize-answer.js';
-import { MCP_SERVER_DEFAULTS, packageVersion } from '../mcp/mcp-server-options.js';
+import { MCP_SERVER_NAME, packageVersion } from '../mcp/server-identity.js';
 import type { StdioMcpServer } from '../mcp/stdio-server.js';
 import { ErrandError } from '../tasks/errors.js';
 import { describeFlags, type FlagSpecs, parseFlags, UsageError } from './args.js';
@@ -193,7 +193,7 @@ export async function runMcpCommand(argv: readonly string[], io: CommandIo = pro
     io.stdin,
     io.stdout,
     // The server's defaults: `errand mcp` sets none of the three.
-    { name: MCP_SERVER_DEFAULTS.name, version: packageVersion(), tasks: true },
+    { name: MCP_SERVER_NAME, version: packageVersion(), tasks: true },
     (sent, server) =>
       warn("the initialize answer sent early differs from the server's own", { sent, server }),
   );

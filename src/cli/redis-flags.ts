@@ -1,6 +1,6 @@
 /** The `--redis` flags `errand mcp`, `errand chat` and `errand worker` share. */
 import { parseRedisUrl } from '../redis/redis-url.js';
-import { ErrandError } from '../tasks/index.js';
+import { ErrandError } from '../tasks/errors.js';
 import { type FlagSpecs, UsageError } from './args.js';
 
 export const REDIS_FLAGS: FlagSpecs = {

@@ -4,7 +4,8 @@
  * naming Debian's `bubblewrap` package): the command prints it and exits 1, never running unconfined.
  */
 // From its file, not the folder's index: `errand mcp` parses its flags before loading the runtime.
-import { SANDBOX_PROFILES, type SandboxOptions, type SandboxProfile } from '../process/launch/sandbox.js';
+import type { SandboxOptions } from '../process/launch/sandbox.js';
+import { SANDBOX_PROFILES, type SandboxProfile } from '../process/launch/sandbox-profiles.js';
 import { type FlagSpecs, UsageError } from './args.js';
 
 export const SANDBOX_FLAGS: FlagSpecs = {

@@ -202,6 +202,9 @@ export function answerInitializeEarly(
       if (buffer.includes(10) || firstBytes >= MAX_FIRST_LINE_BYTES) decide(Buffer.concat(first));
     }
   };
+  // A client gone before the answer is written: nothing to tell it, and no reason to crash (the server
+  // listens the same way once it runs).
+  output.on('error', () => {});
   input.on('data', onData);
   input.once('end', () => {
     inputEnded = true;

@@ -1,20 +1,11 @@
 /** Options of the Errand MCP server: one declaration with their defaults and their validation. */
-import { readFileSync } from 'node:fs';
 import type { ErrandRuntime } from '../host/index.js';
 import { emitWarningLogger, MAX_TIMER_DELAY_MS } from '../tasks/index.js';
 import { defineOptions, type OptionsInput, option, type ResolvedOptions } from '../tasks/options.js';
+import { MCP_SERVER_NAME, packageVersion } from './server-identity.js';
 import { errandTaskStoreOptions } from './task-store-options.js';
 
-/** The package's version (`src/mcp` and `dist/mcp` both sit two levels below the package root). */
-export function packageVersion(): string {
-  try {
-    const text = readFileSync(new URL('../../package.json', import.meta.url), 'utf8');
-    const version = (JSON.parse(text) as { version?: unknown }).version;
-    return typeof version === 'string' ? version : '0.0.0';
-  } catch {
-    return '0.0.0';
-  }
-}
+export { packageVersion };
 
 const isRuntime = (value: unknown) => {
   const runtime = value as Partial<ErrandRuntime> | null;
@@ -32,7 +23,7 @@ export const errandMcpServerOptions = defineOptions('createErrandMcpServer', {
    */
   runtime: option.required(option.custom<ErrandRuntime>('an ErrandRuntime', isRuntime)),
   /** The server name in the `initialize` answer. Default `errand`. */
-  name: option.string({ default: 'errand' }),
+  name: option.string({ default: MCP_SERVER_NAME }),
   /** The server version in the `initialize` answer. Default: the package's version. */
   version: option.string({ fallback: packageVersion }),
   /** The working directory of every command; wins over the client's roots. Default: none. */

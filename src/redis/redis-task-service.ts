@@ -13,7 +13,9 @@
  */
 import { createTaskService, type TaskServiceOptions } from '../registry/index.js';
 import {
+  type BackgroundListing,
   type BackgroundWaitResult,
+  backgroundListingOf,
   type Caller,
   type ControllerScope,
   consoleLogger,
@@ -86,6 +88,10 @@ export class RedisTaskService implements TaskService {
 
   list(caller?: Caller): TaskSnapshot[] {
     return this.#inner.list(caller);
+  }
+
+  listBackground(caller: Caller, max: number): BackgroundListing {
+    return this.#inner.listBackground?.(caller, max) ?? backgroundListingOf(this.#inner.list(caller), max);
   }
 
   read(id: string, caller?: Caller): Promise<TaskReadResult> {

@@ -4,7 +4,7 @@
  * wherever they or their parts could reach a message: credentials never reach a log, an error or a
  * detail.
  */
-import { InvalidArgumentError } from '../tasks/index.js';
+import { InvalidArgumentError } from '../tasks/errors.js';
 import {
   isSentinelUrl,
   parseSentinelUrl,

@@ -4,7 +4,9 @@
  */
 import {
   AdmissionLimitError,
+  type BackgroundListing,
   type BackgroundWaitResult,
+  backgroundListingOf,
   type Caller,
   CancelFailedError,
   CancelNotSupportedError,
@@ -53,6 +55,7 @@ import {
 } from '../tasks/index.js';
 import { TaskTrace } from '../tracing/index.js';
 import { ControllerSet } from './controller-set.js';
+import { LiveOrder } from './live-order.js';
 import {
   type ResolvedTaskServiceOptions,
   type SequenceBlock,
@@ -145,6 +148,8 @@ export class LocalTaskService implements TaskService {
   /** Reserved sequence blocks per kind (with `sequenceBlocks`). */
   readonly #blocks = new Map<string, SequenceBlock>();
   readonly #owners = new Map<Owner, OwnerState>();
+  /** The next record's place in `list`'s order. */
+  #nextListOrder = 0;
   /** Live counts and finished tasks per owning session ('' for ownerless tasks). */
   readonly #buckets = new Map<string, SessionBucket>();
   /** Copy-on-write lists: notifying iterates without copying, and (un)subscribing mid-notification is safe. */
@@ -295,6 +300,7 @@ export class LocalTaskService implements TaskService {
         branchGeneration,
         spec.outputLimitBytes,
         this.#options.now(),
+        this.#nextListOrder++,
       );
       this.#records.set(id, record);
     }
@@ -305,6 +311,8 @@ export class LocalTaskService implements TaskService {
     if (owner) this.#owners.get(owner)?.tasks.add(record);
     this.#liveCount += 1;
     record.bucket.live += 1;
+    record.bucket.liveOrder.add(record);
+    if (record.isBackgrounded) record.bucket.liveBackgrounded += 1;
     this.#watchDone(record, hooks);
     this.#emitChange('started', record);
     return snapshotOf(record);
@@ -319,7 +327,13 @@ export class LocalTaskService implements TaskService {
   #bucket(key: string): SessionBucket {
     let bucket = this.#buckets.get(key);
     if (bucket === undefined) {
-      bucket = { key, live: 0, retained: new RetentionQueue<TaskRecord>() };
+      bucket = {
+        key,
+        live: 0,
+        liveBackgrounded: 0,
+        liveOrder: new LiveOrder<TaskRecord>(),
+        retained: new RetentionQueue<TaskRecord>(),
+      };
       this.#buckets.set(key, bucket);
     }
     return bucket;
@@ -446,6 +460,8 @@ export class LocalTaskService implements TaskService {
 
     this.#liveCount -= 1;
     record.bucket.live -= 1;
+    record.bucket.liveOrder.delete(record);
+    if (record.isBackgrounded) record.bucket.liveBackgrounded -= 1;
     if (record.tornDown && !record.reported) {
       // The teardown that ended it holds the claim: no notifier tells an owner that is going away.
       record.reported = true;
@@ -559,6 +575,29 @@ export class LocalTaskService implements TaskService {
       if (this.#isVisible(record, caller)) snapshots.push(snapshotOf(record));
     }
     return snapshots;
+  }
+
+  listBackground(caller: Caller, max: number): BackgroundListing {
+    if (caller === undefined || isTrustedCaller(caller)) return backgroundListingOf(this.list(caller), max);
+    const bucket = this.#buckets.get(caller.sessionId);
+    if (bucket === undefined) return { tasks: [], live: 0, finished: 0 };
+    // The newest live ones, walking from the newest: foreground calls in flight are skipped.
+    const chosen: TaskRecord[] = [];
+    for (const record of bucket.liveOrder.newestFirst()) {
+      if (chosen.length >= max) break;
+      if (record.isBackgrounded) chosen.push(record);
+    }
+    // Finished ones: the retained records, bounded by `maxRetainedTasksPerOwner` whatever is live.
+    const finished: TaskRecord[] = [];
+    for (const record of bucket.retained) if (record.isBackgrounded) finished.push(record);
+    finished.sort((a, b) => a.listOrder - b.listOrder);
+    chosen.push(...finished.slice(Math.max(0, finished.length - max)));
+    chosen.sort((a, b) => a.listOrder - b.listOrder);
+    return {
+      tasks: chosen.map((record) => snapshotOf(record)),
+      live: bucket.liveBackgrounded,
+      finished: finished.length,
+    };
   }
 
   read(id: string, caller?: Caller): Promise<TaskReadResult> {
@@ -799,6 +838,7 @@ export class LocalTaskService implements TaskService {
     // Checked now, not at start: the work stays in the foreground, where its call still collects it.
     this.#requireController(record.kind, record.owner);
     record.isBackgrounded = true;
+    record.bucket.liveBackgrounded += 1;
     touch(record);
     if (record.backgroundWaiters) {
       const waiters = record.backgroundWaiters;

@@ -4,6 +4,11 @@
  */
 export interface Retainable {
   retained: boolean;
+  /**
+   * The index of the item's current slot. An item forgotten and added again (a task resumed, then
+   * ended) has two slots; only this one counts, so it is iterated once and evicted by its last end.
+   */
+  retainedAt: number;
 }
 
 export class RetentionQueue<Item extends Retainable> {
@@ -18,6 +23,7 @@ export class RetentionQueue<Item extends Retainable> {
   add(item: Item): void {
     if (item.retained) return;
     item.retained = true;
+    item.retainedAt = this.#items.length;
     this.#items.push(item);
     this.#size += 1;
   }
@@ -36,7 +42,7 @@ export class RetentionQueue<Item extends Retainable> {
     while (this.#head < this.#items.length) {
       const item = this.#items[this.#head]!;
       this.#head += 1;
-      if (item.retained) {
+      if (item.retained && item.retainedAt === this.#head - 1) {
         item.retained = false;
         this.#size -= 1;
         if (this.#head > 1024 && this.#head * 2 > this.#items.length) this.#compact();
@@ -49,12 +55,19 @@ export class RetentionQueue<Item extends Retainable> {
   *[Symbol.iterator](): IterableIterator<Item> {
     for (let index = this.#head; index < this.#items.length; index += 1) {
       const item = this.#items[index]!;
-      if (item.retained) yield item;
+      if (item.retained && item.retainedAt === index) yield item;
     }
   }
 
   #compact(): void {
-    this.#items = this.#items.slice(this.#head).filter((item) => item.retained);
+    const items: Item[] = [];
+    for (let index = this.#head; index < this.#items.length; index += 1) {
+      const item = this.#items[index]!;
+      if (!item.retained || item.retainedAt !== index) continue;
+      item.retainedAt = items.length;
+      items.push(item);
+    }
+    this.#items = items;
     this.#head = 0;
   }
 }

@@ -13,6 +13,7 @@ import type {
   TaskStatus,
 } from '../tasks/index.js';
 import type { TaskTrace } from '../tracing/index.js';
+import type { LiveOrder } from './live-order.js';
 import { RetentionQueue } from './retention-queue.js';
 
 export { RetentionQueue };
@@ -36,6 +37,10 @@ export interface BackgroundWaiter {
 export interface SessionBucket {
   readonly key: string;
   live: number;
+  /** Live tasks in the background (a foreground one counts once it is moved there). */
+  liveBackgrounded: number;
+  /** The live tasks in registration order, newest reachable first (`listBackground`). */
+  readonly liveOrder: LiveOrder<TaskRecord>;
   readonly retained: RetentionQueue<TaskRecord>;
 }
 
@@ -75,8 +80,14 @@ export class TaskRecord {
   traceparent: string | undefined = undefined;
   /** The live span of the current attempt; undefined when tracing is off. */
   trace: TaskTrace | undefined = undefined;
-  /** Whether the record sits in its bucket's retention queue. */
+  /** Whether the record sits in its bucket's retention queue, and where. */
   retained = false;
+  retainedAt = -1;
+  /** Its place in `list`'s order (registration order), and its links in its bucket's `liveOrder`. */
+  readonly listOrder: number;
+  livePrevious: TaskRecord | undefined = undefined;
+  liveNext: TaskRecord | undefined = undefined;
+  inLiveOrder = false;
   hooks: TaskHooks;
   /** The snapshot of the current state; cleared by every change. */
   cachedSnapshot: TaskSnapshot | undefined = undefined;
@@ -102,6 +113,7 @@ export class TaskRecord {
     branchGeneration: number,
     outputLimitBytes: number | undefined,
     startedAt: number,
+    listOrder: number,
   ) {
     this.id = id;
     this.kind = kind;
@@ -116,6 +128,7 @@ export class TaskRecord {
     this.branchGeneration = branchGeneration;
     this.outputLimitBytes = outputLimitBytes;
     this.startedAt = startedAt;
+    this.listOrder = listOrder;
   }
 }
 

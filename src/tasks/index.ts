@@ -3,6 +3,7 @@
  * producer facts, and the TaskService interface. Imports nothing of ours.
  */
 
+export { type BackgroundListing, backgroundListingOf } from './background-listing.js';
 export {
   type CancelTimer,
   type Clock,

@@ -1,4 +1,5 @@
 /** The TaskService contract. The in-process provider is the default; durable ones implement the same shape. */
+import type { BackgroundListing } from './background-listing.js';
 import type { OpenCursorOptions, OutputCursor } from './output-stream.js';
 import type { Caller } from './owner.js';
 import type { StopInitiator } from './status.js';
@@ -30,6 +31,13 @@ export interface TaskService {
   get(id: string, caller?: Caller): TaskSnapshot;
   /** Non-consuming snapshots of every task the caller may see, oldest first. */
   list(caller?: Caller): TaskSnapshot[];
+  /**
+   * The caller's background tasks for a bounded listing (`task_list`): the newest `max` live ones and
+   * the newest `max` finished ones, in `list`'s order, with how many of each there are — what
+   * `backgroundListingOf(list(caller), max)` gives, at a cost in `max` (and the finished tasks held),
+   * not in the live tasks. Optional: a listing without it reads `list`.
+   */
+  listBackground?(caller: Caller, max: number): BackgroundListing;
   /**
    * Streaming tasks: the output since the last read (consuming). Final-output tasks: the result once
    * settled (idempotent). Reading a terminal task claims its delivery.

@@ -8,7 +8,15 @@
 import { z } from 'zod';
 import { presentedStatus } from '../notifications/index.js';
 import { limitsSummaryOf, sandboxSummaryOf } from '../process/index.js';
-import { isTerminalStatus, type ScheduleProgress, type TaskSnapshot, taskFact } from '../tasks/index.js';
+import {
+  type BackgroundListing,
+  backgroundListingOf,
+  type Caller,
+  isTerminalStatus,
+  type ScheduleProgress,
+  type TaskSnapshot,
+  taskFact,
+} from '../tasks/index.js';
 import { shortenText, toSingleLine } from '../text/index.js';
 import { limitToolText } from './output-limit.js';
 import { ensureActive, type TaskToolsRuntime } from './task-tools-runtime.js';
@@ -52,33 +60,34 @@ export function workerOf(snapshot: TaskSnapshot): string | undefined {
 
 /**
  * At most `max` tasks in their original order: the newest live ones first, then the newest finished ones
- * in what is left.
+ * in what is left — the held ones (newer), then those an earlier runtime ran (`recorded`, older). Reads
+ * only the service's bounded listing: its cost does not grow with the live tasks. Returns the tasks
+ * shown and the first line saying what is not, if anything.
  */
-function selectListed(snapshots: readonly TaskSnapshot[], max: number): TaskSnapshot[] {
-  if (snapshots.length <= max) return [...snapshots];
-  const live = snapshots.filter((snapshot) => !isTerminalStatus(snapshot.status));
-  const finished = snapshots.filter((snapshot) => isTerminalStatus(snapshot.status));
+function selectListed(
+  recorded: readonly TaskSnapshot[],
+  held: BackgroundListing,
+  max: number,
+): { listed: TaskSnapshot[]; omitted: string | undefined } {
+  const live = held.tasks.filter((snapshot) => !isTerminalStatus(snapshot.status));
+  const heldFinished = held.tasks.filter((snapshot) => isTerminalStatus(snapshot.status));
   const keptLive = live.slice(Math.max(0, live.length - max));
-  const keep = new Set([
-    ...keptLive,
-    ...finished.slice(Math.max(0, finished.length - (max - keptLive.length))),
-  ]);
-  return snapshots.filter((snapshot) => keep.has(snapshot));
-}
-
-/** The first line when some tasks are not shown. */
-function omittedLine(background: readonly TaskSnapshot[], listed: readonly TaskSnapshot[]): string {
-  const shown = new Set(listed);
-  let live = 0;
-  let finished = 0;
-  for (const snapshot of background) {
-    if (shown.has(snapshot)) continue;
-    if (isTerminalStatus(snapshot.status)) finished += 1;
-    else live += 1;
-  }
+  const room = max - keptLive.length;
+  const keptHeld = heldFinished.slice(Math.max(0, heldFinished.length - room));
+  const keptRecorded = recorded.slice(Math.max(0, recorded.length - (room - keptHeld.length)));
+  const keep = new Set([...keptLive, ...keptHeld]);
+  const listed = [...keptRecorded, ...held.tasks.filter((snapshot) => keep.has(snapshot))];
+  const omittedLive = held.live - keptLive.length;
+  const omittedFinished = held.finished + recorded.length - keptHeld.length - keptRecorded.length;
   const plural = (count: number) => (count === 1 ? '' : 's');
-  if (live === 0) return `(${finished} older finished task${plural(finished)} not shown)`;
-  return `(${live + finished} more task${plural(live + finished)} not shown: ${live} older live, ${finished} finished)`;
+  const all = omittedLive + omittedFinished;
+  const omitted =
+    all === 0
+      ? undefined
+      : omittedLive === 0
+        ? `(${omittedFinished} older finished task${plural(omittedFinished)} not shown)`
+        : `(${all} more task${plural(all)} not shown: ${omittedLive} older live, ${omittedFinished} finished)`;
+  return { listed, omitted };
 }
 
 /** A schedule's progress in words: `every 2 s, 3 times; fired 1 of 3; next at <ISO>; missed firings: run once`. */
@@ -106,6 +115,16 @@ export function formatTaskLine(snapshot: TaskSnapshot, maxLabelChars: number): s
   return `${snapshot.id} [${snapshot.kind}] ${presentedStatus(snapshot)}${where} — ${label}${confinement}${limited}${schedule}`;
 }
 
+/** Whether the service holds `id` (an earlier runtime's record it holds too is listed once, as held). */
+function isHeld(runtime: TaskToolsRuntime, id: string, caller: Caller): boolean {
+  try {
+    runtime.tasks.get(id, caller);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export function createTaskListTool(runtime: TaskToolsRuntime): ToolDefinition<TaskListInput, TaskListValue> {
   return defineTool<TaskListInput, TaskListValue>({
     name: TASK_LIST_TOOL_NAME,
@@ -117,14 +136,15 @@ export function createTaskListTool(runtime: TaskToolsRuntime): ToolDefinition<Ta
       const limit = runtime.options.listOutputLimitBytes;
       try {
         ensureActive(runtime, TASK_LIST_TOOL_NAME);
-        const held = runtime.tasks.list(context.caller).filter((snapshot) => snapshot.isBackgrounded);
-        const heldIds = new Set(held.map((snapshot) => snapshot.id));
+        const max = runtime.options.maxListedTasks;
+        const held =
+          runtime.tasks.listBackground?.(context.caller, max) ??
+          backgroundListingOf(runtime.tasks.list(context.caller), max);
         // Finished work an earlier runtime ran comes first: it is older than anything this service holds.
-        const recorded = (
-          runtime.recorded?.list(context.caller, runtime.options.maxListedTasks) ?? []
-        ).filter((snapshot) => snapshot.isBackgrounded && !heldIds.has(snapshot.id));
-        const background = [...recorded, ...held];
-        const listed = selectListed(background, runtime.options.maxListedTasks);
+        const recorded = (runtime.recorded?.list(context.caller, max) ?? []).filter(
+          (snapshot) => snapshot.isBackgrounded && !isHeld(runtime, snapshot.id, context.caller),
+        );
+        const { listed, omitted } = selectListed(recorded, held, max);
         const value: TaskListValue = {
           tasks: listed.map((snapshot) => {
             const sandbox = sandboxSummaryOf(snapshot.detail);
@@ -143,7 +163,7 @@ export function createTaskListTool(runtime: TaskToolsRuntime): ToolDefinition<Ta
         };
         if (listed.length === 0) return { text: NO_BACKGROUND_TASKS, isError: false, value };
         const lines = listed.map((snapshot) => formatTaskLine(snapshot, runtime.options.maxLabelChars));
-        if (background.length > listed.length) lines.unshift(omittedLine(background, listed));
+        if (omitted !== undefined) lines.unshift(omitted);
         return { text: limitToolText(lines.join('\n'), limit), isError: false, value };
       } catch (error) {
         return toolError(limitToolText(describeToolError(error), limit, { keepHead: true }));

@@ -13,20 +13,10 @@ import { option } from '../../tasks/options.js';
 import { type BubblewrapFeatures, bubblewrapFeatures } from './bubblewrap-features.js';
 import { type HiddenPath, hiddenPaths } from './private-paths.js';
 import type { LaunchRequest } from './process-launcher.js';
+import { SANDBOX_PROFILES, type SandboxProfile } from './sandbox-profiles.js';
 import { findOnPath, isExecutableFile } from './spawn-check.js';
 
-/**
- * - `read-only`: the whole filesystem read-only, a private empty `/tmp`, a pid namespace of its own;
- * - `workspace-write`: the same, plus writes under the workspace (the session's working directory);
- * - `full`: the user's own rights (no filesystem confinement; with the network off it still runs in bwrap).
- */
-export type SandboxProfile = 'read-only' | 'workspace-write' | 'full';
-
-export const SANDBOX_PROFILES: readonly SandboxProfile[] = Object.freeze([
-  'read-only',
-  'workspace-write',
-  'full',
-]);
+export { SANDBOX_PROFILES, type SandboxProfile } from './sandbox-profiles.js';
 
 /** The Debian (and Ubuntu) package that ships `bwrap`. */
 export const BUBBLEWRAP_PACKAGE = 'bubblewrap';

@@ -33,7 +33,7 @@ function scheduler(limits: Partial<DrainTimingLimits> = {}, ending = { count: 0 
 }
 
 describe('DrainScheduler (on a manual clock)', () => {
-  it('drains a lone arrival on the clock\'s next turn, without waiting out the window', () => {
+  it("drains a lone arrival on the clock's next turn, without waiting out the window", () => {
     const { clock, drain, drains } = scheduler();
     drain.schedule();
     expect(drain.scheduled).toBe(true);

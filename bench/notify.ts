@@ -232,8 +232,10 @@ async function main(): Promise<void> {
   for (const quiet of quietWindows) {
     console.log(`    idleDrainQuietMs ${quiet}:`);
     const p99: Partial<Record<StoreKind, number>> = {};
+    const p50: Partial<Record<StoreKind, number>> = {};
     for (const run of await errandLatencies(kinds, TASKS, quiet)) {
       p99[run.kind] = percentile(run.request, 0.99);
+      p50[run.kind] = percentile(run.request, 0.5);
       console.log(`      ${run.kind} store: exit → notification queued:  ${summary(run.queued)}`);
       console.log(`      ${run.kind} store: exit → model request:        ${summary(run.request)}`);
       console.log(
@@ -242,7 +244,7 @@ async function main(): Promise<void> {
     }
     const ratio = p99.sqlite! / p99.memory!;
     console.log(
-      `      sqlite p99 ${p99.sqlite!.toFixed(2)} ms (target <= 10 ms: ${p99.sqlite! <= 10 ? 'met' : 'MISSED'}), ${ratio.toFixed(2)}x the memory store (target <= 1.5x: ${ratio <= 1.5 ? 'met' : 'MISSED'})`,
+      `      sqlite p50 ${p50.sqlite!.toFixed(2)} ms (target <= 1.5 ms: ${p50.sqlite! <= 1.5 ? 'met' : 'MISSED'}), p99 ${p99.sqlite!.toFixed(2)} ms (target <= 6 ms: ${p99.sqlite! <= 6 ? 'met' : 'MISSED'}), p99 ${ratio.toFixed(2)}x the memory store (target <= 1.5x: ${ratio <= 1.5 ? 'met' : 'MISSED'})`,
     );
   }
   for (const quiet of quietWindows) {

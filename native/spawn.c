@@ -19,7 +19,8 @@
  * that could have been reused. A zombie that is not ours (a child libuv spawned, which libuv reaps on its
  * next turn) hides the ones behind it from waitid(P_ALL): while it is there the reaper asks each child of
  * ours by pid (waitid(P_PID, WNOHANG)), then looks again after a pause that doubles from 1 to 64 ms, so
- * an exit is never missed, only told later while another's zombie waits for its owner.
+ * an exit is never missed, only told later while another's zombie waits for its owner (for good, where a
+ * zombie has none: a process running as PID 1 or a subreaper inherits orphans nobody reaps).
  *
  * The function holds the event loop open while a child of its environment is watched, as a ChildProcess
  * handle does, and lets it go when none is. A listener that throws raises an uncaught exception, as a

@@ -4,8 +4,9 @@
  * clock's next turn, so a single completion reaches the model without waiting out a window. Arrivals
  * that come close together, or while other commands are still ending, are debounced: a burst of
  * completions starts one turn with one message, and the window stays open while endings are on their
- * way (up to `idleDrainMaxDelayMs` after the first). After the store failed to record a delivery the next look waits, doubling
- * with each failure in a row up to a cap; a hold (a "send now" promotion lease) keeps idle draining off.
+ * way (up to `idleDrainMaxDelayMs` after the first). After the store failed to record a delivery the next
+ * look waits, doubling with each failure in a row up to a cap; a hold (a "send now" promotion lease) keeps
+ * idle draining off.
  * Timers run on the injected `Clock`, so a test drives every window with `createManualClock`.
  */
 import type { CancelTimer, Clock } from '../tasks/index.js';

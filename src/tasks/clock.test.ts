@@ -40,4 +40,20 @@ describe('systemClock', () => {
     expect(ran).toHaveBeenCalledTimes(1);
     expect(cancelled).not.toHaveBeenCalled();
   });
+
+  it('runs a delay of 0 on the next turn of the event loop (setImmediate), not after a 1 ms timer', async () => {
+    const order: string[] = [];
+    // From a timer's callback: the check phase of this turn comes before the next turn's timers.
+    await new Promise<void>((resolve) =>
+      setTimeout(() => {
+        setTimeout(() => {
+          order.push('1 ms timer');
+          resolve();
+        }, 1);
+        systemClock.schedule(0, () => order.push('delay 0'));
+        systemClock.schedule(0, () => order.push('cancelled'))();
+      }, 0),
+    );
+    expect(order).toEqual(['delay 0', '1 ms timer']);
+  });
 });

@@ -62,21 +62,28 @@ const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 /** A lifeline whose fake sidecar said `ready`, with what it was written so far cleared. */
 async function running() {
   const sidecar = fakeSidecar();
-  const lifeline = new Lifeline({ spawn: sidecar.spawn, clock: createManualClock(), logger: { warn() {} } });
+  const clock = createManualClock();
+  const lifeline = new Lifeline({ spawn: sidecar.spawn, clock, logger: { warn() {} } });
   await lifeline.ready;
   await turn();
   sidecar.writes.length = 0;
-  return { sidecar, lifeline };
+  return { sidecar, lifeline, clock };
 }
 
 describe('Lifeline', () => {
-  it('tells the sidecar once per turn of the event loop, after the turn, every tree started and stopped in it', async () => {
-    const { sidecar, lifeline } = await running();
+  it('tells the sidecar in one write, within 10 ms of the first, every tree started and stopped meanwhile', async () => {
+    const { sidecar, lifeline, clock } = await running();
     const first = lifeline.watch({ pid: 101, startTime: 5 });
     lifeline.watch({ pid: 102, startTime: 6 });
     // A chain of promises (an ending told to its waiters, the next start) runs before the write.
     await Promise.resolve().then(() => first());
+    await turn();
+    // A burst of starts wakes the sidecar once: nothing is written before the watch's 10 ms.
     expect(sidecar.writes).toEqual([]);
+    clock.advance(9);
+    await turn();
+    expect(sidecar.writes).toEqual([]);
+    clock.advance(1);
     await turn();
     expect(sidecar.writes).toHaveLength(1);
     const lines = sidecar.writes[0]!.trim().split('\n').map(decodeMessage);
@@ -91,6 +98,7 @@ describe('Lifeline', () => {
     await lifeline.ready;
     await turn();
     const stop = lifeline.watch({ pid: 101, startTime: 5 });
+    clock.advance(10);
     await turn();
     sidecar.writes.length = 0;
     stop();
@@ -103,11 +111,12 @@ describe('Lifeline', () => {
     clock.advance(1);
     await turn();
     expect(sidecar.writes.map((write) => decodeMessage(write.trim())?.type)).toEqual(['unwatch']);
-    // A watch in the meantime takes the waiting unwatch with it, after its own turn.
+    // A watch in the meantime takes the waiting unwatch with it, within its own 10 ms.
     const next = lifeline.watch({ pid: 102, startTime: 6 });
     next();
     lifeline.watch({ pid: 103, startTime: 7 });
     sidecar.writes.length = 0;
+    clock.advance(10);
     await turn();
     const lines = sidecar.writes.flatMap((write) => write.trim().split('\n').map(decodeMessage));
     expect(lines.map((message) => message?.type)).toEqual(['watch', 'unwatch', 'watch']);

@@ -85,6 +85,14 @@ export const LIFELINE_DEFAULTS = Object.freeze({
 });
 
 /**
+ * How long a `watch` may wait for the next write. The runtime's tag in the command's environment already
+ * lets the sidecar find and stop the tree should the runtime die first; the watch adds the tree's own
+ * tag and its status file. Waiting a little lets a burst of starts wake the sidecar once, not once per
+ * start: on two loaded cores a woken sidecar preempts the runtime in the middle of its starts.
+ */
+const WATCH_FLUSH_MS = 10;
+
+/**
  * How long an `unwatch` may wait for the next write. A tree that ended needs no prompt word (the sidecar
  * checks a pid's start time before it signals anything), and telling it at the ending would wake the
  * sidecar on the ending's own path: it goes with the next watch or ping, or alone after this long.
@@ -120,8 +128,10 @@ export class Lifeline implements LifelineLink {
   #child: ChildProcess | undefined;
   #queue: string[] = [];
   #flushScheduled = false;
-  /** The timer that writes queued unwatches when nothing more urgent wrote them first. */
+  /** The timer that writes queued watches and unwatches when nothing more urgent wrote them first. */
   #cancelLazyFlush: CancelTimer | undefined;
+  /** When that timer is due (clock milliseconds). */
+  #lazyFlushAt = Number.POSITIVE_INFINITY;
   #sequence = 0;
   #restarts: number[] = [];
   #released: Promise<void> | undefined;
@@ -157,7 +167,7 @@ export class Lifeline implements LifelineLink {
     const key = `t${++this.#sequence}`;
     const message = watchMessage(key, tree);
     this.#trees.set(key, message);
-    this.#send(encodeMessage(message));
+    this.#send(encodeMessage(message), WATCH_FLUSH_MS);
     this.#armHeartbeat();
     return this.#unwatch(key);
   }
@@ -165,7 +175,7 @@ export class Lifeline implements LifelineLink {
   #unwatch(key: string): () => void {
     return () => {
       if (!this.#trees.delete(key)) return;
-      this.#send(encodeMessage({ type: 'unwatch', key }), false);
+      this.#send(encodeMessage({ type: 'unwatch', key }), UNWATCH_FLUSH_MS);
       if (this.#trees.size === 0) {
         this.#cancelHeartbeat?.();
         this.#cancelHeartbeat = undefined;
@@ -181,6 +191,7 @@ export class Lifeline implements LifelineLink {
       this.#cancelHeartbeat = undefined;
       this.#cancelLazyFlush?.();
       this.#cancelLazyFlush = undefined;
+      this.#lazyFlushAt = Number.POSITIVE_INFINITY;
       const child = this.#child;
       if (child === undefined || child.exitCode !== null || child.signalCode !== null) {
         resolve();
@@ -321,16 +332,26 @@ export class Lifeline implements LifelineLink {
     });
   }
 
-  /** Queues `line`: written after this turn of the event loop, or — not `urgent` — within `UNWATCH_FLUSH_MS`. */
-  #send(line: string, urgent = true): void {
+  /**
+   * Queues `line`: written after this turn of the event loop, or — given `withinMs` — with the next write,
+   * at the latest `withinMs` from now.
+   */
+  #send(line: string, withinMs?: number): void {
     if (this.#released !== undefined) return;
     this.#queue.push(line);
-    if (urgent) this.#scheduleFlush();
-    else
-      this.#cancelLazyFlush ??= this.#options.clock.schedule(UNWATCH_FLUSH_MS, () => {
-        this.#cancelLazyFlush = undefined;
-        this.#scheduleFlush();
-      });
+    if (withinMs === undefined) {
+      this.#scheduleFlush();
+      return;
+    }
+    const due = this.#options.clock.now() + withinMs;
+    if (due >= this.#lazyFlushAt) return;
+    this.#cancelLazyFlush?.();
+    this.#lazyFlushAt = due;
+    this.#cancelLazyFlush = this.#options.clock.schedule(withinMs, () => {
+      this.#cancelLazyFlush = undefined;
+      this.#lazyFlushAt = Number.POSITIVE_INFINITY;
+      this.#scheduleFlush();
+    });
   }
 
   /**
@@ -345,6 +366,7 @@ export class Lifeline implements LifelineLink {
       this.#flushScheduled = false;
       this.#cancelLazyFlush?.();
       this.#cancelLazyFlush = undefined;
+      this.#lazyFlushAt = Number.POSITIVE_INFINITY;
       const child = this.#child;
       if (child?.stdin === null || child?.stdin === undefined || this.#queue.length === 0) return;
       if (child.stdin.destroyed || child.stdin.writableEnded) return;

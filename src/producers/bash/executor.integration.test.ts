@@ -12,6 +12,7 @@ import {
 } from '../../../test/fixtures/bash/index.js';
 import {
   createSpawnLauncher,
+  endingsUnderway,
   type LaunchRequest,
   memoizedSource,
   type ProcessLauncher,
@@ -44,6 +45,19 @@ function executor(options: BashExecutorOptions = {}): BashExecutor {
 afterEach(async () => {
   await Promise.all(executors.map((created) => created.dispose()));
   executors = [];
+});
+
+describe('endings underway', () => {
+  it('counts a command from its exit until it settled, and not before or after', async () => {
+    // The shell exits at once; its background sleep holds stdout, so the ending waits out the grace.
+    const handle = executor({ exitGraceMs: 1000 }).start({ command: 'sleep 30 & echo started' });
+    expect(await handle.spawned).toBe(true);
+    await waitForOutput(handle, 'started');
+    await waitUntil(() => endingsUnderway() === 1);
+    expect(handle.running).toBe(true);
+    await handle.stopped;
+    expect(endingsUnderway()).toBe(0);
+  });
 });
 
 describe('exit facts', () => {

@@ -140,7 +140,7 @@ describe('a schedule across a SIGKILL of its runtime', () => {
       detail: { fired: 3 },
     });
     await vi.waitFor(() => expect(store.getSchedule(sessionId, 'schedule-1')).toBeUndefined(), WAIT);
-    expectOneEnding(store, sessionId);
+    await vi.waitFor(() => expectOneEnding(store, sessionId), WAIT);
   });
 
   it('killed between two firings and started again at once: the rest fire on time or run once, three in all', async () => {
@@ -163,7 +163,8 @@ describe('a schedule across a SIGKILL of its runtime', () => {
     // Whether the second firing came due before the new process was up depends on the machine: told at most once.
     expect(prompts.filter((prompt) => prompt.includes('missed-firing policy')).length).toBeLessThanOrEqual(1);
     expect(requestFirings(endpoint)).toEqual(['1', '2', '3']);
-    expectOneEnding(store, sessionId);
+    // The ending reaches the conversation after the task record settles: wait for it, then it is there once.
+    await vi.waitFor(() => expectOneEnding(store, sessionId), WAIT);
   });
 
   it("killed while a firing's turn waits for the model: told as interrupted once, never run again", async () => {
@@ -202,6 +203,6 @@ describe('a schedule across a SIGKILL of its runtime', () => {
       detail: { fired: 3 },
     });
     await vi.waitFor(() => expect(store.getSchedule(sessionId, 'schedule-1')).toBeUndefined(), WAIT);
-    expectOneEnding(store, sessionId);
+    await vi.waitFor(() => expectOneEnding(store, sessionId), WAIT);
   });
 });

@@ -3,7 +3,8 @@
  * Ctrl-T opens the session's background tasks over the prompt while a reply is still streaming, the arrow
  * keys move through them, Enter opens one task's live output (following its end, PgUp scrolling back, End
  * following again), `s` then `y` stops it, Esc goes back to the list and to the prompt — and the streamed
- * reply finishes above, once, while the view is open.
+ * reply finishes above, once, while the view is open. A schedule's row shows its firings and when the next
+ * is due, and the view stops it.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -156,6 +157,78 @@ describe('errand chat: the task view', () => {
     await chat.waitFor((screen) => /── 1 running in the background/.test(screen), 'the panel again');
     chat.write('/stop all\r');
     await chat.waitFor((screen) => screen.includes('(stopping bash-2)'), 'the prompt taking commands');
+    chat.write('/quit\r');
+    expect(await chat.exited).toBe(0);
+  }, 90_000);
+
+  it('shows a schedule with its firings and next due time, and stops it', async () => {
+    endpoint = await fakeOpenAiEndpoint([
+      () =>
+        completion(
+          {
+            content: null,
+            tool_calls: [
+              {
+                id: 'call_1',
+                type: 'function',
+                function: {
+                  name: 'schedule',
+                  arguments: JSON.stringify({ prompt: 'Check the deploy.', every_ms: 600_000, times: 3 }),
+                },
+              },
+              bashCall('call_2', 'sleep 61', 'sleeper'),
+            ],
+          },
+          'tool_calls',
+        ),
+      () => completion({ content: 'Scheduled.' }, 'stop'),
+      () => completion({ content: 'Noted the stop.' }, 'stop'),
+      () => completion({ content: 'Noted.' }, 'stop'),
+    ]);
+    const home = mkdtempSync(join(tmpdir(), 'errand-chat-schedule-'));
+    directories.push(home);
+    const chat = await spawnInTerminal(process.execPath, [main, 'chat', '--home', home, '--cwd', home], {
+      cols: 120,
+      rows: 30,
+      env: {
+        ...(process.env as Record<string, string>),
+        TERM: 'xterm-256color',
+        ERRAND_MODEL: 'test-model',
+        ERRAND_BASE_URL: endpoint.url,
+      },
+    });
+    programs.push(chat);
+    await chat.waitFor((screen) => screen.includes('you> '), 'the prompt');
+    chat.write('check the deploy every ten minutes, three times\r');
+    await chat.waitFor((screen) => screen.includes('Scheduled.'), 'the reply');
+
+    // The list row says how many firings are done of how many, and when the next is due.
+    chat.write(KEYS.ctrlT);
+    await chat.waitFor(
+      (screen) => /› \S bash-1 +running .* sleeper/.test(screen),
+      'the list, the newest selected',
+    );
+    chat.write(KEYS.up);
+    await chat.waitFor(
+      (screen) =>
+        /› \S schedule-1 +running .*fired 0\/3, next in (9m \d\ds|10m 00s), missed: run once {2}schedule: Check the deploy\./.test(
+          screen,
+        ),
+      'the schedule selected, with its firings and next due time',
+    );
+
+    // Stopped from the list, with confirmation; it ends killed and fires no more.
+    chat.write('s');
+    await chat.waitFor((screen) => /── stop schedule-1 .*\? y stops it/.test(screen), 'the question');
+    chat.write('y');
+    await chat.waitFor((screen) => /› \S schedule-1 +killed/.test(screen), 'the schedule stopped');
+    chat.write(KEYS.escape);
+    await chat.waitFor(
+      (screen) => /── 1 running in the background/.test(screen),
+      'the prompt and its panel again',
+    );
+    chat.write('/stop all\r');
+    await chat.waitFor((screen) => screen.includes('(stopping bash-1)'), 'the prompt taking commands');
     chat.write('/quit\r');
     expect(await chat.exited).toBe(0);
   }, 90_000);

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createTaskService } from '../registry/index.js';
 import { createTrustedCaller, type TaskService } from '../tasks/index.js';
 import { scriptedTask } from '../testing/index.js';
-import { formatTaskRow, TaskPanel } from './task-panel.js';
+import { formatTaskRow, TaskPanel, waitText } from './task-panel.js';
 
 const { Terminal } = xterm;
 const services: TaskService[] = [];
@@ -153,5 +153,17 @@ describe('TaskPanel', () => {
       /^⠋ schedule-1 running +2\.5s +fired 1\/3, next in 1\.5s, missed: run once {2}schedule: Check the deploy\.$/,
     );
     expect(schedule('completed', null)).toMatch(/^✓ schedule-1 completed +6\.0s +fired 1\/3 {2}schedule: /);
+  });
+});
+
+describe('waitText', () => {
+  it('reads as a person would: seconds under a minute, then minutes, hours and days with their next unit', () => {
+    expect(waitText(-5)).toBe('0.0s');
+    expect(waitText(1_500)).toBe('1.5s');
+    expect(waitText(59_949)).toBe('59.9s');
+    expect(waitText(60_000)).toBe('1m 00s');
+    expect(waitText(585_000)).toBe('9m 45s');
+    expect(waitText(3_600_000 + 5 * 60_000)).toBe('1h 05m');
+    expect(waitText(2 * 86_400_000 + 3 * 3_600_000)).toBe('2d 03h');
   });
 });

@@ -129,12 +129,23 @@ function scheduleColumn(task: TaskSnapshot, live: boolean, now: number): string 
   if (progress === undefined) return '';
   const next =
     live && progress.nextAt !== null
-      ? `, next in ${(Math.max(0, progress.nextAt - now) / 1000).toFixed(1)}s`
+      ? `, next in ${waitText(progress.nextAt - now)}`
       : live
         ? ', next when idle'
         : '';
   const missed = live ? `, missed: ${progress.missed === 'skip' ? 'skip' : 'run once'}` : '';
   return ` fired ${progress.fired}/${progress.times}${next}${missed}`;
+}
+
+/** A wait as a person reads it: `4.2s` under a minute, then `9m 45s`, `3h 05m`, `2d 03h`. */
+export function waitText(ms: number): string {
+  const seconds = Math.max(0, ms) / 1000;
+  if (seconds < 60) return `${seconds.toFixed(1)}s`;
+  const two = (value: number) => String(value).padStart(2, '0');
+  const whole = Math.floor(seconds);
+  if (whole < 3600) return `${Math.floor(whole / 60)}m ${two(whole % 60)}s`;
+  if (whole < 86_400) return `${Math.floor(whole / 3600)}h ${two(Math.floor((whole % 3600) / 60))}m`;
+  return `${Math.floor(whole / 86_400)}d ${two(Math.floor((whole % 86_400) / 3600))}h`;
 }
 
 export interface RunningRowsOptions {

@@ -175,8 +175,9 @@ export async function runDemo(options: DemoOptions): Promise<number> {
       cwd,
       pty: false,
       subagents: { model: () => scriptedModel(subagentScript()) },
-      // Results that land within half a second of each other wake the agent once, in one message.
-      limits: { idleDrainQuietMs: 500, idleDrainMaxDelayMs: 2000 },
+      // Results that land within half a second of each other wake the agent once, in one message (the
+      // first of them waits out the window too, rather than waking the agent alone).
+      limits: { idleDrainQuietMs: 500, idleDrainMaxDelayMs: 2000, idleDrainLoneAtOnce: false },
       systemPrompt: 'You are the errand demo agent.',
     });
     out.write('errand demo — a scripted agent with real background commands (no API keys needed)\n');

@@ -5,6 +5,7 @@ import { DrainScheduler, type DrainTimingLimits } from './drain-scheduler.js';
 const LIMITS: DrainTimingLimits = {
   idleDrainQuietMs: 5,
   idleDrainMaxDelayMs: 20,
+  idleDrainLoneAtOnce: true,
   deliveryRetryMs: 100,
   deliveryRetryMaxMs: 1_000,
 };
@@ -40,6 +41,17 @@ describe('DrainScheduler (on a manual clock)', () => {
     clock.advance(0);
     expect(drains).toEqual([1_000]);
     expect(clock.pending).toBe(0);
+  });
+
+  it('with idleDrainLoneAtOnce false, a lone arrival waits out the quiet window like any other', () => {
+    const { clock, drain, drains } = scheduler({ idleDrainLoneAtOnce: false });
+    drain.schedule();
+    clock.advance(0);
+    expect(drains).toEqual([]);
+    clock.advance(4);
+    expect(drains).toEqual([]);
+    clock.advance(1);
+    expect(drains).toEqual([1_005]);
   });
 
   it('gathers an arrival that follows another within idleDrainQuietMs', () => {

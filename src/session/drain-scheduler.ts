@@ -14,7 +14,11 @@ import type { ResolvedSessionLimits } from './session-limits.js';
 
 export type DrainTimingLimits = Pick<
   ResolvedSessionLimits,
-  'idleDrainQuietMs' | 'idleDrainMaxDelayMs' | 'deliveryRetryMs' | 'deliveryRetryMaxMs'
+  | 'idleDrainQuietMs'
+  | 'idleDrainMaxDelayMs'
+  | 'idleDrainLoneAtOnce'
+  | 'deliveryRetryMs'
+  | 'deliveryRetryMaxMs'
 >;
 
 /** What the scheduler needs from its session. */
@@ -76,8 +80,9 @@ export class DrainScheduler {
     const first = this.#cancelTimer === undefined;
     if (first) this.#windowStart = now;
     else this.#cancelTimer!();
-    const { idleDrainQuietMs } = this.#context.limits;
-    const lone = first && now - this.#lastArrival >= idleDrainQuietMs && this.#underway() === 0;
+    const { idleDrainQuietMs, idleDrainLoneAtOnce } = this.#context.limits;
+    const lone =
+      idleDrainLoneAtOnce && first && now - this.#lastArrival >= idleDrainQuietMs && this.#underway() === 0;
     this.#lastArrival = now;
     this.#arm(lone ? 0 : this.#quietDelay(now));
   }

@@ -25,6 +25,12 @@ export const sessionLimitOptions = defineOptions('createSessionRuntime', {
    */
   idleDrainMaxDelayMs: option.integer({ min: 0, default: 100, atLeast: 'idleDrainQuietMs' }),
   /**
+   * Whether a lone notification (see `idleDrainQuietMs`) starts its turn at once. Default true; false makes
+   * every first arrival wait out the quiet window, for a harness that would rather gather results that
+   * land a little apart (the quiet window) than answer a single one sooner.
+   */
+  idleDrainLoneAtOnce: option.boolean({ default: true }),
+  /**
    * How long a running command's pid and start time may wait to reach its task record, when the record
    * already holds its tree's tag: they go with the task's next write (its ending, for a command that ends
    * sooner), or this long after they were learnt. Meanwhile a restart recognises the tree by its tag and

@@ -229,6 +229,24 @@ let labs = 0;
 const live = new Set<Lab>();
 let exitHookInstalled = false;
 
+/**
+ * The binds that keep the repository visible on a host whose `/root` and `/tmp` are its own: for a
+ * checkout under either, [source, mount point inside the host's directory]; the mount point is made here.
+ */
+function repositoryBinds(home: string, tmp: string): string[] {
+  const repository = REPO_ROOT.replace(/\/+$/, '');
+  for (const [covered, own] of [
+    ['/root', home],
+    ['/tmp', tmp],
+  ] as const) {
+    if (!repository.startsWith(`${covered}/`)) continue;
+    const point = join(own, repository.slice(covered.length));
+    mkdirSync(point, { recursive: true });
+    return [repository, point];
+  }
+  return [];
+}
+
 function spawnOnHost(
   host: { name: string; namespace: string; tmp?: string; home?: string },
   ip: string,
@@ -239,7 +257,12 @@ function spawnOnHost(
   // `ip netns exec` enters the network namespace and makes a mount namespace (mounts propagate into it
   // from the machine, never out): the binds below are this process's and its children's alone.
   // Without them (the switch's own processes) the machine's file system as it is.
-  const script = 'mount --bind "$1" /root && mount --bind "$2" /tmp && shift 2 && exec "$@"';
+  // The repository (Errand's build, its node_modules, the fixtures) stays at its path on every host: a
+  // checkout under /tmp or /root is bound into the host's own directory first, and the host's directories
+  // go over /tmp and /root with their submounts (--rbind).
+  const script =
+    'set -e; home=$1; tmp=$2; shift 2; while [ "$1" != "--" ]; do mount --bind "$1" "$2"; shift 2; done; ' +
+    'shift; mount --rbind "$home" /root; mount --rbind "$tmp" /tmp; exec "$@"';
   const own = host.home !== undefined && host.tmp !== undefined;
   const child = spawn(
     ip,
@@ -254,6 +277,8 @@ function spawnOnHost(
           'errand-host',
           host.home!,
           host.tmp!,
+          ...repositoryBinds(host.home!, host.tmp!),
+          '--',
           file,
           ...args,
         ]

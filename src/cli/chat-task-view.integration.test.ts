@@ -54,6 +54,24 @@ function lastTick(screen: string): number {
   return Math.max(0, ...[...screen.matchAll(/tick-(\d+)/g)].map((match) => Number(match[1])));
 }
 
+/** `errand chat` in a 120×30 terminal on a fresh home, its model at `modelUrl`. */
+async function startChat(prefix: string, modelUrl: string): Promise<TerminalProgram> {
+  const home = mkdtempSync(join(tmpdir(), prefix));
+  directories.push(home);
+  const chat = await spawnInTerminal(process.execPath, [main, 'chat', '--home', home, '--cwd', home], {
+    cols: 120,
+    rows: 30,
+    env: {
+      ...(process.env as Record<string, string>),
+      TERM: 'xterm-256color',
+      ERRAND_MODEL: 'test-model',
+      ERRAND_BASE_URL: modelUrl,
+    },
+  });
+  programs.push(chat);
+  return chat;
+}
+
 describe('errand chat: the task view', () => {
   it('lists, follows, scrolls back and stops a task, and gives the prompt back, beside a streaming reply', async () => {
     const rest = deferred();
@@ -78,19 +96,7 @@ describe('errand chat: the task view', () => {
       () => completion({ content: 'Noted the stop.' }, 'stop'),
       () => completion({ content: 'Noted.' }, 'stop'),
     ]);
-    const home = mkdtempSync(join(tmpdir(), 'errand-chat-view-'));
-    directories.push(home);
-    const chat = await spawnInTerminal(process.execPath, [main, 'chat', '--home', home, '--cwd', home], {
-      cols: 120,
-      rows: 30,
-      env: {
-        ...(process.env as Record<string, string>),
-        TERM: 'xterm-256color',
-        ERRAND_MODEL: 'test-model',
-        ERRAND_BASE_URL: endpoint.url,
-      },
-    });
-    programs.push(chat);
+    const chat = await startChat('errand-chat-view-', endpoint.url);
     await chat.waitFor((screen) => screen.includes('you> '), 'the prompt');
     chat.write('start two\r');
     await chat.waitFor((screen) => screen.includes('Both run.'), 'the reply');
@@ -185,19 +191,7 @@ describe('errand chat: the task view', () => {
       () => completion({ content: 'Noted the stop.' }, 'stop'),
       () => completion({ content: 'Noted.' }, 'stop'),
     ]);
-    const home = mkdtempSync(join(tmpdir(), 'errand-chat-schedule-'));
-    directories.push(home);
-    const chat = await spawnInTerminal(process.execPath, [main, 'chat', '--home', home, '--cwd', home], {
-      cols: 120,
-      rows: 30,
-      env: {
-        ...(process.env as Record<string, string>),
-        TERM: 'xterm-256color',
-        ERRAND_MODEL: 'test-model',
-        ERRAND_BASE_URL: endpoint.url,
-      },
-    });
-    programs.push(chat);
+    const chat = await startChat('errand-chat-schedule-', endpoint.url);
     await chat.waitFor((screen) => screen.includes('you> '), 'the prompt');
     chat.write('check the deploy every ten minutes, three times\r');
     await chat.waitFor((screen) => screen.includes('Scheduled.'), 'the reply');

@@ -104,20 +104,26 @@ function setup(replies: Parameters<typeof fakeOpenAiEndpoint>[0]) {
 const DEFINITION = { prompt: 'Check the deploy.', every_ms: 2000, times: 3, missed: 'run_once' };
 const answer = (text: string) => () => completion({ content: text }, 'stop');
 
+/** A runtime child on "every 2 s, 3 times", SIGKILLed once its first firing is in the store. */
+async function killedAfterFirstFiring() {
+  const { home, endpoint: opening } = setup(['one', 'two', 'three', 'extra'].map(answer));
+  const endpoint = await opening;
+  cleanups.push(() => endpoint.close());
+  const first = await startChild({ home, modelUrl: endpoint.url, schedule: DEFINITION });
+  const store = openSqliteSessionStore({ home });
+  cleanups.push(() => store.close());
+  const { sessionId } = first;
+  await vi.waitFor(
+    () => expect(store.getSchedule(sessionId, 'schedule-1')).toMatchObject({ fired: 1 }),
+    WAIT,
+  );
+  await first.kill();
+  return { home, endpoint, store, sessionId };
+}
+
 describe('a schedule across a SIGKILL of its runtime', () => {
   it('killed between two firings: three firings in all, each told once, the missed one run once and told', async () => {
-    const { home, endpoint: opening } = setup(['one', 'two', 'three', 'extra'].map(answer));
-    const endpoint = await opening;
-    cleanups.push(() => endpoint.close());
-    const first = await startChild({ home, modelUrl: endpoint.url, schedule: DEFINITION });
-    const store = openSqliteSessionStore({ home });
-    cleanups.push(() => store.close());
-    const { sessionId } = first;
-    await vi.waitFor(
-      () => expect(store.getSchedule(sessionId, 'schedule-1')).toMatchObject({ fired: 1 }),
-      WAIT,
-    );
-    await first.kill();
+    const { home, endpoint, store, sessionId } = await killedAfterFirstFiring();
     const left = store.getSchedule(sessionId, 'schedule-1')!;
     expect(left).toMatchObject({ fired: 1, firing: undefined });
     expect(store.getTask('schedule-1', sessionId)?.status).toBe('running');
@@ -144,18 +150,7 @@ describe('a schedule across a SIGKILL of its runtime', () => {
   });
 
   it('killed between two firings and started again at once: the rest fire on time or run once, three in all', async () => {
-    const { home, endpoint: opening } = setup(['one', 'two', 'three', 'extra'].map(answer));
-    const endpoint = await opening;
-    cleanups.push(() => endpoint.close());
-    const first = await startChild({ home, modelUrl: endpoint.url, schedule: DEFINITION });
-    const store = openSqliteSessionStore({ home });
-    cleanups.push(() => store.close());
-    const { sessionId } = first;
-    await vi.waitFor(
-      () => expect(store.getSchedule(sessionId, 'schedule-1')).toMatchObject({ fired: 1 }),
-      WAIT,
-    );
-    await first.kill();
+    const { home, endpoint, store, sessionId } = await killedAfterFirstFiring();
     await startChild({ home, modelUrl: endpoint.url, sessionId, resume: true });
     await vi.waitFor(() => expect(store.getTask('schedule-1', sessionId)?.status).toBe('completed'), WAIT);
     const prompts = automatedPrompts(store, sessionId);

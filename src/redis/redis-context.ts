@@ -4,13 +4,7 @@
  */
 import type { Logger } from '../tasks/index.js';
 import { RedisKeys } from './redis-keys.js';
-import {
-  loadRedisModules,
-  openRedis,
-  type RedisClient,
-  type RedisModules,
-  sentinelOptions,
-} from './redis-modules.js';
+import { loadRedisModules, openRedis, type RedisClient, type RedisModules } from './redis-modules.js';
 import {
   ADOPT_SCRIPT,
   CANCEL_SCRIPT,
@@ -81,12 +75,6 @@ export class RedisContext {
     const client = this.#open(role);
     this.#extra.add(client);
     return client;
-  }
-
-  /** BullMQ's connection options for this target (it opens its own connections from them). */
-  get bullConnection(): { url?: string; maxRetriesPerRequest: null } {
-    if (this.target.sentinel) return { ...sentinelOptions(this.target), maxRetriesPerRequest: null };
-    return { url: this.target.url, maxRetriesPerRequest: null };
   }
 
   async close(): Promise<void> {
